@@ -1,0 +1,52 @@
+// Command router is the skillrouter CLI: inspect a skill library, explain
+// routing decisions, serve the OpenAI-compatible proxy and benchmark strategies.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		var ec exitCode
+		if asExit(err, &ec) {
+			os.Exit(int(ec))
+		}
+		fmt.Fprintln(os.Stderr, "router:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "router",
+		Short:         "skillrouter: an OpenAI-compatible proxy that selects Agent Skills before inference",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd())
+	return root
+}
+
+// exitCode is returned by commands that must exit non-zero without printing
+// an error (e.g. `skills validate` found problems it already printed).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func asExit(err error, target *exitCode) bool {
+	ec, ok := err.(exitCode)
+	if ok {
+		*target = ec
+	}
+	return ok
+}

@@ -1,0 +1,86 @@
+// Package skills loads Agent Skills (folders holding a SKILL.md) into an
+// immutable, ordered snapshot and renders them exactly as a model sees them:
+// the catalog (tier 1), the load_skill envelope (tier 2) and the load_skill
+// tool definition.
+package skills
+
+// Severity grades a Problem: an error skips the skill, a warning does not.
+type Severity string
+
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// Problem is something wrong with a skill, located so a person can fix it.
+type Problem struct {
+	Path     string   `json:"path"`
+	Line     int      `json:"line,omitempty"` // 1-based; 0 when unknown
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+}
+
+// ResourceKind classifies a file in a skill folder by the folder it is in.
+type ResourceKind string
+
+const (
+	KindScript    ResourceKind = "script"
+	KindReference ResourceKind = "reference"
+	KindAsset     ResourceKind = "asset"
+	KindOther     ResourceKind = "other"
+)
+
+// Resource is a file in a skill folder other than SKILL.md.
+type Resource struct {
+	Path string       `json:"path"` // slash path relative to the skill folder
+	Size int64        `json:"size"`
+	Kind ResourceKind `json:"kind"`
+}
+
+// Type is the Lazy Skills type of a skill.
+type Type string
+
+const (
+	TypeContextual Type = "contextual"
+	TypeExecutable Type = "executable"
+	TypeComposite  Type = "composite"
+)
+
+// Skill is one parsed skill folder. Skills in a Snapshot are never mutated.
+type Skill struct {
+	ID          string `json:"id"`   // slash path of the folder relative to its root
+	Name        string `json:"name"` // frontmatter name
+	Description string `json:"description"`
+	Path        string `json:"path"` // path of SKILL.md: root joined with id, as the root was given
+	Dir         string `json:"-"`    // folder of the skill (filepath.Dir(Path))
+	Root        string `json:"-"`    // the root it was found under
+
+	Type          Type           `json:"type"`
+	License       string         `json:"license,omitempty"`
+	Compatibility string         `json:"compatibility,omitempty"`
+	Metadata      map[string]any `json:"metadata,omitempty"`
+	AllowedTools  []string       `json:"allowed_tools,omitempty"`
+	Enabled       *bool          `json:"enabled,omitempty"`
+	AutoLoad      *bool          `json:"auto_load,omitempty"`
+	Dependencies  []string       `json:"dependencies,omitempty"`
+	Tags          []string       `json:"tags,omitempty"`
+	Extra         map[string]any `json:"extra,omitempty"` // unknown frontmatter fields, kept verbatim
+
+	Content  string `json:"-"` // the whole SKILL.md as read
+	Body     string `json:"-"` // Markdown after the frontmatter
+	BodyLine int    `json:"-"` // 1-based line where Body starts
+
+	Resources []Resource `json:"resources"`
+	Problems  []Problem  `json:"problems"`
+	// Skipped is true when an error-severity problem kept the skill out of the library.
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// OptedIn reports whether frontmatter opts the skill in (enabled: true or
+// auto_load: true), for the `enabled` catalog mode.
+func (s *Skill) OptedIn() bool {
+	return (s.Enabled != nil && *s.Enabled) || (s.AutoLoad != nil && *s.AutoLoad)
+}
+
+// Disabled reports whether frontmatter turns the skill off (enabled: false).
+func (s *Skill) Disabled() bool { return s.Enabled != nil && !*s.Enabled }
