@@ -1,0 +1,72 @@
+// Package tokens counts prompt tokens with a real BPE tokenizer, offline.
+package tokens
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Encoding names a tokenizer encoding.
+type Encoding string
+
+const (
+	O200kBase  Encoding = "o200k_base" // GPT-4o family; the default
+	Cl100kBase Encoding = "cl100k_base"
+)
+
+// Counter counts tokens in text. It is safe for concurrent use.
+type Counter struct {
+	enc   Encoding
+	codec tokenizer.Codec
+}
+
+var (
+	mu       sync.Mutex
+	counters = map[Encoding]*Counter{}
+)
+
+// Get returns the shared counter for an encoding; codecs are loaded once
+// because building the BPE tables is the expensive part.
+func Get(enc Encoding) (*Counter, error) {
+	if enc == "" {
+		enc = O200kBase
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if c, ok := counters[enc]; ok {
+		return c, nil
+	}
+	codec, err := tokenizer.Get(tokenizer.Encoding(enc))
+	if err != nil {
+		return nil, fmt.Errorf("tokens: encoding %q: %w", enc, err)
+	}
+	c := &Counter{enc: enc, codec: codec}
+	counters[enc] = c
+	return c, nil
+}
+
+// Default returns the o200k_base counter.
+func Default() *Counter {
+	c, err := Get(O200kBase)
+	if err != nil {
+		panic(err) // the encoding is compiled into the module; failure is a build defect
+	}
+	return c
+}
+
+// Encoding reports the counter's encoding.
+func (c *Counter) Encoding() Encoding { return c.enc }
+
+// Count returns the number of tokens in s. Invalid UTF-8 is counted as the
+// tokenizer's replacement handling does rather than failing: a count is an
+// estimate for budgets, never a reason to drop a request.
+func (c *Counter) Count(s string) int {
+	n, err := c.codec.Count(s)
+	if err != nil {
+		// Fall back to a conservative estimate (about 4 bytes a token).
+		return (len(s) + 3) / 4
+	}
+	return n
+}
