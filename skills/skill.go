@@ -4,6 +4,8 @@
 // tool definition.
 package skills
 
+import "fmt"
+
 // Severity grades a Problem: an error skips the skill, a warning does not.
 type Severity string
 
@@ -18,6 +20,15 @@ type Problem struct {
 	Line     int      `json:"line,omitempty"` // 1-based; 0 when unknown
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"`
+}
+
+// String formats the problem the way compilers do, so editors can jump to
+// it: "path:line: severity: message" (no line part when the line is unknown).
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: %s", p.Path, p.Line, p.Severity, p.Message)
+	}
+	return fmt.Sprintf("%s: %s: %s", p.Path, p.Severity, p.Message)
 }
 
 // ResourceKind classifies a file in a skill folder by the folder it is in.
@@ -71,7 +82,10 @@ type Skill struct {
 	BodyLine int    `json:"-"` // 1-based line where Body starts
 
 	Resources []Resource `json:"resources"`
-	Problems  []Problem  `json:"problems"`
+	// ResourcesOmitted counts files left out of Resources because the folder
+	// holds more than the scan lists (Options.MaxResources).
+	ResourcesOmitted int       `json:"resources_omitted,omitempty"`
+	Problems         []Problem `json:"problems"`
 	// Skipped is true when an error-severity problem kept the skill out of the library.
 	Skipped bool `json:"skipped,omitempty"`
 }

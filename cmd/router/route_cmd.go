@@ -1,8 +1,164 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"text/tabwriter"
 
-// STUB — replaced by its owner.
+	"github.com/spf13/cobra"
+
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// routeJSONMax caps the ranked list in --json output: a library of
+// thousands would otherwise print every skill, most with a zero score.
+const routeJSONMax = 50
+
 func newRouteCmd() *cobra.Command {
-	return &cobra.Command{Use: "route", Short: "(not yet built)"}
+	var (
+		lf      libraryFlags
+		asJSON  bool
+		rows    int
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "route [flags] MESSAGE",
+		Short: "Explain which skills a message would be routed to",
+		Long: "Rank the skill library against MESSAGE exactly as the proxy does for a chat request whose\n" +
+			"latest user message is MESSAGE, and print the ranked skills with their scores and what\n" +
+			"would be auto-loaded. A #skill-id or /skill-id mention pins that skill.\n\n" +
+			"--json prints {\"query\",\"strategy\",\"embedder\",\"fallback\",\"ranked\":[{\"id\",\"score\",\"components\"}],\n" +
+			"\"selected\":[ids]} (plus fallback_reason, pinned and reasons when set); ranked holds the\n" +
+			fmt.Sprintf("top %d skills.", routeJSONMax),
+		Example: "  router route --skills ../shared/bench/skills \"create an onboarding tour for this repo\"\n" +
+			"  router route --strategy bm25 --json \"use /mcp-builder to wrap our REST API\"",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" {
+				return fmt.Errorf("MESSAGE is empty")
+			}
+			roots, err := requireRoots(lf.skills)
+			if err != nil {
+				return err
+			}
+			opts, err := lf.routerOptions()
+			if err != nil {
+				return err
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelDebug
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			reg, r, err := buildRouter(cmd.Context(), roots, lf.embedConfig(), opts)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			printLibraryProblems(cmd.ErrOrStderr(), reg.Snapshot())
+			d := r.Route(cmd.Context(), router.Query{Messages: []router.Message{{Role: "user", Text: args[0]}}})
+			if asJSON {
+				return writeDecisionJSON(cmd.OutOrStdout(), d)
+			}
+			return writeDecisionTable(cmd.OutOrStdout(), d, rows)
+		},
+	}
+	lf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	cmd.Flags().IntVar(&rows, "rows", 10, "ranked skills shown in the table")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log index building and calibration to stderr")
+	return cmd
+}
+
+func writeDecisionJSON(w io.Writer, d *router.Decision) error {
+	out := *d
+	if len(out.Ranked) > routeJSONMax {
+		out.Ranked = out.Ranked[:routeJSONMax]
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
+	fmt.Fprintf(w, "query:    %s\n", oneLine(d.Query, 100))
+	emb := d.Embedder
+	if emb == "" {
+		emb = "none"
+	}
+	fmt.Fprintf(w, "strategy: %s   embedder: %s\n", d.Strategy, emb)
+	if d.Fallback {
+		fmt.Fprintf(w, "fallback: %s\n", d.FallbackReason)
+	}
+	fmt.Fprintln(w)
+	// Component columns in a fixed order, only those present.
+	var cols []string
+	if len(d.Ranked) > 0 {
+		for _, c := range []string{"keyword", "bm25", "bm25_norm", "cosine", "confidence"} {
+			if _, ok := d.Ranked[0].Components[c]; ok {
+				cols = append(cols, c)
+			}
+		}
+	}
+	selected := map[string]bool{}
+	for _, id := range d.Selected {
+		selected[id] = true
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "RANK\tSCORE\t")
+	for _, c := range cols {
+		fmt.Fprint(tw, strings.ToUpper(c)+"\t")
+	}
+	fmt.Fprintln(tw, "SKILL\t")
+	for i, s := range d.Ranked {
+		if i >= rows {
+			break
+		}
+		mark := ""
+		if selected[s.ID] {
+			mark = "  *"
+		}
+		fmt.Fprintf(tw, "%d\t%.4f\t", i+1, s.Score)
+		for _, c := range cols {
+			fmt.Fprintf(tw, "%.4f\t", s.Components[c])
+		}
+		fmt.Fprintf(tw, "%s%s\t\n", s.ID, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if len(d.Selected) == 0 {
+		fmt.Fprintln(w, "auto-load: nothing (no skill is a confident match)")
+	} else {
+		fmt.Fprintf(w, "auto-load: %s\n", strings.Join(d.Selected, ", "))
+	}
+	if len(d.Pinned) > 0 {
+		fmt.Fprintf(w, "pinned:    %s\n", strings.Join(d.Pinned, ", "))
+	}
+	if len(d.Reasons) > 0 {
+		ids := make([]string, 0, len(d.Reasons))
+		for id := range d.Reasons {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		fmt.Fprintln(w, "not loaded:")
+		for _, id := range ids {
+			fmt.Fprintf(w, "  %s: %s\n", id, d.Reasons[id])
+		}
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

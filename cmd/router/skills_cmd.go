@@ -1,8 +1,242 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
 
-// STUB — replaced by its owner.
+	"github.com/spf13/cobra"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
 func newSkillsCmd() *cobra.Command {
-	return &cobra.Command{Use: "skills", Short: "(not yet built)"}
+	var dirs []string
+	cmd := &cobra.Command{
+		Use:   "skills",
+		Short: "List, validate, show and render a skill library",
+		Long: "Inspect a library of Agent Skills (folders holding a SKILL.md) exactly as the proxy sees it:\n" +
+			"list the skills, validate them against the Agent Skills spec, show the load_skill result\n" +
+			"for one skill, or print the catalog put in the system prompt.",
+		Args: cobra.NoArgs,
+	}
+	addSkillsFlag(cmd.PersistentFlags(), &dirs)
+	cmd.AddCommand(
+		newSkillsListCmd(&dirs),
+		newSkillsValidateCmd(&dirs),
+		newSkillsShowCmd(&dirs),
+		newSkillsCatalogCmd(&dirs),
+	)
+	return cmd
+}
+
+// loadLibrary scans the roots chosen by --skills (or the defaults).
+func loadLibrary(ctx context.Context, dirs []string) (*skills.Snapshot, error) {
+	roots, err := requireRoots(dirs)
+	if err != nil {
+		return nil, err
+	}
+	snap := skills.Load(ctx, roots, skills.Options{})
+	if err := snap.Err(); err != nil {
+		return nil, fmt.Errorf("scanning skills: %w", err)
+	}
+	return snap, nil
+}
+
+// printLibraryProblems reports problems not tied to a skill (a missing
+// root, a symlink loop) on stderr, where they do not spoil table or JSON output.
+func printLibraryProblems(w io.Writer, snap *skills.Snapshot) {
+	for _, p := range snap.LibraryProblems() {
+		fmt.Fprintln(w, p.String())
+	}
+}
+
+func newSkillsListCmd(dirs *[]string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every skill found, including skipped ones",
+		Long: "List every skill found under the roots, including skipped ones, as a table or (--json) as\n" +
+			`an array of {"id","name","description","path","type","resources":[...],"problems":[...]}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			snap, err := loadLibrary(cmd.Context(), *dirs)
+			if err != nil {
+				return err
+			}
+			printLibraryProblems(cmd.ErrOrStderr(), snap)
+			all := snap.All()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
+				if all == nil {
+					all = []*skills.Skill{}
+				}
+				return enc.Encode(all)
+			}
+			return writeTable(cmd.OutOrStdout(), all)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	return cmd
+}
+
+func writeTable(w io.Writer, list []*skills.Skill) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTYPE\tFILES\tSTATUS\tDESCRIPTION")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Type, len(s.Resources)+s.ResourcesOmitted, status(s), shorten(s.Description, 60))
+	}
+	return tw.Flush()
+}
+
+// status summarises a skill's problems for the table.
+func status(s *skills.Skill) string {
+	var errs, warns int
+	for _, p := range s.Problems {
+		if p.Severity == skills.SeverityError {
+			errs++
+		} else {
+			warns++
+		}
+	}
+	switch {
+	case s.Skipped:
+		return "skipped: " + plural(errs, "error")
+	case warns > 0:
+		return "ok, " + plural(warns, "warning")
+	}
+	return "ok"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// shorten folds text onto one line and cuts it to n runes.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+func newSkillsValidateCmd(dirs *[]string) *cobra.Command {
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check every SKILL.md against the Agent Skills spec",
+		Long: "Print every problem as path:line: severity: message. Exit status 1 when there is an error\n" +
+			"(with --strict, also when there is a warning), 0 otherwise.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			snap, err := loadLibrary(cmd.Context(), *dirs)
+			if err != nil {
+				return err
+			}
+			var errs, warns int
+			for _, p := range snap.Problems() {
+				fmt.Fprintln(cmd.OutOrStdout(), p.String())
+				if p.Severity == skills.SeverityError {
+					errs++
+				} else {
+					warns++
+				}
+			}
+			all := snap.All()
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s checked (%d loaded, %d skipped): %s, %s\n",
+				plural(len(all), "skill"), snap.Len(), len(all)-snap.Len(), plural(errs, "error"), plural(warns, "warning"))
+			if errs > 0 || (strict && warns > 0) {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as failures (exit 1)")
+	return cmd
+}
+
+func newSkillsShowCmd(dirs *[]string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Print the load_skill result for a skill, as the model receives it",
+		Long: "Print the load_skill result for the skill with this id (its folder path relative to the\n" +
+			"root, e.g. anthropics/mcp-builder). An unknown id prints the not-found result and exits 1.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			snap, err := loadLibrary(cmd.Context(), *dirs)
+			if err != nil {
+				return err
+			}
+			id := args[0]
+			if s, ok := snap.Get(id); ok {
+				fmt.Fprintln(cmd.OutOrStdout(), skills.Envelope(s))
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), skills.NotFound(id, snap))
+			if s, ok := snap.Lookup(id); ok && s.Skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s was skipped because of these problems:\n", id)
+				for _, p := range s.Problems {
+					fmt.Fprintln(cmd.ErrOrStderr(), "  "+p.String())
+				}
+			}
+			return exitCode(1)
+		},
+	}
+}
+
+func newSkillsCatalogCmd(dirs *[]string) *cobra.Command {
+	var (
+		format   string
+		priority []string
+		maxDesc  int
+		tool     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "Print the skill catalog as it goes into the system prompt",
+		Long: "Print the catalog of loaded skills (skills with enabled: false are left out).\n" +
+			"Formats: agent-skills (default, for load_skill), anthropic (name, description, location of\n" +
+			"SKILL.md, for agents that read files themselves) and qark.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := skills.ParseFormat(format)
+			if err != nil {
+				return err
+			}
+			snap, err := loadLibrary(cmd.Context(), *dirs)
+			if err != nil {
+				return err
+			}
+			printLibraryProblems(cmd.ErrOrStderr(), snap)
+			var list []*skills.Skill
+			for _, s := range snap.Skills() {
+				if !s.Disabled() {
+					list = append(list, s)
+				}
+			}
+			out := cmd.OutOrStdout()
+			if tool {
+				fmt.Fprintf(out, "%s\n", skills.LoadSkillTool(list))
+				return nil
+			}
+			fmt.Fprintln(out, skills.RenderCatalog(list, skills.CatalogOptions{Format: f, Priority: priority, MaxDescription: maxDesc}))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", string(skills.FormatAgentSkills), "catalog format: agent-skills, anthropic or qark")
+	cmd.Flags().StringSliceVar(&priority, "priority", nil, "ids for a <prioritized_skills> line after the list (comma-separated or repeated)")
+	cmd.Flags().IntVar(&maxDesc, "max-description", 0, "truncate descriptions to this many characters at a word boundary (0: no limit)")
+	cmd.Flags().BoolVar(&tool, "tool", false, "print the load_skill tool definition (OpenAI JSON) instead of the catalog")
+	return cmd
 }

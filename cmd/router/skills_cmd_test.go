@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	examplesLib = "../../examples/skills"
+	fixtureLib  = "../../skills/testdata/lib"
+)
+
+// run executes the CLI with args and returns stdout, stderr and the error.
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func exitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec exitCode
+	if asExit(err, &ec) {
+		return int(ec)
+	}
+	return -1
+}
+
+func TestSkillsListTable(t *testing.T) {
+	out, _, err := run(t, "skills", "list", "--skills", examplesLib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[0], "DESCRIPTION") {
+		t.Errorf("no header: %q", lines[0])
+	}
+	if len(lines)-1 < 8 {
+		t.Errorf("the example library must have at least 8 skills, listed %d", len(lines)-1)
+	}
+	for _, l := range lines[1:] {
+		if !strings.Contains(l, " ok ") && !strings.HasSuffix(strings.Fields(l)[3], "ok") {
+			t.Errorf("example skill not clean: %q", l)
+		}
+	}
+}
+
+func TestSkillsListJSON(t *testing.T) {
+	out, _, err := run(t, "skills", "list", "--json", "--skills", fixtureLib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("not a JSON array: %v\n%s", err, out)
+	}
+	if len(list) != 16 {
+		t.Errorf("want every skill including skipped ones (16), got %d", len(list))
+	}
+	for _, obj := range list {
+		for _, k := range []string{"id", "name", "description", "path", "type", "resources", "problems"} {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("object %s lacks %q", obj["id"], k)
+			}
+		}
+		if string(obj["resources"]) == "null" || string(obj["problems"]) == "null" {
+			t.Errorf("%s: resources/problems must be arrays", obj["id"])
+		}
+	}
+	if !strings.Contains(out, `"id": "broken/empty"`) || !strings.Contains(out, `"skipped": true`) {
+		t.Error("skipped skills missing from --json")
+	}
+}
+
+func TestSkillsValidate(t *testing.T) {
+	out, errOut, err := run(t, "skills", "validate", "--skills", fixtureLib)
+	if exitStatus(err) != 1 {
+		t.Fatalf("errors in the library must exit 1, got %v", err)
+	}
+	for _, want := range []string{
+		"../../skills/testdata/lib/broken/empty/SKILL.md:1: error: SKILL.md is empty",
+		"../../skills/testdata/lib/broken/invalid-yaml/SKILL.md:4: error: invalid YAML in frontmatter",
+		"../../skills/testdata/lib/source-a/beta/SKILL.md:2: warning: name \"beta-skill\" does not match",
+		"../../skills/testdata/lib/lowercase/skill.md: warning: found skill.md",
+	} {
+		if !strings.Contains(out, want+"") {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 11 errors, 9 warnings") {
+		t.Errorf("summary: %q", errOut)
+	}
+
+	if _, _, err := run(t, "skills", "validate", "--skills", examplesLib, "--strict"); err != nil {
+		t.Errorf("the example library must validate cleanly even with --strict: %v", err)
+	}
+
+	warnOnly := t.TempDir()
+	writeSkillFile(t, filepath.Join(warnOnly, "folder", "SKILL.md"), "---\nname: other-name\ndescription: d\n---\n")
+	if _, _, err := run(t, "skills", "validate", "--skills", warnOnly); err != nil {
+		t.Errorf("warnings alone must exit 0: %v", err)
+	}
+	if _, _, err := run(t, "skills", "validate", "--skills", warnOnly, "--strict"); exitStatus(err) != 1 {
+		t.Errorf("--strict must exit 1 on warnings: %v", err)
+	}
+}
+
+func TestSkillsShow(t *testing.T) {
+	out, _, err := run(t, "skills", "show", "--skills", examplesLib, "csv-data-profiling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, `<skill_context id="csv-data-profiling">`) ||
+		!strings.Contains(out, `<resource path="scripts/profile.py" kind="script"`) ||
+		!strings.HasSuffix(out, "</skill_context>\n") {
+		t.Errorf("unexpected envelope:\n%s", out)
+	}
+
+	out, _, err = run(t, "skills", "--skills", fixtureLib, "show", "alpha")
+	if exitStatus(err) != 1 {
+		t.Fatalf("unknown id must exit 1: %v", err)
+	}
+	if !strings.Contains(out, `reason="not_found"`) || !strings.Contains(out, "<id>source-a/alpha</id>") {
+		t.Errorf("not-found result:\n%s", out)
+	}
+
+	_, errOut, err := run(t, "skills", "show", "--skills", fixtureLib, "broken/empty")
+	if exitStatus(err) != 1 || !strings.Contains(errOut, "was skipped because of these problems") ||
+		!strings.Contains(errOut, "SKILL.md is empty") {
+		t.Errorf("skipped skill should explain why: err=%v stderr=%q", err, errOut)
+	}
+
+	if _, _, err := run(t, "skills", "show", "--skills", fixtureLib); err == nil {
+		t.Error("show without an id must fail")
+	}
+}
+
+func TestSkillsCatalog(t *testing.T) {
+	out, _, err := run(t, "skills", "catalog", "--skills", examplesLib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "## Agent Skills\n") || !strings.Contains(out, "<id>regex-builder</id>") {
+		t.Errorf("catalog:\n%s", out)
+	}
+	out, _, err = run(t, "skills", "catalog", "--skills", examplesLib, "--format", "anthropic")
+	if err != nil || !strings.Contains(out, "<location>../../examples/skills/regex-builder/SKILL.md</location>") {
+		t.Errorf("anthropic catalog (err %v):\n%s", err, out)
+	}
+	out, _, err = run(t, "skills", "catalog", "--skills", examplesLib, "--format", "qark", "--priority", "regex-builder,sql-query-tuning")
+	if err != nil || !strings.Contains(out, `<skill name="regex-builder">`) ||
+		!strings.Contains(out, "<prioritized_skills>regex-builder, sql-query-tuning</prioritized_skills>") {
+		t.Errorf("qark catalog (err %v):\n%s", err, out)
+	}
+	if _, _, err := run(t, "skills", "catalog", "--skills", examplesLib, "--format", "markdown"); err == nil || !strings.Contains(err.Error(), "unknown catalog format") {
+		t.Errorf("bad format: %v", err)
+	}
+	out, _, err = run(t, "skills", "catalog", "--skills", examplesLib, "--tool")
+	var tool map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &tool) != nil || !strings.Contains(out, `"enum":["api-design-review"`) {
+		t.Errorf("tool (err %v):\n%s", err, out)
+	}
+
+	// Disabled skills stay out of the catalog.
+	lib := t.TempDir()
+	writeSkillFile(t, filepath.Join(lib, "on", "SKILL.md"), "---\nname: on\ndescription: d\n---\n")
+	writeSkillFile(t, filepath.Join(lib, "off", "SKILL.md"), "---\nname: off\ndescription: d\nenabled: false\n---\n")
+	out, _, _ = run(t, "skills", "catalog", "--skills", lib)
+	if !strings.Contains(out, "<id>on</id>") || strings.Contains(out, "<id>off</id>") {
+		t.Errorf("disabled skill handling:\n%s", out)
+	}
+}
+
+func TestSkillsNoLibrary(t *testing.T) {
+	examples, err := filepath.Abs(examplesLib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	t.Setenv("HOME", empty)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(empty, "cfg"))
+	t.Chdir(empty)
+	for _, sub := range []string{"list", "validate", "catalog"} {
+		_, _, err := run(t, "skills", sub)
+		if err == nil || !strings.Contains(err.Error(), "--skills") || exitStatus(err) != -1 {
+			t.Errorf("%s without any library: %v", sub, err)
+		}
+	}
+	_, _, err = run(t, "skills", "list", "--skills", filepath.Join(empty, "nope"))
+	if err == nil || !strings.Contains(err.Error(), "no such folder") {
+		t.Errorf("missing --skills folder: %v", err)
+	}
+	// One missing root among existing ones is a reported problem, not a failure.
+	out, errOut, err := run(t, "skills", "list", "--skills", filepath.Join(empty, "nope"), "--skills", examples)
+	if err != nil || !strings.Contains(errOut, "skills root does not exist") || !strings.Contains(out, "regex-builder") {
+		t.Errorf("partial roots: err %v stderr %q", err, errOut)
+	}
+}
+
+func writeSkillFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,348 @@
+package embed
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/skillrouter/skillrouter/analysis"
+)
+
+// Builtin is the offline default embedder: a hashed TF-IDF vector over three
+// feature families, each L2-normalized and mixed with fixed weights:
+//
+//   - stemmed word unigrams (the topic words),
+//   - stemmed word bigrams of adjacent content words ("code review",
+//     "risk analysis": phrases mean more than their words),
+//   - character n-grams of each content word with boundary marks (FastText
+//     style), which match morphology the stemmer misses and compounds
+//     written apart ("codebase" / "code base"), and survive typos.
+//
+// Features are hashed (signed, to cancel collision bias) into a fixed number
+// of dimensions, weighted by sublinear TF (1+ln tf) and an IDF learned from
+// the library with Fit. Without Fit every feature has IDF 1.
+//
+// A Builtin is immutable: Fit returns a fitted copy and Model() includes a
+// fingerprint of the fitted state, so vectors from different fits are never
+// mixed (cache keys and index files differ).
+type Builtin struct {
+	opts        BuiltinOptions
+	idf         map[uint64]float32 // nil when not fitted
+	unseenIDF   float32
+	fingerprint string
+}
+
+// BuiltinOptions tune the builtin embedder. Zero values take the defaults in
+// DefaultBuiltinOptions.
+type BuiltinOptions struct {
+	Dimensions int     // vector size
+	Unigram    float64 // family weights
+	Bigram     float64
+	CharGram   float64
+	CharMin    int // character n-gram sizes, inclusive
+	CharMax    int
+}
+
+// DefaultBuiltinOptions were chosen by measuring Hit@k and MRR on the
+// upstream-queries and MetaTool sets (router quality test).
+var DefaultBuiltinOptions = BuiltinOptions{
+	Dimensions: 1024,
+	Unigram:    1,
+	Bigram:     0.5,
+	CharGram:   0.5,
+	CharMin:    3,
+	CharMax:    5,
+}
+
+// builtinVersion changes whenever feature extraction changes, so cached
+// vectors and persisted indexes from an older version are not reused.
+const builtinVersion = "b1"
+
+// NewBuiltin returns an unfitted builtin embedder. cfg.Dimensions sets the
+// vector size (default 1024).
+func NewBuiltin(cfg Config) *Builtin {
+	o := DefaultBuiltinOptions
+	if cfg.Dimensions > 0 {
+		o.Dimensions = cfg.Dimensions
+	}
+	return NewBuiltinWith(o)
+}
+
+// NewBuiltinWith returns an unfitted builtin embedder with explicit options.
+func NewBuiltinWith(o BuiltinOptions) *Builtin {
+	d := DefaultBuiltinOptions
+	if o.Dimensions > 0 {
+		d.Dimensions = o.Dimensions
+	}
+	if o.Unigram != 0 || o.Bigram != 0 || o.CharGram != 0 {
+		d.Unigram, d.Bigram, d.CharGram = o.Unigram, o.Bigram, o.CharGram
+	}
+	if o.CharMin > 0 && o.CharMax >= o.CharMin {
+		d.CharMin, d.CharMax = o.CharMin, o.CharMax
+	}
+	return &Builtin{opts: d, unseenIDF: 1, fingerprint: "unfitted"}
+}
+
+// Name implements the router's Embedder.
+func (b *Builtin) Name() string { return "builtin" }
+
+// Model names the feature version, dimensions and fitted state.
+func (b *Builtin) Model() string {
+	return builtinVersion + "-" + strconv.Itoa(b.opts.Dimensions) + "-" + b.fingerprint
+}
+
+// Dimensions implements the router's Embedder.
+func (b *Builtin) Dimensions() int { return b.opts.Dimensions }
+
+// Offline reports that the builtin runs in-process: the router calls it
+// without a latency budget.
+func (b *Builtin) Offline() bool { return true }
+
+// Fit learns IDF from corpus (one text per document, as they will be
+// embedded) and returns a fitted copy; b is unchanged.
+func (b *Builtin) Fit(corpus []string) *Builtin {
+	df := make(map[uint64]int32, 64*len(corpus)+1024)
+	var fs featureSet
+	for _, text := range corpus {
+		fs.extract(text, &b.opts)
+		for k := range fs.order {
+			for _, h := range fs.order[k] {
+				df[h]++
+			}
+		}
+	}
+	n := float64(len(corpus))
+	fit := &Builtin{opts: b.opts, idf: make(map[uint64]float32, len(df))}
+	var sum uint64
+	for h, d := range df {
+		fit.idf[h] = float32(math.Log((n+1)/(float64(d)+1)) + 1)
+		sum += mix64(h ^ uint64(d)*0x9e3779b97f4a7c15) // order-independent digest
+	}
+	fit.unseenIDF = float32(math.Log(n+1) + 1)
+	fit.fingerprint = fmt.Sprintf("%08x", uint32(mix64(sum^uint64(len(corpus)))))
+	return fit
+}
+
+// Embed implements the router's Embedder. It never fails; ctx is checked
+// between texts so a huge batch can be abandoned.
+func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	var fs featureSet
+	for i, t := range texts {
+		if i%64 == 63 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = b.vector(t, &fs)
+	}
+	return out, nil
+}
+
+// vector computes one unit-length vector (all zeros for text with no
+// features, e.g. only stop words). Features are visited in first-occurrence
+// order, so the float sums, and the vector, are the same on every run.
+func (b *Builtin) vector(text string, fs *featureSet) []float32 {
+	fs.extract(text, &b.opts)
+	dim := b.opts.Dimensions
+	v := make([]float32, dim)
+	weights := [numFamilies]float64{b.opts.Unigram, b.opts.Bigram, b.opts.CharGram}
+	// Per-family TF-IDF, normalized per family before mixing, so long words
+	// (many n-grams) do not drown the word features.
+	acc := make([]float64, dim)
+	for k := 0; k < numFamilies; k++ {
+		if weights[k] == 0 || len(fs.order[k]) == 0 {
+			continue
+		}
+		clear(acc)
+		var unseen float64
+		for _, h := range fs.order[k] {
+			w := 1 + math.Log(fs.tf[k][h])
+			idx := 1 + h%uint64(dim-1)
+			if b.idf != nil {
+				x, ok := b.idf[h]
+				if !ok {
+					// A feature no library text has cannot match anything;
+					// hashed into a shared slot it would only add collision
+					// noise. Its weight goes to slot 0, which documents
+					// never use, so it still dilutes the cosine: a message
+					// mostly about things the library does not know scores
+					// low.
+					w *= float64(b.unseenIDF)
+					unseen += w * w
+					continue
+				}
+				w *= float64(x)
+			}
+			if h>>63 == 1 {
+				w = -w
+			}
+			acc[idx] += w
+		}
+		acc[0] = math.Sqrt(unseen)
+		var norm float64
+		for _, x := range acc {
+			norm += x * x
+		}
+		if norm == 0 {
+			continue
+		}
+		s := weights[k] / math.Sqrt(norm)
+		for i, x := range acc {
+			if x != 0 {
+				v[i] += float32(x * s)
+			}
+		}
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n > 0 {
+		s := float32(1 / math.Sqrt(n))
+		for i := range v {
+			v[i] *= s
+		}
+	}
+	return v
+}
+
+const (
+	famUnigram = iota
+	famBigram
+	famChar
+	numFamilies
+)
+
+// featureSet is scratch space reused across texts: per family, the term
+// frequency of each feature hash and the hashes in first-occurrence order.
+type featureSet struct {
+	words []string
+	terms []string
+	wc    map[string]int
+	wseq  []string // distinct content words in first-occurrence order
+	tf    [numFamilies]map[uint64]float64
+	order [numFamilies][]uint64
+	grams []uint64
+}
+
+func (fs *featureSet) add(fam int, h uint64, n float64) {
+	if _, ok := fs.tf[fam][h]; !ok {
+		fs.order[fam] = append(fs.order[fam], h)
+	}
+	fs.tf[fam][h] += n
+}
+
+func (fs *featureSet) extract(text string, o *BuiltinOptions) {
+	if fs.wc == nil {
+		fs.wc = make(map[string]int)
+		for k := range fs.tf {
+			fs.tf[k] = make(map[uint64]float64)
+		}
+	}
+	clear(fs.wc)
+	for k := range fs.tf {
+		clear(fs.tf[k])
+		fs.order[k] = fs.order[k][:0]
+	}
+	fs.words = analysis.AppendWords(fs.words[:0], text)
+	fs.terms = fs.terms[:0]
+	fs.wseq = fs.wseq[:0]
+	for _, w := range fs.words {
+		if analysis.IsStopWord(w) {
+			continue
+		}
+		if fs.wc[w] == 0 {
+			fs.wseq = append(fs.wseq, w)
+		}
+		fs.wc[w]++
+		st := analysis.Stem(w)
+		fs.terms = append(fs.terms, st)
+		if o.Unigram != 0 {
+			fs.add(famUnigram, hashStr(famUnigram, st, ""), 1)
+		}
+	}
+	if o.Bigram != 0 {
+		for i := 1; i < len(fs.terms); i++ {
+			fs.add(famBigram, hashStr(famBigram, fs.terms[i-1], fs.terms[i]), 1)
+		}
+	}
+	if o.CharGram != 0 {
+		// n-grams of each distinct word once, weighted by its count:
+		// repeated words are the bulk of long texts.
+		for _, w := range fs.wseq {
+			fs.grams = appendCharGrams(fs.grams[:0], w, o.CharMin, o.CharMax)
+			c := float64(fs.wc[w])
+			for _, h := range fs.grams {
+				fs.add(famChar, h, c)
+			}
+		}
+	}
+}
+
+// appendCharGrams adds the n-gram hashes of "<word>" for n in [lo,hi].
+// Words are bytes here: non-ASCII words get byte n-grams, which still match
+// equal words.
+func appendCharGrams(dst []uint64, w string, lo, hi int) []uint64 {
+	if len(w) < 2 {
+		return dst
+	}
+	var buf [80]byte
+	if len(w)+2 > len(buf) {
+		w = w[:len(buf)-2]
+	}
+	s := buf[:0]
+	s = append(s, '<')
+	s = append(s, w...)
+	s = append(s, '>')
+	for n := lo; n <= hi; n++ {
+		for i := 0; i+n <= len(s); i++ {
+			dst = append(dst, hashBytes(famChar, s[i:i+n]))
+		}
+	}
+	return dst
+}
+
+// FNV-1a, seeded by family so equal strings in different families differ.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func hashStr(fam uint8, a, b string) uint64 {
+	h := uint64(fnvOffset) ^ uint64(fam+1)*0x100000001b3
+	for i := 0; i < len(a); i++ {
+		h ^= uint64(a[i])
+		h *= fnvPrime
+	}
+	if b != "" {
+		h ^= ' '
+		h *= fnvPrime
+		for i := 0; i < len(b); i++ {
+			h ^= uint64(b[i])
+			h *= fnvPrime
+		}
+	}
+	return mix64(h)
+}
+
+func hashBytes(fam uint8, s []byte) uint64 {
+	h := uint64(fnvOffset) ^ uint64(fam+1)*0x100000001b3
+	for _, c := range s {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return mix64(h)
+}
+
+// mix64 is the SplitMix64 finalizer: FNV's low bits are weak, and the
+// bucket index is taken modulo the dimension.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

@@ -1,0 +1,226 @@
+package embed
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// CacheDir resolves Config.CacheDir: "-" disables the cache (returns ""),
+// "" means $XDG_CACHE_HOME/skillrouter, falling back to the OS cache
+// directory (os.UserCacheDir).
+func CacheDir(dir string) (string, error) {
+	switch dir {
+	case "-":
+		return "", nil
+	case "":
+		if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+			return filepath.Join(x, "skillrouter"), nil
+		}
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", misconfigured("cache", fmt.Errorf("no cache directory (set cache_dir, or \"-\" to disable): %w", err))
+		}
+		return filepath.Join(base, "skillrouter"), nil
+	default:
+		return dir, nil
+	}
+}
+
+// Cache wraps an embedder with an on-disk cache of document vectors keyed by
+// (provider, model, requested dimensions, sha256 of the text), so a restart
+// or a library reload only embeds skills whose text changed.
+//
+// Only EmbedDocuments is cached. Embed (queries) passes straight through:
+// chat messages are unbounded in number and private, and a disk write per
+// request would be the wrong trade.
+//
+// Entries are written atomically (temp file + rename); an entry that is
+// truncated, of the wrong size or fails its checksum is ignored and
+// rewritten, never fatal. A cache that cannot be written degrades to no
+// cache.
+type Cache struct {
+	inner Embedder
+	dir   string // directory of this provider/model/dimension
+}
+
+// NewCache caches inner's document vectors under root. dims is the requested
+// dimension (0 = the model's own); it is part of the key because the same
+// model truncated to different sizes gives different vectors.
+func NewCache(inner Embedder, root string, dims int) *Cache {
+	model := inner.Model()
+	return &Cache{
+		inner: inner,
+		dir: filepath.Join(root, "embeddings", safeName(inner.Name()),
+			safeName(model)+"-"+shortHash(model)+"-"+strconv.Itoa(dims)),
+	}
+}
+
+// Name implements the router's Embedder.
+func (c *Cache) Name() string { return c.inner.Name() }
+
+// Model implements the router's Embedder.
+func (c *Cache) Model() string { return c.inner.Model() }
+
+// Dimensions implements the router's Embedder.
+func (c *Cache) Dimensions() int { return c.inner.Dimensions() }
+
+// Dir is the directory holding this embedder's entries.
+func (c *Cache) Dir() string { return c.dir }
+
+// Embed embeds queries without caching.
+func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.inner.Embed(ctx, texts)
+}
+
+// EmbedDocuments returns cached vectors and embeds only the misses (each
+// distinct text once), in one batched call to the provider.
+func (c *Cache) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	keys := make([]string, len(texts))
+	var missTexts []string
+	missAt := map[string][]int{}
+	for i, t := range texts {
+		keys[i] = textKey(t)
+		if v := c.read(keys[i]); v != nil {
+			out[i] = v
+			continue
+		}
+		if _, ok := missAt[keys[i]]; !ok {
+			missTexts = append(missTexts, t)
+		}
+		missAt[keys[i]] = append(missAt[keys[i]], i)
+	}
+	if len(missTexts) == 0 {
+		return out, nil
+	}
+	var vecs [][]float32
+	var err error
+	if de, ok := c.inner.(DocumentEmbedder); ok {
+		vecs, err = de.EmbedDocuments(ctx, missTexts)
+	} else {
+		vecs, err = c.inner.Embed(ctx, missTexts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(missTexts) {
+		return nil, unavailable(c.inner.Name(), fmt.Errorf("%w: %d vectors for %d inputs", ErrMalformedResponse, len(vecs), len(missTexts)))
+	}
+	for j, t := range missTexts {
+		k := textKey(t)
+		for _, i := range missAt[k] {
+			out[i] = vecs[j]
+		}
+		_ = c.write(k, vecs[j]) // best effort: a read-only cache still embeds
+	}
+	return out, nil
+}
+
+const cacheMagic = "SRE1"
+
+func (c *Cache) path(key string) string {
+	return filepath.Join(c.dir, key[:2], key+".vec")
+}
+
+// read returns the cached vector or nil for a miss or a damaged entry.
+func (c *Cache) read(key string) []float32 {
+	b, err := os.ReadFile(c.path(key))
+	if err != nil || len(b) < 12 || string(b[:4]) != cacheMagic {
+		return nil
+	}
+	dim := int(binary.LittleEndian.Uint32(b[4:8]))
+	if dim <= 0 || len(b) != 8+4*dim+4 {
+		return nil
+	}
+	body := b[:8+4*dim]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(b[8+4*dim:]) {
+		return nil
+	}
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[8+4*i:]))
+	}
+	return v
+}
+
+func (c *Cache) write(key string, v []float32) error {
+	if len(v) == 0 {
+		return errors.New("empty vector")
+	}
+	dir := filepath.Dir(c.path(key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b := make([]byte, 8+4*len(v)+4)
+	copy(b, cacheMagic)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(v)))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[8+4*i:], math.Float32bits(x))
+	}
+	binary.LittleEndian.PutUint32(b[8+4*len(v):], crc32.ChecksumIEEE(b[:8+4*len(v)]))
+	return writeAtomic(c.path(key), b)
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory and a rename, so readers see the old file or the new one, never
+// half of one.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(tmp)
+		return errors.Join(werr, cerr)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func textKey(t string) string {
+	h := sha256.Sum256([]byte(t))
+	return hex.EncodeToString(h[:])
+}
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:4])
+}
+
+// safeName keeps a provider or model name readable as a path element
+// ("nomic-embed-text:latest" -> "nomic-embed-text_latest"); shortHash keeps
+// names that map to the same safe form apart.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "_"
+	}
+	if b.Len() > 80 {
+		return b.String()[:80]
+	}
+	return b.String()
+}

@@ -1,0 +1,211 @@
+// Package index holds the two indexes the router ranks with: a BM25F keyword
+// index over analysis terms and a vector index (chromem-go) over embeddings.
+// Indexes are immutable once built; a new library builds new indexes that the
+// router swaps in whole.
+package index
+
+import (
+	"math"
+	"sort"
+
+	"github.com/skillrouter/skillrouter/analysis"
+)
+
+// Field is a part of a skill that BM25 weighs separately.
+type Field int
+
+const (
+	FieldName Field = iota
+	FieldDescription
+	FieldBody
+	NumFields
+)
+
+// Doc is one skill as the keyword index sees it.
+type Doc struct {
+	ID     string
+	Fields [NumFields]string // name, description, body
+}
+
+// BM25Params tune the index. Zero values take DefaultBM25Params' values.
+type BM25Params struct {
+	K1      float64            // term-frequency saturation
+	B       [NumFields]float64 // per-field length normalization
+	Weights [NumFields]float64 // per-field weights (BM25F)
+	// MaxBodyChars caps the body text indexed; skill bodies run to tens of
+	// kilobytes of examples, and their tail adds noise more than signal.
+	MaxBodyChars int
+}
+
+// DefaultBM25Params were tuned on the upstream-queries and MetaTool sets
+// (see router's quality test): the name and description say what a skill is
+// for; the body mostly says how.
+var DefaultBM25Params = BM25Params{
+	K1:           1.2,
+	B:            [NumFields]float64{0.3, 0.75, 0.75},
+	Weights:      [NumFields]float64{3, 2, 0.5},
+	MaxBodyChars: 8000,
+}
+
+func (p BM25Params) withDefaults() BM25Params {
+	d := DefaultBM25Params
+	if p.K1 > 0 {
+		d.K1 = p.K1
+	}
+	if p.Weights != ([NumFields]float64{}) {
+		d.Weights = p.Weights
+		d.B = p.B
+	}
+	if p.MaxBodyChars != 0 {
+		d.MaxBodyChars = p.MaxBodyChars
+	}
+	return d
+}
+
+type posting struct {
+	doc int32
+	tf  float32 // field-weighted, length-normalized term frequency (BM25F tf~)
+}
+
+// BM25 is a BM25F index: per-field term frequencies are length-normalized,
+// weighted and summed before the usual saturation, so a term that appears in
+// both name and description is not counted as two independent matches.
+type BM25 struct {
+	ids      []string
+	postings map[string][]posting
+	idf      map[string]float64
+	k1       float64
+}
+
+// Term is one query term with its weight (1 for the latest message; less
+// for terms blended in from earlier turns).
+type Term struct {
+	Text   string
+	Weight float64
+}
+
+// NewBM25 indexes docs. Document order is kept: scores are indexed like docs.
+func NewBM25(docs []Doc, p BM25Params) *BM25 {
+	p = p.withDefaults()
+	n := len(docs)
+	terms := make([][NumFields][]string, n)
+	var total [NumFields]float64
+	for i, d := range docs {
+		for f := Field(0); f < NumFields; f++ {
+			text := d.Fields[f]
+			if f == FieldBody && p.MaxBodyChars > 0 && len(text) > p.MaxBodyChars {
+				text = text[:p.MaxBodyChars]
+			}
+			terms[i][f] = analysis.Terms(text)
+			total[f] += float64(len(terms[i][f]))
+		}
+	}
+	var avg [NumFields]float64
+	for f := range avg {
+		avg[f] = 1
+		if n > 0 && total[f] > 0 {
+			avg[f] = total[f] / float64(n)
+		}
+	}
+	ix := &BM25{
+		ids:      make([]string, n),
+		postings: make(map[string][]posting),
+		idf:      make(map[string]float64),
+		k1:       p.K1,
+	}
+	tf := make(map[string]float64)
+	for i, d := range docs {
+		ix.ids[i] = d.ID
+		clear(tf)
+		for f := Field(0); f < NumFields; f++ {
+			if p.Weights[f] == 0 || len(terms[i][f]) == 0 {
+				continue
+			}
+			norm := 1 - p.B[f] + p.B[f]*float64(len(terms[i][f]))/avg[f]
+			w := p.Weights[f] / norm
+			for _, t := range terms[i][f] {
+				tf[t] += w
+			}
+		}
+		for t, v := range tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(v)})
+		}
+	}
+	for t, ps := range ix.postings {
+		df := float64(len(ps))
+		ix.idf[t] = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+	}
+	return ix
+}
+
+// Len is the number of documents.
+func (ix *BM25) Len() int { return len(ix.ids) }
+
+// ID returns the id of document i.
+func (ix *BM25) ID(i int) string { return ix.ids[i] }
+
+// IDF returns the inverse document frequency of a term; 0 for a term no
+// document has.
+func (ix *BM25) IDF(term string) float64 { return ix.idf[term] }
+
+// MaxIDF is the IDF a term found in no document would get if it appeared in
+// one: the ceiling against which query coverage is judged.
+func (ix *BM25) MaxIDF() float64 {
+	n := float64(len(ix.ids))
+	return math.Log(1 + (n-1+0.5)/(1+0.5))
+}
+
+// Score adds each document's BM25F score for the query into scores (indexed
+// like the documents; len(scores) must be Len()).
+func (ix *BM25) Score(query []Term, scores []float64) {
+	k1 := ix.k1
+	for _, q := range query {
+		idf := ix.idf[q.Text]
+		if idf == 0 || q.Weight == 0 {
+			continue
+		}
+		w := q.Weight * idf * (k1 + 1)
+		for _, p := range ix.postings[q.Text] {
+			tf := float64(p.tf)
+			scores[p.doc] += w * tf / (k1 + tf)
+		}
+	}
+}
+
+// Ceiling is the score a document matching every query term infinitely often
+// would get; Score/Ceiling is a length-independent match strength in [0,1)
+// that thresholds can be set on. Terms no document has count at MaxIDF, so a
+// query about things the library does not cover stays low.
+func (ix *BM25) Ceiling(query []Term) float64 {
+	maxIDF := ix.MaxIDF()
+	var c float64
+	for _, q := range query {
+		idf := ix.idf[q.Text]
+		if idf == 0 {
+			idf = maxIDF
+		}
+		c += q.Weight * idf * (ix.k1 + 1)
+	}
+	return c
+}
+
+// QueryTerms analyzes text into deduplicated terms of the given weight,
+// merged into dst and sorted by term (a deterministic scoring order). A
+// repeated term adds a quarter of its weight per repeat: a pasted stack
+// trace repeating a word should not outweigh the question.
+func QueryTerms(dst []Term, text string, weight float64) []Term {
+	at := make(map[string]int, len(dst)+16)
+	for i, t := range dst {
+		at[t.Text] = i
+	}
+	for _, t := range analysis.Terms(text) {
+		if i, ok := at[t]; ok {
+			dst[i].Weight += weight * 0.25
+			continue
+		}
+		at[t] = len(dst)
+		dst = append(dst, Term{Text: t, Weight: weight})
+	}
+	sort.Slice(dst, func(i, j int) bool { return dst[i].Text < dst[j].Text })
+	return dst
+}

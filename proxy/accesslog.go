@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// reqInfo collects what the access log line and the request metrics report.
+// Handlers fill it in; the observe middleware emits it once the handler returns.
+type reqInfo struct {
+	path           string // bounded-cardinality label, e.g. /v1/models
+	status         int    // what the client got; 499 when it went away
+	upstreamStatus int
+	arm            string
+	stream         bool
+	routed         bool
+	strategy       string
+	selected       []string
+	fallback       bool
+	fallbackReason string
+	addedTokens    int
+	routing        time.Duration
+	rounds         int
+	exhausted      bool
+	toolCalls      int
+	err            string
+	query          string // logged at debug level only
+}
+
+const infoKey = "skillrouter.info"
+
+func requestInfo(c echo.Context) *reqInfo {
+	if v, ok := c.Get(infoKey).(*reqInfo); ok {
+		return v
+	}
+	info := &reqInfo{}
+	c.Set(infoKey, info)
+	return info
+}
+
+// observe wraps every request: metrics and one log line when it is done.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		info := requestInfo(c)
+		info.path = metricPath(c.Request().URL.Path)
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		if info.status == 0 {
+			info.status = c.Response().Status
+		}
+		if info.status != statusClientClosed && c.Request().Context().Err() != nil && !c.Response().Committed {
+			info.status = statusClientClosed
+		}
+		elapsed := time.Since(start)
+		s.metrics.observeRequest(info, elapsed)
+		s.logRequest(c, info, elapsed)
+		return nil
+	}
+}
+
+// metricPath maps a request path to a label of bounded cardinality: the
+// proxy's own endpoints as they are, pass-through paths by their first
+// segment (/v1/models/gpt-4o → /v1/models), anything else "other".
+func metricPath(p string) string {
+	switch p {
+	case "/v1/chat/completions", "/healthz", "/readyz", "/metrics",
+		"/v1/skills", "/v1/skills/route", "/v1/skills/reload":
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, "/v1/"); ok {
+		seg, _, _ := strings.Cut(rest, "/")
+		if seg == "" || len(seg) > 32 {
+			return "/v1/other"
+		}
+		for _, r := range seg {
+			if !(r >= 'a' && r <= 'z' || r == '_' || r == '-' || r >= '0' && r <= '9') {
+				return "/v1/other"
+			}
+		}
+		return "/v1/" + seg
+	}
+	return "other"
+}
+
+func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration) {
+	ctx := c.Request().Context()
+	level := slog.LevelInfo
+	if info.path == "/healthz" || info.path == "/readyz" || info.path == "/metrics" {
+		level = slog.LevelDebug // probes would drown the log
+	}
+	if info.status >= 500 {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.Request().Method),
+		slog.String("path", c.Request().URL.Path),
+		slog.Int("status", info.status),
+		slog.Float64("duration_ms", ms(elapsed)),
+	}
+	if info.upstreamStatus != 0 {
+		attrs = append(attrs, slog.Int("upstream_status", info.upstreamStatus))
+	}
+	if info.arm != "" {
+		attrs = append(attrs, slog.String("arm", info.arm))
+	}
+	if info.routed {
+		attrs = append(attrs,
+			slog.Bool("stream", info.stream),
+			slog.String("strategy", info.strategy),
+			slog.String("selected", strings.Join(info.selected, ",")),
+			slog.Bool("fallback", info.fallback),
+			slog.Int("tokens_added", info.addedTokens),
+			slog.Float64("routing_ms", ms(info.routing)),
+			slog.Int("rounds", info.rounds),
+			slog.Int("tool_calls", info.toolCalls),
+		)
+		if info.fallbackReason != "" {
+			attrs = append(attrs, slog.String("fallback_reason", info.fallbackReason))
+		}
+		if info.exhausted {
+			attrs = append(attrs, slog.Bool("tool_rounds_exhausted", true))
+		}
+	}
+	if info.err != "" {
+		attrs = append(attrs, slog.String("error", info.err))
+	}
+	// Message contents only at debug level: they may hold anything.
+	if info.query != "" && s.log.Enabled(ctx, slog.LevelDebug) {
+		attrs = append(attrs, slog.String("query", info.query))
+	}
+	s.log.LogAttrs(context.WithoutCancel(ctx), level, "request", attrs...)
+}
+
+func ms(d time.Duration) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64), 64)
+	return v
+}

@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// Rewriter rewrites chat requests for one configuration (one A/B arm).
+// NewRewriter adapts a *router.Router; tests supply their own.
+type Rewriter interface {
+	// RewriteChat rewrites an OpenAI chat.completions body. An error means the
+	// body is forwarded unmodified and the client is told via X-Skillrouter-Error.
+	RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*Rewrite, error)
+	// Ready reports whether the library and its indexes are loaded.
+	Ready() bool
+}
+
+// Rewrite is a rewritten request plus what the tool loop needs.
+type Rewrite struct {
+	Body        []byte
+	Decision    *router.Decision
+	Session     ToolSession // nil: nothing is answered server-side
+	AddedTokens int
+	// Prompt details what the rewrite added (for POST /v1/skills/route); optional.
+	Prompt *router.PromptParts
+}
+
+// ToolSession answers the proxy's own tool calls (load_skill, search_skills,
+// tier-3 tools) across the rounds of one request. *router.Session satisfies it.
+type ToolSession interface {
+	Handles(name string) bool
+	Call(ctx context.Context, callID, name string, args json.RawMessage) router.ToolResult
+	FollowUp(body []byte, assistant json.RawMessage, results []router.ToolResult) ([]byte, error)
+}
+
+// Library is the skill library behind the ops endpoints. *skills.Registry satisfies it.
+type Library interface {
+	Snapshot() *skills.Snapshot
+	Reload(ctx context.Context) *skills.Snapshot
+}
+
+// NewRewriter adapts r with fixed rewrite options.
+func NewRewriter(r *router.Router, opts router.RewriteOptions) Rewriter {
+	return &routerRewriter{r: r, opts: opts}
+}
+
+type routerRewriter struct {
+	r    *router.Router
+	opts router.RewriteOptions
+}
+
+func (a *routerRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*Rewrite, error) {
+	rw, err := a.r.RewriteChat(ctx, body, a.opts, ov)
+	if err != nil {
+		return nil, err
+	}
+	out := &Rewrite{Body: rw.Body, Decision: rw.Decision, AddedTokens: rw.AddedTokens, Prompt: rw.Prompt}
+	// Keep a nil *Session from becoming a non-nil interface; a disabled
+	// rewrite offers no tools, so its stream can be relayed untouched.
+	if rw.Session != nil && !rw.Disabled {
+		out.Session = rw.Session
+	}
+	return out, nil
+}
+
+func (a *routerRewriter) Ready() bool { return a.r.Ready() }

@@ -1,0 +1,462 @@
+// Package fakeai is a protocol-faithful fake of an OpenAI-compatible API for
+// tests: it records every request it receives and answers from a script.
+//
+// Chat answers follow the Chat Completions wire format: a chat.completion
+// object, or with "stream": true a text/event-stream of chat.completion.chunk
+// events — a role chunk, content chunks, tool-call deltas split across
+// chunks (index, id, type and function.name in the first, function.arguments
+// in several fragments), a finish_reason chunk, a usage chunk with empty
+// choices when stream_options.include_usage is set (other chunks then carry
+// "usage": null), and data: [DONE].
+package fakeai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is one request the fake received.
+type Request struct {
+	Method   string
+	Path     string
+	RawQuery string
+	Header   http.Header
+	Body     []byte
+}
+
+// JSON decodes the body (nil if it is not a JSON object).
+func (r Request) JSON() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(r.Body, &m)
+	return m
+}
+
+// Messages returns the chat messages of the body.
+func (r Request) Messages() []map[string]any {
+	var b struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Messages
+}
+
+// ToolNames returns the function names in the body's tools, in order.
+func (r Request) ToolNames() []string {
+	var b struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	var out []string
+	for _, t := range b.Tools {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+// Call is a tool call in a scripted answer.
+type Call struct {
+	ID        string
+	Name      string
+	Arguments string // JSON text
+}
+
+// Usage is the usage block of an answer.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Turn scripts one assistant answer.
+type Turn struct {
+	Content      string
+	ToolCalls    []Call
+	FinishReason string // default "tool_calls" with calls, else "stop"
+	Usage        *Usage // default: derived from the sizes of request and answer
+	Model        string // default: the request's model
+
+	// Streaming shape.
+	ContentChunks int             // pieces the content is split into (default: one per word)
+	ArgChunks     int             // fragments each call's arguments are split into (default 3)
+	Hold          <-chan struct{} // if set, wait on it after HoldAfter events
+	HoldAfter     int
+	Interval      time.Duration // pause between events
+}
+
+// Responder answers one request.
+type Responder func(w http.ResponseWriter, r *http.Request, rec Request)
+
+// Server is the fake. Chat completions are answered from the script queue
+// (then with a default "ok" turn); Handle overrides any path.
+type Server struct {
+	*httptest.Server
+
+	mu       sync.Mutex
+	reqs     []Request
+	script   []Responder
+	handlers map[string]Responder
+	answers  int
+}
+
+// New starts a fake on a loopback port. Close it when done.
+func New() *Server {
+	f := &Server{handlers: map[string]Responder{}}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f
+}
+
+// BaseURL is the API base including /v1, as a proxy's upstream.
+func (f *Server) BaseURL() string { return f.URL + "/v1" }
+
+// Script queues responders for the next chat completion requests.
+func (f *Server) Script(rs ...Responder) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = append(f.script, rs...)
+}
+
+// Handle answers every request for path (e.g. /v1/models) with r.
+func (f *Server) Handle(path string, r Responder) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handlers[path] = r
+}
+
+// Requests returns a copy of the requests received so far.
+func (f *Server) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.reqs...)
+}
+
+// Reset forgets recorded requests and the remaining script.
+func (f *Server) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reqs, f.script = nil, nil
+}
+
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+	f.mu.Lock()
+	f.reqs = append(f.reqs, rec)
+	h := f.handlers[r.URL.Path]
+	if h == nil && r.URL.Path == "/v1/chat/completions" && len(f.script) > 0 {
+		h = f.script[0]
+		f.script = f.script[1:]
+	}
+	f.answers++
+	n := f.answers
+	f.mu.Unlock()
+	if h != nil {
+		h(w, r, rec)
+		return
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		Reply(Turn{Content: "ok"})(w, r, rec)
+	case "/v1/models":
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
+			map[string]any{"id": "fake-model", "object": "model", "created": 1700000000, "owned_by": "fakeai"},
+		}})
+	case "/v1/embeddings":
+		writeJSON(w, 200, map[string]any{"object": "list", "model": "fake-embed",
+			"data":  []any{map[string]any{"object": "embedding", "index": 0, "embedding": []float64{0.6, 0.8}}},
+			"usage": map[string]int{"prompt_tokens": 2, "total_tokens": 2}})
+	case "/v1/completions":
+		completions(w, rec, n)
+	case "/v1/responses":
+		responses(w, rec, n)
+	default:
+		Status(404, "unknown path "+r.URL.Path)(w, r, rec)
+	}
+}
+
+// Status answers with an OpenAI error body and the given status.
+func Status(code int, message string) Responder {
+	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		typ := "invalid_request_error"
+		if code >= 500 {
+			typ = "server_error"
+		}
+		writeJSON(w, code, map[string]any{"error": map[string]any{
+			"message": message, "type": typ, "param": nil, "code": fmt.Sprintf("fake_%d", code)}})
+	}
+}
+
+// Hang never answers: it returns when the request's context ends (client gone).
+func Hang() Responder {
+	return func(w http.ResponseWriter, r *http.Request, rec Request) { <-r.Context().Done() }
+}
+
+// Delay waits d (or until the client is gone) before answering with next.
+func Delay(d time.Duration, next Responder) Responder {
+	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		select {
+		case <-time.After(d):
+			next(w, r, rec)
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// Raw answers with the given status, content type and body as they are.
+func Raw(status int, contentType, body string) Responder {
+	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// Reply answers a chat completion request with t: a chat.completion object,
+// or an SSE stream when the request has "stream": true.
+func Reply(t Turn) Responder {
+	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		var req struct {
+			Model         string `json:"model"`
+			Stream        bool   `json:"stream"`
+			StreamOptions *struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}
+		if err := json.Unmarshal(rec.Body, &req); err != nil {
+			Status(400, "fakeai: body is not JSON: "+err.Error())(w, r, rec)
+			return
+		}
+		if t.Model == "" {
+			t.Model = req.Model
+		}
+		if t.FinishReason == "" {
+			t.FinishReason = "stop"
+			if len(t.ToolCalls) > 0 {
+				t.FinishReason = "tool_calls"
+			}
+		}
+		if t.Usage == nil {
+			p := len(rec.Body)/4 + 1
+			c := len(t.Content)/4 + 1
+			for _, tc := range t.ToolCalls {
+				c += len(tc.Arguments)/4 + 3
+			}
+			t.Usage = &Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
+		}
+		for i := range t.ToolCalls {
+			if t.ToolCalls[i].ID == "" {
+				t.ToolCalls[i].ID = fmt.Sprintf("call_fake_%d", i)
+			}
+		}
+		id := fmt.Sprintf("chatcmpl-fake-%d", time.Now().UnixNano())
+		if !req.Stream {
+			writeJSON(w, 200, completion(id, t))
+			return
+		}
+		stream(w, r, id, t, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	}
+}
+
+func completion(id string, t Turn) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	if t.Content != "" {
+		msg["content"] = t.Content
+	}
+	if len(t.ToolCalls) > 0 {
+		var calls []any
+		for _, tc := range t.ToolCalls {
+			calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
+				"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+		}
+		msg["tool_calls"] = calls
+	}
+	return map[string]any{
+		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": t.Model,
+		"system_fingerprint": "fp_fake",
+		"choices":            []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": t.FinishReason}},
+		"usage":              t.Usage,
+	}
+}
+
+// Events renders t as the data payloads of a chat completion stream
+// (without [DONE]); exported for benchmarks that replay streams.
+func Events(id string, t Turn, includeUsage bool) [][]byte {
+	created := time.Now().Unix()
+	var out [][]byte
+	chunk := func(delta map[string]any, finish any) {
+		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": t.Model,
+			"system_fingerprint": "fp_fake",
+			"choices":            []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
+		if includeUsage {
+			c["usage"] = nil
+		}
+		b, _ := json.Marshal(c)
+		out = append(out, b)
+	}
+	role := map[string]any{"role": "assistant", "content": "", "refusal": nil}
+	if t.Content == "" && len(t.ToolCalls) > 0 {
+		role["content"] = nil
+	}
+	chunk(role, nil)
+	for _, piece := range split(t.Content, t.ContentChunks) {
+		chunk(map[string]any{"content": piece}, nil)
+	}
+	for i, tc := range t.ToolCalls {
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil)
+		n := t.ArgChunks
+		if n <= 0 {
+			n = 3
+		}
+		for _, frag := range splitN(tc.Arguments, n) {
+			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i,
+				"function": map[string]any{"arguments": frag}}}}, nil)
+		}
+	}
+	chunk(map[string]any{}, t.FinishReason)
+	if includeUsage {
+		b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created,
+			"model": t.Model, "system_fingerprint": "fp_fake", "choices": []any{}, "usage": t.Usage})
+		out = append(out, b)
+	}
+	return out
+}
+
+func stream(w http.ResponseWriter, r *http.Request, id string, t Turn, includeUsage bool) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(200)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	events := Events(id, t, includeUsage)
+	events = append(events, []byte("[DONE]"))
+	for i, ev := range events {
+		if t.Hold != nil && i == t.HoldAfter {
+			select {
+			case <-t.Hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if t.Interval > 0 && i > 0 {
+			select {
+			case <-time.After(t.Interval):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", ev); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// split cuts s into n pieces (n <= 0: one piece per word, spaces kept).
+func split(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	if n > 0 {
+		return splitN(s, n)
+	}
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexByte(s[1:], ' ')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
+
+// splitN cuts s into at most n nearly equal pieces on rune boundaries.
+func splitN(s string, n int) []string {
+	rs := []rune(s)
+	if len(rs) == 0 {
+		return nil
+	}
+	if n > len(rs) {
+		n = len(rs)
+	}
+	var out []string
+	size := (len(rs) + n - 1) / n
+	for i := 0; i < len(rs); i += size {
+		j := min(i+size, len(rs))
+		out = append(out, string(rs[i:j]))
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// completions answers the legacy /v1/completions, streamed when asked.
+func completions(w http.ResponseWriter, rec Request, n int) {
+	var req struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	_ = json.Unmarshal(rec.Body, &req)
+	id := fmt.Sprintf("cmpl-fake-%d", n)
+	if !req.Stream {
+		writeJSON(w, 200, map[string]any{"id": id, "object": "text_completion", "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "text": "hello world", "finish_reason": "stop"}}})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	for _, piece := range []string{"hello", " world"} {
+		b, _ := json.Marshal(map[string]any{"id": id, "object": "text_completion", "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "text": piece, "finish_reason": nil}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		_ = http.NewResponseController(w).Flush()
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// responses answers /v1/responses, streamed with named events when asked.
+func responses(w http.ResponseWriter, rec Request, n int) {
+	var req struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(rec.Body, &req)
+	id := fmt.Sprintf("resp_fake_%d", n)
+	if !req.Stream {
+		writeJSON(w, 200, map[string]any{"id": id, "object": "response", "status": "completed", "output_text": "hi"})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	var buf bytes.Buffer
+	for i, ev := range []struct{ name, data string }{
+		{"response.created", `{"type":"response.created","sequence_number":0}`},
+		{"response.output_text.delta", `{"type":"response.output_text.delta","delta":"hi","sequence_number":1}`},
+		{"response.completed", `{"type":"response.completed","sequence_number":2}`},
+	} {
+		buf.Reset()
+		fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", ev.name, ev.data)
+		_, _ = w.Write(buf.Bytes())
+		_ = http.NewResponseController(w).Flush()
+		_ = i
+	}
+}

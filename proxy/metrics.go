@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const metricsNamespace = "skillrouter"
+
+// metrics are the proxy's Prometheus series. Every chat series carries the
+// A/B arm ("default" without a split) so arms compare side by side.
+type metrics struct {
+	reg             *prometheus.Registry
+	requests        *prometheus.CounterVec   // path, status, arm
+	duration        *prometheus.HistogramVec // path
+	routing         *prometheus.HistogramVec // arm, strategy
+	upstreamLatency *prometheus.HistogramVec // path
+	selected        *prometheus.HistogramVec // arm
+	fallbacks       *prometheus.CounterVec   // arm
+	addedTokens     *prometheus.HistogramVec // arm
+	rewriteErrors   *prometheus.CounterVec   // arm
+	toolCalls       *prometheus.CounterVec   // tool, arm
+	toolRounds      *prometheus.HistogramVec // arm
+	exhausted       *prometheus.CounterVec   // arm
+	droppedCalls    *prometheus.CounterVec   // arm
+	upstreamErrors  *prometheus.CounterVec   // kind
+}
+
+func newDefaultRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// latencyBuckets span sub-millisecond routing to multi-minute generations.
+var latencyBuckets = []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "requests_total",
+			Help: "HTTP requests served, by path, status code and A/B arm (499: client went away).",
+		}, []string{"path", "status", "arm"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "request_duration_seconds",
+			Help: "Time from request to the end of the response, by path.", Buckets: latencyBuckets,
+		}, []string{"path"}),
+		routing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "routing_duration_seconds",
+			Help: "Time spent routing and rewriting a chat request.", Buckets: latencyBuckets,
+		}, []string{"arm", "strategy"}),
+		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "upstream_duration_seconds",
+			Help: "Time until the upstream's response headers, per upstream exchange (tool rounds count each).", Buckets: latencyBuckets,
+		}, []string{"path"}),
+		selected: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "selected_skills",
+			Help: "Skills auto-loaded into a chat request.", Buckets: []float64{0, 1, 2, 3, 4, 5, 8},
+		}, []string{"arm"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "routing_fallbacks_total",
+			Help: "Chat requests ranked by the keyword fallback because the embedder failed or was slow.",
+		}, []string{"arm"}),
+		addedTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "prompt_tokens_added",
+			Help:    "Prompt tokens (o200k_base) the rewrite added to a chat request: catalog, skill bodies, tools.",
+			Buckets: []float64{0, 100, 250, 500, 1000, 1500, 2500, 4000, 6000, 8000, 12000, 20000},
+		}, []string{"arm"}),
+		rewriteErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "rewrite_errors_total",
+			Help: "Chat requests forwarded unmodified because the rewrite failed.",
+		}, []string{"arm"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "tool_calls_total",
+			Help: "Tool calls answered server-side, by tool (load_skill calls mean auto-load missed a skill the model wanted).",
+		}, []string{"tool", "arm"}),
+		toolRounds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "tool_rounds",
+			Help: "Server-side tool rounds per chat request.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8},
+		}, []string{"arm"}),
+		exhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "tool_rounds_exhausted_total",
+			Help: "Chat requests that hit the tool-round limit.",
+		}, []string{"arm"}),
+		droppedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "tool_calls_dropped_total",
+			Help: "Server-side tool calls not answered (round limit, or a stream whose client tool calls were already relayed).",
+		}, []string{"arm"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "upstream_errors_total",
+			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_timeout, client_closed.",
+		}, []string{"kind"}),
+	}
+	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
+		m.fallbacks, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
+		m.droppedCalls, m.upstreamErrors}
+	if lib != nil {
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Namespace: metricsNamespace, Name: "library_skills",
+				Help: "Skills loaded in the current library snapshot.",
+			}, func() float64 { return float64(len(lib.Snapshot().Skills())) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Namespace: metricsNamespace, Name: "library_problems",
+				Help: "Problems (errors and warnings) found in the current library snapshot.",
+			}, func() float64 { return float64(len(lib.Snapshot().Problems())) }),
+		)
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+func (m *metrics) observeRequest(info *reqInfo, elapsed time.Duration) {
+	arm := info.arm
+	if arm == "" {
+		arm = defaultArmLabel
+	}
+	m.requests.WithLabelValues(info.path, strconv.Itoa(info.status), arm).Inc()
+	m.duration.WithLabelValues(info.path).Observe(elapsed.Seconds())
+	if !info.routed {
+		return
+	}
+	m.toolRounds.WithLabelValues(arm).Observe(float64(info.rounds))
+	if info.exhausted {
+		m.exhausted.WithLabelValues(arm).Inc()
+	}
+}
+
+// observeDecision records a routing decision as soon as it is made.
+func (m *metrics) observeDecision(info *reqInfo) {
+	arm := info.arm
+	if arm == "" {
+		arm = defaultArmLabel
+	}
+	m.routing.WithLabelValues(arm, info.strategy).Observe(info.routing.Seconds())
+	m.selected.WithLabelValues(arm).Observe(float64(len(info.selected)))
+	m.addedTokens.WithLabelValues(arm).Observe(float64(info.addedTokens))
+	if info.fallback {
+		m.fallbacks.WithLabelValues(arm).Inc()
+	}
+}

@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+func TestMetricsExposition(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"a"}`}, {Name: "search_skills", Arguments: `{"query":"pdf"}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: "done"}),
+	)
+	h.chat(simpleChat, nil)
+	h.rw.err = errBoom
+	h.chat(simpleChat, nil)
+	h.chat(`{"bad`, nil)
+	h.do("GET", "/v1/models", "", nil)
+	h.do("GET", "/v1/models/some-model", "", nil)
+
+	resp, body := h.do("GET", "/metrics", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	// The exposition parses as Prometheus text.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("exposition does not parse: %v", err)
+	}
+	for _, name := range []string{
+		"skillrouter_requests_total", "skillrouter_request_duration_seconds", "skillrouter_routing_duration_seconds",
+		"skillrouter_upstream_duration_seconds", "skillrouter_selected_skills", "skillrouter_prompt_tokens_added",
+		"skillrouter_tool_calls_total", "skillrouter_tool_rounds", "skillrouter_rewrite_errors_total",
+		"go_goroutines", "process_cpu_seconds_total",
+	} {
+		if fams[name] == nil {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	for _, line := range []string{
+		`skillrouter_requests_total{arm="default",path="/v1/chat/completions",status="200"} 2`,
+		`skillrouter_requests_total{arm="default",path="/v1/chat/completions",status="400"} 1`,
+		`skillrouter_requests_total{arm="default",path="/v1/models",status="200"} 1`,
+		`skillrouter_requests_total{arm="default",path="/v1/models",status="404"} 1`,
+		`skillrouter_tool_calls_total{arm="default",tool="load_skill"} 1`,
+		`skillrouter_tool_calls_total{arm="default",tool="search_skills"} 1`,
+		`skillrouter_rewrite_errors_total{arm="default"} 1`,
+		`skillrouter_prompt_tokens_added_sum{arm="default"} 84`,
+		`skillrouter_selected_skills_sum{arm="default"} 1`,
+		`skillrouter_tool_rounds_sum{arm="default"} 1`,
+		`skillrouter_routing_duration_seconds_count{arm="default",strategy="hybrid"} 1`,
+		`skillrouter_upstream_duration_seconds_count{path="/v1/chat/completions"} 3`,
+	} {
+		mustContain(t, string(body), line)
+	}
+}
+
+func TestMetricPathCardinality(t *testing.T) {
+	for in, want := range map[string]string{
+		"/v1/chat/completions":           "/v1/chat/completions",
+		"/v1/models/gpt-4o-mini":         "/v1/models",
+		"/v1/files/file-abc/x":           "/v1/files",
+		"/v1/":                           "/v1/other",
+		"/v1/%7Bweird%7D":                "/v1/other",
+		"/v1/" + strings.Repeat("a", 40): "/v1/other",
+		"/elsewhere":                     "other",
+		"/healthz":                       "/healthz",
+	} {
+		if got := metricPath(in); got != want {
+			t.Errorf("metricPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLogsNeverCarrySecretsOrContent(t *testing.T) {
+	h := newHarness(t, nil)
+	h.chat(`{"model":"m","messages":[{"role":"user","content":"my secret plan"}]}`, map[string]string{"Authorization": "Bearer sk-top-secret"})
+	logs := h.logText()
+	if strings.Contains(logs, "sk-top-secret") || strings.Contains(logs, "my secret plan") {
+		t.Fatalf("log leaks: %s", logs)
+	}
+	for _, k := range []string{`"strategy":"hybrid"`, `"selected":"demo/pdf"`, `"fallback":false`, `"tokens_added":84`,
+		`"routing_ms":`, `"status":200`, `"rounds":0`} {
+		mustContain(t, logs, k)
+	}
+}

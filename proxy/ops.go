@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+
+	"github.com/labstack/echo/v4"
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// healthz: the process is alive and serving.
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz: every arm's library and indexes are loaded. 503 until then, so a
+// load balancer keeps traffic away while a large library is being indexed.
+func (s *Server) readyz(c echo.Context) error {
+	var notReady []string
+	for _, a := range s.arms {
+		if !a.rw.Ready() {
+			notReady = append(notReady, armLabel(a.name))
+		}
+	}
+	if len(notReady) > 0 {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "not ready", "arms": notReady})
+	}
+	out := map[string]any{"status": "ready"}
+	if s.cfg.Library != nil {
+		out["skills"] = len(s.cfg.Library.Snapshot().Skills())
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// skillEntry is one row of GET /v1/skills.
+type skillEntry struct {
+	ID          string           `json:"id"`
+	Object      string           `json:"object"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Type        skills.Type      `json:"type"`
+	Skipped     bool             `json:"skipped,omitempty"`
+	Problems    []skills.Problem `json:"problems"`
+}
+
+func (s *Server) library(c echo.Context) (Library, bool) {
+	if s.cfg.Library == nil {
+		writeError(c.Response(), http.StatusNotFound, errTypeInvalidRequest, "not_found", "no skill library is configured")
+		return nil, false
+	}
+	return s.cfg.Library, true
+}
+
+// listSkills serves GET /v1/skills: every skill found, skipped ones included
+// (with the problems that kept them out), in id order.
+func (s *Server) listSkills(c echo.Context) error {
+	lib, ok := s.library(c)
+	if !ok {
+		return nil
+	}
+	all := lib.Snapshot().All()
+	data := make([]skillEntry, 0, len(all))
+	for _, sk := range all {
+		probs := sk.Problems
+		if probs == nil {
+			probs = []skills.Problem{}
+		}
+		data = append(data, skillEntry{ID: sk.ID, Object: "skill", Name: sk.Name, Description: sk.Description,
+			Type: sk.Type, Skipped: sk.Skipped, Problems: probs})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// reload serves POST /v1/skills/reload: rescan the roots, swap the snapshot
+// (the routers follow through the registry's OnReload subscribers) and report.
+func (s *Server) reload(c echo.Context) error {
+	lib, ok := s.library(c)
+	if !ok {
+		return nil
+	}
+	snap := lib.Reload(c.Request().Context())
+	skipped := 0
+	for _, sk := range snap.All() {
+		if sk.Skipped {
+			skipped++
+		}
+	}
+	probs := snap.Problems()
+	if probs == nil {
+		probs = []skills.Problem{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"skills":      len(snap.Skills()),
+		"skipped":     skipped,
+		"problems":    probs,
+		"fingerprint": snap.Fingerprint(),
+		"roots":       snap.Roots(),
+	})
+}
+
+// explanation is the answer of POST /v1/skills/route.
+type explanation struct {
+	Arm         string              `json:"arm,omitempty"`
+	Decision    *router.Decision    `json:"decision"`
+	LatencyMS   float64             `json:"latency_ms"`
+	AddedTokens int                 `json:"added_tokens"`
+	Prompt      *router.PromptParts `json:"prompt,omitempty"`
+	Injected    *injection          `json:"injected,omitempty"`
+	Request     json.RawMessage     `json:"request,omitempty"` // the body that would go upstream
+	Error       string              `json:"error,omitempty"`   // rewrite failed: the body would go unmodified
+}
+
+// injection is what the rewrite changed, message by message.
+type injection struct {
+	Messages []messageChange  `json:"messages"`
+	Tools    []string         `json:"tools"` // names of tools added
+	ToolDefs []map[string]any `json:"tool_definitions,omitempty"`
+}
+
+type messageChange struct {
+	Index   int    `json:"index"`  // position in the rewritten messages
+	Change  string `json:"change"` // inserted | modified | appended
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+// explainRoute serves POST /v1/skills/route: the decision and the injected
+// context for a chat request, without forwarding it. Headers steer it as they
+// steer a chat request (strategy, top-k, arm, ...).
+func (s *Server) explainRoute(c echo.Context) error {
+	r := c.Request()
+	info := requestInfo(c)
+	body, rerr := readBody(r, s.cfg.BodyLimit)
+	var rt *routed
+	if rerr == nil {
+		rt, rerr = s.route(r.Context(), r.Header, body, info)
+	}
+	if rerr != nil {
+		info.status, info.err = rerr.status, rerr.msg
+		writeError(c.Response(), rerr.status, errTypeInvalidRequest, rerr.code, rerr.msg)
+		return nil
+	}
+	out := explanation{Arm: rt.arm, LatencyMS: ms(info.routing)}
+	if rt.rwErr != nil {
+		out.Error = rt.rwErr.Error()
+	} else {
+		out.Decision = rt.rw.Decision
+		out.AddedTokens = rt.rw.AddedTokens
+		out.Prompt = rt.rw.Prompt
+		out.Request = rt.body
+		out.Injected = diffRequests(body, rt.body)
+	}
+	c.Response().Header().Set("Content-Type", "application/json")
+	c.Response().WriteHeader(http.StatusOK)
+	_, err := c.Response().Write(marshalJSON(out))
+	return err
+}
+
+// diffRequests lists the messages and tools the rewrite added or changed.
+// Messages are compared as decoded JSON, so re-encoding alone is no change.
+func diffRequests(before, after []byte) *injection {
+	type req struct {
+		Messages []map[string]any `json:"messages"`
+		Tools    []map[string]any `json:"tools"`
+	}
+	var a, b req
+	_ = json.Unmarshal(before, &a)
+	_ = json.Unmarshal(after, &b)
+	inj := &injection{Messages: []messageChange{}, Tools: []string{}}
+	change := func(j int, kind string) {
+		m := b.Messages[j]
+		role, _ := m["role"].(string)
+		inj.Messages = append(inj.Messages, messageChange{Index: j, Change: kind, Role: role, Content: m["content"]})
+	}
+	i, j := 0, 0
+	for i < len(a.Messages) && j < len(b.Messages) {
+		switch {
+		case reflect.DeepEqual(a.Messages[i], b.Messages[j]):
+			i, j = i+1, j+1
+		case j+1 < len(b.Messages) && reflect.DeepEqual(a.Messages[i], b.Messages[j+1]):
+			change(j, "inserted")
+			j++
+		default:
+			change(j, "modified")
+			i, j = i+1, j+1
+		}
+	}
+	for ; j < len(b.Messages); j++ {
+		change(j, "appended")
+	}
+	had := map[string]bool{}
+	for _, t := range a.Tools {
+		had[toolName(t)] = true
+	}
+	for _, t := range b.Tools {
+		if n := toolName(t); !had[n] {
+			inj.Tools = append(inj.Tools, n)
+			inj.ToolDefs = append(inj.ToolDefs, t)
+		}
+	}
+	return inj
+}
+
+func toolName(t map[string]any) string {
+	if f, ok := t["function"].(map[string]any); ok {
+		if n, ok := f["name"].(string); ok {
+			return n
+		}
+	}
+	return ""
+}

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, b := h.do("GET", "/healthz", "", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"ok"`) {
+		t.Fatalf("healthz %d %s", resp.StatusCode, b)
+	}
+	resp, _ = h.do("GET", "/readyz", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("readyz %d", resp.StatusCode)
+	}
+	h.rw.ready = false
+	resp, b = h.do("GET", "/readyz", "", nil)
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "not ready") {
+		t.Fatalf("readyz when not ready: %d %s", resp.StatusCode, b)
+	}
+}
+
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestSkillsListAndReload(t *testing.T) {
+	root := copyDir(t, "testdata/skills")
+	reg := skills.NewRegistry([]string{root}, skills.Options{})
+	reloaded := 0
+	reg.OnReload(func(*skills.Snapshot) { reloaded++ })
+	h := newHarness(t, func(c *Config) { c.Library = reg })
+
+	resp, b := h.do("GET", "/v1/skills", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d %s", resp.StatusCode, b)
+	}
+	var list struct {
+		Object string       `json:"object"`
+		Data   []skillEntry `json:"data"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, s := range list.Data {
+		ids = append(ids, s.ID)
+	}
+	if list.Object != "list" || strings.Join(ids, ",") != "broken,csv-report,pdf-forms" {
+		t.Fatalf("list %s", b)
+	}
+	if !list.Data[0].Skipped || len(list.Data[0].Problems) == 0 {
+		t.Fatalf("broken skill must be listed with its problems: %+v", list.Data[0])
+	}
+	if list.Data[2].Description == "" || list.Data[2].Type != skills.TypeContextual || list.Data[2].Problems == nil {
+		t.Fatalf("entry %+v", list.Data[2])
+	}
+
+	// Add a skill, reload: counts follow and subscribers ran.
+	dir := filepath.Join(root, "md-table")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: md-table\ndescription: Format data as a Markdown table.\n---\nUse pipes.\n"), 0o644)
+	resp, b = h.do("POST", "/v1/skills/reload", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("reload %d %s", resp.StatusCode, b)
+	}
+	var rl struct {
+		Skills, Skipped int
+		Problems        []skills.Problem
+		Fingerprint     string
+	}
+	json.Unmarshal(b, &rl)
+	if rl.Skills != 3 || rl.Skipped != 1 || len(rl.Problems) == 0 || rl.Fingerprint == "" || reloaded != 1 {
+		t.Fatalf("reload answer %s (subscribers ran %d times)", b, reloaded)
+	}
+	_, m := h.do("GET", "/metrics", "", nil)
+	mustContain(t, string(m), "skillrouter_library_skills 3")
+}
+
+func TestSkillsEndpointsWithoutLibrary(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, p := range []struct{ m, path string }{{"GET", "/v1/skills"}, {"POST", "/v1/skills/reload"}} {
+		resp, b := h.do(p.m, p.path, "", nil)
+		if resp.StatusCode != 404 {
+			t.Fatalf("%s: %d", p.path, resp.StatusCode)
+		}
+		checkAPIError(t, b, "not_found")
+	}
+	if len(h.up.Requests()) != 0 {
+		t.Fatal("skills endpoints must not reach the upstream")
+	}
+}
+
+func TestExplainRoute(t *testing.T) {
+	h := newHarness(t, nil)
+	body := `{"model":"m","tools":[{"type":"function","function":{"name":"get_weather"}}],"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"fill my pdf form"}]}`
+	resp, b := h.do("POST", "/v1/skills/route", body, map[string]string{HeaderStrategy: "bm25"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d %s", resp.StatusCode, b)
+	}
+	var ex struct {
+		Decision    map[string]any `json:"decision"`
+		AddedTokens int            `json:"added_tokens"`
+		Injected    injection      `json:"injected"`
+		Request     map[string]any `json:"request"`
+	}
+	if err := json.Unmarshal(b, &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Decision["strategy"] != "bm25" || ex.AddedTokens != 84 {
+		t.Fatalf("decision %s", b)
+	}
+	// The fake inserts a catalog system message and appends one envelope.
+	if len(ex.Injected.Messages) != 2 ||
+		ex.Injected.Messages[0].Change != "inserted" || ex.Injected.Messages[0].Index != 0 || ex.Injected.Messages[0].Content != "CATALOG" ||
+		ex.Injected.Messages[1].Change != "appended" || ex.Injected.Messages[1].Index != 3 {
+		t.Fatalf("injected messages %+v", ex.Injected.Messages)
+	}
+	if strings.Join(ex.Injected.Tools, ",") != "load_skill" {
+		t.Fatalf("injected tools %v", ex.Injected.Tools)
+	}
+	if len(h.up.Requests()) != 0 {
+		t.Fatal("explain must not forward")
+	}
+	// Invalid bodies are 400 here too.
+	resp, b = h.do("POST", "/v1/skills/route", `{"model":"m"}`, nil)
+	if resp.StatusCode != 400 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	checkAPIError(t, b, "missing_messages")
+}
+
+func TestDiffRequestsModifiedSystem(t *testing.T) {
+	before := `{"messages":[{"role":"system","content":"a"},{"role":"user","content":"q"}]}`
+	after := `{"messages":[{"role":"system","content":"a\n\nCATALOG"},{"role":"user","content":"q"},{"role":"user","content":"ENV"}],"tools":[{"type":"function","function":{"name":"load_skill"}}]}`
+	inj := diffRequests([]byte(before), []byte(after))
+	if len(inj.Messages) != 2 || inj.Messages[0].Change != "modified" || inj.Messages[1].Change != "appended" ||
+		inj.Messages[1].Index != 2 || len(inj.Tools) != 1 {
+		t.Fatalf("%+v", inj)
+	}
+}
+
+func TestDebugLogCarriesQuery(t *testing.T) {
+	var buf bytes.Buffer
+	h := newHarness(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: new(syncMutex)}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	h.chat(simpleChat, map[string]string{"Authorization": "Bearer sk-never"})
+	h.do("GET", "/healthz", "", nil)
+	s := buf.String()
+	mustContain(t, s, `"query":"make me a pdf"`)
+	mustContain(t, s, `"path":"/healthz"`)
+	if strings.Contains(s, "sk-never") {
+		t.Fatal("Authorization logged at debug level")
+	}
+}

@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+func TestPassThroughPaths(t *testing.T) {
+	tests := []struct {
+		name, method, path, body string
+		wantPath, wantQuery      string
+		wantStatus               int
+		wantBodyContains         string
+	}{
+		{"models", "GET", "/v1/models", "", "/v1/models", "", 200, `"fake-model"`},
+		{"model by id with query", "GET", "/v1/models/gpt-4o?x=1&y=%2F", "", "/v1/models/gpt-4o", "x=1&y=%2F", 404, "unknown path"},
+		{"embeddings", "POST", "/v1/embeddings", `{"model":"e","input":"hi"}`, "/v1/embeddings", "", 200, `"embedding"`},
+		{"completions", "POST", "/v1/completions", `{"model":"m","prompt":"hi"}`, "/v1/completions", "", 200, `"hello world"`},
+		{"responses", "POST", "/v1/responses", `{"model":"m","input":"hi"}`, "/v1/responses", "", 200, `"output_text":"hi"`},
+		{"delete", "DELETE", "/v1/files/file-1", "", "/v1/files/file-1", "", 404, "unknown path"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			resp, body := h.do(tc.method, tc.path, tc.body, nil)
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.wantStatus, body)
+			}
+			mustContain(t, string(body), tc.wantBodyContains)
+			reqs := h.up.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("upstream got %d requests", len(reqs))
+			}
+			got := reqs[0]
+			if got.Method != tc.method || got.Path != tc.wantPath || got.RawQuery != tc.wantQuery {
+				t.Fatalf("upstream got %s %s?%s", got.Method, got.Path, got.RawQuery)
+			}
+			if string(got.Body) != tc.body {
+				t.Fatalf("upstream body %q, want %q unchanged", got.Body, tc.body)
+			}
+			if len(h.rw.overrides()) != 0 {
+				t.Fatal("pass-through must not route")
+			}
+		})
+	}
+}
+
+func TestPassThroughUpstreamUnderBasePath(t *testing.T) {
+	// An upstream base with its own prefix (e.g. https://host/openai/v1).
+	h := newHarness(t, nil)
+	h.srv.upstream.Path = "/v1/v1" // base /v1/v1: /v1/models → /v1/v1/models
+	resp, _ := h.do("GET", "/v1/models", "", nil)
+	if resp.StatusCode != 404 || h.up.Requests()[0].Path != "/v1/v1/models" {
+		t.Fatalf("status %d path %q", resp.StatusCode, h.up.Requests()[0].Path)
+	}
+}
+
+func TestPassThroughStreamsByteForByte(t *testing.T) {
+	for _, path := range []string{"/v1/completions", "/v1/responses"} {
+		t.Run(path, func(t *testing.T) {
+			h := newHarness(t, nil)
+			// What the upstream sends when asked directly.
+			direct, err := h.up.Client().Post(h.up.BaseURL()+strings.TrimPrefix(path, "/v1"), "application/json",
+				strings.NewReader(`{"model":"m","stream":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := io.ReadAll(direct.Body)
+			direct.Body.Close()
+			resp, got := h.do("POST", path, `{"model":"m","stream":true}`, nil)
+			if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Fatalf("content type %q", ct)
+			}
+			// ids carry a per-request counter: compare after normalising it.
+			norm := func(b []byte) string {
+				s := string(b)
+				for _, p := range []string{"cmpl-fake-", "resp_fake_"} {
+					for i := 0; i < 10; i++ {
+						s = strings.ReplaceAll(s, p+string(rune('0'+i)), p+"N")
+					}
+				}
+				return s
+			}
+			if norm(got) != norm(want) {
+				t.Fatalf("stream changed:\n got %q\nwant %q", got, want)
+			}
+			if path == "/v1/responses" {
+				mustContain(t, string(got), "event: response.output_text.delta\n")
+			}
+		})
+	}
+}
+
+func TestHeaderForwarding(t *testing.T) {
+	tests := []struct {
+		name     string
+		apiKey   string
+		override bool
+		in       map[string]string
+		want     map[string]string // "" = must be absent
+	}{
+		{
+			name: "client headers forwarded, hop-by-hop and controls stripped",
+			in: map[string]string{
+				"Authorization":          "Bearer client-key",
+				"OpenAI-Organization":    "org-1",
+				"OpenAI-Project":         "proj-1",
+				"X-Custom":               "yes",
+				"Connection":             "keep-alive, X-Hop",
+				"X-Hop":                  "must-not-pass",
+				"Keep-Alive":             "timeout=5",
+				"Proxy-Authorization":    "Basic secret",
+				"Te":                     "trailers",
+				"Upgrade":                "h2c",
+				"X-Skillrouter-Top-K":    "1",
+				"X-Skillrouter-Strategy": "bm25",
+			},
+			want: map[string]string{
+				"Authorization": "Bearer client-key", "Openai-Organization": "org-1", "Openai-Project": "proj-1",
+				"X-Custom": "yes", "X-Hop": "", "Keep-Alive": "", "Proxy-Authorization": "", "Te": "",
+				"Upgrade": "", "X-Skillrouter-Top-K": "", "X-Skillrouter-Strategy": "",
+			},
+		},
+		{
+			name:   "configured key used when the client sends none",
+			apiKey: "sk-config",
+			in:     map[string]string{"X-Custom": "1"},
+			want:   map[string]string{"Authorization": "Bearer sk-config"},
+		},
+		{
+			name:   "client key wins over configured key",
+			apiKey: "sk-config",
+			in:     map[string]string{"Authorization": "Bearer sk-client"},
+			want:   map[string]string{"Authorization": "Bearer sk-client"},
+		},
+		{
+			name:     "override replaces client key",
+			apiKey:   "sk-config",
+			override: true,
+			in:       map[string]string{"Authorization": "Bearer dummy"},
+			want:     map[string]string{"Authorization": "Bearer sk-config"},
+		},
+		{
+			name: "no key anywhere",
+			in:   map[string]string{},
+			want: map[string]string{"Authorization": ""},
+		},
+	}
+	for _, tc := range tests {
+		for _, path := range []string{"/v1/models", "/v1/chat/completions"} {
+			t.Run(tc.name+" "+path, func(t *testing.T) {
+				h := newHarness(t, func(c *Config) { c.APIKey = tc.apiKey; c.OverrideAuth = tc.override })
+				method, body := "GET", ""
+				if path == "/v1/chat/completions" {
+					method, body = "POST", simpleChat
+				}
+				resp, b := h.do(method, path, body, tc.in)
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d: %s", resp.StatusCode, b)
+				}
+				got := h.up.Requests()[0].Header
+				for k, v := range tc.want {
+					if got.Get(k) != v {
+						t.Errorf("upstream header %s = %q, want %q", k, got.Get(k), v)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestResponseHopHeadersStripped(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Handle("/v1/models", func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+		w.Header().Set("Connection", "X-Secret-Hop")
+		w.Header().Set("X-Secret-Hop", "1")
+		w.Header().Set("X-Request-Id", "req-42")
+		w.Header().Set("Openai-Processing-Ms", "12")
+		w.WriteHeader(200)
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	})
+	resp, _ := h.do("GET", "/v1/models", "", nil)
+	if resp.Header.Get("X-Secret-Hop") != "" {
+		t.Fatal("hop-by-hop response header leaked")
+	}
+	if resp.Header.Get("X-Request-Id") != "req-42" || resp.Header.Get("Openai-Processing-Ms") != "12" {
+		t.Fatalf("end-to-end response headers lost: %v", resp.Header)
+	}
+}
+
+func TestUpstreamErrorsPassedThrough(t *testing.T) {
+	for _, status := range []int{400, 401, 404, 429, 500, 503} {
+		for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+			for _, stream := range []bool{false, true} {
+				if stream && path != "/v1/chat/completions" {
+					continue
+				}
+				h := newHarness(t, nil)
+				errBody := `{"error":{"message":"nope","type":"x","param":null,"code":"c"}}`
+				if path == "/v1/chat/completions" {
+					h.up.Script(fakeai.Raw(status, "application/json", errBody))
+				} else {
+					h.up.Handle(path, fakeai.Raw(status, "application/json", errBody))
+				}
+				body := simpleChat
+				if stream {
+					body = streamChat("")
+				}
+				resp, b := h.do("POST", path, body, nil)
+				if resp.StatusCode != status || !bytes.Equal(b, []byte(errBody)) {
+					t.Fatalf("%s stream=%v: got %d %s, want %d %s", path, stream, resp.StatusCode, b, status, errBody)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultMaxToolRounds   = 4
+	DefaultBodyLimit       = 8 << 20
+	DefaultUpstreamTimeout = 10 * time.Minute
+	DefaultUpstream        = "http://127.0.0.1:11434/v1"
+	// maxUpstreamBody bounds a non-streaming chat answer read into memory.
+	maxUpstreamBody = 64 << 20
+)
+
+// Config configures a Server. Only Upstream and Rewriter are required.
+type Config struct {
+	// Upstream is the base URL of the OpenAI-compatible API, including its
+	// version prefix: a request for /v1/models goes to Upstream + "/models".
+	Upstream *url.URL
+	// APIKey is sent as "Authorization: Bearer APIKey" when the client sends
+	// no Authorization header, or always when OverrideAuth is set.
+	APIKey       string
+	OverrideAuth bool
+	// Transport sends upstream requests; nil uses a tuned clone of http.DefaultTransport.
+	Transport http.RoundTripper
+
+	// Rewriter routes and rewrites chat requests (the only arm when AB is nil).
+	Rewriter Rewriter
+	// Library backs /v1/skills and /v1/skills/reload; nil disables those endpoints (404).
+	Library Library
+	// AB splits chat traffic between arms; nil = no split.
+	AB *ABConfig
+
+	// MaxToolRounds bounds server-side tool rounds per request (default 4;
+	// negative = none: the first answer is final).
+	MaxToolRounds int
+	// BodyLimit bounds chat request bodies in bytes (default 8 MiB); larger → 413.
+	BodyLimit int64
+	// UpstreamTimeout bounds each upstream exchange, headers and body (default 10 min); → 504.
+	UpstreamTimeout time.Duration
+
+	// Logger receives one line per request (nil: slog.Default()).
+	Logger *slog.Logger
+	// Registry receives the proxy's metrics and is served on /metrics
+	// (nil: a new registry with Go and process collectors).
+	Registry *prometheus.Registry
+
+	// ModifyRequest, if set, edits every outgoing upstream request after the
+	// proxy has built it (URL, headers, body), like httputil.ReverseProxy.Rewrite.
+	ModifyRequest func(*http.Request)
+	// ModifyResponse, if set, sees every upstream response before the proxy
+	// reads it. An error fails the request with 502.
+	ModifyResponse func(*http.Response) error
+}
+
+// Server is the OpenAI-compatible proxy. It is an http.Handler; create it with New.
+type Server struct {
+	cfg       Config
+	upstream  *url.URL
+	transport http.RoundTripper
+	log       *slog.Logger
+	metrics   *metrics
+	ab        *splitter
+	echo      *echo.Echo
+	arms      []*armState // every configured arm, for readiness
+}
+
+// New validates cfg, applies defaults and builds the routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "" {
+		return nil, errors.New("proxy: Config.Upstream must be an absolute URL")
+	}
+	if cfg.Upstream.Scheme != "http" && cfg.Upstream.Scheme != "https" {
+		return nil, fmt.Errorf("proxy: upstream scheme %q: want http or https", cfg.Upstream.Scheme)
+	}
+	if cfg.Rewriter == nil {
+		return nil, errors.New("proxy: Config.Rewriter is required")
+	}
+	if cfg.MaxToolRounds == 0 {
+		cfg.MaxToolRounds = DefaultMaxToolRounds
+	} else if cfg.MaxToolRounds < 0 {
+		cfg.MaxToolRounds = 0
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = newDefaultRegistry()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport}
+	u := *cfg.Upstream
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	s.upstream = &u
+	if s.transport == nil {
+		s.transport = defaultTransport()
+	}
+	ab, err := newSplitter(cfg.AB, cfg.Rewriter)
+	if err != nil {
+		return nil, err
+	}
+	s.ab = ab
+	s.arms = ab.allArms()
+	s.metrics, err = newMetrics(cfg.Registry, cfg.Library)
+	if err != nil {
+		return nil, err
+	}
+	s.echo = s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves the proxy's routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Registry returns the Prometheus registry the proxy reports to.
+func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
+
+// routes wires the endpoints. Echo prefers static routes over /v1/*, so the
+// proxy's own /v1/skills endpoints and chat completions win over pass-through.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.httpError
+	e.Use(s.observe)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
+	e.POST("/v1/chat/completions", s.chat)
+	e.GET("/v1/skills", s.listSkills)
+	e.POST("/v1/skills/route", s.explainRoute)
+	e.POST("/v1/skills/reload", s.reload)
+	e.Any("/v1/*", s.passthrough)
+	return e
+}
+
+// httpError renders Echo's own errors (404, 405, panics) as OpenAI error JSON.
+func (s *Server) httpError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg := http.StatusInternalServerError, "internal error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		status = he.Code
+		msg = fmt.Sprint(he.Message)
+	}
+	typ := errTypeInvalidRequest
+	if status >= 500 {
+		typ = errTypeServer
+	}
+	code := strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
+	if status == http.StatusNotFound {
+		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, c.Request().URL.Path)
+	}
+	writeError(c.Response(), status, typ, code, msg)
+}
+
+// defaultTransport is http.DefaultTransport with room for the concurrency an
+// LLM gateway sees (one long-lived connection per in-flight stream).
+func defaultTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return t
+}

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// maxEventSize bounds one server-sent event; a larger one fails the stream
+// rather than growing memory without end.
+const maxEventSize = 16 << 20
+
+var errEventTooLarge = errors.New("server-sent event exceeds 16 MiB")
+
+// sseEvent is one server-sent event as received: Raw holds its bytes
+// including the blank line that ends it, so an event the proxy does not
+// touch is relayed byte for byte.
+type sseEvent struct {
+	Raw     []byte
+	Event   string // the event: field, if any
+	Data    []byte // data: lines joined with \n
+	HasData bool
+}
+
+// sseReader splits a text/event-stream into events (WHATWG HTML §9.2.6):
+// lines end with \n or \r\n, a blank line ends an event, "data:" lines are
+// joined, ":" lines are comments. A stream that ends without a blank line
+// still yields its last event.
+type sseReader struct {
+	br  *bufio.Reader
+	raw []byte
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// Next returns the next event. Its slices are valid until the next call.
+func (s *sseReader) Next() (*sseEvent, error) {
+	s.raw = s.raw[:0]
+	ev := &sseEvent{}
+	var data []byte
+	for {
+		line, err := s.readLine()
+		if len(line) == 0 && err != nil {
+			if len(s.raw) > 0 && err == io.EOF {
+				return s.finish(ev, data), nil
+			}
+			return nil, err
+		}
+		s.raw = append(s.raw, line...)
+		if len(s.raw) > maxEventSize {
+			return nil, errEventTooLarge
+		}
+		content := bytes.TrimRight(line, "\r\n")
+		if len(content) == 0 {
+			if ev.HasData || ev.Event != "" || len(s.raw) > len(line) {
+				return s.finish(ev, data), nil
+			}
+			// Stray blank line between events: relay it as its own (empty) event.
+			return s.finish(ev, data), nil
+		}
+		field, value, _ := bytes.Cut(content, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if ev.HasData {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			ev.HasData = true
+		case "event":
+			ev.Event = string(value)
+		}
+		if err != nil { // last line without newline
+			return s.finish(ev, data), nil
+		}
+	}
+}
+
+func (s *sseReader) finish(ev *sseEvent, data []byte) *sseEvent {
+	ev.Raw = s.raw
+	ev.Data = data
+	return ev
+}
+
+// readLine returns one line including its terminator; lines longer than the
+// buffer are assembled. At EOF the last, unterminated line comes with io.EOF.
+func (s *sseReader) readLine() ([]byte, error) {
+	line, err := s.br.ReadSlice('\n')
+	if err == nil || err != bufio.ErrBufferFull {
+		return line, err
+	}
+	long := append([]byte(nil), line...)
+	for err == bufio.ErrBufferFull {
+		line, err = s.br.ReadSlice('\n')
+		long = append(long, line...)
+		if len(long) > maxEventSize {
+			return nil, errEventTooLarge
+		}
+	}
+	return long, err
+}

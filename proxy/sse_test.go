@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+)
+
+type syncMutex = sync.Mutex
+
+func readEvents(t *testing.T, r io.Reader) []sseEvent {
+	t.Helper()
+	rd := newSSEReader(r)
+	var out []sseEvent
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := *ev
+		cp.Raw = append([]byte(nil), ev.Raw...)
+		out = append(out, cp)
+	}
+}
+
+func TestSSEReader(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		data  []string // "-" for an event without data
+		names []string
+	}{
+		{"openai", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, "[DONE]"}, []string{"", ""}},
+		{"crlf", "data: x\r\n\r\ndata: y\r\n\r\n", []string{"x", "y"}, []string{"", ""}},
+		{"no space after colon", "data:x\n\n", []string{"x"}, []string{""}},
+		{"multi-line data", "data: a\ndata: b\n\n", []string{"a\nb"}, []string{""}},
+		{"named event", "event: response.created\ndata: {}\n\n", []string{"{}"}, []string{"response.created"}},
+		{"comment", ": keep-alive\n\ndata: z\n\n", []string{"-", "z"}, []string{"", ""}},
+		{"unterminated last event", "data: a\n\ndata: b", []string{"a", "b"}, []string{"", ""}},
+		{"unterminated last line", "data: a\n", []string{"a"}, []string{""}},
+		{"empty", "", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// One byte at a time: events must not depend on read boundaries.
+			evs := readEvents(t, iotest.OneByteReader(strings.NewReader(tc.in)))
+			if len(evs) != len(tc.data) {
+				t.Fatalf("%d events, want %d: %+v", len(evs), len(tc.data), evs)
+			}
+			var raw bytes.Buffer
+			for i, ev := range evs {
+				want := tc.data[i]
+				if want == "-" {
+					if ev.HasData {
+						t.Fatalf("event %d has data %q", i, ev.Data)
+					}
+				} else if !ev.HasData || string(ev.Data) != want {
+					t.Fatalf("event %d data %q, want %q", i, ev.Data, want)
+				}
+				if ev.Event != tc.names[i] {
+					t.Fatalf("event %d name %q", i, ev.Event)
+				}
+				raw.Write(ev.Raw)
+			}
+			if raw.String() != tc.in {
+				t.Fatalf("raw bytes do not reassemble the input: %q", raw.String())
+			}
+		})
+	}
+}
+
+func TestSSEReaderLongLine(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	evs := readEvents(t, strings.NewReader("data: "+long+"\n\n"))
+	if len(evs) != 1 || string(evs[0].Data) != long {
+		t.Fatal("long line mangled")
+	}
+}
+
+func TestSSEReaderEventTooLarge(t *testing.T) {
+	rd := newSSEReader(io.MultiReader(strings.NewReader("data: "), strings.NewReader(strings.Repeat("y", maxEventSize+10))))
+	if _, err := rd.Next(); err != errEventTooLarge {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// FuzzSSEReader: any byte stream splits into events whose raw bytes
+// reassemble it exactly (the relay's byte-for-byte guarantee) without panics.
+func FuzzSSEReader(f *testing.F) {
+	for _, s := range []string{"data: {}\n\n", "event: x\ndata: 1\r\n\r\n", ": c\n\ndata: [DONE]", "\n\n\n", "data:\n", "\r\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rd := newSSEReader(bytes.NewReader(in))
+		var raw bytes.Buffer
+		for i := 0; ; i++ {
+			ev, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ev.Raw) == 0 {
+				t.Fatal("empty event")
+			}
+			raw.Write(ev.Raw)
+			if i > len(in)+1 {
+				t.Fatal("no progress")
+			}
+		}
+		if !bytes.Equal(raw.Bytes(), in) {
+			t.Fatalf("reassembled %q from %q", raw.Bytes(), in)
+		}
+	})
+}
+
+// FuzzChatRequest: request validation never panics and accepts only objects with messages.
+func FuzzChatRequest(f *testing.F) {
+	for _, s := range []string{simpleChat, `{"messages":[]}`, `{"messages":null}`, `[]`, `{"stream":"x","messages":[{}]}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		req, err := parseChat(in)
+		if err == nil && len(req.Messages) == 0 {
+			t.Fatal("accepted a request without messages")
+		}
+		if err != nil && err.status != 400 {
+			t.Fatalf("status %d", err.status)
+		}
+		if req != nil {
+			_ = req.firstUserText()
+		}
+	})
+}

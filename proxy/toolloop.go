@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// completeChat serves a non-streaming chat request: forward, and while the
+// answer holds tool calls the session answers, execute them, append the
+// results (Session.FollowUp) and ask again, up to MaxToolRounds rounds.
+func (s *Server) completeChat(c echo.Context, info *reqInfo, rt *routed) {
+	r := c.Request()
+	ctx := r.Context()
+	w := c.Response()
+	body := rt.body
+	sess := rt.session
+	var usage usageSum
+	for round := 0; ; round++ {
+		resp, elapsed, err := s.send(ctx, r, bytes.NewReader(body), int64(len(body)), true)
+		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+		if err != nil {
+			s.fail(w, info, classify(ctx, err))
+			return
+		}
+		info.upstreamStatus = resp.StatusCode
+		// Upstream errors and answers the proxy has nothing to do with go back unchanged.
+		if sess == nil || resp.StatusCode != http.StatusOK {
+			s.relayResponse(w, info, resp)
+			return
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+		resp.Body.Close()
+		if err != nil {
+			s.fail(w, info, classify(ctx, err))
+			return
+		}
+		if len(raw) > maxUpstreamBody {
+			s.fail(w, info, failure{status: http.StatusBadGateway, code: "upstream_response_too_large",
+				msg: fmt.Sprintf("upstream answer exceeds %d bytes", maxUpstreamBody)})
+			return
+		}
+		var cmp completion
+		if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
+			s.writeFinal(w, info, resp.Header, raw, round, false, nil, nil)
+			return
+		}
+		usage.add(cmp.Usage)
+		msg := cmp.Choices[0].Message
+		var mine []toolCall
+		for i, tc := range msg.ToolCalls {
+			if sess.Handles(tc.Function.Name) {
+				mine = append(mine, withCallID(tc, round, i))
+			}
+		}
+		if len(mine) == 0 {
+			s.writeFinal(w, info, resp.Header, raw, round, false, &usage, nil)
+			return
+		}
+		if round >= s.cfg.MaxToolRounds {
+			info.exhausted = true
+			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(mine)))
+			s.writeFinal(w, info, resp.Header, raw, round, true, &usage, sess.Handles)
+			return
+		}
+		// Client tools called in the same turn are dropped here: the model
+		// sees the proxy's results and calls them again in its next answer.
+		results := s.runTools(ctx, sess, mine, info)
+		next, err := sess.FollowUp(body, newAssistantMessage(msg.Content, mine), results)
+		if err != nil {
+			w.Header().Set(HeaderError, headerValue("tool loop: "+err.Error()))
+			info.err = "follow-up: " + err.Error()
+			s.writeFinal(w, info, resp.Header, raw, round, false, &usage, sess.Handles)
+			return
+		}
+		body = next
+	}
+}
+
+// withCallID gives a call without an id (some local servers omit it) one,
+// so its tool result can refer to it.
+func withCallID(tc toolCall, round, i int) toolCall {
+	if tc.ID == "" {
+		tc.ID = fmt.Sprintf("call_skillrouter_%d_%d", round, i)
+	}
+	return tc
+}
+
+// runTools answers the proxy's calls in order. Session.Call never fails:
+// errors come back as results the model can read.
+func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []toolCall, info *reqInfo) []router.ToolResult {
+	out := make([]router.ToolResult, 0, len(calls))
+	for _, tc := range calls {
+		args := json.RawMessage(tc.Function.Arguments)
+		if len(bytes.TrimSpace(args)) == 0 {
+			args = json.RawMessage("{}")
+		}
+		res := sess.Call(ctx, tc.ID, tc.Function.Name, args)
+		if res.CallID == "" {
+			res.CallID = tc.ID
+		}
+		if res.Name == "" {
+			res.Name = tc.Function.Name
+		}
+		out = append(out, res)
+		info.toolCalls++
+		s.metrics.toolCalls.WithLabelValues(tc.Function.Name, armLabel(info.arm)).Inc()
+	}
+	info.rounds++
+	return out
+}
+
+// writeFinal sends the last upstream answer, patched when tool rounds ran
+// (summed usage) or when the proxy's own calls must be stripped.
+func (s *Server) writeFinal(w http.ResponseWriter, info *reqInfo, upstream http.Header, raw []byte, rounds int, exhausted bool, usage *usageSum, strip func(string) bool) {
+	out := raw
+	if rounds > 0 || strip != nil {
+		var u json.RawMessage
+		if rounds > 0 && usage != nil && !usage.empty() {
+			u = usage.json()
+		}
+		if p, err := patchCompletion(raw, u, strip); err == nil {
+			out = p
+		}
+	}
+	h := w.Header()
+	copyResponseHeader(h, upstream, false)
+	h.Del("Content-Encoding") // the Transport decoded it
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h.Set(HeaderToolRounds, strconv.Itoa(rounds))
+	if exhausted {
+		h.Set(HeaderRoundsExceeded, "true")
+	}
+	w.WriteHeader(http.StatusOK)
+	info.status = http.StatusOK
+	_, _ = w.Write(out)
+}
+
+// relayResponse copies an upstream response to the client unchanged.
+func (s *Server) relayResponse(w http.ResponseWriter, info *reqInfo, resp *http.Response) {
+	defer resp.Body.Close()
+	h := w.Header()
+	// A decoded body no longer matches the upstream's encoding and length.
+	keepLength := !resp.Uncompressed
+	copyResponseHeader(h, resp.Header, keepLength)
+	if resp.Uncompressed {
+		h.Del("Content-Encoding")
+	}
+	w.WriteHeader(resp.StatusCode)
+	info.status = resp.StatusCode
+	if err := relayBody(w, resp.Body); err != nil && info.err == "" {
+		info.err = "relay: " + err.Error()
+	}
+}
+
+// fail reports an upstream failure to the client (unless it is gone) and the metrics.
+func (s *Server) fail(w http.ResponseWriter, info *reqInfo, f failure) {
+	info.status = f.status
+	info.err = f.msg
+	s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+	f.write(w)
+}

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// upstreamURL maps a client path under /v1 to the upstream base URL.
+func (s *Server) upstreamURL(clientPath, rawQuery string) string {
+	u := *s.upstream
+	u.Path = s.upstream.Path + strings.TrimPrefix(clientPath, "/v1")
+	u.RawQuery = rawQuery
+	return u.String()
+}
+
+// send performs one upstream exchange bounded by UpstreamTimeout. The caller
+// must close the response body; closing it also releases the timeout.
+// decoded asks for an identity (or transparently decoded) body, which the
+// chat path needs to parse it; pass-through relays the encoding untouched.
+func (s *Server) send(ctx context.Context, in *http.Request, body io.Reader, length int64, decoded bool) (*http.Response, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+	req, err := http.NewRequestWithContext(ctx, in.Method, s.upstreamURL(in.URL.Path, in.URL.RawQuery), body)
+	if err != nil {
+		cancel()
+		return nil, 0, err
+	}
+	req.Header = upstreamRequestHeader(in.Header, s.cfg.APIKey, s.cfg.OverrideAuth)
+	req.ContentLength = length
+	if length == 0 && body != nil && body != http.NoBody {
+		req.ContentLength = -1
+	}
+	if decoded {
+		// Let the Transport negotiate gzip and decode it for us.
+		req.Header.Del("Accept-Encoding")
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.cfg.ModifyRequest != nil {
+		s.cfg.ModifyRequest(req)
+	}
+	start := time.Now()
+	resp, err := s.transport.RoundTrip(req)
+	elapsed := time.Since(start)
+	if err != nil {
+		cancel()
+		return nil, elapsed, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	if s.cfg.ModifyResponse != nil {
+		if err := s.cfg.ModifyResponse(resp); err != nil {
+			resp.Body.Close()
+			return nil, elapsed, fmt.Errorf("modify response: %w", errModifyResponse{err})
+		}
+	}
+	return resp, elapsed, nil
+}
+
+type errModifyResponse struct{ error }
+
+func (e errModifyResponse) Unwrap() error { return e.error }
+
+// cancelBody releases the exchange's timeout context when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// failure classifies an upstream exchange error: the client went away (499,
+// nothing to write), the upstream timed out (504) or could not be reached (502).
+type failure struct {
+	status int
+	code   string
+	msg    string
+}
+
+func classify(clientCtx context.Context, err error) failure {
+	if clientCtx.Err() != nil {
+		return failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: " + err.Error()}
+	}
+	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: "upstream unreachable: " + err.Error()}
+}
+
+// write sends the failure as an OpenAI error, unless the client is gone.
+func (f failure) write(w http.ResponseWriter) {
+	if f.status == statusClientClosed {
+		return
+	}
+	writeError(w, f.status, errTypeUpstream, f.code, f.msg)
+}

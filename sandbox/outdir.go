@@ -1,0 +1,177 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Every conversation directory carries this marker; the sweeper removes only
+// directories that have it, so a misconfigured OutputRoot cannot cost data.
+const convMarker = ".skillrouter-conversation"
+
+const (
+	maxSnapshotEntries = 10000 // files walked per output-directory snapshot
+	maxListedFiles     = 200   // files reported per execution
+)
+
+// convDirs are the directories of one conversation: out is the working
+// directory (SKILLROUTER_OUTPUT_DIR), home and tmp back HOME and TMPDIR.
+type convDirs struct {
+	root, out, home, tmp string
+}
+
+var convIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// conversationDirName turns a conversation id into a safe directory name.
+// Ids that are not plain tokens are hashed rather than escaped, so two ids
+// can never map to the same directory and none can name "..".
+func conversationDirName(conv string) string {
+	if convIDRE.MatchString(conv) {
+		return conv
+	}
+	if conv == "" {
+		// No conversation to share files with: a private directory per call.
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		return "anon-" + hex.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte(conv))
+	return "h-" + hex.EncodeToString(sum[:16])
+}
+
+// conversationDirs creates (or reuses) the directories of a conversation.
+func (p *Provider) conversationDirs(conv string) (*convDirs, error) {
+	root := filepath.Join(p.cfg.OutputRoot, conversationDirName(conv))
+	d := &convDirs{
+		root: root,
+		out:  filepath.Join(root, "out"),
+		home: filepath.Join(root, "home"),
+		tmp:  filepath.Join(root, "tmp"),
+	}
+	for _, dir := range []string{d.out, d.home, d.tmp} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: conversation directory: %w", err)
+		}
+	}
+	marker := filepath.Join(root, convMarker)
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return nil, fmt.Errorf("sandbox: conversation directory: %w", err)
+	}
+	// The marker's mtime is the conversation's last use, for the sweeper.
+	now := time.Now()
+	_ = os.Chtimes(marker, now, now)
+	p.maybeSweep(now)
+	return d, nil
+}
+
+// maybeSweep removes conversation directories unused for OutputTTL, at most
+// once per quarter TTL, on the calling goroutine (cheap: one ReadDir).
+func (p *Provider) maybeSweep(now time.Time) {
+	ttl := p.cfg.OutputTTL
+	if ttl < 0 {
+		return
+	}
+	last := p.lastSweep.Load()
+	if now.UnixNano()-last < int64(ttl/4) || !p.lastSweep.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	entries, err := os.ReadDir(p.cfg.OutputRoot)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(p.cfg.OutputRoot, e.Name())
+		info, err := os.Stat(filepath.Join(dir, convMarker))
+		if err != nil || now.Sub(info.ModTime()) < ttl {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			p.log.Warn("sandbox: removing old conversation directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// fileState is what a snapshot remembers of one file.
+type fileState struct {
+	size  int64
+	mtime time.Time
+	mode  fs.FileMode
+}
+
+// FileChange is a file an execution created or modified in its output directory.
+type FileChange struct {
+	Path   string `json:"path"` // slash path relative to the output directory
+	Size   int64  `json:"size"`
+	Status string `json:"status"` // created | modified
+}
+
+// snapshot records the files under dir without following symlinks.
+func snapshot(dir string) (map[string]fileState, bool) {
+	files := map[string]fileState{}
+	complete := true
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable entries are skipped, not fatal
+		}
+		if len(files) >= maxSnapshotEntries {
+			complete = false
+			return fs.SkipAll
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return nil
+		}
+		files[filepath.ToSlash(rel)] = fileState{size: info.Size(), mtime: info.ModTime(), mode: info.Mode()}
+		return nil
+	})
+	return files, complete
+}
+
+// diffFiles lists files created or changed between two snapshots, by path.
+func diffFiles(before, after map[string]fileState) (changes []FileChange, truncated bool) {
+	paths := make([]string, 0, len(after))
+	for p := range after {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		a := after[p]
+		status := ""
+		if b, ok := before[p]; !ok {
+			status = "created"
+		} else if b != a {
+			status = "modified"
+		}
+		if status == "" {
+			continue
+		}
+		if len(changes) == maxListedFiles {
+			return changes, true
+		}
+		changes = append(changes, FileChange{Path: p, Size: a.size, Status: status})
+	}
+	return changes, false
+}
+
+// errOutputInsideSkill guards against an OutputRoot placed inside a skill:
+// the script's writable directory would then be the skill folder itself.
+var errOutputInsideSkill = errors.New("the output directory lies inside the skill folder")

@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// resolved is a model-supplied path mapped to a real location inside a skill.
+type resolved struct {
+	root string // the skill folder with symlinks evaluated
+	abs  string // the target with symlinks evaluated; inside root
+	rel  string // abs relative to root, slash-separated ("." for root)
+	name string // the path as the model gave it, cleaned (for messages)
+}
+
+// resolveInSkill maps rel, a path relative to the skill folder dir, to a real
+// path inside it. "..", absolute paths and symlinks whose target lies outside
+// the folder are refused: containment is checked on the fully resolved path,
+// so a chain of links cannot step out either. Opening the result through an
+// os.Root keeps a link swapped in after this check from escaping.
+func resolveInSkill(dir, rel string) (resolved, *toolError) {
+	var r resolved
+	if strings.IndexByte(rel, 0) >= 0 {
+		return r, newError(CodeInvalidPath, "path contains a NUL byte")
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" {
+		e := newError(CodePathOutsideSkill, "absolute paths are refused; give a path relative to the skill folder, e.g. scripts/run.py")
+		e.Path = rel
+		return r, e
+	}
+	clean := path.Clean(filepath.ToSlash(rel))
+	r.name = clean
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		e := newError(CodePathOutsideSkill, "%q leads outside the skill folder", rel)
+		e.Path = rel
+		return r, e
+	}
+	// Absolute: the script runs in another working directory, and a library
+	// root may have been given relative.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return r, newError(CodeReadFailed, "the skill folder is not usable: %v", err)
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return r, newError(CodeReadFailed, "the skill folder is not readable: %v", errors.Unwrap(err))
+	}
+	r.root = root
+	abs, err = filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(clean)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			e := newError(CodeNotFound, "%s does not exist in the skill folder", clean)
+			e.Path = clean
+			return r, e
+		}
+		e := newError(CodeReadFailed, "%s: %v", clean, errors.Unwrap(err))
+		e.Path = clean
+		return r, e
+	}
+	inside, ok := within(root, abs)
+	if !ok {
+		e := newError(CodePathOutsideSkill, "%s is a symbolic link (or passes through one) that leads outside the skill folder", clean)
+		e.Path = clean
+		return r, e
+	}
+	r.abs, r.rel = abs, inside
+	return r, nil
+}
+
+// within reports p relative to root, and whether p is root or beneath it.
+func within(root, p string) (string, bool) {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}

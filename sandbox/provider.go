@@ -1,0 +1,225 @@
+// Package sandbox is tier 3 of skillrouter: server-side tools that read files
+// from a skill's folder and run its scripts under sandbox rules, and
+// executable skills (Lazy Skills `type: executable`) registered as
+// first-class tools from their `--help-json` schema.
+//
+// Provider implements router.ToolProvider. Everything is off unless
+// Config.Enabled; while off, Tools offers nothing and the session should
+// answer calls of tier-3 tool names (IsTool) with DisabledResult.
+//
+// Sandbox rules, per execution: the command must resolve inside the skill
+// folder (no "..", absolute paths or escaping symlinks); the working
+// directory is the conversation's output directory; the environment is
+// rebuilt from scratch (PATH, HOME, LANG, TMPDIR, SKILLROUTER_OUTPUT_DIR,
+// SKILLROUTER_SKILL_DIR and configured names); a timeout kills the whole
+// process tree; stdout+stderr are capped and a process exceeding the cap is
+// stopped; background processes are killed when the script exits; a limiter
+// bounds concurrent and queued executions; on Linux with Landlock the script
+// can write only to its conversation's directories (see landlock_linux.go).
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// Names of the built-in tier-3 tools.
+const (
+	ToolReadResource = "read_skill_resource"
+	ToolExecute      = "skill_execute"
+)
+
+// reservedNames cannot be taken by an executable skill's schema.
+var reservedNames = []string{"load_skill", "search_skills", ToolReadResource, ToolExecute}
+
+// IsTool reports whether name is a built-in tier-3 tool. The session answers
+// such calls itself even when execution is disabled (with DisabledResult), so
+// they never reach the client.
+func IsTool(name string) bool { return name == ToolReadResource || name == ToolExecute }
+
+// Provider offers the tier-3 tools. It is safe for concurrent use; a nil
+// *Provider offers nothing.
+type Provider struct {
+	cfg      Config
+	log      *slog.Logger
+	runner   runner
+	lim      *limiter
+	lookPath lookPathFunc
+
+	lastSweep atomic.Int64 // unix nanos of the last output-directory sweep
+
+	schemaMu sync.Mutex
+	schemas  map[string]*schemaEntry // by execute-file hash
+}
+
+var _ router.ToolProvider = (*Provider)(nil)
+
+// New builds a Provider. With cfg.Enabled false it only validates cfg and
+// returns a Provider whose Tools offers nothing. A nil logger discards.
+func New(cfg Config, logger *slog.Logger) (*Provider, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{cfg: c, log: logger, lookPath: exec.LookPath, schemas: map[string]*schemaEntry{}}
+	if !c.Enabled {
+		return p, nil
+	}
+	if p.runner, err = newRunner(c.Confinement, logger); err != nil {
+		return nil, err
+	}
+	p.lim = newLimiter(c.Concurrency, c.Queue)
+	if err := os.MkdirAll(c.OutputRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: output root: %w", err)
+	}
+	logger.Info("sandbox: skill script execution enabled",
+		"confinement", p.runner.confinement(), "timeout", c.Timeout, "output_limit", c.OutputLimit,
+		"concurrency", c.Concurrency, "queue", c.Queue, "output_root", c.OutputRoot)
+	return p, nil
+}
+
+// Enabled reports whether tier 3 is on.
+func (p *Provider) Enabled() bool { return p != nil && p.cfg.Enabled }
+
+// Handles reports whether the session should route a call of name to this
+// package: the built-in tier-3 tools, whether or not execution is enabled.
+// Executable-skill tools are only ever reached through Tools.
+func (p *Provider) Handles(name string) bool { return IsTool(name) }
+
+// Confinement describes the write confinement scripts run under ("landlock
+// ABI 7", "none"; "" when disabled), for start-up logs and /health.
+func (p *Provider) Confinement() string {
+	if !p.Enabled() {
+		return ""
+	}
+	return p.runner.confinement()
+}
+
+// Stats reports running and queued executions.
+func (p *Provider) Stats() Stats {
+	if !p.Enabled() {
+		return Stats{}
+	}
+	return p.lim.stats()
+}
+
+// Tools offers read_skill_resource and skill_execute (for the active skills
+// only: other ids are answered "load it first"), then one tool per active
+// executable skill, named by its --help-json schema, in the order of active.
+// Tool definitions are byte-stable so upstream prompt caching keeps working.
+func (p *Provider) Tools(ctx context.Context, active []*skills.Skill) []router.Tool {
+	if !p.Enabled() {
+		return nil
+	}
+	set := make(map[string]*skills.Skill, len(active))
+	for _, s := range active {
+		if s != nil {
+			set[s.ID] = s
+		}
+	}
+	tools := []router.Tool{&resourceTool{p: p, active: set}, &executeTool{p: p, active: set}}
+	taken := map[string]string{}
+	for _, n := range reservedNames {
+		taken[n] = "(built-in)"
+	}
+	seen := map[string]bool{}
+	for _, s := range active {
+		if s == nil || s.Type != skills.TypeExecutable || seen[s.ID] {
+			continue
+		}
+		seen[s.ID] = true
+		t, err := p.executableTool(ctx, s)
+		if err != nil {
+			continue // logged where it was computed
+		}
+		if owner, dup := taken[t.Name()]; dup {
+			p.log.Warn("sandbox: executable skill tool name already taken; not registered",
+				"skill", s.ID, "tool", t.Name(), "taken_by", owner)
+			continue
+		}
+		taken[t.Name()] = s.ID
+		tools = append(tools, t)
+	}
+	return tools
+}
+
+// AllowedTools returns the tool names the active skills' allowed-tools
+// frontmatter enables for this request: those also permitted by
+// Config.AllowedTools (exactly, by an "x*" prefix entry, by "*", or — for a
+// scoped entry like "Bash(git:*)" — by its bare tool name "Bash"). Tier-3
+// tool names are dropped while execution is disabled. Sorted, no duplicates;
+// nil when nothing is enabled. How the proxy applies the list (e.g. keeping
+// only these client tools, or pre-approving them) is its decision.
+func (p *Provider) AllowedTools(active []*skills.Skill) []string {
+	if p == nil || len(p.cfg.AllowedTools) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range active {
+		if s == nil {
+			continue
+		}
+		for _, t := range s.AllowedTools {
+			t = strings.TrimSpace(t)
+			if t == "" || seen[t] || (IsTool(t) && !p.Enabled()) || !p.permits(t) {
+				continue
+			}
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (p *Provider) permits(tool string) bool {
+	bare, _, _ := strings.Cut(tool, "(")
+	for _, a := range p.cfg.AllowedTools {
+		a = strings.TrimSpace(a)
+		switch {
+		case a == "":
+		case a == tool, a == bare && bare != tool:
+			return true
+		case strings.HasSuffix(a, "*") && strings.HasPrefix(tool, strings.TrimSuffix(a, "*")):
+			return true
+		}
+	}
+	return false
+}
+
+// activeSkill resolves the skill a call names.
+func (p *Provider) activeSkill(active map[string]*skills.Skill, id string) (*skills.Skill, *toolError) {
+	if id == "" {
+		return nil, newError(CodeInvalidArguments, "skill_id is required")
+	}
+	if s, ok := active[id]; ok {
+		if s.Dir == "" {
+			return nil, newError(CodeUnknownSkill, "skill %q has no folder", id)
+		}
+		return s, nil
+	}
+	if p.cfg.Lookup != nil {
+		if _, ok := p.cfg.Lookup(id); ok {
+			e := newError(CodeSkillNotActive, "skill %q is not loaded in this conversation: call load_skill for it first, then retry", id)
+			e.SkillID = id
+			return nil, e
+		}
+	}
+	e := newError(CodeUnknownSkill, "there is no skill %q", id)
+	e.SkillID = id
+	return nil, e
+}

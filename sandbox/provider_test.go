@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+func TestDisabledByDefault(t *testing.T) {
+	p, err := New(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := []*skills.Skill{fixtureSkill(t, "scripts-demo"), fixtureSkill(t, "calc")}
+	if tools := p.Tools(context.Background(), active); tools != nil {
+		t.Errorf("disabled provider offers %v", toolNames(tools))
+	}
+	if p.Enabled() || p.Confinement() != "" || p.Stats() != (Stats{}) {
+		t.Error("disabled provider reports itself enabled")
+	}
+	for _, name := range []string{ToolReadResource, ToolExecute} {
+		if !IsTool(name) || !p.Handles(name) {
+			t.Errorf("%s not handled", name)
+		}
+		e := failureOf(t, DisabledResult(name))
+		if e.Code != CodeDisabled || !strings.Contains(e.Message, name) || !strings.Contains(e.Message, "disabled") {
+			t.Errorf("%+v", e)
+		}
+	}
+	if IsTool("load_skill") || IsTool("calc_numbers") {
+		t.Error("IsTool claims non tier-3 names")
+	}
+	var nilP *Provider
+	if nilP.Tools(context.Background(), active) != nil || nilP.Enabled() || nilP.AllowedTools(active) != nil {
+		t.Error("nil provider offers something")
+	}
+}
+
+func TestToolDefinitionsAreValid(t *testing.T) {
+	p, _ := newTestProvider(t, nil)
+	for _, tool := range p.Tools(context.Background(), nil) {
+		var def struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name       string         `json:"name"`
+				Parameters map[string]any `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(tool.Definition(), &def); err != nil || def.Type != "function" ||
+			def.Function.Name != tool.Name() || def.Function.Parameters["type"] != "object" {
+			t.Errorf("%s: %s (%v)", tool.Name(), tool.Definition(), err)
+		}
+	}
+}
+
+func TestAllowedTools(t *testing.T) {
+	demo := fixtureSkill(t, "scripts-demo")
+	demo.AllowedTools = []string{"Bash", "Read", "Bash(git:*)", "mcp__github__create_issue", "skill_execute", " Read "}
+	other := &skills.Skill{ID: "o", AllowedTools: []string{"WebFetch", "mcp__github__list"}}
+	tests := []struct {
+		name    string
+		enabled bool
+		allowed []string
+		want    []string
+	}{
+		{"nothing configured", true, nil, nil},
+		{"exact names", true, []string{"Read", "WebFetch"}, []string{"Read", "WebFetch"}},
+		{"bare name allows scoped entries", true, []string{"Bash"}, []string{"Bash", "Bash(git:*)"}},
+		{"prefix", true, []string{"mcp__github__*"}, []string{"mcp__github__create_issue", "mcp__github__list"}},
+		{"tier-3 names need execution enabled", false, []string{"skill_execute", "Read"}, []string{"Read"}},
+		{"tier-3 names when enabled", true, []string{"skill_execute"}, []string{"skill_execute"}},
+		{"star", true, []string{"*"}, []string{"Bash", "Bash(git:*)", "Read", "WebFetch", "mcp__github__create_issue", "mcp__github__list", "skill_execute"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(Config{Enabled: tt.enabled, AllowedTools: tt.allowed, OutputRoot: t.TempDir()}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.AllowedTools([]*skills.Skill{demo, other, nil}); !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		err  string
+	}{
+		{"reserved prefix", Config{Env: []string{"SKILLROUTER_UPSTREAM_API_KEY"}}, "never passed"},
+		{"reserved prefix any case", Config{Env: []string{"skillrouter_x=1"}}, "never passed"},
+		{"sandbox variable", Config{Env: []string{"HOME=/root"}}, "set by the sandbox"},
+		{"bad name", Config{Env: []string{"A-B"}}, "valid variable name"},
+		{"confinement", Config{Confinement: "chroot"}, "confinement"},
+		{"root output", Config{OutputRoot: "/"}, "file-system root"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg, nil); err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("err %v, want %q", err, tt.err)
+			}
+		})
+	}
+	c, err := Config{Env: []string{"GITHUB_TOKEN", "MODE=fast"}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeout != DefaultTimeout || c.OutputLimit != DefaultOutputLimit || c.ReadLimit != DefaultReadLimit ||
+		c.Concurrency < 2 || c.Queue != 2*c.Concurrency || c.OutputTTL != DefaultOutputTTL || c.Confinement != ConfineAuto ||
+		!strings.HasSuffix(c.OutputRoot, "skillrouter-out") {
+		t.Errorf("defaults %+v", c)
+	}
+	if c, _ := (Config{Queue: -1, Timeout: time.Second}).withDefaults(); c.Queue != 0 || c.Timeout != time.Second {
+		t.Errorf("explicit values %+v", c)
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	l := newLimiter(1, 1)
+	rel, err := l.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := l.acquire(ctx); errc <- err }()
+	waitFor(t, "a waiter", func() bool { return l.stats().Queued == 1 })
+	if _, err := l.acquire(context.Background()); err != errBusy {
+		t.Errorf("third acquire: %v", err)
+	}
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Errorf("cancelled waiter: %v", err)
+	}
+	rel()
+	if st := l.stats(); st != (Stats{}) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestCaptureSharesOneBudget(t *testing.T) {
+	c := newCapture(10)
+	out, errw := c.streams()
+	_, _ = out.Write([]byte("123456"))
+	_, _ = errw.Write([]byte("abc"))
+	select {
+	case <-c.over:
+		t.Fatal("over before the limit")
+	default:
+	}
+	n, err := errw.Write([]byte("defgh"))
+	if n != 5 || err != nil {
+		t.Errorf("write past the cap must not block or fail: %d %v", n, err)
+	}
+	_, _ = out.Write([]byte("more"))
+	<-c.over
+	so, se, trunc, cut := c.result()
+	if string(so) != "123456" || string(se) != "abcd" || !trunc || cut != "stderr" {
+		t.Errorf("%q %q %v %q", so, se, trunc, cut)
+	}
+}
+
+func TestCutRunesAndTail(t *testing.T) {
+	s := []byte("aé€😀")
+	for i := 0; i <= len(s); i++ {
+		got := cutRunes(s[:i])
+		if !utf8Valid(got) || !strings.HasPrefix(string(s), string(got)) || i-len(got) > 3 {
+			t.Errorf("cutRunes(%q) = %q", s[:i], got)
+		}
+		if tl := tail(s, i); !utf8Valid([]byte(tl)) {
+			t.Errorf("tail(%d) = %q", i, tl)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor is this same binary re-executed (/proc/self/exe) with
+// argv[0] = supervisorArg0. Go cannot run code in a forked child before exec,
+// so confinement that must be applied by the process itself (Landlock) and
+// the tree clean-up that needs a living parent (child subreaper) happen here:
+//
+//	proxy ──▶ supervisor (own process group, Landlock, no capabilities, subreaper, fd 3 = status)
+//	              └──▶ script (own process group) ──▶ its children …
+//
+// When the script exits the supervisor kills the script's process group and
+// then every process re-parented to it — descendants that left the group
+// with setsid() included — and reports the script's exit status as one JSON
+// line on fd 3. On SIGTERM (the proxy's timeout) it does the same at once.
+const supervisorArg0 = "skillrouter-sandbox-supervisor"
+
+func init() {
+	// Only the supervisor invocation is affected; it never returns to the
+	// program's main.
+	if len(os.Args) > 1 && os.Args[0] == supervisorArg0 {
+		runtime.LockOSThread() // Landlock and no_new_privs are per thread; the script is forked from this one.
+		os.Exit(supervise(os.Args[1:]))
+	}
+}
+
+// supervisorStatus is the supervisor's report on fd 3.
+type supervisorStatus struct {
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Stage    string `json:"stage,omitempty"` // where it failed: args | confine | start
+	Error    string `json:"error,omitempty"`
+	Reaped   int    `json:"reaped,omitempty"`
+}
+
+// supervisorArgs encodes the supervisor command line: ABI, -w dirs, --, argv.
+func supervisorArgs(abi int, writable, argv []string) []string {
+	args := []string{supervisorArg0, strconv.Itoa(abi)}
+	for _, w := range writable {
+		args = append(args, "-w", w)
+	}
+	args = append(args, "--")
+	return append(args, argv...)
+}
+
+func parseSupervisorArgs(args []string) (abi int, writable, argv []string, err error) {
+	if len(args) == 0 {
+		return 0, nil, nil, errors.New("missing ABI")
+	}
+	if abi, err = strconv.Atoi(args[0]); err != nil {
+		return 0, nil, nil, fmt.Errorf("ABI %q: %w", args[0], err)
+	}
+	for i := 1; i < len(args); i++ {
+		switch args[i] {
+		case "-w":
+			if i+1 >= len(args) {
+				return 0, nil, nil, errors.New("-w needs a directory")
+			}
+			writable = append(writable, args[i+1])
+			i++
+		case "--":
+			if i+1 >= len(args) {
+				return 0, nil, nil, errors.New("no command after --")
+			}
+			return abi, writable, args[i+1:], nil
+		default:
+			return 0, nil, nil, fmt.Errorf("unexpected argument %q", args[i])
+		}
+	}
+	return 0, nil, nil, errors.New("no command")
+}
+
+func supervise(args []string) int {
+	status := os.NewFile(3, "status")
+	syscall.CloseOnExec(3) // never leak the status pipe to the script's tree
+	report := func(st supervisorStatus) { _ = json.NewEncoder(status).Encode(st) }
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+
+	abi, writable, argv, err := parseSupervisorArgs(args)
+	if err != nil {
+		report(supervisorStatus{ExitCode: -1, Stage: "args", Error: err.Error()})
+		return 125
+	}
+	// no_new_privs: setuid programs (sudo) cannot give the script more rights.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		report(supervisorStatus{ExitCode: -1, Stage: "confine", Error: "no_new_privs: " + err.Error()})
+		return 125
+	}
+	if abi > 0 {
+		if err := restrictWrites(abi, writable); err != nil {
+			report(supervisorStatus{ExitCode: -1, Stage: "confine", Error: err.Error()})
+			return 125
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		report(supervisorStatus{ExitCode: -1, Stage: "confine", Error: "capabilities: " + err.Error()})
+		return 125
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		report(supervisorStatus{ExitCode: -1, Stage: "start", Error: "child subreaper: " + err.Error()})
+		return 125
+	}
+	cmd := &exec.Cmd{
+		Path: argv[0], Args: argv, Env: os.Environ(),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	if err := cmd.Start(); err != nil {
+		report(supervisorStatus{ExitCode: -1, Stage: "start", Error: err.Error()})
+		return 0
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() { waitExited(pid); close(exited) }()
+	select {
+	case <-exited:
+	case <-sigs:
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-exited
+	}
+	// The script is a zombie until Wait, so its group id cannot have been
+	// reused: kill what it left running in its group.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	st := exitStatus(cmd.ProcessState)
+	st.Reaped = reapOrphans()
+	report(st)
+	return 0
+}
+
+// dropCapabilities leaves the calling thread — and so the script it forks —
+// without capabilities, even when the proxy runs as root: no
+// CAP_SYS_PTRACE to read the non-dumpable proxy's /proc/<pid>/environ or
+// memory, no CAP_DAC_OVERRIDE, CAP_KILL, CAP_SYS_ADMIN. Dropping them from
+// the bounding set keeps a root script from regaining them at exec.
+func dropCapabilities() error {
+	for c := 0; c < 64; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if err == unix.EINVAL {
+			break // past the kernel's last capability
+		}
+		if err == unix.EPERM {
+			break // no CAP_SETPCAP: not privileged, nothing to drop
+		}
+		if err != nil {
+			return fmt.Errorf("drop %d from the bounding set: %w", c, err)
+		}
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capset(&hdr, &data[0])
+}
+
+// waitExited blocks until pid has exited without reaping it (WNOWAIT), so
+// its pid — and the process group named after it — stay reserved.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+func exitStatus(ps *os.ProcessState) supervisorStatus {
+	if ps == nil {
+		return supervisorStatus{ExitCode: -1}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return supervisorStatus{ExitCode: -1, Signal: ws.Signal().String()}
+	}
+	return supervisorStatus{ExitCode: ps.ExitCode()}
+}
+
+// reapOrphans kills and reaps every remaining child of the supervisor: as a
+// child subreaper it inherits all descendants whose parents died, whatever
+// process group or session they moved to. Rounds repeat because killing a
+// process re-parents its children to us.
+func reapOrphans() int {
+	self := os.Getpid()
+	n := 0
+	for round := 0; round < 1000; round++ {
+		kids := childrenOf(self)
+		if len(kids) == 0 {
+			break
+		}
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		for _, k := range kids {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(k, &ws, 0, nil); err == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// childrenOf lists the processes whose parent is ppid, from /proc/*/stat.
+func childrenOf(ppid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if parentOf(b) == ppid {
+			kids = append(kids, pid)
+		}
+	}
+	return kids
+}
+
+// parentOf parses the ppid from a /proc/<pid>/stat line: "pid (comm) S ppid …";
+// comm may hold spaces and parentheses, so fields start after the last ')'.
+func parentOf(stat []byte) int {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return -1
+	}
+	return ppid
+}

@@ -1,0 +1,2 @@
+// Prints its whole environment as JSON.
+console.log(JSON.stringify(process.env));

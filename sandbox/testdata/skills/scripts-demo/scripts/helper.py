@@ -1,0 +1,2 @@
+def greet(name):
+    return "hello %s from python" % name

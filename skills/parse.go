@@ -1,0 +1,509 @@
+package skills
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Frontmatter keys with a meaning; everything else lands in Skill.Extra.
+const (
+	keyName          = "name"
+	keyDescription   = "description"
+	keyLicense       = "license"
+	keyCompatibility = "compatibility"
+	keyMetadata      = "metadata"
+	keyAllowedTools  = "allowed-tools"
+	keyType          = "type"
+	keyEnabled       = "enabled"
+	keyAutoLoad      = "auto_load"
+	keyDependencies  = "dependencies"
+	keyTags          = "tags"
+)
+
+// fmFirstLine is the file line the YAML text starts on (the line after the
+// opening "---"); YAML reports lines relative to its own input.
+const fmFirstLine = 2
+
+// issues collects the problems of one file.
+type issues struct {
+	path string
+	list []Problem
+}
+
+func (is *issues) add(sev Severity, line int, format string, args ...any) {
+	is.list = append(is.list, Problem{Path: is.path, Line: line, Severity: sev, Message: fmt.Sprintf(format, args...)})
+}
+func (is *issues) errorf(line int, format string, args ...any) {
+	is.add(SeverityError, line, format, args...)
+}
+func (is *issues) warnf(line int, format string, args ...any) {
+	is.add(SeverityWarning, line, format, args...)
+}
+
+// parse turns the text of a SKILL.md into a Skill. It does no I/O and never
+// panics; everything wrong is recorded in Problems and Skipped is set when an
+// error applies. folder is the skill's folder name ("" skips that check);
+// identity fields (ID, Dir, Root) are the caller's business.
+func parse(path, text, folder string, maxBody int64) *Skill {
+	s := &Skill{Path: path, Type: TypeContextual, Resources: []Resource{}}
+	is := &issues{path: path}
+	defer func() {
+		s.Problems = is.list
+		if s.Problems == nil {
+			s.Problems = []Problem{}
+		}
+		s.Skipped = hasError(s.Problems)
+	}()
+
+	if strings.TrimSpace(text) == "" {
+		is.errorf(1, "SKILL.md is empty; it needs YAML frontmatter (---, name:, description:, ---) followed by instructions")
+		return s
+	}
+	if !utf8.ValidString(text) {
+		off := invalidUTF8Offset(text)
+		is.errorf(lineAt(text, off), "not valid UTF-8 (byte 0x%02x at offset %d); save the file as UTF-8", text[off], off)
+		return s
+	}
+	// A BOM and Windows line endings are editor noise, not content: drop them
+	// so the model sees the same text whatever editor saved the file.
+	text = strings.TrimPrefix(text, "\uFEFF")
+	if strings.Contains(text, "\r\n") {
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+	}
+	if i := strings.IndexByte(text, 0); i >= 0 {
+		is.errorf(lineAt(text, i), "contains a NUL byte; SKILL.md must be a text file")
+		return s
+	}
+	s.Content = text
+
+	first, rest, _ := strings.Cut(text, "\n")
+	if strings.TrimRight(first, " \t\r") != "---" {
+		is.errorf(1, `missing YAML frontmatter: the first line must be "---", followed by name: and description: lines and a closing "---"`)
+		return s
+	}
+	fm, body, closeLine, ok := splitFrontmatter(rest)
+	if !ok {
+		is.errorf(1, `unterminated frontmatter: no closing "---" line after the opening one`)
+		return s
+	}
+	s.Body = body
+	s.BodyLine = closeLine + 1
+	if maxBody > 0 && int64(len(body)) > maxBody {
+		is.errorf(s.BodyLine, "body is %d bytes; the limit is %d bytes — move long material into references/ files", len(body), maxBody)
+	}
+
+	root, err := parseYAML(fm)
+	if err != nil {
+		line, msg := yamlErrorLine(fm, err)
+		is.errorf(line+fmFirstLine-1, "invalid YAML in frontmatter: %s", msg)
+		return s
+	}
+	applyFrontmatter(s, root, folder, is)
+	return s
+}
+
+// splitFrontmatter finds the closing "---" in rest (the text after the
+// opening line). closeLine is the file line of the closing delimiter.
+func splitFrontmatter(rest string) (fm, body string, closeLine int, ok bool) {
+	line := fmFirstLine
+	for off := 0; off < len(rest); line++ {
+		end := strings.IndexByte(rest[off:], '\n')
+		var cur string
+		next := len(rest)
+		if end < 0 {
+			cur = rest[off:]
+		} else {
+			cur = rest[off : off+end]
+			next = off + end + 1
+		}
+		if strings.TrimRight(cur, " \t\r") == "---" {
+			return rest[:off], rest[next:], line, true
+		}
+		off = next
+	}
+	return "", "", 0, false
+}
+
+// parseYAML parses the frontmatter into a node tree. yaml.v3 has panicked on
+// hostile input before; a broken file must never take the scan down.
+func parseYAML(fm string) (root *yaml.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: parser failed: %v", r)
+		}
+	}()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(fm), &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0], nil
+	}
+	return nil, nil // empty frontmatter
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// The prefix search in yamlErrorLine parses once per line, so it only runs
+// on frontmatter of ordinary size; a hostile 1 MiB one gets yaml.v3's line.
+const (
+	maxLocateLines = 200
+	maxLocateBytes = 32 << 10
+)
+
+// yamlErrorLine returns the 1-based line of fm where parsing fails and the
+// message without yaml.v3's "yaml: line N:" prefix. yaml.v3's own number is
+// unreliable (0- or 1-based depending on the error kind), so the line is
+// found as the shortest prefix of fm that fails with the same message.
+func yamlErrorLine(fm string, err error) (int, string) {
+	reported, msg := yamlMessage(err)
+	lines := strings.SplitAfter(fm, "\n")
+	if len(lines) <= maxLocateLines && len(fm) <= maxLocateBytes {
+		prefix := 0
+		for i, l := range lines {
+			prefix += len(l)
+			if _, perr := parseYAML(fm[:prefix]); perr != nil {
+				if _, pmsg := yamlMessage(perr); pmsg == msg {
+					return i + 1, msg
+				}
+			}
+		}
+	}
+	return max(reported, 1), msg
+}
+
+func yamlMessage(err error) (int, string) {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, err.Error()[len(m[0]):]
+	}
+	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
+	if root == nil {
+		is.errorf(1, "frontmatter is empty; add name: and description:")
+		return
+	}
+	if root.Kind != yaml.MappingNode {
+		is.errorf(fileLine(root), "frontmatter must be key: value pairs (a YAML mapping), found %s", kindName(root))
+		return
+	}
+	seen := map[string]int{}
+	var haveName, haveDesc bool
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			is.warnf(fileLine(k), "ignored a frontmatter key that is not a plain string (%s)", kindName(k))
+			continue
+		}
+		key := k.Value
+		line := fileLine(k)
+		if first, dup := seen[key]; dup {
+			is.errorf(line, "duplicate key %q (first set on line %d); YAML keys must be unique", key, first)
+			continue
+		}
+		seen[key] = line
+		v = deref(v)
+		switch key {
+		case keyName:
+			haveName = true
+			if str, ok := scalarString(v); ok {
+				s.Name = strings.TrimSpace(str)
+			} else {
+				is.errorf(fileLine(v), "name must be a string, found %s", kindName(v))
+				delete(seen, key) // already reported; skip the value rules
+			}
+		case keyDescription:
+			haveDesc = true
+			if str, ok := scalarString(v); ok {
+				s.Description = strings.TrimSpace(str)
+			} else {
+				is.errorf(fileLine(v), "description must be a string, found %s", kindName(v))
+				delete(seen, key)
+			}
+		case keyLicense:
+			s.License = optionalString(v, key, is)
+		case keyCompatibility:
+			s.Compatibility = optionalString(v, key, is)
+		case keyType:
+			if t := optionalString(v, key, is); t != "" {
+				s.Type = Type(t)
+			}
+		case keyMetadata:
+			if isNull(v) {
+				continue
+			}
+			if v.Kind != yaml.MappingNode {
+				is.warnf(fileLine(v), "metadata must be a mapping of key: value pairs, found %s; ignored", kindName(v))
+				continue
+			}
+			if m, ok := decodeAny(v, key, is).(map[string]any); ok {
+				s.Metadata = m
+			}
+		case keyAllowedTools:
+			s.AllowedTools = stringList(v, key, splitTools, is)
+		case keyDependencies:
+			s.Dependencies = stringList(v, key, splitCommas, is)
+		case keyTags:
+			s.Tags = stringList(v, key, splitCommas, is)
+		case keyEnabled:
+			s.Enabled = optionalBool(v, key, is)
+		case keyAutoLoad:
+			s.AutoLoad = optionalBool(v, key, is)
+		default:
+			if s.Extra == nil {
+				s.Extra = map[string]any{}
+			}
+			s.Extra[key] = decodeAny(v, key, is)
+		}
+	}
+	if !haveName {
+		is.errorf(1, "frontmatter has no name; add name: <folder-name>")
+	}
+	if !haveDesc {
+		is.errorf(1, "frontmatter has no description; add one saying what the skill does and when to use it")
+	}
+	validateFields(s, folder, seen, is)
+}
+
+// fileLine maps a node's YAML line to the SKILL.md line.
+func fileLine(n *yaml.Node) int {
+	if n == nil || n.Line == 0 {
+		return 1
+	}
+	return n.Line + fmFirstLine - 1
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a scalar"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// scalarString accepts any scalar (a name like 2048 is still a name); null is "".
+func scalarString(n *yaml.Node) (string, bool) {
+	if isNull(n) {
+		return "", true
+	}
+	if n.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	return n.Value, true
+}
+
+func optionalString(n *yaml.Node, key string, is *issues) string {
+	str, ok := scalarString(n)
+	if !ok {
+		is.warnf(fileLine(n), "%s must be a string, found %s; ignored", key, kindName(n))
+		return ""
+	}
+	return strings.TrimSpace(str)
+}
+
+func optionalBool(n *yaml.Node, key string, is *issues) *bool {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		var b bool
+		if err := n.Decode(&b); err == nil {
+			return &b
+		}
+	}
+	is.warnf(fileLine(n), "%s must be true or false, found %q; ignored", key, n.Value)
+	return nil
+}
+
+// stringList accepts a YAML list of scalars or one string split by split.
+func stringList(n *yaml.Node, key string, split func(string) []string, is *issues) []string {
+	if isNull(n) {
+		return nil
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return split(n.Value)
+	case yaml.SequenceNode:
+		var out []string
+		for _, item := range n.Content {
+			item = deref(item)
+			str, ok := scalarString(item)
+			if !ok {
+				is.warnf(fileLine(item), "%s items must be strings, found %s; ignored", key, kindName(item))
+				continue
+			}
+			if str = strings.TrimSpace(str); str != "" {
+				out = append(out, str)
+			}
+		}
+		return out
+	}
+	is.warnf(fileLine(n), "%s must be a list of strings, found %s; ignored", key, kindName(n))
+	return nil
+}
+
+func splitCommas(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// splitTools splits allowed-tools, which the spec writes space-delimited and
+// Claude Code comma-delimited, without breaking "Bash(git add:*)".
+func splitTools(s string) []string {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	flush := func() {
+		if t := strings.TrimSpace(cur.String()); t != "" {
+			out = append(out, t)
+		}
+		cur.Reset()
+	}
+	for _, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case depth == 0 && (r == ',' || r == ' ' || r == '\t' || r == '\n'):
+			flush()
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	flush()
+	return out
+}
+
+// maxExtraNodes bounds how much YAML one unknown field may expand to, so an
+// alias bomb in an ignored key cannot blow up memory.
+const maxExtraNodes = 10000
+
+// decodeAny turns a node into JSON-friendly Go values: string-keyed maps,
+// no NaN/Inf floats (encoding/json rejects them), bounded alias expansion.
+func decodeAny(n *yaml.Node, key string, is *issues) any {
+	budget := maxExtraNodes
+	v, ok := nodeValue(n, &budget, 0)
+	if !ok {
+		is.warnf(fileLine(n), "value of %s is too large or too deeply nested; ignored", key)
+		return nil
+	}
+	return v
+}
+
+func nodeValue(n *yaml.Node, budget *int, depth int) (any, bool) {
+	*budget--
+	if *budget < 0 || depth > 64 || n == nil {
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return nodeValue(n.Alias, budget, depth+1)
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, true
+		}
+		return nodeValue(n.Content[0], budget, depth+1)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, ok := nodeValue(c, budget, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		return out, true
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := deref(n.Content[i])
+			var ks string
+			if k != nil && k.Kind == yaml.ScalarNode {
+				ks = k.Value
+			} else {
+				kv, ok := nodeValue(k, budget, depth+1)
+				if !ok {
+					return nil, false
+				}
+				ks = fmt.Sprint(kv)
+			}
+			v, ok := nodeValue(n.Content[i+1], budget, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[ks] = v
+		}
+		return out, true
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return n.Value, true
+		}
+		switch x := v.(type) {
+		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return n.Value, true
+			}
+		case []byte:
+			return n.Value, true
+		}
+		return v, true
+	}
+	return nil, true
+}
+
+func hasError(ps []Problem) bool {
+	for _, p := range ps {
+		if p.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+func invalidUTF8Offset(s string) int {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return 0
+}
+
+// lineAt is the 1-based line of byte offset off.
+func lineAt(s string, off int) int {
+	return strings.Count(s[:off], "\n") + 1
+}

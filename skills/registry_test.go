@@ -1,0 +1,261 @@
+package skills
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// eventually polls cond until it holds or the deadline passes; timing is
+// never asserted, only that the state is reached.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// retry performs action, waits up to a second for cond, and repeats until
+// the deadline. Watch may start after the first action, and a debounced
+// watcher must be given quiet time to fire.
+func retry(t *testing.T, what string, action func(), cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		action()
+		for wait := time.Now().Add(time.Second); time.Now().Before(wait); time.Sleep(10 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func quietRegistry(roots []string) *Registry {
+	r := NewRegistry(roots, Options{})
+	r.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return r
+}
+
+func TestRegistryReloadSwapsAndNotifies(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one"), "")
+	r := quietRegistry([]string{root})
+	first := r.Snapshot()
+	if first == nil || !slices.Equal(ids(first.Skills()), []string{"one"}) {
+		t.Fatalf("initial snapshot: %v", first)
+	}
+	if !slices.Equal(r.Roots(), []string{root}) {
+		t.Errorf("Roots() = %q", r.Roots())
+	}
+
+	var calls []string
+	r.OnReload(func(s *Snapshot) {
+		// Subscribers run after the swap: the registry already serves s.
+		if r.Snapshot() != s {
+			t.Error("subscriber ran before the swap")
+		}
+		calls = append(calls, "a:"+s.Fingerprint()[:8])
+	})
+	r.OnReload(func(s *Snapshot) { panic("a broken subscriber must not stop the others") })
+	r.OnReload(func(s *Snapshot) { calls = append(calls, "c") })
+
+	writeSkill(t, filepath.Join(root, "two"), "")
+	second := r.Reload(context.Background())
+	if second == first || r.Snapshot() != second {
+		t.Fatal("Reload did not swap in a new snapshot")
+	}
+	if !slices.Equal(ids(second.Skills()), []string{"one", "two"}) {
+		t.Errorf("after reload: %q", ids(second.Skills()))
+	}
+	if len(calls) != 2 || calls[1] != "c" {
+		t.Errorf("subscribers called %q, want a then c", calls)
+	}
+	// The old snapshot is untouched: readers holding it see a consistent library.
+	if !slices.Equal(ids(first.Skills()), []string{"one"}) {
+		t.Error("old snapshot changed")
+	}
+}
+
+func TestRegistryCancelledReloadKeepsSnapshot(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one"), "")
+	r := quietRegistry([]string{root})
+	before := r.Snapshot()
+	notified := false
+	r.OnReload(func(*Snapshot) { notified = true })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := r.Reload(ctx); got != before || r.Snapshot() != before || notified {
+		t.Fatal("a cancelled reload must keep the current snapshot and not notify")
+	}
+}
+
+// TestRegistryConcurrentReaders runs readers against reloads; with -race it
+// proves readers never see a half-built library.
+func TestRegistryConcurrentReaders(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		writeSkill(t, filepath.Join(root, n), "")
+	}
+	r := quietRegistry([]string{root})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := r.Snapshot()
+				list := s.Skills()
+				if len(list) < 3 {
+					t.Errorf("reader saw %d skills", len(list))
+					return
+				}
+				for _, sk := range list {
+					if got, ok := s.Get(sk.ID); !ok || got != sk {
+						t.Errorf("inconsistent snapshot for %s", sk.ID)
+						return
+					}
+					_ = Envelope(sk)
+				}
+				_ = RenderCatalog(list, CatalogOptions{})
+				_ = s.Fingerprint()
+				reads.Add(1)
+			}
+		})
+	}
+	for i := range 20 {
+		writeSkill(t, filepath.Join(root, "extra"), string(rune('a'+i)))
+		r.Reload(context.Background())
+	}
+	eventually(t, "readers to make progress", func() bool { return reads.Load() > 20 })
+	close(stop)
+	wg.Wait()
+}
+
+func TestRegistryWatch(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "src", "one"), "")
+	r := quietRegistry([]string{root})
+
+	var reloads atomic.Int64
+	r.OnReload(func(*Snapshot) { reloads.Add(1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+
+	has := func(id string) bool { _, ok := r.Snapshot().Get(id); return ok }
+
+	// A new skill in a new nested folder. The watch may start after the
+	// first write, so keep touching the file until the reload shows it.
+	newSkill := filepath.Join(root, "src", "nested", "two")
+	retry(t, "the watcher to pick up a new skill",
+		func() { writeSkill(t, newSkill, "") },
+		func() bool { return has("src/nested/two") })
+
+	// Editing a skill inside a folder created after Watch started.
+	retry(t, "an edit in a new folder to be seen",
+		func() { writeSkill(t, newSkill, "edited") },
+		func() bool { s, ok := r.Snapshot().Get("src/nested/two"); return ok && s.Body == "edited" })
+
+	// Removing a skill.
+	if err := os.RemoveAll(filepath.Join(root, "src", "one")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a removed skill to disappear", func() bool { return !has("src/one") })
+
+	// A broken file is reported, never fatal to the watcher.
+	writeFile(t, filepath.Join(root, "bad", SkillFile), "no frontmatter")
+	eventually(t, "a broken skill to be reported", func() bool {
+		s, ok := r.Snapshot().Lookup("bad")
+		return ok && s.Skipped
+	})
+	if reloads.Load() == 0 {
+		t.Error("subscribers were not notified")
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Watch returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Watch did not return after cancel")
+	}
+}
+
+func TestRegistryWatchMissingRoot(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	parent := t.TempDir()
+	root := filepath.Join(parent, "skills")
+	r := quietRegistry([]string{root})
+	if len(r.Snapshot().LibraryProblems()) != 1 {
+		t.Fatalf("missing root not reported: %v", r.Snapshot().Problems())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	// Creating the root later is noticed through its parent.
+	retry(t, "a root created after Watch started",
+		func() { writeSkill(t, filepath.Join(root, "late"), "") },
+		func() bool { _, ok := r.Snapshot().Get("late"); return ok })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegistryWatchNotStarved: a file rewritten faster than the debounce
+// still lets reloads through (bounded by the maximum wait).
+func TestRegistryWatchNotStarved(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one"), "")
+	r := quietRegistry([]string{root})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 200*time.Millisecond) }()
+	stop := make(chan struct{})
+	noisy := make(chan struct{})
+	go func() {
+		defer close(noisy)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+				os.WriteFile(filepath.Join(root, "one", "log.txt"), []byte{byte(i)}, 0o644)
+			}
+		}
+	}()
+	retry(t, "a reload despite constant writes",
+		func() { writeSkill(t, filepath.Join(root, "two"), "") },
+		func() bool { _, ok := r.Snapshot().Get("two"); return ok })
+	close(stop)
+	<-noisy
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

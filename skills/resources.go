@@ -1,0 +1,158 @@
+package skills
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// kindOf classifies a resource by the first element of its slash path.
+func kindOf(rel string) ResourceKind {
+	first, _, nested := strings.Cut(rel, "/")
+	if !nested {
+		return KindOther // top-level files: LICENSE.txt, files.txt, ...
+	}
+	switch first {
+	case "scripts", "script":
+		return KindScript
+	case "references", "reference", "docs":
+		return KindReference
+	case "assets", "asset", "templates":
+		return KindAsset
+	}
+	return KindOther
+}
+
+// lister walks one skill folder. Symlinks are followed only while they stay
+// inside the folder: a skill must not be able to expose ~/.ssh to a model.
+type lister struct {
+	dir      *skillDir
+	max      int
+	res      []Resource
+	omitted  int
+	problems []Problem
+}
+
+// warn records a problem about the resource at p (its path as scanned).
+func (l *lister) warn(p, format string, args ...any) {
+	l.problems = append(l.problems, Problem{Path: p, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)})
+}
+
+// listResources lists every file in the skill folder except SKILL.md, sorted
+// by path. entries is the folder's listing, already read by discovery.
+func listResources(dir *skillDir, entries []os.DirEntry, max int) ([]Resource, int, []Problem) {
+	l := &lister{dir: dir, max: max, res: []Resource{}}
+	l.walk(dir.path, "", entries, []string{dir.path})
+	sort.Slice(l.res, func(i, j int) bool { return l.res[i].Path < l.res[j].Path })
+	return l.res, l.omitted, l.problems
+}
+
+func (l *lister) add(rel string, size int64) {
+	if len(l.res) >= l.max {
+		l.omitted++
+		return
+	}
+	l.res = append(l.res, Resource{Path: rel, Size: size, Kind: kindOf(rel)})
+}
+
+// walk lists dir (shown as rel). stack holds the folders being walked, to
+// catch symlinks that lead back up.
+func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
+	for _, e := range entries {
+		name := e.Name()
+		if (rel == "" && name == SkillFile) || skipEntry(name) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		r := path.Join(rel, name)
+		switch t := e.Type(); {
+		case t&fs.ModeSymlink != 0:
+			l.symlink(p, r, stack)
+		case t.IsDir():
+			l.subdir(p, r, stack)
+		case t.IsRegular():
+			info, err := e.Info()
+			if err != nil {
+				l.warn(p, "cannot stat resource: %v; not listed", pathErr(err))
+				continue
+			}
+			l.add(r, info.Size())
+		default:
+			l.warn(p, "resource is not a regular file (%s); not listed", t.Type())
+		}
+	}
+}
+
+func (l *lister) subdir(p, r string, stack []string) {
+	if len(stack) > maxDepth {
+		l.warn(p, "resource folder nests more than %d levels; not listed", maxDepth)
+		return
+	}
+	sub, err := os.ReadDir(p)
+	if err != nil {
+		l.warn(p, "cannot list resource folder: %v; not listed", pathErr(err))
+		return
+	}
+	l.walk(p, r, sub, append(stack, p))
+}
+
+func (l *lister) symlink(p, r string, stack []string) {
+	target, err := filepath.EvalSymlinks(p)
+	switch {
+	case isLoop(err):
+		l.warn(p, "resource is a symlink loop; not listed")
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		l.warn(p, "resource is a broken symlink; not listed")
+		return
+	case err != nil:
+		l.warn(p, "cannot follow resource symlink: %v; not listed", pathErr(err))
+		return
+	}
+	real, err := l.dir.real()
+	if err != nil {
+		l.warn(p, "cannot resolve the skill folder: %v; symlink not listed", pathErr(err))
+		return
+	}
+	if !within(real, target) {
+		l.warn(p, "resource is a symlink to %s, outside the skill folder; not listed", target)
+		return
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		l.warn(p, "cannot stat resource: %v; not listed", pathErr(err))
+		return
+	}
+	switch {
+	case info.IsDir():
+		// Symlinks are rare, so resolving the folders above only here is cheap.
+		for _, s := range stack {
+			if rs, err := filepath.EvalSymlinks(s); err == nil && rs == target {
+				l.warn(p, "resource is a symlink loop (points back to %s); not listed", displayRel(real, target))
+				return
+			}
+		}
+		l.subdir(p, r, stack)
+	case info.Mode().IsRegular():
+		l.add(r, info.Size())
+	default:
+		l.warn(p, "resource is not a regular file (%s); not listed", info.Mode().Type())
+	}
+}
+
+// displayRel names a folder inside the skill relative to it.
+func displayRel(base, p string) string {
+	rel, err := filepath.Rel(base, p)
+	if err != nil {
+		return p
+	}
+	if rel == "." {
+		return "the skill folder"
+	}
+	return fmt.Sprintf("%q", filepath.ToSlash(rel))
+}

@@ -1,0 +1,175 @@
+package skills
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Snapshot is an immutable library: every skill found under the roots,
+// ordered by id. It is safe for concurrent use; nothing in it changes after
+// Load returns (the fingerprint is computed once, on first use).
+type Snapshot struct {
+	roots    []string
+	all      []*Skill // loaded and skipped, by id
+	loaded   []*Skill // loaded only, by id
+	byID     map[string]*Skill
+	allByID  map[string]*Skill
+	problems []Problem
+	library  []Problem // problems not tied to one skill (roots, folders)
+	err      error
+
+	fpOnce sync.Once
+	fp     string
+}
+
+func newSnapshot(roots []string, list []*Skill, rootProblems []Problem) *Snapshot {
+	slices.SortFunc(list, func(a, b *Skill) int { return cmp.Compare(a.ID, b.ID) })
+	s := &Snapshot{
+		roots:   slices.Clone(roots),
+		all:     list,
+		byID:    make(map[string]*Skill, len(list)),
+		allByID: make(map[string]*Skill, len(list)),
+	}
+	s.library = slices.Clone(rootProblems)
+	sortProblems(s.library)
+	s.problems = append(s.problems, rootProblems...)
+	for _, sk := range list {
+		s.allByID[sk.ID] = sk
+		s.problems = append(s.problems, sk.Problems...)
+		if !sk.Skipped {
+			s.loaded = append(s.loaded, sk)
+			s.byID[sk.ID] = sk
+		}
+	}
+	sortProblems(s.problems)
+	return s
+}
+
+// addLibraryProblem is used only while Load builds the snapshot.
+func (s *Snapshot) addLibraryProblem(p Problem) {
+	s.library = append(s.library, p)
+	s.problems = append(s.problems, p)
+	sortProblems(s.library)
+	sortProblems(s.problems)
+}
+
+// sortProblems orders by path, then line, errors before warnings, then text,
+// so reports are byte-identical run to run.
+func sortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		return cmp.Or(
+			cmp.Compare(a.Path, b.Path),
+			cmp.Compare(a.Line, b.Line),
+			cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+}
+
+func severityRank(s Severity) int {
+	if s == SeverityError {
+		return 0
+	}
+	return 1
+}
+
+// Skills returns the loaded (not skipped) skills sorted by id. The slice is a
+// copy; the skills are shared and must not be modified.
+func (s *Snapshot) Skills() []*Skill { return slices.Clone(s.loaded) }
+
+// All returns loaded and skipped skills sorted by id (for `skills list`).
+func (s *Snapshot) All() []*Skill { return slices.Clone(s.all) }
+
+// Len is the number of loaded skills.
+func (s *Snapshot) Len() int { return len(s.loaded) }
+
+// Get returns a loaded skill by id.
+func (s *Snapshot) Get(id string) (*Skill, bool) {
+	sk, ok := s.byID[id]
+	return sk, ok
+}
+
+// Lookup returns a skill by id whether it loaded or was skipped, so callers
+// can explain why an id is unavailable.
+func (s *Snapshot) Lookup(id string) (*Skill, bool) {
+	sk, ok := s.allByID[id]
+	return sk, ok
+}
+
+// Problems returns every problem found, sorted by path then line.
+func (s *Snapshot) Problems() []Problem { return slices.Clone(s.problems) }
+
+// LibraryProblems returns the problems not tied to one skill (a missing
+// root, an unreadable folder, a symlink loop between skills), sorted.
+func (s *Snapshot) LibraryProblems() []Problem { return slices.Clone(s.library) }
+
+// Roots returns the roots scanned, in order.
+func (s *Snapshot) Roots() []string { return slices.Clone(s.roots) }
+
+// Err is non-nil when the scan was cut short (its context ended); such a
+// snapshot is incomplete and Registry.Reload does not install it.
+func (s *Snapshot) Err() error { return s.err }
+
+// Fingerprint is a hex digest of everything rendered from the snapshot; equal
+// fingerprints mean byte-identical prompts.
+func (s *Snapshot) Fingerprint() string {
+	s.fpOnce.Do(func() {
+		h := sha256.New()
+		for _, sk := range s.loaded {
+			fingerprintSkill(h, sk)
+		}
+		s.fp = hex.EncodeToString(h.Sum(nil))
+	})
+	return s.fp
+}
+
+// fingerprintSkill hashes every field a renderer or router may show, each
+// length-prefixed so no two different skills hash the same stream.
+func fingerprintSkill(h hash.Hash, sk *Skill) {
+	str := func(v string) {
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
+		h.Write([]byte(v))
+	}
+	boolp := func(b *bool) {
+		switch {
+		case b == nil:
+			str("-")
+		case *b:
+			str("1")
+		default:
+			str("0")
+		}
+	}
+	list := func(vs []string) {
+		str(strconv.Itoa(len(vs)))
+		for _, v := range vs {
+			str(v)
+		}
+	}
+	str(sk.ID)
+	str(sk.Name)
+	str(sk.Description)
+	str(sk.Path)
+	str(sk.Dir)
+	str(string(sk.Type))
+	boolp(sk.Enabled)
+	boolp(sk.AutoLoad)
+	list(sk.Tags)
+	list(sk.Dependencies)
+	list(sk.AllowedTools)
+	str(sk.Content)
+	str(strconv.Itoa(len(sk.Resources)))
+	for _, r := range sk.Resources {
+		str(r.Path)
+		str(string(r.Kind))
+		str(strconv.FormatInt(r.Size, 10))
+	}
+	str(strconv.Itoa(sk.ResourcesOmitted))
+}

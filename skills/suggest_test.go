@@ -1,0 +1,78 @@
+package skills
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSuggest(t *testing.T) {
+	lib := []*Skill{
+		{ID: "anthropics/mcp-builder", Name: "mcp-builder"},
+		{ID: "anthropics/pdf", Name: "pdf"},
+		{ID: "openai-skills/pdf", Name: "pdf"},
+		{ID: "obra/systematic-debugging", Name: "systematic-debugging"},
+		{ID: "alireza/pw", Name: "playwright-pro"},
+		{ID: "csv-data-profiling", Name: "csv-data-profiling"},
+		{ID: "sql-query-tuning", Name: "sql-query-tuning"},
+		{ID: "docx", Name: "docx"},
+	}
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"mcp-builder", []string{"anthropics/mcp-builder"}},                     // same last element
+		{"Anthropics/MCP-Builder", []string{"anthropics/mcp-builder"}},          // case
+		{"anthropics/mcp-builder/SKILL.md", []string{"anthropics/mcp-builder"}}, // file path
+		{"pdf", []string{"anthropics/pdf", "openai-skills/pdf"}},                // several, sorted
+		{"playwright-pro", []string{"alireza/pw"}},                              // frontmatter name
+		{"systematic-debug", []string{"obra/systematic-debugging"}},             // prefix
+		{"csv-profiling", []string{"csv-data-profiling"}},                       // edit distance
+		{"sql-query-tunning", []string{"sql-query-tuning"}},                     // typo
+		{"obra/systematic-debuging", []string{"obra/systematic-debugging"}},     // typo with source
+		{"kubernetes-operator", nil},                                            // nothing close
+		{"", nil},
+		{"d", nil},                                               // too short to match by prefix
+		{"pfd", []string{"anthropics/pdf", "openai-skills/pdf"}}, // transposition
+	}
+	for _, tt := range tests {
+		got := Suggest(tt.query, lib, MaxSuggestions)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Suggest(%q) = %q, want %q", tt.query, got, tt.want)
+		}
+	}
+	// Never more than asked for.
+	many := make([]*Skill, 10)
+	for i := range many {
+		many[i] = &Skill{ID: "src" + string(rune('a'+i)) + "/pdf"}
+	}
+	if got := Suggest("pdf", many, MaxSuggestions); len(got) != 3 {
+		t.Errorf("got %d suggestions, want 3", len(got))
+	}
+	// Junk input stays cheap and safe.
+	if got := Suggest(strings.Repeat("x", 10000), lib, 3); got != nil {
+		t.Errorf("junk matched %q", got)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3},
+		{"flaw", "lawn", 2}, {"héllo", "hello", 1}, {"same", "same", 0}, {"pfd", "pdf", 1}, {"ca", "abc", 3},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestNotFoundNilSnapshot(t *testing.T) {
+	out := NotFound("x<y", nil)
+	if !strings.Contains(out, `id="x&lt;y"`) || !strings.Contains(out, "no skill has this id") {
+		t.Errorf("got %s", out)
+	}
+}
