@@ -9,7 +9,7 @@ FUZZTIME ?= 5s
 test: fmt vet race fuzz
 
 build:
-	$(GO) build -o router ./cmd/router
+	$(GO) build -o bin/router ./cmd/router
 
 fmt:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './proxy/e2e/node_modules/*'))"; \

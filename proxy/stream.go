@@ -263,7 +263,14 @@ type roundState struct {
 	loop          bool // decided at finish_reason
 	finished      bool // finish_reason seen and handled
 	exhaustedSaid bool
-	content       strings.Builder
+	id            string        // this round's completion id
+	content       []contentPart // the round's text, decoded only if the round loops
+}
+
+// contentPart is text of a round: decoded already, or the raw chunk it is in.
+type contentPart struct {
+	raw  []byte
+	text string
 }
 
 // relayRound relays one upstream stream and reports whether to loop.
@@ -338,19 +345,41 @@ func (st *roundState) outcome() roundOutcome {
 		tc.Function.Name, tc.Function.Arguments = cs.name, cs.args.String()
 		out.calls = append(out.calls, tc)
 	}
-	if st.content.Len() > 0 {
-		out.content, _ = json.Marshal(st.content.String())
+	var text strings.Builder
+	for _, p := range st.content {
+		if p.raw == nil {
+			text.WriteString(p.text)
+			continue
+		}
+		var ch chunk
+		if json.Unmarshal(p.raw, &ch) == nil && len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != nil {
+			text.WriteString(*ch.Choices[0].Delta.Content)
+		}
+	}
+	if text.Len() > 0 {
+		out.content, _ = json.Marshal(text.String())
 	}
 	return out
 }
 
 // relayChunk handles one data event of round.
 func (sr *streamRelay) relayChunk(st *roundState, ev *sseEvent, round int) {
+	// Fast path, most of any stream: a text delta with no tool call, finish,
+	// usage or error. Relayed without decoding; its text is decoded only if
+	// the round turns out to loop.
+	if st.id != "" && plainDelta(ev.Data) {
+		st.content = append(st.content, contentPart{raw: append([]byte(nil), ev.Data...)})
+		sr.writeRaw(ev, st.id, round)
+		return
+	}
 	var ch chunk
 	if json.Unmarshal(ev.Data, &ch) != nil {
 		sr.write(ev.Raw) // not ours to judge
 		sr.flush()
 		return
+	}
+	if st.id == "" {
+		st.id = ch.ID
 	}
 	if round == 0 && sr.id == "" {
 		sr.id = ch.ID
@@ -385,8 +414,8 @@ func (sr *streamRelay) relayChunk(st *roundState, ev *sseEvent, round int) {
 			relayed = append(relayed, out)
 		}
 	}
-	if c0.Delta.Content != nil {
-		st.content.WriteString(*c0.Delta.Content)
+	if c0.Delta.Content != nil && *c0.Delta.Content != "" {
+		st.content = append(st.content, contentPart{text: *c0.Delta.Content})
 	}
 	finishing := c0.FinishReason != nil && *c0.FinishReason != ""
 	if finishing {
@@ -493,6 +522,36 @@ func (sr *streamRelay) trackToolDelta(st *roundState, d toolCallDelta) (toolCall
 		return d, true
 	}
 	return d, false
+}
+
+// plainDelta reports, without decoding, whether a chunk can be relayed as
+// is: no tool_calls, no non-null finish_reason, usage or error, one choice
+// at most. A false answer only costs a full decode. Escaped quotes inside
+// strings (\"tool_calls\") cannot match the quoted key searched for.
+func plainDelta(data []byte) bool {
+	if bytes.Contains(data, []byte(`"tool_calls"`)) || bytes.Contains(data, []byte(`"error"`)) ||
+		bytes.Contains(data, []byte(`"function_call"`)) || bytes.Count(data, []byte(`"index"`)) > 1 {
+		return false
+	}
+	return nullOrAbsent(data, `"finish_reason"`) && nullOrAbsent(data, `"usage"`)
+}
+
+// nullOrAbsent reports whether key is missing or every occurrence is followed by null.
+func nullOrAbsent(data []byte, key string) bool {
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte(key))
+		if i < 0 {
+			return true
+		}
+		rest = rest[i+len(key):]
+		v := bytes.TrimLeft(rest, " \t\r\n")
+		if len(v) == 0 || v[0] != ':' {
+			return false
+		}
+		if !bytes.HasPrefix(bytes.TrimLeft(v[1:], " \t\r\n"), []byte("null")) {
+			return false
+		}
+	}
 }
 
 // writeRaw relays an event as received, with the completion id of later

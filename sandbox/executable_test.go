@@ -141,6 +141,22 @@ func TestExecutableToolNameConflicts(t *testing.T) {
 	}
 }
 
+func TestWarmPrecomputesSchemas(t *testing.T) {
+	requireProgram(t, "python3")
+	p, logs := newTestProvider(t, nil)
+	calc := fixtureSkill(t, "calc")
+	p.Warm(context.Background(), []*skills.Skill{fixtureSkill(t, "scripts-demo"), calc, nil})
+	if n := len(logs.records("sandbox: executable skill registered")); n != 1 {
+		t.Fatalf("%d registrations after Warm", n)
+	}
+	if !slices.Contains(toolNames(p.Tools(context.Background(), []*skills.Skill{calc})), "calc_numbers") {
+		t.Fatal("calc_numbers not offered")
+	}
+	if n := len(logs.records("sandbox: executed")); n != 1 {
+		t.Errorf("%d executions; Tools after Warm must not run --help-json again", n)
+	}
+}
+
 func TestExecutableHelpJSONRunsOnceUnderConcurrency(t *testing.T) {
 	requireProgram(t, "python3")
 	p, logs := newTestProvider(t, nil)

@@ -107,6 +107,35 @@ func TestSessionRegistersExecutableSkillOnLoad(t *testing.T) {
 	}
 }
 
+// TestSessionReadsResourcesOfLoadedSkill: read_skill_resource works for a
+// skill once load_skill made it active.
+func TestSessionReadsResourcesOfLoadedSkill(t *testing.T) {
+	snap, r := library(t)
+	p := provider(t, snap, true)
+	ctx := context.Background()
+	rw, err := r.RewriteChat(ctx, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), router.RewriteOptions{Tools: p}, noAutoLoad())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.Session.Call(ctx, "c1", "load_skill", json.RawMessage(`{"skill_id":"scripts-demo"}`))
+	res := rw.Session.Call(ctx, "c2", sandbox.ToolReadResource, json.RawMessage(`{"skill_id":"scripts-demo","path":"references/guide.md"}`))
+	if !strings.Contains(res.Content, `"ok":true`) || !strings.Contains(res.Content, "Héllo wörld") {
+		t.Errorf("read_skill_resource: %s", res.Content)
+	}
+}
+
+func TestAllowedToolsFromFrontmatter(t *testing.T) {
+	snap, _ := library(t)
+	p, err := sandbox.New(sandbox.Config{AllowedTools: []string{"Read", "Bash"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := snap.Get("scripts-demo")
+	if got, want := p.AllowedTools([]*skills.Skill{s}), []string{"Bash", "Bash(git:*)", "Read"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
 // TestSessionOffersNothingWhenDisabled: with execution off, loading an
 // executable skill adds no tools.
 func TestSessionOffersNothingWhenDisabled(t *testing.T) {

@@ -99,6 +99,18 @@ func (p *Provider) Enabled() bool { return p != nil && p.cfg.Enabled }
 // Executable-skill tools are only ever reached through Tools.
 func (p *Provider) Handles(name string) bool { return IsTool(name) }
 
+// DisabledCall answers a call of a built-in tier-3 tool while execution is
+// disabled: (DisabledResult(name), true). For any other name, or when
+// enabled (the tools are then offered through Tools), it returns ("", false).
+// A session can type-assert its ToolProvider for this method to answer such
+// calls itself instead of passing them to the client.
+func (p *Provider) DisabledCall(name string) (string, bool) {
+	if p.Enabled() || !IsTool(name) {
+		return "", false
+	}
+	return DisabledResult(name), true
+}
+
 // Confinement describes the write confinement scripts run under ("landlock
 // ABI 7", "none"; "" when disabled), for start-up logs and /health.
 func (p *Provider) Confinement() string {
@@ -154,6 +166,24 @@ func (p *Provider) Tools(ctx context.Context, active []*skills.Skill) []router.T
 		tools = append(tools, t)
 	}
 	return tools
+}
+
+// Warm runs --help-json for the executable skills in list whose schema is
+// not cached yet (e.g. the whole library at start-up and after a reload), so
+// the first request that activates one does not wait for it. Broken skills
+// are logged, not returned.
+func (p *Provider) Warm(ctx context.Context, list []*skills.Skill) {
+	if !p.Enabled() {
+		return
+	}
+	for _, s := range list {
+		if ctx.Err() != nil {
+			return
+		}
+		if s != nil && s.Type == skills.TypeExecutable {
+			_, _ = p.executableTool(ctx, s)
+		}
+	}
 }
 
 // AllowedTools returns the tool names the active skills' allowed-tools

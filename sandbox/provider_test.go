@@ -32,6 +32,15 @@ func TestDisabledByDefault(t *testing.T) {
 			t.Errorf("%+v", e)
 		}
 	}
+	if res, ok := p.DisabledCall(ToolExecute); !ok || res != DisabledResult(ToolExecute) {
+		t.Errorf("DisabledCall: %q %v", res, ok)
+	}
+	if _, ok := p.DisabledCall("load_skill"); ok {
+		t.Error("DisabledCall answers load_skill")
+	}
+	if on, _ := newTestProvider(t, nil); func() bool { _, ok := on.DisabledCall(ToolExecute); return ok }() {
+		t.Error("DisabledCall answers while enabled")
+	}
 	if IsTool("load_skill") || IsTool("calc_numbers") {
 		t.Error("IsTool claims non tier-3 names")
 	}

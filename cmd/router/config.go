@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,6 +236,36 @@ var serveKeys = []configKey{
 	{"ab.seed", "", "string", "A/B: hash seed; change it to reshuffle assignments", func(c *serveConfig) any { return &c.AB.Seed }},
 }
 
+// shownDefaults replaces a zero default in --help where the real default
+// is decided downstream (by the embedding provider or the sandbox).
+var shownDefaults = map[string]string{
+	"embedder.model":      "per provider",
+	"embedder.dimensions": "per provider",
+	"embedder.batch_size": "64",
+	"embedder.timeout":    "30s",
+	"embedder.retries":    "2",
+	"embedder.cache_dir":  "$XDG_CACHE_HOME/skillrouter",
+	"exec.concurrency":    "max(2, CPUs)",
+	"exec.output_dir":     "$TMPDIR/skillrouter-out",
+}
+
+// envAliases are the shorter variables the route and bench commands read;
+// serve honours them too, below the canonical name.
+var envAliases = map[string]string{
+	"routing.strategy":  "SKILLROUTER_STRATEGY",
+	"embedder.provider": "SKILLROUTER_EMBEDDER",
+	"embedder.model":    "SKILLROUTER_EMBED_MODEL",
+	"embedder.base_url": "SKILLROUTER_EMBED_URL",
+	"embedder.api_key":  "SKILLROUTER_EMBED_KEY",
+}
+
+func shownDefault(k configKey, def *serveConfig) string {
+	if d, ok := shownDefaults[k.path]; ok {
+		return d
+	}
+	return valueString(k.ptr(def))
+}
+
 // setValue parses s into the field ptr points at.
 func setValue(ptr any, kind, s string) error {
 	switch p := ptr.(type) {
@@ -342,7 +373,7 @@ func registerServeFlags(fs *pflag.FlagSet, sf *serveFlags) {
 		kf := &keyFlag{kind: k.kind}
 		sf.keyFlags[k.flag] = kf
 		help := k.help + " (" + k.path + ", env " + k.env()
-		if d := valueString(k.ptr(&def)); d != "" && !strings.Contains(k.path, "api_key") {
+		if d := shownDefault(k, &def); d != "" && !strings.Contains(k.path, "api_key") {
 			help += ", default " + d
 		}
 		help += ")"
@@ -367,7 +398,11 @@ func loadServeConfig(fs *pflag.FlagSet, sf *serveFlags, getenv func(string) (str
 		}
 	}
 	for _, k := range serveKeys {
-		if v, ok := getenv(k.env()); ok {
+		v, ok := getenv(k.env())
+		if !ok && envAliases[k.path] != "" {
+			v, ok = getenv(envAliases[k.path])
+		}
+		if ok {
 			if err := setValue(k.ptr(&cfg), k.kind, v); err != nil {
 				return cfg, fmt.Errorf("%s: %w", k.env(), err)
 			}
@@ -401,13 +436,14 @@ func loadConfigFile(path string, cfg *serveConfig) error {
 	if len(doc.Content) == 0 {
 		return nil // empty file: defaults
 	}
-	if err := checkKeys(doc.Content[0], reflect.TypeOf(serveConfig{}), ""); err != nil {
+	lines := map[int]string{}
+	if err := checkKeys(doc.Content[0], reflect.TypeOf(serveConfig{}), "", lines); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
+		return fmt.Errorf("config %s: %s", path, nameKeys(err.Error(), lines))
 	}
 	// Relative library folders are relative to the file, not to where the
 	// proxy happens to start.
@@ -420,7 +456,8 @@ func loadConfigFile(path string, cfg *serveConfig) error {
 }
 
 // checkKeys walks a YAML mapping against the struct type t.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+// lines maps each key's line to its path, to name keys in decode errors.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -445,18 +482,32 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 				return fmt.Errorf("line %d: unknown key %q (known keys%s: %s)", kn.Line, prefix+kn.Value,
 					atPrefix(prefix), strings.Join(names, ", "))
 			}
-			if err := checkKeys(vn, f.Type, prefix+kn.Value+"."); err != nil {
+			lines[kn.Line] = prefix + kn.Value
+			if err := checkKeys(vn, f.Type, prefix+kn.Value+".", lines); err != nil {
 				return err
 			}
 		}
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, el := range n.Content {
-			if err := checkKeys(el, t.Elem(), fmt.Sprintf("%s%d.", strings.TrimSuffix(prefix, ".")+"[", i)); err != nil {
+			if err := checkKeys(el, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i), lines); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+var lineRE = regexp.MustCompile(`line (\d+): `)
+
+// nameKeys adds the key path after each "line N: " of a yaml error.
+func nameKeys(msg string, lines map[int]string) string {
+	return lineRE.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(lineRE.FindStringSubmatch(m)[1])
+		if k, ok := lines[n]; ok {
+			return fmt.Sprintf("line %d (%s): ", n, k)
+		}
+		return m
+	})
 }
 
 func atPrefix(prefix string) string {
@@ -572,11 +623,15 @@ func configHelp() string {
 		} else if k.path == "skills" {
 			flag = "--skills"
 		}
-		d := valueString(k.ptr(&def))
+		d := shownDefault(k, &def)
 		if d == "" {
 			d = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", k.path, k.env(), flag, d)
+		env := k.env()
+		if a := envAliases[k.path]; a != "" {
+			env += " or " + a
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", k.path, env, flag, d)
 	}
 	fmt.Fprintln(tw, "  routing.min_score\t-\t-\tcalibrated (map strategy: score)")
 	fmt.Fprintln(tw, "  ab.arms\t-\t-\tnone (list of name, percent, strategy, embedder)")

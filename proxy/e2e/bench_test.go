@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/proxy"
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// benchDir is the shared benchmark data, next to the repository.
+func benchDir(b *testing.B) string {
+	dir := filepath.Join("..", "..", "..", "shared", "bench")
+	if _, err := os.Stat(filepath.Join(dir, "skills")); err != nil {
+		b.Skipf("benchmark data not found at %s", dir)
+	}
+	return dir
+}
+
+// benchBodies are chat requests built from the upstream queries.
+func benchBodies(b *testing.B, dir string) [][]byte {
+	f, err := os.Open(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var q struct {
+			Query string `json:"query"`
+		}
+		if json.Unmarshal(sc.Bytes(), &q) != nil || q.Query == "" {
+			continue
+		}
+		body, _ := json.Marshal(map[string]any{"model": "bench", "messages": []any{
+			map[string]string{"role": "system", "content": "You are a helpful coding assistant."},
+			map[string]string{"role": "user", "content": q.Query},
+		}})
+		out = append(out, body)
+	}
+	if len(out) == 0 {
+		b.Fatal("no queries")
+	}
+	return out
+}
+
+// BenchmarkAddedLatency measures what the proxy adds with routing on: the
+// 407-skill library, the builtin embedder, hybrid strategy, default rewrite.
+// Each iteration sends the same chat request once straight to the fake
+// upstream and once through the proxy, from 16 concurrent clients, so both
+// see the same machine load; it reports p50 and p99 of each and their
+// differences (added-p50-ms, added-p99-ms: a difference of percentiles, since
+// the two requests of a pair are independent).
+//
+//	go test -run XXX -bench AddedLatency -benchtime 4000x ./proxy/e2e
+func BenchmarkAddedLatency(b *testing.B) {
+	dir := benchDir(b)
+	bodies := benchBodies(b, dir)
+	ctx := context.Background()
+	reg := skills.NewRegistry([]string{filepath.Join(dir, "skills")}, skills.Options{})
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := router.New(ctx, reg.Snapshot(), router.Options{
+		Embedder: emb, Fit: func(c []string) router.Embedder { return emb.Fit(c) },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := fakeai.New()
+	defer up.Close()
+	u, _ := url.Parse(up.BaseURL())
+	srv, err := proxy.New(proxy.Config{Upstream: u, Rewriter: proxy.NewRewriter(r, router.RewriteOptions{}),
+		Library: reg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer client.CloseIdleConnections()
+	post := func(base string, body []byte) time.Duration {
+		start := time.Now()
+		resp, err := client.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Error(err)
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Errorf("status %d", resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	// Warm up connections and caches.
+	for i := 0; i < 32; i++ {
+		post(up.BaseURL(), bodies[i%len(bodies)])
+		post(ps.URL+"/v1", bodies[i%len(bodies)])
+	}
+	up.Reset() // keep the recorder from growing during the run
+
+	var mu sync.Mutex
+	var direct, proxied []time.Duration
+	const concurrency = 16
+	b.SetParallelism((concurrency + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	var next int64
+	var nextMu sync.Mutex
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var d, p []time.Duration
+		for pb.Next() {
+			nextMu.Lock()
+			i := next
+			next++
+			nextMu.Unlock()
+			body := bodies[i%int64(len(bodies))]
+			if i%2 == 0 { // alternate the order so neither side always goes first
+				d = append(d, post(up.BaseURL(), body))
+				p = append(p, post(ps.URL+"/v1", body))
+			} else {
+				p = append(p, post(ps.URL+"/v1", body))
+				d = append(d, post(up.BaseURL(), body))
+			}
+		}
+		mu.Lock()
+		direct = append(direct, d...)
+		proxied = append(proxied, p...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	up.Reset()
+	dp50, dp99 := percentiles(direct)
+	pp50, pp99 := percentiles(proxied)
+	b.ReportMetric(ms(dp50), "direct-p50-ms")
+	b.ReportMetric(ms(dp99), "direct-p99-ms")
+	b.ReportMetric(ms(pp50), "proxy-p50-ms")
+	b.ReportMetric(ms(pp99), "proxy-p99-ms")
+	b.ReportMetric(ms(pp50-dp50), "added-p50-ms")
+	b.ReportMetric(ms(pp99-dp99), "added-p99-ms")
+	b.Logf("%d pairs, %d skills, concurrency %d: direct p50 %.3f ms p99 %.3f ms; proxy p50 %.3f ms p99 %.3f ms",
+		len(direct), len(reg.Snapshot().Skills()), concurrency, ms(dp50), ms(dp99), ms(pp50), ms(pp99))
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return at(0.50), at(0.99)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+var _ = fmt.Sprint

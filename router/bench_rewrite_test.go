@@ -1,0 +1,131 @@
+package router
+
+// Rewrite cost on the 407-skill bench library:
+//
+//	go test ./router -run '^$' -bench 'Rewrite' -benchtime 2000x
+//
+// BenchmarkRewriteWith measures the rewrite alone (given a decision: catalog,
+// envelopes, tools, JSON splicing, token counts); BenchmarkRewriteChat adds
+// routing with the builtin embedder (hybrid), i.e. everything the proxy
+// spends before forwarding.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+func upstreamQueries(tb testing.TB) []string {
+	tb.Helper()
+	f, err := os.Open(filepath.Join(benchRoot(tb), "upstream-queries", "queries.jsonl"))
+	if err != nil {
+		tb.Skip(err)
+	}
+	defer f.Close()
+	var qs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var q struct {
+			Query string `json:"query"`
+		}
+		if json.Unmarshal(sc.Bytes(), &q) == nil && q.Query != "" {
+			qs = append(qs, q.Query)
+		}
+	}
+	return qs
+}
+
+func chatBodies(tb testing.TB, qs []string) [][]byte {
+	out := make([][]byte, len(qs))
+	for i, q := range qs {
+		out[i] = chat(tb, "system", "You are a helpful assistant.", "user", q)
+	}
+	return out
+}
+
+func BenchmarkRewriteWith(b *testing.B) {
+	snap := benchLibrary(b)
+	bodies := chatBodies(b, upstreamQueries(b))
+	r := newTestRouter(b, snap)
+	decs := make([]*Decision, len(bodies))
+	for i, body := range bodies {
+		msgs, _ := MessagesFromChat(body)
+		decs[i] = r.Route(context.Background(), Query{Messages: msgs})
+	}
+	for _, mode := range []CatalogMode{CatalogAuto, CatalogAll} {
+		b.Run(string(mode), func(b *testing.B) {
+			opts := RewriteOptions{CatalogMode: mode}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				k := i % len(bodies)
+				if _, err := RewriteWith(context.Background(), bodies[k], snap, decs[k], opts, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkRewriteChat(b *testing.B) {
+	snap := benchLibrary(b)
+	bodies := chatBodies(b, upstreamQueries(b))
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	durs := make([]time.Duration, 0, 4096)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		rw, err := r.RewriteChat(context.Background(), bodies[i%len(bodies)], RewriteOptions{}, Overrides{})
+		durs = append(durs, time.Since(start))
+		if err != nil || rw.Decision.Fallback {
+			b.Fatalf("%v %+v", err, rw.Decision)
+		}
+	}
+	slices.Sort(durs)
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds()), "p99-µs")
+}
+
+// TestAddedTokensBenchLibrary reports the prompt tokens a rewrite adds on the
+// bench library in auto and all modes, and checks the auto-mode bounds.
+func TestAddedTokensBenchLibrary(t *testing.T) {
+	snap := skills.Load(context.Background(), []string{filepath.Join(benchRoot(t), "skills")}, skills.Options{})
+	r := newTestRouter(t, snap)
+	qs := upstreamQueries(t)
+	for _, mode := range []CatalogMode{CatalogAuto, CatalogAll} {
+		var added, catalog, tools, env []int
+		for _, q := range qs {
+			p, err := r.Prompt(context.Background(), Query{Messages: []Message{{Role: "system", Text: "s"}, {Role: "user", Text: q}}}, RewriteOptions{CatalogMode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := 0
+			for _, x := range p.Envelopes {
+				e += x.Tokens
+			}
+			added, catalog, tools, env = append(added, p.AddedTokens), append(catalog, p.CatalogTokens), append(tools, p.ToolTokens), append(env, e)
+			if mode == CatalogAuto && (p.CatalogTokens > DefaultCatalogBudgetTokens || e > DefaultAutoLoadBudgetTokens && len(p.Decision.Pinned) == 0) {
+				t.Errorf("%q: catalog %d, envelopes %d tokens over budget", q, p.CatalogTokens, e)
+			}
+		}
+		t.Logf("%-5s mode, %d queries: added tokens median %d (min %d, max %d); catalog median %d; tools median %d; envelopes median %d (max %d)",
+			mode, len(qs), medianInt(added), slices.Min(added), slices.Max(added), medianInt(catalog), medianInt(tools), medianInt(env), slices.Max(env))
+	}
+}
+
+func medianInt(xs []int) int {
+	s := slices.Sorted(slices.Values(xs))
+	return s[len(s)/2]
+}

@@ -1,0 +1,204 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/index"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// rankIndex is everything ranking needs for one snapshot. It is immutable
+// once built; Update builds a new one and swaps the pointer.
+type rankIndex struct {
+	snap *skills.Snapshot
+	list []*skills.Skill // index order: snap.Skills() (sorted by id)
+	pos  map[string]int
+
+	bm25 *index.BM25
+	kw   *keywordIndex
+	men  mentionTable
+
+	emb    Embedder       // the (fitted) embedder the vectors were made with; nil = none
+	vec    *index.Vectors // nil when emb is nil or its build failed
+	vecErr error          // why vec is nil although emb is set
+	cal    calibration
+}
+
+// documentDoc splits a skill into the weighted texts its vector is made
+// from: what it is for (name and description) at full weight, then the start
+// of the body at a lower weight. Measured on upstream-queries and MetaTool
+// against one concatenated text: the body adds recall (skills whose
+// triggers live in the body, e.g. "job loss"), but as one text it drowns the
+// description.
+func documentDoc(s *skills.Skill) index.VectorDoc {
+	head := displayName(s) + "\n" + s.Description
+	parts := []index.Part{{Text: head, Weight: 1}}
+	if body := truncateUTF8(s.Body, docBodyChars); strings.TrimSpace(body) != "" {
+		parts = append(parts, index.Part{Text: body, Weight: docBodyWeight})
+	}
+	return index.VectorDoc{ID: s.ID, Name: s.Name, Parts: parts}
+}
+
+const (
+	docBodyChars  = 6000
+	docBodyWeight = 0.6
+)
+
+// displayName is the skill's name as words ("mcp-builder" -> "mcp builder").
+func displayName(s *skills.Skill) string {
+	n := s.Name
+	if n == "" {
+		n = s.ID[strings.LastIndexByte(s.ID, '/')+1:]
+	}
+	return strings.NewReplacer("-", " ", "_", " ").Replace(n)
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// build makes the indexes for snap, reusing prev's vectors where the text
+// and embedder are unchanged.
+func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex) (*rankIndex, error) {
+	start := time.Now()
+	list := snap.Skills()
+	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list))}
+	for i, s := range list {
+		ix.pos[s.ID] = i
+	}
+
+	// BM25 and the keyword baseline build while the vectors are embedded.
+	lexDone := make(chan struct{})
+	go func() {
+		defer close(lexDone)
+		docs := make([]index.Doc, len(list))
+		for i, s := range list {
+			docs[i] = index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}}
+		}
+		ix.bm25 = index.NewBM25(docs, index.BM25Params{})
+		ix.kw = newKeywordIndex(list)
+		ix.men = newMentionTable(list)
+	}()
+
+	vdocs := make([]index.VectorDoc, len(list))
+	for i, s := range list {
+		vdocs[i] = documentDoc(s)
+	}
+	ix.emb = r.opts.Embedder
+	if r.opts.Fit != nil {
+		corpus := make([]string, len(vdocs))
+		for i, d := range vdocs {
+			var b strings.Builder
+			for _, p := range d.Parts {
+				b.WriteString(p.Text)
+				b.WriteByte('\n')
+			}
+			corpus[i] = b.String()
+		}
+		ix.emb = r.opts.Fit(corpus)
+	}
+	var stats index.BuildStats
+	if ix.emb != nil {
+		ix.vec, stats, ix.vecErr = r.buildVectors(ctx, vdocs, ix.emb, prev)
+	}
+	<-lexDone
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("router: building indexes: %w", ctx.Err())
+	}
+	if ix.vecErr != nil {
+		r.opts.Logger.Warn("vector index unavailable; ranking falls back to bm25 until it builds",
+			"embedder", ix.emb.Name(), "model", ix.emb.Model(), "err", ix.vecErr)
+		r.lastRetry.Store(time.Now().UnixNano())
+	}
+	ix.cal = r.calibrate(ctx, ix)
+	attrs := []any{"skills", len(list), "took", time.Since(start).Round(time.Millisecond)}
+	if ix.emb != nil {
+		attrs = append(attrs, "embedder", ix.emb.Name(), "model", ix.emb.Model(),
+			"embedded", stats.Embedded, "reused", stats.Reused)
+	}
+	r.opts.Logger.Info("routing index built", attrs...)
+	return ix, nil
+}
+
+// vectorModel keys stored vectors: vectors of different providers, models
+// or sizes must never be compared.
+func vectorModel(e Embedder) string {
+	return e.Name() + "/" + e.Model() + "/" + strconv.Itoa(e.Dimensions())
+}
+
+func (r *Router) buildVectors(ctx context.Context, docs []index.VectorDoc, emb Embedder, prev *rankIndex) (*index.Vectors, index.BuildStats, error) {
+	var old *index.Vectors
+	if prev != nil {
+		old = prev.vec
+	}
+	path := ""
+	if r.opts.IndexDir != "" {
+		path = filepath.Join(r.opts.IndexDir, index.FileName(emb.Name()))
+		if old == nil {
+			if v, err := index.LoadVectors(path); err == nil {
+				old = v
+			}
+		}
+	}
+	embedDocs := emb.Embed
+	if de, ok := emb.(documentEmbedder); ok {
+		embedDocs = de.EmbedDocuments
+	}
+	v, st, err := index.BuildVectors(ctx, docs, vectorModel(emb), embedDocs, old)
+	if err != nil {
+		return nil, st, err
+	}
+	if path != "" && (st.Embedded > 0 || st.Removed > 0 || old == nil || old.Model() != v.Model()) {
+		if err := v.Save(path); err != nil {
+			r.opts.Logger.Warn("could not persist vector index", "path", path, "err", err)
+		}
+	}
+	return v, st, nil
+}
+
+// documentEmbedder is implemented by embedders that embed documents
+// differently from queries (task prefixes, the disk cache of package embed).
+type documentEmbedder interface {
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// maybeRetryVectors starts one background rebuild of a vector index that
+// failed to build, at most every vectorRetryEvery.
+func (r *Router) maybeRetryVectors(ix *rankIndex) {
+	if ix.vecErr == nil || ix.emb == nil {
+		return
+	}
+	if time.Since(time.Unix(0, r.lastRetry.Load())) < vectorRetryEvery || !r.retrying.CompareAndSwap(false, true) {
+		return
+	}
+	r.lastRetry.Store(time.Now().UnixNano())
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		defer r.retrying.Store(false)
+		ctx, cancel := context.WithTimeout(r.bgCtx, 5*time.Minute)
+		defer cancel()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		cur := r.cur.Load()
+		if cur != ix || ctx.Err() != nil {
+			return // an Update got there first
+		}
+		next, err := r.build(ctx, ix.snap, ix)
+		if err == nil && next.vec != nil {
+			r.cur.CompareAndSwap(ix, next)
+		}
+	}()
+}

@@ -1,0 +1,206 @@
+package router
+
+// The tier-1 catalog: which skills it shows (mode), how long it may get
+// (budget), and the note that points at the skills it leaves out.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// catalogRankMax bounds how much of a ranking the catalog follows; entries
+// beyond it (only reachable with budgets of tens of thousands of tokens)
+// follow in id order. Keeping it fixed keeps cached and fresh rankings
+// rendering the same text.
+const catalogRankMax = 512
+
+// catalogResult is the catalog chosen for one request.
+type catalogResult struct {
+	text      string // "" when not even an empty catalog fits the budget
+	tokens    int
+	shown     []string // ids listed, in order
+	hidden    int      // eligible skills not listed
+	truncated bool     // descriptions were cut to the description limit
+}
+
+// catalogFooter is the one-line note after a catalog that leaves skills out.
+func catalogFooter(hidden int, search bool) string {
+	if hidden <= 0 {
+		return ""
+	}
+	noun := "skills are"
+	if hidden == 1 {
+		noun = "skill is"
+	}
+	if !search {
+		return fmt.Sprintf("%d more %s not listed here.", hidden, noun)
+	}
+	return fmt.Sprintf("%d more %s not listed here: call search_skills with a few words about the task to find them, then load_skill with the id.", hidden, noun)
+}
+
+// planCatalog chooses the catalog for a request. ranking yields skill ids in
+// relevance order; it is called only when the catalog must be cut down.
+// search says whether search_skills will be offered (the footer names it).
+//
+//   - all: every eligible skill, sorted by id, no budget (the user asked for it).
+//   - enabled: opted-in and allowlisted skills; otherwise like auto.
+//   - auto: the whole subset sorted by id when it fits the budget (the same
+//     text on every request, so prompt caches hit); else with descriptions
+//     truncated at a word boundary; else pinned and ranked entries first,
+//     then the rest by id, as many as fit, and a footer counting the others.
+func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking func() []string, search bool) catalogResult {
+	if len(l.eligible) == 0 {
+		return catalogResult{} // nothing to offer: no catalog at all
+	}
+	prio := strings.Join(priority, "\x00")
+	if o.CatalogMode == CatalogAll {
+		opts := skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority}
+		r := l.renderCached(catalogKey{format: o.CatalogFormat, subset: "all", priority: prio}, l.eligible, opts)
+		return catalogResult{text: r.text, tokens: r.tokens, shown: skillIDs(l.eligible)}
+	}
+
+	cands, subset := l.eligible, "auto"
+	if o.CatalogMode == CatalogEnabled {
+		allow := map[string]bool{}
+		for _, id := range o.Allowlist {
+			allow[id] = true
+		}
+		cands = nil
+		for _, s := range l.eligible {
+			if s.OptedIn() || allow[s.ID] {
+				cands = append(cands, s)
+			}
+		}
+		subset = "enabled\x00" + strings.Join(o.Allowlist, "\x00")
+	}
+	budget := o.CatalogBudgetTokens
+
+	// Whole subset, full then truncated descriptions. The sum of entry costs
+	// rejects large libraries without rendering them.
+	outside := len(l.eligible) - len(cands)
+	footer := catalogFooter(outside, search)
+	for _, maxDesc := range []int{0, o.DescriptionLimit} {
+		opts := skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority, MaxDescription: maxDesc, Footer: footer}
+		base := countTokens(skills.RenderCatalog(nil, opts))
+		if !l.entriesFit(cands, o.CatalogFormat, maxDesc, budget-base) {
+			continue
+		}
+		k := catalogKey{format: o.CatalogFormat, maxDesc: maxDesc, subset: subset, footer: footer, priority: prio}
+		r := l.renderCached(k, cands, opts)
+		if r.tokens <= budget {
+			return catalogResult{text: r.text, tokens: r.tokens, shown: skillIDs(cands), hidden: outside, truncated: maxDesc > 0}
+		}
+	}
+
+	// Shortlist: pinned, then ranked, then the rest by id, as long as
+	// entries fit. Only what is taken is looked at: rankings can cover the
+	// whole library.
+	inCands := func(s *skills.Skill) bool { return !s.Disabled() }
+	if o.CatalogMode == CatalogEnabled {
+		set := make(map[string]bool, len(cands))
+		for _, s := range cands {
+			set[s.ID] = true
+		}
+		inCands = func(s *skills.Skill) bool { return set[s.ID] }
+	}
+	rank := ranking()
+	if len(rank) > catalogRankMax {
+		rank = rank[:catalogRankMax]
+	}
+	maxDesc := o.DescriptionLimit
+	// Token counts add up exactly over catalog entries (each starts on its
+	// own line; see countTokens), so the catalog's size is the empty
+	// catalog's plus the entries' costs and only the chosen text is rendered.
+	// Entries are taken against the longest footer any cut could need; the
+	// real footer is then checked, dropping entries in the rare case it is
+	// longer (singular/plural).
+	emptyCost := func(hidden int) int {
+		return countTokens(skills.RenderCatalog(nil, skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority,
+			MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)}))
+	}
+	used := emptyCost(len(l.eligible))
+	var shown []*skills.Skill
+	costs := []int{0} // costs[n]: the first n entries
+	take := func(s *skills.Skill) bool {
+		c := l.entryCost(s, o.CatalogFormat, maxDesc)
+		if used+c > budget {
+			return false
+		}
+		used += c
+		shown = append(shown, s)
+		costs = append(costs, costs[len(costs)-1]+c)
+		return true
+	}
+	seen := make(map[string]bool, 64)
+	consider := func(id string) bool { // false once an entry does not fit
+		sk, ok := l.byID[id]
+		if !ok || seen[id] || !inCands(sk) {
+			return true
+		}
+		seen[id] = true
+		return take(sk)
+	}
+	fits := true
+	for _, ids := range [][]string{priority, rank} {
+		for _, id := range ids {
+			if fits = consider(id); !fits {
+				break
+			}
+		}
+		if !fits {
+			break
+		}
+	}
+	if fits {
+		for _, s := range cands {
+			if !consider(s.ID) {
+				break
+			}
+		}
+	}
+	for n := len(shown); n >= 0; n-- {
+		hidden := len(l.eligible) - n
+		if t := emptyCost(hidden) + costs[n]; t <= budget {
+			list := shown[:n]
+			text := l.renderCatalog(list, skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority,
+				MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)})
+			return catalogResult{text: text, tokens: t, shown: skillIDs(list), hidden: hidden, truncated: maxDesc > 0}
+		}
+	}
+	return catalogResult{hidden: len(l.eligible)}
+}
+
+// entriesFit reports whether the entries of list cost at most room tokens,
+// stopping as soon as they do not.
+func (l *skillLib) entriesFit(list []*skills.Skill, format skills.Format, maxDesc, room int) bool {
+	if room < 0 {
+		return false
+	}
+	for _, s := range list {
+		room -= l.entryCost(s, format, maxDesc)
+		if room < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func skillIDs(list []*skills.Skill) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = s.ID
+	}
+	return out
+}
+
+// rankedIDs returns the ids of a ranking, in order.
+func rankedIDs(r []Scored) []string {
+	out := make([]string, 0, len(r))
+	for _, s := range r {
+		out = append(out, s.ID)
+	}
+	return slices.Clip(out)
+}

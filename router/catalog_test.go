@@ -1,0 +1,271 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/tokens"
+)
+
+func norm(t testing.TB, o RewriteOptions) *RewriteOptions {
+	t.Helper()
+	n, err := o.normalized()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+func fixed(ids ...string) func() []string { return func() []string { return ids } }
+
+var footerRE = regexp.MustCompile(`(?m)^(\d+) more skills? (?:are|is) not listed here`)
+
+// checkCatalog asserts the invariants every catalog must keep.
+func checkCatalog(t *testing.T, name string, l *skillLib, o *RewriteOptions, c catalogResult) {
+	t.Helper()
+	if got := tokens.Default().Count(c.text); got != c.tokens {
+		t.Fatalf("%s: reported %d tokens, tokenizer counts %d", name, c.tokens, got)
+	}
+	if o.CatalogMode != CatalogAll && c.tokens > o.CatalogBudgetTokens {
+		t.Fatalf("%s: %d tokens over the budget of %d", name, c.tokens, o.CatalogBudgetTokens)
+	}
+	if c.text == "" {
+		if len(c.shown) != 0 {
+			t.Fatalf("%s: no text but %d shown", name, len(c.shown))
+		}
+	} else {
+		for _, id := range c.shown {
+			if !strings.Contains(c.text, id) {
+				t.Fatalf("%s: shown %s missing from the text", name, id)
+			}
+		}
+	}
+	if len(c.shown)+c.hidden != len(l.eligible) {
+		t.Fatalf("%s: %d shown + %d hidden != %d eligible", name, len(c.shown), c.hidden, len(l.eligible))
+	}
+	m := footerRE.FindStringSubmatch(c.text)
+	switch {
+	case c.text == "":
+	case c.hidden == 0 && m != nil:
+		t.Fatalf("%s: footer %q but nothing hidden", name, m[0])
+	case c.hidden > 0 && m == nil:
+		t.Fatalf("%s: %d hidden but no footer:\n%s", name, c.hidden, c.text)
+	case c.hidden > 0:
+		if n, _ := strconv.Atoi(m[1]); n != c.hidden {
+			t.Fatalf("%s: footer says %d hidden, %d are", name, n, c.hidden)
+		}
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(c.shown)))) != len(c.shown) {
+		t.Fatalf("%s: duplicate entries: %v", name, c.shown)
+	}
+}
+
+func TestCatalogAllMode(t *testing.T) {
+	l := libraryOf(fixture(t))
+	o := norm(t, RewriteOptions{CatalogMode: CatalogAll, CatalogBudgetTokens: 10})
+	c := l.planCatalog(o, nil, fixed("sql-review", "pdf-tools"), true)
+	checkCatalog(t, "all", l, o, c)
+	if !slices.IsSorted(c.shown) || len(c.shown) != 10 || slices.Contains(c.shown, "legacy-fax") {
+		t.Fatalf("all mode: shown %v, want the 10 enabled skills sorted by id", c.shown)
+	}
+	if want := skills.RenderCatalog(l.eligible, skills.CatalogOptions{}); c.text != want {
+		t.Fatalf("all mode text differs from RenderCatalog:\n%s", c.text)
+	}
+}
+
+func TestCatalogAutoFitsWhole(t *testing.T) {
+	l := libraryOf(fixture(t))
+	o := norm(t, RewriteOptions{})
+	c := l.planCatalog(o, nil, fixed("sql-review", "pdf-tools"), true)
+	checkCatalog(t, "auto", l, o, c)
+	if !slices.Equal(c.shown, skillIDs(l.eligible)) || c.truncated {
+		t.Fatalf("auto mode with room: shown %v truncated=%v, want every skill by id, untruncated", c.shown, c.truncated)
+	}
+}
+
+func TestCatalogTruncatesBeforeDropping(t *testing.T) {
+	l := libraryOf(fixture(t))
+	full := l.planCatalog(norm(t, RewriteOptions{CatalogMode: CatalogAll}), nil, fixed(), true)
+	// A budget just under the full catalog: truncating data-pipeline's long
+	// description is enough, so nothing is dropped.
+	o := norm(t, RewriteOptions{CatalogBudgetTokens: full.tokens - 5})
+	c := l.planCatalog(o, nil, fixed("sql-review"), true)
+	checkCatalog(t, "truncated", l, o, c)
+	if !c.truncated || c.hidden != 0 || !slices.IsSorted(c.shown) {
+		t.Fatalf("want all skills with truncated descriptions, got truncated=%v hidden=%d shown=%v", c.truncated, c.hidden, c.shown)
+	}
+	if !strings.Contains(c.text, "…</description>") {
+		t.Fatalf("no truncated description in:\n%s", c.text)
+	}
+}
+
+func TestCatalogAutoShortlist(t *testing.T) {
+	l := libraryOf(fixture(t))
+	o := norm(t, RewriteOptions{CatalogBudgetTokens: 330})
+	c := l.planCatalog(o, []string{"docker-deploy"}, fixed("sql-review", "legacy-fax", "nope", "pdf-tools", "csv-analysis"), true)
+	checkCatalog(t, "shortlist", l, o, c)
+	if len(c.shown) < 3 || !slices.Equal(c.shown[:3], []string{"docker-deploy", "sql-review", "pdf-tools"}) {
+		t.Fatalf("shortlist order %v: want pinned, then ranked (disabled and unknown ids skipped)", c.shown)
+	}
+	if c.hidden == 0 || !strings.Contains(c.text, "search_skills") || !strings.Contains(c.text, "<prioritized_skills>docker-deploy</prioritized_skills>") {
+		t.Fatalf("want footer naming search_skills and a priority line:\n%s", c.text)
+	}
+	noSearch := l.planCatalog(o, nil, fixed("sql-review"), false)
+	checkCatalog(t, "shortlist without search", l, o, noSearch)
+	if strings.Contains(noSearch.text, "search_skills") {
+		t.Fatalf("footer names search_skills although it is not offered:\n%s", noSearch.text)
+	}
+	// Same ranking, same text (prompt caches); different ranking, different order.
+	again := l.planCatalog(o, []string{"docker-deploy"}, fixed("sql-review", "legacy-fax", "nope", "pdf-tools", "csv-analysis"), true)
+	if again.text != c.text {
+		t.Fatal("same library and ranking rendered different catalogs")
+	}
+}
+
+func TestCatalogEnabledMode(t *testing.T) {
+	l := libraryOf(fixture(t))
+	o := norm(t, RewriteOptions{CatalogMode: CatalogEnabled, Allowlist: []string{"sql-review", "legacy-fax"}})
+	c := l.planCatalog(o, nil, fixed("pdf-tools"), true)
+	checkCatalog(t, "enabled", l, o, c)
+	if want := []string{"api-design", "brand-voice", "sql-review"}; !slices.Equal(c.shown, want) {
+		t.Fatalf("enabled mode shows %v, want %v (opted in + allowlisted, never disabled)", c.shown, want)
+	}
+	if c.hidden != 7 {
+		t.Fatalf("hidden = %d, want 7", c.hidden)
+	}
+	for _, opted := range []string{"pdf-tools", "csv-analysis", "legacy-fax"} {
+		if strings.Contains(c.text, "<id>"+opted+"</id>") {
+			t.Fatalf("enabled mode shows opt-out skill %s", opted)
+		}
+	}
+}
+
+func TestCatalogEmptyLibrary(t *testing.T) {
+	l := newLibrary(nil)
+	c := l.planCatalog(norm(t, RewriteOptions{}), nil, fixed(), true)
+	if c.text != "" || c.hidden != 0 {
+		t.Fatalf("empty library: %+v", c)
+	}
+}
+
+// TestCatalogBudgetNeverExceeded sweeps budgets, modes, formats and
+// priorities over the fixture.
+func TestCatalogBudgetNeverExceeded(t *testing.T) {
+	l := libraryOf(fixture(t))
+	rank := fixed("data-pipeline", "pdf-tools", "team/release-notes", "csv-analysis", "image-resize")
+	for _, f := range skills.Formats {
+		for _, mode := range []CatalogMode{CatalogAuto, CatalogEnabled} {
+			for _, prio := range [][]string{nil, {"docker-deploy", "git-commit-messages"}} {
+				for budget := 1; budget <= 900; budget += 7 {
+					o := norm(t, RewriteOptions{CatalogFormat: f, CatalogMode: mode, CatalogBudgetTokens: budget, DescriptionLimit: 60})
+					c := l.planCatalog(o, prio, rank, true)
+					checkCatalog(t, fmt.Sprintf("%s/%s/%v/%d", f, mode, prio, budget), l, o, c)
+				}
+			}
+		}
+	}
+}
+
+func TestCatalogBudgetPathological(t *testing.T) {
+	tests := []struct {
+		name string
+		desc func(i int) string
+	}{
+		{"one long word", func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 1000) }},
+		{"escapes", func(i int) string { return strings.Repeat("<&> ", 250) }},
+		{"cjk", func(i int) string { return strings.Repeat("数据处理报告生成", 40) }},
+		{"long words", func(i int) string { return wordsDesc(i, 150) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := libraryOf(synthLibrary(t, 60, tt.desc))
+			var rank []string
+			for i := 59; i >= 0; i -= 3 {
+				rank = append(rank, fmt.Sprintf("skill-%05d", i))
+			}
+			for _, budget := range []int{1, 50, 120, 300, 1500, 4000} {
+				for _, limit := range []int{0, 30, 1024} {
+					o := norm(t, RewriteOptions{CatalogBudgetTokens: budget, DescriptionLimit: limit})
+					checkCatalog(t, fmt.Sprintf("budget %d limit %d", budget, limit), l, o, l.planCatalog(o, nil, fixed(rank...), true))
+				}
+			}
+		})
+	}
+}
+
+func TestCatalogHugeLibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 3,000 skills")
+	}
+	snap := synthLibrary(t, 3000, func(i int) string { return wordsDesc(i, 20+i%60) })
+	l := libraryOf(snap)
+	var rank []string
+	for i := range 600 {
+		rank = append(rank, fmt.Sprintf("skill-%05d", (i*7919)%3000))
+	}
+	for _, budget := range []int{200, 1500, 6000} {
+		o := norm(t, RewriteOptions{CatalogBudgetTokens: budget})
+		c := l.planCatalog(o, nil, fixed(rank...), true)
+		checkCatalog(t, fmt.Sprintf("3000 skills, budget %d", budget), l, o, c)
+		if budget >= 1500 && c.tokens < budget*9/10 {
+			t.Errorf("budget %d: only %d tokens used; the shortlist should fill the budget", budget, c.tokens)
+		}
+		if !slices.Equal(c.shown, rank[:len(c.shown)]) {
+			t.Errorf("budget %d: shortlist does not follow the ranking", budget)
+		}
+	}
+}
+
+// TestRenderCatalogAssembled: catalogs assembled from cached entries are
+// byte-identical to skills.RenderCatalog.
+func TestRenderCatalogAssembled(t *testing.T) {
+	l := libraryOf(fixture(t))
+	lists := [][]*skills.Skill{nil, l.skills[:1], l.skills, {l.skills[3], l.skills[0], l.skills[7]}}
+	for _, f := range skills.Formats {
+		for _, list := range lists {
+			for _, opts := range []skills.CatalogOptions{
+				{Format: f},
+				{Format: f, MaxDescription: 40, Priority: []string{"a", "b"}, Footer: catalogFooter(4, true)},
+			} {
+				if got, want := l.renderCatalog(list, opts), skills.RenderCatalog(list, opts); got != want {
+					t.Fatalf("%s, %d skills: assembled catalog differs:\n%s\n---\n%s", f, len(list), got, want)
+				}
+				if l.entry(l.skills[0], opts.Format, opts.MaxDescription).text == "" {
+					t.Fatalf("%s: entries do not split out of the catalog; assembly falls back to rendering", f)
+				}
+			}
+		}
+	}
+}
+
+// TestLibraryCacheIsWeak: a snapshot's cached view is shared while the
+// snapshot lives and dropped once it is collected (reloads must not leak).
+func TestLibraryCacheIsWeak(t *testing.T) {
+	count := func() int {
+		skillLibs.Lock()
+		defer skillLibs.Unlock()
+		return len(skillLibs.m)
+	}
+	snap := skills.Load(context.Background(), []string{fixtureRoot}, skills.Options{})
+	if libraryOf(snap) != libraryOf(snap) || libraryOf(snap) == libraryOf(fixture(t)) {
+		t.Fatal("one view per snapshot")
+	}
+	before := count()
+	snap = nil
+	deadline := time.Now().Add(5 * time.Second)
+	for count() >= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("cached view not released after the snapshot was collected (%d entries)", count())
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}

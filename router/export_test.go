@@ -1,0 +1,18 @@
+package router
+
+// Test hooks for package router_test.
+
+// SetHybridBM25Weight changes bm25's share of the hybrid score (for
+// measuring alternatives in the quality test) and returns a func restoring it.
+func SetHybridBM25Weight(w float64) func() {
+	old := hybridBM25Weight
+	hybridBM25Weight = w
+	return func() { hybridBM25Weight = old }
+}
+
+// SetHybridRRF switches hybrid ranking to reciprocal rank fusion.
+func SetHybridRRF(on bool) func() {
+	old := hybridRRF
+	hybridRRF = on
+	return func() { hybridRRF = old }
+}

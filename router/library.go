@@ -1,0 +1,276 @@
+package router
+
+// A library is the rewrite's per-snapshot view of the skills: lookups, the
+// skills a catalog may show, and memoised renderings. Snapshots are
+// immutable, so everything derived from one can be cached for as long as the
+// snapshot lives; the cache holds snapshots weakly so a reload frees the old
+// one.
+
+import (
+	"encoding/json"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+	"weak"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// skillLib is the rewrite's view of one snapshot (see the file comment).
+type skillLib struct {
+	skills   []*skills.Skill // loaded skills, sorted by id
+	eligible []*skills.Skill // not disabled in frontmatter, sorted by id
+	byID     map[string]*skills.Skill
+
+	mu        sync.Mutex
+	envelopes map[string]renderedText     // id -> envelope
+	quoted    map[string][]byte           // id -> envelope as a JSON string
+	catalogQ  map[string][]byte           // catalog text -> as a JSON string
+	entries   map[entryKey]catalogEntry   // rendered catalog entries
+	catalogs  map[catalogKey]renderedText // whole-library catalogs
+	loadTool  map[bool]json.RawMessage    // load_skill definition by "enum stripped"
+}
+
+type renderedText struct {
+	text   string
+	tokens int
+}
+
+type entryKey struct {
+	format  skills.Format
+	maxDesc int
+	id      string
+}
+
+type catalogKey struct {
+	format   skills.Format
+	maxDesc  int
+	subset   string // mode plus allowlist, identifying the skill subset
+	footer   string
+	priority string
+}
+
+func newLibrary(list []*skills.Skill) *skillLib {
+	l := &skillLib{
+		skills:    list,
+		byID:      make(map[string]*skills.Skill, len(list)),
+		envelopes: map[string]renderedText{},
+		quoted:    map[string][]byte{},
+		catalogQ:  map[string][]byte{},
+		entries:   map[entryKey]catalogEntry{},
+		catalogs:  map[catalogKey]renderedText{},
+		loadTool:  map[bool]json.RawMessage{},
+	}
+	for _, s := range list {
+		l.byID[s.ID] = s
+		if !s.Disabled() {
+			l.eligible = append(l.eligible, s)
+		}
+	}
+	return l
+}
+
+var skillLibs = struct {
+	sync.Mutex
+	m map[weak.Pointer[skills.Snapshot]]*skillLib
+}{m: map[weak.Pointer[skills.Snapshot]]*skillLib{}}
+
+// libraryOf returns the (cached) library view of snap.
+func libraryOf(snap *skills.Snapshot) *skillLib {
+	if snap == nil {
+		return newLibrary(nil)
+	}
+	// Weak pointers and cleanups need a real heap object; a zero-size
+	// Snapshot type would alias every snapshot to one key.
+	if unsafe.Sizeof(*snap) == 0 {
+		return newLibrary(snap.Skills())
+	}
+	key := weak.Make(snap)
+	skillLibs.Lock()
+	defer skillLibs.Unlock()
+	if l, ok := skillLibs.m[key]; ok {
+		return l
+	}
+	l := newLibrary(snap.Skills())
+	skillLibs.m[key] = l
+	runtime.AddCleanup(snap, func(k weak.Pointer[skills.Snapshot]) {
+		skillLibs.Lock()
+		delete(skillLibs.m, k)
+		skillLibs.Unlock()
+	}, key)
+	return l
+}
+
+// envelope returns the load_skill envelope of s and its token count.
+func (l *skillLib) envelope(s *skills.Skill) renderedText {
+	l.mu.Lock()
+	e, ok := l.envelopes[s.ID]
+	l.mu.Unlock()
+	if ok {
+		return e
+	}
+	text := skills.Envelope(s)
+	e = renderedText{text: text, tokens: countWhole(text)}
+	l.mu.Lock()
+	l.envelopes[s.ID] = e
+	l.mu.Unlock()
+	return e
+}
+
+// envelopeJSON returns the envelope text of id (as envelope rendered it)
+// encoded as a JSON string; escaping 10 KB of Markdown per request is the
+// largest cost of a rewrite otherwise.
+func (l *skillLib) envelopeJSON(id, text string) []byte {
+	l.mu.Lock()
+	q, ok := l.quoted[id]
+	l.mu.Unlock()
+	if ok {
+		return q
+	}
+	q = marshalString(text)
+	l.mu.Lock()
+	l.quoted[id] = q
+	l.mu.Unlock()
+	return q
+}
+
+// catalogEntry is one skill's part of a catalog and its token cost.
+type catalogEntry struct {
+	text string // "" when the catalog could not be split (see splitCatalog)
+	cost int
+}
+
+// splitCatalog splits an empty catalog into the part before the entries and
+// the part after them.
+func splitCatalog(empty string) (head, tail string, ok bool) {
+	const open = "<available_skills>\n"
+	i := strings.Index(empty, open)
+	if i < 0 {
+		return "", "", false
+	}
+	return empty[:i+len(open)], empty[i+len(open):], true
+}
+
+// entry returns the rendering of s as a catalog entry: the catalog with the
+// entry minus the empty catalog. The cost is exact (entries sit on their own
+// lines; see countTokens). Catalogs are then assembled from cached entries
+// instead of re-rendering every description on every request.
+func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
+	k := entryKey{format, maxDesc, s.ID}
+	l.mu.Lock()
+	e, ok := l.entries[k]
+	l.mu.Unlock()
+	if ok {
+		return e
+	}
+	opts := skills.CatalogOptions{Format: format, MaxDescription: maxDesc}
+	empty := skills.RenderCatalog(nil, opts)
+	one := skills.RenderCatalog([]*skills.Skill{s}, opts)
+	e.cost = countTokens(one) - countTokens(empty)
+	if head, tail, ok := splitCatalog(empty); ok && strings.HasPrefix(one, head) && strings.HasSuffix(one, tail) && len(one) >= len(head)+len(tail) {
+		e.text = one[len(head) : len(one)-len(tail)]
+	}
+	l.mu.Lock()
+	l.entries[k] = e
+	l.mu.Unlock()
+	return e
+}
+
+// quote returns a catalog text encoded as a JSON string, memoised: whole
+// catalogs repeat on every request (all mode, small libraries) and can be
+// hundreds of kilobytes.
+func (l *skillLib) quote(catalog string) []byte {
+	l.mu.Lock()
+	q, ok := l.catalogQ[catalog]
+	l.mu.Unlock()
+	if ok {
+		return q
+	}
+	q = marshalString(catalog)
+	l.mu.Lock()
+	if len(l.catalogQ) >= 64 {
+		l.catalogQ = map[string][]byte{}
+	}
+	l.catalogQ[catalog] = q
+	l.mu.Unlock()
+	return q
+}
+
+// entryCost is the token cost of s as a catalog entry.
+func (l *skillLib) entryCost(s *skills.Skill, format skills.Format, maxDesc int) int {
+	return l.entry(s, format, maxDesc).cost
+}
+
+// renderCatalog is skills.RenderCatalog assembled from cached entries; it
+// falls back to rendering when the layout does not split into head,
+// entries and tail.
+func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOptions) string {
+	head, tail, ok := splitCatalog(skills.RenderCatalog(nil, opts))
+	if !ok {
+		return skills.RenderCatalog(list, opts)
+	}
+	var b strings.Builder
+	n := len(head) + len(tail)
+	parts := make([]string, len(list))
+	for i, s := range list {
+		e := l.entry(s, opts.Format, opts.MaxDescription)
+		if e.text == "" {
+			return skills.RenderCatalog(list, opts)
+		}
+		parts[i] = e.text
+		n += len(e.text)
+	}
+	b.Grow(n)
+	b.WriteString(head)
+	for _, p := range parts {
+		b.WriteString(p)
+	}
+	b.WriteString(tail)
+	return b.String()
+}
+
+// renderCached renders a catalog of a whole subset of the library, which is
+// the same text on every request.
+func (l *skillLib) renderCached(k catalogKey, list []*skills.Skill, opts skills.CatalogOptions) renderedText {
+	l.mu.Lock()
+	r, ok := l.catalogs[k]
+	l.mu.Unlock()
+	if ok {
+		return r
+	}
+	text := skills.RenderCatalog(list, opts)
+	r = renderedText{text: text, tokens: countTokens(text)}
+	l.mu.Lock()
+	if len(l.catalogs) > 64 { // bounded: keys vary with priority lines
+		l.catalogs = map[catalogKey]renderedText{}
+	}
+	l.catalogs[k] = r
+	l.mu.Unlock()
+	return r
+}
+
+// resolve finds the skill a model asked for: an exact id, else a unique
+// frontmatter name (catalog formats such as anthropic show names, not ids),
+// else a unique id ending in "/"+want.
+func (l *skillLib) resolve(want string) (*skills.Skill, bool) {
+	if s, ok := l.byID[want]; ok {
+		return s, true
+	}
+	var byName, bySuffix []*skills.Skill
+	for _, s := range l.skills {
+		if s.Name == want {
+			byName = append(byName, s)
+		}
+		if strings.HasSuffix(s.ID, "/"+want) {
+			bySuffix = append(bySuffix, s)
+		}
+	}
+	if len(byName) == 1 {
+		return byName[0], true
+	}
+	if len(bySuffix) == 1 {
+		return bySuffix[0], true
+	}
+	return nil, false
+}

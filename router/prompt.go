@@ -1,0 +1,303 @@
+package router
+
+// The rewrite's core, free of JSON: given a routing decision, a library and
+// the conversation, decide what to add (catalog, envelopes, tools) and what
+// it costs in tokens. RewriteChat applies the result to a request body; the
+// benchmark calls Prompt to count the router's prompt tokens directly.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// MessageOverheadTokens is what the chat format spends on each added message
+// besides its content (role and framing tokens, as in OpenAI's counting
+// guide for the o200k models). AddedTokens includes it per added message.
+const MessageOverheadTokens = 4
+
+// Injection is one auto-loaded skill envelope.
+type Injection struct {
+	ID     string `json:"id"`
+	Text   string `json:"-"`
+	Tokens int    `json:"tokens"`
+}
+
+// PromptParts is everything a rewrite adds to a conversation, with token
+// counts (o200k_base). AddedTokens = CatalogTokens + ToolTokens + the
+// envelopes' tokens + MessageOverheadTokens per message added (each envelope,
+// and the catalog when it needs a new system message).
+type PromptParts struct {
+	Decision     *Decision `json:"decision"` // Selected = ids auto-loaded here; Reasons says why others were not
+	Conversation string    `json:"conversation"`
+
+	Catalog          string   `json:"catalog,omitempty"` // the catalog section ("" when none)
+	CatalogTokens    int      `json:"catalog_tokens"`
+	CatalogShown     []string `json:"catalog_shown"` // ids listed, in catalog order
+	CatalogHidden    int      `json:"catalog_hidden"`
+	CatalogTruncated bool     `json:"catalog_truncated,omitempty"`
+	CatalogNewSystem bool     `json:"catalog_new_system,omitempty"` // no system/developer message to append to
+
+	Envelopes []Injection `json:"envelopes"`
+	Active    []string    `json:"active"` // skills whose envelope is in the conversation after the rewrite
+
+	Tools      []json.RawMessage `json:"-"`          // server-side tool definitions added, in order
+	ToolNames  []string          `json:"tool_names"` // their names
+	ToolTokens int               `json:"tool_tokens"`
+
+	AddedTokens int `json:"added_tokens"`
+}
+
+// planInput is what planPrompt needs besides the options.
+type planInput struct {
+	snap        *skills.Snapshot
+	lib         *skillLib
+	dec         *Decision
+	msgs        []Message
+	ranking     func() []string // catalog ranking; called only when the catalog must be cut
+	clientNames map[string]bool // tool names the client defined (never shadowed)
+	noTools     bool            // the request cannot take tools (legacy functions)
+}
+
+// serverTools is what the session needs to answer the offered tools.
+type serverTools struct {
+	defs    []json.RawMessage
+	names   []string
+	extra   map[string]Tool // tier-3 tools by name
+	partial bool            // search_skills offered
+}
+
+// BuildPrompt computes what a rewrite adds for msgs under dec, without a
+// request body and without calling the ranking again: the pure core of
+// RewriteChat, for tests and benchmarks with hand-built decisions. A nil
+// dec means nothing selected.
+func BuildPrompt(ctx context.Context, snap *skills.Snapshot, dec *Decision, msgs []Message, opts RewriteOptions) (*PromptParts, error) {
+	o, err := opts.normalized()
+	if err != nil {
+		return nil, err
+	}
+	if dec == nil {
+		dec = &Decision{}
+	}
+	in := planInput{snap: snap, lib: libraryOf(snap), dec: dec, msgs: msgs}
+	in.ranking = func() []string { return rankedIDs(dec.Ranked) }
+	p, _ := planPrompt(ctx, in, &o)
+	return p, nil
+}
+
+// Prompt routes q and returns what RewriteChat would add to a request with
+// these messages, with token counts; no JSON involved. The benchmark uses it
+// to count the router's prompt tokens (AddedTokens) and to check which skills
+// the model sees (CatalogShown, Envelopes).
+func (r *Router) Prompt(ctx context.Context, q Query, opts RewriteOptions) (*PromptParts, error) {
+	o, err := opts.normalized()
+	if err != nil {
+		return nil, err
+	}
+	snap := r.Snapshot()
+	if snap == nil {
+		return nil, errors.New("router: no skill library loaded")
+	}
+	dec := r.Route(ctx, q)
+	if dec == nil {
+		dec = &Decision{}
+	}
+	lib := libraryOf(snap)
+	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages}
+	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o)
+	p, _ := planPrompt(ctx, in, &o)
+	return p, nil
+}
+
+// planPrompt decides the additions. It never fails: unknown ids become Reasons.
+func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptParts, *serverTools) {
+	lib := in.lib
+	d := *in.dec
+	d.Reasons = maps.Clone(in.dec.Reasons)
+	if d.Reasons == nil {
+		d.Reasons = map[string]string{}
+	}
+	p := &PromptParts{Decision: &d, Conversation: conversationID(in.msgs)}
+
+	// Mentions name ids; resolve leniently (a mention may use the name).
+	var pinned []string
+	pinnedSet := map[string]bool{}
+	for _, want := range in.dec.Pinned {
+		s, ok := lib.resolve(want)
+		if !ok {
+			d.Reasons[want] = "mentioned but not in the library"
+			continue
+		}
+		if !pinnedSet[s.ID] {
+			pinnedSet[s.ID] = true
+			pinned = append(pinned, s.ID)
+		}
+	}
+
+	toolsOK := !o.NoTools && !in.noTools
+	searchOK := toolsOK && !in.clientNames[ToolSearchSkills]
+	cat := lib.planCatalog(o, pinned, in.ranking, searchOK)
+	p.Catalog, p.CatalogTokens, p.CatalogShown, p.CatalogHidden, p.CatalogTruncated = cat.text, cat.tokens, cat.shown, cat.hidden, cat.truncated
+	if p.CatalogShown == nil {
+		p.CatalogShown = []string{}
+	}
+	added := p.CatalogTokens
+	if p.Catalog != "" && !hasSystem(in.msgs) {
+		p.CatalogNewSystem = true
+		added += MessageOverheadTokens
+	}
+
+	// Tier 2: pinned first (forced, whatever their size), then the router's
+	// selection within the auto-load budget; nothing already present.
+	present := map[string]bool{}
+	for _, id := range envelopesIn(in.msgs) {
+		if s, ok := lib.byID[id]; ok {
+			present[id] = true
+			p.Active = append(p.Active, s.ID)
+		}
+	}
+	var selected []string
+	used := 0
+	injected := map[string]bool{}
+	candidates := append(append([]string{}, pinned...), in.dec.Selected...)
+	for _, id := range candidates {
+		if injected[id] {
+			continue
+		}
+		s, ok := lib.byID[id]
+		switch {
+		case !ok:
+			d.Reasons[id] = "not in the library"
+			continue
+		case present[id]:
+			d.Reasons[id] = "already in the conversation"
+			continue
+		case s.Disabled() && !pinnedSet[id]:
+			d.Reasons[id] = "disabled in its frontmatter (enabled: false)"
+			continue
+		}
+		env := lib.envelope(s)
+		if !pinnedSet[id] && used+env.tokens > o.AutoLoadBudgetTokens {
+			if env.tokens > o.AutoLoadBudgetTokens {
+				d.Reasons[id] = fmt.Sprintf("body is %d tokens, over the auto-load budget of %d; the model can still load it", env.tokens, o.AutoLoadBudgetTokens)
+			} else {
+				d.Reasons[id] = fmt.Sprintf("body is %d tokens and only %d of the auto-load budget of %d are left; the model can still load it", env.tokens, o.AutoLoadBudgetTokens-used, o.AutoLoadBudgetTokens)
+			}
+			continue
+		}
+		used += env.tokens
+		injected[id] = true
+		delete(d.Reasons, id)
+		selected = append(selected, id)
+		p.Envelopes = append(p.Envelopes, Injection{ID: id, Text: env.text, Tokens: env.tokens})
+		p.Active = append(p.Active, id)
+		added += env.tokens + MessageOverheadTokens
+	}
+	d.Selected = selected
+	if len(d.Reasons) == 0 {
+		d.Reasons = nil
+	}
+	if p.Envelopes == nil {
+		p.Envelopes = []Injection{}
+	}
+	if p.Active == nil {
+		p.Active = []string{}
+	}
+
+	ts := &serverTools{extra: map[string]Tool{}}
+	if toolsOK {
+		ts.partial = searchOK && cat.hidden > 0
+		offerTools(ctx, ts, lib, o, in.clientNames, p.Active)
+	}
+	p.Tools, p.ToolNames = ts.defs, ts.names
+	if p.ToolNames == nil {
+		p.ToolNames = []string{}
+	}
+	for _, def := range ts.defs {
+		p.ToolTokens += countWhole(string(def))
+	}
+	added += p.ToolTokens
+	p.AddedTokens = added
+	return p, ts
+}
+
+// offerTools fills ts with the tools to offer for the active skills:
+// load_skill, search_skills when the catalog is partial, then tier-3 tools.
+// A tool whose name the client already uses is not offered (the client's
+// tool wins and its calls go back to the client).
+func offerTools(ctx context.Context, ts *serverTools, lib *skillLib, o *RewriteOptions, client map[string]bool, active []string) {
+	ts.defs, ts.names, ts.extra = nil, nil, map[string]Tool{}
+	taken := maps.Clone(client)
+	if taken == nil {
+		taken = map[string]bool{}
+	}
+	offer := func(name string, def json.RawMessage) {
+		ts.defs = append(ts.defs, def)
+		ts.names = append(ts.names, name)
+		taken[name] = true
+	}
+	if len(lib.skills) > 0 && !taken[ToolLoadSkill] {
+		offer(ToolLoadSkill, lib.loadSkillDef(ts.partial))
+	}
+	if ts.partial && !taken[ToolSearchSkills] {
+		offer(ToolSearchSkills, searchSkillsDef)
+	}
+	if o.Tools == nil || len(active) == 0 {
+		return
+	}
+	var act []*skills.Skill
+	for _, id := range active {
+		if s, ok := lib.byID[id]; ok {
+			act = append(act, s)
+		}
+	}
+	for _, t := range o.Tools.Tools(ctx, act) {
+		if t == nil {
+			continue
+		}
+		name := t.Name()
+		def := t.Definition()
+		if name == "" || taken[name] || !json.Valid(def) {
+			continue
+		}
+		offer(name, def)
+		ts.extra[name] = t
+	}
+}
+
+// conversationID is a stable id of a conversation: a digest of its first
+// system (or developer) message and its first user message, which stay the
+// same on every turn.
+func conversationID(msgs []Message) string {
+	h := sha256.New()
+	var sys, user bool
+	for _, m := range msgs {
+		switch {
+		case !sys && (m.Role == "system" || m.Role == "developer"):
+			sys = true
+			fmt.Fprintf(h, "system\x00%d\x00%s\x00", len(m.Text), m.Text)
+		case !user && m.Role == "user":
+			user = true
+			fmt.Fprintf(h, "user\x00%d\x00%s\x00", len(m.Text), m.Text)
+		}
+		if sys && user {
+			break
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+func hasSystem(msgs []Message) bool {
+	for _, m := range msgs {
+		if m.Role == "system" || m.Role == "developer" {
+			return true
+		}
+	}
+	return false
+}

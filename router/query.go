@@ -1,0 +1,90 @@
+package router
+
+import (
+	"strings"
+
+	"github.com/skillrouter/skillrouter/index"
+)
+
+// rankQuery is the text a conversation is ranked by: the latest user message
+// at full weight and up to HistoryTurns earlier user turns at decaying
+// weights. Only user turns count: the assistant's own words (and the skill
+// bodies the rewrite injected) would pull ranking toward what is already
+// loaded.
+type rankQuery struct {
+	latest string // latest user message, capped
+	turns  []queryTurn
+	terms  []index.Term // analysed, weighted, for bm25
+}
+
+type queryTurn struct {
+	text   string
+	weight float64
+}
+
+// newRankQuery builds the query for msgs; strip, when set, removes mentions
+// from the latest message's text before it is ranked by.
+func newRankQuery(msgs []Message, o Options, strip func(string) string) rankQuery {
+	var q rankQuery
+	w := 1.0
+	for i := len(msgs) - 1; i >= 0 && len(q.turns) <= max(o.HistoryTurns, 0); i-- {
+		m := msgs[i]
+		if m.Role != "user" || strings.TrimSpace(m.Text) == "" {
+			continue
+		}
+		q.turns = append(q.turns, queryTurn{text: capText(m.Text, o.MaxQueryChars), weight: w})
+		w *= o.HistoryDecay
+	}
+	if len(q.turns) == 0 {
+		// No user text (a system-only or tool-only request): rank by the
+		// last message with text, whoever wrote it.
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if strings.TrimSpace(msgs[i].Text) != "" {
+				q.turns = append(q.turns, queryTurn{text: capText(msgs[i].Text, o.MaxQueryChars), weight: 1})
+				break
+			}
+		}
+	}
+	if len(q.turns) > 0 {
+		q.latest = q.turns[0].text
+		if strip != nil {
+			q.turns[0].text = strip(q.turns[0].text)
+		}
+	}
+	for _, t := range q.turns {
+		q.terms = index.QueryTerms(q.terms, t.text, t.weight)
+	}
+	return q
+}
+
+// capText keeps at most n bytes of s: three quarters from the start and a
+// quarter from the end, cut at word boundaries — pasted logs put the error
+// at the end, people put the question at the start or the end.
+func capText(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	head := truncateUTF8(s, n*3/4)
+	if i := strings.LastIndexAny(head, " \n\t"); i > len(head)/2 {
+		head = head[:i]
+	}
+	tail := s[len(s)-n/4:]
+	for len(tail) > 0 && tail[0]&0xC0 == 0x80 {
+		tail = tail[1:]
+	}
+	if i := strings.IndexAny(tail, " \n\t"); i >= 0 && i < len(tail)/2 {
+		tail = tail[i+1:]
+	}
+	return head + "\n…\n" + tail
+}
+
+// texts returns the turn texts and their weights, latest first.
+func (q rankQuery) texts() ([]string, []float64) {
+	t := make([]string, len(q.turns))
+	w := make([]float64, len(q.turns))
+	for i, x := range q.turns {
+		t[i], w[i] = x.text, x.weight
+	}
+	return t, w
+}

@@ -1,0 +1,128 @@
+package router
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestObjectMembers(t *testing.T) {
+	tests := []struct {
+		in   string
+		keys []string
+		vals []string
+	}{
+		{`{}`, nil, nil},
+		{` { } `, nil, nil},
+		{`{"a":1}`, []string{"a"}, []string{"1"}},
+		{`{ "a" : [1, {"x":"}"}] , "b\"q":"s\\\"" ,"c":null}`, []string{"a", `b"q`, "c"}, []string{`[1, {"x":"}"}]`, `"s\\\""`, "null"}},
+		{`{"\u0061":-1.5e3,"a":true}`, []string{"a", "a"}, []string{"-1.5e3", "true"}},
+	}
+	for _, tt := range tests {
+		ms, err := objectMembers([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if len(ms) != len(tt.keys) {
+			t.Fatalf("%s: %d members, want %d", tt.in, len(ms), len(tt.keys))
+		}
+		for i, m := range ms {
+			if m.key != tt.keys[i] || tt.in[m.value.start:m.value.end] != tt.vals[i] {
+				t.Errorf("%s: member %d = %q:%q, want %q:%q", tt.in, i, m.key, tt.in[m.value.start:m.value.end], tt.keys[i], tt.vals[i])
+			}
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"a"}`, `{"a":1,}`, `{"a":1 "b":2}`, `{"a":`, `"x"`} {
+		if _, err := objectMembers([]byte(bad)); err == nil {
+			t.Errorf("%q: want error", bad)
+		}
+	}
+}
+
+func TestArrayElements(t *testing.T) {
+	in := ` [ 1 , "a,]" , {"b":[2]} , null ] `
+	es, err := arrayElements([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1", `"a,]"`, `{"b":[2]}`, "null"}
+	if len(es) != len(want) {
+		t.Fatalf("%d elements, want %d", len(es), len(want))
+	}
+	for i, e := range es {
+		if in[e.start:e.end] != want[i] {
+			t.Errorf("element %d = %q, want %q", i, in[e.start:e.end], want[i])
+		}
+	}
+}
+
+func TestEdits(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func([]byte) ([]byte, error)
+		in   string
+		want string
+	}{
+		{"set existing keeps order", func(b []byte) ([]byte, error) { return setMember(b, "b", []byte(`[9]`)) },
+			`{"a":1, "b": 2 ,"c":3}`, `{"a":1, "b": [9] ,"c":3}`},
+		{"set last duplicate", func(b []byte) ([]byte, error) { return setMember(b, "a", []byte(`0`)) },
+			`{"a":1,"a":2}`, `{"a":1,"a":0}`},
+		{"set missing appends", func(b []byte) ([]byte, error) { return setMember(b, "t", []byte(`[]`)) },
+			"{\n  \"a\": 1\n}", "{\n  \"a\": 1,\"t\":[]\n}"},
+		{"set in empty", func(b []byte) ([]byte, error) { return setMember(b, "t", []byte(`1`)) },
+			`{ }`, `{"t":1 }`},
+		{"remove middle", func(b []byte) ([]byte, error) { return removeMembers(b, "b") },
+			`{"a":1, "b":2, "c":3}`, `{"a":1, "c":3}`},
+		{"remove last", func(b []byte) ([]byte, error) { return removeMembers(b, "c") },
+			`{"a":1, "b":2, "c":3}`, `{"a":1, "b":2}`},
+		{"remove only", func(b []byte) ([]byte, error) { return removeMembers(b, "a") },
+			`{ "a":1 }`, `{  }`},
+		{"remove all duplicates", func(b []byte) ([]byte, error) { return removeMembers(b, "a") },
+			`{"a":1,"b":2,"a":3}`, `{"b":2}`},
+		{"remove escaped key", func(b []byte) ([]byte, error) { return removeMembers(b, `k"`) },
+			`{"x":0,"k\"":1,"y":2}`, `{"x":0,"y":2}`},
+		{"append", func(b []byte) ([]byte, error) { return appendElements(b, []byte(`3`), []byte(`4`)) },
+			`[1, 2 ]`, `[1, 2,3,4 ]`},
+		{"append empty", func(b []byte) ([]byte, error) { return appendElements(b, []byte(`3`)) },
+			`[ ]`, `[3 ]`},
+		{"append to string keeps escapes", func(b []byte) ([]byte, error) { return appendQuoted(b, `\n`, marshalString("<x> \"y\"\n")) },
+			`"a\ud800\u00e9"`, `"a\ud800\u00e9\n<x> \"y\"\n"`},
+		{"remove path", func(b []byte) ([]byte, error) { return removePath(b, "f", "p", "enum") },
+			`{"f":{"p":{"type":"string","enum":["a"]}},"g":1}`, `{"f":{"p":{"type":"string"}},"g":1}`},
+		{"remove missing path", func(b []byte) ([]byte, error) { return removePath(b, "f", "nope", "enum") },
+			`{"f":{"p":1}}`, `{"f":{"p":1}}`},
+	}
+	for _, tt := range tests {
+		got, err := tt.edit([]byte(tt.in))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s: result is not valid JSON: %s", tt.name, got)
+		}
+	}
+}
+
+func TestMarshalStringNoHTMLEscape(t *testing.T) {
+	if got := string(marshalString(`<skill_context id="a&b">`)); got != `"<skill_context id=\"a&b\">"` {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestValueEndNeverPanics(t *testing.T) {
+	for _, in := range []string{"", "{", "[", `"`, `"\`, "{\"a", "[1,", "tru", "-"} {
+		b := []byte(in)
+		for i := 0; i <= len(b); i++ {
+			_, _ = valueEnd(b, i)
+		}
+		_, _ = objectMembers(b)
+		_, _ = arrayElements(b)
+	}
+	if _, err := valueEnd([]byte(strings.Repeat("[", 10)), 0); err == nil {
+		t.Fatal("unterminated array: want error")
+	}
+}

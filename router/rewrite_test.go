@@ -1,0 +1,213 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRewriteRejects(t *testing.T) {
+	snap := fixture(t)
+	tests := []struct{ name, body, want string }{
+		{"empty", ``, "not valid JSON"},
+		{"garbage", `{"messages":[}`, "not valid JSON"},
+		{"array body", `[{"role":"user"}]`, "not a JSON object"},
+		{"no messages", `{"model":"m"}`, "no messages"},
+		{"messages null", `{"messages":null}`, "must be an array"},
+		{"messages object", `{"messages":{"role":"user"}}`, "must be an array"},
+		{"messages empty", `{"messages":[]}`, "must not be empty"},
+		{"message not object", `{"messages":["hi"]}`, "messages[0]: not an object"},
+		{"no role", `{"messages":[{"content":"x"}]}`, "messages[0]: missing role"},
+		{"role number", `{"messages":[{"role":1}]}`, "role must be a string"},
+		{"tools object", `{"messages":[{"role":"user","content":"x"}],"tools":{}}`, "tools must be an array"},
+	}
+	for _, tt := range tests {
+		_, err := RewriteWith(context.Background(), []byte(tt.body), snap, nil, RewriteOptions{}, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+	for _, o := range []RewriteOptions{{CatalogMode: "most"}, {AutoLoadRole: "assistant"}, {CatalogFormat: "yaml"}} {
+		if _, err := RewriteWith(context.Background(), chat(t, "user", "x"), snap, nil, o, nil); err == nil {
+			t.Errorf("options %+v: want error", o)
+		}
+	}
+}
+
+func TestMessagesFromChat(t *testing.T) {
+	body := `{"messages":[
+		{"role":"system","content":"S"},
+		{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"},{"type":"text"},"junk"]},
+		{"role":"assistant","content":null,"tool_calls":[]},
+		{"role":"tool","tool_call_id":"1","content":"T"},
+		{"role":"user","content":{"weird":true}},
+		{"role":"user"}]}`
+	got, err := MessagesFromChat([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Message{{"system", "S"}, {"user", "a\nb"}, {"assistant", ""}, {"tool", "T"}, {"user", ""}, {"user", ""}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestRewriteCatalogPlacement(t *testing.T) {
+	tests := []struct {
+		name  string
+		msgs  string
+		check func(t *testing.T, out []Message)
+	}{
+		{"first system not at index 0", `[{"role":"user","content":"u"},{"role":"system","content":"S"},{"role":"developer","content":"D"}]`, func(t *testing.T, out []Message) {
+			if !strings.HasPrefix(out[1].Text, "S\n\n## Agent Skills") || out[2].Text != "D" || out[0].Text != "u" {
+				t.Errorf("catalog must go to the first system/developer message: %q", out)
+			}
+		}},
+		{"null content", `[{"role":"system","content":null},{"role":"user","content":"u"}]`, func(t *testing.T, out []Message) {
+			if !strings.HasPrefix(out[0].Text, "## Agent Skills") {
+				t.Errorf("null content: %q", out[0].Text)
+			}
+		}},
+		{"missing content", `[{"role":"system","name":"x"},{"role":"user","content":"u"}]`, func(t *testing.T, out []Message) {
+			if !strings.HasPrefix(out[0].Text, "## Agent Skills") {
+				t.Errorf("missing content: %q", out[0].Text)
+			}
+		}},
+		{"empty parts", `[{"role":"system","content":[]},{"role":"user","content":"u"}]`, func(t *testing.T, out []Message) {
+			if !strings.HasPrefix(out[0].Text, "## Agent Skills") {
+				t.Errorf("empty parts: %q", out[0].Text)
+			}
+		}},
+		{"content of another shape", `[{"role":"system","content":42},{"role":"user","content":"u"}]`, func(t *testing.T, out []Message) {
+			if out[0].Role != "system" || !strings.HasPrefix(out[0].Text, "## Agent Skills") || out[1].Text != "" || out[1].Role != "system" {
+				t.Errorf("odd content must be left alone and a new system message added: %q", out)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		body := []byte(`{"messages":` + tt.msgs + `}`)
+		rw := rewriteFixture(t, body, Decision{}, RewriteOptions{}, nil)
+		checkPreserved(t, body, rw.Body)
+		tt.check(t, upstreamMessages(t, rw.Body))
+	}
+}
+
+func TestRewriteDedup(t *testing.T) {
+	// An envelope arrives inside array content, with its id XML-escaped.
+	env := `<skill_context id=\"team/release-notes\">…</skill_context> and <skill_context id=\"pdf-tools\"> too; not an envelope: <skill_context id=\"sql-review\" x>`
+	body := []byte(`{"messages":[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"` + env + `"}]},{"role":"user","content":"again"}]}`)
+	rw := rewriteFixture(t, body, Decision{Selected: []string{"team/release-notes", "pdf-tools", "sql-review"}}, RewriteOptions{}, nil)
+	if got := rw.Decision.Selected; !slices.Equal(got, []string{"sql-review"}) {
+		t.Fatalf("selected %v: envelopes already present must not be injected again", got)
+	}
+	if rw.Decision.Reasons["pdf-tools"] != "already in the conversation" {
+		t.Fatalf("reasons %v", rw.Decision.Reasons)
+	}
+	res := rw.Session.Call(context.Background(), "c", ToolLoadSkill, json.RawMessage(`{"skill_id":"team/release-notes"}`))
+	if !strings.Contains(res.Content, "already_active") {
+		t.Fatalf("loading a present skill: %s", res.Content)
+	}
+	// The router's decision is copied, not modified.
+	dec := Decision{Selected: []string{"pdf-tools"}, Reasons: map[string]string{"x": "y"}}
+	rw2, err := RewriteWith(context.Background(), body, fixture(t), &dec, RewriteOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dec.Reasons) != 1 || len(dec.Selected) != 1 || rw2.Decision == &dec {
+		t.Fatal("RewriteWith modified the caller's decision")
+	}
+}
+
+func TestRewriteUnknownAndDisabled(t *testing.T) {
+	rw := rewriteFixture(t, chat(t, "user", "x"), Decision{Selected: []string{"ghost", "legacy-fax"}, Pinned: []string{"phantom"}}, RewriteOptions{}, nil)
+	r := rw.Decision.Reasons
+	if len(rw.Decision.Selected) != 0 || r["ghost"] == "" || !strings.Contains(r["legacy-fax"], "disabled") || !strings.Contains(r["phantom"], "mentioned") {
+		t.Fatalf("decision %+v", rw.Decision)
+	}
+	// A mention forces even a disabled skill: the user asked for it by name.
+	rw = rewriteFixture(t, chat(t, "user", "x"), Decision{Pinned: []string{"legacy-fax"}}, RewriteOptions{}, nil)
+	if !slices.Equal(rw.Decision.Selected, []string{"legacy-fax"}) {
+		t.Fatalf("pinned disabled skill: %+v", rw.Decision)
+	}
+}
+
+func TestRewritePinnedIgnoresAutoLoadBudget(t *testing.T) {
+	rw := rewriteFixture(t, chat(t, "user", "x"), Decision{Pinned: []string{"pdf-tools"}, Selected: []string{"sql-review"}}, RewriteOptions{AutoLoadBudgetTokens: 100}, nil)
+	if !slices.Equal(rw.Decision.Selected, []string{"pdf-tools"}) || !strings.Contains(rw.Decision.Reasons["sql-review"], "auto-load budget") {
+		t.Fatalf("decision %+v", rw.Decision)
+	}
+}
+
+func TestAddedTokens(t *testing.T) {
+	body := chat(t, "user", "x")
+	rw := rewriteFixture(t, body, Decision{Selected: []string{"pdf-tools", "sql-review"}}, RewriteOptions{}, nil)
+	p := rw.Prompt
+	sum := p.CatalogTokens + p.ToolTokens + MessageOverheadTokens // new system message
+	for _, e := range p.Envelopes {
+		sum += e.Tokens + MessageOverheadTokens
+	}
+	if rw.AddedTokens != sum || sum <= p.CatalogTokens {
+		t.Fatalf("AddedTokens %d, parts sum to %d", rw.AddedTokens, sum)
+	}
+	none := rewriteFixture(t, body, Decision{}, RewriteOptions{NoTools: true}, nil)
+	if none.AddedTokens != none.Prompt.CatalogTokens+MessageOverheadTokens || none.Prompt.ToolTokens != 0 {
+		t.Fatalf("catalog only: %d", none.AddedTokens)
+	}
+}
+
+func TestLoadSkillEnumDroppedWhenPartial(t *testing.T) {
+	full := rewriteFixture(t, chat(t, "user", "x"), Decision{}, RewriteOptions{}, nil)
+	part := rewriteFixture(t, chat(t, "user", "x"), Decision{}, RewriteOptions{CatalogBudgetTokens: 250}, nil)
+	if !bytes.Contains(full.Body, []byte(`"enum":["api-design"`)) {
+		t.Fatal("whole catalog: load_skill should list the ids")
+	}
+	if bytes.Contains(part.Body, []byte(`"enum"`)) || !json.Valid(part.Prompt.Tools[0]) {
+		t.Fatal("partial catalog: load_skill must not carry an enum")
+	}
+}
+
+func TestBuildPromptMatchesRewrite(t *testing.T) {
+	snap := fixture(t)
+	dec := Decision{Ranked: scored("sql-review", "pdf-tools"), Selected: []string{"sql-review"}}
+	body := chat(t, "system", "s", "user", "check my query")
+	rw := rewriteFixture(t, body, dec, RewriteOptions{CatalogBudgetTokens: 300}, nil)
+	msgs, _ := MessagesFromChat(body)
+	p, err := BuildPrompt(context.Background(), snap, &dec, msgs, RewriteOptions{CatalogBudgetTokens: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AddedTokens != rw.AddedTokens || p.Catalog != rw.Prompt.Catalog || !slices.Equal(p.ToolNames, rw.Prompt.ToolNames) {
+		t.Fatalf("BuildPrompt and RewriteWith disagree: %+v vs %+v", p, rw.Prompt)
+	}
+	if _, err := BuildPrompt(context.Background(), snap, nil, msgs, RewriteOptions{CatalogMode: "x"}); err == nil {
+		t.Fatal("bad options: want error")
+	}
+}
+
+func TestRewriteToolsPlacement(t *testing.T) {
+	ld := `{"type":"function","function":{"name":"load_skill"`
+	tests := []struct{ name, body, wantPrefix string }{
+		{"tools before messages", `{"tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"x"}]}`,
+			`{"tools":[{"type":"function","function":{"name":"f"}},` + ld},
+		{"tools null", `{"tools":null,"messages":[{"role":"user","content":"x"}]}`, `{"tools":[` + ld},
+		{"tools empty after", `{"messages":[{"role":"user","content":"x"}], "tools" : [ ] , "n":2}`, ``},
+		{"no tools, messages last", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]\n}", `{"model":"m","messages":[`},
+	}
+	for _, tt := range tests {
+		rw := rewriteFixture(t, []byte(tt.body), Decision{}, RewriteOptions{}, nil)
+		checkPreserved(t, []byte(tt.body), rw.Body)
+		if !strings.HasPrefix(string(rw.Body), tt.wantPrefix) {
+			t.Errorf("%s: %s", tt.name, rw.Body)
+		}
+		if names := toolNames(t, rw.Body); names[len(names)-1] != ToolLoadSkill {
+			t.Errorf("%s: tools %v", tt.name, names)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(rw.Body, &v); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// Options configures ranking. Zero values take documented defaults.
+type Options struct {
+	Strategy     Strategy                       // default hybrid
+	Embedder     Embedder                       // nil: embedding and hybrid fall back to bm25
+	Fit          func(corpus []string) Embedder // non-nil for embedders that learn from the library (builtin); called per snapshot
+	EmbedTimeout time.Duration                  // latency budget for the query embedding; default 250ms
+	MaxAutoLoad  int                            // default 2
+	MinScore     map[Strategy]float64           // overrides of calibrated thresholds
+	IndexDir     string                         // where the vector index persists; "" = memory only
+	Logger       *slog.Logger
+
+	// HistoryTurns is how many earlier user turns are blended into the query
+	// (default 2; <0 = none), each weighted HistoryDecay times the one after
+	// it (default 0.35), so a follow-up like "now do the same for the API"
+	// keeps the topic without the old topic outvoting the new message.
+	HistoryTurns int
+	HistoryDecay float64
+	// MaxQueryChars caps each message's text used for ranking (default
+	// 4000); longer text keeps its start and end, where the ask usually is.
+	MaxQueryChars int
+	// RelativeScore: a skill after the best one is auto-loaded only when its
+	// score is at least this fraction of the best one's (default 0.8; <0 =
+	// no such rule). A clear winner then loads alone instead of dragging
+	// the runner-up's body into the prompt.
+	RelativeScore float64
+}
+
+// Defaults of Options.
+const (
+	DefaultStrategy      = StrategyHybrid
+	DefaultEmbedTimeout  = 250 * time.Millisecond
+	DefaultMaxAutoLoad   = 2
+	DefaultHistoryTurns  = 2
+	DefaultHistoryDecay  = 0.35
+	DefaultMaxQueryChars = 4000
+	DefaultRelativeScore = 0.8
+)
+
+func (o Options) withDefaults() Options {
+	if o.Strategy == "" {
+		o.Strategy = DefaultStrategy
+	}
+	if o.EmbedTimeout <= 0 {
+		o.EmbedTimeout = DefaultEmbedTimeout
+	}
+	if o.MaxAutoLoad == 0 {
+		o.MaxAutoLoad = DefaultMaxAutoLoad
+	}
+	if o.HistoryTurns == 0 {
+		o.HistoryTurns = DefaultHistoryTurns
+	}
+	if o.HistoryDecay <= 0 || o.HistoryDecay > 1 {
+		o.HistoryDecay = DefaultHistoryDecay
+	}
+	if o.RelativeScore == 0 {
+		o.RelativeScore = DefaultRelativeScore
+	}
+	if o.MaxQueryChars <= 0 {
+		o.MaxQueryChars = DefaultMaxQueryChars
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// ValidStrategy reports whether s names a strategy.
+func ValidStrategy(s Strategy) bool {
+	for _, x := range Strategies {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Router ranks one snapshot at a time; Update swaps in a new one atomically.
+// It is safe for concurrent use: Route and Search read the current indexes
+// through an atomic pointer and never wait for an Update.
+type Router struct {
+	opts Options
+	cur  atomic.Pointer[rankIndex]
+
+	mu sync.Mutex // serializes builds (Update, background retry)
+
+	// Background retry of a vector index whose build failed (embedder down).
+	bg        sync.WaitGroup
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	retrying  atomic.Bool
+	lastRetry atomic.Int64 // unix nanos
+
+	lastFallback atomic.Pointer[string] // last fallback reason logged
+}
+
+// vectorRetryEvery is how often Route may start a background rebuild of a
+// vector index that failed to build (e.g. Ollama was not up yet).
+const vectorRetryEvery = 30 * time.Second
+
+// New builds the indexes for snap. It fails only when ctx ends or the
+// options are invalid: an embedder that cannot embed the library leaves the
+// router ranking with bm25 (Decision.Fallback) and retrying in the background.
+func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, error) {
+	opts = opts.withDefaults()
+	if !ValidStrategy(opts.Strategy) {
+		return nil, fmt.Errorf("router: unknown strategy %q (want keyword, bm25, embedding or hybrid)", opts.Strategy)
+	}
+	r := &Router{opts: opts}
+	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
+	if err := r.Update(ctx, snap); err != nil {
+		r.bgCancel()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Update rebuilds indexes for snap off to the side and swaps them in. Vectors
+// of skills whose text did not change are reused. It fails only when ctx
+// ends; the previous indexes then stay in place.
+func (r *Router) Update(ctx context.Context, snap *skills.Snapshot) error {
+	if snap == nil {
+		return errors.New("router: nil snapshot")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ix, err := r.build(ctx, snap, r.cur.Load())
+	if err != nil {
+		return err
+	}
+	r.cur.Store(ix)
+	return nil
+}
+
+// Close stops background work (a pending vector index retry) and waits for
+// it. Routing keeps working on the current indexes.
+func (r *Router) Close() {
+	r.bgCancel()
+	r.bg.Wait()
+}
+
+// Snapshot returns the library the current indexes were built from.
+func (r *Router) Snapshot() *skills.Snapshot {
+	if ix := r.cur.Load(); ix != nil {
+		return ix.snap
+	}
+	return nil
+}
+
+// Ready reports whether the indexes are built.
+func (r *Router) Ready() bool { return r.cur.Load() != nil }
+
+// Strategy is the default strategy.
+func (r *Router) Strategy() Strategy { return r.opts.Strategy }
+
+// EmbedderName names the current embedder ("" when there is none).
+func (r *Router) EmbedderName() string {
+	if ix := r.cur.Load(); ix != nil && ix.emb != nil {
+		return ix.emb.Name()
+	}
+	return ""
+}
+
+// Route ranks the library for q. It never fails: embedder trouble falls back
+// to bm25, and a router without indexes returns an empty decision.
+func (r *Router) Route(ctx context.Context, q Query) *Decision {
+	start := time.Now()
+	strategy := q.Strategy
+	if strategy == "" || !ValidStrategy(strategy) {
+		strategy = r.opts.Strategy
+	}
+	d := &Decision{Strategy: strategy, Ranked: []Scored{}, Selected: []string{}}
+	ix := r.cur.Load()
+	if ix == nil {
+		d.Fallback, d.FallbackReason = true, "router has no index"
+		d.Latency = time.Since(start)
+		return d
+	}
+	if ix.emb != nil {
+		d.Embedder = ix.emb.Name()
+	}
+	var pinned []string
+	rq := newRankQuery(q.Messages, r.opts, func(text string) string {
+		var rest string
+		pinned, rest = ix.men.findStrip(text)
+		return rest
+	})
+	d.Query = rq.latest
+	res := r.rank(ctx, ix, strategy, rq)
+	d.Strategy = res.strategy
+	d.Fallback, d.FallbackReason = res.fallback != "", res.fallback
+	d.Ranked = res.scored(ix)
+	topK := q.TopK
+	if topK == 0 {
+		topK = r.opts.MaxAutoLoad
+	}
+	ix.selectSkills(d, res, pinned, topK, r.threshold(ix, res.strategy), r.opts.RelativeScore)
+	d.Latency = time.Since(start)
+	return d
+}
+
+// Search ranks the whole library for a free-text query (the search_skills
+// tool) with the default strategy, best first; limit <= 0 returns all.
+func (r *Router) Search(ctx context.Context, query string, limit int) []Scored {
+	ix := r.cur.Load()
+	if ix == nil {
+		return nil
+	}
+	rq := newRankQuery([]Message{{Role: "user", Text: query}}, r.opts, nil)
+	res := r.rank(ctx, ix, r.opts.Strategy, rq)
+	out := res.scored(ix)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// noteFallback logs a fallback when its reason changes, so an embedder that
+// is down logs once, not once per request.
+func (r *Router) noteFallback(reason string) {
+	if p := r.lastFallback.Load(); p != nil && *p == reason {
+		return
+	}
+	r.lastFallback.Store(&reason)
+	r.opts.Logger.Warn("routing with bm25 fallback", "reason", reason)
+}
+
+// noteRecovered resets noteFallback after a successful embedding.
+func (r *Router) noteRecovered() {
+	if p := r.lastFallback.Load(); p != nil {
+		r.lastFallback.Store(nil)
+		r.opts.Logger.Info("embedder recovered")
+	}
+}

@@ -1,0 +1,88 @@
+// Package router ranks a skill library against a conversation and rewrites
+// chat requests: catalog in the system prompt, auto-loaded skill bodies at the
+// end, and server-side tools (load_skill, search_skills, ...) for the proxy's
+// tool loop.
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// Embedder turns texts into unit-length vectors. Providers live in package embed.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Name() string    // provider: builtin, ollama, openai
+	Model() string   // model name (for the builtin, includes a fingerprint of its fitted state)
+	Dimensions() int // 0 when not known before the first call
+}
+
+// Strategy names a ranking strategy.
+type Strategy string
+
+const (
+	StrategyKeyword   Strategy = "keyword"
+	StrategyBM25      Strategy = "bm25"
+	StrategyEmbedding Strategy = "embedding"
+	StrategyHybrid    Strategy = "hybrid"
+)
+
+// Strategies lists every strategy, in benchmark order.
+var Strategies = []Strategy{StrategyKeyword, StrategyBM25, StrategyEmbedding, StrategyHybrid}
+
+// Scored is one ranked skill with its fused score and per-component scores
+// (e.g. "bm25", "cosine", "keyword", "rrf").
+type Scored struct {
+	ID         string             `json:"id"`
+	Score      float64            `json:"score"`
+	Components map[string]float64 `json:"components,omitempty"`
+}
+
+// Message is the text-only view of one chat message the router ranks from.
+type Message struct {
+	Role string
+	Text string // text parts joined; images dropped
+}
+
+// Query asks for a routing decision. Zero fields take the Router's defaults.
+type Query struct {
+	Messages []Message
+	Strategy Strategy
+	TopK     int // max skills to auto-load; 0 = default, <0 = none
+}
+
+// Decision is what the router decided for one query.
+type Decision struct {
+	Query          string            `json:"query"`
+	Strategy       Strategy          `json:"strategy"`
+	Embedder       string            `json:"embedder"`
+	Fallback       bool              `json:"fallback"`
+	FallbackReason string            `json:"fallback_reason,omitempty"`
+	Ranked         []Scored          `json:"ranked"`
+	Selected       []string          `json:"selected"`
+	Pinned         []string          `json:"pinned,omitempty"`  // #id / /id mentions, in order
+	Reasons        map[string]string `json:"reasons,omitempty"` // id -> why it was not auto-loaded
+	Latency        time.Duration     `json:"-"`
+}
+
+// Tool is a tool answered server-side by the proxy's tool loop.
+type Tool interface {
+	Name() string
+	Definition() json.RawMessage // OpenAI {"type":"function","function":{...}}
+	Call(ctx context.Context, call ToolCall) (string, error)
+}
+
+// ToolCall carries one call's arguments and the conversation it belongs to.
+type ToolCall struct {
+	Conversation string          // stable id of the conversation (hash of its first messages)
+	Arguments    json.RawMessage // the JSON arguments the model sent
+}
+
+// ToolProvider offers extra server-side tools for the active skills of a
+// request (tier 3: package sandbox).
+type ToolProvider interface {
+	Tools(ctx context.Context, active []*skills.Skill) []Tool
+}

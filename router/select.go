@@ -1,0 +1,66 @@
+package router
+
+import (
+	"fmt"
+)
+
+// nearMisses is how many skills past the auto-loaded ones are considered
+// (and given a reason when not loaded).
+const nearMisses = 3
+
+// selectSkills fills Selected, Pinned and Reasons. Mentioned skills come
+// first, in mention order. Then the best-ranked skills are auto-loaded, up to
+// topK of them, when their calibrated confidence reaches the threshold and,
+// after the first, their score is within relative of the best one's. Skills
+// that frontmatter turns off (enabled: false, auto_load: false) are never
+// auto-loaded, only pinned. Only the top topK+nearMisses ranks are
+// considered: a skill ranked tenth is not auto-loaded however confident.
+func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string, topK int, threshold, relative float64) {
+	d.Pinned = pinned
+	reasons := map[string]string{}
+	picked := map[string]bool{}
+	for _, id := range d.Pinned {
+		d.Selected = append(d.Selected, id)
+		picked[id] = true
+	}
+	auto := 0
+	best := -1.0
+	considered := 0
+	for _, i := range res.order {
+		if considered >= max(topK, 0)+nearMisses {
+			break
+		}
+		s := ix.list[i]
+		if picked[s.ID] {
+			continue
+		}
+		considered++
+		conf, score := res.conf[i], res.score[i]
+		switch {
+		case conf <= 0 && score <= 0:
+			// Nothing matched at all; no reason worth printing.
+		case !(conf >= threshold): // also rejects NaN
+			reasons[s.ID] = fmt.Sprintf("confidence %.3f below threshold %.3f", conf, threshold)
+		case s.Disabled():
+			reasons[s.ID] = "disabled in frontmatter (enabled: false)"
+		case s.AutoLoad != nil && !*s.AutoLoad:
+			reasons[s.ID] = "auto_load: false in frontmatter"
+		case topK <= 0:
+			reasons[s.ID] = "auto-loading is off for this request"
+		case auto >= topK:
+			reasons[s.ID] = fmt.Sprintf("max_auto_load %d reached", topK)
+		case auto > 0 && relative > 0 && score < relative*best:
+			reasons[s.ID] = fmt.Sprintf("score %.3f not within %.0f%% of the best match's %.3f", score, relative*100, best)
+		default:
+			d.Selected = append(d.Selected, s.ID)
+			picked[s.ID] = true
+			if auto == 0 {
+				best = score
+			}
+			auto++
+		}
+	}
+	if len(reasons) > 0 {
+		d.Reasons = reasons
+	}
+}

@@ -1,0 +1,280 @@
+package router
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// rankResult is one ranking of the whole library. Component slices are
+// indexed like rankIndex.list and nil when the strategy did not compute them.
+type rankResult struct {
+	strategy Strategy // what actually ranked (bm25 after a fallback)
+	fallback string   // why the requested strategy could not run; "" if it did
+	score    []float64
+	order    []int // skill indexes, best first
+
+	keyword []float64
+	bm25    []float64 // raw BM25F
+	bm25n   []float64 // BM25F / query ceiling, in [0,1)
+	cosine  []float64
+	// conf is the calibrated absolute match strength selection thresholds
+	// apply to. For bm25 and embedding it is the score; hybrid ranks by a
+	// mix that normalizes BM25 by the query's own ceiling (better order
+	// within a query) but selects by raw BM25 (comparable across queries:
+	// a short generic question fully "covered" by common words is not a
+	// strong match).
+	conf []float64
+}
+
+// rank scores every skill with strategy, falling back to bm25 when the
+// strategy needs embeddings that are not available in time.
+func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q rankQuery) *rankResult {
+	n := len(ix.list)
+	res := &rankResult{strategy: strategy, score: make([]float64, n)}
+	if strategy == StrategyKeyword {
+		res.keyword = make([]float64, n)
+		ix.kw.score(q.latest, res.keyword)
+		copy(res.score, res.keyword)
+		res.conf = res.score
+		res.sort(ix)
+		return res
+	}
+	res.bm25 = make([]float64, n)
+	res.bm25n = make([]float64, n)
+	ix.bm25.Score(q.terms, res.bm25)
+	if c := ix.bm25.Ceiling(q.terms); c > 0 {
+		for i, s := range res.bm25 {
+			res.bm25n[i] = s / c
+		}
+	}
+	if strategy == StrategyEmbedding || strategy == StrategyHybrid {
+		cos, reason := r.cosines(ctx, ix, q)
+		if reason != "" {
+			res.fallback = reason
+			res.strategy = StrategyBM25
+			r.noteFallback(reason)
+			r.maybeRetryVectors(ix)
+		} else {
+			res.cosine = cos
+			r.noteRecovered()
+		}
+	}
+	res.conf = make([]float64, n)
+	switch res.strategy {
+	case StrategyBM25:
+		for i, x := range res.bm25 {
+			res.score[i] = ix.cal.bm25.apply(x)
+		}
+		res.conf = res.score
+	case StrategyEmbedding:
+		for i, x := range res.cosine {
+			res.score[i] = ix.cal.cosine.apply(x)
+		}
+		res.conf = res.score
+	case StrategyHybrid:
+		for i := range res.score {
+			b, c := ix.cal.bm25.apply(res.bm25[i]), ix.cal.cosine.apply(res.cosine[i])
+			res.conf[i] = hybridConfBM25Weight*b + (1-hybridConfBM25Weight)*c
+			res.score[i] = hybridBM25Weight*ix.cal.bm25n.apply(res.bm25n[i]) + (1-hybridBM25Weight)*c
+		}
+	}
+	if hybridRRF && res.strategy == StrategyHybrid {
+		rb, rc := ranksOf(res.bm25), ranksOf(res.cosine)
+		for i := range res.score {
+			res.score[i] = 1/(60+float64(rb[i])) + 1/(60+float64(rc[i]))
+		}
+	}
+	res.sort(ix)
+	return res
+}
+
+// ranksOf returns each index's 1-based rank by descending value.
+func ranksOf(x []float64) []int {
+	order := make([]int, len(x))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(x[b], x[a]) })
+	r := make([]int, len(x))
+	for pos, i := range order {
+		r[i] = pos + 1
+	}
+	return r
+}
+
+// hybridBM25Weight is bm25's share of the hybrid score; the rest is the
+// embedding's. Both components are calibrated to the same scale first (see
+// calibration), so the mix is of like with like.
+var hybridBM25Weight = 0.4
+
+// hybridRRF switches hybrid ranking to reciprocal rank fusion (k=60), kept
+// for measurement: on upstream-queries and MetaTool it ranks worse than the
+// calibrated mix (figures in the quality test's log and the report).
+var hybridRRF = false
+
+// hybridConfBM25Weight is bm25's share of the hybrid confidence that
+// selection thresholds apply to.
+var hybridConfBM25Weight = 0.5
+
+// cosines embeds the query within the latency budget and returns every
+// skill's cosine similarity, or why it could not.
+func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]float64, string) {
+	switch {
+	case ix.emb == nil:
+		return nil, "no embedder configured"
+	case ix.vec == nil:
+		return nil, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+	case len(q.turns) == 0:
+		return make([]float64, len(ix.list)), ""
+	}
+	texts, weights := q.texts()
+	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
+		}
+		return nil, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+	}
+	qv, err := blend(vecs, weights)
+	if err != nil {
+		return nil, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+	}
+	if isZero(qv) {
+		// Nothing in the message the embedder could use (only stop words):
+		// chromem would normalize the zero vector into NaNs.
+		return make([]float64, len(ix.list)), ""
+	}
+	hits, err := ix.vec.Query(ctx, qv, ix.vec.Len())
+	if err != nil {
+		return nil, fmt.Sprintf("vector query: %v", err)
+	}
+	cos := make([]float64, len(ix.list))
+	for _, h := range hits {
+		if i, ok := ix.pos[h.ID]; ok && !math.IsNaN(h.Similarity) {
+			cos[i] = h.Similarity
+		}
+	}
+	return cos, ""
+}
+
+// embedWithin runs the embedder with a deadline and stops waiting when it
+// passes, even if the embedder ignores its context; a late result is
+// dropped.
+func embedWithin(ctx context.Context, e Embedder, texts []string, budget time.Duration) ([][]float32, error) {
+	if o, ok := e.(offlineEmbedder); ok && o.Offline() {
+		// In-process and fast: a goroutine hand-off would cost more than
+		// it guards against, and delays under CPU contention.
+		v, err := e.Embed(ctx, texts)
+		if err == nil && len(v) != len(texts) {
+			err = fmt.Errorf("%d vectors for %d texts", len(v), len(texts))
+		}
+		return v, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	type result struct {
+		v   [][]float32
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := e.Embed(ctx, texts)
+		ch <- result{v, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err == nil && len(res.v) != len(texts) {
+			res.err = fmt.Errorf("%d vectors for %d texts", len(res.v), len(texts))
+		}
+		return res.v, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// offlineEmbedder is implemented by in-process embedders (the builtin) that
+// need no latency budget.
+type offlineEmbedder interface{ Offline() bool }
+
+// blend sums turn vectors with their weights into one unit query vector.
+func blend(vecs [][]float32, weights []float64) ([]float32, error) {
+	if len(vecs) == 0 || len(vecs[0]) == 0 {
+		return nil, errors.New("empty query vector")
+	}
+	if len(vecs) == 1 {
+		return vecs[0], nil
+	}
+	out := make([]float32, len(vecs[0]))
+	for k, v := range vecs {
+		if len(v) != len(out) {
+			return nil, errors.New("query vectors of different sizes")
+		}
+		w := float32(weights[k])
+		for i, x := range v {
+			out[i] += w * x
+		}
+	}
+	var s float64
+	for _, x := range out {
+		s += float64(x) * float64(x)
+	}
+	if s > 0 {
+		k := float32(1 / math.Sqrt(s))
+		for i := range out {
+			out[i] *= k
+		}
+	}
+	return out, nil
+}
+
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 && !math.IsNaN(float64(x)) {
+			return false
+		}
+	}
+	return true
+}
+
+// sort orders skills by score, ties by id (the list order), for
+// deterministic output.
+func (res *rankResult) sort(ix *rankIndex) {
+	res.order = make([]int, len(res.score))
+	for i := range res.order {
+		res.order[i] = i
+	}
+	slices.SortStableFunc(res.order, func(a, b int) int {
+		return cmp.Compare(res.score[b], res.score[a])
+	})
+}
+
+// scored renders the ranking with per-component scores.
+func (res *rankResult) scored(ix *rankIndex) []Scored {
+	out := make([]Scored, len(res.order))
+	for k, i := range res.order {
+		c := make(map[string]float64, 4)
+		if res.keyword != nil {
+			c["keyword"] = res.keyword[i]
+		}
+		if res.bm25 != nil {
+			c["bm25"] = round4(res.bm25[i])
+			c["bm25_norm"] = round4(res.bm25n[i])
+		}
+		if res.cosine != nil {
+			c["cosine"] = round4(res.cosine[i])
+		}
+		if res.strategy == StrategyHybrid {
+			c["confidence"] = round4(res.conf[i])
+		}
+		out[k] = Scored{ID: ix.list[i].ID, Score: round4(res.score[i]), Components: c}
+	}
+	return out
+}
+
+// round4 keeps output readable and stable across platforms' float noise.
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

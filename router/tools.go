@@ -1,0 +1,184 @@
+package router
+
+// Server-side tools the rewrite offers (load_skill, search_skills) and the
+// shapes of their answers.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// Names of the router's own tools.
+const (
+	ToolLoadSkill    = "load_skill"
+	ToolSearchSkills = "search_skills"
+)
+
+// Limits of search_skills.
+const (
+	SearchDefaultLimit = 5
+	SearchMaxLimit     = 20
+)
+
+// searchSkillsDef is the OpenAI definition of search_skills.
+var searchSkillsDef = json.RawMessage(`{"type":"function","function":{"name":"search_skills","description":"Search the whole skill library, including skills not listed in <available_skills>. Returns the id and description of the best matches; load one with load_skill.","parameters":{"type":"object","properties":{"query":{"type":"string","description":"What the task is about, in a few words."},"limit":{"type":"integer","description":"How many matches to return (default 5, at most 20).","minimum":1,"maximum":20}},"required":["query"]}}}`)
+
+// loadSkillDef returns the load_skill definition for the eligible skills.
+// When the catalog leaves skills out, the id enum is dropped: search_skills
+// hands out ids the catalog does not show, and an enum would grow with the
+// library while the point of the budget is a constant-size prompt.
+func (l *skillLib) loadSkillDef(partial bool) json.RawMessage {
+	l.mu.Lock()
+	d, ok := l.loadTool[partial]
+	l.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = skills.LoadSkillTool(l.eligible)
+	if partial {
+		if stripped, err := removePath(d, "function", "parameters", "properties", "skill_id", "enum"); err == nil {
+			d = stripped
+		}
+	}
+	l.mu.Lock()
+	l.loadTool[partial] = d
+	l.mu.Unlock()
+	return d
+}
+
+// removePath deletes the member at the end of a path of object keys,
+// leaving everything else byte-identical.
+func removePath(b []byte, path ...string) ([]byte, error) {
+	if len(path) == 1 {
+		return removeMembers(b, path[0])
+	}
+	ms, err := objectMembers(b)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := memberValue(ms, path[0])
+	if !ok {
+		return b, nil
+	}
+	inner, err := removePath(b[s.start:s.end], path[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	return spliceBytes(b, s, inner), nil
+}
+
+// toolArgs decodes tool-call arguments into v. Models send an object, but
+// also "" (no arguments) or the object double-encoded as a JSON string.
+func toolArgs(raw json.RawMessage, v any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || isJSONNull(raw) {
+		raw = []byte("{}")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return errors.New("arguments are not valid JSON")
+		}
+		if strings.TrimSpace(s) == "" {
+			s = "{}"
+		}
+		raw = []byte(s)
+	}
+	if !json.Valid(raw) {
+		return errors.New("arguments are not valid JSON")
+	}
+	if bytes.TrimSpace(raw)[0] != '{' {
+		return errors.New("arguments must be a JSON object")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return errors.New("arguments have the wrong types: " + err.Error())
+	}
+	return nil
+}
+
+// toolError renders a structured error result for the model.
+func toolError(tool, kind, message string) string {
+	b, _ := marshalJSON(struct {
+		Error struct {
+			Tool    string `json:"tool"`
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Error: struct {
+		Tool    string `json:"tool"`
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}{tool, kind, message}})
+	return string(b)
+}
+
+// load_skill answers other than the envelope follow the skills package's
+// <skill_error> shape, so the model sees one format for that tool.
+var (
+	xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	xmlAttr = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "\n", "&#10;", "\t", "&#9;", "\r", "&#13;")
+)
+
+// loadSkillError is load_skill's structured error (bad arguments).
+func loadSkillError(id, reason, message string) string {
+	return `<skill_error id="` + xmlAttr.Replace(id) + `" reason="` + xmlAttr.Replace(reason) + "\">\n  <message>" +
+		xmlText.Replace(message) + "</message>\n</skill_error>"
+}
+
+// alreadyActive is load_skill's short answer for a skill whose envelope is
+// already in the conversation. It deliberately lacks the envelope's opening
+// tag, so dedup never mistakes it for the envelope.
+func alreadyActive(id string) string {
+	return `<skill_status id="` + xmlAttr.Replace(id) + "\" status=\"already_active\">\n  <message>The skill \"" +
+		xmlText.Replace(id) + "\" is already loaded in this conversation: follow its instructions above; there is no need to load it again.</message>\n</skill_status>"
+}
+
+// searchHit is one search_skills result.
+type searchHit struct {
+	ID          string `json:"id"`
+	Description string `json:"description"`
+}
+
+func searchResult(query string, hits []searchHit) string {
+	if hits == nil {
+		hits = []searchHit{}
+	}
+	hint := "Call load_skill with the id of the skill that fits the task."
+	if len(hits) == 0 {
+		hint = "No skill matches; try other words or continue without a skill."
+	}
+	b, _ := marshalJSON(struct {
+		Query   string      `json:"query"`
+		Results []searchHit `json:"results"`
+		Hint    string      `json:"hint"`
+	}{query, hits, hint})
+	return string(b)
+}
+
+// truncateWords folds whitespace and cuts s to at most limit runes at a
+// word boundary, marking the cut with an ellipsis, as catalog descriptions
+// are cut. limit <= 0 means no limit.
+func truncateWords(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if limit <= 0 || utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == limit-1 {
+			s = s[:i]
+			break
+		}
+		n++
+	}
+	if sp := strings.LastIndexByte(s, ' '); sp > len(s)/2 {
+		s = s[:sp]
+	}
+	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
+}
