@@ -118,6 +118,7 @@ func (o *Ollama) call(ctx context.Context, batch []string) ([][]float32, bool, e
 	if err != nil {
 		var se api.StatusError
 		if errors.As(err, &se) {
+			err = fmt.Errorf("POST %s/api/embed: HTTP %d: %w", o.host, se.StatusCode, err)
 			if se.StatusCode == http.StatusNotFound {
 				err = fmt.Errorf("%w (pull it with `ollama pull %s`)", err, o.model)
 			}

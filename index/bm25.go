@@ -190,21 +190,31 @@ func (ix *BM25) Ceiling(query []Term) float64 {
 }
 
 // QueryTerms analyzes text into deduplicated terms of the given weight,
-// merged into dst and sorted by term (a deterministic scoring order). A
-// repeated term adds a quarter of its weight per repeat: a pasted stack
-// trace repeating a word should not outweigh the question.
+// merged into dst and sorted by term (a deterministic scoring order). A term
+// already in dst (from another turn) adds its weight again; a term repeated
+// within text adds a quarter of its weight per repeat, at most doubling it,
+// so a pasted log repeating a word does not outweigh the question.
 func QueryTerms(dst []Term, text string, weight float64) []Term {
 	at := make(map[string]int, len(dst)+16)
 	for i, t := range dst {
 		at[t.Text] = i
 	}
+	count := make(map[string]int, 16)
 	for _, t := range analysis.Terms(text) {
+		count[t]++
+		w := weight
+		if n := count[t]; n > 1 {
+			if n > 5 {
+				continue
+			}
+			w *= 0.25
+		}
 		if i, ok := at[t]; ok {
-			dst[i].Weight += weight * 0.25
+			dst[i].Weight += w
 			continue
 		}
 		at[t] = len(dst)
-		dst = append(dst, Term{Text: t, Weight: weight})
+		dst = append(dst, Term{Text: t, Weight: w})
 	}
 	sort.Slice(dst, func(i, j int) bool { return dst[i].Text < dst[j].Text })
 	return dst

@@ -253,7 +253,7 @@ func LoadVectors(path string) (*Vectors, error) {
 	}
 	defer f.Close()
 	db := chromem.NewDB()
-	if err := db.ImportFromReader(f, "", ""); err != nil {
+	if err := db.ImportFromReader(f, ""); err != nil {
 		return nil, fmt.Errorf("import vector index %s: %w", path, err)
 	}
 	cols := db.ListCollections()

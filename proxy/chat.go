@@ -106,7 +106,9 @@ func decisionHeaders(h http.Header, rt *routed) {
 	}
 	if d := rt.rw.Decision; d != nil {
 		h.Set(HeaderSelected, strings.Join(d.Selected, ","))
-		h.Set(HeaderStrategy, string(d.Strategy))
+		if d.Strategy != "" { // empty when routing was disabled for the request
+			h.Set(HeaderStrategy, string(d.Strategy))
+		}
 		h.Set(HeaderFallback, strconv.FormatBool(d.Fallback))
 		if d.Fallback && d.FallbackReason != "" {
 			h.Set(HeaderFallbackReason, headerValue(d.FallbackReason))

@@ -36,8 +36,7 @@ func newAssistantMessage(content json.RawMessage, calls []toolCall) json.RawMess
 			calls[i].Function.Arguments = "{}"
 		}
 	}
-	b, _ := json.Marshal(assistantMessage{Role: "assistant", Content: content, ToolCalls: calls})
-	return b
+	return marshalJSON(assistantMessage{Role: "assistant", Content: content, ToolCalls: calls})
 }
 
 // usageSum adds up `usage` objects across tool rounds, field by field
@@ -150,11 +149,11 @@ func patchCompletion(raw []byte, usage json.RawMessage, strip func(name string) 
 				delete(msg, "tool_calls")
 				choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
 			} else {
-				msg["tool_calls"], _ = json.Marshal(kept)
+				msg["tool_calls"] = marshalJSON(kept)
 			}
-			choices[0]["message"], _ = json.Marshal(msg)
-			top["choices"], _ = json.Marshal(choices)
+			choices[0]["message"] = marshalJSON(msg)
+			top["choices"] = marshalJSON(choices)
 		}
 	}
-	return json.Marshal(top)
+	return marshalJSON(top), nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -358,5 +357,3 @@ func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-
-var _ = fmt.Sprintf

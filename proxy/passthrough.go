@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 )
@@ -40,10 +41,14 @@ func (s *Server) passthrough(c echo.Context) error {
 	return nil
 }
 
+var relayBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // relayBody copies src to w, flushing after every read.
 func relayBody(w http.ResponseWriter, src io.Reader) error {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	bp := relayBuffers.Get().(*[]byte)
+	defer relayBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {

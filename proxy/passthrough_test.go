@@ -219,3 +219,34 @@ func TestUpstreamErrorsPassedThrough(t *testing.T) {
 		}
 	}
 }
+
+func TestHooks(t *testing.T) {
+	var seen []string
+	h := newHarness(t, func(c *Config) {
+		c.ModifyRequest = func(r *http.Request) { r.Header.Set("X-Tenant", "t1") }
+		c.ModifyResponse = func(r *http.Response) error {
+			seen = append(seen, r.Request.URL.Path)
+			if r.Request.URL.Path == "/v1/embeddings" {
+				return io.ErrUnexpectedEOF
+			}
+			r.Header.Set("X-Seen", "yes")
+			return nil
+		}
+	})
+	resp, _ := h.do("GET", "/v1/models", "", nil)
+	if resp.Header.Get("X-Seen") != "yes" || h.up.Requests()[0].Header.Get("X-Tenant") != "t1" {
+		t.Fatalf("hooks not applied: %v", resp.Header)
+	}
+	resp, _ = h.chat(simpleChat, nil)
+	if resp.Header.Get("X-Seen") != "yes" {
+		t.Fatal("ModifyResponse not applied to chat")
+	}
+	resp, b := h.do("POST", "/v1/embeddings", `{}`, nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("rejected response: %d %s", resp.StatusCode, b)
+	}
+	checkAPIError(t, b, "upstream_response_rejected")
+	if len(seen) != 3 {
+		t.Fatalf("ModifyResponse saw %v", seen)
+	}
+}

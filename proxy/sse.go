@@ -55,10 +55,8 @@ func (s *sseReader) Next() (*sseEvent, error) {
 		}
 		content := bytes.TrimRight(line, "\r\n")
 		if len(content) == 0 {
-			if ev.HasData || ev.Event != "" || len(s.raw) > len(line) {
-				return s.finish(ev, data), nil
-			}
-			// Stray blank line between events: relay it as its own (empty) event.
+			// End of the event (a stray blank line between events is an
+			// empty event of its own, relayed as it is).
 			return s.finish(ev, data), nil
 		}
 		field, value, _ := bytes.Cut(content, []byte(":"))

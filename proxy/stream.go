@@ -451,7 +451,7 @@ func (sr *streamRelay) relayChunk(st *roundState, ev *sseEvent, round int) {
 				if len(relayed) == 0 {
 					delete(delta, "tool_calls")
 				} else {
-					delta["tool_calls"], _ = json.Marshal(relayed)
+					delta["tool_calls"] = marshalJSON(relayed)
 				}
 			}
 			if stripped {

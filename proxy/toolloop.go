@@ -120,20 +120,22 @@ func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []toolCal
 // writeFinal sends the last upstream answer, patched when tool rounds ran
 // (summed usage) or when the proxy's own calls must be stripped.
 func (s *Server) writeFinal(w http.ResponseWriter, info *reqInfo, upstream http.Header, raw []byte, rounds int, exhausted bool, usage *usageSum, strip func(string) bool) {
-	out := raw
+	out, patched := raw, false
 	if rounds > 0 || strip != nil {
 		var u json.RawMessage
 		if rounds > 0 && usage != nil && !usage.empty() {
 			u = usage.json()
 		}
 		if p, err := patchCompletion(raw, u, strip); err == nil {
-			out = p
+			out, patched = p, true
 		}
 	}
 	h := w.Header()
 	copyResponseHeader(h, upstream, false)
 	h.Del("Content-Encoding") // the Transport decoded it
-	h.Set("Content-Type", "application/json")
+	if patched || h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	h.Set(HeaderToolRounds, strconv.Itoa(rounds))
 	if exhausted {

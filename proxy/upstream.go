@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -54,7 +53,7 @@ func (s *Server) send(ctx context.Context, in *http.Request, body io.Reader, len
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
 			resp.Body.Close()
-			return nil, elapsed, fmt.Errorf("modify response: %w", errModifyResponse{err})
+			return nil, elapsed, errModifyResponse{err}
 		}
 	}
 	return resp, elapsed, nil
@@ -87,6 +86,10 @@ type failure struct {
 func classify(clientCtx context.Context, err error) failure {
 	if clientCtx.Err() != nil {
 		return failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}
+	}
+	var mr errModifyResponse
+	if errors.As(err, &mr) {
+		return failure{status: http.StatusBadGateway, code: "upstream_response_rejected", msg: "upstream response rejected: " + mr.Error()}
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {

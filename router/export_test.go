@@ -1,5 +1,7 @@
 package router
 
+import "time"
+
 // Test hooks for package router_test.
 
 // SetHybridBM25Weight changes bm25's share of the hybrid score (for
@@ -15,4 +17,11 @@ func SetHybridRRF(on bool) func() {
 	old := hybridRRF
 	hybridRRF = on
 	return func() { hybridRRF = old }
+}
+
+// SetVectorRetryEvery shortens the background retry interval.
+func SetVectorRetryEvery(d time.Duration) func() {
+	old := vectorRetryEvery
+	vectorRetryEvery = d
+	return func() { vectorRetryEvery = old }
 }

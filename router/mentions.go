@@ -55,12 +55,15 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 		if i > 0 && !isMentionLead(text[i-1]) {
 			continue
 		}
+		start := i
 		j := i + 1
 		for j < len(text) && isIDByte(text[j]) {
 			j++
 		}
-		tok := strings.ToLower(strings.TrimRight(text[i+1:j], "./-_"))
+		raw := strings.TrimRight(text[i+1:j], "./-_")
+		end := i + 1 + len(raw) // trailing punctuation stays in the text
 		i = j - 1
+		tok := strings.ToLower(raw)
 		if tok == "" {
 			continue
 		}
@@ -70,15 +73,15 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 			ok = ok && id != ""
 		}
 		if ok {
-			b.WriteString(text[last:i])
-			last = j
+			b.WriteString(text[last:start])
+			last = end
 			if !seen[id] {
 				seen[id] = true
 				out = append(out, id)
 			}
 		}
 	}
-	if last == 0 {
+	if len(out) == 0 {
 		return out, text
 	}
 	b.WriteString(text[last:])

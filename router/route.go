@@ -109,7 +109,7 @@ type Router struct {
 
 // vectorRetryEvery is how often Route may start a background rebuild of a
 // vector index that failed to build (e.g. Ollama was not up yet).
-const vectorRetryEvery = 30 * time.Second
+var vectorRetryEvery = 30 * time.Second
 
 // New builds the indexes for snap. It fails only when ctx ends or the
 // options are invalid: an embedder that cannot embed the library leaves the

@@ -81,8 +81,27 @@ func (s *Session) Handles(name string) bool {
 		return false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.offered[name]
+	offered := s.offered[name]
+	s.mu.Unlock()
+	if offered {
+		return true
+	}
+	_, disabled := s.disabledCall(name)
+	return disabled
+}
+
+// disabledCaller is implemented by tool providers (package sandbox) whose
+// tools exist but are switched off: their calls get a clear "disabled"
+// result from the proxy instead of leaking to the client as unknown tools.
+type disabledCaller interface {
+	DisabledCall(name string) (string, bool)
+}
+
+func (s *Session) disabledCall(name string) (string, bool) {
+	if d, ok := s.opts.Tools.(disabledCaller); ok && d != nil {
+		return d.DisabledCall(name)
+	}
+	return "", false
 }
 
 // Conversation is the stable conversation id passed to tier-3 tools.
@@ -141,6 +160,15 @@ func (s *Session) Call(ctx context.Context, callID, name string, args json.RawMe
 		extra = s.tools.extra[name]
 	}
 	s.mu.Unlock()
+	if !offered {
+		if out, ok := s.disabledCall(name); ok {
+			s.mu.Lock()
+			s.calls[name]++
+			s.mu.Unlock()
+			res.Content = out
+			return res
+		}
+	}
 	switch {
 	case !offered:
 		res.Content = toolError(name, "unknown_tool", fmt.Sprintf("%s is not a tool of this proxy", name))

@@ -248,8 +248,11 @@ func (res *rankResult) sort(ix *rankIndex) {
 	for i := range res.order {
 		res.order[i] = i
 	}
-	slices.SortStableFunc(res.order, func(a, b int) int {
-		return cmp.Compare(res.score[b], res.score[a])
+	slices.SortFunc(res.order, func(a, b int) int {
+		if c := cmp.Compare(res.score[b], res.score[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
 	})
 }
 

@@ -137,7 +137,9 @@ func TestAllowedToolsFromFrontmatter(t *testing.T) {
 }
 
 // TestSessionOffersNothingWhenDisabled: with execution off, loading an
-// executable skill adds no tools.
+// executable skill adds no tools, none are offered, and a call to a built-in
+// tier-3 tool is answered by the proxy with "execution disabled" rather than
+// reaching the client.
 func TestSessionOffersNothingWhenDisabled(t *testing.T) {
 	snap, r := library(t)
 	p := provider(t, snap, false)
@@ -146,10 +148,22 @@ func TestSessionOffersNothingWhenDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range toolNames(t, rw.Body) {
+		if name == "calc_numbers" || sandbox.IsTool(name) {
+			t.Errorf("disabled, yet %s is offered", name)
+		}
+	}
 	rw.Session.Call(ctx, "c1", "load_skill", json.RawMessage(`{"skill_id":"calc"}`))
-	for _, name := range []string{"calc_numbers", sandbox.ToolExecute, sandbox.ToolReadResource} {
-		if rw.Session.Handles(name) {
-			t.Errorf("disabled, yet %s is handled", name)
+	if rw.Session.Handles("calc_numbers") {
+		t.Error("disabled, yet calc_numbers is handled")
+	}
+	for _, name := range []string{sandbox.ToolExecute, sandbox.ToolReadResource} {
+		if !rw.Session.Handles(name) {
+			t.Errorf("disabled %s should still be answered by the proxy", name)
+		}
+		res := rw.Session.Call(ctx, "c2", name, json.RawMessage(`{"skill_id":"calc","command":"execute.py"}`))
+		if res.Content != sandbox.DisabledResult(name) || !strings.Contains(strings.ToLower(res.Content), "disabled") {
+			t.Errorf("%s while disabled: %s", name, res.Content)
 		}
 	}
 }

@@ -187,11 +187,13 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 	if rounds == 0 {
 		rounds = -1 // proxy.Config: 0 is the default, <0 none
 	}
+	defaultRW := proxy.NewRewriter(r, rwOpts)
+	warmUp(ctx, defaultRW, ab)
 	srv, err := proxy.New(proxy.Config{
 		Upstream:        up,
 		APIKey:          cfg.Upstream.APIKey,
 		OverrideAuth:    cfg.Upstream.OverrideAuth,
-		Rewriter:        proxy.NewRewriter(r, rwOpts),
+		Rewriter:        defaultRW,
 		Library:         reg,
 		AB:              ab,
 		MaxToolRounds:   rounds,
@@ -203,6 +205,24 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 		return nil, nil, err
 	}
 	return srv, reg, nil
+}
+
+// warmUp rewrites a throw-away request on every router before the listener
+// opens, so one-time initialisation (tokenizer tables, caches) is not paid by
+// the first user.
+func warmUp(ctx context.Context, def proxy.Rewriter, ab *proxy.ABConfig) {
+	body := []byte(`{"model":"warm-up","messages":[{"role":"user","content":"warm up the skill router"}]}`)
+	rws := []proxy.Rewriter{def}
+	if ab != nil {
+		for _, a := range ab.Arms {
+			if a.Rewriter != nil {
+				rws = append(rws, a.Rewriter)
+			}
+		}
+	}
+	for _, rw := range rws {
+		_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
+	}
 }
 
 // routerOptions maps the routing section to router.Options.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -73,6 +72,9 @@ func benchBodies(b *testing.B, dir string) [][]byte {
 // the two requests of a pair are independent).
 //
 //	go test -run XXX -bench AddedLatency -benchtime 4000x ./proxy/e2e
+//
+// The routing=off variant forwards unmodified (a Rewriter that changes
+// nothing): the proxy's own mechanics, for comparison.
 func BenchmarkAddedLatency(b *testing.B) {
 	dir := benchDir(b)
 	bodies := benchBodies(b, dir)
@@ -85,11 +87,33 @@ func BenchmarkAddedLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	on := proxy.NewRewriter(r, router.RewriteOptions{})
+	for _, mode := range []struct {
+		name        string
+		rw          proxy.Rewriter
+		concurrency int
+	}{
+		{"routing=on/clients=16", on, 16},
+		{"routing=off/clients=16", identity{}, 16},
+		{"routing=on/clients=1", on, 1}, // no queueing: the intrinsic cost
+	} {
+		b.Run(mode.name, func(b *testing.B) { benchAdded(b, mode.rw, reg, bodies, mode.concurrency) })
+	}
+}
+
+// identity is a Rewriter that changes nothing.
+type identity struct{}
+
+func (identity) Ready() bool { return true }
+func (identity) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
+	return &proxy.Rewrite{Body: body, Decision: &router.Decision{}}, nil
+}
+
+func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies [][]byte, concurrency int) {
 	up := fakeai.New()
 	defer up.Close()
 	u, _ := url.Parse(up.BaseURL())
-	srv, err := proxy.New(proxy.Config{Upstream: u, Rewriter: proxy.NewRewriter(r, router.RewriteOptions{}),
-		Library: reg, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := proxy.New(proxy.Config{Upstream: u, Rewriter: rw, Library: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,12 +144,9 @@ func BenchmarkAddedLatency(b *testing.B) {
 
 	var mu sync.Mutex
 	var direct, proxied []time.Duration
-	const concurrency = 16
-	b.SetParallelism((concurrency + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	var next int64
 	var nextMu sync.Mutex
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	worker := func(pb interface{ Next() bool }) {
 		var d, p []time.Duration
 		for pb.Next() {
 			nextMu.Lock()
@@ -145,7 +166,15 @@ func BenchmarkAddedLatency(b *testing.B) {
 		direct = append(direct, d...)
 		proxied = append(proxied, p...)
 		mu.Unlock()
-	})
+	}
+	b.ResetTimer()
+	if concurrency == 1 {
+		worker(&serial{n: b.N})
+	} else {
+		// RunParallel starts parallelism × GOMAXPROCS goroutines.
+		b.SetParallelism((concurrency + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) { worker(pb) })
+	}
 	b.StopTimer()
 	up.Reset()
 	dp50, dp99 := percentiles(direct)
@@ -160,6 +189,11 @@ func BenchmarkAddedLatency(b *testing.B) {
 		len(direct), len(reg.Snapshot().Skills()), concurrency, ms(dp50), ms(dp99), ms(pp50), ms(pp99))
 }
 
+// serial hands out b.N iterations to one goroutine.
+type serial struct{ n int }
+
+func (s *serial) Next() bool { s.n--; return s.n >= 0 }
+
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	if len(d) == 0 {
 		return 0, 0
@@ -171,5 +205,3 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-var _ = fmt.Sprint

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// demoPrompt is one sample request; topK, when set, is sent as X-Skillrouter-Top-K.
+type demoPrompt struct {
+	text string
+	topK string
+}
+
+// demoPrompts show the three things the proxy does: auto-load a relevant
+// skill, leave an off-topic question alone, and answer the model's own
+// load_skill call server-side (auto-load is turned off for that request so
+// the model has to fetch the skill itself).
+var demoPrompts = []demoPrompt{
+	{text: "My Postgres query on the orders table takes 9 seconds; here is the EXPLAIN ANALYZE output. How do I speed it up?"},
+	{text: "What's the capital of Australia?"},
+	{text: "Please load git-commit-messages and then write a message for my staged changes.", topK: "0"},
+}
+
+func newDemoCmd() *cobra.Command {
+	var (
+		dirs   []string
+		listen string
+		keep   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo [--skills DIR]... [\"message\"]...",
+		Short: "Run the proxy end to end against a built-in stand-in model (no external service)",
+		Long: "demo starts the real proxy (builtin embedder, hybrid strategy, all defaults) in front of a\n" +
+			"deterministic stand-in model, sends chat requests through it over HTTP and prints what\n" +
+			"the proxy decided and what the model received. With --keep it stays up so you can point\n" +
+			"curl or an OpenAI SDK at it. The stand-in calls load_skill when a message says \"load <id>\".\n" +
+			"Default library: examples/skills when present, else the default skill folders.",
+		Example: "  router demo\n  router demo \"write a regex for ISO dates\"\n  router demo --keep --listen 127.0.0.1:8080",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(dirs) == 0 {
+				if st, err := os.Stat("examples/skills"); err == nil && st.IsDir() {
+					dirs = []string{"examples/skills"}
+				}
+			}
+			prompts := demoPrompts
+			if len(args) > 0 {
+				prompts = nil
+				for _, a := range args {
+					prompts = append(prompts, demoPrompt{text: a})
+				}
+			}
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), dirs, listen, keep, prompts)
+		},
+	}
+	addSkillsFlag(cmd.Flags(), &dirs)
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address of the demo proxy")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep serving after the sample requests (Ctrl-C to stop)")
+	return cmd
+}
+
+func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, keep bool, prompts []demoPrompt) error {
+	roots, err := requireRoots(dirs)
+	if err != nil {
+		return err
+	}
+	modelLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("demo model: %w", err)
+	}
+	model := &http.Server{Handler: http.HandlerFunc(serveDemoModel), ReadHeaderTimeout: 10 * time.Second}
+	go model.Serve(modelLn)
+	defer model.Close()
+
+	cfg := defaultServeConfig()
+	cfg.Upstream.URL = "http://" + modelLn.Addr().String() + "/v1"
+	cfg.Watch = false
+	cfg.Log.Level = "warn"
+	log := newLogger(cfg.Log, os.Stderr)
+	srv, reg, err := buildProxy(ctx, cfg, roots, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	base := "http://" + ln.Addr().String() + "/v1"
+	fmt.Fprintf(out, "skillrouter demo: %d skills from %s, proxy at %s, stand-in model behind it\n",
+		len(reg.Snapshot().Skills()), strings.Join(roots, ", "), base)
+
+	for _, p := range prompts {
+		if err := demoExchange(ctx, out, base, p); err != nil {
+			return err
+		}
+	}
+	if keep {
+		fmt.Fprintf(out, "\nserving on %s (model \"demo\"); Ctrl-C to stop\n", base)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+func demoExchange(ctx context.Context, out io.Writer, base string, p demoPrompt) error {
+	body, _ := json.Marshal(map[string]any{
+		"model":    "demo",
+		"messages": []any{map[string]string{"role": "user", "content": p.text}},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if p.topK != "" {
+		req.Header.Set("X-Skillrouter-Top-K", p.topK)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("demo request: %w", err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		return fmt.Errorf("demo response: %w", err)
+	}
+	if got.Error != nil || len(got.Choices) == 0 {
+		return fmt.Errorf("demo response %s: %+v", resp.Status, got.Error)
+	}
+	h := resp.Header
+	selected := h.Get("X-Skillrouter-Selected")
+	if selected == "" {
+		selected = "(none)"
+	}
+	fmt.Fprintf(out, "\n> %s\n", p.text)
+	if p.topK != "" {
+		fmt.Fprintf(out, "  (request header X-Skillrouter-Top-K: %s)\n", p.topK)
+	}
+	fmt.Fprintf(out, "  auto-loaded: %s   strategy: %s   fallback: %s   prompt tokens added: %s   server-side tool rounds: %s\n",
+		selected, h.Get("X-Skillrouter-Strategy"), h.Get("X-Skillrouter-Fallback"),
+		h.Get("X-Skillrouter-Added-Tokens"), orDash(h.Get("X-Skillrouter-Tool-Rounds")))
+	fmt.Fprintf(out, "  model: %s\n", got.Choices[0].Message.Content)
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

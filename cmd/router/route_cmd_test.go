@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// The ranking fixture of package router.
+var routeFixture = filepath.Join("..", "..", "router", "testdata", "ranking")
+
+func TestRouteJSON(t *testing.T) {
+	tests := []struct {
+		args     []string
+		strategy string
+		selected []string
+		pinned   []string
+	}{
+		{[]string{"my SQL query is slow, which index should I add?"}, "hybrid", []string{"sql-tuning"}, nil},
+		{[]string{"--strategy", "bm25", "deploy to kubernetes with helm"}, "bm25", []string{"k8s-deploy"}, nil},
+		{[]string{"--strategy", "keyword", "hello there"}, "keyword", []string{}, nil},
+		{[]string{"what's the capital of Australia?"}, "hybrid", []string{}, nil},
+		{[]string{"--top-k", "0", "/pdf-forms and a slow sql query"}, "hybrid", []string{"pdf-forms"}, []string{"pdf-forms"}},
+	}
+	for _, tt := range tests {
+		args := append([]string{"route", "--skills", routeFixture, "--json"}, tt.args...)
+		out, errOut, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, errOut)
+		}
+		var d struct {
+			Query    string  `json:"query"`
+			Strategy string  `json:"strategy"`
+			Embedder *string `json:"embedder"`
+			Fallback *bool   `json:"fallback"`
+			Ranked   []struct {
+				ID         string             `json:"id"`
+				Score      *float64           `json:"score"`
+				Components map[string]float64 `json:"components"`
+			} `json:"ranked"`
+			Selected []string `json:"selected"`
+			Pinned   []string `json:"pinned"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, out)
+		}
+		if d.Strategy != tt.strategy || d.Embedder == nil || *d.Embedder != "builtin" || d.Fallback == nil || *d.Fallback {
+			t.Errorf("%v: header %+v", tt.args, d)
+		}
+		if d.Query != tt.args[len(tt.args)-1] || len(d.Ranked) != 8 || d.Ranked[0].Score == nil || len(d.Ranked[0].Components) == 0 {
+			t.Errorf("%v: query %q, %d ranked", tt.args, d.Query, len(d.Ranked))
+		}
+		if d.Selected == nil || strings.Join(d.Selected, ",") != strings.Join(tt.selected, ",") {
+			t.Errorf("%v: selected %v, want %v", tt.args, d.Selected, tt.selected)
+		}
+		if strings.Join(d.Pinned, ",") != strings.Join(tt.pinned, ",") {
+			t.Errorf("%v: pinned %v, want %v", tt.args, d.Pinned, tt.pinned)
+		}
+	}
+}
+
+func TestRouteTable(t *testing.T) {
+	out, _, err := run(t, "route", "--skills", routeFixture, "--rows", "3", "slow sql query, add an index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"strategy: hybrid   embedder: builtin", "RANK", "COSINE", "1 ", "sql-tuning  *", "auto-load: sql-tuning"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "\n") > 20 {
+		t.Errorf("--rows 3 printed too much:\n%s", out)
+	}
+}
+
+func TestRouteErrors(t *testing.T) {
+	tests := [][]string{
+		{"route", "--skills", routeFixture},
+		{"route", "--skills", routeFixture, "--strategy", "magic", "x"},
+		{"route", "--skills", routeFixture, "--embedder", "cohere", "x"},
+		{"route", "--skills", routeFixture, "--top-k", "-1", "x"},
+		{"route", "--skills", routeFixture, "  "},
+		{"route", "--skills", filepath.Join(t.TempDir(), "missing"), "x"},
+	}
+	for _, args := range tests {
+		if _, _, err := run(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+func TestRouteFallbackWhenEmbedderDown(t *testing.T) {
+	// An ollama endpoint nobody serves: routing still answers, with bm25.
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, errOut, err := run(t, "route", "--skills", routeFixture, "--json", "--embedder", "ollama",
+		"--embed-url", "http://127.0.0.1:1", "slow sql query")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var d router.Decision
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Fallback || d.Strategy != router.StrategyBM25 || d.FallbackReason == "" || d.Embedder != "ollama" {
+		t.Errorf("decision %+v", d)
+	}
+	if !strings.Contains(errOut, "vector index unavailable") {
+		t.Errorf("stderr does not explain the fallback:\n%s", errOut)
+	}
+}
+
+func TestBuildRouterFollowsReloads(t *testing.T) {
+	ctx := context.Background()
+	reg, r, err := buildRouter(ctx, []string{routeFixture}, embed.Config{}, router.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Snapshot() != reg.Snapshot() {
+		t.Fatal("router and registry disagree")
+	}
+	snap := reg.Reload(ctx)
+	if r.Snapshot() != snap {
+		t.Error("router did not follow the reload")
+	}
+	d := r.Route(ctx, router.Query{Messages: []router.Message{{Role: "user", Text: "slow sql query"}}})
+	if d.Embedder != "builtin" || d.Fallback || len(d.Selected) == 0 {
+		t.Errorf("decision %+v", d)
+	}
+}

@@ -1,0 +1,150 @@
+package embed
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var corpus = []string{
+	"pdf-forms\nFill and extract text from PDF forms and documents.",
+	"sql-tuning\nOptimize slow SQL queries with indexes and EXPLAIN plans.",
+	"release-notes\nWrite release notes and changelogs from git commits.",
+	"k8s-deploy\nDeploy services to Kubernetes clusters with Helm charts.",
+	"code-review\nReview pull requests for bugs, style and security issues.",
+}
+
+func cosine(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func TestBuiltinRanksTheRightDocument(t *testing.T) {
+	b := NewBuiltin(Config{}).Fit(corpus)
+	docs, err := b.Embed(context.Background(), corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		query string
+		want  int
+	}{
+		{"my SQL query is slow, which index should I add?", 1},
+		{"extract the text of this pdf", 0},
+		{"write the changelog for v2", 2},
+		{"deploying to kubernetes", 3},
+		{"please review my pull request", 4},
+		{"reviewing PRs", 4},             // stem + char n-grams
+		{"optimise queries", 1},          // British spelling via n-grams
+		{"helm chart for my service", 3}, // bigram/unigram overlap
+	}
+	for _, tt := range tests {
+		q, _ := b.Embed(context.Background(), []string{tt.query})
+		best, bestScore := -1, -2.0
+		for i, d := range docs {
+			if s := cosine(q[0], d); s > bestScore {
+				best, bestScore = i, s
+			}
+		}
+		if best != tt.want {
+			t.Errorf("%q: best document %d (%.3f), want %d", tt.query, best, bestScore, tt.want)
+		}
+	}
+}
+
+func TestBuiltinVectors(t *testing.T) {
+	b := NewBuiltin(Config{Dimensions: 256}).Fit(corpus)
+	vecs, _ := b.Embed(context.Background(), []string{"Deploy to Kubernetes", "the and of", "", "Deploy to Kubernetes"})
+	if len(vecs[0]) != 256 || b.Dimensions() != 256 {
+		t.Fatalf("dimensions %d / %d, want 256", len(vecs[0]), b.Dimensions())
+	}
+	if !unitLength(vecs[0]) {
+		t.Error("vector is not unit length")
+	}
+	for _, i := range []int{1, 2} {
+		for _, x := range vecs[i] {
+			if x != 0 {
+				t.Errorf("text %d has no features but a non-zero vector", i)
+				break
+			}
+		}
+	}
+	if !reflect.DeepEqual(vecs[0], vecs[3]) {
+		t.Error("same text, different vectors")
+	}
+	again, _ := NewBuiltin(Config{Dimensions: 256}).Fit(corpus).Embed(context.Background(), []string{"Deploy to Kubernetes"})
+	if !reflect.DeepEqual(vecs[0], again[0]) {
+		t.Error("vectors differ between identical fits")
+	}
+}
+
+func TestBuiltinUnknownWordsLowerTheScore(t *testing.T) {
+	b := NewBuiltin(Config{}).Fit(corpus)
+	v, _ := b.Embed(context.Background(), []string{
+		corpus[3],
+		"kubernetes",
+		"kubernetes zebra giraffe platypus",
+	})
+	if !(cosine(v[1], v[0]) > cosine(v[2], v[0])) {
+		t.Errorf("words the library never uses should dilute the match: %.3f vs %.3f", cosine(v[1], v[0]), cosine(v[2], v[0]))
+	}
+}
+
+func TestBuiltinFitIsImmutable(t *testing.T) {
+	base := NewBuiltin(Config{})
+	before, _ := base.Embed(context.Background(), []string{"slow sql"})
+	a := base.Fit(corpus)
+	b := base.Fit(corpus[:3])
+	after, _ := base.Embed(context.Background(), []string{"slow sql"})
+	if !reflect.DeepEqual(before, after) {
+		t.Error("Fit changed the receiver")
+	}
+	if a.Model() == b.Model() || a.Model() == base.Model() {
+		t.Errorf("models %q, %q, %q: fitted states must differ", base.Model(), a.Model(), b.Model())
+	}
+	if c := base.Fit(corpus); c.Model() != a.Model() {
+		t.Errorf("same corpus, different fingerprints %q and %q", a.Model(), c.Model())
+	}
+	if !strings.HasPrefix(a.Model(), builtinVersion+"-1024-") {
+		t.Errorf("Model() = %q", a.Model())
+	}
+	if a.Name() != "builtin" || !a.Offline() {
+		t.Error("Name/Offline")
+	}
+}
+
+func TestBuiltinHonorsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	texts := make([]string, 200)
+	for i := range texts {
+		texts[i] = "some text"
+	}
+	if _, err := NewBuiltin(Config{}).Embed(ctx, texts); err == nil {
+		t.Error("canceled context: want an error for a large batch")
+	}
+}
+
+func FuzzBuiltin(f *testing.F) {
+	b := NewBuiltin(Config{Dimensions: 64}).Fit(corpus)
+	for _, s := range []string{"", "a", "HTTPServer's", "日本語テキスト", strings.Repeat("x", 200), "\xff\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := b.Embed(context.Background(), []string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n float64
+		for _, x := range v[0] {
+			n += float64(x) * float64(x)
+		}
+		if n != 0 && !unitLength(v[0]) {
+			t.Fatalf("%q: norm² %v", s, n)
+		}
+	})
+}

@@ -1,0 +1,374 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noSleep(r *remote) *[]time.Duration {
+	var slept []time.Duration
+	r.sleep = func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		return ctx.Err()
+	}
+	return &slept
+}
+
+func TestOllamaEmbed(t *testing.T) {
+	srv := newFakeOllama(t, map[string]int{"nomic-embed-text": 12, "all-minilm": 6})
+	tests := []struct {
+		name       string
+		cfg        Config
+		texts      []string
+		wantCalls  int
+		wantDim    int
+		wantPrefix string
+	}{
+		{"default model, query prefix", Config{}, []string{"a", "b", "c"}, 1, 12, "search_query: "},
+		{"batches of two", Config{BatchSize: 2}, []string{"a", "b", "c", "d", "e"}, 3, 12, "search_query: "},
+		{"other model, no prefix", Config{Model: "all-minilm"}, []string{"x"}, 1, 6, ""},
+		{"dimensions passed", Config{Dimensions: 4}, []string{"x", "y"}, 1, 4, "search_query: "},
+		{"empty text sent as a space", Config{Model: "all-minilm"}, []string{""}, 1, 6, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := srv.callCount()
+			tt.cfg.BaseURL = srv.URL
+			o, err := NewOllama(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vecs, err := o.Embed(context.Background(), tt.texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.callCount() - before; got != tt.wantCalls {
+				t.Errorf("%d calls, want %d", got, tt.wantCalls)
+			}
+			if len(vecs) != len(tt.texts) {
+				t.Fatalf("%d vectors for %d texts", len(vecs), len(tt.texts))
+			}
+			for i, v := range vecs {
+				text := tt.texts[i]
+				if text == "" {
+					text = " "
+				}
+				want := fakeVector(tt.wantPrefix+text, tt.wantDim)
+				normalize(want)
+				if !reflect.DeepEqual(v, want) {
+					t.Errorf("vector %d is not the (normalized) vector of %q", i, tt.wantPrefix+text)
+				}
+				if !unitLength(v) {
+					t.Errorf("vector %d not unit length", i)
+				}
+			}
+			if o.Dimensions() != tt.wantDim {
+				t.Errorf("Dimensions() = %d, want %d", o.Dimensions(), tt.wantDim)
+			}
+			req := srv.requests[len(srv.requests)-1]
+			if req["truncate"] != true {
+				t.Errorf("truncate = %v, want true", req["truncate"])
+			}
+		})
+	}
+}
+
+func TestOllamaDocumentPrefix(t *testing.T) {
+	srv := newFakeOllama(t, map[string]int{"nomic-embed-text:v1.5": 8})
+	o, err := NewOllama(Config{BaseURL: srv.URL + "/", Model: "nomic-embed-text:v1.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.EmbedDocuments(context.Background(), []string{"doc"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := inputs(srv.requests[0]); !reflect.DeepEqual(got, []string{"search_document: doc"}) {
+		t.Errorf("input = %q", got)
+	}
+}
+
+func TestOllamaErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		fail      []fakeFailure
+		model     string
+		wantKind  error
+		wantCalls int
+		wantIn    string
+	}{
+		{"model not pulled", nil, "missing-model", ErrMisconfigured, 1, "ollama pull missing-model"},
+		{"bad request not retried", []fakeFailure{{400, `{"error":"invalid input type"}`}}, "m", ErrMisconfigured, 1, "invalid input"},
+		{"503 retried then ok", []fakeFailure{{503, `{"error":"server busy"}`}}, "m", nil, 2, ""},
+		{"429 retried then ok", []fakeFailure{{429, `{"error":"too many requests"}`}, {500, `{"error":"boom"}`}}, "m", nil, 3, ""},
+		{"5xx until retries run out", []fakeFailure{{500, `{}`}, {500, `{}`}, {500, `{}`}}, "m", ErrUnavailable, 3, "500"},
+		{"not JSON", []fakeFailure{{502, `<html>bad gateway</html>`}, {502, `<html>bad gateway</html>`}, {502, `<html>`}}, "m", ErrUnavailable, 3, "HTTP 502"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeOllama(t, map[string]int{"m": 4})
+			srv.fail = tt.fail
+			o, err := NewOllama(Config{BaseURL: srv.URL, Model: tt.model})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slept := noSleep(o.remote)
+			_, err = o.Embed(context.Background(), []string{"x"})
+			if tt.wantKind == nil {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+			} else if !errors.Is(err, tt.wantKind) {
+				t.Fatalf("err = %v, want %v", err, tt.wantKind)
+			} else if !strings.Contains(err.Error(), tt.wantIn) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.wantIn)
+			}
+			if got := srv.callCount(); got != tt.wantCalls {
+				t.Errorf("%d calls, want %d", got, tt.wantCalls)
+			}
+			if len(*slept) != tt.wantCalls-1 {
+				t.Errorf("slept %d times, want %d", len(*slept), tt.wantCalls-1)
+			}
+			for i := 1; i < len(*slept); i++ {
+				if (*slept)[i] < (*slept)[i-1]/2 {
+					t.Errorf("backoff shrank: %v", *slept)
+				}
+			}
+		})
+	}
+}
+
+func TestRemoteDown(t *testing.T) {
+	// A port nothing listens on: connection refused is "down", retried.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + l.Addr().String()
+	l.Close()
+	for _, mk := range []func() (Embedder, *remote, error){
+		func() (Embedder, *remote, error) {
+			o, err := NewOllama(Config{BaseURL: addr})
+			if err != nil {
+				return nil, nil, err
+			}
+			return o, o.remote, nil
+		},
+		func() (Embedder, *remote, error) {
+			o, err := NewOpenAI(Config{BaseURL: addr + "/v1"})
+			if err != nil {
+				return nil, nil, err
+			}
+			return o, o.remote, nil
+		},
+	} {
+		e, r, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slept := noSleep(r)
+		_, err = e.Embed(context.Background(), []string{"x"})
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s: err = %v, want ErrUnavailable", e.Name(), err)
+		}
+		if len(*slept) != DefaultRetries {
+			t.Errorf("%s: %d retries, want %d", e.Name(), len(*slept), DefaultRetries)
+		}
+	}
+}
+
+func TestRemoteTimeout(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(block)
+	o, err := NewOpenAI(Config{BaseURL: srv.URL, Timeout: 50 * time.Millisecond, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = o.Embed(context.Background(), []string{"x"})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("timed out after %v, want about 50ms", d)
+	}
+
+	// The caller's own deadline ends retries at once.
+	o2, _ := NewOpenAI(Config{BaseURL: srv.URL, Timeout: time.Minute, Retries: 5})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = o2.Embed(ctx, []string{"x"})
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrUnavailable wrapping the deadline", err)
+	}
+}
+
+func TestOpenAIEmbed(t *testing.T) {
+	srv := newFakeOpenAI(t, "sk-test", 10)
+	tests := []struct {
+		name     string
+		cfg      Config
+		texts    []string
+		wantDims int
+		sentDims any
+	}{
+		{"order by index", Config{}, []string{"one", "two", "three"}, 10, nil},
+		{"dimensions", Config{Dimensions: 5, Model: "text-embedding-3-large"}, []string{"a"}, 5, 5.0},
+		{"batching", Config{BatchSize: 2}, []string{"a", "b", "c"}, 10, nil},
+		{"empty input", Config{}, []string{"", "x"}, 10, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.BaseURL = srv.URL + "/v1/"
+			tt.cfg.APIKey = "sk-test"
+			o, err := NewOpenAI(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(srv.requests)
+			vecs, err := o.Embed(context.Background(), tt.texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vecs {
+				text := tt.texts[i]
+				if text == "" {
+					text = " "
+				}
+				want := fakeVector(text, tt.wantDims)
+				normalize(want)
+				if !reflect.DeepEqual(v, want) {
+					t.Errorf("vector %d is not the vector of %q", i, text)
+				}
+			}
+			req := srv.requests[n]
+			if req["encoding_format"] != "float" {
+				t.Errorf("encoding_format = %v", req["encoding_format"])
+			}
+			if req["dimensions"] != tt.sentDims {
+				t.Errorf("dimensions = %v, want %v", req["dimensions"], tt.sentDims)
+			}
+			wantModel := tt.cfg.Model
+			if wantModel == "" {
+				wantModel = DefaultOpenAIModel
+			}
+			if req["model"] != wantModel {
+				t.Errorf("model = %v, want %v", req["model"], wantModel)
+			}
+			if got := srv.headers[n].Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type = %q", got)
+			}
+		})
+	}
+}
+
+func TestOpenAIErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		key       string
+		fail      []fakeFailure
+		wantKind  error
+		wantCalls int
+		wantIn    string
+	}{
+		{"bad key not retried", "wrong", nil, ErrMisconfigured, 1, "Incorrect API key"},
+		{"unknown model 404", "k", []fakeFailure{{404, `{"error":{"message":"The model 'x' does not exist","type":"invalid_request_error"}}`}}, ErrMisconfigured, 1, "does not exist"},
+		{"rate limited then ok", "k", []fakeFailure{{429, `{"error":{"message":"Rate limit reached","type":"requests"}}`}}, nil, 2, ""},
+		{"wrong count", "k", []fakeFailure{{200, `{"object":"list","data":[],"model":"m"}`}, {200, `{"object":"list","data":[],"model":"m"}`}, {200, `{}`}}, ErrMalformedResponse, 3, "0 embeddings"},
+		{"duplicate index", "k", []fakeFailure{{200, `{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[1]}]}`}}, nil, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeOpenAI(t, "k", 4)
+			srv.fail = tt.fail
+			o, err := NewOpenAI(Config{BaseURL: srv.URL + "/v1", APIKey: tt.key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			noSleep(o.remote)
+			texts := []string{"x"}
+			if strings.Contains(tt.name, "duplicate") {
+				texts = []string{"x", "y"}
+			}
+			_, err = o.Embed(context.Background(), texts)
+			if tt.wantKind == nil {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+			} else if !errors.Is(err, tt.wantKind) {
+				t.Fatalf("err = %v, want %v", err, tt.wantKind)
+			} else if !strings.Contains(err.Error(), tt.wantIn) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.wantIn)
+			}
+			if got := srv.callCount(); got != tt.wantCalls {
+				t.Errorf("%d calls, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestDimensionMismatchIsMisconfigured(t *testing.T) {
+	srv := newFakeOpenAI(t, "", 6)
+	o, err := NewOpenAI(Config{BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Embed(context.Background(), []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	o.dims.Store(3) // as if the server switched models under us
+	_, err = o.Embed(context.Background(), []string{"y"})
+	if !errors.Is(err, ErrMisconfigured) || srv.callCount() != 2 {
+		t.Fatalf("err = %v after %d calls, want ErrMisconfigured without retry", err, srv.callCount())
+	}
+}
+
+func TestNewConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{
+		{Provider: "cohere"},
+		{Provider: "openai", BaseURL: "ftp://x"},
+		{Provider: "openai", BaseURL: "::bad"},
+		{Provider: "ollama", BaseURL: "localhost"},
+	} {
+		if _, err := New(cfg); !errors.Is(err, ErrMisconfigured) {
+			t.Errorf("New(%+v) err = %v, want ErrMisconfigured", cfg, err)
+		}
+	}
+}
+
+func TestNewProviders(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "*embed.Builtin"},
+		{Config{Provider: "builtin", CacheDir: "/nonexistent"}, "*embed.Builtin"},
+		{Config{Provider: "ollama"}, "*embed.Cache"},
+		{Config{Provider: "openai", CacheDir: "-"}, "*embed.OpenAI"},
+		{Config{Provider: "ollama", CacheDir: "-"}, "*embed.Ollama"},
+	}
+	for _, tt := range tests {
+		e, err := New(tt.cfg)
+		if err != nil {
+			t.Fatalf("New(%+v): %v", tt.cfg, err)
+		}
+		if got := fmt.Sprintf("%T", e); got != tt.want {
+			t.Errorf("New(%+v) = %s, want %s", tt.cfg, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package index
+
+import (
+	"math"
+	"testing"
+)
+
+var docs = []Doc{
+	{ID: "pdf", Fields: [NumFields]string{"pdf forms", "Fill and extract text from PDF forms.", "Use pdftotext. Forms have fields."}},
+	{ID: "sql", Fields: [NumFields]string{"sql tuning", "Optimize slow SQL queries.", "Run EXPLAIN, add an index, check the query plan. Mentions pdf once."}},
+	{ID: "notes", Fields: [NumFields]string{"release notes", "Write release notes from git commits.", "Group commits by type."}},
+}
+
+func scores(ix *BM25, q string) []float64 {
+	s := make([]float64, ix.Len())
+	ix.Score(QueryTerms(nil, q, 1), s)
+	return s
+}
+
+func TestBM25Ranking(t *testing.T) {
+	ix := NewBM25(docs, BM25Params{})
+	tests := []struct {
+		q    string
+		want int
+	}{
+		{"extract text from a PDF", 0},
+		{"my query is slow", 1},
+		{"explain plan", 1},
+		{"write the release notes", 2},
+		{"committing", 2}, // stemmed: commit
+	}
+	for _, tt := range tests {
+		s := scores(ix, tt.q)
+		best := 0
+		for i := range s {
+			if s[i] > s[best] {
+				best = i
+			}
+		}
+		if best != tt.want {
+			t.Errorf("%q: best %s %v, want %s", tt.q, ix.ID(best), s, ix.ID(tt.want))
+		}
+	}
+}
+
+func TestBM25FieldWeights(t *testing.T) {
+	// "pdf" is in pdf's name and sql's body: the name match must win, and
+	// with body weight 0 the body match must score nothing.
+	ix := NewBM25(docs, BM25Params{})
+	s := scores(ix, "pdf")
+	if !(s[0] > s[1] && s[1] > 0) {
+		t.Errorf("scores %v: want name match > body match > 0", s)
+	}
+	noBody := NewBM25(docs, BM25Params{Weights: [NumFields]float64{3, 2, 0}, B: [NumFields]float64{0.3, 0.75, 0.75}})
+	if s := scores(noBody, "pdf"); s[1] != 0 {
+		t.Errorf("body weight 0: sql scored %v", s[1])
+	}
+}
+
+func TestBM25CeilingAndIDF(t *testing.T) {
+	ix := NewBM25(docs, BM25Params{})
+	q := QueryTerms(nil, "slow zebra", 1)
+	if ix.IDF("zebra") != 0 || ix.IDF("slow") <= 0 {
+		t.Fatalf("IDF zebra %v slow %v", ix.IDF("zebra"), ix.IDF("slow"))
+	}
+	c := ix.Ceiling(q)
+	want := (ix.IDF("slow") + ix.MaxIDF()) * (DefaultBM25Params.K1 + 1)
+	if math.Abs(c-want) > 1e-9 {
+		t.Errorf("Ceiling = %v, want %v", c, want)
+	}
+	s := make([]float64, ix.Len())
+	ix.Score(q, s)
+	for i, x := range s {
+		if x < 0 || x >= c {
+			t.Errorf("score %d = %v outside [0, ceiling %v)", i, x, c)
+		}
+	}
+}
+
+func TestQueryTerms(t *testing.T) {
+	q := QueryTerms(nil, "Tests tests TESTING the plan", 1)
+	q = QueryTerms(q, "plan review", 0.5)
+	want := map[string]float64{"test": 1.5, "plan": 1.5, "review": 0.5}
+	if len(q) != len(want) {
+		t.Fatalf("terms %v", q)
+	}
+	for i, term := range q {
+		if w, ok := want[term.Text]; !ok || math.Abs(w-term.Weight) > 1e-9 {
+			t.Errorf("term %v, want weight %v", term, w)
+		}
+		if i > 0 && q[i-1].Text >= term.Text {
+			t.Errorf("terms not sorted: %v", q)
+		}
+	}
+}
+
+func TestBM25Empty(t *testing.T) {
+	ix := NewBM25(nil, BM25Params{})
+	ix.Score(QueryTerms(nil, "anything", 1), nil)
+	if ix.Len() != 0 {
+		t.Error("empty index has documents")
+	}
+	ix = NewBM25([]Doc{{ID: "empty"}}, BM25Params{})
+	s := make([]float64, 1)
+	ix.Score(QueryTerms(nil, "anything", 1), s)
+	if s[0] != 0 {
+		t.Error("empty document scored")
+	}
+}
