@@ -64,7 +64,7 @@ func (p BM25Params) withDefaults() BM25Params {
 
 type posting struct {
 	doc int32
-	tf  float32 // field-weighted, length-normalized term frequency (BM25F tf~)
+	tf  [NumFields]float32 // per-field length-normalized term frequency
 }
 
 // BM25 is a BM25F index: per-field term frequencies are length-normalized,
@@ -75,6 +75,7 @@ type BM25 struct {
 	postings map[string][]posting
 	idf      map[string]float64
 	k1       float64
+	weights  [NumFields]float64
 }
 
 // Term is one query term with its weight (1 for the latest message; less
@@ -112,23 +113,28 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 		postings: make(map[string][]posting),
 		idf:      make(map[string]float64),
 		k1:       p.K1,
+		weights:  p.Weights,
 	}
-	tf := make(map[string]float64)
+	tf := make(map[string]*[NumFields]float32)
 	for i, d := range docs {
 		ix.ids[i] = d.ID
 		clear(tf)
 		for f := Field(0); f < NumFields; f++ {
-			if p.Weights[f] == 0 || len(terms[i][f]) == 0 {
+			if len(terms[i][f]) == 0 {
 				continue
 			}
 			norm := 1 - p.B[f] + p.B[f]*float64(len(terms[i][f]))/avg[f]
-			w := p.Weights[f] / norm
 			for _, t := range terms[i][f] {
-				tf[t] += w
+				v := tf[t]
+				if v == nil {
+					v = new([NumFields]float32)
+					tf[t] = v
+				}
+				v[f] += float32(1 / norm)
 			}
 		}
 		for t, v := range tf {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(v)})
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: *v})
 		}
 	}
 	for t, ps := range ix.postings {
@@ -156,18 +162,27 @@ func (ix *BM25) MaxIDF() float64 {
 }
 
 // Score adds each document's BM25F score for the query into scores (indexed
-// like the documents; len(scores) must be Len()).
+// like the documents; len(scores) must be Len()), with the index's field
+// weights.
 func (ix *BM25) Score(query []Term, scores []float64) {
+	ix.ScoreWeighted(query, ix.weights, scores)
+}
+
+// ScoreWeighted is Score with other field weights: per-field frequencies are
+// kept, so one index serves strategies that weigh fields differently.
+func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float64) {
 	k1 := ix.k1
 	for _, q := range query {
 		idf := ix.idf[q.Text]
 		if idf == 0 || q.Weight == 0 {
 			continue
 		}
-		w := q.Weight * idf * (k1 + 1)
+		qw := q.Weight * idf * (k1 + 1)
 		for _, p := range ix.postings[q.Text] {
-			tf := float64(p.tf)
-			scores[p.doc] += w * tf / (k1 + tf)
+			tf := w[0]*float64(p.tf[0]) + w[1]*float64(p.tf[1]) + w[2]*float64(p.tf[2])
+			if tf > 0 {
+				scores[p.doc] += qw * tf / (k1 + tf)
+			}
 		}
 	}
 }

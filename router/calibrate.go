@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/skillrouter/skillrouter/index"
 )
 
 // Scores from different strategies and embedders are not comparable: BM25
@@ -32,9 +34,9 @@ func (s scale) apply(x float64) float64 {
 }
 
 type calibration struct {
-	bm25   scale // raw BM25F
-	bm25n  scale // BM25F / query ceiling
-	cosine scale
+	bm25          scale // raw BM25F with the bm25 strategy's field weights
+	bm25h, bm25nh scale // raw and ceiling-normalized BM25F with hybrid's
+	cosine        scale
 }
 
 // defaultThreshold is the minimum calibrated confidence to auto-load, per
@@ -117,27 +119,31 @@ func (r *Router) calibrate(ctx context.Context, ix *rankIndex) calibration {
 		}
 		return m
 	}
-	bm := func(text string) (raw, norm float64) {
+	// Best raw and normalized BM25F score of text, per field weighting.
+	bm := func(text string, w [index.NumFields]float64) (raw, norm float64) {
 		q := newRankQuery([]Message{{Role: "user", Text: text}}, r.opts, nil)
 		s := make([]float64, n)
-		ix.bm25.Score(q.terms, s)
+		ix.bm25.ScoreWeighted(q.terms, w, s)
 		raw = top(s)
 		if c := ix.bm25.Ceiling(q.terms); c > 0 {
 			norm = raw / c
 		}
 		return raw, norm
 	}
-	var pb, pn, sb, sn []float64
-	for _, p := range calibrationProbes {
-		raw, norm := bm(p)
-		pb, pn = append(pb, raw), append(pn, norm)
+	measure := func(w [index.NumFields]float64) (raw, norm scale) {
+		var pb, pn, sb, sn []float64
+		for _, p := range calibrationProbes {
+			r, n := bm(p, w)
+			pb, pn = append(pb, r), append(pn, n)
+		}
+		for _, s := range selfs {
+			r, n := bm(s, w)
+			sb, sn = append(sb, r), append(sn, n)
+		}
+		return scale{noise: median(pb), strong: median(sb)}, scale{noise: median(pn), strong: median(sn)}
 	}
-	for _, s := range selfs {
-		raw, norm := bm(s)
-		sb, sn = append(sb, raw), append(sn, norm)
-	}
-	cal.bm25 = scale{noise: median(pb), strong: median(sb)}
-	cal.bm25n = scale{noise: median(pn), strong: median(sn)}
+	cal.bm25, _ = measure(bm25FieldWeights)
+	cal.bm25h, cal.bm25nh = measure(hybridFieldWeights)
 
 	if ix.vec != nil {
 		texts := append(append([]string(nil), calibrationProbes...), selfs...)
@@ -164,6 +170,7 @@ func (r *Router) calibrate(ctx context.Context, ix *rankIndex) calibration {
 		}
 	}
 	r.opts.Logger.Debug("calibrated", "bm25_noise", cal.bm25.noise, "bm25_strong", cal.bm25.strong,
+		"hybrid_bm25_noise", cal.bm25h.noise, "hybrid_bm25_strong", cal.bm25h.strong,
 		"cosine_noise", cal.cosine.noise, "cosine_strong", cal.cosine.strong)
 	return cal
 }

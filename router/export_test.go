@@ -25,3 +25,10 @@ func SetVectorRetryEvery(d time.Duration) func() {
 	vectorRetryEvery = d
 	return func() { vectorRetryEvery = old }
 }
+
+// SetCodeWeight changes the weight of code blocks in queries.
+func SetCodeWeight(w float64) func() {
+	old := codeWeight
+	codeWeight = w
+	return func() { codeWeight = old }
+}

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/index"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -211,6 +212,11 @@ func TestQuality(t *testing.T) {
 		t.Skip("quality measurement skipped with -short")
 	}
 	dir := benchDir(t)
+	if w := os.Getenv("BODY_W"); w != "" {
+		old := index.DefaultBM25Params
+		fmt.Sscan(w, &index.DefaultBM25Params.Weights[index.FieldBody])
+		defer func() { index.DefaultBM25Params = old }()
+	}
 	verbose := os.Getenv("QUALITY_VERBOSE") != ""
 	ctx := context.Background()
 
@@ -243,6 +249,11 @@ func TestQuality(t *testing.T) {
 		var x float64
 		fmt.Sscan(w, &x)
 		defer router.SetHybridBM25Weight(x)()
+	}
+	if w := os.Getenv("CODE_W"); w != "" {
+		var x float64
+		fmt.Sscan(w, &x)
+		defer router.SetCodeWeight(x)()
 	}
 	if os.Getenv("HYBRID_RRF") != "" {
 		defer router.SetHybridRRF(true)()

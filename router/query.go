@@ -51,10 +51,41 @@ func newRankQuery(msgs []Message, o Options, strip func(string) string) rankQuer
 			q.turns[0].text = strip(q.turns[0].text)
 		}
 	}
+	if len(q.turns) > 0 && codeWeight < 1 {
+		// Code blocks and pasted logs in the latest message are context;
+		// the ask is in the prose around them. Rank by the prose, with the
+		// code as a lower-weight extra turn.
+		if prose, code := splitCode(q.turns[0].text); code != "" && strings.TrimSpace(prose) != "" {
+			w := q.turns[0].weight
+			q.turns[0].text = prose
+			q.turns = append(q.turns, queryTurn{text: code, weight: w * codeWeight})
+		}
+	}
 	for _, t := range q.turns {
 		q.terms = index.QueryTerms(q.terms, t.text, t.weight)
 	}
 	return q
+}
+
+// codeWeight is the weight of code blocks relative to the prose of a message.
+var codeWeight = 0.3
+
+// splitCode separates fenced code blocks (```) from the rest of text.
+func splitCode(text string) (prose, code string) {
+	var p, c strings.Builder
+	in := false
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			in = !in
+			continue
+		}
+		if in {
+			c.WriteString(line)
+		} else {
+			p.WriteString(line)
+		}
+	}
+	return p.String(), c.String()
 }
 
 // capText keeps at most n bytes of s: three quarters from the start and a

@@ -166,7 +166,7 @@ func TestMentions(t *testing.T) {
 func TestFrontmatterOptOut(t *testing.T) {
 	r := newRouter(t, rankingLibrary(t), builtinOptions())
 	for msg, id := range map[string]string{
-		"fax this document to the legacy gateway": "fax-sender",
+		"fax this document to the legacy gateway":                   "fax-sender",
 		"generate invoices as PDF from billing data for a customer": "invoice-builder",
 	} {
 		d := route(r, router.StrategyHybrid, msg)

@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/skillrouter/skillrouter/index"
 )
 
 // rankResult is one ranking of the whole library. Component slices are
@@ -44,14 +46,6 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 		res.sort(ix)
 		return res
 	}
-	res.bm25 = make([]float64, n)
-	res.bm25n = make([]float64, n)
-	ix.bm25.Score(q.terms, res.bm25)
-	if c := ix.bm25.Ceiling(q.terms); c > 0 {
-		for i, s := range res.bm25 {
-			res.bm25n[i] = s / c
-		}
-	}
 	if strategy == StrategyEmbedding || strategy == StrategyHybrid {
 		cos, reason := r.cosines(ctx, ix, q)
 		if reason != "" {
@@ -64,11 +58,23 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 			r.noteRecovered()
 		}
 	}
+	weights, bcal, ncal := hybridFieldWeights, ix.cal.bm25h, ix.cal.bm25nh
+	if res.strategy == StrategyBM25 {
+		weights, bcal = bm25FieldWeights, ix.cal.bm25
+	}
+	res.bm25 = make([]float64, n)
+	res.bm25n = make([]float64, n)
+	ix.bm25.ScoreWeighted(q.terms, weights, res.bm25)
+	if c := ix.bm25.Ceiling(q.terms); c > 0 {
+		for i, s := range res.bm25 {
+			res.bm25n[i] = s / c
+		}
+	}
 	res.conf = make([]float64, n)
 	switch res.strategy {
 	case StrategyBM25:
 		for i, x := range res.bm25 {
-			res.score[i] = ix.cal.bm25.apply(x)
+			res.score[i] = bcal.apply(x)
 		}
 		res.conf = res.score
 	case StrategyEmbedding:
@@ -78,9 +84,9 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 		res.conf = res.score
 	case StrategyHybrid:
 		for i := range res.score {
-			b, c := ix.cal.bm25.apply(res.bm25[i]), ix.cal.cosine.apply(res.cosine[i])
+			b, c := bcal.apply(res.bm25[i]), ix.cal.cosine.apply(res.cosine[i])
 			res.conf[i] = hybridConfBM25Weight*b + (1-hybridConfBM25Weight)*c
-			res.score[i] = hybridBM25Weight*ix.cal.bm25n.apply(res.bm25n[i]) + (1-hybridBM25Weight)*c
+			res.score[i] = hybridBM25Weight*ncal.apply(res.bm25n[i]) + (1-hybridBM25Weight)*c
 		}
 	}
 	if hybridRRF && res.strategy == StrategyHybrid {
@@ -106,6 +112,15 @@ func ranksOf(x []float64) []int {
 	}
 	return r
 }
+
+// Field weights (name, description, body) of BM25 per use. Alone, bm25
+// ranks best with the body barely counting (upstream-queries MRR 0.810 at
+// 0.2 against 0.774 at 0.5); inside hybrid the body helps (MRR 0.847 at 0.5
+// against 0.835 at 0.2), as the embedding already stresses what a skill is for.
+var (
+	bm25FieldWeights   = [index.NumFields]float64{3, 2, 0.2}
+	hybridFieldWeights = [index.NumFields]float64{3, 2, 0.5}
+)
 
 // hybridBM25Weight is bm25's share of the hybrid score; the rest is the
 // embedding's. Both components are calibrated to the same scale first (see

@@ -166,6 +166,12 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 	if err != nil {
 		return nil, nil, fmt.Errorf("exec: %w", err)
 	}
+	if cfg.Exec.Enabled {
+		// Learn executable skills' schemas (--help-json) off the request path:
+		// now for the loaded library, and again after every reload.
+		go tools.Warm(ctx, reg.Snapshot().Skills())
+		reg.OnReload(func(s *skills.Snapshot) { go tools.Warm(ctx, s.Skills()) })
+	}
 	rwOpts := router.RewriteOptions{
 		CatalogFormat:        skills.Format(cfg.Rewrite.CatalogFormat),
 		CatalogMode:          router.CatalogMode(cfg.Rewrite.CatalogMode),
