@@ -141,7 +141,7 @@ func WriteScaleChart(w io.Writer, r *Report) error {
 	tok.lines = append(tok.lines,
 		series{name: "stuff-all", color: "#555", dash: true, x: sizes, y: scaleValues(r, func(p ScalePoint, _ Result) float64 { return float64(p.StuffAllTokens) }, "")},
 		series{name: "catalog-only", color: "#000", dash: true, x: sizes, y: scaleValues(r, func(p ScalePoint, _ Result) float64 { return float64(p.CatalogTokens) }, "")})
-	lat := panel{x: 640, y: 50, w: 380, h: 300, title: "Routing latency per request"}
+	lat := panel{x: 700, y: 50, w: 380, h: 300, title: "Routing latency per request"}
 	for i, s := range strategies {
 		c := palette[i%len(palette)]
 		tok.lines = append(tok.lines, series{name: "router, " + s, color: c, x: sizes,
@@ -154,7 +154,7 @@ func WriteScaleChart(w io.Writer, r *Report) error {
 	tok.xa, lat.xa = xa, xa
 	tok.ya = logAxis("tokens", allY(tok.lines), fcount)
 	lat.ya = logAxis("milliseconds", allY(lat.lines), fms)
-	return svgDoc(w, 1200, 410, tok, lat)
+	return svgDoc(w, 1260, 410, tok, lat)
 }
 
 func scaleStrategies(r *Report) []string {

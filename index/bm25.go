@@ -37,9 +37,10 @@ type BM25Params struct {
 	MaxBodyChars int
 }
 
-// DefaultBM25Params were tuned on the upstream-queries and MetaTool sets
-// (see router's quality test): the name and description say what a skill is
-// for; the body mostly says how.
+// DefaultBM25Params: the name and description say what a skill is for, the
+// body mostly says how. Measured on the upstream-queries and MetaTool sets
+// (router's quality test): a flat 1/1/1 weighting or name+description only
+// rank worse; the router picks body weights per strategy (ScoreWeighted).
 var DefaultBM25Params = BM25Params{
 	K1:           1.2,
 	B:            [NumFields]float64{0.3, 0.75, 0.75},

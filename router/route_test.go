@@ -491,3 +491,28 @@ func TestDecisionJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestTinyLibraries(t *testing.T) {
+	ctx := context.Background()
+	empty := skills.Load(ctx, []string{t.TempDir()}, skills.Options{})
+	one := t.TempDir()
+	os.MkdirAll(filepath.Join(one, "only"), 0o755)
+	os.WriteFile(filepath.Join(one, "only", "SKILL.md"), []byte("---\nname: only\ndescription: Tune slow SQL queries.\n---\nbody\n"), 0o644)
+	for name, snap := range map[string]*skills.Snapshot{"empty": empty, "one": skills.Load(ctx, []string{one}, skills.Options{})} {
+		r := newRouter(t, snap, builtinOptions())
+		for _, s := range router.Strategies {
+			d := route(r, s, "my sql query is slow")
+			if d.Fallback || len(d.Ranked) != len(snap.Skills()) {
+				t.Errorf("%s %s: %+v", name, s, d)
+			}
+		}
+		if got := r.Search(ctx, "sql", 5); len(got) != len(snap.Skills()) {
+			t.Errorf("%s: Search = %v", name, got)
+		}
+	}
+	// No messages at all.
+	r := newRouter(t, rankingLibrary(t), builtinOptions())
+	if d := r.Route(ctx, router.Query{}); len(d.Selected) != 0 || d.Fallback {
+		t.Errorf("empty query: %+v", d)
+	}
+}
