@@ -63,6 +63,9 @@ also writes results.json, results.csv, results.md and SVG charts.`,
   router bench --skills ../shared/bench/skills --queries ../shared/bench/upstream-queries/queries.jsonl --scale 10,100,1000,10000 --strategies hybrid`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.metatool == "" && cmd.Flags().Changed("split") {
+				return errors.New("--split applies to --metatool only")
+			}
 			f.skills = lib.skills
 			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, lib)
 		},

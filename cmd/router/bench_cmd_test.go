@@ -161,6 +161,7 @@ func TestBenchCommandErrors(t *testing.T) {
 		{"bad strategy", []string{"--metatool", fixtureMetaTool, "--strategies", "nope"}, `unknown strategy "nope"`},
 		{"bad k", []string{"--metatool", fixtureMetaTool, "--k", "0"}, "--k"},
 		{"bad split", []string{"--metatool", fixtureMetaTool, "--split", "both"}, "--split"},
+		{"split without metatool", []string{"--queries", bad, "--split", "multi"}, "--split applies to --metatool only"},
 		{"bad catalog", []string{"--metatool", fixtureMetaTool, "--catalog", "some"}, "--catalog"},
 		{"bad scale", []string{"--metatool", fixtureMetaTool, "--scale", "10,x"}, "--scale"},
 		{"bad embedder", []string{"--metatool", fixtureMetaTool, "--embedder", "magic"}, "magic"},
