@@ -164,3 +164,120 @@ func TestVectorsEmptyAndZero(t *testing.T) {
 		t.Errorf("hits %v", hits)
 	}
 }
+
+// randomEmbedder gives each text a dense pseudo-random unit vector derived
+// from its bytes, so the matrix scoring is checked on realistic values.
+func randomEmbedder(dim int) EmbedFunc {
+	return func(_ context.Context, texts []string) ([][]float32, error) {
+		out := make([][]float32, len(texts))
+		for i, t := range texts {
+			h := uint64(14695981039346656037)
+			for _, c := range []byte(t) {
+				h = (h ^ uint64(c)) * 1099511628211
+			}
+			v := make([]float32, dim)
+			for j := range v {
+				h ^= h << 13
+				h ^= h >> 7
+				h ^= h << 17
+				v[j] = float32(int64(h%2001)-1000) / 1000
+			}
+			out[i] = unit(v)
+		}
+		return out, nil
+	}
+}
+
+// The matrix scoring must agree with chromem's own cosine ranking, before
+// and after a save/load round trip, for dense and sparse queries.
+func TestVectorsSimilaritiesMatchChromem(t *testing.T) {
+	ctx := context.Background()
+	const dim = 64
+	var docs []VectorDoc
+	for _, id := range []string{"delta", "alpha", "echo", "charlie", "bravo", "foxtrot", "golf"} {
+		docs = append(docs, vdoc(id, id+" skill", "body of "+id))
+	}
+	emb := randomEmbedder(dim)
+	v, _, err := BuildVectors(ctx, docs, "m", emb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "v.gob.gz")
+	if err := v.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadVectors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense, _ := emb(ctx, []string{"query"})
+	sparse := make([]float32, dim)
+	sparse[3], sparse[40] = 0.6, 0.8
+	for _, tc := range []struct {
+		name string
+		v    *Vectors
+		q    []float32
+	}{
+		{"built/dense", v, dense[0]}, {"built/sparse", v, sparse},
+		{"loaded/dense", loaded, dense[0]}, {"loaded/sparse", loaded, sparse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := tc.v.col.QueryEmbedding(ctx, tc.q, tc.v.Len(), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tc.v.Query(ctx, tc.q, tc.v.Len())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d hits, chromem %d", len(got), len(want))
+			}
+			for i := range got {
+				if got[i].ID != want[i].ID || math.Abs(got[i].Similarity-float64(want[i].Similarity)) > 1e-5 {
+					t.Errorf("hit %d: %s %.6f, chromem %s %.6f", i, got[i].ID, got[i].Similarity, want[i].ID, want[i].Similarity)
+				}
+			}
+			sims := make([]float64, tc.v.Len())
+			if err := tc.v.Similarities(tc.q, sims); err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range tc.v.IDs() {
+				if i > 0 && tc.v.IDs()[i-1] >= id {
+					t.Fatalf("IDs not sorted: %v", tc.v.IDs())
+				}
+				for _, h := range got {
+					if h.ID == id && h.Similarity != sims[i] {
+						t.Errorf("%s: Similarities %.6f, Query %.6f", id, sims[i], h.Similarity)
+					}
+				}
+			}
+		})
+	}
+	if err := v.Similarities(make([]float32, dim+1), make([]float64, v.Len())); err == nil {
+		t.Error("a query of the wrong dimension was accepted")
+	}
+	if err := v.Similarities(dense[0], make([]float64, 2)); err == nil {
+		t.Error("a destination of the wrong length was accepted")
+	}
+}
+
+// Equal similarities rank by id, so output does not depend on map order.
+func TestVectorsQueryTiesByID(t *testing.T) {
+	ctx := context.Background()
+	var e axisEmbedder
+	docs := []VectorDoc{vdoc("c", "a"), vdoc("a", "a"), vdoc("b", "a")}
+	v, _, err := BuildVectors(ctx, docs, "m", e.embed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		hits, err := v.Query(ctx, []float32{0, 1, 0, 0}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hits[0].ID != "a" || hits[1].ID != "b" || hits[2].ID != "c" {
+			t.Fatalf("ties not by id: %+v", hits)
+		}
+	}
+}

@@ -26,6 +26,7 @@ type rankIndex struct {
 
 	emb    Embedder       // the (fitted) embedder the vectors were made with; nil = none
 	vec    *index.Vectors // nil when emb is nil or its build failed
+	vecRow []int          // list position of each vector row (vec.IDs order); -1 = not in list
 	vecErr error          // why vec is nil although emb is set
 	cal    calibration
 }
@@ -112,6 +113,15 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	var stats index.BuildStats
 	if ix.emb != nil {
 		ix.vec, stats, ix.vecErr = r.buildVectors(ctx, vdocs, ix.emb, prev)
+	}
+	if ix.vec != nil {
+		ix.vecRow = make([]int, ix.vec.Len())
+		for k, id := range ix.vec.IDs() {
+			ix.vecRow[k] = -1
+			if i, ok := ix.pos[id]; ok {
+				ix.vecRow[k] = i
+			}
+		}
 	}
 	<-lexDone
 	if ctx.Err() != nil {

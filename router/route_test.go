@@ -101,11 +101,7 @@ func TestRouteComponents(t *testing.T) {
 	for s, keys := range want {
 		d := route(r, s, "slow sql query")
 		for _, sc := range d.Ranked {
-			got := make([]string, 0, len(sc.Components))
-			for k := range sc.Components {
-				got = append(got, k)
-			}
-			slices.Sort(got)
+			got := sc.Components.Names()
 			if !reflect.DeepEqual(got, keys) {
 				t.Fatalf("%s: components %v, want %v", s, got, keys)
 			}

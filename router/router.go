@@ -34,11 +34,11 @@ const (
 var Strategies = []Strategy{StrategyKeyword, StrategyBM25, StrategyEmbedding, StrategyHybrid}
 
 // Scored is one ranked skill with its fused score and per-component scores
-// (e.g. "bm25", "cosine", "keyword", "rrf").
+// ("bm25", "bm25_norm", "cosine", "confidence", "keyword").
 type Scored struct {
-	ID         string             `json:"id"`
-	Score      float64            `json:"score"`
-	Components map[string]float64 `json:"components,omitempty"`
+	ID         string     `json:"id"`
+	Score      float64    `json:"score"`
+	Components Components `json:"components,omitzero"`
 }
 
 // Message is the text-only view of one chat message the router ranks from.
@@ -66,6 +66,14 @@ type Decision struct {
 	Pinned         []string          `json:"pinned,omitempty"`  // #id / /id mentions, in order
 	Reasons        map[string]string `json:"reasons,omitempty"` // id -> why it was not auto-loaded
 	Latency        time.Duration     `json:"-"`
+
+	// Client tools gated by exec.allowed_tools (see ToolGate), as rewritten:
+	// withheld from the request, kept because an active skill's
+	// allowed-tools enables them (tool -> skill id), or kept because
+	// tool_choice names or requires them. Empty unless a client tool is gated.
+	ToolsWithheld []string          `json:"tools_withheld,omitempty"`
+	ToolsEnabled  map[string]string `json:"tools_enabled,omitempty"`
+	ToolsForced   []string          `json:"tools_forced,omitempty"`
 }
 
 // Tool is a tool answered server-side by the proxy's tool loop.

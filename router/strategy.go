@@ -161,17 +161,17 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]flo
 	}
 	if isZero(qv) {
 		// Nothing in the message the embedder could use (only stop words):
-		// chromem would normalize the zero vector into NaNs.
+		// every similarity is zero.
 		return make([]float64, len(ix.list)), ""
 	}
-	hits, err := ix.vec.Query(ctx, qv, ix.vec.Len())
-	if err != nil {
+	sims := make([]float64, ix.vec.Len())
+	if err := ix.vec.Similarities(qv, sims); err != nil {
 		return nil, fmt.Sprintf("vector query: %v", err)
 	}
 	cos := make([]float64, len(ix.list))
-	for _, h := range hits {
-		if i, ok := ix.pos[h.ID]; ok && !math.IsNaN(h.Similarity) {
-			cos[i] = h.Similarity
+	for k, sim := range sims {
+		if i := ix.vecRow[k]; i >= 0 && !math.IsNaN(sim) {
+			cos[i] = sim
 		}
 	}
 	return cos, ""
@@ -257,37 +257,46 @@ func isZero(v []float32) bool {
 }
 
 // sort orders skills by score, ties by id (the list order), for
-// deterministic output.
+// deterministic output. Sorting (score, index) pairs rather than indexes
+// into res.score keeps the comparisons on contiguous memory.
 func (res *rankResult) sort(ix *rankIndex) {
-	res.order = make([]int, len(res.score))
-	for i := range res.order {
-		res.order[i] = i
+	type pair struct {
+		score float64
+		i     int
 	}
-	slices.SortFunc(res.order, func(a, b int) int {
-		if c := cmp.Compare(res.score[b], res.score[a]); c != 0 {
+	ps := make([]pair, len(res.score))
+	for i, s := range res.score {
+		ps[i] = pair{s, i}
+	}
+	slices.SortFunc(ps, func(a, b pair) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(a.i, b.i)
 	})
+	res.order = make([]int, len(ps))
+	for k, p := range ps {
+		res.order[k] = p.i
+	}
 }
 
 // scored renders the ranking with per-component scores.
 func (res *rankResult) scored(ix *rankIndex) []Scored {
 	out := make([]Scored, len(res.order))
 	for k, i := range res.order {
-		c := make(map[string]float64, 4)
+		var c Components
 		if res.keyword != nil {
-			c["keyword"] = res.keyword[i]
+			c.put(compKeyword, res.keyword[i])
 		}
 		if res.bm25 != nil {
-			c["bm25"] = round4(res.bm25[i])
-			c["bm25_norm"] = round4(res.bm25n[i])
+			c.put(compBM25, round4(res.bm25[i]))
+			c.put(compBM25Norm, round4(res.bm25n[i]))
 		}
 		if res.cosine != nil {
-			c["cosine"] = round4(res.cosine[i])
+			c.put(compCosine, round4(res.cosine[i]))
 		}
 		if res.strategy == StrategyHybrid {
-			c["confidence"] = round4(res.conf[i])
+			c.put(compConfidence, round4(res.conf[i]))
 		}
 		out[k] = Scored{ID: ix.list[i].ID, Score: round4(res.score[i]), Components: c}
 	}

@@ -100,7 +100,7 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
 	var cols []string
 	if len(d.Ranked) > 0 {
 		for _, c := range []string{"keyword", "bm25", "bm25_norm", "cosine", "confidence"} {
-			if _, ok := d.Ranked[0].Components[c]; ok {
+			if _, ok := d.Ranked[0].Components.Get(c); ok {
 				cols = append(cols, c)
 			}
 		}
@@ -125,7 +125,8 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
 		}
 		fmt.Fprintf(tw, "%d\t%.4f\t", i+1, s.Score)
 		for _, c := range cols {
-			fmt.Fprintf(tw, "%.4f\t", s.Components[c])
+			v, _ := s.Components.Get(c)
+			fmt.Fprintf(tw, "%.4f\t", v)
 		}
 		fmt.Fprintf(tw, "%s%s\t\n", s.ID, mark)
 	}
