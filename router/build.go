@@ -23,6 +23,7 @@ type rankIndex struct {
 	bm25 *index.BM25
 	kw   *keywordIndex
 	men  mentionTable
+	sigs []termSignature // per skill, for near-duplicate auto-load checks
 
 	emb    Embedder       // the (fitted) embedder the vectors were made with; nil = none
 	vec    *index.Vectors // nil when emb is nil or its build failed
@@ -91,6 +92,10 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.bm25 = index.NewBM25(docs, index.BM25Params{})
 		ix.kw = newKeywordIndex(list)
 		ix.men = newMentionTable(list)
+		ix.sigs = make([]termSignature, len(list))
+		for i, s := range list {
+			ix.sigs[i] = signatureOf(s)
+		}
 	}()
 
 	vdocs := make([]index.VectorDoc, len(list))

@@ -11,7 +11,8 @@ const nearMisses = 3
 // selectSkills fills Selected, Pinned and Reasons. Mentioned skills come
 // first, in mention order. Then the best-ranked skills are auto-loaded, up to
 // topK of them, when their calibrated confidence reaches the threshold and,
-// after the first, their score is within relative of the best one's. Skills
+// after the first, their score is within relative of the best one's and they
+// are not a near-duplicate of a skill already selected. Skills
 // that frontmatter turns off (enabled: false, auto_load: false) are never
 // auto-loaded, only pinned. Only the top topK+nearMisses ranks are
 // considered: a skill ranked tenth is not auto-loaded however confident.
@@ -19,9 +20,13 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 	d.Pinned = pinned
 	reasons := map[string]string{}
 	picked := map[string]bool{}
+	var chosen []int // list positions of the selected skills
 	for _, id := range d.Pinned {
 		d.Selected = append(d.Selected, id)
 		picked[id] = true
+		if i, ok := ix.pos[id]; ok {
+			chosen = append(chosen, i)
+		}
 	}
 	auto := 0
 	best := -1.0
@@ -36,6 +41,7 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		}
 		considered++
 		conf, score := res.conf[i], res.score[i]
+		dup := ix.duplicateOf(i, chosen)
 		switch {
 		case conf <= 0 && score <= 0:
 			// Nothing matched at all; no reason worth printing.
@@ -51,9 +57,12 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 			reasons[s.ID] = fmt.Sprintf("max_auto_load %d reached", topK)
 		case auto > 0 && relative > 0 && score < relative*best:
 			reasons[s.ID] = fmt.Sprintf("score %.3f not within %.0f%% of the best match's %.3f", score, relative*100, best)
+		case dup >= 0:
+			reasons[s.ID] = fmt.Sprintf("near-duplicate of %s (term overlap %.2f)", ix.list[dup].ID, overlap(ix.sigs[i], ix.sigs[dup]))
 		default:
 			d.Selected = append(d.Selected, s.ID)
 			picked[s.ID] = true
+			chosen = append(chosen, i)
 			if auto == 0 {
 				best = score
 			}
@@ -63,4 +72,18 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 	if len(reasons) > 0 {
 		d.Reasons = reasons
 	}
+}
+
+// duplicateOf returns the first of chosen that skill i nearly duplicates,
+// or -1.
+func (ix *rankIndex) duplicateOf(i int, chosen []int) int {
+	if ix.sigs == nil {
+		return -1
+	}
+	for _, j := range chosen {
+		if overlap(ix.sigs[i], ix.sigs[j]) >= dupOverlap {
+			return j
+		}
+	}
+	return -1
 }
