@@ -3,13 +3,45 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 )
+
+// Headers of client-tool gating and conversation naming (the others are in
+// headers.go).
+const (
+	// HeaderSession names the conversation (request; never forwarded): tier-3
+	// output directories are keyed by it together with the conversation's
+	// opening. Without it the request's "user" field is used, if any.
+	HeaderSession = "X-Skillrouter-Session"
+	// HeaderToolsWithheld lists the client tools exec.allowed_tools gated and
+	// no active skill enabled, withheld from the upstream request
+	// (response; comma-separated; omitted when none).
+	HeaderToolsWithheld = "X-Skillrouter-Tools-Withheld"
+)
+
+// maxSessionKey bounds the session name taken from a header or the body;
+// it is hashed, so a longer one would only cost memory.
+const maxSessionKey = 1024
+
+// sessionKey is the client's name for the conversation: X-Skillrouter-Session,
+// else the OpenAI "user" field, else "" (the opening alone identifies it).
+func sessionKey(h http.Header, req *chatRequest) string {
+	k := strings.TrimSpace(h.Get(HeaderSession))
+	if k == "" {
+		k = strings.TrimSpace(req.User)
+	}
+	if len(k) > maxSessionKey {
+		k = k[:maxSessionKey]
+	}
+	return k
+}
 
 // routed is a chat request after validation, arm choice and rewrite.
 type routed struct {
@@ -46,6 +78,7 @@ func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *re
 	if ov.Strategy == "" {
 		ov.Strategy = arm.strategy
 	}
+	ov.Session = sessionKey(h, req)
 	info.arm = label
 	info.routed = true
 	if s.log.Enabled(ctx, slog.LevelDebug) { // the query is message content
@@ -113,6 +146,9 @@ func decisionHeaders(h http.Header, rt *routed) {
 		if d.Fallback && d.FallbackReason != "" {
 			h.Set(HeaderFallbackReason, headerValue(d.FallbackReason))
 		}
+		if len(d.ToolsWithheld) > 0 {
+			h.Set(HeaderToolsWithheld, headerList(d.ToolsWithheld))
+		}
 	}
 	h.Set(HeaderAddedTokens, strconv.Itoa(rt.rw.AddedTokens))
 }
@@ -131,6 +167,79 @@ func headerValue(s string) string {
 	return s
 }
 
+// maxHeaderList bounds a header listing names; it ends at a whole name.
+const maxHeaderList = 2048
+
+// headerList joins names for a header value, each made header-safe (commas
+// and control or non-ASCII bytes become spaces), cut after the last name
+// that fits.
+func headerList(names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		n = strings.TrimSpace(strings.ReplaceAll(headerValue(n), ",", " "))
+		if n == "" {
+			continue
+		}
+		if b.Len()+len(n)+1 > maxHeaderList {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// gateReport is what a ToolSession that gates client tools (*router.Session)
+// reports at the end of a request.
+type gateReport interface {
+	WithheldTools() []string
+	EnabledTools() map[string]string
+}
+
+// logToolGate logs, once the request is done, which gated client tools were
+// withheld and which an active skill enabled (by the rewrite or by a
+// load_skill in the tool loop). Silent when no client tool was gated.
+func (s *Server) logToolGate(ctx context.Context, rt *routed, info *reqInfo) {
+	if rt == nil || rt.rw == nil || rt.rw.Decision == nil {
+		return
+	}
+	d := rt.rw.Decision
+	withheld, enabled := d.ToolsWithheld, d.ToolsEnabled
+	var still []string
+	if g, ok := rt.session.(gateReport); ok && g != nil {
+		still, enabled = g.WithheldTools(), g.EnabledTools()
+	} else {
+		still = withheld
+	}
+	if len(withheld) == 0 && len(enabled) == 0 && len(d.ToolsForced) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if !s.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	pairs := make([]string, 0, len(enabled))
+	for _, tool := range slices.Sorted(maps.Keys(enabled)) {
+		pairs = append(pairs, tool+"="+enabled[tool])
+	}
+	attrs := []slog.Attr{
+		slog.String("tools_withheld", strings.Join(withheld, ",")),
+		slog.String("tools_enabled", strings.Join(pairs, ",")),
+	}
+	if len(d.ToolsForced) > 0 {
+		attrs = append(attrs, slog.String("tools_forced", strings.Join(d.ToolsForced, ",")))
+	}
+	if !slices.Equal(still, withheld) {
+		attrs = append(attrs, slog.String("tools_withheld_at_end", strings.Join(still, ",")))
+	}
+	if info.arm != "" {
+		attrs = append(attrs, slog.String("arm", info.arm))
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "client tools gated by skills", attrs...)
+}
+
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(c echo.Context) error {
 	r := c.Request()
@@ -146,6 +255,7 @@ func (s *Server) chat(c echo.Context) error {
 			} else {
 				s.completeChat(c, info, rt)
 			}
+			s.logToolGate(r.Context(), rt, info)
 			return nil
 		}
 	}

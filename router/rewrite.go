@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -19,6 +20,12 @@ type Overrides struct {
 	TopK        *int // 0 = auto-load nothing (mentions still load)
 	Disable     bool
 	CatalogMode CatalogMode
+	// Session names the conversation (X-Skillrouter-Session, else the
+	// request's "user"). When set, the conversation id given to tier-3 tools
+	// (and so the output directory) is derived from it together with the
+	// conversation's opening, so two conversations that open alike but are
+	// named differently do not share files. "" keeps the opening alone.
+	Session string
 }
 
 // Rewrite is a rewritten chat request plus the state the tool loop needs.
@@ -39,7 +46,9 @@ type Rewrite struct {
 // part for array content) or becomes a new first system message; each
 // auto-loaded envelope is a message after the last one; load_skill,
 // search_skills (when the catalog leaves skills out) and tier-3 tools are
-// appended to the client's tools. With ov.Disable the body is returned as is.
+// appended to the client's tools. When opts.Tools is a ToolGate, gated client
+// tools no active skill enables are left out (see ToolGate and
+// docs/sandbox.md). With ov.Disable the body is returned as is.
 func (r *Router) RewriteChat(ctx context.Context, body []byte, opts RewriteOptions, ov Overrides) (*Rewrite, error) {
 	if r == nil {
 		return nil, errors.New("router: nil Router")
@@ -77,7 +86,7 @@ func (r *Router) RewriteChat(ctx context.Context, body []byte, opts RewriteOptio
 	lib := libraryOf(snap)
 	in := planInput{snap: snap, lib: lib, dec: dec, msgs: msgs, clientNames: req.clientNames, noTools: req.functions}
 	in.ranking = r.catalogRanking(ctx, lib, msgs, ov.Strategy, dec, &o)
-	return finishRewrite(ctx, r, req, in, o)
+	return finishRewrite(ctx, r, req, in, o, ov.Session)
 }
 
 // RewriteWith is RewriteChat with a given decision instead of routing: the
@@ -99,26 +108,33 @@ func RewriteWith(ctx context.Context, body []byte, snap *skills.Snapshot, dec *D
 	in := planInput{snap: snap, lib: libraryOf(snap), dec: dec, msgs: routerMessages(req.msgs),
 		clientNames: req.clientNames, noTools: req.functions}
 	in.ranking = func() []string { return capRanking(rankedIDs(dec.Ranked)) }
-	return finishRewrite(ctx, search, req, in, o)
+	return finishRewrite(ctx, search, req, in, o, "")
 }
 
 // finishRewrite plans the additions, applies them and builds the session;
-// search answers search_skills (nil: "unavailable").
-func finishRewrite(ctx context.Context, search Searcher, req *chatRequest, in planInput, o RewriteOptions) (*Rewrite, error) {
+// search answers search_skills (nil: "unavailable"); session is
+// Overrides.Session.
+func finishRewrite(ctx context.Context, search Searcher, req *chatRequest, in planInput, o RewriteOptions, session string) (*Rewrite, error) {
 	p, ts := planPrompt(ctx, in, &o)
-	body, err := applyPrompt(req, p, o.AutoLoadRole, in.lib)
+	if session = strings.TrimSpace(session); session != "" {
+		p.Conversation = namedConversationID(session, p.Conversation)
+	}
+	gate := newToolGate(&o, req, in.lib, p.Active)
+	gate.record(p.Decision)
+	body, err := applyPrompt(req, p, o.AutoLoadRole, in.lib, gate)
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	toolsOK := !o.NoTools && !req.functions
 	sess := newSession(search, in.snap, in.lib, o, p, ts, toolsOK, req.clientTools, req.clientNames)
+	sess.gate = gate
 	return &Rewrite{Body: body, Decision: p.Decision, Session: sess, AddedTokens: p.AddedTokens, Prompt: p}, nil
 }
 
 // applyPrompt splices p into the request body in one pass over the spans
 // parseRequest found: every byte outside the edits is copied as is and
-// nothing is scanned twice.
-func applyPrompt(req *chatRequest, p *PromptParts, role string, lib *skillLib) ([]byte, error) {
+// nothing is scanned twice. gate (nil: none) leaves withheld client tools out.
+func applyPrompt(req *chatRequest, p *PromptParts, role string, lib *skillLib, gate *toolGate) ([]byte, error) {
 	body := req.body
 	first, last := req.msgs[0].at, req.msgs[len(req.msgs)-1].at
 
@@ -176,13 +192,20 @@ func applyPrompt(req *chatRequest, p *PromptParts, role string, lib *skillLib) (
 		out = append(out, '}')
 	}
 	rest := body[last.end:]
-	if len(p.Tools) == 0 {
+	client := req.clientTools
+	gated := gate.withholds()
+	if gated {
+		client = gate.kept()
+		if len(client)+len(p.Tools) == 0 {
+			return withoutTools(append(out, rest...))
+		}
+	} else if len(p.Tools) == 0 {
 		return append(out, rest...), nil
 	}
 
-	// Tools: the client's, then ours, replacing the client's array (or null)
-	// or added as the last member.
-	tools := joinArray(slices.Concat(req.clientTools, rawList(p.Tools)))
+	// Tools: the client's (those not withheld), then ours, replacing the
+	// client's array (or null) or added as the last member.
+	tools := joinArray(slices.Concat(client, rawList(p.Tools)))
 	var at byteSpan
 	if req.hasTools {
 		at = req.tools

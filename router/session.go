@@ -5,6 +5,8 @@ package router
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +36,7 @@ type Session struct {
 	toolsOK     bool     // tools may be added to the request
 	clientTools [][]byte // the client's own tool definitions, in order
 	clientNames map[string]bool
+	gate        *toolGate       // gated client tools (nil: none); withheld ones return when a skill enables them
 	tools       *serverTools    // what the next round offers
 	toolsGen    int             // activation count tools was computed for
 	offered     map[string]bool // every tool name offered in any round
@@ -121,6 +124,28 @@ func (s *Session) Active() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.active)
+}
+
+// WithheldTools returns the gated client tools currently withheld from the
+// upstream request, in the client's order (see ToolGate); nil when none.
+func (s *Session) WithheldTools() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gate.withheld()
+}
+
+// EnabledTools maps each gated client tool an active skill enabled (at the
+// rewrite or by a load_skill since) to that skill; nil when none.
+func (s *Session) EnabledTools() map[string]string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gate.enabled()
 }
 
 // Loaded returns the skills the model loaded with load_skill in this session.
@@ -223,6 +248,7 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 	}
 	s.activate(sk.ID)
 	s.loaded = append(s.loaded, sk.ID)
+	s.gate.activate(sk) // FollowUp puts the client tools it enables back
 	active := slices.Clone(s.active)
 	gen := len(active)
 	partial := s.tools != nil && s.tools.partial
@@ -284,9 +310,10 @@ func (s *Session) searchSkills(ctx context.Context, args json.RawMessage) string
 
 // FollowUp returns the request for the next round: body plus the assistant
 // message (only the calls answered in results; its content kept) and one
-// tool message per result, in the order of the assistant's calls, with the
-// server-side part of `tools` refreshed (skills activated by load_skill may
-// add tier-3 tools). A result whose call id the assistant message does not
+// tool message per result, in the order of the assistant's calls, with
+// `tools` refreshed: skills activated by load_skill may add tier-3 tools and
+// put back gated client tools they enable (from the client's original
+// definitions). A result whose call id the assistant message does not
 // contain is an error (the upstream would reject the request).
 func (s *Session) FollowUp(body []byte, assistant json.RawMessage, results []ToolResult) ([]byte, error) {
 	if len(results) == 0 {
@@ -326,8 +353,12 @@ func (s *Session) FollowUp(body []byte, assistant json.RawMessage, results []Too
 	}
 	s.mu.Lock()
 	defs := slices.Clone(s.tools.defs)
+	client := s.clientTools
+	if s.gate != nil {
+		client = s.gate.kept()
+	}
 	s.mu.Unlock()
-	tools := slices.Concat(s.clientTools, rawList(defs))
+	tools := slices.Concat(client, rawList(defs))
 	if len(tools) == 0 {
 		return out, nil
 	}
@@ -424,4 +455,14 @@ func joinArray(elems [][]byte) []byte {
 		out = append(out, e...)
 	}
 	return append(out, ']')
+}
+
+// namedConversationID derives the conversation id from a client-given
+// session name and the id of the conversation's opening (conversationID):
+// the name tells apart conversations that open alike, the opening keeps a
+// reused name (a per-user "user" field) from merging different ones.
+func namedConversationID(session, opening string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "session\x00%d\x00%s\x00opening\x00%s", len(session), session, opening)
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }

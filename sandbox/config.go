@@ -58,9 +58,11 @@ type Config struct {
 	// default 24h; <0 keeps them forever.
 	OutputTTL time.Duration
 
-	// AllowedTools lists the tool names a skill's allowed-tools may enable
-	// (see Provider.AllowedTools). An entry "x*" allows every name starting
-	// with "x"; "*" allows all.
+	// AllowedTools (exec.allowed_tools) lists the gated tool names: client
+	// tools of these names are withheld from upstream requests unless an
+	// active skill's allowed-tools frontmatter enables them (see GatedTool
+	// and AllowedTools). An entry "x*" covers every name starting with "x";
+	// "*" covers all. Applies whether or not Enabled is set.
 	AllowedTools []string
 
 	Confinement Confinement // default auto

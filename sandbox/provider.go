@@ -5,7 +5,9 @@
 //
 // Provider implements router.ToolProvider. Everything is off unless
 // Config.Enabled; while off, Tools offers nothing and the session should
-// answer calls of tier-3 tool names (IsTool) with DisabledResult.
+// answer calls of tier-3 tool names (IsTool) with DisabledResult. Provider
+// is also the router.ToolGate of Config.AllowedTools (client tools gated by
+// skills' allowed-tools), which works whether or not execution is enabled.
 //
 // Sandbox rules, per execution: the command must resolve inside the skill
 // folder (no "..", absolute paths or escaping symlinks); the working
@@ -62,7 +64,10 @@ type Provider struct {
 	schemas  map[string]*schemaEntry // by execute-file hash
 }
 
-var _ router.ToolProvider = (*Provider)(nil)
+var (
+	_ router.ToolProvider = (*Provider)(nil)
+	_ router.ToolGate     = (*Provider)(nil)
+)
 
 // New builds a Provider. With cfg.Enabled false it only validates cfg and
 // returns a Provider whose Tools offers nothing. A nil logger discards.
@@ -186,13 +191,18 @@ func (p *Provider) Warm(ctx context.Context, list []*skills.Skill) {
 	}
 }
 
-// AllowedTools returns the tool names the active skills' allowed-tools
-// frontmatter enables for this request: those also permitted by
-// Config.AllowedTools (exactly, by an "x*" prefix entry, by "*", or — for a
-// scoped entry like "Bash(git:*)" — by its bare tool name "Bash"). Tier-3
-// tool names are dropped while execution is disabled. Sorted, no duplicates;
-// nil when nothing is enabled. How the proxy applies the list (e.g. keeping
-// only these client tools, or pre-approving them) is its decision.
+// AllowedTools returns the allowed-tools frontmatter entries of the active
+// skills that Config.AllowedTools permits: an entry is permitted when its
+// bare name ("Bash" for "Bash(git:*)") equals a configured name (itself
+// taken bare), starts with the prefix of an "x*" entry, or by "*", all
+// ignoring case (frontmatter follows Claude Code's "Bash", clients often
+// call the same tool "bash").
+// Tier-3 tool names are dropped while execution is disabled. Sorted, no
+// duplicates; nil when nothing is enabled.
+//
+// The router applies it to the client's tools through router.ToolGate: a
+// client tool that GatedTool reports is forwarded upstream only while an
+// active skill's permitted entry names it (see docs/sandbox.md).
 func (p *Provider) AllowedTools(active []*skills.Skill) []string {
 	if p == nil || len(p.cfg.AllowedTools) == 0 {
 		return nil
@@ -216,19 +226,53 @@ func (p *Provider) AllowedTools(active []*skills.Skill) []string {
 	return out
 }
 
+// permits reports whether a frontmatter entry is allowed by the configuration.
 func (p *Provider) permits(tool string) bool {
-	bare, _, _ := strings.Cut(tool, "(")
+	bare := bareToolName(tool)
 	for _, a := range p.cfg.AllowedTools {
-		a = strings.TrimSpace(a)
+		a = bareToolName(strings.TrimSpace(a))
 		switch {
 		case a == "":
-		case a == tool, a == bare && bare != tool:
+		case strings.EqualFold(a, bare):
 			return true
-		case strings.HasSuffix(a, "*") && strings.HasPrefix(tool, strings.TrimSuffix(a, "*")):
+		case strings.HasSuffix(a, "*") && hasPrefixFold(bare, strings.TrimSuffix(a, "*")):
 			return true
 		}
 	}
 	return false
+}
+
+// GatedTool reports whether exec.allowed_tools gates the client tool with
+// this function name: the name equals an entry (a scoped entry
+// "Bash(git:*)" counts as "Bash"), starts with the prefix of an "x*" entry,
+// or any entry is "*". Case-sensitive, as OpenAI function names are. A
+// gated client tool is withheld from the upstream request unless an active
+// skill enables it (router.ToolGate); gating does not depend on Enabled.
+func (p *Provider) GatedTool(name string) bool {
+	if p == nil || name == "" {
+		return false
+	}
+	for _, a := range p.cfg.AllowedTools {
+		a = bareToolName(strings.TrimSpace(a))
+		switch {
+		case a == "":
+		case a == name:
+			return true
+		case strings.HasSuffix(a, "*") && strings.HasPrefix(name, strings.TrimSuffix(a, "*")):
+			return true
+		}
+	}
+	return false
+}
+
+// bareToolName strips a permission scope: "Bash(git:*)" -> "Bash".
+func bareToolName(t string) string {
+	bare, _, _ := strings.Cut(t, "(")
+	return strings.TrimSpace(bare)
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // activeSkill resolves the skill a call names.

@@ -84,6 +84,10 @@ func TestAllowedTools(t *testing.T) {
 		{"tier-3 names need execution enabled", false, []string{"skill_execute", "Read"}, []string{"Read"}},
 		{"tier-3 names when enabled", true, []string{"skill_execute"}, []string{"skill_execute"}},
 		{"star", true, []string{"*"}, []string{"Bash", "Bash(git:*)", "Read", "WebFetch", "mcp__github__create_issue", "mcp__github__list", "skill_execute"}},
+		{"case-insensitive against the configuration", true, []string{"bash", "webfetch"}, []string{"Bash", "Bash(git:*)", "WebFetch"}},
+		{"case-insensitive prefix", true, []string{"MCP__GITHUB__*"}, []string{"mcp__github__create_issue", "mcp__github__list"}},
+		{"scoped configuration entry permits its bare name", true, []string{"Bash(npm:*)"}, []string{"Bash", "Bash(git:*)"}},
+		{"no match", true, []string{"Write", "mcp__slack__*"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +99,43 @@ func TestAllowedTools(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestGatedTool(t *testing.T) {
+	tests := []struct {
+		allowed []string
+		name    string
+		want    bool
+	}{
+		{nil, "bash", false},
+		{[]string{"bash"}, "bash", true},
+		{[]string{"bash"}, "Bash", false}, // function names are case-sensitive
+		{[]string{"Bash"}, "bash", false},
+		{[]string{" bash "}, "bash", true},
+		{[]string{"Bash(git:*)"}, "Bash", true}, // a scoped entry gates its bare name
+		{[]string{"Bash(git:*)"}, "Bash(git:*)", false},
+		{[]string{"mcp_*"}, "mcp_github", true},
+		{[]string{"mcp_*"}, "MCP_github", false},
+		{[]string{"mcp_*"}, "mcp", false},
+		{[]string{"*"}, "anything", true},
+		{[]string{"*"}, "", false},
+		{[]string{"", "read"}, "write", false},
+	}
+	for _, tt := range tests {
+		for _, enabled := range []bool{false, true} { // gating does not depend on exec.enabled
+			p, err := New(Config{Enabled: enabled, AllowedTools: tt.allowed, OutputRoot: t.TempDir()}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.GatedTool(tt.name); got != tt.want {
+				t.Errorf("allowed %q, enabled %v: GatedTool(%q) = %v, want %v", tt.allowed, enabled, tt.name, got, tt.want)
+			}
+		}
+	}
+	var nilP *Provider
+	if nilP.GatedTool("bash") {
+		t.Error("nil provider gates")
 	}
 }
 

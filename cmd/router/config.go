@@ -229,7 +229,7 @@ var serveKeys = []configKey{
 	{"exec.output_limit", "exec-output-limit", "size", "stdout+stderr kept per execution", func(c *serveConfig) any { return &c.Exec.OutputLimit }},
 	{"exec.env", "", "list", "extra environment for scripts: NAME (pass through) or NAME=value (env: comma-separated)", func(c *serveConfig) any { return &c.Exec.Env }},
 	{"exec.concurrency", "exec-concurrency", "int", "script executions at once (default max(2, CPUs))", func(c *serveConfig) any { return &c.Exec.Concurrency }},
-	{"exec.allowed_tools", "", "list", "tool names a skill's allowed-tools may enable (x* prefixes, * all)", func(c *serveConfig) any { return &c.Exec.AllowedTools }},
+	{"exec.allowed_tools", "exec-allowed-tools", "list", "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", func(c *serveConfig) any { return &c.Exec.AllowedTools }},
 	{"exec.confinement", "", "string", "write confinement of scripts: auto, landlock or none", func(c *serveConfig) any { return &c.Exec.Confinement }},
 	{"exec.output_dir", "", "string", "root of per-conversation output folders (default $TMPDIR/skillrouter-out)", func(c *serveConfig) any { return &c.Exec.OutputDir }},
 	{"ab.header", "", "string", "A/B: request header hashed to pick an arm (else the user field, else the first user message)", func(c *serveConfig) any { return &c.AB.Header }},

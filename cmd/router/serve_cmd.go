@@ -41,6 +41,15 @@ func newServeCmd() *cobra.Command {
 			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload.\n\n" +
 			"Configuration: defaults < YAML file (--config) < SKILLROUTER_* environment < flags.\n" +
 			"A/B arms (ab.arms) and routing.min_score are set in the file only; see examples/config.yaml.\n\n" +
+			"Client tools and skills: exec.allowed_tools (--exec-allowed-tools bash,mcp_*) gates the client's\n" +
+			"tools of those function names (exact and case-sensitive, x* prefixes, * all): a gated tool is\n" +
+			"withheld from the upstream request unless an active skill (auto-loaded, #mentioned, loaded\n" +
+			"earlier in the conversation or by load_skill in this request) lists it in its allowed-tools\n" +
+			"frontmatter (Bash or Bash(git:*) enables bash: that comparison ignores case), or tool_choice names\n" +
+			"it. It works with or without --exec; empty (the default) gates nothing. Withheld tools are\n" +
+			"listed in the X-Skillrouter-Tools-Withheld response header. See docs/sandbox.md.\n\n" +
+			"Conversations: the request header X-Skillrouter-Session (else the body's \"user\") names the\n" +
+			"conversation; tier-3 output folders are keyed by it together with the opening messages.\n\n" +
 			configHelp(),
 		Example: "  router serve --skills examples/skills\n" +
 			"  router serve --upstream https://api.openai.com/v1 --upstream-api-key $OPENAI_API_KEY\n" +
@@ -165,6 +174,9 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 	}, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("exec: %w", err)
+	}
+	if len(cfg.Exec.AllowedTools) > 0 {
+		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
 	}
 	if cfg.Exec.Enabled {
 		// Learn executable skills' schemas (--help-json) off the request path:
