@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -153,7 +155,7 @@ func Materialize(ctx context.Context, files []SkillFile, more ...string) (snap *
 
 // WriteTemp writes files into a new temporary directory; the caller removes it.
 func WriteTemp(files []SkillFile) (string, error) {
-	dir, err := os.MkdirTemp("", "skillrouter-bench-")
+	dir, err := mkdirFixedWidth(os.TempDir(), "skillrouter-bench-")
 	if err != nil {
 		return "", fmt.Errorf("bench: %w", err)
 	}
@@ -207,4 +209,23 @@ func (m MissingSkill) String() string {
 		msgs[i] = string(p.Severity) + ": " + p.Message
 	}
 	return m.ID + ": " + strings.Join(msgs, "; ")
+}
+
+// mkdirFixedWidth creates a new directory named prefix plus ten random
+// digits. The folder's path is part of every auto-loaded skill envelope, and
+// os.MkdirTemp's suffix varies in length, which made token counts differ by
+// a token between runs; a fixed-width number always tokenizes to the same
+// count.
+func mkdirFixedWidth(parent, prefix string) (string, error) {
+	for range 100 {
+		dir := filepath.Join(parent, fmt.Sprintf("%s%010d", prefix, rand.Uint32()))
+		err := os.Mkdir(dir, 0o700)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("could not create a directory %s* in %s", prefix, parent)
 }

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,42 +32,32 @@ func LoadTools(file string) ([]Tool, error) {
 
 // ParseTools parses tools.jsonl content; file names it in errors.
 func ParseTools(r io.Reader, file string) ([]Tool, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxQueryLine)
 	var out []Tool
 	seen := map[string]int{}
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := readJSONLines(r, file, func(line int, b []byte) error {
 		var t Tool
 		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, fmt.Errorf("%s:%d: invalid JSON: %w", file, line, err)
+			return fmt.Errorf("invalid JSON: %w", err)
 		}
 		t.ID = strings.TrimSpace(t.ID)
 		t.Description = strings.TrimSpace(t.Description)
 		switch {
 		case t.ID == "":
-			return nil, fmt.Errorf("%s:%d: missing \"id\"", file, line)
+			return errors.New(`missing "id"`)
 		case t.Description == "":
-			return nil, fmt.Errorf("%s:%d: tool %q has no description", file, line, t.ID)
+			return fmt.Errorf("tool %q has no description", t.ID)
 		case seen[t.ID] > 0:
-			return nil, fmt.Errorf("%s:%d: tool %q repeats line %d", file, line, t.ID, seen[t.ID])
+			return fmt.Errorf("tool %q repeats line %d", t.ID, seen[t.ID])
 		}
 		if err := validID(t.ID); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", file, line, err)
+			return err
 		}
 		seen[t.ID] = line
 		out = append(out, t)
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", file, line+1, maxQueryLine)
-		}
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

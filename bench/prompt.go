@@ -2,9 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"hash/maphash"
-	"strings"
-	"sync"
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
@@ -34,34 +31,20 @@ func (r RouterTokens) Total() Counts {
 
 // Accountant counts prompt tokens with one or more encodings. Texts repeat a
 // lot (the same catalog entries in every query's catalog, the same body
-// whenever a skill is selected, most lines of a synthetic variant), so texts
-// are counted line by line at cut points where the count of the whole equals
-// the sum of the parts (see safeCut), and line counts are memoised by a hash
-// of the line. Safe for concurrent use.
+// whenever a skill is selected, most lines of a synthetic variant), so counts
+// go through each encoding's memo (tokens.Counter.CountMemo), which stays
+// exact. Safe for concurrent use.
 type Accountant struct {
 	encs     []tokens.Encoding
 	counters []*tokens.Counter
-	seed     maphash.Seed
-	mu       sync.Mutex
-	memo     map[uint64][maxEncodings]int32
 }
-
-const (
-	maxEncodings = 4
-	// memoLimit bounds the memo (about 30 bytes an entry); when full it is
-	// cleared rather than grown.
-	memoLimit = 1 << 20
-)
 
 // NewAccountant returns an accountant for encs (the first is the primary).
 func NewAccountant(encs ...tokens.Encoding) (*Accountant, error) {
 	if len(encs) == 0 {
 		encs = []tokens.Encoding{tokens.O200kBase}
 	}
-	if len(encs) > maxEncodings {
-		return nil, fmt.Errorf("bench: at most %d encodings", maxEncodings)
-	}
-	a := &Accountant{encs: encs, seed: maphash.MakeSeed(), memo: map[uint64][maxEncodings]int32{}}
+	a := &Accountant{encs: encs}
 	seen := map[tokens.Encoding]bool{}
 	for _, e := range encs {
 		if seen[e] {
@@ -84,73 +67,10 @@ func (a *Accountant) Encodings() []tokens.Encoding { return a.encs }
 // whole with each encoding.
 func (a *Accountant) Count(s string) Counts {
 	out := make(Counts, len(a.counters))
-	for len(s) > 0 {
-		cut := safeCut(s)
-		c := a.countChunk(s[:cut])
-		for i := range out {
-			out[i] += int(c[i])
-		}
-		s = s[cut:]
+	for i, c := range a.counters {
+		out[i] = c.CountMemo(s)
 	}
 	return out
-}
-
-func (a *Accountant) countChunk(s string) [maxEncodings]int32 {
-	h := maphash.String(a.seed, s)
-	a.mu.Lock()
-	c, ok := a.memo[h]
-	a.mu.Unlock()
-	if ok {
-		return c
-	}
-	for i, ctr := range a.counters {
-		c[i] = int32(ctr.Count(s))
-	}
-	a.mu.Lock()
-	if len(a.memo) >= memoLimit {
-		clear(a.memo)
-	}
-	a.memo[h] = c
-	a.mu.Unlock()
-	return c
-}
-
-// safeCut returns the length of the first chunk of s: up to and including a
-// newline after which the BPE pre-tokenizers of o200k_base and cl100k_base
-// always start a new piece, or all of s. Such a newline is followed by a
-// line that holds a visible ASCII character and does not start with '\r',
-// '\n' or '/': no letter, number or punctuation piece starts with a newline;
-// punctuation pieces end at the newlines that follow them ('/' too, in
-// o200k_base); and a whitespace piece runs across a newline only into more
-// whitespace ending in a newline, i.e. a blank line. BPE merges never cross
-// pieces, so the count of s is the sum of the counts of its chunks;
-// TestAccountantExact checks that against whole counts.
-func safeCut(s string) int {
-	off := 0
-	for {
-		i := strings.IndexByte(s[off:], '\n')
-		if i < 0 {
-			return len(s)
-		}
-		j := off + i + 1
-		if j >= len(s) {
-			return len(s)
-		}
-		if c := s[j]; c != '\r' && c != '\n' && c != '/' && visibleLine(s[j:]) {
-			return j
-		}
-		off = j
-	}
-}
-
-// visibleLine reports whether the line starting s holds a visible ASCII character.
-func visibleLine(s string) bool {
-	for i := 0; i < len(s) && s[i] != '\n'; i++ {
-		if s[i] > ' ' && s[i] < 0x7f {
-			return true
-		}
-	}
-	return false
 }
 
 func (a *Accountant) sum(texts ...string) Counts {

@@ -49,35 +49,51 @@ type rawQuery struct {
 // keys are ignored and blank lines skipped; any other malformed line is an
 // error naming name:line, because a silently dropped query skews every metric.
 func ParseQueries(r io.Reader, name string) ([]Query, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxQueryLine)
 	var out []Query
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if line == 1 {
-			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // UTF-8 BOM from editors
-		}
-		if len(b) == 0 {
-			continue
-		}
+	err := readJSONLines(r, name, func(line int, b []byte) error {
 		q, err := parseQueryLine(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return err
 		}
 		if q.ID == "" {
 			q.ID = fmt.Sprintf("line-%d", line)
 		}
 		out = append(out, q)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readJSONLines calls fn with each non-blank line of r, trimmed, and its
+// 1-based number; a UTF-8 BOM (editors add one) before the first line is
+// dropped. It stops at the first error, naming name:line.
+func readJSONLines(r io.Reader, name string, fn func(line int, b []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxQueryLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		}
+		if len(b) == 0 {
+			continue
+		}
+		if err := fn(line, b); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, maxQueryLine)
+			return fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, maxQueryLine)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return out, nil
+	return nil
 }
 
 func parseQueryLine(b []byte) (Query, error) {

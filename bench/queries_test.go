@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -61,6 +63,50 @@ func TestParseQueriesLongLine(t *testing.T) {
 	_, err := ParseQueries(strings.NewReader(in), "big.jsonl")
 	if err == nil || !strings.Contains(err.Error(), "big.jsonl:2: line longer") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestReadJSONLines: line numbers count blank lines, a BOM is dropped from
+// the first line only, and errors name the file and line, wrapped.
+func TestReadJSONLines(t *testing.T) {
+	in := "\ufeff{\"a\":1}\n\n  \t\n  {\"b\":2}  \r\n\ufeff{}\n"
+	type rec struct {
+		line int
+		text string
+	}
+	var got []rec
+	err := readJSONLines(strings.NewReader(in), "x.jsonl", func(line int, b []byte) error {
+		got = append(got, rec{line, string(b)})
+		return nil
+	})
+	want := []rec{{1, `{"a":1}`}, {4, `{"b":2}`}, {5, "\ufeff{}"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, %v; want %v", got, err, want)
+	}
+	errStop := errors.New("stop")
+	calls := 0
+	err = readJSONLines(strings.NewReader("a\n\nb\nc"), "x.jsonl", func(int, []byte) error {
+		if calls++; calls == 2 {
+			return errStop
+		}
+		return nil
+	})
+	if !errors.Is(err, errStop) || err.Error() != "x.jsonl:3: stop" || calls != 2 {
+		t.Fatalf("err = %v after %d calls", err, calls)
+	}
+	long := "{}\n" + strings.Repeat("x", maxQueryLine+1)
+	err = readJSONLines(strings.NewReader(long), "x.jsonl", func(int, []byte) error { return nil })
+	if err == nil || err.Error() != fmt.Sprintf("x.jsonl:2: line longer than %d bytes", maxQueryLine) {
+		t.Fatalf("long line: %v", err)
+	}
+	// Both readers use it: tools.jsonl gets the same BOM and length handling.
+	tools, err := ParseTools(strings.NewReader("\ufeff"+`{"id": "a", "description": "x"}`), "t.jsonl")
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("tools with BOM: %v, %v", tools, err)
+	}
+	longTool := `{"id": "a", "description": "x"}` + "\n" + strings.Repeat("x", maxQueryLine+1)
+	if _, err := ParseTools(strings.NewReader(longTool), "t.jsonl"); err == nil || !strings.Contains(err.Error(), "t.jsonl:2: line longer") {
+		t.Fatalf("tools long line: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -114,4 +115,21 @@ func skillIDs(ss []*skills.Skill) []string {
 		out[i] = s.ID
 	}
 	return out
+}
+
+// Temporary library folders have fixed-width names, so the folder line of
+// an auto-loaded envelope costs the same tokens on every run.
+func TestWriteTempFixedWidth(t *testing.T) {
+	seen := map[int]bool{}
+	for range 20 {
+		dir, err := WriteTemp(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[len(dir)] = true
+		os.RemoveAll(dir)
+	}
+	if len(seen) != 1 {
+		t.Errorf("temporary folder names of %d different lengths", len(seen))
+	}
 }

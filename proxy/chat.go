@@ -13,19 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Headers of client-tool gating and conversation naming (the others are in
-// headers.go).
-const (
-	// HeaderSession names the conversation (request; never forwarded): tier-3
-	// output directories are keyed by it together with the conversation's
-	// opening. Without it the request's "user" field is used, if any.
-	HeaderSession = "X-Skillrouter-Session"
-	// HeaderToolsWithheld lists the client tools exec.allowed_tools gated and
-	// no active skill enabled, withheld from the upstream request
-	// (response; comma-separated; omitted when none).
-	HeaderToolsWithheld = "X-Skillrouter-Tools-Withheld"
-)
-
 // maxSessionKey bounds the session name taken from a header or the body;
 // it is hashed, so a longer one would only cost memory.
 const maxSessionKey = 1024

@@ -12,9 +12,9 @@
 //   - POST /v1/chat/completions: validate (400 for malformed JSON or missing
 //     messages, 413 over Config.BodyLimit), pick the A/B arm, rewrite, forward,
 //     run the tool loop, answer. Per-request headers X-Skillrouter-Strategy,
-//     -Top-K, -Disable, -Catalog (and -Arm with A/B) steer routing; the answer
-//     carries X-Skillrouter-Selected, -Strategy, -Fallback, -Added-Tokens and
-//     -Arm. A failed rewrite never fails the request: the body goes upstream
+//     -Top-K, -Disable, -Catalog, -Session (and -Arm with A/B) steer routing;
+//     the answer carries X-Skillrouter-Selected, -Strategy, -Fallback,
+//     -Added-Tokens, -Tools-Withheld and -Arm. A failed rewrite never fails the request: the body goes upstream
 //     unmodified and X-Skillrouter-Error says why.
 //   - Any other /v1/* path: passed through unchanged, both bodies streamed.
 //   - GET /healthz, GET /readyz, GET /metrics, GET /v1/skills,

@@ -13,6 +13,10 @@ const (
 	HeaderDisable  = "X-Skillrouter-Disable"
 	HeaderCatalog  = "X-Skillrouter-Catalog"
 	HeaderArmIn    = "X-Skillrouter-Arm" // also sent back: the arm that served the request
+	// HeaderSession names the conversation: tier-3 output directories are
+	// keyed by it together with the conversation's opening. Without it the
+	// request's "user" field is used, if any.
+	HeaderSession = "X-Skillrouter-Session"
 )
 
 // Response headers describing the routing decision.
@@ -25,6 +29,9 @@ const (
 	HeaderAddedTokens    = "X-Skillrouter-Added-Tokens"
 	HeaderToolRounds     = "X-Skillrouter-Tool-Rounds"
 	HeaderRoundsExceeded = "X-Skillrouter-Tool-Rounds-Exhausted"
+	// HeaderToolsWithheld lists the client tools exec.allowed_tools gated
+	// and no active skill enabled (comma-separated; omitted when none).
+	HeaderToolsWithheld = "X-Skillrouter-Tools-Withheld"
 )
 
 // skillrouterPrefix marks the proxy's own headers, canonical form.

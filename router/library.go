@@ -111,7 +111,7 @@ func (l *skillLib) envelope(s *skills.Skill) renderedText {
 		return e
 	}
 	text := skills.Envelope(s)
-	e = renderedText{text: text, tokens: countWhole(text)}
+	e = renderedText{text: text, tokens: countTokens(text)}
 	l.mu.Lock()
 	l.envelopes[s.ID] = e
 	l.mu.Unlock()

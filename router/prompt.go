@@ -220,7 +220,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		p.ToolNames = []string{}
 	}
 	for _, def := range ts.defs {
-		p.ToolTokens += countWhole(string(def))
+		p.ToolTokens += countTokens(string(def))
 	}
 	added += p.ToolTokens
 	p.AddedTokens = added

@@ -20,6 +20,10 @@ const (
 type Counter struct {
 	enc   Encoding
 	codec tokenizer.Codec
+	// chunked: the encoding's split pattern never joins pieces across the
+	// cut points of chunkEnd, so CountMemo may count chunk by chunk.
+	chunked bool
+	memo    *memo
 }
 
 var (
@@ -42,19 +46,22 @@ func Get(enc Encoding) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: encoding %q: %w", enc, err)
 	}
-	c := &Counter{enc: enc, codec: codec}
+	c := &Counter{enc: enc, codec: codec, chunked: enc == O200kBase || enc == Cl100kBase, memo: newMemo(memoMax)}
 	counters[enc] = c
 	return c, nil
 }
 
-// Default returns the o200k_base counter.
-func Default() *Counter {
+// Default returns the o200k_base counter. It is looked up once: hot paths
+// call it on every count.
+func Default() *Counter { return defaultCounter() }
+
+var defaultCounter = sync.OnceValue(func() *Counter {
 	c, err := Get(O200kBase)
 	if err != nil {
 		panic(err) // the encoding is compiled into the module; failure is a build defect
 	}
 	return c
-}
+})
 
 // Encoding reports the counter's encoding.
 func (c *Counter) Encoding() Encoding { return c.enc }
