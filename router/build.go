@@ -29,6 +29,7 @@ type rankIndex struct {
 	vec    *index.Vectors // nil when emb is nil or its build failed
 	vecRow []int          // list position of each vector row (vec.IDs order); -1 = not in list
 	vecErr error          // why vec is nil although emb is set
+	cache  *rankCache     // recent rankings; nil = off
 	cal    calibration
 }
 
@@ -76,7 +77,7 @@ func truncateUTF8(s string, n int) string {
 func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex) (*rankIndex, error) {
 	start := time.Now()
 	list := snap.Skills()
-	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list))}
+	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(len(list), r.opts.RankCache)}
 	for i, s := range list {
 		ix.pos[s.ID] = i
 	}

@@ -123,9 +123,9 @@ func (r *Router) calibrate(ctx context.Context, ix *rankIndex) calibration {
 	bm := func(text string, w [index.NumFields]float64) (raw, norm float64) {
 		q := newRankQuery([]Message{{Role: "user", Text: text}}, r.opts, nil)
 		s := make([]float64, n)
-		ix.bm25.ScoreWeighted(q.terms, w, s)
+		ix.bm25.ScoreWeighted(q.analysed(), w, s)
 		raw = top(s)
-		if c := ix.bm25.Ceiling(q.terms); c > 0 {
+		if c := ix.bm25.Ceiling(q.analysed()); c > 0 {
 			norm = raw / c
 		}
 		return raw, norm

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"hash/maphash"
+	"strconv"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/index"
@@ -14,7 +16,7 @@ import (
 type rankQuery struct {
 	latest string // latest user message, capped
 	turns  []queryTurn
-	terms  []index.Term // analysed, weighted, for bm25
+	terms  []index.Term // analysed, weighted, for bm25; see analysed
 }
 
 type queryTurn struct {
@@ -61,11 +63,47 @@ func newRankQuery(msgs []Message, o Options, strip func(string) string) rankQuer
 			q.turns = append(q.turns, queryTurn{text: code, weight: w * codeWeight})
 		}
 	}
-	for _, t := range q.turns {
-		q.terms = index.QueryTerms(q.terms, t.text, t.weight)
-	}
 	return q
 }
+
+// analysed returns the query's weighted terms for bm25, analysing the text
+// on first use (a cached ranking never needs them).
+func (q *rankQuery) analysed() []index.Term {
+	if q.terms == nil {
+		q.terms = []index.Term{}
+		for _, t := range q.turns {
+			q.terms = index.QueryTerms(q.terms, t.text, t.weight)
+		}
+	}
+	return q.terms
+}
+
+// key identifies the ranking of q under strategy: two queries with equal
+// keys rank the library identically.
+func (q *rankQuery) key(strategy Strategy) rankKey {
+	var k rankKey
+	for i, seed := range rankKeySeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.WriteString(string(strategy))
+		h.WriteByte(0)
+		h.WriteString(q.latest)
+		for _, t := range q.turns {
+			h.WriteByte(0)
+			h.WriteString(strconv.FormatFloat(t.weight, 'g', -1, 64))
+			h.WriteByte(0)
+			h.WriteString(t.text)
+		}
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// rankKey is 128 bits of two independently seeded hashes: collisions are
+// not a practical concern.
+type rankKey [2]uint64
+
+var rankKeySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 // codeWeight is the weight of code blocks relative to the prose of a message.
 var codeWeight = 0.3

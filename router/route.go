@@ -32,6 +32,10 @@ type Options struct {
 	// MaxQueryChars caps each message's text used for ranking (default
 	// 4000); longer text keeps its start and end, where the ask usually is.
 	MaxQueryChars int
+	// RankCache is how many recent rankings each index remembers (0: as
+	// many as 32 MiB holds, 16 to 1,024; <0: none). See rankCache.
+	RankCache int
+
 	// RelativeScore: a skill after the best one is auto-loaded only when its
 	// score is at least this fraction of the best one's (default 0.8; <0 =
 	// no such rule). A clear winner then loads alone instead of dragging
@@ -199,7 +203,14 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 		return rest
 	})
 	d.Query = rq.latest
-	res := r.rank(ctx, ix, strategy, rq)
+	key := rq.key(strategy)
+	res := ix.cache.get(key)
+	if res != nil {
+		d.Cached = true
+	} else {
+		res = r.rank(ctx, ix, strategy, rq)
+		ix.cache.put(key, res)
+	}
 	d.Strategy = res.strategy
 	d.Fallback, d.FallbackReason = res.fallback != "", res.fallback
 	d.Ranked = res.scored(ix)

@@ -65,6 +65,7 @@ type Decision struct {
 	Selected       []string          `json:"selected"`
 	Pinned         []string          `json:"pinned,omitempty"`  // #id / /id mentions, in order
 	Reasons        map[string]string `json:"reasons,omitempty"` // id -> why it was not auto-loaded
+	Cached         bool              `json:"cached,omitempty"`  // the ranking came from the index's cache of recent rankings
 	Latency        time.Duration     `json:"-"`
 
 	// Client tools gated by exec.allowed_tools (see ToolGate), as rewritten:

@@ -64,8 +64,8 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	}
 	res.bm25 = make([]float64, n)
 	res.bm25n = make([]float64, n)
-	ix.bm25.ScoreWeighted(q.terms, weights, res.bm25)
-	if c := ix.bm25.Ceiling(q.terms); c > 0 {
+	ix.bm25.ScoreWeighted(q.analysed(), weights, res.bm25)
+	if c := ix.bm25.Ceiling(q.analysed()); c > 0 {
 		for i, s := range res.bm25 {
 			res.bm25n[i] = s / c
 		}

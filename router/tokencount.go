@@ -11,4 +11,3 @@ import "github.com/skillrouter/skillrouter/tokens"
 // add up exactly over lines that start with visible text, such as catalog
 // entries (see tokens.Counter.CountMemo).
 func countTokens(s string) int { return tokens.Default().CountMemo(s) }
-

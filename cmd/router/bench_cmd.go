@@ -104,6 +104,9 @@ func benchBuilder(lib libraryFlags) (bench.Builder, string, error) {
 	if opts, err = withEmbedder(lib.embedConfig(), opts); err != nil {
 		return nil, "", err
 	}
+	// Every routing is timed as a cold one: a repeated query (the warm-up,
+	// duplicates in a sample) must not report a cache hit's latency.
+	opts.RankCache = -1
 	build := func(ctx context.Context, snap *skills.Snapshot) (bench.Router, error) {
 		return router.New(ctx, snap, opts)
 	}

@@ -58,6 +58,7 @@ type routingConfig struct {
 	EmbedTimeout time.Duration      `yaml:"embed_timeout"`
 	MinScore     map[string]float64 `yaml:"min_score"`
 	IndexDir     string             `yaml:"index_dir"`
+	RankCache    int                `yaml:"rank_cache"`
 }
 
 type rewriteConfig struct {
@@ -211,6 +212,7 @@ var serveKeys = []configKey{
 	{"routing.max_auto_load", "max-auto-load", "int", "skills auto-loaded per request at most (0 = none)", func(c *serveConfig) any { return &c.Routing.MaxAutoLoad }},
 	{"routing.embed_timeout", "embed-timeout", "duration", "latency budget of the query embedding before falling back to bm25", func(c *serveConfig) any { return &c.Routing.EmbedTimeout }},
 	{"routing.index_dir", "", "string", "where the vector index persists (remote embedders default to the cache folder)", func(c *serveConfig) any { return &c.Routing.IndexDir }},
+	{"routing.rank_cache", "", "int", "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", func(c *serveConfig) any { return &c.Routing.RankCache }},
 	{"rewrite.catalog_format", "catalog-format", "string", "catalog format: agent-skills, anthropic or qark", func(c *serveConfig) any { return &c.Rewrite.CatalogFormat }},
 	{"rewrite.catalog_mode", "catalog-mode", "string", "catalog mode: all, enabled or auto", func(c *serveConfig) any { return &c.Rewrite.CatalogMode }},
 	{"rewrite.catalog_budget_tokens", "catalog-budget", "int", "catalog budget in tokens (auto and enabled modes)", func(c *serveConfig) any { return &c.Rewrite.CatalogBudgetTokens }},
@@ -245,6 +247,7 @@ var shownDefaults = map[string]string{
 	"embedder.timeout":    "30s",
 	"embedder.retries":    "2",
 	"embedder.cache_dir":  "$XDG_CACHE_HOME/skillrouter",
+	"routing.rank_cache":  "up to 1024 (32 MiB)",
 	"exec.concurrency":    "max(2, CPUs)",
 	"exec.output_dir":     "$TMPDIR/skillrouter-out",
 }

@@ -250,6 +250,7 @@ func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
 		MaxAutoLoad:  cfg.Routing.MaxAutoLoad,
 		EmbedTimeout: cfg.Routing.EmbedTimeout,
 		IndexDir:     cfg.Routing.IndexDir,
+		RankCache:    cfg.Routing.RankCache,
 		Logger:       log,
 	}
 	if o.MaxAutoLoad == 0 {

@@ -74,7 +74,9 @@ func benchBodies(b *testing.B, dir string) [][]byte {
 //	go test -run XXX -bench AddedLatency -benchtime 4000x ./proxy/e2e
 //
 // The routing=off variant forwards unmodified (a Rewriter that changes
-// nothing): the proxy's own mechanics, for comparison.
+// nothing): the proxy's own mechanics, for comparison. routing=repeat keeps
+// the router's cache of recent rankings, which every request then hits (the
+// agent tool-round case); the others rank every request from scratch.
 //
 // With an instant upstream, 16 closed-loop clients keep both cores busy
 // with the clients, the fake upstream and the proxy all in this process, so
@@ -88,13 +90,22 @@ func BenchmarkAddedLatency(b *testing.B) {
 	ctx := context.Background()
 	reg := skills.NewRegistry([]string{filepath.Join(dir, "skills")}, skills.Options{})
 	emb := embed.NewBuiltin(embed.Config{})
-	r, err := router.New(ctx, reg.Snapshot(), router.Options{
-		Embedder: emb, Fit: func(c []string) router.Embedder { return emb.Fit(c) },
-	})
-	if err != nil {
-		b.Fatal(err)
+	newRouter := func(rankCache int) *router.Router {
+		r, err := router.New(ctx, reg.Snapshot(), router.Options{
+			Embedder: emb, Fit: func(c []string) router.Embedder { return emb.Fit(c) },
+			RankCache: rankCache,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
 	}
-	on := proxy.NewRewriter(r, router.RewriteOptions{})
+	// The 44 bodies repeat, so a router with its ranking cache would only
+	// measure cache hits: "on" ranks every request from scratch; "repeat"
+	// keeps the cache, as for an agent whose tool rounds resend the same
+	// user turn.
+	on := proxy.NewRewriter(newRouter(-1), router.RewriteOptions{})
+	repeat := proxy.NewRewriter(newRouter(0), router.RewriteOptions{})
 	for _, mode := range []struct {
 		name        string
 		rw          proxy.Rewriter
@@ -106,6 +117,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 		{"routing=on/clients=1", on, 1, 0}, // no queueing: the intrinsic cost
 		{"routing=on/clients=16/upstream=20ms", on, 16, 20 * time.Millisecond},
 		{"routing=off/clients=16/upstream=20ms", identity{}, 16, 20 * time.Millisecond},
+		{"routing=repeat/clients=16", repeat, 16, 0},
 	} {
 		b.Run(mode.name, func(b *testing.B) { benchAdded(b, mode.rw, reg, bodies, mode.concurrency, mode.upstream) })
 	}
