@@ -201,6 +201,12 @@ func (tg *toolGate) kept() [][]byte {
 // withheld lists the names of the withheld client tools, in the client's
 // order, without repeats; nil when none.
 func (tg *toolGate) withheld() []string {
+	return tg.names(func(t *clientTool) bool { return t.withheld(tg.bypass) })
+}
+
+// names lists the distinct names of the client tools keep selects, in the
+// client's order; nil when none.
+func (tg *toolGate) names(keep func(*clientTool) bool) []string {
 	if tg == nil {
 		return nil
 	}
@@ -208,7 +214,7 @@ func (tg *toolGate) withheld() []string {
 	seen := map[string]bool{}
 	for i := range tg.tools {
 		t := &tg.tools[i]
-		if t.withheld(tg.bypass) && !seen[t.name] {
+		if keep(t) && !seen[t.name] {
 			seen[t.name] = true
 			out = append(out, t.name)
 		}
@@ -240,19 +246,9 @@ func (tg *toolGate) enabled() map[string]string {
 // forced lists the gated client tools kept because tool_choice names them,
 // or all gated ones when the "required" guard kept the tools unchanged.
 func (tg *toolGate) forced() []string {
-	if tg == nil {
-		return nil
-	}
-	var out []string
-	seen := map[string]bool{}
-	for i := range tg.tools {
-		t := &tg.tools[i]
-		if t.gated && t.enabledBy == "" && (t.forced || tg.bypass) && !seen[t.name] {
-			seen[t.name] = true
-			out = append(out, t.name)
-		}
-	}
-	return out
+	return tg.names(func(t *clientTool) bool {
+		return t.gated && t.enabledBy == "" && (t.forced || tg.bypass)
+	})
 }
 
 // parseToolChoice reads a tool_choice value: whether it requires a tool call
