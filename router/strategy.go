@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/skillrouter/skillrouter/index"
@@ -24,6 +25,10 @@ type rankResult struct {
 	bm25    []float64 // raw BM25F
 	bm25n   []float64 // BM25F / query ceiling, in [0,1)
 	cosine  []float64
+	// ranked caches scored(): a cached ranking renders it once.
+	rankedOnce sync.Once
+	ranked     []Scored
+
 	// conf is the calibrated absolute match strength selection thresholds
 	// apply to. For bm25 and embedding it is the score; hybrid ranks by a
 	// mix that normalizes BM25 by the query's own ceiling (better order
@@ -292,8 +297,15 @@ func descendingKey(s float64) uint32 {
 	return ^b
 }
 
-// scored renders the ranking with per-component scores.
+// scored returns the ranking with per-component scores, a fresh copy each
+// time (callers own their Decision), rendered once per ranking.
 func (res *rankResult) scored(ix *rankIndex) []Scored {
+	res.rankedOnce.Do(func() { res.ranked = res.render(ix) })
+	return slices.Clone(res.ranked)
+}
+
+// render builds the ranking with per-component scores.
+func (res *rankResult) render(ix *rankIndex) []Scored {
 	out := make([]Scored, len(res.order))
 	for k, i := range res.order {
 		var c Components

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,6 +78,8 @@ func benchBodies(b *testing.B, dir string) [][]byte {
 // nothing): the proxy's own mechanics, for comparison. routing=repeat keeps
 // the router's cache of recent rankings, which every request then hits (the
 // agent tool-round case); the others rank every request from scratch.
+// routing=precomputed sends the same rewritten bodies with no routing work
+// at all (see precomputed).
 //
 // With an instant upstream, 16 closed-loop clients keep both cores busy
 // with the clients, the fake upstream and the proxy all in this process, so
@@ -106,6 +109,14 @@ func BenchmarkAddedLatency(b *testing.B) {
 	// user turn.
 	on := proxy.NewRewriter(newRouter(-1), router.RewriteOptions{})
 	repeat := proxy.NewRewriter(newRouter(0), router.RewriteOptions{})
+	pre := precomputed{}
+	for _, body := range bodies {
+		rw, err := on.RewriteChat(ctx, body, router.Overrides{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pre[string(body)] = &proxy.Rewrite{Body: rw.Body, Decision: rw.Decision, AddedTokens: rw.AddedTokens}
+	}
 	for _, mode := range []struct {
 		name        string
 		rw          proxy.Rewriter
@@ -118,9 +129,26 @@ func BenchmarkAddedLatency(b *testing.B) {
 		{"routing=on/clients=16/upstream=20ms", on, 16, 20 * time.Millisecond},
 		{"routing=off/clients=16/upstream=20ms", identity{}, 16, 20 * time.Millisecond},
 		{"routing=repeat/clients=16", repeat, 16, 0},
+		{"routing=precomputed/clients=16", pre, 16, 0},
 	} {
 		b.Run(mode.name, func(b *testing.B) { benchAdded(b, mode.rw, reg, bodies, mode.concurrency, mode.upstream) })
 	}
+}
+
+// precomputed answers each benchmark body with its rewrite made in advance:
+// the same bytes go upstream as with routing on, at no routing cost. Its
+// added latency is a floor for any router that adds these prompts: the proxy
+// hop plus the upstream reading the larger request.
+type precomputed map[string]*proxy.Rewrite
+
+func (precomputed) Ready() bool { return true }
+func (p precomputed) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
+	rw, ok := p[string(body)]
+	if !ok {
+		return nil, errors.New("body not precomputed")
+	}
+	out := *rw
+	return &out, nil
 }
 
 // identity is a Rewriter that changes nothing.
