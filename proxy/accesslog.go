@@ -22,6 +22,7 @@ type reqInfo struct {
 	strategy       string
 	selected       []string
 	fallback       bool
+	cached         bool // the ranking came from the router's cache
 	fallbackReason string
 	addedTokens    int
 	routing        time.Duration
@@ -120,6 +121,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 			slog.String("strategy", info.strategy),
 			slog.String("selected", strings.Join(info.selected, ",")),
 			slog.Bool("fallback", info.fallback),
+			slog.Bool("ranking_cached", info.cached),
 			slog.Int("tokens_added", info.addedTokens),
 			slog.Float64("routing_ms", ms(info.routing)),
 			slog.Int("rounds", info.rounds),

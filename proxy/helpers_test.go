@@ -28,6 +28,7 @@ type fakeRewriter struct {
 	handles   []string // tool names the session answers; nil = load_skill, search_skills
 	noTools   bool     // no session at all
 	followErr error    // sessions fail FollowUp with it
+	cached    bool     // decisions say their ranking came from the cache
 	ready     bool
 	seen      []router.Overrides
 	sessions  []*fakeSession
@@ -73,7 +74,7 @@ func (f *fakeRewriter) RewriteChat(ctx context.Context, body []byte, ov router.O
 		strategy = router.StrategyHybrid
 	}
 	rw := &Rewrite{Body: nb, AddedTokens: 42 * (len(sel) + 1),
-		Decision: &router.Decision{Strategy: strategy, Selected: append([]string{}, sel...), Embedder: "fake"}}
+		Decision: &router.Decision{Strategy: strategy, Selected: append([]string{}, sel...), Embedder: "fake", Cached: f.cached}}
 	if !f.noTools {
 		h := f.handles
 		if h == nil {

@@ -22,6 +22,7 @@ type metrics struct {
 	upstreamLatency *prometheus.HistogramVec // path
 	selected        *prometheus.HistogramVec // arm
 	fallbacks       *prometheus.CounterVec   // arm
+	cacheHits       *prometheus.CounterVec   // arm
 	addedTokens     *prometheus.HistogramVec // arm
 	rewriteErrors   *prometheus.CounterVec   // arm
 	toolCalls       *prometheus.CounterVec   // tool, arm
@@ -70,6 +71,10 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 			Namespace: metricsNamespace, Name: "routing_fallbacks_total",
 			Help: "Chat requests ranked by the keyword fallback because the embedder failed or was slow.",
 		}, []string{"arm"}),
+		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "routing_cache_hits_total",
+			Help: "Chat requests whose ranking came from the router's cache of recent rankings (the conversation's user turns were ranked before).",
+		}, []string{"arm"}),
 		addedTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "prompt_tokens_added",
 			Help:    "Prompt tokens (o200k_base) the rewrite added to a chat request: catalog, skill bodies, tools.",
@@ -101,7 +106,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"kind"}),
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
-		m.fallbacks, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
+		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
 		m.droppedCalls, m.upstreamErrors}
 	if lib != nil {
 		cs = append(cs,
@@ -154,5 +159,8 @@ func (m *metrics) observeDecision(info *reqInfo) {
 	m.addedTokens.WithLabelValues(arm).Observe(float64(info.addedTokens))
 	if info.fallback {
 		m.fallbacks.WithLabelValues(arm).Inc()
+	}
+	if info.cached {
+		m.cacheHits.WithLabelValues(arm).Inc()
 	}
 }

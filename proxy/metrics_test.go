@@ -61,6 +61,22 @@ func TestMetricsExposition(t *testing.T) {
 	}
 }
 
+// A ranking served from the router's cache is counted and logged.
+func TestRankingCacheHitsObserved(t *testing.T) {
+	h := newHarness(t, nil)
+	h.chat(simpleChat, nil)
+	h.rw.mu.Lock()
+	h.rw.cached = true
+	h.rw.mu.Unlock()
+	h.chat(simpleChat, nil)
+	h.chat(simpleChat, nil)
+	_, body := h.do("GET", "/metrics", "", nil)
+	mustContain(t, string(body), `skillrouter_routing_cache_hits_total{arm="default"} 2`)
+	logs := h.logText()
+	mustContain(t, logs, `"ranking_cached":true`)
+	mustContain(t, logs, `"ranking_cached":false`)
+}
+
 func TestMetricPathCardinality(t *testing.T) {
 	for in, want := range map[string]string{
 		"/v1/chat/completions":           "/v1/chat/completions",
