@@ -78,7 +78,8 @@ func BenchmarkRewriteChat(b *testing.B) {
 	snap := benchLibrary(b)
 	bodies := chatBodies(b, upstreamQueries(b))
 	emb := embed.NewBuiltin(embed.Config{})
-	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	// RankCache off: the bodies repeat, and each rewrite should rank afresh.
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }, RankCache: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
