@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -120,5 +121,37 @@ func TestRankCacheOff(t *testing.T) {
 		if d := routeMsgs(r, "my SQL query is slow"); d.Cached {
 			t.Fatal("cached with RankCache < 0")
 		}
+	}
+}
+
+// Concurrent routings share cached rankings safely (run with -race) and
+// every one of them gets its own Ranked slice.
+func TestRankCacheConcurrent(t *testing.T) {
+	snap := rankingLibrary(t)
+	r := newRouter(t, snap, builtinOptions())
+	msgs := []string{"my SQL query is slow", "deploy to kubernetes", "fill in this PDF form", "write release notes"}
+	want := make([]*router.Decision, len(msgs))
+	for i, m := range msgs {
+		want[i] = routeMsgs(r, m)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 50 {
+				i := (g + k) % len(msgs)
+				d := routeMsgs(r, msgs[i])
+				if !d.Cached || len(d.Ranked) != len(want[i].Ranked) || d.Ranked[0].ID != want[i].Ranked[0].ID {
+					t.Errorf("%q: cached %v, ranked %d", msgs[i], d.Cached, len(d.Ranked))
+					return
+				}
+				d.Ranked[0].ID = "scribbled" // must not reach other decisions
+			}
+		}()
+	}
+	wg.Wait()
+	if d := routeMsgs(r, msgs[0]); d.Ranked[0].ID == "scribbled" {
+		t.Error("a caller's change to Ranked leaked into the cache")
 	}
 }
