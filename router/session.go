@@ -300,7 +300,7 @@ func (s *Session) searchSkills(ctx context.Context, args json.RawMessage) string
 		if !ok || sk.Disabled() {
 			continue
 		}
-		hits = append(hits, searchHit{ID: sk.ID, Description: truncateWords(sk.Description, s.opts.DescriptionLimit)})
+		hits = append(hits, searchHit{ID: sk.ID, Description: skills.ShortDescription(sk.Description, s.opts.DescriptionLimit)})
 		if len(hits) == limit {
 			break
 		}

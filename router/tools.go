@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -159,26 +157,4 @@ func searchResult(query string, hits []searchHit) string {
 		Hint    string      `json:"hint"`
 	}{query, hits, hint})
 	return string(b)
-}
-
-// truncateWords folds whitespace and cuts s to at most limit runes at a
-// word boundary, marking the cut with an ellipsis, as catalog descriptions
-// are cut. limit <= 0 means no limit.
-func truncateWords(s string, limit int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if limit <= 0 || utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == limit-1 {
-			s = s[:i]
-			break
-		}
-		n++
-	}
-	if sp := strings.LastIndexByte(s, ' '); sp > len(s)/2 {
-		s = s[:sp]
-	}
-	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
 }

@@ -76,7 +76,7 @@ func RenderCatalog(list []*Skill, opts CatalogOptions) string {
 	}
 	b.WriteString("<available_skills>\n")
 	for _, s := range list {
-		desc := escapeText(catalogDescription(s.Description, opts.MaxDescription))
+		desc := escapeText(ShortDescription(s.Description, opts.MaxDescription))
 		switch opts.Format {
 		case FormatAnthropic:
 			b.WriteString("  <skill>\n    <name>")
@@ -127,9 +127,11 @@ func skillName(s *Skill) string {
 	return path.Base(s.ID)
 }
 
-// catalogDescription folds a description onto one line (YAML block scalars
-// carry newlines that only cost tokens) and truncates it when asked.
-func catalogDescription(desc string, limit int) string {
+// ShortDescription folds a description onto one line (YAML block scalars
+// carry newlines that only cost tokens) and, when limit > 0, cuts it to at
+// most limit runes at a word boundary, marking the cut with an ellipsis. The
+// catalog and search_skills results shorten descriptions the same way.
+func ShortDescription(desc string, limit int) string {
 	desc = strings.Join(strings.Fields(desc), " ")
 	if limit <= 0 || utf8.RuneCountInString(desc) <= limit {
 		return desc

@@ -117,7 +117,7 @@ func TestCatalogEscapesXML(t *testing.T) {
 	}
 }
 
-func TestCatalogDescription(t *testing.T) {
+func TestShortDescription(t *testing.T) {
 	tests := []struct {
 		in    string
 		limit int
@@ -130,14 +130,20 @@ func TestCatalogDescription(t *testing.T) {
 		{"ab, cd, ef, gh", 9, "ab, cd…"},
 		{"héllo wörld ünïcode", 12, "héllo wörld…"},
 		{"anything", 1, "…"},
+		{"short", 10, "short"},
+		{"  folded \n  spaces ", 0, "folded spaces"},
+		{"one two three four five", 12, "one two…"},
+		{"abcdefghijklmnop", 6, "abcde…"},
+		{"déjà vu encore une fois", 9, "déjà vu…"},
+		{"end. Next sentence", 6, "end…"},
 	}
 	for _, tt := range tests {
-		got := catalogDescription(tt.in, tt.limit)
+		got := ShortDescription(tt.in, tt.limit)
 		if got != tt.want {
-			t.Errorf("catalogDescription(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
+			t.Errorf("ShortDescription(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
 		}
 		if tt.limit > 0 && len([]rune(got)) > tt.limit {
-			t.Errorf("catalogDescription(%q, %d) = %q is longer than the limit", tt.in, tt.limit, got)
+			t.Errorf("ShortDescription(%q, %d) = %q is longer than the limit", tt.in, tt.limit, got)
 		}
 	}
 }
