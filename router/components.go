@@ -56,17 +56,6 @@ func (c Components) Names() []string {
 	return out
 }
 
-// Len is the number of components present.
-func (c Components) Len() int {
-	n := 0
-	for k := range componentNames {
-		if c.set&(1<<k) != 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // IsZero reports whether no component is present (for omitzero).
 func (c Components) IsZero() bool { return c.set == 0 }
 
