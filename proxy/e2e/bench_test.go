@@ -121,17 +121,24 @@ func BenchmarkAddedLatency(b *testing.B) {
 		name        string
 		rw          proxy.Rewriter
 		concurrency int
-		upstream    time.Duration
+		upstream    time.Duration // delay of the upstream's answer
+		jitter      time.Duration // ± around upstream, uniform
 	}{
-		{"routing=on/clients=16", on, 16, 0},
-		{"routing=off/clients=16", identity{}, 16, 0},
-		{"routing=on/clients=1", on, 1, 0}, // no queueing: the intrinsic cost
-		{"routing=on/clients=16/upstream=20ms", on, 16, 20 * time.Millisecond},
-		{"routing=off/clients=16/upstream=20ms", identity{}, 16, 20 * time.Millisecond},
-		{"routing=repeat/clients=16", repeat, 16, 0},
-		{"routing=precomputed/clients=16", pre, 16, 0},
+		{"routing=on/clients=16", on, 16, 0, 0},
+		{"routing=off/clients=16", identity{}, 16, 0, 0},
+		{"routing=on/clients=1", on, 1, 0, 0}, // no queueing: the intrinsic cost
+		{"routing=off/clients=1", identity{}, 1, 0, 0},
+		{"routing=precomputed/clients=1", pre, 1, 0, 0},
+		{"routing=on/clients=16/upstream=20ms", on, 16, 20 * time.Millisecond, 0},
+		{"routing=off/clients=16/upstream=20ms", identity{}, 16, 20 * time.Millisecond, 0},
+		{"routing=on/clients=16/upstream=10-30ms", on, 16, 20 * time.Millisecond, 10 * time.Millisecond},
+		{"routing=off/clients=16/upstream=10-30ms", identity{}, 16, 20 * time.Millisecond, 10 * time.Millisecond},
+		{"routing=repeat/clients=16", repeat, 16, 0, 0},
+		{"routing=precomputed/clients=16", pre, 16, 0, 0},
 	} {
-		b.Run(mode.name, func(b *testing.B) { benchAdded(b, mode.rw, reg, bodies, mode.concurrency, mode.upstream) })
+		b.Run(mode.name, func(b *testing.B) {
+			benchAdded(b, mode.rw, reg, bodies, mode.concurrency, mode.upstream-mode.jitter, mode.upstream+mode.jitter)
+		})
 	}
 }
 
@@ -159,11 +166,11 @@ func (identity) RewriteChat(ctx context.Context, body []byte, ov router.Override
 	return &proxy.Rewrite{Body: body, Decision: &router.Decision{}}, nil
 }
 
-func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies [][]byte, concurrency int, upstreamDelay time.Duration) {
+func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies [][]byte, concurrency int, delayLo, delayHi time.Duration) {
 	up := fakeai.New()
 	defer up.Close()
-	if upstreamDelay > 0 {
-		up.Handle("/v1/chat/completions", fakeai.Delay(upstreamDelay, fakeai.Reply(fakeai.Turn{Content: "ok"})))
+	if delayHi > 0 {
+		up.Handle("/v1/chat/completions", fakeai.DelayBetween(delayLo, delayHi, fakeai.Reply(fakeai.Turn{Content: "ok"})))
 	}
 	u, _ := url.Parse(up.BaseURL())
 	srv, err := proxy.New(proxy.Config{Upstream: u, Rewriter: rw, Library: reg, Logger: slog.New(slog.DiscardHandler)})

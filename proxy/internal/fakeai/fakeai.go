@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,7 +204,17 @@ func Hang() Responder {
 
 // Delay waits d (or until the client is gone) before answering with next.
 func Delay(d time.Duration, next Responder) Responder {
+	return DelayBetween(d, d, next)
+}
+
+// DelayBetween is Delay with a delay drawn uniformly from [lo, hi] per
+// request, as a model's response time varies with its answer's length.
+func DelayBetween(lo, hi time.Duration, next Responder) Responder {
 	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		d := lo
+		if hi > lo {
+			d += rand.N(hi - lo + 1)
+		}
 		select {
 		case <-time.After(d):
 			next(w, r, rec)
