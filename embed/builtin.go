@@ -29,7 +29,7 @@ import (
 // mixed (cache keys and index files differ).
 type Builtin struct {
 	opts        BuiltinOptions
-	idf         map[uint64]float32 // nil when not fitted
+	idf         *idfTable // nil when not fitted
 	unseenIDF   float32
 	fingerprint string
 }
@@ -120,10 +120,10 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 		}
 	}
 	n := float64(len(corpus))
-	fit := &Builtin{opts: b.opts, idf: make(map[uint64]float32, len(df))}
+	fit := &Builtin{opts: b.opts, idf: newIDFTable(len(df))}
 	var sum uint64
 	for h, d := range df {
-		fit.idf[h] = float32(math.Log((n+1)/(float64(d)+1)) + 1)
+		fit.idf.set(h, float32(math.Log((n+1)/(float64(d)+1))+1))
 		sum += mix64(h ^ uint64(d)*0x9e3779b97f4a7c15) // order-independent digest
 	}
 	fit.unseenIDF = float32(math.Log(n+1) + 1)
@@ -176,7 +176,7 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 			w := 1 + math.Log(fs.tf[k][h])
 			idx := 1 + h%uint64(dim-1)
 			if b.idf != nil {
-				x, ok := b.idf[h]
+				x, ok := b.idf.get(h)
 				if !ok {
 					// A feature no library text has cannot match anything;
 					// hashed into a shared slot it would only add collision
