@@ -30,6 +30,7 @@ import (
 type Builtin struct {
 	opts        BuiltinOptions
 	idf         *idfTable // nil when not fitted
+	vocab       *vocab    // the library's frequent words, features precomputed; nil when not fitted
 	unseenIDF   float32
 	fingerprint string
 }
@@ -110,13 +111,17 @@ func (b *Builtin) Offline() bool { return true }
 // embedded) and returns a fitted copy; b is unchanged.
 func (b *Builtin) Fit(corpus []string) *Builtin {
 	df := make(map[uint64]int32, 64*len(corpus)+1024)
+	words := make(map[string]int, 1024)
 	var fs featureSet
 	for _, text := range corpus {
-		fs.extract(text, &b.opts)
+		fs.extract(text, &b.opts, nil)
 		for k := range fs.order {
 			for _, h := range fs.order[k] {
 				df[h]++
 			}
+		}
+		for _, w := range fs.wseq {
+			words[w] += fs.wc[w]
 		}
 	}
 	n := float64(len(corpus))
@@ -128,6 +133,7 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 	}
 	fit.unseenIDF = float32(math.Log(n+1) + 1)
 	fit.fingerprint = fmt.Sprintf("%08x", uint32(mix64(sum^uint64(len(corpus)))))
+	fit.vocab = newVocab(words, maxVocab, &fit.opts, fit.idf)
 	return fit
 }
 
@@ -156,7 +162,7 @@ var featureSets = sync.Pool{New: func() any { return new(featureSet) }}
 // features, e.g. only stop words). Features are visited in first-occurrence
 // order, so the float sums, and the vector, are the same on every run.
 func (b *Builtin) vector(text string, fs *featureSet) []float32 {
-	fs.extract(text, &b.opts)
+	fs.extract(text, &b.opts, b.vocab)
 	dim := b.opts.Dimensions
 	v := make([]float32, dim)
 	weights := [numFamilies]float64{b.opts.Unigram, b.opts.Bigram, b.opts.CharGram}
@@ -172,11 +178,14 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 		}
 		clear(acc)
 		var unseen float64
-		for _, h := range fs.order[k] {
+		for i, h := range fs.order[k] {
 			w := 1 + math.Log(fs.tf[k][h])
 			idx := 1 + h%uint64(dim-1)
 			if b.idf != nil {
-				x, ok := b.idf.get(h)
+				x, ok := fs.idf[k][i], true
+				if x != x { // not known from the vocabulary: look it up
+					x, ok = b.idf.get(h)
+				}
 				if !ok {
 					// A feature no library text has cannot match anything;
 					// hashed into a shared slot it would only add collision
@@ -239,18 +248,26 @@ type featureSet struct {
 	wseq  []string // distinct content words in first-occurrence order
 	tf    [numFamilies]map[uint64]float64
 	order [numFamilies][]uint64
+	idf   [numFamilies][]float32 // per order entry; NaN: look it up
 	grams []uint64
 	acc   []float64
 }
 
-func (fs *featureSet) add(fam int, h uint64, n float64) {
+func (fs *featureSet) add(fam int, h uint64, n float64, idf float32) {
 	if _, ok := fs.tf[fam][h]; !ok {
 		fs.order[fam] = append(fs.order[fam], h)
+		fs.idf[fam] = append(fs.idf[fam], idf)
 	}
 	fs.tf[fam][h] += n
 }
 
-func (fs *featureSet) extract(text string, o *BuiltinOptions) {
+// unknownIDF marks a feature whose IDF extract did not get from the
+// vocabulary.
+var unknownIDF = float32(math.NaN())
+
+// extract collects the features of text. Words found in voc (may be nil)
+// take their stem and features from it instead of computing them.
+func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	if fs.wc == nil {
 		fs.wc = make(map[string]int)
 		for k := range fs.tf {
@@ -261,6 +278,7 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions) {
 	for k := range fs.tf {
 		clear(fs.tf[k])
 		fs.order[k] = fs.order[k][:0]
+		fs.idf[k] = fs.idf[k][:0]
 	}
 	fs.words = analysis.AppendWords(fs.words[:0], text)
 	fs.terms = fs.terms[:0]
@@ -273,26 +291,40 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions) {
 			fs.wseq = append(fs.wseq, w)
 		}
 		fs.wc[w]++
+		if e := voc.get(w); e != nil {
+			fs.terms = append(fs.terms, e.stem)
+			if o.Unigram != 0 {
+				fs.add(famUnigram, e.uni, 1, e.uniIDF)
+			}
+			continue
+		}
 		st := analysis.Stem(w)
 		fs.terms = append(fs.terms, st)
 		if o.Unigram != 0 {
-			fs.add(famUnigram, hashStr(famUnigram, st, ""), 1)
+			fs.add(famUnigram, hashStr(famUnigram, st, ""), 1, unknownIDF)
 		}
 
 	}
 	if o.Bigram != 0 {
 		for i := 1; i < len(fs.terms); i++ {
-			fs.add(famBigram, hashStr(famBigram, fs.terms[i-1], fs.terms[i]), 1)
+			fs.add(famBigram, hashStr(famBigram, fs.terms[i-1], fs.terms[i]), 1, unknownIDF)
 		}
 	}
 	if o.CharGram != 0 {
 		// n-grams of each distinct word once, weighted by its count:
 		// repeated words are the bulk of long texts.
 		for _, w := range fs.wseq {
-			fs.grams = appendCharGrams(fs.grams[:0], w, o.CharMin, o.CharMax)
 			c := float64(fs.wc[w])
+			if e := voc.get(w); e != nil {
+				hs, idfs := voc.grams(e)
+				for i, h := range hs {
+					fs.add(famChar, h, c, idfs[i])
+				}
+				continue
+			}
+			fs.grams = appendCharGrams(fs.grams[:0], w, o.CharMin, o.CharMax)
 			for _, h := range fs.grams {
-				fs.add(famChar, h, c)
+				fs.add(famChar, h, c, unknownIDF)
 			}
 		}
 	}

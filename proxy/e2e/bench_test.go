@@ -133,6 +133,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 		{"routing=off/clients=16/upstream=20ms", identity{}, 16, 20 * time.Millisecond, 0},
 		{"routing=on/clients=16/upstream=10-30ms", on, 16, 20 * time.Millisecond, 10 * time.Millisecond},
 		{"routing=off/clients=16/upstream=10-30ms", identity{}, 16, 20 * time.Millisecond, 10 * time.Millisecond},
+		{"routing=precomputed/clients=16/upstream=10-30ms", pre, 16, 20 * time.Millisecond, 10 * time.Millisecond},
 		{"routing=repeat/clients=16", repeat, 16, 0, 0},
 		{"routing=precomputed/clients=16", pre, 16, 0, 0},
 	} {

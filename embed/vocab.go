@@ -1,0 +1,92 @@
+package embed
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/skillrouter/skillrouter/analysis"
+)
+
+// maxVocab bounds the precomputed vocabulary of a fitted builtin: the most
+// frequent words of a library cover nearly all of a message's words (word
+// frequencies are Zipfian), at a few MB for the largest libraries.
+const maxVocab = 1 << 14
+
+// vocab holds, for a library's frequent words, what embedding a word costs:
+// its stem, its unigram feature and its character n-grams, each with its
+// IDF. A query word found here is one map lookup instead of a stemmer call,
+// a dozen or more hashes and as many IDF lookups (FastText precomputes its
+// subwords per vocabulary word for the same reason). Words outside it are
+// computed as before; the vectors are the same either way.
+type vocab struct {
+	index   map[string]uint32 // word -> entries
+	entries []vocabEntry
+	hashes  []uint64 // char n-grams of all entries, back to back
+	idfs    []float32
+}
+
+type vocabEntry struct {
+	stem   string
+	uni    uint64
+	uniIDF float32
+	off, n uint32 // the entry's n-grams in hashes/idfs
+}
+
+// newVocab precomputes the limit most frequent words of counts (ties by
+// word, so a library always gets the same vocabulary).
+func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf *idfTable) *vocab {
+	type wc struct {
+		w string
+		c int
+	}
+	all := make([]wc, 0, len(counts))
+	for w, c := range counts {
+		all = append(all, wc{w, c})
+	}
+	slices.SortFunc(all, func(a, b wc) int {
+		if c := cmp.Compare(b.c, a.c); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.w, b.w)
+	})
+	all = all[:min(limit, len(all))]
+	v := &vocab{index: make(map[string]uint32, len(all)), entries: make([]vocabEntry, 0, len(all))}
+	lookup := func(h uint64) float32 {
+		if x, ok := idf.get(h); ok {
+			return x
+		}
+		return unknownIDF // a family Fit did not count: vector looks it up
+	}
+	var grams []uint64
+	for _, x := range all {
+		st := analysis.Stem(x.w)
+		uni := hashStr(famUnigram, st, "")
+		e := vocabEntry{stem: st, uni: uni, uniIDF: lookup(uni), off: uint32(len(v.hashes))}
+		grams = appendCharGrams(grams[:0], x.w, o.CharMin, o.CharMax)
+		for _, h := range grams {
+			v.hashes = append(v.hashes, h)
+			v.idfs = append(v.idfs, lookup(h))
+		}
+		e.n = uint32(len(grams))
+		v.index[x.w] = uint32(len(v.entries))
+		v.entries = append(v.entries, e)
+	}
+	return v
+}
+
+// get returns the entry of word w, or nil (also for a nil vocab).
+func (v *vocab) get(w string) *vocabEntry {
+	if v == nil {
+		return nil
+	}
+	i, ok := v.index[w]
+	if !ok {
+		return nil
+	}
+	return &v.entries[i]
+}
+
+// grams returns e's character n-gram hashes and their IDFs.
+func (v *vocab) grams(e *vocabEntry) ([]uint64, []float32) {
+	return v.hashes[e.off : e.off+e.n], v.idfs[e.off : e.off+e.n]
+}
