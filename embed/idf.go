@@ -21,11 +21,12 @@ type idfSlot struct {
 	idf float32
 }
 
-// newIDFTable sizes the table for n entries at a load factor of at most 1/2,
-// so probe runs stay short.
+// newIDFTable sizes the table for n entries at a load factor of at most 3/4:
+// probe runs stay a cache line or two, and the table is no larger than the
+// Go map it replaces (407 skills: 371k features, 8 MB).
 func newIDFTable(n int) *idfTable {
 	size := 16
-	for size < 2*n {
+	for 3*size < 4*n {
 		size <<= 1
 	}
 	return &idfTable{slots: make([]idfSlot, size), mask: uint64(size - 1)}
