@@ -15,9 +15,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,22 +204,37 @@ func Hang() Responder {
 
 // Delay waits d (or until the client is gone) before answering with next.
 func Delay(d time.Duration, next Responder) Responder {
-	return DelayBetween(d, d, next)
+	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		wait(w, r, rec, d, next)
+	}
 }
 
-// DelayBetween is Delay with a delay drawn uniformly from [lo, hi] per
-// request, as a model's response time varies with its answer's length.
-func DelayBetween(lo, hi time.Duration, next Responder) Responder {
+// DelayHeader names a request header that sets DelayFromHeader's wait in
+// microseconds. Benchmarks set it per request so that a request sent
+// directly and its twin sent through the proxy wait exactly as long, and
+// their difference is the proxy's alone.
+const DelayHeader = "X-Fakeai-Delay-Us"
+
+// DelayFromHeader waits as long as the request's DelayHeader says (no wait
+// without one) before answering with next.
+func DelayFromHeader(next Responder) Responder {
 	return func(w http.ResponseWriter, r *http.Request, rec Request) {
-		d := lo
-		if hi > lo {
-			d += rand.N(hi - lo + 1)
-		}
-		select {
-		case <-time.After(d):
-			next(w, r, rec)
-		case <-r.Context().Done():
-		}
+		us, _ := strconv.Atoi(r.Header.Get(DelayHeader))
+		wait(w, r, rec, time.Duration(us)*time.Microsecond, next)
+	}
+}
+
+func wait(w http.ResponseWriter, r *http.Request, rec Request, d time.Duration, next Responder) {
+	if d <= 0 {
+		next(w, r, rec)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		next(w, r, rec)
+	case <-r.Context().Done():
 	}
 }
 
