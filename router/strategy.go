@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/skillrouter/skillrouter/index"
@@ -25,9 +24,6 @@ type rankResult struct {
 	bm25    []float64 // raw BM25F
 	bm25n   []float64 // BM25F / query ceiling, in [0,1)
 	cosine  []float64
-	// ranked caches scored(): a cached ranking renders it once.
-	rankedOnce sync.Once
-	ranked     []Scored
 
 	// conf is the calibrated absolute match strength selection thresholds
 	// apply to. For bm25 and embedding it is the score; hybrid ranks by a
@@ -297,11 +293,12 @@ func descendingKey(s float64) uint32 {
 	return ^b
 }
 
-// scored returns the ranking with per-component scores, a fresh copy each
-// time (callers own their Decision), rendered once per ranking.
+// scored returns the ranking with per-component scores, rendered afresh
+// for each caller (callers own their Decision): rendering costs about what a
+// copy of a kept rendering would, and a ranking that is never hit again in
+// the cache is then built once rather than built and copied.
 func (res *rankResult) scored(ix *rankIndex) []Scored {
-	res.rankedOnce.Do(func() { res.ranked = res.render(ix) })
-	return slices.Clone(res.ranked)
+	return res.render(ix)
 }
 
 // render builds the ranking with per-component scores.
