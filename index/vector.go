@@ -48,22 +48,24 @@ func (d VectorDoc) Hash() string {
 type EmbedFunc func(ctx context.Context, texts []string) ([][]float32, error)
 
 // Vectors is an immutable vector index over one library for one embedding
-// model. chromem-go holds the documents for persistence and incremental
-// reuse; queries score from a dense column-major copy of the vectors
-// instead, because chromem's Query fans out goroutines and heap-sorts per
-// call (~0.5 ms for 407 skills), which dominated the cost of routing a
-// request. A new library builds a new Vectors (reusing unchanged vectors
-// from the previous one) and the caller swaps it in, so queries never wait
+// model. Queries score from a dense column-major matrix of the vectors;
+// chromem-go is the storage format: Save writes a chromem collection (one
+// document per skill, its content hash and name as metadata) and
+// LoadVectors reads one back. chromem's own Query fans out goroutines and
+// heap-sorts per call (~0.5 ms for 407 skills, most of a request's routing
+// cost), and keeping its copy of every vector beside the matrix doubled the
+// index's memory (41 MB more at 10,000 skills), so it is built only to save.
+// A new library builds a new Vectors, reusing the rows of unchanged skills
+// from the previous one, and the caller swaps it in, so queries never wait
 // on writes.
 type Vectors struct {
-	model string
-	db    *chromem.DB
-	col   *chromem.Collection
-	n     int
-
-	ids  []string  // document ids, sorted; row i of the matrix
-	dim  int       // vector dimension
-	cols []float32 // dim×n, column-major: cols[j*n+i] is component j of document i
+	model  string
+	ids    []string // document ids, sorted; row i of the matrix
+	names  []string // by row
+	hashes []string // content hashes (VectorDoc.Hash), by row
+	n      int
+	dim    int       // vector dimension
+	cols   []float32 // dim×n, column-major: cols[j*n+i] is component j of document i
 }
 
 // BuildStats says what a build reused and what it had to embed.
@@ -80,12 +82,14 @@ const (
 
 // BuildVectors indexes docs for model. Documents whose content hash matches
 // one in prev (built for the same model) keep their vector; the rest are
-// embedded in one call to embed. prev may be nil.
+// embedded in one call to embed. prev may be nil. Of documents with equal
+// ids the last counts.
 func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed EmbedFunc, prev *Vectors) (*Vectors, BuildStats, error) {
 	var st BuildStats
 	if prev != nil && prev.model != model {
 		prev = nil
 	}
+	docs = lastByID(docs)
 	hashes := make([]string, len(docs))
 	vecs := make([][]float32, len(docs))
 	var texts []string
@@ -93,12 +97,10 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	var spans []span
 	for i, d := range docs {
 		hashes[i] = d.Hash()
-		if prev != nil {
-			if old, err := prev.col.GetByID(ctx, d.ID); err == nil && old.Metadata[metaHash] == hashes[i] && len(old.Embedding) > 0 {
-				vecs[i] = old.Embedding
-				st.Reused++
-				continue
-			}
+		if row := prev.row(d.ID); row >= 0 && prev.hashes[row] == hashes[i] {
+			vecs[i] = prev.vector(row)
+			st.Reused++
+			continue
 		}
 		spans = append(spans, span{i, len(texts)})
 		for _, p := range d.Parts {
@@ -125,69 +127,70 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	if prev != nil {
 		st.Removed = prev.n - st.Reused
 	}
-	dim := 0
-	if len(vecs) > 0 {
-		dim = len(vecs[0])
-	}
-	db := chromem.NewDB()
-	// chromem has no accessor for collection metadata nor a way to list
-	// ids; the dimension and model go into the collection's name so a
-	// loaded index can probe for its documents and knows what made it.
-	col, err := db.CreateCollection(collectionName(dim, model), nil, nil)
-	if err != nil {
-		return nil, st, err
-	}
-	if len(docs) > 0 {
-		cdocs := make([]chromem.Document, len(docs))
-		for i, d := range docs {
-			cdocs[i] = chromem.Document{
-				ID:        d.ID,
-				Metadata:  map[string]string{metaID: d.ID, metaName: d.Name, metaHash: hashes[i]},
-				Embedding: vecs[i],
-				// Content is what chromem would embed; vectors are given,
-				// so it only needs to be non-empty.
-				Content: d.Name + " ",
-			}
-		}
-		if err := col.AddDocuments(ctx, cdocs, 4); err != nil {
-			return nil, st, err
-		}
-	}
-	v := &Vectors{model: model, db: db, col: col, n: len(docs)}
+	v := &Vectors{model: model}
+	names := make([]string, len(docs))
 	ids := make([]string, len(docs))
 	for i, d := range docs {
-		ids[i] = d.ID
+		ids[i], names[i] = d.ID, d.Name
 	}
-	if err := v.pack(ctx, ids); err != nil {
+	if err := v.pack(ids, names, hashes, vecs); err != nil {
 		return nil, st, err
 	}
 	return v, st, nil
 }
 
-// pack copies the vectors of the documents ids into the query matrix, rows
-// in id order so equal scores rank the same way on every run.
-func (v *Vectors) pack(ctx context.Context, ids []string) error {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	v.ids, v.n, v.dim, v.cols = ids, len(ids), 0, nil
-	for i, id := range ids {
-		doc, err := v.col.GetByID(ctx, id)
-		if err != nil {
-			return fmt.Errorf("vector index: %w", err)
+// lastByID sorts docs by id, keeping the last of equal ids.
+func lastByID(docs []VectorDoc) []VectorDoc {
+	out := slices.Clone(docs)
+	slices.SortStableFunc(out, func(a, b VectorDoc) int { return strings.Compare(a.ID, b.ID) })
+	k := 0
+	for i := range out {
+		if i+1 < len(out) && out[i+1].ID == out[i].ID {
+			continue
 		}
+		out[k] = out[i]
+		k++
+	}
+	return out[:k]
+}
+
+// pack fills the query matrix from vectors given in id order (ids sorted
+// and distinct), so equal scores rank the same way on every run.
+func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32) error {
+	v.ids, v.names, v.hashes, v.n, v.dim, v.cols = ids, names, hashes, len(ids), 0, nil
+	for i, vec := range vecs {
 		if i == 0 {
-			v.dim = len(doc.Embedding)
+			v.dim = len(vec)
 			v.cols = make([]float32, v.dim*v.n)
 		}
-		if len(doc.Embedding) != v.dim {
-			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", id, len(doc.Embedding), v.dim)
+		if len(vec) != v.dim {
+			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], len(vec), v.dim)
 		}
-		for j, x := range doc.Embedding {
+		for j, x := range vec {
 			v.cols[j*v.n+i] = x
 		}
 	}
 	return nil
+}
+
+// row returns the matrix row of document id, or -1 (also for a nil index).
+func (v *Vectors) row(id string) int {
+	if v == nil {
+		return -1
+	}
+	if i, ok := slices.BinarySearch(v.ids, id); ok {
+		return i
+	}
+	return -1
+}
+
+// vector returns a copy of row i's vector.
+func (v *Vectors) vector(i int) []float32 {
+	out := make([]float32, v.dim)
+	for j := range out {
+		out[j] = v.cols[j*v.n+i]
+	}
+	return out
 }
 
 // combine sums the parts' vectors with their weights and normalizes.
@@ -319,14 +322,18 @@ func (v *Vectors) Query(ctx context.Context, q []float32, n int) ([]Hit, error) 
 	return hits[:n], nil
 }
 
-// Save writes the index to path atomically (chromem's gzip'd gob export
-// into a temporary file, then a rename).
+// Save writes the index to path atomically: a chromem-go collection,
+// exported gzip'd into a temporary file, then renamed.
 func (v *Vectors) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	db, col, err := v.chromem()
+	if err != nil {
+		return fmt.Errorf("export vector index: %w", err)
+	}
 	var buf bytes.Buffer
-	if err := v.db.ExportToWriter(&buf, true, "", v.col.Name); err != nil {
+	if err := db.ExportToWriter(&buf, true, "", col.Name); err != nil {
 		return fmt.Errorf("export vector index: %w", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
@@ -346,6 +353,36 @@ func (v *Vectors) Save(path string) error {
 		return werr
 	}
 	return nil
+}
+
+// chromem builds the chromem-go collection Save exports. chromem has no
+// accessor for collection metadata nor a way to list ids, so the dimension
+// and model go into the collection's name and LoadVectors probes for the
+// documents.
+func (v *Vectors) chromem() (*chromem.DB, *chromem.Collection, error) {
+	db := chromem.NewDB()
+	col, err := db.CreateCollection(collectionName(v.dim, v.model), nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v.n == 0 {
+		return db, col, nil
+	}
+	docs := make([]chromem.Document, v.n)
+	for i, id := range v.ids {
+		docs[i] = chromem.Document{
+			ID:        id,
+			Metadata:  map[string]string{metaID: id, metaName: v.names[i], metaHash: v.hashes[i]},
+			Embedding: v.vector(i),
+			// Content is what chromem would embed; vectors are given, so
+			// it only needs to be non-empty.
+			Content: v.names[i] + " ",
+		}
+	}
+	if err := col.AddDocuments(context.Background(), docs, 4); err != nil {
+		return nil, nil, err
+	}
+	return db, col, nil
 }
 
 // LoadVectors reads an index saved with Save. A missing, unreadable or
@@ -369,13 +406,27 @@ func LoadVectors(path string) (*Vectors, error) {
 		if !ok {
 			return nil, fmt.Errorf("vector index %s: unexpected collection %q", path, name)
 		}
-		v := &Vectors{model: model, db: db, col: col, n: col.Count()}
 		ids, err := storedIDs(col, dim)
 		if err != nil {
 			return nil, fmt.Errorf("vector index %s: %w", path, err)
 		}
-		if err := v.pack(context.Background(), ids); err != nil {
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		names, hashes := make([]string, len(ids)), make([]string, len(ids))
+		vecs := make([][]float32, len(ids))
+		for i, id := range ids {
+			doc, err := col.GetByID(context.Background(), id)
+			if err != nil {
+				return nil, fmt.Errorf("vector index %s: %w", path, err)
+			}
+			names[i], hashes[i], vecs[i] = doc.Metadata[metaName], doc.Metadata[metaHash], doc.Embedding
+		}
+		v := &Vectors{model: model}
+		if err := v.pack(ids, names, hashes, vecs); err != nil {
 			return nil, fmt.Errorf("vector index %s: %w", path, err)
+		}
+		if v.n > 0 && v.dim != dim {
+			return nil, fmt.Errorf("vector index %s: vectors of %d dimensions in a collection named for %d", path, v.dim, dim)
 		}
 		return v, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -222,7 +223,11 @@ func TestVectorsSimilaritiesMatchChromem(t *testing.T) {
 		{"loaded/dense", loaded, dense[0]}, {"loaded/sparse", loaded, sparse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want, err := tc.v.col.QueryEmbedding(ctx, tc.q, tc.v.Len(), nil, nil)
+			_, col, err := tc.v.chromem() // what Save writes
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := col.QueryEmbedding(ctx, tc.q, tc.v.Len(), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,5 +284,36 @@ func TestVectorsQueryTiesByID(t *testing.T) {
 		if hits[0].ID != "a" || hits[1].ID != "b" || hits[2].ID != "c" {
 			t.Fatalf("ties not by id: %+v", hits)
 		}
+	}
+}
+
+// A rebuild reuses unchanged rows bit for bit, embeds only what changed,
+// and of documents with equal ids keeps the last.
+func TestVectorsReuseRowsAndDuplicateIDs(t *testing.T) {
+	ctx := context.Background()
+	emb := randomEmbedder(16)
+	docs := []VectorDoc{vdoc("b", "bravo"), vdoc("a", "alpha"), vdoc("c", "charlie")}
+	v1, _, err := BuildVectors(ctx, docs, "m", emb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs2 := []VectorDoc{vdoc("c", "charlie"), vdoc("a", "changed"), vdoc("b", "old b"), vdoc("b", "bravo")}
+	v2, st, err := BuildVectors(ctx, docs2, "m", emb, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Reused != 2 || st.Embedded != 1 || st.Removed != 1 || v2.Len() != 3 {
+		t.Fatalf("stats %+v, %d docs; want b and c reused, a embedded", st, v2.Len())
+	}
+	for _, id := range []string{"b", "c"} {
+		if got, want := v2.vector(v2.row(id)), v1.vector(v1.row(id)); !slices.Equal(got, want) {
+			t.Errorf("%s: reused row differs", id)
+		}
+	}
+	if slices.Equal(v2.vector(v2.row("a")), v1.vector(v1.row("a"))) {
+		t.Error("changed document kept its old vector")
+	}
+	if v2.row("zzz") != -1 || (*Vectors)(nil).row("a") != -1 {
+		t.Error("row of an unknown id")
 	}
 }
