@@ -3,6 +3,7 @@ package embed
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -145,6 +146,13 @@ func FuzzBuiltin(f *testing.F) {
 		}
 		if n != 0 && !unitLength(v[0]) {
 			t.Fatalf("%q: norm² %v", s, n)
+		}
+		// The precomputed vocabulary is a shortcut only: the same vector
+		// without it. Fuzzed words mixed with library words reach both paths.
+		full, _ := withVocab(b, nil).Embed(context.Background(), []string{s + " " + corpus[0] + " " + s})
+		fast, _ := b.Embed(context.Background(), []string{s + " " + corpus[0] + " " + s})
+		if !slices.Equal(full[0], fast[0]) {
+			t.Fatalf("%q: vector with the vocabulary differs", s)
 		}
 	})
 }
