@@ -92,38 +92,28 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	docs = lastByID(docs)
 	hashes := make([]string, len(docs))
 	vecs := make([][]float32, len(docs))
-	var texts []string
-	type span struct{ doc, start int }
-	var spans []span
+	var fresh, reused []int
 	for i, d := range docs {
 		hashes[i] = d.Hash()
 		if row := prev.row(d.ID); row >= 0 && prev.hashes[row] == hashes[i] {
 			vecs[i] = prev.vector(row)
-			st.Reused++
+			reused = append(reused, i)
 			continue
 		}
-		spans = append(spans, span{i, len(texts)})
-		for _, p := range d.Parts {
-			texts = append(texts, p.Text)
-		}
+		fresh = append(fresh, i)
 	}
-	if len(texts) > 0 {
-		out, err := embed(ctx, texts)
-		if err != nil {
+	if err := embedDocs(ctx, docs, fresh, embed, vecs); err != nil {
+		return nil, st, err
+	}
+	if len(fresh) > 0 && len(reused) > 0 && len(vecs[fresh[0]]) != prev.dim {
+		// The model now answers with another dimension (a remote provider
+		// learns it from its first response): nothing old can be mixed in.
+		if err := embedDocs(ctx, docs, reused, embed, vecs); err != nil {
 			return nil, st, err
 		}
-		if len(out) != len(texts) {
-			return nil, st, fmt.Errorf("embedder returned %d vectors for %d texts", len(out), len(texts))
-		}
-		for _, s := range spans {
-			v, err := combine(docs[s.doc].Parts, out[s.start:s.start+len(docs[s.doc].Parts)])
-			if err != nil {
-				return nil, st, fmt.Errorf("skill %s: %w", docs[s.doc].ID, err)
-			}
-			vecs[s.doc] = v
-			st.Embedded++
-		}
+		fresh, reused = append(fresh, reused...), nil
 	}
+	st.Embedded, st.Reused = len(fresh), len(reused)
 	if prev != nil {
 		st.Removed = prev.n - st.Reused
 	}
@@ -137,6 +127,36 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 		return nil, st, err
 	}
 	return v, st, nil
+}
+
+// embedDocs embeds the documents docs[i] for i in which, all their parts
+// in one call, into vecs[i].
+func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, vecs [][]float32) error {
+	var texts []string
+	for _, i := range which {
+		for _, p := range docs[i].Parts {
+			texts = append(texts, p.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	out, err := embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	if len(out) != len(texts) {
+		return fmt.Errorf("embedder returned %d vectors for %d texts", len(out), len(texts))
+	}
+	for _, i := range which {
+		n := len(docs[i].Parts)
+		v, err := combine(docs[i].Parts, out[:n])
+		if err != nil {
+			return fmt.Errorf("skill %s: %w", docs[i].ID, err)
+		}
+		vecs[i], out = v, out[n:]
+	}
+	return nil
 }
 
 // lastByID sorts docs by id, keeping the last of equal ids.
@@ -440,6 +460,9 @@ func storedIDs(col *chromem.Collection, dim int) ([]string, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	if dim <= 0 {
+		return nil, fmt.Errorf("%d documents in a collection named for %d dimensions", n, dim)
+	}
 	probe := make([]float32, dim)
 	probe[0] = 1
 	res, err := col.QueryEmbedding(context.Background(), probe, n, nil, nil)
@@ -464,7 +487,7 @@ func parseCollectionName(name string) (dim int, model string, ok bool) {
 	}
 	d, model, ok := strings.Cut(rest, ":")
 	dim, err := strconv.Atoi(d)
-	if !ok || err != nil || dim <= 0 || model == "" {
+	if !ok || err != nil || dim < 0 || model == "" { // 0: an empty index
 		return 0, "", false
 	}
 	return dim, model, true

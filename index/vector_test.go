@@ -317,3 +317,58 @@ func TestVectorsReuseRowsAndDuplicateIDs(t *testing.T) {
 		t.Error("row of an unknown id")
 	}
 }
+
+// Save and LoadVectors keep names and hashes (a second save writes the same
+// collection), and an empty index round-trips too.
+func TestVectorsSaveLoadKeepsMetadata(t *testing.T) {
+	ctx := context.Background()
+	docs := []VectorDoc{{ID: "team/a", Name: "alpha", Parts: []Part{{Text: "a", Weight: 1}}}, vdoc("b", "b")}
+	var e axisEmbedder
+	for _, tc := range []struct {
+		name string
+		docs []VectorDoc
+	}{{"two", docs}, {"empty", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, err := BuildVectors(ctx, tc.docs, "m", e.embed, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "v.gob.gz")
+			if err := v.Save(path); err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := LoadVectors(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(loaded.ids, v.ids) || !slices.Equal(loaded.names, v.names) || !slices.Equal(loaded.hashes, v.hashes) || loaded.dim != v.dim {
+				t.Fatalf("loaded ids %v names %v hashes %v dim %d; saved %v %v %v %d",
+					loaded.ids, loaded.names, loaded.hashes, loaded.dim, v.ids, v.names, v.hashes, v.dim)
+			}
+			for i := range v.ids {
+				if !slices.Equal(loaded.vector(i), v.vector(i)) {
+					t.Errorf("%s: vector changed in the round trip", v.ids[i])
+				}
+			}
+		})
+	}
+}
+
+// When the model answers with a new dimension, reused vectors of the old one
+// cannot be mixed in: everything is embedded again.
+func TestVectorsDimensionChangeReembeds(t *testing.T) {
+	ctx := context.Background()
+	docs := []VectorDoc{vdoc("a", "alpha"), vdoc("b", "bravo")}
+	v1, _, err := BuildVectors(ctx, docs, "m", randomEmbedder(8), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs[1] = vdoc("b", "changed")
+	v2, st, err := BuildVectors(ctx, docs, "m", randomEmbedder(16), v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.dim != 16 || st.Reused != 0 || st.Embedded != 2 {
+		t.Fatalf("dim %d, stats %+v; want every document embedded at 16", v2.dim, st)
+	}
+}

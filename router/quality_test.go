@@ -244,6 +244,7 @@ func TestQuality(t *testing.T) {
 	// A fixed, seeded sample keeps the run short and the figures stable.
 	rng := rand.New(rand.NewSource(1))
 	rng.Shuffle(len(single), func(i, j int) { single[i], single[j] = single[j], single[i] })
+	heldout := single[min(2000, len(single)):] // the rest: see METATOOL_HELDOUT
 	single = single[:min(2000, len(single))]
 	rm, err := router.New(ctx, mt, builtinOptions())
 	if err != nil {
@@ -283,16 +284,8 @@ func TestQuality(t *testing.T) {
 	if os.Getenv("METATOOL_HELDOUT") != "" {
 		// Every single-tool query outside the sample: a check that a gain
 		// on the sample is not an artefact of tuning on it.
-		rng := rand.New(rand.NewSource(1))
-		var all []labelled
-		for _, q := range readJSONL[labelled](t, filepath.Join(dir, "metatool", "queries.jsonl")) {
-			if q.Split == "single" {
-				all = append(all, q)
-			}
-		}
-		rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 		for _, s := range []router.Strategy{router.StrategyBM25, router.StrategyHybrid} {
-			t.Logf("metatool-heldout  %-9s %v", s, evaluate(t, rm, s, all[min(2000, len(all)):], false))
+			t.Logf("metatool-heldout  %-9s %v", s, evaluate(t, rm, s, heldout, false))
 		}
 	}
 	res := map[string]map[router.Strategy]metrics{"upstream": {}, "metatool": {}}

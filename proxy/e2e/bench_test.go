@@ -207,7 +207,7 @@ func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies []
 		post(up.BaseURL(), bodies[i%len(bodies)], 0)
 		post(ps.URL+"/v1", bodies[i%len(bodies)], 0)
 	}
-	up.Reset() // keep the recorder from growing during the run
+	up.StopRecording()
 
 	var mu sync.Mutex
 	var direct, proxied, diffs []time.Duration
@@ -250,7 +250,6 @@ func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies []
 		b.RunParallel(func(pb *testing.PB) { worker(pb) })
 	}
 	b.StopTimer()
-	up.Reset()
 	dp50, dp99 := percentiles(direct)
 	pp50, pp99 := percentiles(proxied)
 	fp50, fp99 := percentiles(diffs)

@@ -105,6 +105,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	reqs     []Request
+	noRecord bool
 	script   []Responder
 	handlers map[string]Responder
 	answers  int
@@ -141,6 +142,15 @@ func (f *Server) Requests() []Request {
 	return append([]Request(nil), f.reqs...)
 }
 
+// StopRecording stops keeping requests (Requests returns none from then
+// on): benchmarks send thousands, and keeping them all adds GC work to
+// both sides of what they compare.
+func (f *Server) StopRecording() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noRecord, f.reqs = true, nil
+}
+
 // Reset forgets recorded requests and the remaining script.
 func (f *Server) Reset() {
 	f.mu.Lock()
@@ -152,7 +162,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	f.mu.Lock()
-	f.reqs = append(f.reqs, rec)
+	if !f.noRecord {
+		f.reqs = append(f.reqs, rec)
+	}
 	h := f.handlers[r.URL.Path]
 	if h == nil && r.URL.Path == "/v1/chat/completions" && len(f.script) > 0 {
 		h = f.script[0]
