@@ -203,14 +203,7 @@ func TestVectorsSimilaritiesMatchChromem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "v.gob.gz")
-	if err := v.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadVectors(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := saveLoad(t, v)
 	dense, _ := emb(ctx, []string{"query"})
 	sparse := make([]float32, dim)
 	sparse[3], sparse[40] = 0.6, 0.8
@@ -333,14 +326,7 @@ func TestVectorsSaveLoadKeepsMetadata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(t.TempDir(), "v.gob.gz")
-			if err := v.Save(path); err != nil {
-				t.Fatal(err)
-			}
-			loaded, err := LoadVectors(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			loaded := saveLoad(t, v)
 			if !slices.Equal(loaded.ids, v.ids) || !slices.Equal(loaded.names, v.names) || !slices.Equal(loaded.hashes, v.hashes) || loaded.dim != v.dim {
 				t.Fatalf("loaded ids %v names %v hashes %v dim %d; saved %v %v %v %d",
 					loaded.ids, loaded.names, loaded.hashes, loaded.dim, v.ids, v.names, v.hashes, v.dim)
@@ -371,4 +357,18 @@ func TestVectorsDimensionChangeReembeds(t *testing.T) {
 	if v2.dim != 16 || st.Reused != 0 || st.Embedded != 2 {
 		t.Fatalf("dim %d, stats %+v; want every document embedded at 16", v2.dim, st)
 	}
+}
+
+// saveLoad saves v to a temporary file and loads it back.
+func saveLoad(t *testing.T, v *Vectors) *Vectors {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "v.gob.gz")
+	if err := v.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadVectors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loaded
 }

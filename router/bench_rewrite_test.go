@@ -74,7 +74,16 @@ func BenchmarkRewriteWith(b *testing.B) {
 	}
 }
 
-func BenchmarkRewriteChat(b *testing.B) {
+func BenchmarkRewriteChat(b *testing.B) { benchRewriteChat(b, false) }
+
+// BenchmarkRewriteChatCold is BenchmarkRewriteChat with the CPU caches
+// flushed before each request, as they are when the proxy idles between
+// requests waiting on the model: what a request costs when the index has to
+// come from memory. The untimed flush (64 MB) dominates the run time; use
+// -benchtime 1000x.
+func BenchmarkRewriteChatCold(b *testing.B) { benchRewriteChat(b, true) }
+
+func benchRewriteChat(b *testing.B, cold bool) {
 	snap := benchLibrary(b)
 	bodies := chatBodies(b, upstreamQueries(b))
 	emb := embed.NewBuiltin(embed.Config{})
@@ -84,45 +93,22 @@ func BenchmarkRewriteChat(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
+	var flush []byte
+	if cold {
+		flush = make([]byte, 64<<20) // larger than any last-level cache here
+	}
+	var sink byte
 	durs := make([]time.Duration, 0, 4096)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		start := time.Now()
-		rw, err := r.RewriteChat(context.Background(), bodies[i%len(bodies)], RewriteOptions{}, Overrides{})
-		durs = append(durs, time.Since(start))
-		if err != nil || rw.Decision.Fallback {
-			b.Fatalf("%v %+v", err, rw.Decision)
+		if cold {
+			b.StopTimer()
+			for j := 0; j < len(flush); j += 64 {
+				flush[j]++
+				sink += flush[j]
+			}
+			b.StartTimer()
 		}
-	}
-	slices.Sort(durs)
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds()), "p99-µs")
-}
-
-// BenchmarkRewriteChatCold is BenchmarkRewriteChat with the CPU caches
-// flushed before each request, as they are when the proxy idles between
-// requests waiting on the model: what a request costs when the index has to
-// come from memory. The untimed flush (64 MB) dominates the run time; use
-// -benchtime 1000x.
-func BenchmarkRewriteChatCold(b *testing.B) {
-	snap := benchLibrary(b)
-	bodies := chatBodies(b, upstreamQueries(b))
-	emb := embed.NewBuiltin(embed.Config{})
-	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }, RankCache: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	flush := make([]byte, 64<<20) // larger than any last-level cache here
-	var sink byte
-	durs := make([]time.Duration, 0, 4096)
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		for j := 0; j < len(flush); j += 64 {
-			flush[j]++
-			sink += flush[j]
-		}
-		b.StartTimer()
 		start := time.Now()
 		rw, err := r.RewriteChat(context.Background(), bodies[i%len(bodies)], RewriteOptions{}, Overrides{})
 		durs = append(durs, time.Since(start))
