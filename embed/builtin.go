@@ -29,8 +29,8 @@ import (
 // mixed (cache keys and index files differ).
 type Builtin struct {
 	opts        BuiltinOptions
-	idf         *idfTable // nil when not fitted
-	vocab       *vocab    // the library's frequent words, features precomputed; nil when not fitted
+	idf         map[uint64]float32 // nil when not fitted
+	vocab       *vocab             // the library's frequent words, features precomputed; nil when not fitted
 	unseenIDF   float32
 	fingerprint string
 }
@@ -125,10 +125,10 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 		}
 	}
 	n := float64(len(corpus))
-	fit := &Builtin{opts: b.opts, idf: newIDFTable(len(df))}
+	fit := &Builtin{opts: b.opts, idf: make(map[uint64]float32, len(df))}
 	var sum uint64
 	for h, d := range df {
-		fit.idf.set(h, float32(math.Log((n+1)/(float64(d)+1))+1))
+		fit.idf[h] = float32(math.Log((n+1)/(float64(d)+1)) + 1)
 		sum += mix64(h ^ uint64(d)*0x9e3779b97f4a7c15) // order-independent digest
 	}
 	fit.unseenIDF = float32(math.Log(n+1) + 1)
@@ -184,7 +184,7 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 			if b.idf != nil {
 				x, ok := fs.idf[k][i], true
 				if x != x { // not known from the vocabulary: look it up
-					x, ok = b.idf.get(h)
+					x, ok = b.idf[h]
 				}
 				if !ok {
 					// A feature no library text has cannot match anything;

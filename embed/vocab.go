@@ -34,7 +34,7 @@ type vocabEntry struct {
 
 // newVocab precomputes the limit most frequent words of counts (ties by
 // word, so a library always gets the same vocabulary).
-func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf *idfTable) *vocab {
+func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf map[uint64]float32) *vocab {
 	type wc struct {
 		w string
 		c int
@@ -52,7 +52,7 @@ func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf *idfTable
 	all = all[:min(limit, len(all))]
 	v := &vocab{index: make(map[string]uint32, len(all)), entries: make([]vocabEntry, 0, len(all))}
 	lookup := func(h uint64) float32 {
-		if x, ok := idf.get(h); ok {
+		if x, ok := idf[h]; ok {
 			return x
 		}
 		return unknownIDF // a family Fit did not count: vector looks it up
