@@ -69,7 +69,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_fallbacks_total",
-			Help: "Chat requests ranked by the keyword fallback because the embedder failed or was slow.",
+			Help: "Chat requests ranked by the bm25 fallback because the embedder failed or was slow.",
 		}, []string{"arm"}),
 		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_cache_hits_total",

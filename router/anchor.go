@@ -71,9 +71,6 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 		ids := latest
 		if users > 1 {
 			ad := r.Route(ctx, Query{Messages: msgs[:first+1], Strategy: strategy, TopK: -1})
-			if ad == nil {
-				return latest
-			}
 			ids = capRanking(rankedIDs(ad.Ranked))
 		}
 		anchorPut(k, ids)

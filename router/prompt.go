@@ -105,9 +105,6 @@ func (r *Router) Prompt(ctx context.Context, q Query, opts RewriteOptions) (*Pro
 		return nil, errors.New("router: no skill library loaded")
 	}
 	dec := r.Route(ctx, q)
-	if dec == nil {
-		dec = &Decision{}
-	}
 	lib := libraryOf(snap)
 	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages}
 	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o)

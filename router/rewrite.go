@@ -80,9 +80,6 @@ func (r *Router) RewriteChat(ctx context.Context, body []byte, opts RewriteOptio
 		}
 	}
 	dec := r.Route(ctx, q)
-	if dec == nil {
-		dec = &Decision{}
-	}
 	lib := libraryOf(snap)
 	in := planInput{snap: snap, lib: lib, dec: dec, msgs: msgs, clientNames: req.clientNames, noTools: req.functions}
 	in.ranking = r.catalogRanking(ctx, lib, msgs, ov.Strategy, dec, &o)

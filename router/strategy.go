@@ -293,16 +293,11 @@ func descendingKey(s float64) uint32 {
 	return ^b
 }
 
-// scored returns the ranking with per-component scores, rendered afresh
-// for each caller (callers own their Decision): rendering costs about what a
-// copy of a kept rendering would, and a ranking that is never hit again in
-// the cache is then built once rather than built and copied.
+// scored renders the ranking with per-component scores, afresh for each
+// caller (callers own their Decision): rendering costs about what a copy of
+// a kept rendering would, and a ranking that is never hit again in the
+// cache is then built once rather than built and copied.
 func (res *rankResult) scored(ix *rankIndex) []Scored {
-	return res.render(ix)
-}
-
-// render builds the ranking with per-component scores.
-func (res *rankResult) render(ix *rankIndex) []Scored {
 	out := make([]Scored, len(res.order))
 	for k, i := range res.order {
 		var c Components
