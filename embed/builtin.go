@@ -120,8 +120,8 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 				df[h]++
 			}
 		}
-		for _, w := range fs.wseq {
-			words[w] += fs.wc[w]
+		for i, w := range fs.wseq {
+			words[w] += fs.wcount[i]
 		}
 	}
 	n := float64(len(corpus))
@@ -242,15 +242,17 @@ const (
 // featureSet is scratch space reused across texts: per family, the term
 // frequency of each feature hash and the hashes in first-occurrence order.
 type featureSet struct {
-	words []string
-	terms []string
-	wc    map[string]int
-	wseq  []string // distinct content words in first-occurrence order
-	tf    [numFamilies]map[uint64]float64
-	order [numFamilies][]uint64
-	idf   [numFamilies][]float32 // per order entry; NaN: look it up
-	grams []uint64
-	acc   []float64
+	words  []string
+	terms  []string
+	wseq   []string       // distinct content words in first-occurrence order
+	wpos   map[string]int // word -> its position in wseq
+	wcount []int          // per wseq word: occurrences
+	wvocab []*vocabEntry  // per wseq word: its vocabulary entry, or nil
+	tf     [numFamilies]map[uint64]float64
+	order  [numFamilies][]uint64
+	idf    [numFamilies][]float32 // per order entry; NaN: look it up
+	grams  []uint64
+	acc    []float64
 }
 
 func (fs *featureSet) add(fam int, h uint64, n float64, idf float32) {
@@ -268,13 +270,13 @@ var unknownIDF = float32(math.NaN())
 // extract collects the features of text. Words found in voc (may be nil)
 // take their stem and features from it instead of computing them.
 func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
-	if fs.wc == nil {
-		fs.wc = make(map[string]int)
+	if fs.wpos == nil {
+		fs.wpos = make(map[string]int)
 		for k := range fs.tf {
 			fs.tf[k] = make(map[uint64]float64)
 		}
 	}
-	clear(fs.wc)
+	clear(fs.wpos)
 	for k := range fs.tf {
 		clear(fs.tf[k])
 		fs.order[k] = fs.order[k][:0]
@@ -282,16 +284,19 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	}
 	fs.words = analysis.AppendWords(fs.words[:0], text)
 	fs.terms = fs.terms[:0]
-	fs.wseq = fs.wseq[:0]
+	fs.wseq, fs.wcount, fs.wvocab = fs.wseq[:0], fs.wcount[:0], fs.wvocab[:0]
 	for _, w := range fs.words {
 		if analysis.IsStopWord(w) {
 			continue
 		}
-		if fs.wc[w] == 0 {
-			fs.wseq = append(fs.wseq, w)
+		i, seen := fs.wpos[w]
+		if !seen {
+			i = len(fs.wseq)
+			fs.wpos[w] = i
+			fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, voc.get(w))
 		}
-		fs.wc[w]++
-		if e := voc.get(w); e != nil {
+		fs.wcount[i]++
+		if e := fs.wvocab[i]; e != nil {
 			fs.terms = append(fs.terms, e.stem)
 			if o.Unigram != 0 {
 				fs.add(famUnigram, e.uni, 1, e.uniIDF)
@@ -313,9 +318,9 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	if o.CharGram != 0 {
 		// n-grams of each distinct word once, weighted by its count:
 		// repeated words are the bulk of long texts.
-		for _, w := range fs.wseq {
-			c := float64(fs.wc[w])
-			if e := voc.get(w); e != nil {
+		for i, w := range fs.wseq {
+			c := float64(fs.wcount[i])
+			if e := fs.wvocab[i]; e != nil {
 				hs, idfs := voc.grams(e)
 				for i, h := range hs {
 					fs.add(famChar, h, c, idfs[i])

@@ -51,8 +51,8 @@ func newVocabFrom(corpus []string, limit int, fit *Builtin) *vocab {
 	var fs featureSet
 	for _, text := range corpus {
 		fs.extract(text, &fit.opts, nil)
-		for _, w := range fs.wseq {
-			words[w] += fs.wc[w]
+		for i, w := range fs.wseq {
+			words[w] += fs.wcount[i]
 		}
 	}
 	return newVocab(words, limit, &fit.opts, fit.idf)
