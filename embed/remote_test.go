@@ -121,15 +121,7 @@ func TestOllamaErrors(t *testing.T) {
 			}
 			slept := noSleep(o.remote)
 			_, err = o.Embed(context.Background(), []string{"x"})
-			if tt.wantKind == nil {
-				if err != nil {
-					t.Fatalf("err = %v", err)
-				}
-			} else if !errors.Is(err, tt.wantKind) {
-				t.Fatalf("err = %v, want %v", err, tt.wantKind)
-			} else if !strings.Contains(err.Error(), tt.wantIn) {
-				t.Errorf("err = %v, want it to mention %q", err, tt.wantIn)
-			}
+			checkEmbedErr(t, err, tt.wantKind, tt.wantIn)
 			if got := srv.callCount(); got != tt.wantCalls {
 				t.Errorf("%d calls, want %d", got, tt.wantCalls)
 			}
@@ -305,15 +297,7 @@ func TestOpenAIErrors(t *testing.T) {
 				texts = []string{"x", "y"}
 			}
 			_, err = o.Embed(context.Background(), texts)
-			if tt.wantKind == nil {
-				if err != nil {
-					t.Fatalf("err = %v", err)
-				}
-			} else if !errors.Is(err, tt.wantKind) {
-				t.Fatalf("err = %v, want %v", err, tt.wantKind)
-			} else if !strings.Contains(err.Error(), tt.wantIn) {
-				t.Errorf("err = %v, want it to mention %q", err, tt.wantIn)
-			}
+			checkEmbedErr(t, err, tt.wantKind, tt.wantIn)
 			if got := srv.callCount(); got != tt.wantCalls {
 				t.Errorf("%d calls, want %d", got, tt.wantCalls)
 			}
@@ -370,5 +354,20 @@ func TestNewProviders(t *testing.T) {
 		if got := fmt.Sprintf("%T", e); got != tt.want {
 			t.Errorf("New(%+v) = %s, want %s", tt.cfg, got, tt.want)
 		}
+	}
+}
+
+// checkEmbedErr wants no error when kind is nil, else an error of kind whose
+// message mentions in.
+func checkEmbedErr(t *testing.T, err, kind error, in string) {
+	t.Helper()
+	if kind == nil {
+		if err != nil {
+			t.Fatalf("err = %v", err)
+		}
+	} else if !errors.Is(err, kind) {
+		t.Fatalf("err = %v, want %v", err, kind)
+	} else if !strings.Contains(err.Error(), in) {
+		t.Errorf("err = %v, want it to mention %q", err, in)
 	}
 }
