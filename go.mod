@@ -18,6 +18,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.46.0
+	gonum.org/v1/gonum v0.15.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	chromem "github.com/philippgille/chromem-go"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // Part is one piece of a document's text with its weight in the document's
@@ -296,21 +297,11 @@ func (v *Vectors) Similarities(q []float32, dst []float64) error {
 	return nil
 }
 
-// axpy adds x·col to acc, four at a time (the compiler does not unroll or
-// vectorize; this is ~2× the plain loop on amd64).
+// axpy adds x·col to acc. gonum's SSE kernel is ~2× a hand-unrolled Go
+// loop (the compiler does not vectorize) and, multiplying then adding
+// without fusing, gives the same bits.
 func axpy(acc []float32, x float32, col []float32) {
-	col = col[:len(acc)]
-	i := 0
-	for ; i+4 <= len(acc); i += 4 {
-		a, c := acc[i:i+4:i+4], col[i:i+4:i+4]
-		a[0] += x * c[0]
-		a[1] += x * c[1]
-		a[2] += x * c[2]
-		a[3] += x * c[3]
-	}
-	for ; i < len(acc); i++ {
-		acc[i] += x * col[i]
-	}
+	blas32.Axpy(x, blas32.Vector{N: len(acc), Inc: 1, Data: col[:len(acc)]}, blas32.Vector{N: len(acc), Inc: 1, Data: acc})
 }
 
 // Query returns up to n documents most similar to the unit vector q, best

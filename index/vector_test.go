@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -371,4 +372,31 @@ func saveLoad(t *testing.T, v *Vectors) *Vectors {
 		t.Fatal(err)
 	}
 	return loaded
+}
+
+// TestAxpyBits pins the SIMD kernel to the plain loop's result bit for bit:
+// rankings, and so prompts, must not change with the kernel (a fused
+// multiply-add would round differently).
+func TestAxpyBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 300; trial++ {
+		n := 1 + r.IntN(600)
+		got, want := make([]float32, n), make([]float32, n)
+		col := make([]float32, n)
+		for k := 0; k < 20; k++ {
+			for i := range col {
+				col[i] = r.Float32()*2 - 1
+			}
+			x := r.Float32()*2 - 1
+			axpy(got, x, col)
+			for i := range want {
+				want[i] += x * col[i]
+			}
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("n=%d [%d]: %v, plain loop %v", n, i, got[i], want[i])
+			}
+		}
+	}
 }
