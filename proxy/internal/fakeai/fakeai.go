@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -274,6 +275,10 @@ func Reply(t Turn) Responder {
 			return
 		}
 		f := gjson.GetManyBytes(rec.Body, "model", "stream", "stream_options.include_usage")
+		if !isType(f[0], gjson.String) || !isType(f[1], gjson.True, gjson.False) || !isType(f[2], gjson.True, gjson.False) {
+			Status(400, "fakeai: model must be a string, stream and stream_options.include_usage booleans")(w, r, rec)
+			return
+		}
 		if t.Model == "" {
 			t.Model = f[0].String()
 		}
@@ -303,6 +308,11 @@ func Reply(t Turn) Responder {
 		}
 		stream(w, r, id, t, f[2].Bool())
 	}
+}
+
+// isType reports whether v is absent, null or of one of the types.
+func isType(v gjson.Result, types ...gjson.Type) bool {
+	return !v.Exists() || v.Type == gjson.Null || slices.Contains(types, v.Type)
 }
 
 func completion(id string, t Turn) map[string]any {
