@@ -30,7 +30,8 @@ func NewRegistry(roots []string, opts Options) *Registry {
 	return r
 }
 
-// SetLogger sets where reload and watch failures are logged (default slog.Default()).
+// SetLogger sets where reload and watch failures, and the problems a reload
+// finds, are logged (default slog.Default()).
 func (r *Registry) SetLogger(l *slog.Logger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -56,7 +57,8 @@ func (r *Registry) Reload(ctx context.Context) *Snapshot {
 		r.log.Warn("skills: reload cancelled; keeping the current library", "err", snap.Err())
 		return r.cur.Load()
 	}
-	r.cur.Store(snap)
+	prev := r.cur.Swap(snap)
+	snap.LogProblems(r.log, prev)
 	for i, fn := range r.subs {
 		r.notify(i, fn, snap)
 	}

@@ -241,8 +241,11 @@ func TestServeWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.AB.Arms = []armConfig{{Name: "a", Percent: 50}, {Name: "b", Percent: 50, Strategy: "bm25"}}
-	srv, reg, err := buildProxy(context.Background(), cfg, cfg.Skills, slog.New(slog.DiscardHandler))
+	srv, reg, build, err := buildProxy(context.Background(), cfg, cfg.Skills, slog.New(slog.DiscardHandler))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := build(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(reg.Snapshot().Skills()) < 8 {

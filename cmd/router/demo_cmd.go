@@ -86,8 +86,11 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 	cfg.Watch = false
 	cfg.Log.Level = "warn"
 	log := newLogger(cfg.Log, os.Stderr)
-	srv, reg, err := buildProxy(ctx, cfg, roots, log)
+	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
 	if err != nil {
+		return err
+	}
+	if err := build(ctx); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", listen)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,30 +93,30 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// runServe builds the library, routers and proxy from cfg and serves until ctx ends.
+// runServe builds the library, routers and proxy from cfg and serves until
+// ctx ends. It listens before the routing index is built (embedding a large
+// library with a remote model can take minutes): meanwhile /healthz answers,
+// /readyz says 503, and chat requests go upstream unmodified with
+// X-Skillrouter-Error, as for any routing error.
 func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
 	roots, err := requireRoots(cfg.Skills)
 	if err != nil {
 		return err
 	}
-	srv, reg, err := buildProxy(ctx, cfg, roots, log)
-	if err != nil {
-		return err
-	}
-	if cfg.Watch {
-		go func() {
-			if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
-				log.Warn("skills: watching the library failed; use POST /v1/skills/reload", "err", err)
-			}
-		}()
-	}
+	// A port in use fails now, not after the index is built.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	snap := reg.Snapshot()
-	log.Info("skillrouter proxy listening",
+	snap.LogProblems(log, nil)
+	log.Info("skillrouter proxy listening; building the routing index",
 		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", cfg.Upstream.URL,
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
@@ -128,9 +129,31 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	buildc := make(chan error, 1)
+	go func() {
+		start := time.Now()
+		if err := build(ctx); err != nil {
+			buildc <- err
+			return
+		}
+		log.Info("skillrouter proxy ready", "skills", len(reg.Snapshot().Skills()), "index_build", time.Since(start).Round(time.Millisecond))
+		if cfg.Watch {
+			go func() {
+				if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
+					log.Warn("skills: watching the library failed; use POST /v1/skills/reload", "err", err)
+				}
+			}()
+		}
+	}()
+	var failed error
 	select {
 	case err := <-errc:
 		return err
+	case err := <-buildc:
+		if ctx.Err() == nil {
+			failed = fmt.Errorf("building the routing index: %w", err)
+			log.Error("stopping: the routing index could not be built", "err", err)
+		}
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for in-flight requests", "grace", shutdownGrace)
@@ -142,7 +165,7 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	return failed
 }
 
 func providerName(c embed.Config) string {
@@ -153,12 +176,16 @@ func providerName(c embed.Config) string {
 }
 
 // buildProxy wires the library, the routers (one per A/B embedder) and tier 3
-// into a proxy.Server.
-func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, error) {
+// into a proxy.Server. The server works at once; its rewriters become ready
+// when build has built the routing indexes (the slow part) and warmed them.
+func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
 	ropts := routerOptions(cfg, log)
-	reg, r, err := buildRouter(ctx, roots, cfg.Embedder, ropts)
+	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
+		return nil, nil, nil, err
+	}
+	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	reg.SetLogger(log)
 	tools, err := sandbox.New(sandbox.Config{
@@ -173,16 +200,10 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 		Lookup:       func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) },
 	}, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("exec: %w", err)
+		return nil, nil, nil, fmt.Errorf("exec: %w", err)
 	}
 	if len(cfg.Exec.AllowedTools) > 0 {
 		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
-	}
-	if cfg.Exec.Enabled {
-		// Learn executable skills' schemas (--help-json) off the request path:
-		// now for the loaded library, and again after every reload.
-		go tools.Warm(ctx, reg.Snapshot().Skills())
-		reg.OnReload(func(s *skills.Snapshot) { go tools.Warm(ctx, s.Skills()) })
 	}
 	rwOpts := router.RewriteOptions{
 		CatalogFormat:        skills.Format(cfg.Rewrite.CatalogFormat),
@@ -196,22 +217,38 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 		CatalogPerTurn:       cfg.Rewrite.CatalogPerTurn,
 		Tools:                tools,
 	}
-	ab, err := buildArms(ctx, cfg, reg, ropts, rwOpts, log)
-	if err != nil {
-		return nil, nil, err
+	// Each router-backed rewriter is a stand-in until build fills it.
+	def := &lateRewriter{}
+	late := []*lateRewriter{def} // built in this order: the default router first
+	embedders := map[*lateRewriter]embed.Config{def: cfg.Embedder}
+	var ab *proxy.ABConfig
+	if len(cfg.AB.Arms) > 0 {
+		ab = &proxy.ABConfig{HashHeader: cfg.AB.Header, Seed: cfg.AB.Seed}
+		for _, a := range cfg.AB.Arms {
+			arm := proxy.Arm{Name: a.Name, Percent: a.Percent, Strategy: router.Strategy(a.Strategy)}
+			// An arm with its own embedder gets its own router over the same
+			// registry; one that only changes the strategy shares the main one.
+			if a.Embedder != nil {
+				if _, err := embed.New(*a.Embedder); err != nil {
+					return nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
+				}
+				lr := &lateRewriter{arm: a.Name}
+				late, embedders[lr] = append(late, lr), *a.Embedder
+				arm.Rewriter = lr
+			}
+			ab.Arms = append(ab.Arms, arm)
+		}
 	}
 	up, _ := url.Parse(cfg.Upstream.URL) // validated
 	rounds := cfg.ToolRounds
 	if rounds == 0 {
 		rounds = -1 // proxy.Config: 0 is the default, <0 none
 	}
-	defaultRW := proxy.NewRewriter(r, rwOpts)
-	warmUp(ctx, defaultRW, ab)
 	srv, err := proxy.New(proxy.Config{
 		Upstream:        up,
 		APIKey:          cfg.Upstream.APIKey,
 		OverrideAuth:    cfg.Upstream.OverrideAuth,
-		Rewriter:        defaultRW,
+		Rewriter:        def,
 		Library:         reg,
 		AB:              ab,
 		MaxToolRounds:   rounds,
@@ -220,27 +257,38 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 		Logger:          log,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return srv, reg, nil
+	build := func(ctx context.Context) error {
+		for _, lr := range late {
+			r, err := newRouter(ctx, reg, embedders[lr], ropts)
+			if err != nil {
+				if lr.arm != "" {
+					return fmt.Errorf("ab arm %q: %w", lr.arm, err)
+				}
+				return err
+			}
+			rw := proxy.NewRewriter(r, rwOpts)
+			warmUp(ctx, rw)
+			lr.set(rw)
+		}
+		if cfg.Exec.Enabled {
+			// Learn executable skills' schemas (--help-json) off the request
+			// path: now for the loaded library, and again after every reload.
+			go tools.Warm(ctx, reg.Snapshot().Skills())
+			reg.OnReload(func(s *skills.Snapshot) { go tools.Warm(ctx, s.Skills()) })
+		}
+		return nil
+	}
+	return srv, reg, build, nil
 }
 
-// warmUp rewrites a throw-away request on every router before the listener
-// opens, so one-time initialisation (tokenizer tables, caches) is not paid by
-// the first user.
-func warmUp(ctx context.Context, def proxy.Rewriter, ab *proxy.ABConfig) {
+// warmUp rewrites a throw-away request before the rewriter goes live, so
+// one-time initialisation (tokenizer tables, caches) is not paid by the
+// first user.
+func warmUp(ctx context.Context, rw proxy.Rewriter) {
 	body := []byte(`{"model":"warm-up","messages":[{"role":"user","content":"warm up the skill router"}]}`)
-	rws := []proxy.Rewriter{def}
-	if ab != nil {
-		for _, a := range ab.Arms {
-			if a.Rewriter != nil {
-				rws = append(rws, a.Rewriter)
-			}
-		}
-	}
-	for _, rw := range rws {
-		_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
-	}
+	_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
 }
 
 // routerOptions maps the routing section to router.Options.
@@ -265,42 +313,27 @@ func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
 	return o
 }
 
-// buildArms turns ab.arms into proxy arms. An arm with its own embedder gets
-// its own router over the same registry (kept in step with reloads); an arm
-// that only changes the strategy shares the main router.
-func buildArms(ctx context.Context, cfg serveConfig, reg *skills.Registry, ropts router.Options, rwOpts router.RewriteOptions, log *slog.Logger) (*proxy.ABConfig, error) {
-	if len(cfg.AB.Arms) == 0 {
-		return nil, nil
-	}
-	ab := &proxy.ABConfig{HashHeader: cfg.AB.Header, Seed: cfg.AB.Seed}
-	for _, a := range cfg.AB.Arms {
-		arm := proxy.Arm{Name: a.Name, Percent: a.Percent, Strategy: router.Strategy(a.Strategy)}
-		if a.Embedder != nil {
-			r, err := armRouter(ctx, reg, *a.Embedder, ropts, log)
-			if err != nil {
-				return nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
-			}
-			arm.Rewriter = proxy.NewRewriter(r, rwOpts)
-		}
-		ab.Arms = append(ab.Arms, arm)
-	}
-	return ab, nil
+// lateRewriter stands in for a router's rewriter while its index is built:
+// not ready (so /readyz answers 503), and its error sends chat requests
+// upstream unmodified with X-Skillrouter-Error, as any routing error does.
+type lateRewriter struct {
+	arm string // A/B arm name; "" for the default router
+	rw  atomic.Pointer[proxy.Rewriter]
 }
 
-// armRouter is the router factory of an A/B arm with its own embedder.
-func armRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, ropts router.Options, log *slog.Logger) (*router.Router, error) {
-	opts, err := withEmbedder(ec, ropts)
-	if err != nil {
-		return nil, err
+var errIndexBuilding = errors.New("the routing index is still being built; the request was forwarded unmodified")
+
+func (l *lateRewriter) set(rw proxy.Rewriter) { l.rw.Store(&rw) }
+
+func (l *lateRewriter) Ready() bool {
+	rw := l.rw.Load()
+	return rw != nil && (*rw).Ready()
+}
+
+func (l *lateRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
+	rw := l.rw.Load()
+	if rw == nil {
+		return nil, errIndexBuilding
 	}
-	r, err := router.New(ctx, reg.Snapshot(), opts)
-	if err != nil {
-		return nil, err
-	}
-	reg.OnReload(func(s *skills.Snapshot) {
-		if err := r.Update(context.Background(), s); err != nil {
-			log.Error("rebuilding an A/B arm's index after reload", "err", err)
-		}
-	})
-	return r, nil
+	return (*rw).RewriteChat(ctx, body, ov)
 }

@@ -97,25 +97,46 @@ func withEmbedder(ec embed.Config, opts router.Options) (router.Options, error) 
 // to registry reloads (Registry.Reload or Watch), so the indexes follow the
 // library. Broken skills are reported in the snapshot, never fatal.
 func buildRouter(ctx context.Context, roots []string, ec embed.Config, opts router.Options) (*skills.Registry, *router.Router, error) {
-	opts, err := withEmbedder(ec, opts)
+	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
 		return nil, nil, err
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	r, err := newRouter(ctx, reg, ec, opts)
+	if err != nil {
+		return nil, nil, err
 	}
+	return reg, r, nil
+}
+
+// loadRegistry scans the library under roots.
+func loadRegistry(ctx context.Context, roots []string) (*skills.Registry, error) {
 	reg := skills.NewRegistry(roots, skills.Options{})
 	snap := reg.Snapshot()
 	if snap == nil {
 		snap = reg.Reload(ctx)
 	}
 	if err := snap.Err(); err != nil {
-		return nil, nil, fmt.Errorf("scanning skills: %w", err)
+		return nil, fmt.Errorf("scanning skills: %w", err)
 	}
+	return reg, nil
+}
+
+// newRouter builds a router over reg's library with the embedder ec
+// describes (the slow part: embedding every skill) and keeps it in step
+// with reg's reloads.
+func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts router.Options) (*router.Router, error) {
+	opts, err := withEmbedder(ec, opts)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	snap := reg.Snapshot()
 	r, err := router.New(ctx, snap, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	reg.OnReload(func(s *skills.Snapshot) {
 		// Reloads outlive the request that started the process; the
@@ -127,10 +148,10 @@ func buildRouter(ctx context.Context, roots []string, ec embed.Config, opts rout
 	// A reload that swapped in between New and OnReload was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return reg, r, nil
+	return r, nil
 }
 
 func envOr(key, def string) string {

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestServeBeforeIndexBuilt: the proxy answers while its routing index is
+// built: alive, not ready, and chat requests reach the upstream unmodified
+// with X-Skillrouter-Error; once built, it is ready and rewrites.
+func TestServeBeforeIndexBuilt(t *testing.T) {
+	var mu sync.Mutex
+	var got []byte
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = b
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer up.Close()
+	cfg, err := loadFor(t, []string{"--upstream", up.URL + "/v1", "--skills", filepath.Join("..", "..", "examples", "skills")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AB.Arms = []armConfig{{Name: "a", Percent: 50}, {Name: "b", Percent: 50, Strategy: "bm25"}}
+	srv, _, build, err := buildProxy(context.Background(), cfg, cfg.Skills, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	const chat = `{"model":"m","messages":[{"role":"user","content":"write a git commit message for my staged changes"}]}`
+	status := func(path string) int {
+		t.Helper()
+		r, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	post := func() *http.Response {
+		t.Helper()
+		r, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(chat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		return r
+	}
+
+	if s := status("/healthz"); s != 200 {
+		t.Errorf("healthz while building: %d", s)
+	}
+	if s := status("/readyz"); s != 503 {
+		t.Errorf("readyz while building: %d, want 503", s)
+	}
+	r := post()
+	mu.Lock()
+	before := string(got)
+	mu.Unlock()
+	if r.StatusCode != 200 || !strings.Contains(r.Header.Get("X-Skillrouter-Error"), "still being built") || before != chat {
+		t.Errorf("chat while building: status %d, X-Skillrouter-Error %q, upstream got %.200s", r.StatusCode, r.Header.Get("X-Skillrouter-Error"), before)
+	}
+
+	if err := build(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := status("/readyz"); s != 200 {
+		t.Errorf("readyz after build: %d", s)
+	}
+	r = post()
+	mu.Lock()
+	after := string(got)
+	mu.Unlock()
+	if r.Header.Get("X-Skillrouter-Error") != "" || !strings.Contains(after, "<available_skills>") {
+		t.Errorf("chat after build: X-Skillrouter-Error %q, upstream got %.200s", r.Header.Get("X-Skillrouter-Error"), after)
+	}
+}
+
+// TestRunServeLifecycle: runServe listens, logs broken skills with their
+// paths, becomes ready, and stops cleanly when its context ends; a port in
+// use fails at once.
+func TestRunServeLifecycle(t *testing.T) {
+	lib := t.TempDir()
+	put := func(rel, content string) string {
+		p := filepath.Join(lib, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	put("good/SKILL.md", "---\nname: good\ndescription: A good skill. Use when testing.\n---\nBody.\n")
+	broken := put("broken/SKILL.md", "---\nname: broken\n---\nno description\n")
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg, err := loadFor(t, []string{"--skills", lib, "--listen", busy.Addr().String(), "--watch=false"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runServe(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("port in use: %v", err)
+	}
+
+	addr := busy.Addr().String()
+	busy.Close()
+	cfg.Listen = addr
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, &logs) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "proxy ready") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Errorf("readyz %d", r.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("runServe: %v", err)
+	}
+	out := logs.String()
+	for _, want := range []string{"skipped a broken skill", broken, "listening", "proxy ready"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines to write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

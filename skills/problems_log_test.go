@@ -1,0 +1,45 @@
+package skills
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReloadLogsNewProblems: a broken SKILL.md is logged with its path when
+// it first appears (startup or a reload), not again on later reloads, and
+// warnings are summarised at info.
+func TestReloadLogsNewProblems(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "good"), "Body.\n")
+	broken := writeFile(t, filepath.Join(root, "broken", SkillFile), "---\nname: broken\n---\nno description\n")
+	writeFile(t, filepath.Join(root, "warned", SkillFile), "---\nname: other-name\ndescription: Named unlike its folder.\n---\nBody.\n")
+
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	reg := NewRegistry([]string{root}, Options{})
+	reg.SetLogger(log)
+	reg.Snapshot().LogProblems(log, nil) // what serve does at startup
+	out := buf.String()
+	for _, want := range []string{"level=WARN", "skipped a broken skill", broken, "new_warnings=1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("startup log lacks %q:\n%s", want, out)
+		}
+	}
+
+	buf.Reset()
+	reg.Reload(context.Background())
+	if buf.Len() != 0 {
+		t.Errorf("a reload with the same problems logged again:\n%s", buf.String())
+	}
+
+	broken2 := writeFile(t, filepath.Join(root, "broken2", SkillFile), "not frontmatter at all\n")
+	reg.Reload(context.Background())
+	out = buf.String()
+	if !strings.Contains(out, broken2) || strings.Contains(out, broken+":") || strings.Contains(out, "new_warnings") {
+		t.Errorf("reload should log only the new broken skill %s:\n%s", broken2, out)
+	}
+}
