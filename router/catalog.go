@@ -57,8 +57,8 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 	}
 	prio := strings.Join(priority, "\x00")
 	if o.CatalogMode == CatalogAll {
-		opts := skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority}
-		r := l.renderCached(catalogKey{format: o.CatalogFormat, subset: "all", priority: prio}, l.eligible, opts)
+		opts := skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority}
+		r := l.renderCached(catalogKey{format: o.CatalogFormat, noTool: o.NoTools, subset: "all", priority: prio}, l.eligible, opts)
 		return catalogResult{text: r.text, tokens: r.tokens, shown: skillIDs(l.eligible)}
 	}
 
@@ -83,12 +83,12 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 	outside := len(l.eligible) - len(cands)
 	footer := catalogFooter(outside, search)
 	for _, maxDesc := range []int{0, o.DescriptionLimit} {
-		opts := skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority, MaxDescription: maxDesc, Footer: footer}
+		opts := skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority, MaxDescription: maxDesc, Footer: footer}
 		base := countTokens(skills.RenderCatalog(nil, opts))
 		if !l.entriesFit(cands, o.CatalogFormat, maxDesc, budget-base) {
 			continue
 		}
-		k := catalogKey{format: o.CatalogFormat, maxDesc: maxDesc, subset: subset, footer: footer, priority: prio}
+		k := catalogKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, subset: subset, footer: footer, priority: prio}
 		r := l.renderCached(k, cands, opts)
 		if r.tokens <= budget {
 			return catalogResult{text: r.text, tokens: r.tokens, shown: skillIDs(cands), hidden: outside, truncated: maxDesc > 0}
@@ -118,7 +118,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 	// real footer is then checked, dropping entries in the rare case it is
 	// longer (singular/plural).
 	emptyCost := func(hidden int) int {
-		return countTokens(skills.RenderCatalog(nil, skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority,
+		return countTokens(skills.RenderCatalog(nil, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
 			MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)}))
 	}
 	used := emptyCost(len(l.eligible))
@@ -165,7 +165,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 		hidden := len(l.eligible) - n
 		if t := emptyCost(hidden) + costs[n]; t <= budget {
 			list := shown[:n]
-			text := l.renderCatalog(list, skills.CatalogOptions{Format: o.CatalogFormat, Priority: priority,
+			text := l.renderCatalog(list, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
 				MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)})
 			return catalogResult{text: text, tokens: t, shown: skillIDs(list), hidden: hidden, truncated: maxDesc > 0}
 		}

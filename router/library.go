@@ -45,6 +45,7 @@ type entryKey struct {
 
 type catalogKey struct {
 	format   skills.Format
+	noTool   bool
 	maxDesc  int
 	subset   string // mode plus allowlist, identifying the skill subset
 	footer   string

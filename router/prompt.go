@@ -139,7 +139,13 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 
 	toolsOK := !o.NoTools && !in.noTools
 	searchOK := toolsOK && !in.clientNames[ToolSearchSkills]
-	cat := lib.planCatalog(o, pinned, in.ranking, searchOK)
+	co := o
+	if !toolsOK && !o.NoTools { // this request cannot get the tool (legacy functions)
+		c := *o
+		c.NoTools = true
+		co = &c
+	}
+	cat := lib.planCatalog(co, pinned, in.ranking, searchOK)
 	p.Catalog, p.CatalogTokens, p.CatalogShown, p.CatalogHidden, p.CatalogTruncated = cat.text, cat.tokens, cat.shown, cat.hidden, cat.truncated
 	if p.CatalogShown == nil {
 		p.CatalogShown = []string{}

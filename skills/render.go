@@ -43,6 +43,10 @@ type CatalogOptions struct {
 	Priority       []string // ids for the <prioritized_skills> line; none = no line
 	MaxDescription int      // >0: truncate descriptions at a word boundary to this many chars
 	Footer         string   // a line after the list (e.g. "312 more skills: use search_skills")
+	// NoLoadTool: no load_skill tool is offered, so the agent-skills and
+	// qark preambles point at the instructions already in the conversation
+	// instead of telling the model to call a tool it does not have.
+	NoLoadTool bool
 }
 
 // The catalog preamble is a contract (issue 2): byte for byte, including the
@@ -52,6 +56,16 @@ const agentSkillsHeader = "## Agent Skills\n" +
 	"1. Review the <available_skills> list below.\n" +
 	"2. If the user's request matches a skill's purpose, use the load_skill with skill id tool \n" +
 	"   to fetch the full instructions.\n" +
+	"\n"
+
+// agentSkillsNoToolHeader replaces agentSkillsHeader when the model gets no
+// load_skill tool: the matching skills' instructions arrive as
+// <skill_context> messages (auto-load, #mentions) or not at all.
+const agentSkillsNoToolHeader = "## Agent Skills\n" +
+	"You have access to a library of agent skills. Use them by:\n" +
+	"1. Review the <available_skills> list below.\n" +
+	"2. If the user's request matches a skill's purpose, follow that skill's full instructions\n" +
+	"   when they appear in the conversation (<skill_context>).\n" +
 	"\n"
 
 // anthropicHeader is for agents that read SKILL.md files themselves (Claude
@@ -69,9 +83,12 @@ const anthropicHeader = "## Agent Skills\n" +
 func RenderCatalog(list []*Skill, opts CatalogOptions) string {
 	var b strings.Builder
 	b.Grow(256 + len(list)*160)
-	if opts.Format == FormatAnthropic {
+	switch {
+	case opts.Format == FormatAnthropic:
 		b.WriteString(anthropicHeader)
-	} else {
+	case opts.NoLoadTool:
+		b.WriteString(agentSkillsNoToolHeader)
+	default:
 		b.WriteString(agentSkillsHeader)
 	}
 	b.WriteString("<available_skills>\n")

@@ -78,6 +78,7 @@ func TestRenderGolden(t *testing.T) {
 		{"catalog-agent-skills.golden", RenderCatalog(list, CatalogOptions{})},
 		{"catalog-anthropic.golden", RenderCatalog(list, CatalogOptions{Format: FormatAnthropic})},
 		{"catalog-qark.golden", RenderCatalog(list, CatalogOptions{Format: FormatQARK})},
+		{"catalog-no-load-tool.golden", RenderCatalog([]*Skill{alpha, good}, CatalogOptions{NoLoadTool: true})},
 		{"catalog-options.golden", RenderCatalog([]*Skill{alpha, good, long}, CatalogOptions{
 			Priority: []string{"good-skill", "source-a/alpha"}, MaxDescription: 60, Footer: "4 more skills: use search_skills"})},
 		{"envelope-resources.golden", Envelope(good)},
