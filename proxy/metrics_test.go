@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,18 +80,63 @@ func TestRankingCacheHitsObserved(t *testing.T) {
 
 func TestMetricPathCardinality(t *testing.T) {
 	for in, want := range map[string]string{
-		"/v1/chat/completions":           "/v1/chat/completions",
-		"/v1/models/gpt-4o-mini":         "/v1/models",
-		"/v1/files/file-abc/x":           "/v1/files",
-		"/v1/":                           "/v1/other",
-		"/v1/%7Bweird%7D":                "/v1/other",
-		"/v1/" + strings.Repeat("a", 40): "/v1/other",
-		"/elsewhere":                     "other",
-		"/healthz":                       "/healthz",
+		"/v1/chat/completions":                     "/v1/chat/completions",
+		"/v1/chat/completions/chatcmpl-1":          "/v1/chat/completions",
+		"/v1/chat/completions/chatcmpl-1/messages": "/v1/chat/completions",
+		"/v1/chat/other":                           "/v1/other",
+		"/v1/chat":                                 "/v1/other",
+		"/v1/models/gpt-4o-mini":                   "/v1/models",
+		"/v1/models":                               "/v1/models",
+		"/v1/files/file-abc/x":                     "/v1/files",
+		"/v1/responses/resp_1/input_items":         "/v1/responses",
+		"/v1/fine_tuning/jobs/ftjob-1/events":      "/v1/fine_tuning",
+		"/v1/vector_stores/vs_1/files":             "/v1/vector_stores",
+		"/v1/audio/speech":                         "/v1/audio",
+		"/v1/images/generations":                   "/v1/images",
+		"/v1/embeddings":                           "/v1/embeddings",
+		"/v1/skills":                               "/v1/skills",
+		"/v1/skills/route":                         "/v1/skills/route",
+		"/v1/skills/reload":                        "/v1/skills/reload",
+		"/v1/skills/skill_123":                     "/v1/skills",
+		"/v1/abc":                                  "/v1/other",
+		"/v1/xyz/models":                           "/v1/other",
+		"/v1/Models":                               "/v1/other",
+		"/v1/":                                     "/v1/other",
+		"/v1//models":                              "/v1/other",
+		"/v1/%7Bweird%7D":                          "/v1/other",
+		"/v1/" + strings.Repeat("a", 40):           "/v1/other",
+		"/v1":                                      "other",
+		"/elsewhere":                               "other",
+		"/healthz":                                 "/healthz",
+		"/healthz/x":                               "other",
+		"/metrics":                                 "/metrics",
 	} {
 		if got := metricPath(in); got != want {
 			t.Errorf("metricPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+
+	// Made-up paths sent to the server add no series: they all count as /v1/other.
+	h := newHarness(t, nil)
+	for i := range 50 {
+		h.do("GET", fmt.Sprintf("/v1/made-up-%d/x", i), "", nil)
+	}
+	_, body := h.do("GET", "/metrics", "", nil)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]float64{}
+	for _, m := range fams["skillrouter_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "path" {
+				paths[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if len(paths) != 1 || paths["/v1/other"] != 50 {
+		t.Errorf("request series by path = %v, want only /v1/other: 50", paths)
 	}
 }
 
