@@ -131,8 +131,10 @@ func decisionHeaders(h http.Header, rt *routed) {
 			h.Set(HeaderStrategy, string(d.Strategy))
 		}
 		h.Set(HeaderFallback, strconv.FormatBool(d.Fallback))
-		if d.Fallback && d.FallbackReason != "" {
-			h.Set(HeaderFallbackReason, headerValue(d.FallbackReason))
+		// The code, not the reason: the reason holds the embedder's error,
+		// URLs included, which is for the log (and the explain endpoint).
+		if d.Fallback && d.FallbackCode != "" {
+			h.Set(HeaderFallbackReason, headerValue(string(d.FallbackCode)))
 		}
 		if len(d.ToolsWithheld) > 0 {
 			h.Set(HeaderToolsWithheld, headerList(d.ToolsWithheld))
