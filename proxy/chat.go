@@ -251,6 +251,6 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	info.status = rerr.status
 	info.err = rerr.msg
-	writeError(c.Response(), rerr.status, errTypeInvalidRequest, rerr.code, rerr.msg)
+	rerr.write(c.Response())
 	return nil
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -13,25 +14,44 @@ import (
 )
 
 func TestRequestValidation(t *testing.T) {
+	const user = `[{"role":"user","content":"x"}]`
 	tests := []struct {
 		name   string
 		body   string
 		hdr    map[string]string
 		status int
 		code   string
+		param  string // "" = null
+		msg    string // exact, when set
 	}{
-		{"malformed JSON", `{"model":"m","messages":[`, nil, 400, "invalid_json"},
-		{"not an object", `[1,2]`, nil, 400, "invalid_json"},
-		{"empty body", ``, nil, 400, "invalid_json"},
-		{"no messages", `{"model":"m"}`, nil, 400, "missing_messages"},
-		{"null messages", `{"model":"m","messages":null}`, nil, 400, "missing_messages"},
-		{"empty messages", `{"model":"m","messages":[]}`, nil, 400, "empty_messages"},
-		{"messages not an array", `{"model":"m","messages":"hi"}`, nil, 400, "invalid_type"},
-		{"stream not a bool", `{"model":"m","stream":"yes","messages":[{"role":"user","content":"x"}]}`, nil, 400, "invalid_type"},
-		{"bad strategy header", simpleChat, map[string]string{HeaderStrategy: "magic"}, 400, "invalid_skillrouter_header"},
-		{"bad top-k header", simpleChat, map[string]string{HeaderTopK: "-1"}, 400, "invalid_skillrouter_header"},
-		{"bad disable header", simpleChat, map[string]string{HeaderDisable: "perhaps"}, 400, "invalid_skillrouter_header"},
-		{"bad catalog header", simpleChat, map[string]string{HeaderCatalog: "some"}, 400, "invalid_skillrouter_header"},
+		{"malformed JSON", `{"model":"m","messages":[`, nil, 400, "invalid_json", "", ""},
+		{"not an object", `[1,2]`, nil, 400, "invalid_json", "", "request body must be a JSON object"},
+		{"empty body", ``, nil, 400, "invalid_json", "", ""},
+		{"no messages", `{"model":"m"}`, nil, 400, "missing_messages", "messages", "missing required parameter: 'messages'"},
+		{"null messages", `{"model":"m","messages":null}`, nil, 400, "missing_messages", "messages", ""},
+		{"empty messages", `{"model":"m","messages":[]}`, nil, 400, "empty_messages", "messages", "'messages' must contain at least one message"},
+		{"messages not an array", `{"model":"m","messages":"hi"}`, nil, 400, "invalid_type", "messages",
+			"'messages' must be an array of message objects, got a string"},
+		{"messages an object", `{"model":"m","messages":{"role":"user"}}`, nil, 400, "invalid_type", "messages",
+			"'messages' must be an array of message objects, got an object"},
+		{"message not an object", `{"model":"m","messages":[{"role":"user","content":"x"}, "hi"]}`, nil, 400, "invalid_type", "messages[1]",
+			"'messages[1]' must be a message object, got a string"},
+		{"message null", `{"model":"m","messages":[null]}`, nil, 400, "invalid_type", "messages[0]",
+			"'messages[0]' must be a message object, got null"},
+		{"model not a string", `{"model":5,"messages":` + user + `}`, nil, 400, "invalid_type", "model",
+			"'model' must be a string, got a number"},
+		{"stream not a bool", `{"model":"m","stream":"yes","messages":` + user + `}`, nil, 400, "invalid_type", "stream",
+			"'stream' must be a boolean, got a string"},
+		{"include_usage not a bool", `{"model":"m","stream_options":{"include_usage":1},"messages":` + user + `}`, nil, 400, "invalid_type",
+			"stream_options.include_usage", "'stream_options.include_usage' must be a boolean, got a number"},
+		{"stream_options not an object", `{"model":"m","stream_options":[],"messages":` + user + `}`, nil, 400, "invalid_type",
+			"stream_options", "'stream_options' must be an object, got an array"},
+		{"n not an integer", `{"model":"m","n":1.5,"messages":` + user + `}`, nil, 400, "invalid_type", "n", "'n' must be an integer, got 1.5"},
+		{"user not a string", `{"model":"m","user":true,"messages":` + user + `}`, nil, 400, "invalid_type", "user", "'user' must be a string, got a boolean"},
+		{"bad strategy header", simpleChat, map[string]string{HeaderStrategy: "magic"}, 400, "invalid_skillrouter_header", "", ""},
+		{"bad top-k header", simpleChat, map[string]string{HeaderTopK: "-1"}, 400, "invalid_skillrouter_header", "", ""},
+		{"bad disable header", simpleChat, map[string]string{HeaderDisable: "perhaps"}, 400, "invalid_skillrouter_header", "", ""},
+		{"bad catalog header", simpleChat, map[string]string{HeaderCatalog: "some"}, 400, "invalid_skillrouter_header", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,7 +60,28 @@ func TestRequestValidation(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
 			}
-			checkAPIError(t, b, tc.code)
+			msg := checkAPIError(t, b, tc.code)
+			if tc.msg != "" && msg != tc.msg {
+				t.Errorf("message %q, want %q", msg, tc.msg)
+			}
+			for _, internal := range []string{"Go ", "struct", "json.", "RawMessage", "chatRequest"} {
+				if strings.Contains(msg, internal) {
+					t.Errorf("message %q shows Go internals (%q)", msg, internal)
+				}
+			}
+			var e struct {
+				Error struct {
+					Param *string `json:"param"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(b, &e)
+			var param string
+			if e.Error.Param != nil {
+				param = *e.Error.Param
+			}
+			if param != tc.param || (e.Error.Param != nil) != (tc.param != "") {
+				t.Errorf("param %q (set: %v), want %q", param, e.Error.Param != nil, tc.param)
+			}
 			if n := len(h.up.Requests()); n != 0 {
 				t.Fatalf("invalid request reached the upstream (%d requests)", n)
 			}
