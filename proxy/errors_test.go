@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,6 +155,71 @@ func TestUpstreamUnreachable(t *testing.T) {
 		}
 		checkAPIError(t, b, "upstream_unreachable")
 	}
+}
+
+// An upstream that was reached but hung up is reported as such (502), not as
+// unreachable with net/http's bare "EOF".
+func TestUpstreamClosedConnection(t *testing.T) {
+	closeConn := func(c net.Conn) {}
+	cutShort := func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+	}
+	reset := func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }
+	tests := []struct {
+		name, method, path, body string
+		upstream                 func(net.Conn) // after reading the request; the connection is closed next
+		msg                      string
+	}{
+		{"chat", "POST", "/v1/chat/completions", simpleChat, closeConn, "upstream closed the connection without a response"},
+		{"stream", "POST", "/v1/chat/completions", streamChat(""), closeConn, "upstream closed the connection without a response"},
+		{"pass-through", "GET", "/v1/models", "", closeConn, "upstream closed the connection without a response"},
+		{"chat answer cut short", "POST", "/v1/chat/completions", simpleChat, cutShort, "upstream closed the connection before the end of its response"},
+		{"chat reset", "POST", "/v1/chat/completions", simpleChat, reset, "upstream reset the connection"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := rawUpstream(t, tc.upstream)
+			h := newHarness(t, func(c *Config) { c.Upstream = u })
+			resp, b := h.do(tc.method, tc.path, tc.body, nil)
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if msg := checkAPIError(t, b, "upstream_connection_closed"); msg != tc.msg {
+				t.Errorf("message %q, want %q", msg, tc.msg)
+			}
+			_, m := h.do("GET", "/metrics", "", nil)
+			mustContain(t, string(m), `skillrouter_upstream_errors_total{kind="upstream_connection_closed"} 1`)
+		})
+	}
+}
+
+// rawUpstream serves each connection by reading one request, calling act
+// and closing the connection.
+func rawUpstream(t *testing.T, act func(net.Conn)) *url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				io.Copy(io.Discard, req.Body)
+				act(c)
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	u, _ := url.Parse("http://" + ln.Addr().String() + "/v1")
+	return u
 }
 
 func TestUpstreamTimeout(t *testing.T) {
