@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/skillrouter/skillrouter/router"
 )
 
 // reqInfo collects what the access log line and the request metrics report.
@@ -24,6 +26,7 @@ type reqInfo struct {
 	fallback       bool
 	cached         bool // the ranking came from the router's cache
 	fallbackReason string
+	fallbackCode   router.FallbackCode
 	addedTokens    int
 	routing        time.Duration
 	rounds         int

@@ -96,6 +96,7 @@ func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *re
 		info.selected = d.Selected
 		info.fallback = d.Fallback
 		info.fallbackReason = d.FallbackReason
+		info.fallbackCode = d.FallbackCode
 		info.cached = d.Cached
 	}
 	info.addedTokens = rw.AddedTokens

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+	"github.com/skillrouter/skillrouter/router"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -137,6 +138,54 @@ func TestMetricPathCardinality(t *testing.T) {
 	}
 	if len(paths) != 1 || paths["/v1/other"] != 50 {
 		t.Errorf("request series by path = %v, want only /v1/other: 50", paths)
+	}
+}
+
+// Per-arm counters exist at 0 from the start, fallbacks for every reason
+// code, so dashboards show 0 instead of "no data" before the first event.
+func TestMetricsPresetAtZero(t *testing.T) {
+	tests := []struct {
+		name   string
+		ab     *ABConfig
+		arms   []string
+		absent string // an arm label that must have no series
+	}{
+		{"no split", nil, []string{"default"}, "explicit"},
+		{"split", &ABConfig{Arms: []Arm{{Name: "control", Percent: 50}, {Name: "bm25", Percent: 50, Strategy: router.StrategyBM25}}},
+			[]string{"control", "bm25"}, "default"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.AB = tc.ab })
+			_, body := h.do("GET", "/metrics", "", nil)
+			m := string(body)
+			for _, arm := range tc.arms {
+				for _, code := range router.FallbackCodes {
+					mustContain(t, m, `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="`+string(code)+`"} 0`)
+				}
+				for _, name := range []string{"routing_cache_hits_total", "rewrite_errors_total", "tool_rounds_exhausted_total", "tool_calls_dropped_total"} {
+					mustContain(t, m, `skillrouter_`+name+`{arm="`+arm+`"} 0`)
+				}
+			}
+			if strings.Contains(m, `arm="`+tc.absent+`"`) {
+				t.Errorf("series for arm %q, which serves no request", tc.absent)
+			}
+
+			h.rw.mu.Lock()
+			h.rw.fallback, h.rw.reason = router.FallbackEmbedderTimeout, "embedder ollama exceeded its 250ms latency budget"
+			h.rw.mu.Unlock()
+			arm := tc.arms[0]
+			var hdr map[string]string
+			if tc.ab != nil {
+				hdr = map[string]string{HeaderArmIn: arm}
+			}
+			if resp, b := h.chat(simpleChat, hdr); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			_, body = h.do("GET", "/metrics", "", nil)
+			mustContain(t, string(body), `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="embedder_timeout"} 1`)
+			mustContain(t, string(body), `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="embedder_unavailable"} 0`)
+		})
 	}
 }
 

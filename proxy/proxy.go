@@ -123,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.preset(ab.labels())
 	s.echo = s.routes()
 	return s, nil
 }
