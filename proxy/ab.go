@@ -111,6 +111,19 @@ func (s *splitter) allArms() []*armState {
 	return append([]*armState{s.def}, s.arms...)
 }
 
+// labels lists the arm labels requests are counted under (not "explicit",
+// which only an X-Skillrouter-Strategy naming no arm produces).
+func (s *splitter) labels() []string {
+	if len(s.arms) == 0 {
+		return []string{defaultArmLabel}
+	}
+	out := make([]string, len(s.arms))
+	for i, a := range s.arms {
+		out[i] = a.name
+	}
+	return out
+}
+
 // pick chooses the arm for a request. key is called only when the hash header is absent.
 func (s *splitter) pick(h http.Header, key func() string) (*armState, string, error) {
 	if len(s.arms) == 0 {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/skillrouter/skillrouter/router"
 )
 
 // reqInfo collects what the access log line and the request metrics report.
@@ -24,6 +26,7 @@ type reqInfo struct {
 	fallback       bool
 	cached         bool // the ranking came from the router's cache
 	fallbackReason string
+	fallbackCode   router.FallbackCode
 	addedTokens    int
 	routing        time.Duration
 	rounds         int
@@ -68,28 +71,50 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // metricPath maps a request path to a label of bounded cardinality: the
-// proxy's own endpoints as they are, pass-through paths by their first
-// segment (/v1/models/gpt-4o → /v1/models), anything else "other".
+// proxy's own endpoints as they are, pass-through paths by their OpenAI API
+// resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
+// and anything else "other". Only known names become labels: a client
+// could otherwise mint a new series with every path it makes up.
 func metricPath(p string) string {
 	switch p {
 	case "/v1/chat/completions", "/healthz", "/readyz", "/metrics",
 		"/v1/skills", "/v1/skills/route", "/v1/skills/reload":
 		return p
 	}
-	if rest, ok := strings.CutPrefix(p, "/v1/"); ok {
-		seg, _, _ := strings.Cut(rest, "/")
-		if seg == "" || len(seg) > 32 {
-			return "/v1/other"
-		}
-		for _, r := range seg {
-			if !(r >= 'a' && r <= 'z' || r == '_' || r == '-' || r >= '0' && r <= '9') {
-				return "/v1/other"
-			}
-		}
-		return "/v1/" + seg
+	rest, ok := strings.CutPrefix(p, "/v1/")
+	if !ok {
+		return "other"
 	}
-	return "other"
+	seg, sub, _ := strings.Cut(rest, "/")
+	if seg == "chat" {
+		// chat/completions/{id}[/messages]: stored completions
+		if sub, _, _ = strings.Cut(sub, "/"); sub == "completions" {
+			return "/v1/chat/completions"
+		}
+		return "/v1/other"
+	}
+	if label, ok := resourceLabels[seg]; ok {
+		return label
+	}
+	return "/v1/other"
 }
+
+// resourceLabels are the metric labels of the OpenAI API's top-level
+// resources (https://platform.openai.com/docs/api-reference; chat, the one
+// two-segment resource, is handled in metricPath). "skills" is also
+// OpenAI's: /v1/skills/{id} passes through.
+var resourceLabels = func() map[string]string {
+	m := map[string]string{}
+	for _, r := range []string{
+		"assistants", "audio", "batches", "chatkit", "completions", "containers",
+		"conversations", "embeddings", "evals", "files", "fine_tuning", "images",
+		"models", "moderations", "organization", "realtime", "responses", "skills",
+		"threads", "uploads", "vector_stores", "videos",
+	} {
+		m[r] = "/v1/" + r
+	}
+	return m
+}()
 
 func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration) {
 	ctx := c.Request().Context()

@@ -96,6 +96,7 @@ func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *re
 		info.selected = d.Selected
 		info.fallback = d.Fallback
 		info.fallbackReason = d.FallbackReason
+		info.fallbackCode = d.FallbackCode
 		info.cached = d.Cached
 	}
 	info.addedTokens = rw.AddedTokens
@@ -131,8 +132,10 @@ func decisionHeaders(h http.Header, rt *routed) {
 			h.Set(HeaderStrategy, string(d.Strategy))
 		}
 		h.Set(HeaderFallback, strconv.FormatBool(d.Fallback))
-		if d.Fallback && d.FallbackReason != "" {
-			h.Set(HeaderFallbackReason, headerValue(d.FallbackReason))
+		// The code, not the reason: the reason holds the embedder's error,
+		// URLs included, which is for the log (and the explain endpoint).
+		if d.Fallback && d.FallbackCode != "" {
+			h.Set(HeaderFallbackReason, headerValue(string(d.FallbackCode)))
 		}
 		if len(d.ToolsWithheld) > 0 {
 			h.Set(HeaderToolsWithheld, headerList(d.ToolsWithheld))
@@ -249,6 +252,6 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	info.status = rerr.status
 	info.err = rerr.msg
-	writeError(c.Response(), rerr.status, errTypeInvalidRequest, rerr.code, rerr.msg)
+	rerr.write(c.Response())
 	return nil
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -228,4 +229,62 @@ func TestToolLoopNonStreaming(t *testing.T) {
 			t.Fatalf("client got %s", b)
 		}
 	})
+}
+
+// X-Skillrouter-Fallback-Reason carries the short code; the full reason,
+// with the embedder's URL, stays in the log and the explain endpoint.
+func TestFallbackReasonHeader(t *testing.T) {
+	const dial = `embedder ollama: Post "http://127.0.0.1:9/api/embed": dial tcp 127.0.0.1:9: connect: connection refused`
+	tests := []struct {
+		name     string
+		code     router.FallbackCode
+		reason   string
+		stream   bool
+		fallback string // X-Skillrouter-Fallback
+	}{
+		{"embedder down", router.FallbackEmbedderUnavailable, dial, false, "true"},
+		{"embedder down, stream", router.FallbackEmbedderUnavailable, dial, true, "true"},
+		{"embedder slow", router.FallbackEmbedderTimeout, "embedder ollama exceeded its 250ms latency budget", false, "true"},
+		{"vectors missing", router.FallbackVectorsUnavailable, "vector index unavailable: " + dial, false, "true"},
+		{"no fallback", "", "", false, "false"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.rw.fallback, h.rw.reason = tc.code, tc.reason
+			body := simpleChat
+			if tc.stream {
+				body = streamChat("")
+			}
+			resp, b := h.chat(body, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if got := resp.Header.Get(HeaderFallback); got != tc.fallback {
+				t.Errorf("%s = %q, want %q", HeaderFallback, got, tc.fallback)
+			}
+			if got := resp.Header.Get(HeaderFallbackReason); got != string(tc.code) {
+				t.Errorf("%s = %q, want %q", HeaderFallbackReason, got, tc.code)
+			}
+			for k, v := range resp.Header {
+				if s := strings.Join(v, ","); strings.Contains(s, "127.0.0.1") || strings.Contains(s, "http://") {
+					t.Errorf("header %s leaks internals: %q", k, s)
+				}
+			}
+			if tc.reason == "" {
+				return
+			}
+			mustContain(t, h.logText(), jsonString(tc.reason)) // the log keeps the details
+			_, b = h.do("POST", "/v1/skills/route", simpleChat, nil)
+			var ex struct {
+				Decision router.Decision `json:"decision"`
+			}
+			if err := json.Unmarshal(b, &ex); err != nil {
+				t.Fatal(err)
+			}
+			if ex.Decision.FallbackReason != tc.reason || ex.Decision.FallbackCode != tc.code {
+				t.Errorf("explain decision: reason %q code %q", ex.Decision.FallbackReason, ex.Decision.FallbackCode)
+			}
+		})
+	}
 }

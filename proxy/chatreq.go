@@ -16,6 +16,7 @@ import (
 // chatRequest is the part of a chat.completions request the proxy itself reads.
 // The router parses the body on its own; everything else passes through untouched.
 type chatRequest struct {
+	Model         string            `json:"model"` // only type-checked
 	Messages      []json.RawMessage `json:"messages"`
 	Stream        bool              `json:"stream"`
 	StreamOptions *struct {
@@ -29,13 +30,91 @@ type chatRequest struct {
 type requestError struct {
 	status int
 	code   string
+	param  string // the body parameter at fault, if any
 	msg    string
 }
 
 func (e *requestError) Error() string { return e.msg }
 
+func (e *requestError) write(w http.ResponseWriter) {
+	ae := newAPIError(errTypeInvalidRequest, e.code, e.msg)
+	if e.param != "" {
+		ae.Error.Param = &e.param
+	}
+	writeAPIError(w, e.status, ae)
+}
+
 func badRequest(code, format string, a ...any) *requestError {
 	return &requestError{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+// paramError is a 400 about one parameter of the body.
+func paramError(code, param, format string, a ...any) *requestError {
+	e := badRequest(code, format, a...)
+	e.param = param
+	return e
+}
+
+// paramTypes says, in API terms, what each parameter the proxy reads must
+// be: encoding/json's own message names Go types ("Go struct field
+// chatRequest.messages of type []json.RawMessage").
+var paramTypes = map[string]string{
+	"model":                        "a string",
+	"messages":                     "an array of message objects",
+	"stream":                       "a boolean",
+	"stream_options":               "an object",
+	"stream_options.include_usage": "a boolean",
+	"n":                            "an integer",
+	"user":                         "a string",
+}
+
+// typeError renders a json.UnmarshalTypeError in API terms.
+func typeError(te *json.UnmarshalTypeError) *requestError {
+	want, ok := paramTypes[te.Field]
+	if !ok {
+		return paramError("invalid_type", te.Field, "'%s' has the wrong type: got %s", te.Field, jsonValueName(te.Value))
+	}
+	return paramError("invalid_type", te.Field, "'%s' must be %s, got %s", te.Field, want, jsonValueName(te.Value))
+}
+
+// jsonValueName names what json.UnmarshalTypeError.Value describes:
+// "string", "bool", "array", "object", "number" or "number 1.5".
+func jsonValueName(v string) string {
+	switch kind, lit, _ := strings.Cut(v, " "); kind {
+	case "bool":
+		return "a boolean"
+	case "array", "object":
+		return "an " + kind
+	case "number":
+		if lit != "" {
+			return lit
+		}
+		return "a number"
+	default:
+		return "a " + kind
+	}
+}
+
+// rawKind names the JSON type of a raw value.
+func rawKind(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
 }
 
 // readBody reads at most limit bytes of the request body.
@@ -57,7 +136,8 @@ func readBody(r *http.Request, limit int64) ([]byte, *requestError) {
 }
 
 // parseChat validates a chat.completions body: a JSON object with a
-// non-empty messages array.
+// non-empty array of message objects, and the right types for the other
+// parameters the proxy reads.
 func parseChat(body []byte) (*chatRequest, *requestError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -70,15 +150,21 @@ func parseChat(body []byte) (*chatRequest, *requestError) {
 	if err := json.Unmarshal(trimmed, &req); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, badRequest("invalid_type", "invalid type for '%s': %v", te.Field, err)
+			return nil, typeError(te)
 		}
 		return nil, badRequest("invalid_json", "request body is not valid JSON: %v", err)
 	}
 	if req.Messages == nil {
-		return nil, badRequest("missing_messages", "missing required parameter: 'messages'")
+		return nil, paramError("missing_messages", "messages", "missing required parameter: 'messages'")
 	}
 	if len(req.Messages) == 0 {
-		return nil, badRequest("empty_messages", "'messages' must contain at least one message")
+		return nil, paramError("empty_messages", "messages", "'messages' must contain at least one message")
+	}
+	for i, m := range req.Messages {
+		if k := rawKind(m); k != "an object" {
+			p := fmt.Sprintf("messages[%d]", i)
+			return nil, paramError("invalid_type", p, "'%s' must be a message object, got %s", p, k)
+		}
 	}
 	return &req, nil
 }

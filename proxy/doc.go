@@ -9,21 +9,26 @@
 //
 // # Endpoints
 //
-//   - POST /v1/chat/completions: validate (400 for malformed JSON or missing
-//     messages, 413 over Config.BodyLimit), pick the A/B arm, rewrite, forward,
+//   - POST /v1/chat/completions: validate (400 for malformed JSON, missing
+//     messages or a parameter of the wrong type, named in the error's param;
+//     413 over Config.BodyLimit), pick the A/B arm, rewrite, forward,
 //     run the tool loop, answer. Per-request headers X-Skillrouter-Strategy,
 //     -Top-K, -Disable, -Catalog, -Session (and -Arm with A/B) steer routing;
 //     the answer carries X-Skillrouter-Selected, -Strategy, -Fallback,
+//     -Fallback-Reason (the router's FallbackCode, never the detailed reason),
 //     -Added-Tokens, -Tools-Withheld and -Arm. A failed rewrite never fails the request: the body goes upstream
 //     unmodified and X-Skillrouter-Error says why.
 //   - Any other /v1/* path: passed through unchanged, both bodies streamed.
 //   - GET /healthz, GET /readyz, GET /metrics, GET /v1/skills,
 //     POST /v1/skills/route (explain without forwarding), POST /v1/skills/reload.
+//     These paths are the proxy's for every method: HEAD where GET is served,
+//     OPTIONS, and 405 with Allow for the rest (never forwarded).
 //
 // Request headers are forwarded minus hop-by-hop headers and the proxy's own
 // X-Skillrouter-* controls; Config.APIKey is used when the client sends no
 // Authorization. Upstream 4xx/5xx answers are relayed unchanged (status and
-// body); an unreachable upstream is 502, a timed-out one 504, both as OpenAI
+// body); an unreachable upstream is 502, one that closes the connection
+// without a (whole) response 502 too, a timed-out one 504, all as OpenAI
 // error JSON. A client that disconnects cancels the upstream request.
 //
 // # Tool loop

@@ -39,11 +39,15 @@ func (e apiError) marshal() []byte {
 
 // writeError writes an OpenAI-shaped error with the given status.
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeAPIError(w, status, newAPIError(typ, code, msg))
+}
+
+func writeAPIError(w http.ResponseWriter, status int, e apiError) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")
 	w.WriteHeader(status)
-	_, _ = w.Write(newAPIError(typ, code, msg).marshal())
+	_, _ = w.Write(e.marshal())
 }
 
 // statusClientClosed is logged (never sent) when the client went away, as nginx does.

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bufio"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +16,44 @@ import (
 )
 
 func TestRequestValidation(t *testing.T) {
+	const user = `[{"role":"user","content":"x"}]`
 	tests := []struct {
 		name   string
 		body   string
 		hdr    map[string]string
 		status int
 		code   string
+		param  string // "" = null
+		msg    string // exact, when set
 	}{
-		{"malformed JSON", `{"model":"m","messages":[`, nil, 400, "invalid_json"},
-		{"not an object", `[1,2]`, nil, 400, "invalid_json"},
-		{"empty body", ``, nil, 400, "invalid_json"},
-		{"no messages", `{"model":"m"}`, nil, 400, "missing_messages"},
-		{"null messages", `{"model":"m","messages":null}`, nil, 400, "missing_messages"},
-		{"empty messages", `{"model":"m","messages":[]}`, nil, 400, "empty_messages"},
-		{"messages not an array", `{"model":"m","messages":"hi"}`, nil, 400, "invalid_type"},
-		{"stream not a bool", `{"model":"m","stream":"yes","messages":[{"role":"user","content":"x"}]}`, nil, 400, "invalid_type"},
-		{"bad strategy header", simpleChat, map[string]string{HeaderStrategy: "magic"}, 400, "invalid_skillrouter_header"},
-		{"bad top-k header", simpleChat, map[string]string{HeaderTopK: "-1"}, 400, "invalid_skillrouter_header"},
-		{"bad disable header", simpleChat, map[string]string{HeaderDisable: "perhaps"}, 400, "invalid_skillrouter_header"},
-		{"bad catalog header", simpleChat, map[string]string{HeaderCatalog: "some"}, 400, "invalid_skillrouter_header"},
+		{"malformed JSON", `{"model":"m","messages":[`, nil, 400, "invalid_json", "", ""},
+		{"not an object", `[1,2]`, nil, 400, "invalid_json", "", "request body must be a JSON object"},
+		{"empty body", ``, nil, 400, "invalid_json", "", ""},
+		{"no messages", `{"model":"m"}`, nil, 400, "missing_messages", "messages", "missing required parameter: 'messages'"},
+		{"null messages", `{"model":"m","messages":null}`, nil, 400, "missing_messages", "messages", ""},
+		{"empty messages", `{"model":"m","messages":[]}`, nil, 400, "empty_messages", "messages", "'messages' must contain at least one message"},
+		{"messages not an array", `{"model":"m","messages":"hi"}`, nil, 400, "invalid_type", "messages",
+			"'messages' must be an array of message objects, got a string"},
+		{"messages an object", `{"model":"m","messages":{"role":"user"}}`, nil, 400, "invalid_type", "messages",
+			"'messages' must be an array of message objects, got an object"},
+		{"message not an object", `{"model":"m","messages":[{"role":"user","content":"x"}, "hi"]}`, nil, 400, "invalid_type", "messages[1]",
+			"'messages[1]' must be a message object, got a string"},
+		{"message null", `{"model":"m","messages":[null]}`, nil, 400, "invalid_type", "messages[0]",
+			"'messages[0]' must be a message object, got null"},
+		{"model not a string", `{"model":5,"messages":` + user + `}`, nil, 400, "invalid_type", "model",
+			"'model' must be a string, got a number"},
+		{"stream not a bool", `{"model":"m","stream":"yes","messages":` + user + `}`, nil, 400, "invalid_type", "stream",
+			"'stream' must be a boolean, got a string"},
+		{"include_usage not a bool", `{"model":"m","stream_options":{"include_usage":1},"messages":` + user + `}`, nil, 400, "invalid_type",
+			"stream_options.include_usage", "'stream_options.include_usage' must be a boolean, got a number"},
+		{"stream_options not an object", `{"model":"m","stream_options":[],"messages":` + user + `}`, nil, 400, "invalid_type",
+			"stream_options", "'stream_options' must be an object, got an array"},
+		{"n not an integer", `{"model":"m","n":1.5,"messages":` + user + `}`, nil, 400, "invalid_type", "n", "'n' must be an integer, got 1.5"},
+		{"user not a string", `{"model":"m","user":true,"messages":` + user + `}`, nil, 400, "invalid_type", "user", "'user' must be a string, got a boolean"},
+		{"bad strategy header", simpleChat, map[string]string{HeaderStrategy: "magic"}, 400, "invalid_skillrouter_header", "", ""},
+		{"bad top-k header", simpleChat, map[string]string{HeaderTopK: "-1"}, 400, "invalid_skillrouter_header", "", ""},
+		{"bad disable header", simpleChat, map[string]string{HeaderDisable: "perhaps"}, 400, "invalid_skillrouter_header", "", ""},
+		{"bad catalog header", simpleChat, map[string]string{HeaderCatalog: "some"}, 400, "invalid_skillrouter_header", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,7 +62,28 @@ func TestRequestValidation(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
 			}
-			checkAPIError(t, b, tc.code)
+			msg := checkAPIError(t, b, tc.code)
+			if tc.msg != "" && msg != tc.msg {
+				t.Errorf("message %q, want %q", msg, tc.msg)
+			}
+			for _, internal := range []string{"Go ", "struct", "json.", "RawMessage", "chatRequest"} {
+				if strings.Contains(msg, internal) {
+					t.Errorf("message %q shows Go internals (%q)", msg, internal)
+				}
+			}
+			var e struct {
+				Error struct {
+					Param *string `json:"param"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(b, &e)
+			var param string
+			if e.Error.Param != nil {
+				param = *e.Error.Param
+			}
+			if param != tc.param || (e.Error.Param != nil) != (tc.param != "") {
+				t.Errorf("param %q (set: %v), want %q", param, e.Error.Param != nil, tc.param)
+			}
 			if n := len(h.up.Requests()); n != 0 {
 				t.Fatalf("invalid request reached the upstream (%d requests)", n)
 			}
@@ -112,6 +155,71 @@ func TestUpstreamUnreachable(t *testing.T) {
 		}
 		checkAPIError(t, b, "upstream_unreachable")
 	}
+}
+
+// An upstream that was reached but hung up is reported as such (502), not as
+// unreachable with net/http's bare "EOF".
+func TestUpstreamClosedConnection(t *testing.T) {
+	closeConn := func(c net.Conn) {}
+	cutShort := func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+	}
+	reset := func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }
+	tests := []struct {
+		name, method, path, body string
+		upstream                 func(net.Conn) // after reading the request; the connection is closed next
+		msg                      string
+	}{
+		{"chat", "POST", "/v1/chat/completions", simpleChat, closeConn, "upstream closed the connection without a response"},
+		{"stream", "POST", "/v1/chat/completions", streamChat(""), closeConn, "upstream closed the connection without a response"},
+		{"pass-through", "GET", "/v1/models", "", closeConn, "upstream closed the connection without a response"},
+		{"chat answer cut short", "POST", "/v1/chat/completions", simpleChat, cutShort, "upstream closed the connection before the end of its response"},
+		{"chat reset", "POST", "/v1/chat/completions", simpleChat, reset, "upstream reset the connection"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := rawUpstream(t, tc.upstream)
+			h := newHarness(t, func(c *Config) { c.Upstream = u })
+			resp, b := h.do(tc.method, tc.path, tc.body, nil)
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if msg := checkAPIError(t, b, "upstream_connection_closed"); msg != tc.msg {
+				t.Errorf("message %q, want %q", msg, tc.msg)
+			}
+			_, m := h.do("GET", "/metrics", "", nil)
+			mustContain(t, string(m), `skillrouter_upstream_errors_total{kind="upstream_connection_closed"} 1`)
+		})
+	}
+}
+
+// rawUpstream serves each connection by reading one request, calling act
+// and closing the connection.
+func rawUpstream(t *testing.T, act func(net.Conn)) *url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				io.Copy(io.Discard, req.Body)
+				act(c)
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	u, _ := url.Parse("http://" + ln.Addr().String() + "/v1")
+	return u
 }
 
 func TestUpstreamTimeout(t *testing.T) {

@@ -29,6 +29,8 @@ type fakeRewriter struct {
 	noTools   bool     // no session at all
 	followErr error    // sessions fail FollowUp with it
 	cached    bool     // decisions say their ranking came from the cache
+	fallback  router.FallbackCode
+	reason    string // fallback reason
 	ready     bool
 	seen      []router.Overrides
 	sessions  []*fakeSession
@@ -74,7 +76,8 @@ func (f *fakeRewriter) RewriteChat(ctx context.Context, body []byte, ov router.O
 		strategy = router.StrategyHybrid
 	}
 	rw := &Rewrite{Body: nb, AddedTokens: 42 * (len(sel) + 1),
-		Decision: &router.Decision{Strategy: strategy, Selected: append([]string{}, sel...), Embedder: "fake", Cached: f.cached}}
+		Decision: &router.Decision{Strategy: strategy, Selected: append([]string{}, sel...), Embedder: "fake", Cached: f.cached,
+			Fallback: f.fallback != "", FallbackCode: f.fallback, FallbackReason: f.reason}}
 	if !f.noTools {
 		h := f.handles
 		if h == nil {

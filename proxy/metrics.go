@@ -3,11 +3,14 @@ package proxy
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skillrouter/skillrouter/router"
 )
 
 const metricsNamespace = "skillrouter"
@@ -21,7 +24,7 @@ type metrics struct {
 	routing         *prometheus.HistogramVec // arm, strategy
 	upstreamLatency *prometheus.HistogramVec // path
 	selected        *prometheus.HistogramVec // arm
-	fallbacks       *prometheus.CounterVec   // arm
+	fallbacks       *prometheus.CounterVec   // arm, reason
 	cacheHits       *prometheus.CounterVec   // arm
 	addedTokens     *prometheus.HistogramVec // arm
 	rewriteErrors   *prometheus.CounterVec   // arm
@@ -69,8 +72,8 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_fallbacks_total",
-			Help: "Chat requests ranked by the bm25 fallback because the embedder failed or was slow.",
-		}, []string{"arm"}),
+			Help: "Chat requests ranked by the bm25 fallback because the embedder failed or was slow, by reason: " + fallbackReasons() + ".",
+		}, []string{"arm", "reason"}),
 		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_cache_hits_total",
 			Help: "Chat requests whose ranking came from the router's cache of recent rankings (the conversation's user turns were ranked before).",
@@ -102,7 +105,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "upstream_errors_total",
-			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_timeout, client_closed.",
+			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, client_closed, upstream_response_rejected, upstream_response_too_large.",
 		}, []string{"kind"}),
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
@@ -126,6 +129,33 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// fallbackUnknown labels a fallback whose decision carries no code (a
+// Rewriter other than the router's).
+const fallbackUnknown = "unknown"
+
+func fallbackReasons() string {
+	s := make([]string, len(router.FallbackCodes))
+	for i, c := range router.FallbackCodes {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+// preset creates the per-arm counters at 0 for every arm and fallback
+// reason, so /metrics shows 0 rather than nothing (dashboards: "no data")
+// until the first event.
+func (m *metrics) preset(arms []string) {
+	for _, arm := range arms {
+		for _, code := range router.FallbackCodes {
+			m.fallbacks.WithLabelValues(arm, string(code))
+		}
+		m.cacheHits.WithLabelValues(arm)
+		m.rewriteErrors.WithLabelValues(arm)
+		m.exhausted.WithLabelValues(arm)
+		m.droppedCalls.WithLabelValues(arm)
+	}
 }
 
 func (m *metrics) handler() http.Handler {
@@ -158,7 +188,11 @@ func (m *metrics) observeDecision(info *reqInfo) {
 	m.selected.WithLabelValues(arm).Observe(float64(len(info.selected)))
 	m.addedTokens.WithLabelValues(arm).Observe(float64(info.addedTokens))
 	if info.fallback {
-		m.fallbacks.WithLabelValues(arm).Inc()
+		reason := string(info.fallbackCode)
+		if reason == "" {
+			reason = fallbackUnknown
+		}
+		m.fallbacks.WithLabelValues(arm, reason).Inc()
 	}
 	if info.cached {
 		m.cacheHits.WithLabelValues(arm).Inc()

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+	"github.com/skillrouter/skillrouter/router"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -79,18 +81,111 @@ func TestRankingCacheHitsObserved(t *testing.T) {
 
 func TestMetricPathCardinality(t *testing.T) {
 	for in, want := range map[string]string{
-		"/v1/chat/completions":           "/v1/chat/completions",
-		"/v1/models/gpt-4o-mini":         "/v1/models",
-		"/v1/files/file-abc/x":           "/v1/files",
-		"/v1/":                           "/v1/other",
-		"/v1/%7Bweird%7D":                "/v1/other",
-		"/v1/" + strings.Repeat("a", 40): "/v1/other",
-		"/elsewhere":                     "other",
-		"/healthz":                       "/healthz",
+		"/v1/chat/completions":                     "/v1/chat/completions",
+		"/v1/chat/completions/chatcmpl-1":          "/v1/chat/completions",
+		"/v1/chat/completions/chatcmpl-1/messages": "/v1/chat/completions",
+		"/v1/chat/other":                           "/v1/other",
+		"/v1/chat":                                 "/v1/other",
+		"/v1/models/gpt-4o-mini":                   "/v1/models",
+		"/v1/models":                               "/v1/models",
+		"/v1/files/file-abc/x":                     "/v1/files",
+		"/v1/responses/resp_1/input_items":         "/v1/responses",
+		"/v1/fine_tuning/jobs/ftjob-1/events":      "/v1/fine_tuning",
+		"/v1/vector_stores/vs_1/files":             "/v1/vector_stores",
+		"/v1/audio/speech":                         "/v1/audio",
+		"/v1/images/generations":                   "/v1/images",
+		"/v1/embeddings":                           "/v1/embeddings",
+		"/v1/skills":                               "/v1/skills",
+		"/v1/skills/route":                         "/v1/skills/route",
+		"/v1/skills/reload":                        "/v1/skills/reload",
+		"/v1/skills/skill_123":                     "/v1/skills",
+		"/v1/abc":                                  "/v1/other",
+		"/v1/xyz/models":                           "/v1/other",
+		"/v1/Models":                               "/v1/other",
+		"/v1/":                                     "/v1/other",
+		"/v1//models":                              "/v1/other",
+		"/v1/%7Bweird%7D":                          "/v1/other",
+		"/v1/" + strings.Repeat("a", 40):           "/v1/other",
+		"/v1":                                      "other",
+		"/elsewhere":                               "other",
+		"/healthz":                                 "/healthz",
+		"/healthz/x":                               "other",
+		"/metrics":                                 "/metrics",
 	} {
 		if got := metricPath(in); got != want {
 			t.Errorf("metricPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+
+	// Made-up paths sent to the server add no series: they all count as /v1/other.
+	h := newHarness(t, nil)
+	for i := range 50 {
+		h.do("GET", fmt.Sprintf("/v1/made-up-%d/x", i), "", nil)
+	}
+	_, body := h.do("GET", "/metrics", "", nil)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]float64{}
+	for _, m := range fams["skillrouter_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "path" {
+				paths[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if len(paths) != 1 || paths["/v1/other"] != 50 {
+		t.Errorf("request series by path = %v, want only /v1/other: 50", paths)
+	}
+}
+
+// Per-arm counters exist at 0 from the start, fallbacks for every reason
+// code, so dashboards show 0 instead of "no data" before the first event.
+func TestMetricsPresetAtZero(t *testing.T) {
+	tests := []struct {
+		name   string
+		ab     *ABConfig
+		arms   []string
+		absent string // an arm label that must have no series
+	}{
+		{"no split", nil, []string{"default"}, "explicit"},
+		{"split", &ABConfig{Arms: []Arm{{Name: "control", Percent: 50}, {Name: "bm25", Percent: 50, Strategy: router.StrategyBM25}}},
+			[]string{"control", "bm25"}, "default"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.AB = tc.ab })
+			_, body := h.do("GET", "/metrics", "", nil)
+			m := string(body)
+			for _, arm := range tc.arms {
+				for _, code := range router.FallbackCodes {
+					mustContain(t, m, `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="`+string(code)+`"} 0`)
+				}
+				for _, name := range []string{"routing_cache_hits_total", "rewrite_errors_total", "tool_rounds_exhausted_total", "tool_calls_dropped_total"} {
+					mustContain(t, m, `skillrouter_`+name+`{arm="`+arm+`"} 0`)
+				}
+			}
+			if strings.Contains(m, `arm="`+tc.absent+`"`) {
+				t.Errorf("series for arm %q, which serves no request", tc.absent)
+			}
+
+			h.rw.mu.Lock()
+			h.rw.fallback, h.rw.reason = router.FallbackEmbedderTimeout, "embedder ollama exceeded its 250ms latency budget"
+			h.rw.mu.Unlock()
+			arm := tc.arms[0]
+			var hdr map[string]string
+			if tc.ab != nil {
+				hdr = map[string]string{HeaderArmIn: arm}
+			}
+			if resp, b := h.chat(simpleChat, hdr); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			_, body = h.do("GET", "/metrics", "", nil)
+			mustContain(t, string(body), `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="embedder_timeout"} 1`)
+			mustContain(t, string(body), `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="embedder_unavailable"} 0`)
+		})
 	}
 }
 

@@ -139,7 +139,7 @@ func (s *Server) explainRoute(c echo.Context) error {
 	}
 	if rerr != nil {
 		info.status, info.err = rerr.status, rerr.msg
-		writeError(c.Response(), rerr.status, errTypeInvalidRequest, rerr.code, rerr.msg)
+		rerr.write(c.Response())
 		return nil
 	}
 	out := explanation{Arm: rt.arm, LatencyMS: ms(info.routing)}

@@ -123,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.preset(ab.labels())
 	s.echo = s.routes()
 	return s, nil
 }
@@ -134,7 +135,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
 
 // routes wires the endpoints. Echo prefers static routes over /v1/*, so the
-// proxy's own /v1/skills endpoints and chat completions win over pass-through.
+// proxy's own /v1/skills endpoints and chat completions win over pass-through
+// (for every method: see own).
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
@@ -142,13 +144,15 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.httpError
 	e.Use(s.observe)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
+	own(e, "/healthz", endpoint{http.MethodGet, s.healthz})
+	own(e, "/readyz", endpoint{http.MethodGet, s.readyz})
+	own(e, "/metrics", endpoint{http.MethodGet, echo.WrapHandler(s.metrics.handler())})
+	// Only POST: other methods on chat completions are OpenAI's stored
+	// completions (GET lists them), passed through.
 	e.POST("/v1/chat/completions", s.chat)
-	e.GET("/v1/skills", s.listSkills)
-	e.POST("/v1/skills/route", s.explainRoute)
-	e.POST("/v1/skills/reload", s.reload)
+	own(e, "/v1/skills", endpoint{http.MethodGet, s.listSkills})
+	own(e, "/v1/skills/route", endpoint{http.MethodPost, s.explainRoute})
+	own(e, "/v1/skills/reload", endpoint{http.MethodPost, s.reload})
 	e.Any("/v1/*", s.passthrough)
 	return e
 }
@@ -169,8 +173,11 @@ func (s *Server) httpError(err error, c echo.Context) {
 		typ = errTypeServer
 	}
 	code := strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
-	if status == http.StatusNotFound {
+	switch status {
+	case http.StatusNotFound:
 		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, c.Request().URL.Path)
+	case http.StatusMethodNotAllowed:
+		msg = methodNotAllowedMessage(c)
 	}
 	writeError(c.Response(), status, typ, code, msg)
 }

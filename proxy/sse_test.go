@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,9 +123,11 @@ func FuzzSSEReader(f *testing.F) {
 	})
 }
 
-// FuzzChatRequest: request validation never panics and accepts only objects with messages.
+// FuzzChatRequest: request validation never panics, accepts only objects
+// with an array of message objects, and explains itself in API terms.
 func FuzzChatRequest(f *testing.F) {
-	for _, s := range []string{simpleChat, `{"messages":[]}`, `{"messages":null}`, `[]`, `{"stream":"x","messages":[{}]}`, ``} {
+	for _, s := range []string{simpleChat, `{"messages":[]}`, `{"messages":null}`, `[]`, `{"stream":"x","messages":[{}]}`, ``,
+		`{"model":1,"messages":["x"]}`, `{"n":1e9999,"messages":[{}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -131,8 +135,14 @@ func FuzzChatRequest(f *testing.F) {
 		if err == nil && len(req.Messages) == 0 {
 			t.Fatal("accepted a request without messages")
 		}
+		if err == nil && slices.ContainsFunc(req.Messages, func(m json.RawMessage) bool { return rawKind(m) != "an object" }) {
+			t.Fatal("accepted a message that is not an object")
+		}
 		if err != nil && err.status != 400 {
 			t.Fatalf("status %d", err.status)
+		}
+		if err != nil && strings.Contains(err.msg, "Go ") {
+			t.Fatalf("message in Go terms: %s", err.msg)
 		}
 		if req != nil {
 			_ = req.firstUserText()

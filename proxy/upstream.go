@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -76,7 +77,8 @@ func (b *cancelBody) Close() error {
 }
 
 // failure classifies an upstream exchange error: the client went away (499,
-// nothing to write), the upstream timed out (504) or could not be reached (502).
+// nothing to write), the upstream timed out (504), closed the connection
+// without a (whole) response (502) or could not be reached (502).
 type failure struct {
 	status int
 	code   string
@@ -94,6 +96,17 @@ func classify(clientCtx context.Context, err error) failure {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: " + err.Error()}
+	}
+	// Reached, then hung up: net/http says no more than "EOF".
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &oe) && oe.Op == "dial": // never reached: unreachable, below
+	case errors.Is(err, io.EOF):
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream closed the connection without a response"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream closed the connection before the end of its response"}
+	case errors.Is(err, syscall.ECONNRESET):
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream reset the connection"}
 	}
 	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: "upstream unreachable: " + err.Error()}
 }

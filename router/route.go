@@ -189,7 +189,7 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 	d := &Decision{Strategy: strategy, Ranked: []Scored{}, Selected: []string{}}
 	ix := r.cur.Load()
 	if ix == nil {
-		d.Fallback, d.FallbackReason = true, "router has no index"
+		d.Fallback, d.FallbackReason, d.FallbackCode = true, "router has no index", FallbackNoIndex
 		d.Latency = time.Since(start)
 		return d
 	}
@@ -212,7 +212,7 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 		ix.cache.put(key, res)
 	}
 	d.Strategy = res.strategy
-	d.Fallback, d.FallbackReason = res.fallback != "", res.fallback
+	d.Fallback, d.FallbackReason, d.FallbackCode = res.fallback != "", res.fallback, res.fallbackCode
 	d.Ranked = res.scored(ix)
 	topK := q.TopK
 	if topK == 0 {

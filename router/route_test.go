@@ -351,6 +351,64 @@ func TestFallback(t *testing.T) {
 	})
 }
 
+// Every fallback carries a short code, fit for clients and metric labels: it
+// names no URL or error text. FallbackReason keeps the details.
+func TestFallbackCode(t *testing.T) {
+	snap := rankingLibrary(t)
+	refused := fmt.Errorf(`ollama: %w: Post "http://127.0.0.1:9/api/embed": dial tcp 127.0.0.1:9: connect: connection refused`, embed.ErrUnavailable)
+	stub := func(t *testing.T) *stubEmbedder {
+		return &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "ollama"}
+	}
+	tests := []struct {
+		name     string
+		router   func(t *testing.T) *router.Router
+		strategy router.Strategy
+		code     router.FallbackCode
+		reason   string // in FallbackReason
+	}{
+		{"no index", func(*testing.T) *router.Router { return &router.Router{} },
+			router.StrategyHybrid, router.FallbackNoIndex, "router has no index"},
+		{"no embedder", func(t *testing.T) *router.Router { return newRouter(t, snap, router.Options{}) },
+			router.StrategyHybrid, router.FallbackNoEmbedder, "no embedder configured"},
+		{"embedder down", func(t *testing.T) *router.Router {
+			e := stub(t)
+			e.failQ.Store(&refused)
+			return newRouter(t, snap, router.Options{Embedder: e})
+		}, router.StrategyEmbedding, router.FallbackEmbedderUnavailable, `Post "http://127.0.0.1:9/api/embed"`},
+		{"embedder slow", func(t *testing.T) *router.Router {
+			e := stub(t)
+			r := newRouter(t, snap, router.Options{Embedder: e, EmbedTimeout: 20 * time.Millisecond})
+			e.delay = 5 * time.Second // the library's vectors are built
+			return r
+		}, router.StrategyHybrid, router.FallbackEmbedderTimeout, "ollama exceeded its 20ms latency budget"},
+		{"library vectors failed", func(t *testing.T) *router.Router {
+			e := stub(t)
+			e.failDoc.Store(&refused)
+			return newRouter(t, snap, router.Options{Embedder: e})
+		}, router.StrategyHybrid, router.FallbackVectorsUnavailable, "vector index unavailable: ollama: embedder unavailable: Post"},
+		{"no fallback", func(t *testing.T) *router.Router { return newRouter(t, snap, router.Options{}) },
+			router.StrategyBM25, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := route(tc.router(t), tc.strategy, "my SQL query is slow")
+			if d.Fallback != (tc.code != "") || d.FallbackCode != tc.code {
+				t.Fatalf("fallback %v code %q, want code %q (reason %q)", d.Fallback, d.FallbackCode, tc.code, d.FallbackReason)
+			}
+			if !strings.Contains(d.FallbackReason, tc.reason) {
+				t.Errorf("reason %q lacks %q", d.FallbackReason, tc.reason)
+			}
+			if tc.code != "" && !slices.Contains(router.FallbackCodes, d.FallbackCode) {
+				t.Errorf("code %q not in FallbackCodes", d.FallbackCode)
+			}
+			b, _ := json.Marshal(d)
+			if got, want := strings.Contains(string(b), `"fallback_code":"`+string(tc.code)+`"`), tc.code != ""; got != want {
+				t.Errorf("decision JSON has fallback_code: %v, want %v: %s", got, want, b)
+			}
+		})
+	}
+}
+
 func TestSearch(t *testing.T) {
 	r := newRouter(t, rankingLibrary(t), builtinOptions())
 	got := r.Search(context.Background(), "kubernetes helm deploy", 3)

@@ -61,6 +61,7 @@ type Decision struct {
 	Embedder       string            `json:"embedder"`
 	Fallback       bool              `json:"fallback"`
 	FallbackReason string            `json:"fallback_reason,omitempty"`
+	FallbackCode   FallbackCode      `json:"fallback_code,omitempty"` // FallbackReason's short form, safe to show clients
 	Ranked         []Scored          `json:"ranked"`
 	Selected       []string          `json:"selected"`
 	Pinned         []string          `json:"pinned,omitempty"`  // #id / /id mentions, in order
@@ -76,6 +77,24 @@ type Decision struct {
 	ToolsEnabled  map[string]string `json:"tools_enabled,omitempty"`
 	ToolsForced   []string          `json:"tools_forced,omitempty"`
 }
+
+// FallbackCode is the short, stable form of why a decision fell back to
+// bm25. Unlike Decision.FallbackReason, which carries the details for logs
+// (embedder URLs, error text), it is fit for clients and metric labels.
+type FallbackCode string
+
+const (
+	FallbackNoIndex             FallbackCode = "no_index"                 // the router has no index
+	FallbackNoEmbedder          FallbackCode = "no_embedder"              // the strategy needs an embedder; none is configured
+	FallbackVectorsUnavailable  FallbackCode = "vector_index_unavailable" // the library's vectors could not be built (retried in the background)
+	FallbackEmbedderTimeout     FallbackCode = "embedder_timeout"         // embedding the query exceeded the latency budget
+	FallbackEmbedderUnavailable FallbackCode = "embedder_unavailable"     // the embedder failed to embed the query
+	FallbackVectorQuery         FallbackCode = "vector_query_failed"      // the vector index could not be searched
+)
+
+// FallbackCodes lists every FallbackCode.
+var FallbackCodes = []FallbackCode{FallbackNoIndex, FallbackNoEmbedder, FallbackVectorsUnavailable,
+	FallbackEmbedderTimeout, FallbackEmbedderUnavailable, FallbackVectorQuery}
 
 // Tool is a tool answered server-side by the proxy's tool loop.
 type Tool interface {

@@ -15,10 +15,11 @@ import (
 // rankResult is one ranking of the whole library. Component slices are
 // indexed like rankIndex.list and nil when the strategy did not compute them.
 type rankResult struct {
-	strategy Strategy // what actually ranked (bm25 after a fallback)
-	fallback string   // why the requested strategy could not run; "" if it did
-	score    []float64
-	order    []int // skill indexes, best first
+	strategy     Strategy     // what actually ranked (bm25 after a fallback)
+	fallback     string       // why the requested strategy could not run; "" if it did
+	fallbackCode FallbackCode // fallback's short form
+	score        []float64
+	order        []int // skill indexes, best first
 
 	keyword []float64
 	bm25    []float64 // raw BM25F
@@ -48,9 +49,9 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 		return res
 	}
 	if strategy == StrategyEmbedding || strategy == StrategyHybrid {
-		cos, reason := r.cosines(ctx, ix, q)
+		cos, code, reason := r.cosines(ctx, ix, q)
 		if reason != "" {
-			res.fallback = reason
+			res.fallback, res.fallbackCode = reason, code
 			res.strategy = StrategyBM25
 			r.noteFallback(reason)
 			r.maybeRetryVectors(ix)
@@ -138,36 +139,36 @@ var hybridRRF = false
 var hybridConfBM25Weight = 0.5
 
 // cosines embeds the query within the latency budget and returns every
-// skill's cosine similarity, or why it could not.
-func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]float64, string) {
+// skill's cosine similarity, or why it could not (code and details).
+func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]float64, FallbackCode, string) {
 	switch {
 	case ix.emb == nil:
-		return nil, "no embedder configured"
+		return nil, FallbackNoEmbedder, "no embedder configured"
 	case ix.vec == nil:
-		return nil, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+		return nil, FallbackVectorsUnavailable, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
 	case len(q.turns) == 0:
-		return make([]float64, len(ix.list)), ""
+		return make([]float64, len(ix.list)), "", ""
 	}
 	texts, weights := q.texts()
 	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
+			return nil, FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
 		}
-		return nil, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+		return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
 	}
 	qv, err := blend(vecs, weights)
 	if err != nil {
-		return nil, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+		return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
 	}
 	if isZero(qv) {
 		// Nothing in the message the embedder could use (only stop words):
 		// every similarity is zero.
-		return make([]float64, len(ix.list)), ""
+		return make([]float64, len(ix.list)), "", ""
 	}
 	sims := make([]float64, ix.vec.Len())
 	if err := ix.vec.Similarities(qv, sims); err != nil {
-		return nil, fmt.Sprintf("vector query: %v", err)
+		return nil, FallbackVectorQuery, fmt.Sprintf("vector query: %v", err)
 	}
 	cos := make([]float64, len(ix.list))
 	for k, sim := range sims {
@@ -175,7 +176,7 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]flo
 			cos[i] = sim
 		}
 	}
-	return cos, ""
+	return cos, "", ""
 }
 
 // embedWithin runs the embedder with a deadline and stops waiting when it

@@ -32,7 +32,7 @@ func newRouteCmd() *cobra.Command {
 			"latest user message is MESSAGE, and print the ranked skills with their scores and what\n" +
 			"would be auto-loaded. A #skill-id or /skill-id mention pins that skill.\n\n" +
 			"--json prints {\"query\",\"strategy\",\"embedder\",\"fallback\",\"ranked\":[{\"id\",\"score\",\"components\"}],\n" +
-			"\"selected\":[ids]} (plus fallback_reason, pinned and reasons when set); ranked holds the\n" +
+			"\"selected\":[ids]} (plus fallback_reason, fallback_code, pinned and reasons when set); ranked holds the\n" +
 			fmt.Sprintf("top %d skills.", routeJSONMax),
 		Example: "  router route --skills ../shared/bench/skills \"create an onboarding tour for this repo\"\n" +
 			"  router route --strategy bm25 --json \"use /mcp-builder to wrap our REST API\"",
