@@ -122,7 +122,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if info.path == "/healthz" || info.path == "/readyz" || info.path == "/metrics" {
 		level = slog.LevelDebug // probes would drown the log
 	}
-	if info.status >= 500 {
+	if info.status >= 500 && info.path != "/readyz" { // 503 there is a state, not a failure
 		level = slog.LevelWarn
 	}
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {

@@ -27,6 +27,10 @@ func TestHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != 503 || !strings.Contains(string(b), "not ready") {
 		t.Fatalf("readyz when not ready: %d %s", resp.StatusCode, b)
 	}
+	// Probes, a not-ready 503 included, stay out of the info-level log.
+	if strings.Contains(h.logText(), "/readyz") || strings.Contains(h.logText(), "/healthz") {
+		t.Errorf("probe logged at info level:\n%s", h.logText())
+	}
 }
 
 func copyDir(t *testing.T, src string) string {
