@@ -6,7 +6,8 @@ import (
 )
 
 // A wrong method on a path the proxy owns is answered by the proxy (405 with
-// Allow), never forwarded; other methods on chat completions still pass through.
+// Allow), never forwarded; other methods on chat completions and on
+// /v1/skills (OpenAI's APIs there) still pass through.
 func TestProxyPathMethods(t *testing.T) {
 	const getAllow, postAllow = "GET, HEAD, OPTIONS", "POST, OPTIONS"
 	tests := []struct {
@@ -19,9 +20,11 @@ func TestProxyPathMethods(t *testing.T) {
 		{"GET", "/v1/skills/reload", 405, postAllow, 0},
 		{"PUT", "/v1/skills/route", 405, postAllow, 0},
 		{"DELETE", "/v1/skills/reload", 405, postAllow, 0},
-		{"POST", "/v1/skills", 405, getAllow, 0},
-		{"DELETE", "/v1/skills", 405, getAllow, 0},
-		{"PROPFIND", "/v1/skills", 405, getAllow, 0},
+		// Listing is the proxy's; other methods are OpenAI's Skills API
+		// (POST creates a skill), passed through.
+		{"POST", "/v1/skills", 0, "", 1},
+		{"DELETE", "/v1/skills", 0, "", 1},
+		{"HEAD", "/v1/skills", 0, "", 0},                 // answered here (404 without a library)
 		{"PURGE", "/v1/skills/route", 405, postAllow, 0}, // a method Echo does not route
 		{"POST", "/healthz", 405, getAllow, 0},
 		{"DELETE", "/readyz", 405, getAllow, 0},

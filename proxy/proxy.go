@@ -150,7 +150,10 @@ func (s *Server) routes() *echo.Echo {
 	// Only POST: other methods on chat completions are OpenAI's stored
 	// completions (GET lists them), passed through.
 	e.POST("/v1/chat/completions", s.chat)
-	own(e, "/v1/skills", endpoint{http.MethodGet, s.listSkills})
+	// Only GET (and HEAD): other methods on /v1/skills are OpenAI's Skills
+	// API (POST creates a skill), passed through.
+	e.GET("/v1/skills", s.listSkills)
+	e.HEAD("/v1/skills", s.listSkills)
 	own(e, "/v1/skills/route", endpoint{http.MethodPost, s.explainRoute})
 	own(e, "/v1/skills/reload", endpoint{http.MethodPost, s.reload})
 	e.Any("/v1/*", s.passthrough)
