@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -224,17 +223,7 @@ func TestPrintConfigRedacts(t *testing.T) {
 // TestServeWiring builds the whole proxy from a configuration, as `router
 // serve` does, and sends one chat request through it to a stand-in upstream.
 func TestServeWiring(t *testing.T) {
-	var mu sync.Mutex
-	var got []byte
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = b
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
-	}))
-	defer up.Close()
+	up, last := recordingUpstream(t)
 	cfg, err := loadFor(t, []string{"--upstream", up.URL + "/v1", "--skills", filepath.Join("..", "..", "examples", "skills"),
 		"--catalog-mode", "all"}, nil)
 	if err != nil {
@@ -266,9 +255,7 @@ func TestServeWiring(t *testing.T) {
 	if arm := resp.Header.Get("X-Skillrouter-Arm"); arm != "a" && arm != "b" {
 		t.Fatalf("arm header %q", arm)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(string(got), "<available_skills>") || !strings.Contains(string(got), `"load_skill"`) {
+	if got := last(); !strings.Contains(got, "<available_skills>") || !strings.Contains(got, `"load_skill"`) {
 		t.Fatalf("upstream did not get a rewritten request: %.400s", got)
 	}
 	r, err := http.Get(ts.URL + "/readyz")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -20,17 +19,7 @@ import (
 // built: alive, not ready, and chat requests reach the upstream unmodified
 // with X-Skillrouter-Error; once built, it is ready and rewrites.
 func TestServeBeforeIndexBuilt(t *testing.T) {
-	var mu sync.Mutex
-	var got []byte
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = b
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
-	}))
-	defer up.Close()
+	up, last := recordingUpstream(t)
 	cfg, err := loadFor(t, []string{"--upstream", up.URL + "/v1", "--skills", filepath.Join("..", "..", "examples", "skills")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +59,7 @@ func TestServeBeforeIndexBuilt(t *testing.T) {
 		t.Errorf("readyz while building: %d, want 503", s)
 	}
 	r := post()
-	mu.Lock()
-	before := string(got)
-	mu.Unlock()
+	before := last()
 	if r.StatusCode != 200 || !strings.Contains(r.Header.Get("X-Skillrouter-Error"), "still being built") || before != chat {
 		t.Errorf("chat while building: status %d, X-Skillrouter-Error %q, upstream got %.200s", r.StatusCode, r.Header.Get("X-Skillrouter-Error"), before)
 	}
@@ -84,9 +71,7 @@ func TestServeBeforeIndexBuilt(t *testing.T) {
 		t.Errorf("readyz after build: %d", s)
 	}
 	r = post()
-	mu.Lock()
-	after := string(got)
-	mu.Unlock()
+	after := last()
 	if r.Header.Get("X-Skillrouter-Error") != "" || !strings.Contains(after, "<available_skills>") {
 		t.Errorf("chat after build: X-Skillrouter-Error %q, upstream got %.200s", r.Header.Get("X-Skillrouter-Error"), after)
 	}
@@ -127,11 +112,17 @@ func TestRunServeLifecycle(t *testing.T) {
 	busy.Close()
 	cfg.Listen = addr
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	// A file, not a buffer: the server writes while the test reads.
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, &logs) }()
+	go func() { done <- runServe(ctx, cfg, logFile) }()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(logs.String(), "proxy ready") && time.Now().Before(deadline) {
+	for !strings.Contains(logs(), "proxy ready") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	r, err := http.Get("http://" + addr + "/readyz")
@@ -146,7 +137,7 @@ func TestRunServeLifecycle(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("runServe: %v", err)
 	}
-	out := logs.String()
+	out := logs()
 	for _, want := range []string{"skipped a broken skill", broken, "listening", "proxy ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
@@ -154,20 +145,23 @@ func TestRunServeLifecycle(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines to write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// recordingUpstream is a chat upstream that answers "hi" and keeps the last
+// request body it received.
+func recordingUpstream(t *testing.T) (*httptest.Server, func() string) {
+	var mu sync.Mutex
+	var got []byte
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = b
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	return up, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return string(got)
+	}
 }
