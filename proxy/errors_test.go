@@ -153,7 +153,15 @@ func TestUpstreamUnreachable(t *testing.T) {
 		if resp.StatusCode != http.StatusBadGateway {
 			t.Fatalf("%s: status %d: %s", tc.path, resp.StatusCode, b)
 		}
-		checkAPIError(t, b, "upstream_unreachable")
+		msg := checkAPIError(t, b, "upstream_unreachable")
+		// The client learns why, not where the upstream is; the log has both.
+		addr := strings.TrimPrefix(strings.TrimSuffix(dead, "/v1"), "http://")
+		if strings.Contains(msg, addr) || !strings.Contains(msg, "connection refused") {
+			t.Errorf("%s: message %q: want the cause without the address %s", tc.path, msg, addr)
+		}
+		if !strings.Contains(h.logText(), addr) {
+			t.Errorf("%s: the log line lacks the upstream error:\n%s", tc.path, h.logText())
+		}
 	}
 }
 
@@ -236,7 +244,9 @@ func TestUpstreamTimeout(t *testing.T) {
 		if resp.StatusCode != http.StatusGatewayTimeout {
 			t.Fatalf("%s: status %d: %s", tc.path, resp.StatusCode, b)
 		}
-		checkAPIError(t, b, "upstream_timeout")
+		if msg := checkAPIError(t, b, "upstream_timeout"); strings.Contains(msg, h.up.URL) {
+			t.Errorf("%s: message %q shows the upstream's URL", tc.path, msg)
+		}
 	}
 }
 

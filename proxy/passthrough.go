@@ -24,7 +24,7 @@ func (s *Server) passthrough(c echo.Context) error {
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {
 		f := classify(r.Context(), err)
-		info.status, info.err = f.status, f.msg
+		info.status, info.err = f.status, f.logText()
 		s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
 		f.write(c.Response())
 		return nil

@@ -36,6 +36,7 @@ func (s *Server) streamChat(c echo.Context, info *reqInfo, rt *routed) {
 				s.fail(w, info, f)
 			} else {
 				s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+				info.err = f.logText()
 				sr.streamError(f.code, f.msg)
 			}
 			return
@@ -76,7 +77,8 @@ func (s *Server) streamChat(c echo.Context, info *reqInfo, rt *routed) {
 			} else {
 				f := classify(ctx, err)
 				s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-				sr.streamError(f.code, "upstream stream broke: "+err.Error())
+				info.err = "upstream stream broke: " + f.logText()
+				sr.streamError(f.code, "upstream stream broke: "+f.msg)
 			}
 			sr.finishTrailers()
 			return

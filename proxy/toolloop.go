@@ -166,7 +166,7 @@ func (s *Server) relayResponse(w http.ResponseWriter, info *reqInfo, resp *http.
 // fail reports an upstream failure to the client (unless it is gone) and the metrics.
 func (s *Server) fail(w http.ResponseWriter, info *reqInfo, f failure) {
 	info.status = f.status
-	info.err = f.msg
+	info.err = f.logText()
 	s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
 	f.write(w)
 }

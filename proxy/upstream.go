@@ -82,7 +82,8 @@ func (b *cancelBody) Close() error {
 type failure struct {
 	status int
 	code   string
-	msg    string
+	msg    string // for the client: no upstream URL or address
+	detail string // for the log: the error as it is
 }
 
 func classify(clientCtx context.Context, err error) failure {
@@ -93,9 +94,15 @@ func classify(clientCtx context.Context, err error) failure {
 	if errors.As(err, &mr) {
 		return failure{status: http.StatusBadGateway, code: "upstream_response_rejected", msg: "upstream response rejected: " + mr.Error()}
 	}
+	f := classifyUpstream(err)
+	f.detail = err.Error()
+	return f
+}
+
+func classifyUpstream(err error) failure {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: " + err.Error()}
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out"}
 	}
 	// Reached, then hung up: net/http says no more than "EOF".
 	var oe *net.OpError
@@ -108,7 +115,30 @@ func classify(clientCtx context.Context, err error) failure {
 	case errors.Is(err, syscall.ECONNRESET):
 		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream reset the connection"}
 	}
-	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: "upstream unreachable: " + err.Error()}
+	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: "upstream unreachable" + cause(err)}
+}
+
+// cause is the innermost reason of a connection error without the URL or
+// address net/http wraps it in (the upstream's location is the operator's
+// business): ": connection refused", ": no such host"; "" when unknown.
+func cause(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return ": " + dns.Err
+	}
+	var sys syscall.Errno
+	if errors.As(err, &sys) {
+		return ": " + sys.Error()
+	}
+	return ""
+}
+
+// logText is what the access log records: the full error when there is one.
+func (f failure) logText() string {
+	if f.detail != "" {
+		return f.msg + " (" + f.detail + ")"
+	}
+	return f.msg
 }
 
 // write sends the failure as an OpenAI error, unless the client is gone.
