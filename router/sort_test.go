@@ -2,6 +2,7 @@ package router
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -14,5 +15,30 @@ func TestRankSortOrder(t *testing.T) {
 	want := []int{7, 3, 0, 4, 9, 5, 6, 8, 2, 1}
 	if !slices.Equal(res.order, want) {
 		t.Errorf("order %v, want %v", res.order, want)
+	}
+}
+
+// TestRadixHigh32MatchesSort: the radix pass gives exactly the order of
+// sorting the whole keys, for keys whose low half is the ascending index.
+func TestRadixHigh32MatchesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	highs := map[string]func() uint32{
+		"random":     r.Uint32,
+		"few values": func() uint32 { return uint32(r.IntN(4)) << 30 },
+		"all equal":  func() uint32 { return 0xdeadbeef },
+		"low byte":   func() uint32 { return uint32(r.IntN(256)) },
+	}
+	for name, high := range highs {
+		for _, n := range []int{0, 1, 2, 7, 407, 3000} {
+			keys := make([]uint64, n)
+			for i := range keys {
+				keys[i] = uint64(high())<<32 | uint64(i)
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			if got := radixHigh32(keys, make([]uint64, n)); !slices.Equal(got, want) {
+				t.Errorf("%s, %d keys: radix order differs from sort", name, n)
+			}
+		}
 	}
 }
