@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"sync"
 
@@ -172,14 +173,23 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 		fs.acc = make([]float64, dim)
 	}
 	acc := fs.acc[:dim]
+	// A query touches a few hundred of the slots: the sums below visit only
+	// those, in ascending slot order (bitmaps), which adds up exactly as a
+	// pass over every slot would (the others add +0).
+	words := (dim + 63) / 64
+	if cap(fs.slots) < 2*words {
+		fs.slots = make([]uint64, 2*words)
+	}
+	slots, all := fs.slots[:words], fs.slots[words:2*words]
+	clear(all)
 	for k := 0; k < numFamilies; k++ {
 		if weights[k] == 0 || len(fs.order[k]) == 0 {
 			continue
 		}
-		clear(acc)
+		clear(slots)
 		var unseen float64
 		for i, h := range fs.order[k] {
-			w := 1 + math.Log(fs.tf[k][h])
+			w := 1 + logCount(fs.tf[k][i])
 			idx := 1 + h%uint64(dim-1)
 			if b.idf != nil {
 				x, ok := fs.idf[k][i], true
@@ -203,33 +213,58 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 				w = -w
 			}
 			acc[idx] += w
+			slots[idx/64] |= 1 << (idx % 64)
 		}
 		acc[0] = math.Sqrt(unseen)
+		slots[0] |= 1
 		var norm float64
-		for _, x := range acc {
-			norm += x * x
+		eachSlot(slots, func(i int) { norm += acc[i] * acc[i] })
+		if norm != 0 {
+			s := weights[k] / math.Sqrt(norm)
+			eachSlot(slots, func(i int) {
+				if x := acc[i]; x != 0 {
+					v[i] += float32(x * s)
+				}
+			})
 		}
-		if norm == 0 {
-			continue
-		}
-		s := weights[k] / math.Sqrt(norm)
-		for i, x := range acc {
-			if x != 0 {
-				v[i] += float32(x * s)
-			}
+		eachSlot(slots, func(i int) { acc[i] = 0 })
+		for w := range all {
+			all[w] |= slots[w]
 		}
 	}
 	var n float64
-	for _, x := range v {
-		n += float64(x) * float64(x)
-	}
+	eachSlot(all, func(i int) { n += float64(v[i]) * float64(v[i]) })
 	if n > 0 {
 		s := float32(1 / math.Sqrt(n))
-		for i := range v {
-			v[i] *= s
-		}
+		eachSlot(all, func(i int) { v[i] *= s })
 	}
 	return v
+}
+
+// eachSlot calls fn with every set bit of bitmap, in ascending order.
+func eachSlot(bitmap []uint64, fn func(i int)) {
+	for w, word := range bitmap {
+		for word != 0 {
+			fn(w*64 + bits.TrailingZeros64(word))
+			word &= word - 1
+		}
+	}
+}
+
+// logCounts[n] is math.Log(n): term counts are small whole numbers, and a
+// table lookup gives the same bits as the call.
+var logCounts = func() (t [64]float64) {
+	for n := 1; n < len(t); n++ {
+		t[n] = math.Log(float64(n))
+	}
+	return t
+}()
+
+func logCount(tf float64) float64 {
+	if n := int(tf); float64(n) == tf && n >= 1 && n < len(logCounts) {
+		return logCounts[n]
+	}
+	return math.Log(tf)
 }
 
 const (
@@ -244,23 +279,29 @@ const (
 type featureSet struct {
 	words  []string
 	terms  []string
-	wseq   []string       // distinct content words in first-occurrence order
-	wpos   map[string]int // word -> its position in wseq
-	wcount []int          // per wseq word: occurrences
-	wvocab []*vocabEntry  // per wseq word: its vocabulary entry, or nil
-	tf     [numFamilies]map[uint64]float64
+	wseq   []string                      // distinct content words in first-occurrence order
+	wpos   map[string]int                // word -> its position in wseq
+	wcount []int                         // per wseq word: occurrences
+	wvocab []*vocabEntry                 // per wseq word: its vocabulary entry, or nil
+	pos    [numFamilies]map[uint64]int32 // feature hash -> its index in order
 	order  [numFamilies][]uint64
+	tf     [numFamilies][]float64 // per order entry: the feature's count
 	idf    [numFamilies][]float32 // per order entry; NaN: look it up
 	grams  []uint64
 	acc    []float64
+	slots  []uint64 // bitmaps of the acc slots a text touches (vector)
 }
 
 func (fs *featureSet) add(fam int, h uint64, n float64, idf float32) {
-	if _, ok := fs.tf[fam][h]; !ok {
+	i, ok := fs.pos[fam][h]
+	if !ok {
+		i = int32(len(fs.order[fam]))
+		fs.pos[fam][h] = i
 		fs.order[fam] = append(fs.order[fam], h)
+		fs.tf[fam] = append(fs.tf[fam], 0)
 		fs.idf[fam] = append(fs.idf[fam], idf)
 	}
-	fs.tf[fam][h] += n
+	fs.tf[fam][i] += n
 }
 
 // unknownIDF marks a feature whose IDF extract did not get from the
@@ -272,14 +313,15 @@ var unknownIDF = float32(math.NaN())
 func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	if fs.wpos == nil {
 		fs.wpos = make(map[string]int)
-		for k := range fs.tf {
-			fs.tf[k] = make(map[uint64]float64)
+		for k := range fs.pos {
+			fs.pos[k] = make(map[uint64]int32)
 		}
 	}
 	clear(fs.wpos)
-	for k := range fs.tf {
-		clear(fs.tf[k])
+	for k := range fs.pos {
+		clear(fs.pos[k])
 		fs.order[k] = fs.order[k][:0]
+		fs.tf[k] = fs.tf[k][:0]
 		fs.idf[k] = fs.idf[k][:0]
 	}
 	fs.words = analysis.AppendWords(fs.words[:0], text)

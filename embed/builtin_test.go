@@ -2,6 +2,8 @@ package embed
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -154,5 +156,109 @@ func FuzzBuiltin(f *testing.F) {
 		if !slices.Equal(full[0], fast[0]) {
 			t.Fatalf("%q: vector with the vocabulary differs", s)
 		}
+		// Walking only the touched slots adds up exactly as a pass over all.
+		if dense := denseVector(b, s+" "+s+" "+corpus[1]); !slices.Equal(dense, mustEmbed(t, b, s+" "+s+" "+corpus[1])) {
+			t.Fatalf("%q: vector differs from the dense computation", s)
+		}
 	})
+}
+
+// TestSparseVectorIsDense: vector's walk over the touched slots gives the
+// bits of the plain computation over every slot.
+func TestSparseVectorIsDense(t *testing.T) {
+	b := NewBuiltin(Config{}).Fit(corpus)
+	small := NewBuiltin(Config{Dimensions: 8}).Fit(corpus) // every slot collides
+	texts := append(slices.Clone(corpus), "", "the and of", "deploy deploy deploy deploy kubernetes",
+		strings.Repeat("review pull requests ", 80), "zeppelin marmalade quixotic unknown words only")
+	// Mixes of the corpus's words: long sums, where the order of adding
+	// would show in the last bits.
+	words := strings.Fields(strings.Join(corpus, " "))
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		n := 1 + r.IntN(300)
+		mix := make([]string, n)
+		for i := range mix {
+			mix[i] = words[r.IntN(len(words))]
+		}
+		texts = append(texts, strings.Join(mix, " "))
+	}
+	for _, e := range []*Builtin{b, small} {
+		for _, text := range texts {
+			if got, want := mustEmbed(t, e, text), denseVector(e, text); !slices.Equal(got, want) {
+				t.Errorf("%d dimensions, %.40q: sparse vector differs from the dense one", e.opts.Dimensions, text)
+			}
+		}
+	}
+}
+
+func mustEmbed(t *testing.T, b *Builtin, text string) []float32 {
+	t.Helper()
+	v, err := b.Embed(context.Background(), []string{text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v[0]
+}
+
+// denseVector is the builtin's vector computed the plain way: every slot
+// cleared, summed and scaled, and math.Log called for every count.
+func denseVector(b *Builtin, text string) []float32 {
+	var fs featureSet
+	fs.extract(text, &b.opts, b.vocab)
+	dim := b.opts.Dimensions
+	v := make([]float32, dim)
+	weights := [numFamilies]float64{b.opts.Unigram, b.opts.Bigram, b.opts.CharGram}
+	acc := make([]float64, dim)
+	for k := 0; k < numFamilies; k++ {
+		if weights[k] == 0 || len(fs.order[k]) == 0 {
+			continue
+		}
+		clear(acc)
+		var unseen float64
+		for i, h := range fs.order[k] {
+			w := 1 + math.Log(fs.tf[k][i])
+			idx := 1 + h%uint64(dim-1)
+			if b.idf != nil {
+				x, ok := fs.idf[k][i], true
+				if x != x {
+					x, ok = b.idf[h]
+				}
+				if !ok {
+					w *= float64(b.unseenIDF)
+					unseen += w * w
+					continue
+				}
+				w *= float64(x)
+			}
+			if h>>63 == 1 {
+				w = -w
+			}
+			acc[idx] += w
+		}
+		acc[0] = math.Sqrt(unseen)
+		var norm float64
+		for _, x := range acc {
+			norm += x * x
+		}
+		if norm == 0 {
+			continue
+		}
+		s := weights[k] / math.Sqrt(norm)
+		for i, x := range acc {
+			if x != 0 {
+				v[i] += float32(x * s)
+			}
+		}
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n > 0 {
+		s := float32(1 / math.Sqrt(n))
+		for i := range v {
+			v[i] *= s
+		}
+	}
+	return v
 }
