@@ -158,12 +158,21 @@ func applyPrompt(req *chatRequest, p *PromptParts, role string, lib *skillLib, g
 	}
 	roleJSON := marshalString(role)
 
-	n := len(body) + len(newSystem) + len(p.Catalog) + 64
-	for _, e := range p.Envelopes {
-		n += len(e.Text) + 64
+	// Size the output exactly enough (JSON escaping makes the quoted texts
+	// longer than the texts): growing a ~15 KB body mid-way copied it and
+	// doubled what a rewrite allocates.
+	envs := make([][]byte, len(p.Envelopes))
+	n := len(body) + len(newSystem) + len(edited) + 64
+	for i, e := range p.Envelopes {
+		envs[i] = lib.envelopeJSON(e.ID, e.Text)
+		n += len(envs[i]) + len(roleJSON) + 32
 	}
 	for _, d := range p.Tools {
 		n += len(d) + 1
+	}
+	n += len(`,"tools":[]`) + len(req.clientTools)*2
+	for _, c := range req.clientTools {
+		n += len(c)
 	}
 	out := make([]byte, 0, n)
 
@@ -181,11 +190,11 @@ func applyPrompt(req *chatRequest, p *PromptParts, role string, lib *skillLib, g
 	} else {
 		out = append(out, body[first.start:last.end]...)
 	}
-	for _, e := range p.Envelopes {
+	for _, env := range envs {
 		out = append(out, `,{"role":`...)
 		out = append(out, roleJSON...)
 		out = append(out, `,"content":`...)
-		out = append(out, lib.envelopeJSON(e.ID, e.Text)...)
+		out = append(out, env...)
 		out = append(out, '}')
 	}
 	rest := body[last.end:]

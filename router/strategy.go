@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/skillrouter/skillrouter/index"
@@ -265,16 +266,25 @@ func isZero(v []float32) bool {
 // that agree to float32 precision are a tie anyway. A radix sort on the
 // score half beats pdqsort's branchy partitions by ~10% of a whole Route.
 func (res *rankResult) sort(ix *rankIndex) {
-	keys := make([]uint64, len(res.score))
+	n := len(res.score)
+	buf := sortBuffers.Get().(*[]uint64)
+	if cap(*buf) < 2*n {
+		*buf = make([]uint64, 2*n)
+	}
+	keys, tmp := (*buf)[:n], (*buf)[n:2*n]
 	for i, s := range res.score {
 		keys[i] = uint64(descendingKey(s))<<32 | uint64(uint32(i))
 	}
-	keys = radixHigh32(keys, make([]uint64, len(keys)))
-	res.order = make([]int, len(keys))
+	keys = radixHigh32(keys, tmp)
+	res.order = make([]int, n)
 	for k, key := range keys {
 		res.order[k] = int(uint32(key))
 	}
+	sortBuffers.Put(buf)
 }
+
+// sortBuffers recycles the keys of sort, which only the order outlives.
+var sortBuffers = sync.Pool{New: func() any { return new([]uint64) }}
 
 // radixHigh32 sorts keys by their high 32 bits, stably, 8 bits a pass: the
 // same order as sorting the whole keys when the low bits ascend in input
