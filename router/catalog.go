@@ -84,7 +84,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 	footer := catalogFooter(outside, search)
 	for _, maxDesc := range []int{0, o.DescriptionLimit} {
 		opts := skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority, MaxDescription: maxDesc, Footer: footer}
-		base := countTokens(skills.RenderCatalog(nil, opts))
+		base := l.emptyCost(opts)
 		if !l.entriesFit(cands, o.CatalogFormat, maxDesc, budget-base) {
 			continue
 		}
@@ -118,8 +118,8 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 	// real footer is then checked, dropping entries in the rare case it is
 	// longer (singular/plural).
 	emptyCost := func(hidden int) int {
-		return countTokens(skills.RenderCatalog(nil, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
-			MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)}))
+		return l.emptyCost(skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
+			MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)})
 	}
 	used := emptyCost(len(l.eligible))
 	var shown []*skills.Skill

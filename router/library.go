@@ -29,6 +29,7 @@ type skillLib struct {
 	catalogQ  map[string][]byte           // catalog text -> as a JSON string
 	entries   map[entryKey]catalogEntry   // rendered catalog entries
 	catalogs  map[catalogKey]renderedText // whole-library catalogs
+	empties   map[emptyKey]int            // token counts of catalogs without entries
 	loadTool  map[bool]json.RawMessage    // load_skill definition by "enum stripped"
 }
 
@@ -52,6 +53,35 @@ type catalogKey struct {
 	priority string
 }
 
+// emptyKey identifies a catalog without entries: its preamble, priority
+// line and footer.
+type emptyKey struct {
+	format   skills.Format
+	noTool   bool
+	footer   string
+	priority string
+}
+
+// emptyCost is the token count of the catalog opts describes with no
+// entries, memoised: planning one catalog asks for it several times.
+func (l *skillLib) emptyCost(opts skills.CatalogOptions) int {
+	k := emptyKey{opts.Format, opts.NoLoadTool, opts.Footer, strings.Join(opts.Priority, "\x00")}
+	l.mu.Lock()
+	c, ok := l.empties[k]
+	l.mu.Unlock()
+	if ok {
+		return c
+	}
+	c = countTokens(skills.RenderCatalog(nil, opts))
+	l.mu.Lock()
+	if len(l.empties) >= 4096 { // #mentions make the priority lines unbounded
+		l.empties = map[emptyKey]int{}
+	}
+	l.empties[k] = c
+	l.mu.Unlock()
+	return c
+}
+
 func newLibrary(list []*skills.Skill) *skillLib {
 	l := &skillLib{
 		skills:    list,
@@ -61,6 +91,7 @@ func newLibrary(list []*skills.Skill) *skillLib {
 		catalogQ:  map[string][]byte{},
 		entries:   map[entryKey]catalogEntry{},
 		catalogs:  map[catalogKey]renderedText{},
+		empties:   map[emptyKey]int{},
 		loadTool:  map[bool]json.RawMessage{},
 	}
 	for _, s := range list {
