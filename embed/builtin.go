@@ -188,29 +188,11 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 		}
 		clear(slots)
 		var unseen float64
-		for i, h := range fs.order[k] {
-			w := 1 + logCount(fs.tf[k][i])
-			idx := 1 + h%uint64(dim-1)
-			if b.idf != nil {
-				x, ok := fs.idf[k][i], true
-				if x != x { // not known from the vocabulary: look it up
-					x, ok = b.idf[h]
-				}
-				if !ok {
-					// A feature no library text has cannot match anything;
-					// hashed into a shared slot it would only add collision
-					// noise. Its weight goes to slot 0, which documents
-					// never use, so it still dilutes the cosine: a message
-					// mostly about things the library does not know scores
-					// low.
-					w *= float64(b.unseenIDF)
-					unseen += w * w
-					continue
-				}
-				w *= float64(x)
-			}
-			if h>>63 == 1 {
-				w = -w
+		for i := range fs.order[k] {
+			idx, w, known := b.feature(fs, k, i, dim)
+			if !known {
+				unseen += w * w
+				continue
 			}
 			acc[idx] += w
 			slots[idx/64] |= 1 << (idx % 64)
@@ -239,6 +221,31 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 		eachSlot(all, func(i int) { v[i] *= s })
 	}
 	return v
+}
+
+// feature returns the slot of feature i of family k and its signed TF-IDF
+// weight. known is false for a feature no library text has: it cannot
+// match anything, and hashed into a shared slot it would only add collision
+// noise, so its weight goes to slot 0, which documents never use; it still
+// dilutes the cosine, so a message mostly about things the library does not
+// know scores low.
+func (b *Builtin) feature(fs *featureSet, k, i, dim int) (idx uint64, w float64, known bool) {
+	h := fs.order[k][i]
+	w = 1 + logCount(fs.tf[k][i])
+	if b.idf != nil {
+		x, ok := fs.idf[k][i], true
+		if x != x { // not known from the vocabulary: look it up
+			x, ok = b.idf[h]
+		}
+		if !ok {
+			return 0, w * float64(b.unseenIDF), false
+		}
+		w *= float64(x)
+	}
+	if h>>63 == 1 {
+		w = -w
+	}
+	return 1 + h%uint64(dim-1), w, true
 }
 
 // eachSlot calls fn with every set bit of bitmap, in ascending order.

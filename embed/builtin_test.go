@@ -191,6 +191,20 @@ func TestSparseVectorIsDense(t *testing.T) {
 	}
 }
 
+// TestLogCount: the table gives math.Log's bits.
+func TestLogCount(t *testing.T) {
+	for _, x := range []float64{1, 2, 3, 7, 63, 64, 65, 200, 1e6, 0.5, 2.5} {
+		if got, want := logCount(x), math.Log(x); got != want {
+			t.Errorf("logCount(%v) = %v, math.Log %v", x, got, want)
+		}
+	}
+	for n := 1; n < 100; n++ {
+		if logCount(float64(n)) != math.Log(float64(n)) {
+			t.Errorf("logCount(%d)", n)
+		}
+	}
+}
+
 func mustEmbed(t *testing.T, b *Builtin, text string) []float32 {
 	t.Helper()
 	v, err := b.Embed(context.Background(), []string{text})
@@ -201,7 +215,7 @@ func mustEmbed(t *testing.T, b *Builtin, text string) []float32 {
 }
 
 // denseVector is the builtin's vector computed the plain way: every slot
-// cleared, summed and scaled, and math.Log called for every count.
+// cleared, summed and scaled.
 func denseVector(b *Builtin, text string) []float32 {
 	var fs featureSet
 	fs.extract(text, &b.opts, b.vocab)
@@ -215,23 +229,11 @@ func denseVector(b *Builtin, text string) []float32 {
 		}
 		clear(acc)
 		var unseen float64
-		for i, h := range fs.order[k] {
-			w := 1 + math.Log(fs.tf[k][i])
-			idx := 1 + h%uint64(dim-1)
-			if b.idf != nil {
-				x, ok := fs.idf[k][i], true
-				if x != x {
-					x, ok = b.idf[h]
-				}
-				if !ok {
-					w *= float64(b.unseenIDF)
-					unseen += w * w
-					continue
-				}
-				w *= float64(x)
-			}
-			if h>>63 == 1 {
-				w = -w
+		for i := range fs.order[k] {
+			idx, w, known := b.feature(&fs, k, i, dim)
+			if !known {
+				unseen += w * w
+				continue
 			}
 			acc[idx] += w
 		}
