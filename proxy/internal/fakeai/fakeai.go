@@ -270,12 +270,27 @@ func Reply(t Turn) Responder {
 		// benchmarks run this fake on the proxy's CPUs, where a full decode
 		// of every rewritten prompt (~0.2 ms each with encoding/json) would
 		// be charged to the proxy. A real upstream parses on its own hardware.
-		if !gjson.ValidBytes(rec.Body) || !gjson.ParseBytes(rec.Body).IsObject() {
+		root := gjson.ParseBytes(rec.Body)
+		if !gjson.ValidBytes(rec.Body) || !root.IsObject() {
 			Status(400, "fakeai: body is not a JSON object")(w, r, rec)
 			return
 		}
-		f := gjson.GetManyBytes(rec.Body, "model", "stream", "stream_options.include_usage")
-		if !isType(f[0], gjson.String) || !isType(f[1], gjson.True, gjson.False) || !isType(f[2], gjson.True, gjson.False) {
+		// One pass over the top level (GetMany would scan the prompt once
+		// per path); the last of duplicate keys wins, as in encoding/json.
+		var f [4]gjson.Result // model, stream, stream_options, its include_usage
+		root.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "model":
+				f[0] = v
+			case "stream":
+				f[1] = v
+			case "stream_options":
+				f[2], f[3] = v, v.Get("include_usage")
+			}
+			return true
+		})
+		if !isType(f[0], gjson.String) || !isType(f[1], gjson.True, gjson.False) ||
+			(f[2].Exists() && f[2].Type != gjson.Null && !f[2].IsObject()) || !isType(f[3], gjson.True, gjson.False) {
 			Status(400, "fakeai: model must be a string, stream and stream_options.include_usage booleans")(w, r, rec)
 			return
 		}
@@ -306,7 +321,7 @@ func Reply(t Turn) Responder {
 			writeJSON(w, 200, completion(id, t))
 			return
 		}
-		stream(w, r, id, t, f[2].Bool())
+		stream(w, r, id, t, f[3].Bool())
 	}
 }
 

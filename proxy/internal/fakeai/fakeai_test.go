@@ -25,6 +25,8 @@ func TestReplyReadsRequest(t *testing.T) {
 		{"array", `[1,2]`, 400, []string{"not a JSON object"}},
 		{"stream as string", `{"model":"m","stream":"true","messages":[]}`, 400, []string{"booleans"}},
 		{"model as number", `{"model":7,"messages":[]}`, 400, []string{"model must be a string"}},
+		{"options as string", `{"model":"m","stream":true,"stream_options":"x","messages":[]}`, 400, []string{"booleans"}},
+		{"duplicate key, last wins", `{"model":"a","stream":true,"stream":false,"messages":[]}`, 200, []string{`"object":"chat.completion"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
