@@ -81,7 +81,7 @@ func NewBuiltin(cfg Config) *Builtin {
 // NewBuiltinWith returns an unfitted builtin embedder with explicit options.
 func NewBuiltinWith(o BuiltinOptions) *Builtin {
 	d := DefaultBuiltinOptions
-	if o.Dimensions > 0 {
+	if o.Dimensions > 1 { // slot 0 is reserved: one slot would leave none to hash into
 		d.Dimensions = o.Dimensions
 	}
 	if o.Unigram != 0 || o.Bigram != 0 || o.CharGram != 0 {

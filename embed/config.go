@@ -5,6 +5,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -52,6 +53,10 @@ const (
 func New(cfg Config) (Embedder, error) {
 	switch cfg.Provider {
 	case "", ProviderBuiltin:
+		if cfg.Dimensions == 1 {
+			// Slot 0 is reserved for unseen words: one slot leaves none to hash into.
+			return nil, misconfigured(ProviderBuiltin, errors.New("dimensions must be at least 2"))
+		}
 		return NewBuiltin(cfg), nil
 	case ProviderOllama:
 		o, err := NewOllama(cfg)

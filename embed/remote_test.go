@@ -327,6 +327,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{Provider: "openai", BaseURL: "ftp://x"},
 		{Provider: "openai", BaseURL: "::bad"},
 		{Provider: "ollama", BaseURL: "localhost"},
+		{Provider: "builtin", Dimensions: 1}, // slot 0 is reserved; hashing mod 0 would panic
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrMisconfigured) {
 			t.Errorf("New(%+v) err = %v, want ErrMisconfigured", cfg, err)

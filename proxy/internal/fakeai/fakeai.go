@@ -264,8 +264,11 @@ func Raw(status int, contentType, body string) Responder {
 
 // Reply answers a chat completion request with t: a chat.completion object,
 // or an SSE stream when the request has "stream": true.
-func Reply(t Turn) Responder {
+func Reply(turn Turn) Responder {
 	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		// Defaults are filled in per request: the closure serves many.
+		t := turn
+		t.ToolCalls = slices.Clone(turn.ToolCalls)
 		// gjson reads the three fields without decoding the prompt: the
 		// benchmarks run this fake on the proxy's CPUs, where a full decode
 		// of every rewritten prompt (~0.2 ms each with encoding/json) would
