@@ -72,10 +72,18 @@ func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *re
 		info.query = req.firstUserText()
 	}
 
+	out := &routed{req: req, arm: label, body: body}
+	if !arm.rw.Ready() {
+		// Starting up (the index is being built): forwarded unmodified and
+		// said so, but not a rewrite error; /readyz tells load balancers.
+		out.rwErr = errNotReady
+		info.err = errNotReady.Error()
+		info.strategy = string(ov.Strategy)
+		return out, nil
+	}
 	start := time.Now()
 	rw, err := arm.rw.RewriteChat(ctx, body, ov)
 	info.routing = time.Since(start)
-	out := &routed{req: req, arm: label, body: body}
 	if err != nil || rw == nil || rw.Body == nil {
 		out.rwErr = err
 		if err == nil {
@@ -108,7 +116,10 @@ type rewriteError string
 
 func (e rewriteError) Error() string { return string(e) }
 
-const errNoRewrite = rewriteError("router returned no rewrite")
+const (
+	errNoRewrite = rewriteError("router returned no rewrite")
+	errNotReady  = rewriteError("skill index not ready yet (starting up); forwarded unmodified")
+)
 
 func armLabel(label string) string {
 	if label == "" {

@@ -129,6 +129,15 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if cfg.Watch {
+		// From the start, so edits made while the index builds are not
+		// missed; the router picks up a reload that lands mid-build.
+		go func() {
+			if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
+				log.Warn("skills: watching the library failed; use POST /v1/skills/reload", "err", err)
+			}
+		}()
+	}
 	buildc := make(chan error, 1)
 	go func() {
 		start := time.Now()
@@ -136,13 +145,8 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 			buildc <- err
 			return
 		}
-		log.Info("skillrouter proxy ready", "skills", len(reg.Snapshot().Skills()), "index_build", time.Since(start).Round(time.Millisecond))
-		if cfg.Watch {
-			go func() {
-				if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
-					log.Warn("skills: watching the library failed; use POST /v1/skills/reload", "err", err)
-				}
-			}()
+		if ctx.Err() == nil {
+			log.Info("skillrouter proxy ready", "skills", len(reg.Snapshot().Skills()), "index_build", time.Since(start).Round(time.Millisecond))
 		}
 	}()
 	var failed error
@@ -314,14 +318,14 @@ func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
 }
 
 // lateRewriter stands in for a router's rewriter while its index is built:
-// not ready (so /readyz answers 503), and its error sends chat requests
-// upstream unmodified with X-Skillrouter-Error, as any routing error does.
+// not ready, so /readyz answers 503 and the proxy forwards chat requests
+// unmodified with X-Skillrouter-Error; POST /v1/skills/route gets its error.
 type lateRewriter struct {
 	arm string // A/B arm name; "" for the default router
 	rw  atomic.Pointer[proxy.Rewriter]
 }
 
-var errIndexBuilding = errors.New("the routing index is still being built; the request was forwarded unmodified")
+var errIndexBuilding = errors.New("the routing index is still being built")
 
 func (l *lateRewriter) set(rw proxy.Rewriter) { l.rw.Store(&rw) }
 

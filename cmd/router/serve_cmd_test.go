@@ -60,8 +60,20 @@ func TestServeBeforeIndexBuilt(t *testing.T) {
 	}
 	r := post()
 	before := last()
-	if r.StatusCode != 200 || !strings.Contains(r.Header.Get("X-Skillrouter-Error"), "still being built") || before != chat {
+	if r.StatusCode != 200 || !strings.Contains(r.Header.Get("X-Skillrouter-Error"), "not ready") || before != chat {
 		t.Errorf("chat while building: status %d, X-Skillrouter-Error %q, upstream got %.200s", r.StatusCode, r.Header.Get("X-Skillrouter-Error"), before)
+	}
+	// Starting up is not a rewrite error.
+	mr, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, "skillrouter_rewrite_errors_total{") && !strings.HasSuffix(line, " 0") {
+			t.Errorf("counted as a rewrite error while building: %s", line)
+		}
 	}
 
 	if err := build(context.Background()); err != nil {
