@@ -5,6 +5,7 @@ package router
 // client's tools.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ type chatRequest struct {
 	clientTools [][]byte
 	clientNames map[string]bool
 	functions   bool // legacy "functions" present: adding tools would mix the two APIs
+	// tool_choice "none": the model may call no tool, so none is offered
+	// and the catalog does not tell it to call load_skill.
+	toolChoiceNone bool
 }
 
 // chatMessage is one message of the request.
@@ -71,6 +75,9 @@ func parseRequest(body []byte) (*chatRequest, error) {
 	}
 	if _, ok := memberValue(ms, "functions"); ok {
 		req.functions = true
+	}
+	if tc, ok := memberValue(ms, "tool_choice"); ok && string(bytes.TrimSpace(body[tc.start:tc.end])) == `"none"` {
+		req.toolChoiceNone = true
 	}
 	if ts, ok := memberValue(ms, "tools"); ok {
 		req.tools, req.hasTools = ts, true
@@ -182,3 +189,6 @@ func MessagesFromChat(body []byte) ([]Message, error) {
 	}
 	return routerMessages(req.msgs), nil
 }
+
+// noTools reports whether the request cannot take the proxy's tools.
+func (r *chatRequest) noTools() bool { return r.functions || r.toolChoiceNone }

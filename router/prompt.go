@@ -62,7 +62,7 @@ type planInput struct {
 	msgs        []Message
 	ranking     func() []string // catalog ranking; called only when the catalog must be cut
 	clientNames map[string]bool // tool names the client defined (never shadowed)
-	noTools     bool            // the request cannot take tools (legacy functions)
+	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
 }
 
 // serverTools is what the session needs to answer the offered tools.
@@ -140,7 +140,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	toolsOK := !o.NoTools && !in.noTools
 	searchOK := toolsOK && !in.clientNames[ToolSearchSkills]
 	co := o
-	if !toolsOK && !o.NoTools { // this request cannot get the tool (legacy functions)
+	if !toolsOK && !o.NoTools { // this request cannot take the tool (legacy functions, tool_choice "none")
 		c := *o
 		c.NoTools = true
 		co = &c

@@ -81,7 +81,7 @@ func (r *Router) RewriteChat(ctx context.Context, body []byte, opts RewriteOptio
 	}
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
-	in := planInput{snap: snap, lib: lib, dec: dec, msgs: msgs, clientNames: req.clientNames, noTools: req.functions}
+	in := planInput{snap: snap, lib: lib, dec: dec, msgs: msgs, clientNames: req.clientNames, noTools: req.noTools()}
 	in.ranking = r.catalogRanking(ctx, lib, msgs, ov.Strategy, dec, &o)
 	return finishRewrite(ctx, r, req, in, o, ov.Session)
 }
@@ -103,7 +103,7 @@ func RewriteWith(ctx context.Context, body []byte, snap *skills.Snapshot, dec *D
 		dec = &Decision{}
 	}
 	in := planInput{snap: snap, lib: libraryOf(snap), dec: dec, msgs: routerMessages(req.msgs),
-		clientNames: req.clientNames, noTools: req.functions}
+		clientNames: req.clientNames, noTools: req.noTools()}
 	in.ranking = func() []string { return capRanking(rankedIDs(dec.Ranked)) }
 	return finishRewrite(ctx, search, req, in, o, "")
 }
@@ -122,7 +122,7 @@ func finishRewrite(ctx context.Context, search Searcher, req *chatRequest, in pl
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
-	toolsOK := !o.NoTools && !req.functions
+	toolsOK := !o.NoTools && !req.noTools()
 	sess := newSession(search, in.snap, in.lib, o, p, ts, toolsOK, req.clientTools, req.clientNames)
 	sess.gate = gate
 	return &Rewrite{Body: body, Decision: p.Decision, Session: sess, AddedTokens: p.AddedTokens, Prompt: p}, nil

@@ -77,6 +77,8 @@ func TestSessionHandles(t *testing.T) {
 			RewriteOptions{}, map[string]bool{ToolLoadSkill: false}},
 		{"legacy functions", []byte(`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`),
 			RewriteOptions{}, map[string]bool{ToolLoadSkill: false}},
+		{"tool_choice none", []byte(`{"messages":[{"role":"user","content":"x"}],"tool_choice": "none"}`),
+			RewriteOptions{}, map[string]bool{ToolLoadSkill: false}},
 	}
 	for _, tt := range tests {
 		rw := rewriteFixture(t, tt.body, Decision{}, tt.opts, nil)
@@ -85,8 +87,12 @@ func TestSessionHandles(t *testing.T) {
 				t.Errorf("%s: Handles(%s) = %v, want %v", tt.name, name, got, want)
 			}
 		}
-		if tt.name == "legacy functions" && strings.Contains(string(rw.Body), `"tools"`) {
-			t.Errorf("tools added next to legacy functions: %s", rw.Body)
+		if (tt.name == "legacy functions" || tt.name == "tool_choice none") && strings.Contains(string(rw.Body), `"tools"`) {
+			t.Errorf("%s: tools added: %s", tt.name, rw.Body)
+		}
+		// Without the tool, the catalog must not tell the model to call it.
+		if !tt.want[ToolLoadSkill] && tt.name != "client owns load_skill" && strings.Contains(string(rw.Body), "use the load_skill") {
+			t.Errorf("%s: the catalog tells the model to call load_skill: %.300s", tt.name, rw.Body)
 		}
 	}
 	var zero *Session
