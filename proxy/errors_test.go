@@ -2,13 +2,17 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,5 +266,40 @@ func TestUnknownRouteIsOpenAIError(t *testing.T) {
 	reqs := h.up.Requests()
 	if len(reqs) != 1 || reqs[0].Method != "GET" || reqs[0].RawQuery != "limit=2" || len(h.rw.overrides()) != 0 {
 		t.Fatalf("GET chat completions not passed through: %+v", reqs)
+	}
+}
+
+// TestClassifyStream: an error after a stream started is the stream's, not
+// "unreachable"; the message never carries the upstream's URL.
+func TestClassifyStream(t *testing.T) {
+	ctx := context.Background()
+	urlErr := func(inner error) error {
+		return &url.Error{Op: "Post", URL: "http://10.1.2.3:11434/v1/chat/completions", Err: inner}
+	}
+	tests := []struct {
+		name string
+		err  error
+		code string
+		msg  string // substring of the client's message
+	}{
+		{"event too large", fmt.Errorf("reading: %w", errEventTooLarge), "upstream_response_too_large", "exceeds"},
+		{"cut off", io.ErrUnexpectedEOF, "upstream_connection_closed", "before the end"},
+		{"reset", urlErr(syscall.ECONNRESET), "upstream_connection_closed", "reset"},
+		{"other", urlErr(errors.New("http2: stream error: INTERNAL_ERROR")), "upstream_stream_error", "upstream stream failed"},
+		{"timeout", urlErr(context.DeadlineExceeded), "upstream_timeout", "timed out"},
+	}
+	for _, tc := range tests {
+		f := classifyStream(ctx, tc.err)
+		if f.code != tc.code || !strings.Contains(f.msg, tc.msg) || strings.Contains(f.msg, "10.1.2.3") {
+			t.Errorf("%s: %s %q, want %s containing %q and no address", tc.name, f.code, f.msg, tc.code, tc.msg)
+		}
+		if !strings.Contains(f.logText(), tc.err.Error()) {
+			t.Errorf("%s: log text %q lacks the error", tc.name, f.logText())
+		}
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if f := classifyStream(gone, errEventTooLarge); f.code != "client_closed" {
+		t.Errorf("client gone: %s", f.code)
 	}
 }

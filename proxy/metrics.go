@@ -105,7 +105,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "upstream_errors_total",
-			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, client_closed, upstream_response_rejected, upstream_response_too_large.",
+			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, upstream_stream_error, client_closed, upstream_response_rejected, upstream_response_too_large.",
 		}, []string{"kind"}),
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,

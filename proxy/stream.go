@@ -72,10 +72,12 @@ func (s *Server) streamChat(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		resp.Body.Close()
 		if err != nil {
-			if ctx.Err() != nil {
+			// The client stopped reading (its context may not be done yet):
+			// not an upstream failure.
+			if ctx.Err() != nil || (sr.writeErr != nil && err == sr.writeErr) {
 				info.status = statusClientClosed
 			} else {
-				f := classify(ctx, err)
+				f := classifyStream(ctx, err)
 				s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
 				info.err = "upstream stream broke: " + f.logText()
 				sr.streamError(f.code, "upstream stream broke: "+f.msg)

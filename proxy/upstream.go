@@ -141,6 +141,20 @@ func (f failure) logText() string {
 	return f.msg
 }
 
+// classifyStream classifies an error met while relaying a stream that had
+// started: the upstream was reached, so what classify calls unreachable is a
+// failure of the stream itself.
+func classifyStream(clientCtx context.Context, err error) failure {
+	if errors.Is(err, errEventTooLarge) && clientCtx.Err() == nil {
+		return failure{status: http.StatusBadGateway, code: "upstream_response_too_large", msg: err.Error(), detail: err.Error()}
+	}
+	f := classify(clientCtx, err)
+	if f.code == "upstream_unreachable" {
+		f.code, f.msg = "upstream_stream_error", "upstream stream failed"+cause(err)
+	}
+	return f
+}
+
 // write sends the failure as an OpenAI error, unless the client is gone.
 func (f failure) write(w http.ResponseWriter) {
 	if f.status == statusClientClosed {
