@@ -2,6 +2,9 @@ package embed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -202,6 +205,26 @@ func TestLogCount(t *testing.T) {
 		if logCount(float64(n)) != math.Log(float64(n)) {
 			t.Errorf("logCount(%d)", n)
 		}
+	}
+}
+
+// builtinGolden is the SHA-256 of the test corpus's vectors (and a few odd
+// texts): any change to feature extraction or weighting changes it. Such a
+// change must bump builtinVersion (cached vectors and saved indexes are
+// keyed by it) and then update this value.
+const builtinGolden = "89463e4f25ba265f1d704e976562ae117af03150b807fd723c447f40cdca5047"
+
+func TestBuiltinVectorsGolden(t *testing.T) {
+	b := NewBuiltin(Config{}).Fit(corpus)
+	texts := append(slices.Clone(corpus), "", "the and of", "zeppelin marmalade", strings.Repeat("deploy review ", 50))
+	h := sha256.New()
+	for _, text := range texts {
+		for _, x := range mustEmbed(t, b, text) {
+			binary.Write(h, binary.LittleEndian, math.Float32bits(x))
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != builtinGolden {
+		t.Errorf("builtin vectors changed: hash %s, want %s (bump builtinVersion, then update builtinGolden)", got, builtinGolden)
 	}
 }
 
