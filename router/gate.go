@@ -71,11 +71,7 @@ func newToolGate(o *RewriteOptions, req *chatRequest, lib *skillLib, active []st
 		name := toolName(raw)
 		tg.tools[i] = clientTool{raw: raw, name: name, gated: name != "" && g.GatedTool(name)}
 	}
-	var choice []byte
-	if s, ok := memberValue(req.members, "tool_choice"); ok {
-		choice = req.body[s.start:s.end]
-	}
-	required, named := parseToolChoice(choice)
+	required, named := parseToolChoice(req.toolChoice)
 	called := calledTools(req.msgs)
 	for i := range tg.tools {
 		t := &tg.tools[i]
@@ -259,9 +255,8 @@ func parseToolChoice(raw []byte) (required bool, named map[string]bool) {
 	if len(raw) == 0 {
 		return false, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s == "required", nil
+	if mode := toolChoiceMode(raw); mode != "" {
+		return mode == "required", nil
 	}
 	type ref struct {
 		Type     string `json:"type"`
@@ -292,6 +287,16 @@ func parseToolChoice(raw []byte) (required bool, named map[string]bool) {
 		}
 	}
 	return c.Type == "allowed_tools" && c.AllowedTools.Mode == "required", named
+}
+
+// toolChoiceMode is a string tool_choice ("none", "auto", "required"), or
+// "" when the value names tools (an object) or is not a string.
+func toolChoiceMode(raw []byte) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // record puts the gating at rewrite time into the decision (fresh slices

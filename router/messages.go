@@ -5,7 +5,6 @@ package router
 // client's tools.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +22,8 @@ type chatRequest struct {
 	hasTools    bool         // a "tools" member exists (its value may be null)
 	clientTools [][]byte
 	clientNames map[string]bool
-	functions   bool // legacy "functions" present: adding tools would mix the two APIs
+	functions   bool   // legacy "functions" present: adding tools would mix the two APIs
+	toolChoice  []byte // the "tool_choice" value as sent; nil when absent
 	// tool_choice "none": the model may call no tool, so none is offered
 	// and the catalog does not tell it to call load_skill.
 	toolChoiceNone bool
@@ -76,8 +76,9 @@ func parseRequest(body []byte) (*chatRequest, error) {
 	if _, ok := memberValue(ms, "functions"); ok {
 		req.functions = true
 	}
-	if tc, ok := memberValue(ms, "tool_choice"); ok && string(bytes.TrimSpace(body[tc.start:tc.end])) == `"none"` {
-		req.toolChoiceNone = true
+	if tc, ok := memberValue(ms, "tool_choice"); ok {
+		req.toolChoice = body[tc.start:tc.end]
+		req.toolChoiceNone = toolChoiceMode(req.toolChoice) == "none"
 	}
 	if ts, ok := memberValue(ms, "tools"); ok {
 		req.tools, req.hasTools = ts, true
