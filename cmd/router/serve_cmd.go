@@ -97,7 +97,7 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 // ctx ends. It listens before the routing index is built (embedding a large
 // library with a remote model can take minutes): meanwhile /healthz answers,
 // /readyz says 503, and chat requests go upstream unmodified with
-// X-Skillrouter-Error, as for any routing error.
+// X-Skillrouter-Error saying the index is not ready.
 func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
 	roots, err := requireRoots(cfg.Skills)
