@@ -53,7 +53,7 @@ func TestPassThroughPaths(t *testing.T) {
 func TestPassThroughUpstreamUnderBasePath(t *testing.T) {
 	// An upstream base with its own prefix (e.g. https://host/openai/v1).
 	h := newHarness(t, nil)
-	h.srv.upstream.Path = "/v1/v1" // base /v1/v1: /v1/models → /v1/v1/models
+	h.srv.openai.base.Path = "/v1/v1" // base /v1/v1: /v1/models → /v1/v1/models
 	resp, _ := h.do("GET", "/v1/models", "", nil)
 	if resp.StatusCode != 404 || h.up.Requests()[0].Path != "/v1/v1/models" {
 		t.Fatalf("status %d path %q", resp.StatusCode, h.up.Requests()[0].Path)

@@ -22,6 +22,7 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // watchDebounce batches bursts of file events (an editor saving, git checkout).
@@ -291,8 +292,8 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 // one-time initialisation (tokenizer tables, caches) is not paid by the
 // first user.
 func warmUp(ctx context.Context, rw proxy.Rewriter) {
-	body := []byte(`{"model":"warm-up","messages":[{"role":"user","content":"warm up the skill router"}]}`)
-	_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
+	req := &wire.Request{API: wire.APIChat, Model: "warm-up", Turns: []wire.Turn{{Role: "user", Text: "warm up the skill router"}}}
+	_, _ = rw.Rewrite(ctx, req, router.Overrides{})
 }
 
 // routerOptions maps the routing section to router.Options.
@@ -334,10 +335,10 @@ func (l *lateRewriter) Ready() bool {
 	return rw != nil && (*rw).Ready()
 }
 
-func (l *lateRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
+func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
 	rw := l.rw.Load()
 	if rw == nil {
 		return nil, errIndexBuilding
 	}
-	return (*rw).RewriteChat(ctx, body, ov)
+	return (*rw).Rewrite(ctx, req, ov)
 }

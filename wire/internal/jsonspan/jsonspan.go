@@ -1,29 +1,30 @@
-package router
-
-// Byte-level JSON editing for request rewrites. A chat request is edited by
+// Package jsonspan locates JSON values by byte span and splices new bytes
+// into a document, for request rewrites. A request is edited by
 // splicing new bytes into the original ones, so every field, number,
 // whitespace and message the rewrite does not touch reaches the upstream
 // byte-identical (decoding into map[string]any would reorder keys and turn
 // large integers into floats). Inputs are checked with json.Valid first; the
 // scanners below still bounds-check everything so they cannot panic.
+package jsonspan
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 var errNotJSON = errors.New("not valid JSON")
 
-// byteSpan is a half-open byte range [start, end) of a JSON value in its parent.
-type byteSpan struct{ start, end int }
+// Span is a half-open byte range [start, end) of a JSON value in its parent.
+type Span struct{ Start, End int }
 
-// jsonMember is one key/value pair of a JSON object, located in the object's bytes.
-type jsonMember struct {
-	key      string // decoded key
-	keyStart int    // offset of the key's opening quote
-	value    byteSpan
+// Member is one key/value pair of a JSON object, located in the object's bytes.
+type Member struct {
+	Key      string // decoded key
+	KeyStart int    // offset of the key's opening quote
+	Value    Span
 }
 
 // skipWS returns the index of the first non-whitespace byte at or after i.
@@ -99,13 +100,13 @@ func stringEnd(b []byte, i int) (int, error) {
 	return 0, errNotJSON
 }
 
-// objectMembers lists the members of the object b (b is exactly the object).
-func objectMembers(b []byte) ([]jsonMember, error) {
+// Members lists the members of the object b (b is exactly the object).
+func Members(b []byte) ([]Member, error) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	var out []jsonMember
+	var out []Member
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return out, nil
@@ -132,7 +133,7 @@ func objectMembers(b []byte) ([]jsonMember, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, jsonMember{key: key, keyStart: i0, value: byteSpan{vs, ve}})
+		out = append(out, Member{Key: key, KeyStart: i0, Value: Span{vs, ve}})
 		i = skipWS(b, ve)
 		if i >= len(b) {
 			return nil, errNotJSON
@@ -148,13 +149,13 @@ func objectMembers(b []byte) ([]jsonMember, error) {
 	return nil, errNotJSON
 }
 
-// arrayElements lists the element spans of the array b (b is exactly the array).
-func arrayElements(b []byte) ([]byteSpan, error) {
+// Elements lists the element spans of the array b (b is exactly the array).
+func Elements(b []byte) ([]Span, error) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, errors.New("not a JSON array")
 	}
-	var out []byteSpan
+	var out []Span
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return out, nil
@@ -164,7 +165,7 @@ func arrayElements(b []byte) ([]byteSpan, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, byteSpan{i, e})
+		out = append(out, Span{i, e})
 		i = skipWS(b, e)
 		if i >= len(b) {
 			return nil, errNotJSON
@@ -180,55 +181,55 @@ func arrayElements(b []byte) ([]byteSpan, error) {
 	return nil, errNotJSON
 }
 
-// memberValue returns the value span of the last member named key (the one
+// Value returns the value span of the last member named key (the one
 // encoding/json and most servers honour when a key repeats).
-func memberValue(ms []jsonMember, key string) (byteSpan, bool) {
+func Value(ms []Member, key string) (Span, bool) {
 	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].key == key {
-			return ms[i].value, true
+		if ms[i].Key == key {
+			return ms[i].Value, true
 		}
 	}
-	return byteSpan{}, false
+	return Span{}, false
 }
 
-// spliceBytes returns b with b[s.start:s.end] replaced by repl, in a new slice.
-func spliceBytes(b []byte, s byteSpan, repl []byte) []byte {
-	out := make([]byte, 0, len(b)-(s.end-s.start)+len(repl))
-	out = append(out, b[:s.start]...)
+// Splice returns b with b[s.Start:s.End] replaced by repl, in a new slice.
+func Splice(b []byte, s Span, repl []byte) []byte {
+	out := make([]byte, 0, len(b)-(s.End-s.Start)+len(repl))
+	out = append(out, b[:s.Start]...)
 	out = append(out, repl...)
-	return append(out, b[s.end:]...)
+	return append(out, b[s.End:]...)
 }
 
-// setMember replaces the value of key in object b, or adds the member at the
+// Set replaces the value of key in object b, or adds the member at the
 // end of the object when it is missing.
-func setMember(b []byte, key string, value []byte) ([]byte, error) {
-	ms, err := objectMembers(b)
+func Set(b []byte, key string, value []byte) ([]byte, error) {
+	ms, err := Members(b)
 	if err != nil {
 		return nil, err
 	}
-	if s, ok := memberValue(ms, key); ok {
-		return spliceBytes(b, s, value), nil
+	if s, ok := Value(ms, key); ok {
+		return Splice(b, s, value), nil
 	}
-	kv := append(marshalString(key), ':')
+	kv := append(wire.Quote(key), ':')
 	kv = append(kv, value...)
 	if len(ms) == 0 {
 		open := skipWS(b, 0)
-		return spliceBytes(b, byteSpan{open + 1, open + 1}, kv), nil
+		return Splice(b, Span{open + 1, open + 1}, kv), nil
 	}
-	end := ms[len(ms)-1].value.end
-	return spliceBytes(b, byteSpan{end, end}, append([]byte{','}, kv...)), nil
+	end := ms[len(ms)-1].Value.End
+	return Splice(b, Span{end, end}, append([]byte{','}, kv...)), nil
 }
 
-// removeMembers drops every member named key from object b.
-func removeMembers(b []byte, key string) ([]byte, error) {
+// Remove drops every member named key from object b.
+func Remove(b []byte, key string) ([]byte, error) {
 	for {
-		ms, err := objectMembers(b)
+		ms, err := Members(b)
 		if err != nil {
 			return nil, err
 		}
 		idx := -1
 		for i, m := range ms {
-			if m.key == key {
+			if m.Key == key {
 				idx = i
 				break
 			}
@@ -238,42 +239,42 @@ func removeMembers(b []byte, key string) ([]byte, error) {
 		}
 		// Cut from this key to the next key, or from the end of the previous
 		// value to the end of this one, so the separators stay valid.
-		var cut byteSpan
+		var cut Span
 		switch {
 		case idx+1 < len(ms):
-			cut = byteSpan{ms[idx].keyStart, ms[idx+1].keyStart}
+			cut = Span{ms[idx].KeyStart, ms[idx+1].KeyStart}
 		case idx > 0:
-			cut = byteSpan{ms[idx-1].value.end, ms[idx].value.end}
+			cut = Span{ms[idx-1].Value.End, ms[idx].Value.End}
 		default:
-			cut = byteSpan{ms[idx].keyStart, ms[idx].value.end}
+			cut = Span{ms[idx].KeyStart, ms[idx].Value.End}
 		}
-		b = spliceBytes(b, cut, nil)
+		b = Splice(b, cut, nil)
 	}
 }
 
-// appendElements adds elems at the end of array b.
-func appendElements(b []byte, elems ...[]byte) ([]byte, error) {
+// Append adds elems at the end of array b.
+func Append(b []byte, elems ...[]byte) ([]byte, error) {
 	if len(elems) == 0 {
 		return b, nil
 	}
-	es, err := arrayElements(b)
+	es, err := Elements(b)
 	if err != nil {
 		return nil, err
 	}
 	joined := bytes.Join(elems, []byte{','})
 	if len(es) == 0 {
 		open := skipWS(b, 0)
-		return spliceBytes(b, byteSpan{open + 1, open + 1}, joined), nil
+		return Splice(b, Span{open + 1, open + 1}, joined), nil
 	}
-	end := es[len(es)-1].end
-	return spliceBytes(b, byteSpan{end, end}, append([]byte{','}, joined...)), nil
+	end := es[len(es)-1].End
+	return Splice(b, Span{end, end}, append([]byte{','}, joined...)), nil
 }
 
-// appendQuoted appends raw (already escaped) text and then the contents of
+// AppendQuoted appends raw (already escaped) text and then the contents of
 // the JSON string literal quoted to the JSON string literal b, keeping b's
 // original escapes byte for byte (re-encoding would, e.g., turn a lone
 // surrogate escape into U+FFFD).
-func appendQuoted(b []byte, raw string, quoted []byte) ([]byte, error) {
+func AppendQuoted(b []byte, raw string, quoted []byte) ([]byte, error) {
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || len(quoted) < 2 || quoted[0] != '"' {
 		return nil, errors.New("not a JSON string")
 	}
@@ -283,24 +284,26 @@ func appendQuoted(b []byte, raw string, quoted []byte) ([]byte, error) {
 	return append(out, quoted[1:]...), nil
 }
 
-// marshalString encodes s as a JSON string without HTML escaping, so the
-// upstream (and anyone reading logs) sees <skill_context> rather than \u003c.
-func marshalString(s string) []byte {
-	b, _ := marshalJSON(s) // a string always encodes
-	return b
-}
+// IsNull reports whether the raw JSON value is the literal null.
+func IsNull(b []byte) bool { return string(bytes.TrimSpace(b)) == "null" }
 
-// marshalJSON encodes v compactly without HTML escaping and without the
-// trailing newline json.Encoder writes.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
+// RemovePath deletes the member at the end of a path of object keys,
+// leaving everything else byte-identical.
+func RemovePath(b []byte, path ...string) ([]byte, error) {
+	if len(path) == 1 {
+		return Remove(b, path[0])
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	ms, err := Members(b)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := Value(ms, path[0])
+	if !ok {
+		return b, nil
+	}
+	inner, err := RemovePath(b[s.Start:s.End], path[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	return Splice(b, s, inner), nil
 }
-
-// isJSONNull reports whether the raw JSON value is the literal null.
-func isJSONNull(b []byte) bool { return string(bytes.TrimSpace(b)) == "null" }
