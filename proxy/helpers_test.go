@@ -118,7 +118,9 @@ func (s *fakeSession) Call(ctx context.Context, callID, name string, args json.R
 	return wire.ToolResult{CallID: callID, Name: name, Content: "<skill_context id=\"" + a.SkillID + "\">LOADED</skill_context>"}
 }
 
-func (s *fakeSession) Tools() wire.ToolSet { return wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}} }
+func (s *fakeSession) Tools() wire.ToolSet {
+	return wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}
+}
 
 // harness is a proxy in front of a fake upstream.
 type harness struct {

@@ -30,7 +30,7 @@ type skillLib struct {
 	entries   map[entryKey]catalogEntry   // rendered catalog entries
 	catalogs  map[catalogKey]renderedText // whole-library catalogs
 	empties   map[emptyKey]int            // token counts of catalogs without entries
-	loadTool  map[bool]wire.ToolSpec       // load_skill by "enum stripped"
+	loadTool  map[bool]wire.ToolSpec      // load_skill by "enum stripped"
 }
 
 type renderedText struct {

@@ -50,8 +50,8 @@ type PromptParts struct {
 	Active    []string    `json:"active"` // skills whose envelope is in the conversation after the rewrite
 
 	Tools      []wire.ToolSpec `json:"-"`          // server-side tools added, in order
-	ToolNames  []string          `json:"tool_names"` // their names
-	ToolTokens int               `json:"tool_tokens"`
+	ToolNames  []string        `json:"tool_names"` // their names
+	ToolTokens int             `json:"tool_tokens"`
 
 	AddedTokens int `json:"added_tokens"`
 }

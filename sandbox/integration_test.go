@@ -18,10 +18,10 @@ import (
 
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
-	"github.com/skillrouter/skillrouter/wire"
-	"github.com/skillrouter/skillrouter/wire/chat"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/chat"
 )
 
 // library loads the sandbox fixtures through the real skills scanner and

@@ -8,7 +8,6 @@ import (
 	"testing/iotest"
 )
 
-
 func readEvents(t *testing.T, r io.Reader) []Event {
 	t.Helper()
 	rd := NewEventReader(r)
