@@ -5,6 +5,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/chat"
+	"github.com/skillrouter/skillrouter/wire/responses"
 )
 
 // api is one client API's wire format as the proxy drives it: the endpoint
@@ -17,11 +18,6 @@ type api interface {
 	parse(body []byte) (apiRequest, error)
 	// errorJSON renders an error the proxy gives, in the API's envelope.
 	errorJSON(e *wire.Error) []byte
-	// errorEvent renders an error as the final event of a started stream.
-	errorEvent(e *wire.Error) []byte
-	// upstreamErrorEvent turns an upstream error answer met after the
-	// stream started into its final event, and the message for the log.
-	upstreamErrorEvent(status int, raw []byte, round int) ([]byte, string)
 	// target says where the API's upstream is and how it authenticates.
 	target(s *Server) *upstreamTarget
 }
@@ -47,9 +43,18 @@ type apiRequest interface {
 
 // apiStream translates the upstream's events of one streamed request.
 type apiStream interface {
+	// Round starts an upstream round; final: no further round is allowed.
 	Round(final bool)
+	// Event translates one upstream event, appending the client's bytes to
+	// out; false: the round's stream is over.
 	Event(ev *wire.Event, out []byte) ([]byte, bool)
+	// End settles the round when its stream ended.
 	End(out []byte) ([]byte, wire.RoundEnd)
+	// ErrorEvent renders an error as the stream's final event.
+	ErrorEvent(e *wire.Error) []byte
+	// UpstreamErrorEvent turns an upstream error answer met after the
+	// stream started into its final event, and the message for the log.
+	UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string)
 }
 
 // chatAPI is OpenAI Chat Completions (package wire/chat).
@@ -65,11 +70,7 @@ func (chatAPI) parse(body []byte) (apiRequest, error) {
 	return chatRequest{r}, nil
 }
 
-func (chatAPI) errorJSON(e *wire.Error) []byte  { return chat.ErrorJSON(e) }
-func (chatAPI) errorEvent(e *wire.Error) []byte { return chat.ErrorEvent(e) }
-func (chatAPI) upstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
-	return chat.UpstreamErrorEvent(status, raw, round)
-}
+func (chatAPI) errorJSON(e *wire.Error) []byte   { return chat.ErrorJSON(e) }
 func (chatAPI) target(s *Server) *upstreamTarget { return &s.openai }
 
 // chatRequest adapts *chat.Request.
@@ -80,3 +81,26 @@ func (r chatRequest) Final(raw []byte, _ int, usage json.RawMessage, strip func(
 }
 
 func (r chatRequest) NewStream(mine func(string) bool) apiStream { return r.Request.NewStream(mine) }
+
+// responsesAPI is OpenAI Responses (package wire/responses).
+type responsesAPI struct{}
+
+func (responsesAPI) name() wire.API { return wire.APIResponses }
+
+func (responsesAPI) parse(body []byte) (apiRequest, error) {
+	r, err := responses.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	return responsesRequest{r}, nil
+}
+
+func (responsesAPI) errorJSON(e *wire.Error) []byte   { return responses.ErrorJSON(e) }
+func (responsesAPI) target(s *Server) *upstreamTarget { return &s.openai }
+
+// responsesRequest adapts *responses.Request.
+type responsesRequest struct{ *responses.Request }
+
+func (r responsesRequest) NewStream(mine func(string) bool) apiStream {
+	return r.Request.NewStream(mine)
+}

@@ -185,6 +185,9 @@ func (s *Server) routes() *echo.Echo {
 	// Only POST: other methods on chat completions are OpenAI's stored
 	// completions (GET lists them), passed through.
 	e.POST("/v1/chat/completions", s.serveAPI(chatAPI{}))
+	// Only POST: GET /v1/responses/{id} and the other methods are stored
+	// responses, passed through.
+	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
 	// Only GET (and HEAD): other methods on /v1/skills are OpenAI's Skills
 	// API (POST creates a skill), passed through.
 	e.GET("/v1/skills", s.listSkills)

@@ -21,10 +21,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
 	ctx := r.Context()
 	w := c.Response()
-	sr := &streamRelay{w: w, rc: http.NewResponseController(w), info: info, api: rt.api, sess: rt.session}
+	sr := &streamRelay{w: w, rc: http.NewResponseController(w), info: info, sess: rt.session}
 	var tr apiStream
 	if sr.sess != nil {
 		tr = rt.req.NewStream(sr.sess.Handles)
+		sr.tr = tr
 	}
 	body := rt.body
 	for round := 0; ; round++ {
@@ -118,7 +119,7 @@ type streamRelay struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	info    *reqInfo
-	api     api
+	tr      apiStream   // nil: relay only
 	sess    ToolSession // nil: relay only
 	started bool
 	out     []byte // the translator's output for the event at hand
@@ -214,7 +215,10 @@ func (sr *streamRelay) flush() {
 // the API's format.
 func (sr *streamRelay) streamError(code, msg string) {
 	sr.info.err = msg
-	sr.write(sr.api.errorEvent(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: code, Message: msg}))
+	if sr.tr == nil {
+		return // relay only: nothing of ours to end the stream with
+	}
+	sr.write(sr.tr.ErrorEvent(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: code, Message: msg}))
 	sr.flush()
 }
 
@@ -224,7 +228,7 @@ func (sr *streamRelay) streamError(code, msg string) {
 func (sr *streamRelay) upstreamErrorEvent(resp *http.Response) {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	ev, msg := sr.api.upstreamErrorEvent(resp.StatusCode, raw, sr.info.rounds)
+	ev, msg := sr.tr.UpstreamErrorEvent(resp.StatusCode, raw, sr.info.rounds)
 	sr.info.err = msg
 	sr.write(ev)
 	sr.flush()

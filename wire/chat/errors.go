@@ -28,3 +28,11 @@ func UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	return ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: "upstream_error", Message: msg}), msg
 }
+
+// ErrorEvent renders e as the final event of the stream (see ErrorEvent).
+func (s *Stream) ErrorEvent(e *wire.Error) []byte { return ErrorEvent(e) }
+
+// UpstreamErrorEvent is UpstreamErrorEvent for the stream.
+func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
+	return UpstreamErrorEvent(status, raw, round)
+}

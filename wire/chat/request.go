@@ -50,7 +50,7 @@ type message struct {
 // object with a string role, tools that are not an array, or model, stream,
 // stream_options, n or user of the wrong type.
 func Parse(body []byte) (*Request, error) {
-	ms, werr := topMembers(body, "a JSON chat completion request")
+	ms, werr := jsonspan.Body(body, "a JSON chat completion request")
 	if werr != nil {
 		return nil, werr
 	}
@@ -110,30 +110,6 @@ func Parse(body []byte) (*Request, error) {
 		}
 	}
 	return r, nil
-}
-
-// topMembers checks that body is one valid JSON object and lists its members.
-func topMembers(body []byte, what string) ([]jsonspan.Member, *wire.Error) {
-	trimmed := body
-	for len(trimmed) > 0 && (trimmed[0] == ' ' || trimmed[0] == '\t' || trimmed[0] == '\n' || trimmed[0] == '\r') {
-		trimmed = trimmed[1:]
-	}
-	if len(trimmed) == 0 {
-		return nil, wire.BadRequest("invalid_json", "", "request body is empty: expected %s", what)
-	}
-	if trimmed[0] != '{' {
-		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
-	}
-	if !json.Valid(body) {
-		var v any
-		err := json.Unmarshal(body, &v)
-		return nil, wire.BadRequest("invalid_json", "", "request body is not valid JSON: %v", err)
-	}
-	ms, err := jsonspan.Members(body)
-	if err != nil {
-		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
-	}
-	return ms, nil
 }
 
 // scalars checks and reads the top-level parameters the proxy uses.

@@ -307,3 +307,70 @@ func RemovePath(b []byte, path ...string) ([]byte, error) {
 	}
 	return Splice(b, s, inner), nil
 }
+
+// Edit replaces the bytes of At (an empty span inserts at At.Start).
+type Edit struct {
+	At   Span
+	With []byte
+}
+
+// Apply returns b with the edits made, in one copy. Edits must not
+// overlap; their order does not matter.
+func Apply(b []byte, edits ...Edit) []byte {
+	sorted := make([]Edit, 0, len(edits))
+	n := len(b)
+	for _, e := range edits {
+		sorted = append(sorted, e)
+		n += len(e.With) - (e.At.End - e.At.Start)
+	}
+	for i := 1; i < len(sorted); i++ { // insertion sort: a handful of edits
+		for j := i; j > 0 && sorted[j].At.Start < sorted[j-1].At.Start; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, e := range sorted {
+		out = append(out, b[at:e.At.Start]...)
+		out = append(out, e.With...)
+		at = e.At.End
+	}
+	return append(out, b[at:]...)
+}
+
+// End returns the span just before the closing brace of object b, where a
+// new member goes, and whether the object has members (so the new one needs
+// a leading comma).
+func End(b []byte, ms []Member) (Span, bool) {
+	if len(ms) > 0 {
+		e := ms[len(ms)-1].Value.End
+		return Span{e, e}, true
+	}
+	open := skipWS(b, 0)
+	return Span{open + 1, open + 1}, false
+}
+
+// Body checks that a request body is one valid JSON object and lists its
+// members; what names the expected request in the error for an empty body.
+func Body(body []byte, what string) ([]Member, *wire.Error) {
+	trimmed := body
+	for len(trimmed) > 0 && (trimmed[0] == ' ' || trimmed[0] == '\t' || trimmed[0] == '\n' || trimmed[0] == '\r') {
+		trimmed = trimmed[1:]
+	}
+	if len(trimmed) == 0 {
+		return nil, wire.BadRequest("invalid_json", "", "request body is empty: expected %s", what)
+	}
+	if trimmed[0] != '{' {
+		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
+	}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v)
+		return nil, wire.BadRequest("invalid_json", "", "request body is not valid JSON: %v", err)
+	}
+	ms, err := Members(body)
+	if err != nil {
+		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
+	}
+	return ms, nil
+}
