@@ -5,6 +5,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/chat"
+	"github.com/skillrouter/skillrouter/wire/messages"
 	"github.com/skillrouter/skillrouter/wire/responses"
 )
 
@@ -104,3 +105,27 @@ type responsesRequest struct{ *responses.Request }
 func (r responsesRequest) NewStream(mine func(string) bool) apiStream {
 	return r.Request.NewStream(mine)
 }
+
+// messagesAPI is Anthropic Messages (package wire/messages); it also
+// serves /v1/messages/count_tokens, whose body is a messages request
+// without max_tokens: counted as rewritten, so the count matches what a
+// messages request with the same body sends upstream.
+type messagesAPI struct{}
+
+func (messagesAPI) name() wire.API { return wire.APIMessages }
+
+func (messagesAPI) parse(body []byte) (apiRequest, error) {
+	r, err := messages.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	return messagesRequest{r}, nil
+}
+
+func (messagesAPI) errorJSON(e *wire.Error) []byte   { return messages.ErrorJSON(e) }
+func (messagesAPI) target(s *Server) *upstreamTarget { return &s.anthropic }
+
+// messagesRequest adapts *messages.Request.
+type messagesRequest struct{ *messages.Request }
+
+func (r messagesRequest) NewStream(mine func(string) bool) apiStream { return r.Request.NewStream(mine) }

@@ -21,7 +21,7 @@ func writeError(w http.ResponseWriter, a api, e *wire.Error) {
 // included).
 func apiForPath(p string) api {
 	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") {
-		return chatAPI{} // TODO(messages)
+		return messagesAPI{}
 	}
 	return chatAPI{}
 }

@@ -188,6 +188,11 @@ func (s *Server) routes() *echo.Echo {
 	// Only POST: GET /v1/responses/{id} and the other methods are stored
 	// responses, passed through.
 	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
+	// Anthropic Messages; the query string (Claude Code's ?beta=true) is
+	// forwarded as it is. Other /v1/messages/* paths (batches) pass through
+	// to the Anthropic upstream.
+	e.POST("/v1/messages", s.serveAPI(messagesAPI{}))
+	e.POST("/v1/messages/count_tokens", s.serveAPI(messagesAPI{}))
 	// Only GET (and HEAD): other methods on /v1/skills are OpenAI's Skills
 	// API (POST creates a skill), passed through.
 	e.GET("/v1/skills", s.listSkills)

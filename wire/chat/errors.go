@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -23,7 +25,10 @@ func ErrorEvent(e *wire.Error) []byte {
 // returns the event and the message for the log.
 func UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	if msg := openai.ErrorMessage(raw); msg != "" {
-		return append(append([]byte("data: "), raw...), "\n\n"...), msg
+		var compact bytes.Buffer
+		if json.Compact(&compact, raw) == nil { // one data: line
+			return append(append([]byte("data: "), compact.Bytes()...), "\n\n"...), msg
+		}
 	}
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	return ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: "upstream_error", Message: msg}), msg

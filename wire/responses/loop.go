@@ -156,7 +156,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 			return nil, errors.New("responses: the upstream's response has no id to chain the stored conversation from")
 		}
 		if out, err = jsonspan.Set(body, "previous_response_id", wire.Quote(ans.ID)); err == nil {
-			out, err = jsonspan.Set(out, "input", joinArray(outputs))
+			out, err = jsonspan.Set(out, "input", jsonspan.Array(outputs))
 		}
 	} else {
 		items := outputs
@@ -166,10 +166,10 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 		in, ok := jsonspan.Value(ms, "input")
 		switch {
 		case !ok || jsonspan.IsNull(body[in.Start:in.End]):
-			out, err = jsonspan.Set(body, "input", joinArray(items))
+			out, err = jsonspan.Set(body, "input", jsonspan.Array(items))
 		case body[in.Start] == '"':
 			first := append(append([]byte(`{"role":"user","content":`), body[in.Start:in.End]...), '}')
-			out = jsonspan.Splice(body, in, joinArray(append([][]byte{first}, items...)))
+			out = jsonspan.Splice(body, in, jsonspan.Array(append([][]byte{first}, items...)))
 		default:
 			var arr []byte
 			if arr, err = jsonspan.Append(body[in.Start:in.End], items...); err == nil {
@@ -233,7 +233,7 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		for i, k := range kept {
 			els[i] = k
 		}
-		out = jsonspan.Splice(raw, s, joinArray(els))
+		out = jsonspan.Splice(raw, s, jsonspan.Array(els))
 	}
 	if usage != nil {
 		if out, err = jsonspan.Set(out, "usage", usage); err != nil {

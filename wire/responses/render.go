@@ -70,7 +70,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 			for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
 				for _, m := range r.members {
 					if m.Key == k {
-						edits = append(edits, memberRemoval(r.body, r.members, m))
+						edits = append(edits, jsonspan.Removal(r.members, m))
 					}
 				}
 			}
@@ -86,34 +86,16 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	return jsonspan.Apply(r.body, edits...), nil
 }
 
-// memberRemoval is the edit that removes member m from the object: from its
-// key to the next key, or from the end of the previous value when it is the
-// last, so the separators stay valid.
-func memberRemoval(body []byte, ms []jsonspan.Member, m jsonspan.Member) jsonspan.Edit {
-	for i := range ms {
-		if ms[i].KeyStart != m.KeyStart {
-			continue
-		}
-		switch {
-		case i+1 < len(ms):
-			return jsonspan.Edit{At: jsonspan.Span{Start: m.KeyStart, End: ms[i+1].KeyStart}}
-		case i > 0:
-			return jsonspan.Edit{At: jsonspan.Span{Start: ms[i-1].Value.End, End: m.Value.End}}
-		}
-	}
-	return jsonspan.Edit{At: jsonspan.Span{Start: m.KeyStart, End: m.Value.End}}
-}
-
 // inputWith returns the input array with items appended; a string input
 // becomes its one user message first.
 func (r *Request) inputWith(items [][]byte) ([]byte, error) {
 	if !r.hasInput {
-		return joinArray(items), nil
+		return jsonspan.Array(items), nil
 	}
 	in := r.body[r.input.Start:r.input.End]
 	if r.inputString {
 		first := slices.Concat([]byte(`{"role":"user","content":`), in, []byte{'}'})
-		return joinArray(append([][]byte{first}, items...)), nil
+		return jsonspan.Array(append([][]byte{first}, items...)), nil
 	}
 	return jsonspan.Append(in, items...)
 }
@@ -133,7 +115,7 @@ func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
 	if len(els) == 0 {
 		return nil
 	}
-	return joinArray(els)
+	return jsonspan.Array(els)
 }
 
 // toolJSON renders a proxy tool as a Responses function tool. strict is
@@ -154,20 +136,4 @@ func toolJSON(s wire.ToolSpec) []byte {
 	out = append(out, `,"parameters":`...)
 	out = append(out, params...)
 	return append(out, `,"strict":false}`...)
-}
-
-func joinArray(els [][]byte) []byte {
-	n := 2
-	for _, e := range els {
-		n += len(e) + 1
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	for i, e := range els {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, e...)
-	}
-	return append(out, ']')
 }

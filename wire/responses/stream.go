@@ -211,7 +211,7 @@ func (s *Stream) completed(typ string, data []byte) {
 	if out := resp.Get("output"); out.Exists() {
 		els := make([][]byte, len(s.visible))
 		copy(els, s.visible)
-		patched = setPath(patched, []string{"response", "output"}, joinArray(els))
+		patched = setPath(patched, []string{"response", "output"}, jsonspan.Array(els))
 	}
 	if s.n > 1 && !s.usage.Empty() {
 		patched = setPath(patched, []string{"response", "usage"}, s.usage.JSON())

@@ -374,3 +374,38 @@ func Body(body []byte, what string) ([]Member, *wire.Error) {
 	}
 	return ms, nil
 }
+
+// Array renders elements as a compact JSON array.
+func Array(els [][]byte) []byte {
+	n := 2
+	for _, e := range els {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range els {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
+}
+
+// Removal is the edit that removes member m of the object whose members
+// are ms: from its key to the next key, or from the end of the previous
+// value when it is the last, so the separators stay valid.
+func Removal(ms []Member, m Member) Edit {
+	for i := range ms {
+		if ms[i].KeyStart != m.KeyStart {
+			continue
+		}
+		switch {
+		case i+1 < len(ms):
+			return Edit{At: Span{m.KeyStart, ms[i+1].KeyStart}}
+		case i > 0:
+			return Edit{At: Span{ms[i-1].Value.End, m.Value.End}}
+		}
+	}
+	return Edit{At: Span{m.KeyStart, m.Value.End}}
+}
