@@ -46,10 +46,12 @@ type serveConfig struct {
 }
 
 type upstreamConfig struct {
-	URL          string        `yaml:"url"`
-	APIKey       string        `yaml:"api_key"`
-	OverrideAuth bool          `yaml:"override_auth"`
-	Timeout      time.Duration `yaml:"timeout"`
+	URL             string        `yaml:"url"`
+	APIKey          string        `yaml:"api_key"`
+	AnthropicURL    string        `yaml:"anthropic_url"`
+	AnthropicAPIKey string        `yaml:"anthropic_api_key"`
+	OverrideAuth    bool          `yaml:"override_auth"`
+	Timeout         time.Duration `yaml:"timeout"`
 }
 
 type routingConfig struct {
@@ -195,6 +197,8 @@ var serveKeys = []configKey{
 	{"listen", "listen", "string", "address to listen on (host:port)", func(c *serveConfig) any { return &c.Listen }},
 	{"upstream.url", "upstream", "string", "base URL of the OpenAI-compatible upstream, including /v1", func(c *serveConfig) any { return &c.Upstream.URL }},
 	{"upstream.api_key", "upstream-api-key", "string", "API key sent upstream when the client sends no Authorization", func(c *serveConfig) any { return &c.Upstream.APIKey }},
+	{"upstream.anthropic_url", "anthropic-upstream", "string", "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", func(c *serveConfig) any { return &c.Upstream.AnthropicURL }},
+	{"upstream.anthropic_api_key", "anthropic-api-key", "string", "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", func(c *serveConfig) any { return &c.Upstream.AnthropicAPIKey }},
 	{"upstream.override_auth", "upstream-override-auth", "bool", "always send upstream.api_key, replacing the client's Authorization", func(c *serveConfig) any { return &c.Upstream.OverrideAuth }},
 	{"upstream.timeout", "upstream-timeout", "duration", "bound on each upstream exchange, headers and body (504 when hit)", func(c *serveConfig) any { return &c.Upstream.Timeout }},
 	{"skills", "", "paths", "skill library folders (flag --skills, repeatable; env: separated by " + string(os.PathListSeparator) + ")", func(c *serveConfig) any { return &c.Skills }},
@@ -525,6 +529,12 @@ func (c *serveConfig) validate() error {
 	u, err := url.Parse(c.Upstream.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("upstream.url %q: want an absolute http(s) URL such as http://127.0.0.1:11434/v1", c.Upstream.URL)
+	}
+	if c.Upstream.AnthropicURL != "" {
+		u, err := url.Parse(c.Upstream.AnthropicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("upstream.anthropic_url %q: want an absolute http(s) URL such as https://api.anthropic.com/v1", c.Upstream.AnthropicURL)
+		}
 	}
 	if c.Listen == "" {
 		return errors.New("listen: empty address")

@@ -249,17 +249,23 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 	if rounds == 0 {
 		rounds = -1 // proxy.Config: 0 is the default, <0 none
 	}
+	var anthropic *url.URL
+	if cfg.Upstream.AnthropicURL != "" {
+		anthropic, _ = url.Parse(cfg.Upstream.AnthropicURL) // validated
+	}
 	srv, err := proxy.New(proxy.Config{
-		Upstream:        up,
-		APIKey:          cfg.Upstream.APIKey,
-		OverrideAuth:    cfg.Upstream.OverrideAuth,
-		Rewriter:        def,
-		Library:         reg,
-		AB:              ab,
-		MaxToolRounds:   rounds,
-		BodyLimit:       int64(cfg.BodyLimit),
-		UpstreamTimeout: cfg.Upstream.Timeout,
-		Logger:          log,
+		Upstream:          up,
+		AnthropicUpstream: anthropic,
+		AnthropicAPIKey:   cfg.Upstream.AnthropicAPIKey,
+		APIKey:            cfg.Upstream.APIKey,
+		OverrideAuth:      cfg.Upstream.OverrideAuth,
+		Rewriter:          def,
+		Library:           reg,
+		AB:                ab,
+		MaxToolRounds:     rounds,
+		BodyLimit:         int64(cfg.BodyLimit),
+		UpstreamTimeout:   cfg.Upstream.Timeout,
+		Logger:            log,
 	})
 	if err != nil {
 		return nil, nil, nil, err
