@@ -181,3 +181,12 @@ type RoundEnd struct {
 	Dropped   int
 	Exhausted bool
 }
+
+// Reply is a whole answer of a model, for servers that speak the APIs
+// (the demo model): its text and its tool calls.
+type Reply struct {
+	ID    string
+	Model string
+	Text  string
+	Calls []ToolCall
+}
