@@ -31,7 +31,8 @@ const EnvRoot = "SKILLROUTER_NODE_CACHE"
 // marker is written last into a finished install.
 const marker = ".skillrouter-installed"
 
-// Root returns the cache folder.
+// Root returns the cache folder (a folder under the system's temporary
+// folder where no home is known).
 func Root() (string, error) {
 	if d := os.Getenv(EnvRoot); d != "" {
 		return filepath.Abs(d)
@@ -40,7 +41,7 @@ func Root() (string, error) {
 	if base == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("npm cache folder: %w", err)
+			return filepath.Join(os.TempDir(), "skillrouter-node-cache"), nil
 		}
 		base = filepath.Join(home, ".cache")
 	}
