@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ordered is a JSON object written with its keys in the given order
@@ -16,48 +18,108 @@ import (
 // first): a map would sort them.
 type ordered []any
 
-func (o ordered) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i := 0; i+1 < len(o); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := marshal(o[i].(string))
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := marshal(o[i+1])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func (o ordered) MarshalJSON() ([]byte, error) { return appendJSON(nil, o), nil }
 
-// marshal encodes v without escaping <, > and & (the real servers send
-// "<skill_context>" as it is).
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
+// rawJSON is JSON text written as it is.
+type rawJSON string
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// appendJSON encodes v: the types the fake builds its answers from
+// directly (encoding/json would re-validate every nested Marshaler's output,
+// and the Responses events repeat the echoed request several times), others
+// through encoding/json. Like the real servers it does not escape <, > and &
+// ("<skill_context>" is sent as it is).
+func appendJSON(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case string:
+		return appendString(b, x)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		return strconv.AppendFloat(b, x, 'g', -1, 64)
+	case rawJSON:
+		return append(b, x...)
+	case ordered:
+		b = append(b, '{')
+		for i := 0; i+1 < len(x); i += 2 {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, x[i].(string))
+			b = append(b, ':')
+			b = appendJSON(b, x[i+1])
+		}
+		return append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSON(b, e)
+		}
+		return append(b, ']')
+	}
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
 	e.SetEscapeHTML(false)
 	if err := e.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-func mustMarshal(v any) []byte {
-	b, err := marshal(v)
-	if err != nil {
 		panic(fmt.Sprintf("fakeai: %v", err))
 	}
-	return b
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
+
+// appendString writes s as a JSON string, escaping as encoding/json does
+// except for <, > and &.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+func mustMarshal(v any) []byte { return appendJSON(nil, v) }
 
 func writeOrdered(w http.ResponseWriter, status int, header http.Header, v any) {
 	for k, vs := range header {

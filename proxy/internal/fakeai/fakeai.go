@@ -160,13 +160,14 @@ type Responder func(w http.ResponseWriter, r *http.Request, rec Request)
 type Server struct {
 	*httptest.Server
 
-	mu       sync.Mutex
-	reqs     []Request
-	noRecord bool
-	script   []Responder
-	handlers map[string]Responder
-	answers  int
-	stored   map[string]storedResponse // Responses kept for previous_response_id
+	mu          sync.Mutex
+	reqs        []Request
+	noRecord    bool
+	script      []Responder
+	handlers    map[string]Responder
+	answers     int
+	stored      map[string]storedResponse // Responses kept for previous_response_id
+	storedOrder []string                  // their ids, oldest first
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -216,7 +217,7 @@ func (f *Server) StopRecording() {
 func (f *Server) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reqs, f.script, f.stored = nil, nil, nil
+	f.reqs, f.script, f.stored, f.storedOrder = nil, nil, nil, nil
 }
 
 // modelPaths are the endpoints answered from the script queue.

@@ -481,13 +481,22 @@ func (f *Server) storedResponse(id string) *storedResponse {
 	return &s
 }
 
+// maxStored bounds what the fake keeps for previous_response_id: benchmarks
+// send thousands of requests with the default store:true.
+const maxStored = 4096
+
 func (f *Server) storeResponse(id string, s storedResponse) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stored == nil {
 		f.stored = map[string]storedResponse{}
 	}
+	if len(f.storedOrder) >= maxStored {
+		delete(f.stored, f.storedOrder[0])
+		f.storedOrder = f.storedOrder[1:]
+	}
 	f.stored[id] = s
+	f.storedOrder = append(f.storedOrder, id)
 }
 
 // responseBuilder renders one answer as a response object or its events.
@@ -575,11 +584,6 @@ func orRaw(v gjson.Result, def any) any {
 	}
 	return rawJSON(v.Raw)
 }
-
-// rawJSON is JSON text written as it is.
-type rawJSON string
-
-func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 
 // response renders the response object with the given status and output.
 func (b *responseBuilder) response(status string, output []ordered, withUsage bool) ordered {
