@@ -176,9 +176,12 @@ func (q responsesReq) validate(prev *storedResponse) *apiErr {
 	if q.model.Type != gjson.String {
 		return invalidType("model", "a string", q.model)
 	}
-	for name, v := range map[string]gjson.Result{"stream": q.stream, "store": q.store, "parallel_tool_calls": q.parallel} {
-		if !isType(v, gjson.True, gjson.False) {
-			return invalidType(name, "a boolean", v)
+	for _, b := range []struct {
+		name string
+		v    gjson.Result
+	}{{"stream", q.stream}, {"store", q.store}, {"parallel_tool_calls", q.parallel}} {
+		if !isType(b.v, gjson.True, gjson.False) {
+			return invalidType(b.name, "a boolean", b.v)
 		}
 	}
 	if q.instr.Exists() && q.instr.Type != gjson.Null && q.instr.Type != gjson.String && !q.instr.IsArray() {
