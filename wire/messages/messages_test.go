@@ -53,7 +53,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ body, param, msg string }{
 		{`{"model":"m"}`, "messages", "missing required parameter"},
 		{`{"messages":[]}`, "messages", "at least one message"},
-		{`{"messages":[{"role":"system","content":"x"}]}`, "messages[0].role", `must be "user" or "assistant"`},
+		{`{"messages":[{"role":"","content":"x"}]}`, "messages[0].role", `must not be empty`},
 		{`{"messages":[{"role":"user"}]}`, "messages[0].content", "missing required parameter"},
 		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "must be a string or an array"},
 		{`{"system":5,"messages":[{"role":"user","content":"x"}]}`, "system", "must be a string or an array of text blocks"},
