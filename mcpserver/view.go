@@ -245,7 +245,7 @@ var mimeTypes = map[string]string{
 	".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 	".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 	".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-	".ttf": "font/ttf", ".otf": "font/otf", ".woff": "font/woff", ".woff2": "font/woff2",
+	".ttf":  "font/ttf", ".otf": "font/otf", ".woff": "font/woff", ".woff2": "font/woff2",
 }
 
 // mimeType guesses a file's type from its name, from a fixed table (the
