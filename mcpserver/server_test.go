@@ -66,10 +66,18 @@ func newFixture(t *testing.T, exec bool) *fixture {
 	return newFixtureAt(t, dir, exec)
 }
 
-func newFixtureAt(t *testing.T, dir string, exec bool) *fixture {
+func newFixtureAt(t testing.TB, dir string, exec bool) *fixture {
+	t.Helper()
+	f := newFixtureRoots(t, []string{dir}, exec)
+	f.dir = dir
+	return f
+}
+
+// newFixtureRoots serves the library under roots.
+func newFixtureRoots(t testing.TB, roots []string, exec ...bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	reg := skills.NewRegistry([]string{dir}, skills.Options{})
+	reg := skills.NewRegistry(roots, skills.Options{})
 	b := embed.NewBuiltin(embed.Config{})
 	rt, err := router.New(ctx, reg.Snapshot(), router.Options{
 		Embedder: b, Fit: func(c []string) router.Embedder { return b.Fit(c) },
@@ -79,13 +87,13 @@ func newFixtureAt(t *testing.T, dir string, exec bool) *fixture {
 	}
 	t.Cleanup(rt.Close)
 	reg.OnReload(func(s *skills.Snapshot) { _ = rt.Update(context.Background(), s) })
-	sb, err := sandbox.New(sandbox.Config{Enabled: exec, OutputRoot: t.TempDir(), Confinement: sandbox.ConfineNone,
+	sb, err := sandbox.New(sandbox.Config{Enabled: len(exec) > 0 && exec[0], OutputRoot: t.TempDir(), Confinement: sandbox.ConfineNone,
 		Lookup: func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rw := router.RewriteOptions{}
-	if exec {
+	if len(exec) > 0 && exec[0] {
 		rw.Tools = sb
 	}
 	srv, err := New(Config{Rewrite: rw, Sandbox: sb})
@@ -95,11 +103,11 @@ func newFixtureAt(t *testing.T, dir string, exec bool) *fixture {
 	srv.Sync(reg.Snapshot())
 	reg.OnReload(srv.Sync)
 	srv.SetRouter(rt)
-	return &fixture{dir: dir, reg: reg, rt: rt, srv: srv}
+	return &fixture{reg: reg, rt: rt, srv: srv}
 }
 
 // connect opens an in-memory client session.
-func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (f *fixture) connect(t testing.TB, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
@@ -120,7 +128,7 @@ func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSess
 	return cs
 }
 
-func registerExtension(t *testing.T, c *mcp.Client) {
+func registerExtension(t testing.TB, c *mcp.Client) {
 	t.Helper()
 	for _, err := range []error{
 		mcp.AddSendingCustomMethod[*ListSkillsParams, *ListSkillsResult](c, methodListSkills),
@@ -323,6 +331,7 @@ func TestResources(t *testing.T) {
 		}
 	}
 	want := []string{
+		"skill://misnamed-folder/commit-style/SKILL.md",
 		"skill://sql-tuning/SKILL.md", "skill://sql-tuning/references/deep/advanced.md", "skill://sql-tuning/references/indexes.md",
 		"skill://team/pdf-forms/SKILL.md", "skill://team/pdf-forms/references/acroform.md", "skill://team/pdf-forms/references/logo.png",
 		"skill://team/pdf-forms/scripts/fields.py",
@@ -346,7 +355,7 @@ func TestResources(t *testing.T) {
 	if c := rr.Contents[0]; string(c.Blob) != string(raw) || c.Text != "" || c.MIMEType != "image/png" {
 		t.Errorf("blob contents %+v", c)
 	}
-	for _, uri := range []string{"skill://team/pdf-forms/nope.md", "skill://misnamed-folder/SKILL.md", "skill://team/pdf-forms/../../sql-tuning/SKILL.md"} {
+	for _, uri := range []string{"skill://team/pdf-forms/nope.md", "skill://misnamed-folder/SKILL.md", "skill://team/pdf-forms/../../sql-tuning/SKILL.md", "skill://off/SKILL.md"} {
 		if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); rpcCode(err) != jsonrpc.CodeInvalidParams {
 			t.Errorf("%s: err %v, want -32602", uri, err)
 		}
@@ -366,10 +375,14 @@ func TestSkillsExtension(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.ResultType != "complete" || ls.CacheScope != "public" || ls.NextCursor != "" || len(ls.Skills) != 2 {
+	if ls.ResultType != "complete" || ls.CacheScope != "public" || ls.NextCursor != "" || len(ls.Skills) != 3 {
 		t.Fatalf("skills/list %+v", ls)
 	}
-	e := ls.Skills[1]
+	// A folder named otherwise than its skill: the name is the path's last segment.
+	if m := ls.Skills[0]; m.URI != "skill://misnamed-folder/commit-style/SKILL.md" || m.Frontmatter["name"] != "commit-style" {
+		t.Errorf("misnamed entry %+v", m)
+	}
+	e := ls.Skills[2]
 	if e.URI != "skill://team/pdf-forms/SKILL.md" {
 		t.Fatalf("entry %+v", e)
 	}
@@ -412,6 +425,9 @@ func TestSkillsExtension(t *testing.T) {
 		}
 		return out, nil
 	}
+	if m, err := dir("skill://misnamed-folder/commit-style"); err != nil || len(m) != 1 {
+		t.Errorf("misnamed root %v %v", m, err)
+	}
 	root, err := dir("skill://sql-tuning")
 	if want := []string{"skill://sql-tuning/SKILL.md text/markdown", "skill://sql-tuning/references inode/directory"}; err != nil || !slices.Equal(root, want) {
 		t.Errorf("root %v %v", root, err)
@@ -424,6 +440,25 @@ func TestSkillsExtension(t *testing.T) {
 		if _, err := dir(uri); rpcCode(err) != jsonrpc.CodeInvalidParams {
 			t.Errorf("directory %s: %v, want -32602", uri, err)
 		}
+	}
+}
+
+// TestPathClash: a folder named otherwise than its skill is published under
+// <id>/<name>, unless a skill of that id exists (which wins).
+func TestPathClash(t *testing.T) {
+	// A skill folder holds no other skills, so the clash needs two roots.
+	r1, r2 := t.TempDir(), t.TempDir()
+	for _, p := range []string{filepath.Join(r1, "a"), filepath.Join(r2, "a", "b")} {
+		os.MkdirAll(p, 0o755)
+		os.WriteFile(filepath.Join(p, "SKILL.md"), []byte("---\nname: b\ndescription: Skill at "+p+".\n---\nBody.\n"), 0o644)
+	}
+	f := newFixtureRoots(t, []string{r1, r2})
+	v := f.srv.current()
+	if len(v.served) != 1 || v.served[0].sk.ID != "a/b" || v.served[0].uri != "skill://a/b/SKILL.md" {
+		t.Fatalf("served %d skills, first %s %s", len(v.served), v.served[0].sk.ID, v.served[0].uri)
+	}
+	if _, ok := v.prompts["a"]; !ok {
+		t.Error("the unpublished skill lost its prompt")
 	}
 }
 

@@ -37,7 +37,7 @@ type view struct {
 // servedSkill is a skill the extension serves.
 type servedSkill struct {
 	sk   *skills.Skill
-	base string // skill://<skill-path>, the skill's directory resource
+	base string // skill://<skill-path>, the skill's directory resource (<skill-path> is the id, plus /<name> when the folder is named otherwise)
 	uri  string // base + "/SKILL.md"
 
 	once  sync.Once
@@ -82,7 +82,17 @@ func buildView(snap *skills.Snapshot, descLimit int, log *slog.Logger) *view {
 			unserved = append(unserved, sk.ID+": "+why)
 			continue
 		}
-		ss := &servedSkill{sk: sk, base: skillBase(sk.ID)}
+		// The last segment of a skill's path must be its name: a folder
+		// named otherwise gets the name appended (skill://<id>/<name>).
+		spath := sk.ID
+		if path.Base(sk.ID) != sk.Name {
+			spath += "/" + sk.Name
+			if _, clash := snap.Get(spath); clash {
+				unserved = append(unserved, sk.ID+": its path "+spath+" is another skill's id")
+				continue
+			}
+		}
+		ss := &servedSkill{sk: sk, base: skillBase(spath)}
 		ss.uri = ss.base + "/" + skills.SkillFile
 		v.served = append(v.served, ss)
 		v.byURI[ss.uri] = ss
@@ -107,14 +117,10 @@ func buildView(snap *skills.Snapshot, descLimit int, log *slog.Logger) *view {
 }
 
 // servable checks the extension's rules a skill must meet to be published:
-// the last segment of its path equals its name, and its manifest is complete
-// and within the limits. It returns SKILL.md's size.
+// its manifest is complete and within the limits. It returns SKILL.md's size.
 func servable(sk *skills.Skill) (int64, string) {
 	if sk.Dir == "" || sk.Path == "" {
 		return 0, "no folder"
-	}
-	if path.Base(sk.ID) != sk.Name {
-		return 0, fmt.Sprintf("name %q differs from its folder name", sk.Name)
 	}
 	if sk.ResourcesOmitted > 0 || len(sk.Resources)+1 > maxSkillResources {
 		return 0, fmt.Sprintf("more than %d files", maxSkillResources)

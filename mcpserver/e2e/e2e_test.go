@@ -96,7 +96,7 @@ func checkSummary(t *testing.T, out string, tools int) {
 	if err := json.Unmarshal([]byte(lastLine(out)), &s); err != nil || !s.OK {
 		t.Fatalf("client summary %q: %v", lastLine(out), err)
 	}
-	if len(s.Tools) != tools || s.Resources != 7 || s.Skills != 2 || s.Prompts != 3 {
+	if len(s.Tools) != tools || s.Resources != 8 || s.Skills != 3 || s.Prompts != 3 {
 		t.Errorf("summary %+v", s)
 	}
 }
