@@ -13,7 +13,10 @@
 //   - the server-sent events reader all three APIs stream with.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // API names a client API, as used in metric labels and logs.
 type API string
@@ -189,4 +192,22 @@ type Reply struct {
 	Model string
 	Text  string
 	Calls []ToolCall
+}
+
+// harnessTags wrap text that agent harnesses put into user turns as context
+// for the model (Claude Code's <system-reminder>, Codex's
+// <environment_context> and <user_instructions>): not what the user asked.
+var harnessTags = []string{"system-reminder", "environment_context", "user_instructions"}
+
+// HarnessContext reports whether a text part is wholly one such wrapper;
+// parsers leave it out of the turn's text, so ranking sees the user's ask
+// rather than, say, Claude Code's git commit attribution reminder.
+func HarnessContext(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, tag := range harnessTags {
+		if strings.HasPrefix(t, "<"+tag+">") && strings.HasSuffix(t, "</"+tag+">") {
+			return true
+		}
+	}
+	return false
 }

@@ -43,6 +43,13 @@ type serveConfig struct {
 	Log        logConfig      `yaml:"log"`
 	Exec       execConfig     `yaml:"exec"`
 	AB         abConfig       `yaml:"ab"`
+	MCP        mcpConfig      `yaml:"mcp"`
+}
+
+// mcpConfig is the MCP face of `router serve` (streamable HTTP at /mcp);
+// `router mcp` serves stdio whatever it says.
+type mcpConfig struct {
+	Enabled bool `yaml:"enabled"`
 }
 
 type upstreamConfig struct {
@@ -174,6 +181,7 @@ func defaultServeConfig() serveConfig {
 		Log:  logConfig{Format: "text", Level: "info"},
 		Exec: execConfig{Timeout: 60 * time.Second, OutputLimit: 100 << 10, Confinement: "auto"},
 		AB:   abConfig{Header: "X-Session-Id"},
+		MCP:  mcpConfig{Enabled: true},
 	}
 }
 
@@ -238,6 +246,7 @@ var serveKeys = []configKey{
 	{"exec.allowed_tools", "exec-allowed-tools", "list", "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", func(c *serveConfig) any { return &c.Exec.AllowedTools }},
 	{"exec.confinement", "", "string", "write confinement of scripts: auto, landlock or none", func(c *serveConfig) any { return &c.Exec.Confinement }},
 	{"exec.output_dir", "", "string", "root of per-conversation output folders (default $TMPDIR/skillrouter-out)", func(c *serveConfig) any { return &c.Exec.OutputDir }},
+	{"mcp.enabled", "mcp", "bool", "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", func(c *serveConfig) any { return &c.MCP.Enabled }},
 	{"ab.header", "", "string", "A/B: request header hashed to pick an arm (else the user field, else the first user message)", func(c *serveConfig) any { return &c.AB.Header }},
 	{"ab.seed", "", "string", "A/B: hash seed; change it to reshuffle assignments", func(c *serveConfig) any { return &c.AB.Seed }},
 }

@@ -18,9 +18,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/mcpserver"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
-	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -40,7 +40,8 @@ func newServeCmd() *cobra.Command {
 		Long: "Serve an OpenAI-compatible API on --listen. Chat completions are routed against the skill\n" +
 			"library (catalog in the system prompt, relevant skill bodies appended, a load_skill tool the\n" +
 			"proxy answers itself) and forwarded to --upstream; every other /v1/* path passes through.\n" +
-			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload.\n\n" +
+			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload;\n" +
+			"MCP (streamable HTTP) at /mcp unless --mcp=false (docs/mcp.md; `router mcp` for stdio).\n\n" +
 			"Configuration: defaults < YAML file (--config) < SKILLROUTER_* environment < flags.\n" +
 			"A/B arms (ab.arms) and routing.min_score are set in the file only; see examples/config.yaml.\n\n" +
 			"Client tools and skills: exec.allowed_tools (--exec-allowed-tools bash,mcp_*) gates the client's\n" +
@@ -110,10 +111,14 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled)
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	var handler http.Handler = srv
+	if mcpSrv != nil {
+		handler = withMCP(srv, mcpSrv.Handler(ctx))
 	}
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
@@ -121,9 +126,9 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", cfg.Upstream.URL,
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
-		"ab_arms", len(cfg.AB.Arms))
+		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln))
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -173,6 +178,14 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	return failed
 }
 
+// mcpURL is where MCP hosts connect ("off" when disabled).
+func mcpURL(cfg serveConfig, ln net.Listener) string {
+	if !cfg.MCP.Enabled {
+		return "off"
+	}
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
 func providerName(c embed.Config) string {
 	if c.Provider == "" {
 		return embed.ProviderBuiltin
@@ -184,43 +197,35 @@ func providerName(c embed.Config) string {
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
 func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+	srv, reg, _, build, err := buildServer(ctx, cfg, roots, log, false)
+	return srv, reg, build, err
+}
+
+// buildServer is buildProxy plus, with withMCP, the MCP server over the same
+// library, default router and sandbox (nil without).
+func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger, withMCP bool) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
 	ropts := routerOptions(cfg, log)
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	reg.SetLogger(log)
-	tools, err := sandbox.New(sandbox.Config{
-		Enabled:      cfg.Exec.Enabled,
-		Timeout:      cfg.Exec.Timeout,
-		OutputLimit:  int(cfg.Exec.OutputLimit),
-		Env:          cfg.Exec.Env,
-		Concurrency:  cfg.Exec.Concurrency,
-		AllowedTools: cfg.Exec.AllowedTools,
-		Confinement:  sandbox.Confinement(cfg.Exec.Confinement),
-		OutputRoot:   cfg.Exec.OutputDir,
-		Lookup:       func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) },
-	}, log)
+	tools, err := newSandbox(cfg, reg, log)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("exec: %w", err)
+		return nil, nil, nil, nil, err
 	}
 	if len(cfg.Exec.AllowedTools) > 0 {
 		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
 	}
-	rwOpts := router.RewriteOptions{
-		CatalogFormat:        skills.Format(cfg.Rewrite.CatalogFormat),
-		CatalogMode:          router.CatalogMode(cfg.Rewrite.CatalogMode),
-		CatalogBudgetTokens:  cfg.Rewrite.CatalogBudgetTokens,
-		DescriptionLimit:     cfg.Rewrite.DescriptionLimit,
-		Allowlist:            cfg.Rewrite.Allowlist,
-		AutoLoadRole:         cfg.Rewrite.AutoLoadRole,
-		AutoLoadBudgetTokens: cfg.Rewrite.AutoLoadBudgetTokens,
-		NoTools:              cfg.Rewrite.NoTools,
-		CatalogPerTurn:       cfg.Rewrite.CatalogPerTurn,
-		Tools:                tools,
+	rwOpts := rewriteOptions(cfg, tools)
+	var mcpSrv *mcpserver.Server
+	if withMCP {
+		if mcpSrv, err = newMCPServer(cfg, reg, tools, log); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
 	// Each router-backed rewriter is a stand-in until build fills it.
 	def := &lateRewriter{}
@@ -235,7 +240,7 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 			// registry; one that only changes the strategy shares the main one.
 			if a.Embedder != nil {
 				if _, err := embed.New(*a.Embedder); err != nil {
-					return nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
+					return nil, nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
 				}
 				lr := &lateRewriter{arm: a.Name}
 				late, embedders[lr] = append(late, lr), *a.Embedder
@@ -268,7 +273,7 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 		Logger:            log,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	build := func(ctx context.Context) error {
 		for _, lr := range late {
@@ -282,16 +287,16 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 			rw := proxy.NewRewriter(r, rwOpts)
 			warmUp(ctx, rw)
 			lr.set(rw)
+			if lr == def && mcpSrv != nil {
+				mcpSrv.SetRouter(r)
+			}
 		}
-		if cfg.Exec.Enabled {
-			// Learn executable skills' schemas (--help-json) off the request
-			// path: now for the loaded library, and again after every reload.
-			go tools.Warm(ctx, reg.Snapshot().Skills())
-			reg.OnReload(func(s *skills.Snapshot) { go tools.Warm(ctx, s.Skills()) })
-		}
+		// Learn executable skills' schemas (--help-json) off the request
+		// path: now for the loaded library, and again after every reload.
+		startWarm(ctx, cfg, reg, tools)
 		return nil
 	}
-	return srv, reg, build, nil
+	return srv, reg, mcpSrv, build, nil
 }
 
 // warmUp rewrites a throw-away request before the rewriter goes live, so

@@ -214,6 +214,9 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if content[0] == '"' {
 		var s string
 		_ = json.Unmarshal(content, &s)
+		if wire.HarnessContext(s) {
+			s = ""
+		}
 		v.Turns = append(v.Turns, wire.Turn{Role: role, Text: s})
 		return role, nil
 	}
@@ -225,7 +228,7 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			if b.Text != nil {
+			if b.Text != nil && !wire.HarnessContext(*b.Text) {
 				texts = append(texts, *b.Text)
 			}
 		case "tool_use", "server_tool_use":
