@@ -128,4 +128,6 @@ func (messagesAPI) target(s *Server) *upstreamTarget { return &s.anthropic }
 // messagesRequest adapts *messages.Request.
 type messagesRequest struct{ *messages.Request }
 
-func (r messagesRequest) NewStream(mine func(string) bool) apiStream { return r.Request.NewStream(mine) }
+func (r messagesRequest) NewStream(mine func(string) bool) apiStream {
+	return r.Request.NewStream(mine)
+}
