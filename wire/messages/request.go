@@ -84,11 +84,13 @@ func Parse(body []byte) (*Request, error) {
 		}
 		return body[s.Start:s.End], s, true
 	}
-	if raw, _, ok := get("model"); ok && json.Unmarshal(raw, &v.Model) != nil {
-		return nil, wire.TypeError("model", "a string", raw)
-	}
-	if raw, _, ok := get("stream"); ok && json.Unmarshal(raw, &v.Stream) != nil {
-		return nil, wire.TypeError("stream", "a boolean", raw)
+	for _, f := range []struct {
+		key, want string
+		v         any
+	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}} {
+		if err := jsonspan.Decode(body, ms, f.key, f.v, f.want); err != nil {
+			return nil, err
+		}
 	}
 	if raw, _, ok := get("metadata"); ok {
 		var md struct {

@@ -73,22 +73,17 @@ func Parse(body []byte) (*Request, error) {
 		}
 		return body[s.Start:s.End], s, true
 	}
-	if raw, _, ok := get("model"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.Model) != nil {
-		return nil, wire.TypeError("model", "a string", raw)
-	}
-	if raw, _, ok := get("stream"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.Stream) != nil {
-		return nil, wire.TypeError("stream", "a boolean", raw)
-	}
-	if raw, _, ok := get("user"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.User) != nil {
-		return nil, wire.TypeError("user", "a string", raw)
-	}
-	if raw, _, ok := get("previous_response_id"); ok && !jsonspan.IsNull(raw) {
-		var id string
-		if json.Unmarshal(raw, &id) != nil {
-			return nil, wire.TypeError("previous_response_id", "a string", raw)
+	var prev string
+	for _, f := range []struct {
+		key, want string
+		v         any
+	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}, {"user", "a string", &v.User},
+		{"previous_response_id", "a string", &prev}} {
+		if err := jsonspan.Decode(body, ms, f.key, f.v, f.want); err != nil {
+			return nil, err
 		}
-		v.Stateful = id != ""
 	}
+	v.Stateful = prev != ""
 	if raw, s, ok := get("instructions"); ok {
 		r.instructions, r.hasInstructions = s, true
 		if !jsonspan.IsNull(raw) {

@@ -409,3 +409,17 @@ func Removal(ms []Member, m Member) Edit {
 	}
 	return Edit{At: Span{m.KeyStart, m.Value.End}}
 }
+
+// Decode decodes the value of member key of the object whose members are ms
+// into v, when it is present and not null; a value v cannot take is the
+// 400 that names key and what it must be (want: "a string").
+func Decode(body []byte, ms []Member, key string, v any, want string) *wire.Error {
+	s, ok := Value(ms, key)
+	if !ok || IsNull(body[s.Start:s.End]) {
+		return nil
+	}
+	if json.Unmarshal(body[s.Start:s.End], v) != nil {
+		return wire.TypeError(key, want, body[s.Start:s.End])
+	}
+	return nil
+}
