@@ -95,16 +95,12 @@ func Parse(body []byte) (*Request, error) {
 		r.tools, r.hasTools = ts, true
 		traw := body[ts.Start:ts.End]
 		if !jsonspan.IsNull(traw) {
-			tels, err := jsonspan.Elements(traw)
+			tools, err := jsonspan.Objects(traw, "tools", "a tool object")
 			if err != nil {
-				return nil, wire.TypeError("tools", "an array of tool objects", traw)
+				return nil, err
 			}
-			for i, e := range tels {
-				t := traw[e.Start:e.End]
-				if t[0] != '{' {
-					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
-				}
-				r.clientTools = append(r.clientTools, t)
+			r.clientTools = tools
+			for _, t := range tools {
 				v.Tools = append(v.Tools, wire.ClientTool{Name: toolName(t)})
 			}
 		}

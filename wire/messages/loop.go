@@ -127,14 +127,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	out := jsonspan.Splice(body, at, msgs)
 	r.visible = append(r.visible, r.pending...)
 	r.pending = nil
-	if !ts.Changed() {
-		return out, nil
-	}
-	tools := r.toolsJSON(ts)
-	if tools == nil {
-		return out, nil
-	}
-	return jsonspan.Set(out, "tools", tools)
+	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
 // Final patches the message the client gets: the text blocks of earlier

@@ -172,14 +172,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	// The round's visible items are the client's from now on.
 	r.visible = append(r.visible, r.pending...)
 	r.pending = nil
-	if !ts.Changed() {
-		return out, nil
-	}
-	tools := r.toolsJSON(ts)
-	if tools == nil {
-		return out, nil
-	}
-	return jsonspan.Set(out, "tools", tools)
+	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
 // Final patches the response the client gets: the output items of earlier

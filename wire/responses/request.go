@@ -108,16 +108,12 @@ func Parse(body []byte) (*Request, error) {
 	if raw, s, ok := get("tools"); ok {
 		r.tools, r.hasTools = s, true
 		if !jsonspan.IsNull(raw) {
-			els, err := jsonspan.Elements(raw)
+			tools, err := jsonspan.Objects(raw, "tools", "a tool object")
 			if err != nil {
-				return nil, wire.TypeError("tools", "an array of tool objects", raw)
+				return nil, err
 			}
-			for i, e := range els {
-				t := raw[e.Start:e.End]
-				if t[0] != '{' {
-					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
-				}
-				r.clientTools = append(r.clientTools, t)
+			r.clientTools = tools
+			for _, t := range tools {
 				v.Tools = append(v.Tools, wire.ClientTool{Name: functionName(t)})
 			}
 		}
