@@ -22,6 +22,7 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/telemetry"
 )
 
 // watchDebounce batches bursts of file events (an editor saving, git checkout).
@@ -104,12 +105,18 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tel, log)
+	log = slog.New(tel.LogHandler(log.Handler())) // trace ids in the access log
 	// A port in use fails now, not after the index is built.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	srv, reg, build, err := buildProxyTraced(ctx, cfg, roots, log, tel)
 	if err != nil {
 		ln.Close()
 		return err
@@ -120,9 +127,9 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", cfg.Upstream.URL,
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
-		"ab_arms", len(cfg.AB.Arms))
+		"ab_arms", len(cfg.AB.Arms), "tracing", tel.Exporter())
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           tel.Handler(srv, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -172,6 +179,15 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	return failed
 }
 
+// flushTraces exports the spans still buffered when the server stops.
+func flushTraces(tel *telemetry.Provider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("exporting the last traces failed", "err", err)
+	}
+}
+
 func providerName(c embed.Config) string {
 	if c.Provider == "" {
 		return embed.ProviderBuiltin
@@ -183,7 +199,19 @@ func providerName(c embed.Config) string {
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
 func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+	return buildProxyTraced(ctx, cfg, roots, log, nil)
+}
+
+// buildProxyTraced is buildProxy with tracing: tel's spans around routing,
+// embedding and tool calls, and its transports for the upstream and remote
+// embedders (a nil or disabled tel adds nothing).
+func buildProxyTraced(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger, tel *telemetry.Provider) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
 	ropts := routerOptions(cfg, log)
+	var wrapEmbedder func(router.Embedder) router.Embedder
+	if tel.Enabled() {
+		wrapEmbedder = func(e router.Embedder) router.Embedder { return tel.Embedder(e) }
+		cfg.Embedder.Transport = tel.Transport(nil, "embedder")
+	}
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
 		return nil, nil, nil, err
 	}
@@ -237,8 +265,12 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 					return nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
 				}
 				lr := &lateRewriter{arm: a.Name}
-				late, embedders[lr] = append(late, lr), *a.Embedder
-				arm.Rewriter = lr
+				ec := *a.Embedder
+				if tel.Enabled() {
+					ec.Transport = cfg.Embedder.Transport
+				}
+				late, embedders[lr] = append(late, lr), ec
+				arm.Rewriter = traceRewriter(tel, lr, a.Name)
 			}
 			ab.Arms = append(ab.Arms, arm)
 		}
@@ -248,11 +280,16 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 	if rounds == 0 {
 		rounds = -1 // proxy.Config: 0 is the default, <0 none
 	}
+	var transport http.RoundTripper // nil: the proxy's default
+	if tel.Enabled() {
+		transport = tel.Transport(proxy.DefaultTransport(), "upstream")
+	}
 	srv, err := proxy.New(proxy.Config{
 		Upstream:        up,
 		APIKey:          cfg.Upstream.APIKey,
 		OverrideAuth:    cfg.Upstream.OverrideAuth,
-		Rewriter:        def,
+		Transport:       transport,
+		Rewriter:        traceRewriter(tel, def, ""),
 		Library:         reg,
 		AB:              ab,
 		MaxToolRounds:   rounds,
@@ -265,7 +302,7 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 	}
 	build := func(ctx context.Context) error {
 		for _, lr := range late {
-			r, err := newRouter(ctx, reg, embedders[lr], ropts)
+			r, err := newRouter(ctx, reg, embedders[lr], ropts, wrapEmbedder)
 			if err != nil {
 				if lr.arm != "" {
 					return fmt.Errorf("ab arm %q: %w", lr.arm, err)
