@@ -196,6 +196,12 @@ func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) 
 		"dir", p.dir, "reason", p.why)
 }
 
+// HasPrebuilt reports whether dir holds a prebuilt index (of any embedder).
+func HasPrebuilt(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "prebuilt-*.json"))
+	return len(m) > 0
+}
+
 // SavePrebuilt writes the current indexes to dir as a prebuilt index for
 // Options.Prebuilt: the vectors, the fitted embedder's state (when it
 // implements encoding.BinaryMarshaler, as the builtin does) and the
@@ -224,6 +230,11 @@ func (r *Router) SavePrebuilt(dir string) error {
 		m.Vectors = index.FileName(m.Embedder)
 		if err := ix.vec.Save(filepath.Join(dir, m.Vectors)); err != nil {
 			return fmt.Errorf("router: saving vectors: %w", err)
+		}
+		// Replicas often run as another user than the one that built
+		// the index (an image layer, a volume).
+		if err := os.Chmod(filepath.Join(dir, m.Vectors), 0o644); err != nil {
+			return err
 		}
 		if bm, ok := ix.emb.(encoding.BinaryMarshaler); ok && r.opts.Fit != nil {
 			state, err := bm.MarshalBinary()

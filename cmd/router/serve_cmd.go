@@ -310,7 +310,7 @@ func buildProxyTraced(ctx context.Context, cfg serveConfig, roots []string, log 
 				return err
 			}
 			rw := proxy.NewRewriter(r, rwOpts)
-			warmUp(ctx, rw)
+			warmUp(ctx, rw, providerName(embedders[lr]) == embed.ProviderBuiltin)
 			lr.set(rw)
 		}
 		if cfg.Exec.Enabled {
@@ -326,10 +326,15 @@ func buildProxyTraced(ctx context.Context, cfg serveConfig, roots []string, log 
 
 // warmUp rewrites a throw-away request before the rewriter goes live, so
 // one-time initialisation (tokenizer tables, caches) is not paid by the
-// first user.
-func warmUp(ctx context.Context, rw proxy.Rewriter) {
+// first user. With a remote embedder it ranks with bm25: a start-up makes
+// no embedding call the library does not need (none from a prebuilt index).
+func warmUp(ctx context.Context, rw proxy.Rewriter, inProcessEmbedder bool) {
 	body := []byte(`{"model":"warm-up","messages":[{"role":"user","content":"warm up the skill router"}]}`)
-	_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
+	ov := router.Overrides{}
+	if !inProcessEmbedder {
+		ov.Strategy = router.StrategyBM25
+	}
+	_, _ = rw.RewriteChat(ctx, body, ov)
 }
 
 // routerOptions maps the routing section to router.Options.
@@ -339,6 +344,7 @@ func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
 		MaxAutoLoad:  cfg.Routing.MaxAutoLoad,
 		EmbedTimeout: cfg.Routing.EmbedTimeout,
 		IndexDir:     cfg.Routing.IndexDir,
+		Prebuilt:     cfg.Routing.Prebuilt,
 		RankCache:    cfg.Routing.RankCache,
 		Logger:       log,
 	}

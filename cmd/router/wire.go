@@ -84,6 +84,7 @@ func withEmbedder(ec embed.Config, opts router.Options) (router.Options, error) 
 	opts.Embedder = e
 	if b, ok := e.(*embed.Builtin); ok {
 		opts.Fit = func(corpus []string) router.Embedder { return b.Fit(corpus) }
+		opts.Restore = func(state []byte) (router.Embedder, error) { return embed.RestoreBuiltin(state) }
 	} else if opts.IndexDir == "" {
 		if dir, err := embed.CacheDir(ec.CacheDir); err == nil && dir != "" {
 			opts.IndexDir = dir
@@ -134,6 +135,15 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		opts.Embedder = wrap(opts.Embedder)
 		if fit := opts.Fit; fit != nil {
 			opts.Fit = func(corpus []string) router.Embedder { return wrap(fit(corpus)) }
+		}
+		if restore := opts.Restore; restore != nil {
+			opts.Restore = func(state []byte) (router.Embedder, error) {
+				e, err := restore(state)
+				if err != nil {
+					return nil, err
+				}
+				return wrap(e), nil
+			}
 		}
 	}
 	log := opts.Logger
