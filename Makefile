@@ -38,3 +38,9 @@ image:
 # root filesystem; installs buildah with apt-get when it is missing.
 image-check:
 	bash scripts/image.sh --install --check --tag $(IMAGE)
+
+# Helm chart: helm lint --strict and helm template with each values file,
+# manifests and configuration checked by a Go test (also part of `make test`).
+# The first run on a machine builds helm v3.22.0 into the user cache.
+helm-check:
+	$(GO) test -count=1 -run TestHelmChart -v ./cmd/router
