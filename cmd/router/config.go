@@ -67,6 +67,7 @@ type routingConfig struct {
 	EmbedTimeout time.Duration      `yaml:"embed_timeout"`
 	MinScore     map[string]float64 `yaml:"min_score"`
 	IndexDir     string             `yaml:"index_dir"`
+	Prebuilt     string             `yaml:"prebuilt_index"`
 	RankCache    int                `yaml:"rank_cache"`
 }
 
@@ -224,6 +225,7 @@ var serveKeys = []configKey{
 	{"routing.max_auto_load", "max-auto-load", "int", "skills auto-loaded per request at most (0 = none)", func(c *serveConfig) any { return &c.Routing.MaxAutoLoad }},
 	{"routing.embed_timeout", "embed-timeout", "duration", "latency budget of the query embedding before falling back to bm25", func(c *serveConfig) any { return &c.Routing.EmbedTimeout }},
 	{"routing.index_dir", "", "string", "where the vector index persists (remote embedders default to the cache folder)", func(c *serveConfig) any { return &c.Routing.IndexDir }},
+	{"routing.prebuilt_index", "index", "string", "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", func(c *serveConfig) any { return &c.Routing.Prebuilt }},
 	{"routing.rank_cache", "", "int", "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", func(c *serveConfig) any { return &c.Routing.RankCache }},
 	{"rewrite.catalog_format", "catalog-format", "string", "catalog format: agent-skills, anthropic or qark", func(c *serveConfig) any { return &c.Rewrite.CatalogFormat }},
 	{"rewrite.catalog_mode", "catalog-mode", "string", "catalog mode: all, enabled or auto", func(c *serveConfig) any { return &c.Rewrite.CatalogMode }},
@@ -377,13 +379,19 @@ type serveFlags struct {
 
 // registerServeFlags adds every key's flag to fs, with the default in its help.
 func registerServeFlags(fs *pflag.FlagSet, sf *serveFlags) {
-	def := defaultServeConfig()
-	sf.keyFlags = map[string]*keyFlag{}
 	fs.StringVarP(&sf.config, "config", "c", "", "YAML configuration file (env SKILLROUTER_CONFIG)")
 	addSkillsFlag(fs, &sf.skills)
 	fs.BoolVar(&sf.printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
+	registerKeyFlags(fs, sf, func(configKey) bool { return true })
+}
+
+// registerKeyFlags adds the flags of the keys keep accepts (commands that
+// read the serve configuration for part of it, such as index build).
+func registerKeyFlags(fs *pflag.FlagSet, sf *serveFlags, keep func(configKey) bool) {
+	def := defaultServeConfig()
+	sf.keyFlags = map[string]*keyFlag{}
 	for _, k := range serveKeys {
-		if k.flag == "" {
+		if k.flag == "" || !keep(k) {
 			continue
 		}
 		kf := &keyFlag{kind: k.kind}

@@ -101,7 +101,7 @@ func runMCP(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled)
 	built := make(chan *router.Router, 1)
 	go func() {
-		r, err := newRouter(ctx, reg, cfg.Embedder, routerOptions(cfg, log))
+		r, err := newRouter(ctx, reg, cfg.Embedder, routerOptions(cfg, log), nil)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("stopping: the routing index could not be built", "err", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/telemetry"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -106,12 +107,18 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tel, log)
+	log = slog.New(tel.LogHandler(log.Handler())) // trace ids in the access log
 	// A port in use fails now, not after the index is built.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled)
+	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, tel)
 	if err != nil {
 		ln.Close()
 		return err
@@ -126,9 +133,9 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", cfg.Upstream.URL,
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
-		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln))
+		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
 	hs := &http.Server{
-		Handler:           handler,
+		Handler:           tel.Handler(handler, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -186,6 +193,15 @@ func mcpURL(cfg serveConfig, ln net.Listener) string {
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
+// flushTraces exports the spans still buffered when the server stops.
+func flushTraces(tel *telemetry.Provider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("exporting the last traces failed", "err", err)
+	}
+}
+
 func providerName(c embed.Config) string {
 	if c.Provider == "" {
 		return embed.ProviderBuiltin
@@ -197,14 +213,21 @@ func providerName(c embed.Config) string {
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
 func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
-	srv, reg, _, build, err := buildServer(ctx, cfg, roots, log, false)
+	srv, reg, _, build, err := buildServer(ctx, cfg, roots, log, false, nil)
 	return srv, reg, build, err
 }
 
 // buildServer is buildProxy plus, with withMCP, the MCP server over the same
-// library, default router and sandbox (nil without).
-func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger, withMCP bool) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
+// library, default router and sandbox (nil without), and tracing: tel's
+// spans around routing, embedding and tool calls, and its transports for the
+// upstream and remote embedders (a nil or disabled tel adds nothing).
+func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger, withMCP bool, tel *telemetry.Provider) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
 	ropts := routerOptions(cfg, log)
+	var wrapEmbedder func(router.Embedder) router.Embedder
+	if tel.Enabled() {
+		wrapEmbedder = func(e router.Embedder) router.Embedder { return tel.Embedder(e) }
+		cfg.Embedder.Transport = tel.Transport(nil, "embedder")
+	}
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
 		return nil, nil, nil, nil, err
 	}
@@ -243,8 +266,12 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 					return nil, nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
 				}
 				lr := &lateRewriter{arm: a.Name}
-				late, embedders[lr] = append(late, lr), *a.Embedder
-				arm.Rewriter = lr
+				ec := *a.Embedder
+				if tel.Enabled() {
+					ec.Transport = cfg.Embedder.Transport
+				}
+				late, embedders[lr] = append(late, lr), ec
+				arm.Rewriter = traceRewriter(tel, lr, a.Name)
 			}
 			ab.Arms = append(ab.Arms, arm)
 		}
@@ -258,13 +285,18 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 	if cfg.Upstream.AnthropicURL != "" {
 		anthropic, _ = url.Parse(cfg.Upstream.AnthropicURL) // validated
 	}
+	var transport http.RoundTripper // nil: the proxy's default
+	if tel.Enabled() {
+		transport = tel.Transport(proxy.DefaultTransport(), "upstream")
+	}
 	srv, err := proxy.New(proxy.Config{
 		Upstream:          up,
 		AnthropicUpstream: anthropic,
 		AnthropicAPIKey:   cfg.Upstream.AnthropicAPIKey,
 		APIKey:            cfg.Upstream.APIKey,
 		OverrideAuth:      cfg.Upstream.OverrideAuth,
-		Rewriter:          def,
+		Transport:         transport,
+		Rewriter:          traceRewriter(tel, def, ""),
 		Library:           reg,
 		AB:                ab,
 		MaxToolRounds:     rounds,
@@ -277,7 +309,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 	}
 	build := func(ctx context.Context) error {
 		for _, lr := range late {
-			r, err := newRouter(ctx, reg, embedders[lr], ropts)
+			r, err := newRouter(ctx, reg, embedders[lr], ropts, wrapEmbedder)
 			if err != nil {
 				if lr.arm != "" {
 					return fmt.Errorf("ab arm %q: %w", lr.arm, err)
@@ -285,7 +317,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 				return err
 			}
 			rw := proxy.NewRewriter(r, rwOpts)
-			warmUp(ctx, rw)
+			warmUp(ctx, rw, providerName(embedders[lr]) == embed.ProviderBuiltin)
 			lr.set(rw)
 			if lr == def && mcpSrv != nil {
 				mcpSrv.SetRouter(r)
@@ -301,10 +333,15 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 
 // warmUp rewrites a throw-away request before the rewriter goes live, so
 // one-time initialisation (tokenizer tables, caches) is not paid by the
-// first user.
-func warmUp(ctx context.Context, rw proxy.Rewriter) {
+// first user. With a remote embedder it ranks with bm25: a start-up makes
+// no embedding call the library does not need (none from a prebuilt index).
+func warmUp(ctx context.Context, rw proxy.Rewriter, inProcessEmbedder bool) {
 	req := &wire.Request{API: wire.APIChat, Model: "warm-up", Turns: []wire.Turn{{Role: "user", Text: "warm up the skill router"}}}
-	_, _ = rw.Rewrite(ctx, req, router.Overrides{})
+	ov := router.Overrides{}
+	if !inProcessEmbedder {
+		ov.Strategy = router.StrategyBM25
+	}
+	_, _ = rw.Rewrite(ctx, req, ov)
 }
 
 // routerOptions maps the routing section to router.Options.
@@ -314,6 +351,7 @@ func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
 		MaxAutoLoad:  cfg.Routing.MaxAutoLoad,
 		EmbedTimeout: cfg.Routing.EmbedTimeout,
 		IndexDir:     cfg.Routing.IndexDir,
+		Prebuilt:     cfg.Routing.Prebuilt,
 		RankCache:    cfg.Routing.RankCache,
 		Logger:       log,
 	}
