@@ -177,7 +177,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.httpError
-	e.Use(s.observe)
+	e.Use(s.observe, s.confine)
 
 	own(e, "/healthz", endpoint{http.MethodGet, s.healthz})
 	own(e, "/readyz", endpoint{http.MethodGet, s.readyz})

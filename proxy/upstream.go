@@ -24,12 +24,16 @@ type upstreamTarget struct {
 	overrideAuth bool
 }
 
-// url maps a client path under /v1 to the target's base URL.
-func (t *upstreamTarget) url(clientPath, rawQuery string) string {
+// url maps a client path under /v1 to the target's base URL; a path that
+// would leave the base (see confine.go) is an error.
+func (t *upstreamTarget) url(clientPath, rawQuery string) (string, error) {
 	u := *t.base
 	u.Path = t.base.Path + strings.TrimPrefix(clientPath, "/v1")
+	if !strings.HasPrefix(clientPath, "/v1/") && clientPath != "/v1" || !within(u.Path, t.base.Path) {
+		return "", errOutsideBase
+	}
 	u.RawQuery = rawQuery
-	return u.String()
+	return u.String(), nil
 }
 
 // header builds the upstream request headers from the client's.
@@ -59,7 +63,12 @@ func (t *upstreamTarget) header(in http.Header) http.Header {
 // chat path needs to parse it; pass-through relays the encoding untouched.
 func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, body io.Reader, length int64, decoded bool) (*http.Response, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
-	req, err := http.NewRequestWithContext(ctx, in.Method, t.url(in.URL.Path, in.URL.RawQuery), body)
+	target, err := t.url(in.URL.Path, in.URL.RawQuery)
+	if err != nil {
+		cancel()
+		return nil, 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, in.Method, target, body)
 	if err != nil {
 		cancel()
 		return nil, 0, err
@@ -123,6 +132,9 @@ type failure struct {
 func classify(clientCtx context.Context, err error) failure {
 	if clientCtx.Err() != nil {
 		return failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}
+	}
+	if errors.Is(err, errOutsideBase) {
+		return failure{status: http.StatusBadRequest, code: "invalid_path", msg: err.Error()}
 	}
 	var mr errModifyResponse
 	if errors.As(err, &mr) {
@@ -194,5 +206,9 @@ func (f failure) write(w http.ResponseWriter, a api) {
 	if f.status == statusClientClosed {
 		return
 	}
-	writeError(w, a, &wire.Error{Status: f.status, Kind: wire.KindUpstream, Code: f.code, Message: f.msg})
+	kind := wire.KindUpstream
+	if f.status < 500 {
+		kind = wire.KindInvalidRequest
+	}
+	writeError(w, a, &wire.Error{Status: f.status, Kind: kind, Code: f.code, Message: f.msg})
 }
