@@ -69,7 +69,7 @@ func TestPassThroughConfinement(t *testing.T) {
 		t.Fatalf("upstream got %d requests: %+v", n, h.up.Requests())
 	}
 	for target, want := range map[string]string{
-		"/v1/models/gpt-4o":           "/openai/v1/models/gpt-4o",
+		"/v1/models/gpt-4o":            "/openai/v1/models/gpt-4o",
 		"/v1/files/file%20x?purpose=a": "/openai/v1/files/file x",
 		"/v1/models/ft:gpt-4o:org..1":  "/openai/v1/models/ft:gpt-4o:org..1",
 		"/v1/files/.hidden":            "/openai/v1/files/.hidden",
