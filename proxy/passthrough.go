@@ -21,7 +21,7 @@ func (s *Server) passthrough(c echo.Context) error {
 		body = http.NoBody
 	}
 	a := apiForPath(r.URL.Path)
-	resp, elapsed, err := s.send(r.Context(), a.target(s), r, body, r.ContentLength, false)
+	resp, elapsed, err := s.send(r.Context(), a.target(s), r, body, r.ContentLength, false, exchangePass)
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {
 		f := classify(r.Context(), err)

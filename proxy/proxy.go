@@ -21,6 +21,9 @@ const (
 	DefaultMaxToolRounds   = 4
 	DefaultBodyLimit       = 8 << 20
 	DefaultUpstreamTimeout = 10 * time.Minute
+	DefaultConnectTimeout  = 10 * time.Second
+	DefaultHeaderTimeout   = time.Minute
+	DefaultIdleTimeout     = 5 * time.Minute
 	DefaultUpstream        = "http://127.0.0.1:11434/v1"
 	// maxUpstreamBody bounds a non-streaming chat answer read into memory.
 	maxUpstreamBody = 64 << 20
@@ -59,8 +62,23 @@ type Config struct {
 	MaxToolRounds int
 	// BodyLimit bounds chat request bodies in bytes (default 8 MiB); larger → 413.
 	BodyLimit int64
-	// UpstreamTimeout bounds each upstream exchange, headers and body (default 10 min); → 504.
+	// Upstream timeouts (each → 504 upstream_timeout). There is no bound on
+	// a whole stream: a healthy one may run for hours.
+	//
+	// UpstreamTimeout bounds a non-streaming model exchange, headers and
+	// body (the headers come with the whole answer), and the wait for the
+	// headers of a pass-through request (default 10 min).
 	UpstreamTimeout time.Duration
+	// ConnectTimeout bounds connecting to the upstream, TLS included
+	// (default 10 s); used by the default transport (see NewTransport).
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for the response headers of a streamed
+	// model request (default 1 min): a hung upstream fails within it.
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the silence between two reads of an upstream body
+	// once its headers came, streamed or not (default 5 min: reasoning
+	// models can think for minutes without sending a byte).
+	IdleTimeout time.Duration
 
 	// Logger receives one line per request (nil: slog.Default()).
 	Logger *slog.Logger
@@ -113,6 +131,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UpstreamTimeout <= 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -128,7 +155,7 @@ func New(cfg Config) (*Server, error) {
 		s.anthropic.apiKey = cfg.APIKey
 	}
 	if s.transport == nil {
-		s.transport = defaultTransport()
+		s.transport = NewTransport(cfg.ConnectTimeout)
 	}
 	ab, err := newSplitter(cfg.AB, cfg.Rewriter)
 	if err != nil {
@@ -229,13 +256,20 @@ func (s *Server) httpError(err error, c echo.Context) {
 	writeError(c.Response(), apiForPath(c.Request().URL.Path), &wire.Error{Status: status, Kind: kind, Code: code, Message: msg})
 }
 
-// defaultTransport is http.DefaultTransport with room for the concurrency an
-// LLM gateway sees (one long-lived connection per in-flight stream).
-func defaultTransport() http.RoundTripper {
+// NewTransport is the transport New uses when Config.Transport is nil:
+// http.DefaultTransport with room for the concurrency an LLM gateway sees
+// (one long-lived connection per in-flight stream), connecting (TCP and
+// TLS) within connect (0: DefaultConnectTimeout). Callers that wrap it
+// (tracing) pass the result as Config.Transport.
+func NewTransport(connect time.Duration) http.RoundTripper {
+	if connect <= 0 {
+		connect = DefaultConnectTimeout
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = connect
+	t.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	return t
 }

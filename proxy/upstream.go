@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -57,20 +58,48 @@ func (t *upstreamTarget) header(in http.Header) http.Header {
 	return out
 }
 
-// send performs one upstream exchange bounded by UpstreamTimeout. The caller
-// must close the response body; closing it also releases the timeout.
+// exchange says which timeouts bound an upstream exchange.
+type exchange int
+
+const (
+	// exchangeAnswer is a non-streaming model request: the headers come
+	// with the whole answer, so headers and body are bounded together by
+	// UpstreamTimeout.
+	exchangeAnswer exchange = iota
+	// exchangeStream is a streamed model request: the headers within
+	// HeaderTimeout, then at most IdleTimeout between two reads of the
+	// body, and no bound on the whole: a healthy stream may run for hours.
+	exchangeStream
+	// exchangePass is a pass-through request, streamed or not, which the
+	// proxy does not read: headers within UpstreamTimeout, then at most
+	// IdleTimeout between reads.
+	exchangePass
+)
+
+// send performs one upstream exchange bounded as kind says. The caller
+// must close the response body; closing it also releases the timers.
 // decoded asks for an identity (or transparently decoded) body, which the
-// chat path needs to parse it; pass-through relays the encoding untouched.
-func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, body io.Reader, length int64, decoded bool) (*http.Response, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+// routed paths need to parse it; pass-through relays the encoding untouched.
+func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, body io.Reader, length int64, decoded bool, kind exchange) (*http.Response, time.Duration, error) {
 	target, err := t.url(in.URL.Path, in.URL.RawQuery)
 	if err != nil {
-		cancel()
 		return nil, 0, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	b := &boundedBody{cancel: cancel, idle: s.cfg.IdleTimeout}
+	headerWait := s.cfg.UpstreamTimeout
+	if kind == exchangeStream {
+		headerWait = s.cfg.HeaderTimeout
+	}
+	headers := time.AfterFunc(headerWait, func() { cancel(&timeoutError{phase: phaseHeaders, after: headerWait}) })
+	if kind == exchangeAnswer {
+		// The whole exchange, body included, within UpstreamTimeout.
+		b.total = headers
+		headers = nil
 	}
 	req, err := http.NewRequestWithContext(ctx, in.Method, target, body)
 	if err != nil {
-		cancel()
+		b.release()
 		return nil, 0, err
 	}
 	req.Header = t.header(in.Header)
@@ -89,11 +118,16 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	start := time.Now()
 	resp, err := s.transport.RoundTrip(req)
 	elapsed := time.Since(start)
+	if headers != nil {
+		headers.Stop()
+	}
 	if err != nil {
-		cancel()
+		err = withCause(ctx, err)
+		b.release()
 		return nil, elapsed, err
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	b.ctx, b.ReadCloser = ctx, resp.Body
+	resp.Body = b
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
 			resp.Body.Close()
@@ -107,16 +141,80 @@ type errModifyResponse struct{ error }
 
 func (e errModifyResponse) Unwrap() error { return e.error }
 
-// cancelBody releases the exchange's timeout context when the body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
+// timeoutError is an upstream exchange cut by one of the proxy's timeouts.
+type timeoutError struct {
+	phase string
+	after time.Duration
 }
 
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
+const (
+	phaseHeaders = "sent no response headers"
+	phaseIdle    = "sent nothing more"
+)
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("upstream %s within %s", e.phase, e.after)
+}
+func (e *timeoutError) Timeout() bool { return true }
+
+// withCause replaces the context error of an exchange the proxy cut with
+// the timeout that cut it.
+func withCause(ctx context.Context, err error) error {
+	var te *timeoutError
+	if errors.As(context.Cause(ctx), &te) && !errors.As(err, &te) {
+		return fmt.Errorf("%w (%v)", te, err)
+	}
 	return err
+}
+
+// boundedBody is an upstream response body under the exchange's timers:
+// the idle timer runs while a Read waits for the upstream (not while the
+// proxy writes to its client); total bounds a non-streaming exchange.
+// Closing it stops the timers and releases the exchange's context.
+type boundedBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	idle   time.Duration
+	timer  *time.Timer
+	total  *time.Timer
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.idle > 0 {
+		if b.timer == nil {
+			b.timer = time.AfterFunc(b.idle, func() { b.cancel(&timeoutError{phase: phaseIdle, after: b.idle}) })
+		} else {
+			b.timer.Reset(b.idle)
+		}
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	if err != nil && err != io.EOF {
+		err = withCause(b.ctx, err)
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error {
+	var err error
+	if b.ReadCloser != nil {
+		err = b.ReadCloser.Close()
+	}
+	b.release()
+	return err
+}
+
+func (b *boundedBody) release() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	if b.total != nil {
+		b.total.Stop()
+	}
+	b.cancel(nil)
 }
 
 // failure classifies an upstream exchange error: the client went away (499,
@@ -146,12 +244,19 @@ func classify(clientCtx context.Context, err error) failure {
 }
 
 func classifyUpstream(err error) failure {
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: " + te.Error()}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout() {
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: could not connect"}
+	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out"}
 	}
 	// Reached, then hung up: net/http says no more than "EOF".
-	var oe *net.OpError
 	switch {
 	case errors.As(err, &oe) && oe.Op == "dial": // never reached: unreachable, below
 	case errors.Is(err, io.EOF):

@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -59,6 +60,9 @@ type upstreamConfig struct {
 	AnthropicAPIKey string        `yaml:"anthropic_api_key"`
 	OverrideAuth    bool          `yaml:"override_auth"`
 	Timeout         time.Duration `yaml:"timeout"`
+	ConnectTimeout  time.Duration `yaml:"connect_timeout"`
+	HeaderTimeout   time.Duration `yaml:"header_timeout"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 }
 
 type routingConfig struct {
@@ -167,8 +171,9 @@ func formatSize(n int64) string {
 // defaultServeConfig is the configuration with nothing set.
 func defaultServeConfig() serveConfig {
 	return serveConfig{
-		Listen:     "127.0.0.1:8080",
-		Upstream:   upstreamConfig{URL: "http://127.0.0.1:11434/v1", Timeout: 10 * time.Minute},
+		Listen: "127.0.0.1:8080",
+		Upstream: upstreamConfig{URL: "http://127.0.0.1:11434/v1", Timeout: proxy.DefaultUpstreamTimeout,
+			ConnectTimeout: proxy.DefaultConnectTimeout, HeaderTimeout: proxy.DefaultHeaderTimeout, IdleTimeout: proxy.DefaultIdleTimeout},
 		Watch:      true,
 		Embedder:   embed.Config{Provider: embed.ProviderBuiltin},
 		Routing:    routingConfig{Strategy: string(router.DefaultStrategy), MaxAutoLoad: router.DefaultMaxAutoLoad, EmbedTimeout: router.DefaultEmbedTimeout},
@@ -209,7 +214,10 @@ var serveKeys = []configKey{
 	{"upstream.anthropic_url", "anthropic-upstream", "string", "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", func(c *serveConfig) any { return &c.Upstream.AnthropicURL }},
 	{"upstream.anthropic_api_key", "anthropic-api-key", "string", "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", func(c *serveConfig) any { return &c.Upstream.AnthropicAPIKey }},
 	{"upstream.override_auth", "upstream-override-auth", "bool", "always send upstream.api_key, replacing the client's Authorization", func(c *serveConfig) any { return &c.Upstream.OverrideAuth }},
-	{"upstream.timeout", "upstream-timeout", "duration", "bound on each upstream exchange, headers and body (504 when hit)", func(c *serveConfig) any { return &c.Upstream.Timeout }},
+	{"upstream.timeout", "upstream-timeout", "duration", "bound on a non-streaming exchange, headers and body, and on the headers of a pass-through request (504 when hit)", func(c *serveConfig) any { return &c.Upstream.Timeout }},
+	{"upstream.connect_timeout", "upstream-connect-timeout", "duration", "bound on connecting to the upstream, TLS included (504 when hit)", func(c *serveConfig) any { return &c.Upstream.ConnectTimeout }},
+	{"upstream.header_timeout", "upstream-header-timeout", "duration", "bound on the wait for a streamed answer's response headers: a hung upstream fails within it (504)", func(c *serveConfig) any { return &c.Upstream.HeaderTimeout }},
+	{"upstream.idle_timeout", "upstream-idle-timeout", "duration", "bound on the silence between two reads of an upstream body; no bound on a whole stream (error event when hit)", func(c *serveConfig) any { return &c.Upstream.IdleTimeout }},
 	{"skills", "", "paths", "skill library folders (flag --skills, repeatable; env: separated by " + string(os.PathListSeparator) + ")", func(c *serveConfig) any { return &c.Skills }},
 	{"watch", "watch", "bool", "reload the library when its files change", func(c *serveConfig) any { return &c.Watch }},
 	{"embedder.provider", "embedder", "string", "embedding provider: builtin, ollama or openai", func(c *serveConfig) any { return &c.Embedder.Provider }},
@@ -599,8 +607,11 @@ func (c *serveConfig) validate() error {
 	if c.BodyLimit <= 0 {
 		return fmt.Errorf("body_limit: must be positive")
 	}
-	if c.Upstream.Timeout <= 0 {
-		return fmt.Errorf("upstream.timeout: must be positive")
+	for name, d := range map[string]time.Duration{"upstream.timeout": c.Upstream.Timeout, "upstream.connect_timeout": c.Upstream.ConnectTimeout,
+		"upstream.header_timeout": c.Upstream.HeaderTimeout, "upstream.idle_timeout": c.Upstream.IdleTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("%s: must be positive", name)
+		}
 	}
 	for k := range c.Routing.MinScore {
 		if !router.ValidStrategy(router.Strategy(k)) {

@@ -109,7 +109,7 @@ func TestServeConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", "listen: x:1\nlistn: y\n", nil, nil, `line 2: unknown key "listn"`},
-		{"unknown nested key", "upstream:\n  urll: http://x/v1\n", nil, nil, `unknown key "upstream.urll" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, override_auth, timeout, url)`},
+		{"unknown nested key", "upstream:\n  urll: http://x/v1\n", nil, nil, `unknown key "upstream.urll" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url)`},
 		{"unknown arm key", "ab:\n  arms:\n    - name: a\n      percnt: 50\n", nil, nil, `unknown key "ab.arms[0].percnt"`},
 		{"unknown embedder key", "embedder:\n  provder: ollama\n", nil, nil, `unknown key "embedder.provder"`},
 		{"bad yaml", "listen: [\n", nil, nil, "config"},

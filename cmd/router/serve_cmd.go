@@ -287,7 +287,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 	}
 	var transport http.RoundTripper // nil: the proxy's default
 	if tel.Enabled() {
-		transport = tel.Transport(proxy.DefaultTransport(), "upstream")
+		transport = tel.Transport(proxy.NewTransport(cfg.Upstream.ConnectTimeout), "upstream")
 	}
 	srv, err := proxy.New(proxy.Config{
 		Upstream:          up,
@@ -302,6 +302,9 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 		MaxToolRounds:     rounds,
 		BodyLimit:         int64(cfg.BodyLimit),
 		UpstreamTimeout:   cfg.Upstream.Timeout,
+		ConnectTimeout:    cfg.Upstream.ConnectTimeout,
+		HeaderTimeout:     cfg.Upstream.HeaderTimeout,
+		IdleTimeout:       cfg.Upstream.IdleTimeout,
 		Logger:            log,
 	})
 	if err != nil {
