@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,6 +106,11 @@ type Server struct {
 	ab        *splitter
 	echo      *echo.Echo
 	arms      []*armState // every configured arm, for readiness
+
+	// Shutdown: Drain cancels drainCtx, which ends every request context.
+	drainCtx    context.Context
+	drainCancel context.CancelCauseFunc
+	inflight    inflightCounter
 }
 
 // New validates cfg, applies defaults and builds the routes.
@@ -147,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry = newDefaultRegistry()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport}
+	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}
 	s.anthropic = upstreamTarget{base: s.openai.base, apiKey: cfg.AnthropicAPIKey, keyHeader: "X-Api-Key", overrideAuth: cfg.OverrideAuth}
 	if cfg.AnthropicUpstream != nil {

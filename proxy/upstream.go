@@ -228,6 +228,9 @@ type failure struct {
 }
 
 func classify(clientCtx context.Context, err error) failure {
+	if errors.Is(context.Cause(clientCtx), errShutdown) {
+		return shutdownFailure()
+	}
 	if clientCtx.Err() != nil {
 		return failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}
 	}
@@ -296,6 +299,10 @@ func (f failure) logText() string {
 // started: the upstream was reached, so what classify calls unreachable is a
 // failure of the stream itself.
 func classifyStream(clientCtx context.Context, err error) failure {
+	var me *malformedError
+	if errors.As(err, &me) && clientCtx.Err() == nil {
+		return failure{status: http.StatusBadGateway, code: "upstream_malformed_event", msg: err.Error(), detail: err.Error()}
+	}
 	if errors.Is(err, wire.ErrEventTooLarge) && clientCtx.Err() == nil {
 		return failure{status: http.StatusBadGateway, code: "upstream_response_too_large", msg: err.Error(), detail: err.Error()}
 	}
