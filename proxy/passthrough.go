@@ -26,6 +26,12 @@ func (s *Server) passthrough(c echo.Context) error {
 	resp, elapsed, err := s.send(ctx, a.target(s), r, body, r.ContentLength, false, exchangePass)
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {
+		if bodyTimedOut(r) {
+			werr := requestTimeout(s.cfg.Access.BodyTimeout)
+			info.status, info.err = werr.Status, werr.Message
+			writeError(c.Response(), a, werr)
+			return nil
+		}
 		s.fail(c.Response(), a, info, classify(ctx, err))
 		return nil
 	}

@@ -81,6 +81,13 @@ type Config struct {
 	// models can think for minutes without sending a byte).
 	IdleTimeout time.Duration
 
+	// Access says who may use the proxy: browser origins, Host names,
+	// client keys, the admin token, and the request body deadline.
+	Access Access
+	// MetricsElsewhere: /metrics is not served with the API (cmd/router
+	// serves MetricsHandler on server.metrics_listen instead).
+	MetricsElsewhere bool
+
 	// Logger receives one line per request (nil: slog.Default()).
 	Logger *slog.Logger
 	// Registry receives the proxy's metrics and is served on /metrics
@@ -146,6 +153,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.Access.BodyTimeout == 0 {
+		cfg.Access.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -200,6 +210,9 @@ func baseURL(u *url.URL) *url.URL {
 // ServeHTTP serves the proxy's routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
+// MetricsHandler serves the Prometheus registry (what /metrics serves).
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
+
 // Registry returns the Prometheus registry the proxy reports to.
 func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
 
@@ -211,11 +224,13 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.httpError
-	e.Use(s.observe, s.confine)
+	e.Use(s.observe, s.guard, s.confine)
 
 	own(e, "/healthz", endpoint{http.MethodGet, s.healthz})
 	own(e, "/readyz", endpoint{http.MethodGet, s.readyz})
-	own(e, "/metrics", endpoint{http.MethodGet, echo.WrapHandler(s.metrics.handler())})
+	if !s.cfg.MetricsElsewhere {
+		own(e, "/metrics", endpoint{http.MethodGet, echo.WrapHandler(s.metrics.handler())})
+	}
 	// Only POST: other methods on chat completions are OpenAI's stored
 	// completions (GET lists them), passed through.
 	e.POST("/v1/chat/completions", s.serveAPI(chatAPI{}))
