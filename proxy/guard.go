@@ -199,7 +199,9 @@ func clientKey(r *http.Request) (string, bool) {
 	return "", false
 }
 
-func anthropicPath(p string) bool { return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") }
+func anthropicPath(p string) bool {
+	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/")
+}
 
 func keyHeaders(p string) string {
 	if anthropicPath(p) {
