@@ -45,6 +45,28 @@ type serveConfig struct {
 	Exec       execConfig     `yaml:"exec"`
 	AB         abConfig       `yaml:"ab"`
 	MCP        mcpConfig      `yaml:"mcp"`
+	Server     serverConfig   `yaml:"server"`
+	Auth       authConfig     `yaml:"auth"`
+}
+
+// serverConfig is the HTTP server: timeouts, the connection cap, shutdown,
+// browser protections and where /metrics is served (docs/security.md).
+type serverConfig struct {
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	BodyTimeout       time.Duration `yaml:"body_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxConnections    int           `yaml:"max_connections"`
+	ShutdownGrace     time.Duration `yaml:"shutdown_grace"`
+	AllowedOrigins    []string      `yaml:"allowed_origins"`
+	AllowedHosts      []string      `yaml:"allowed_hosts"`
+	MetricsListen     string        `yaml:"metrics_listen"`
+}
+
+// authConfig is who may use the proxy: client keys and the admin token.
+type authConfig struct {
+	APIKeys     []string `yaml:"api_keys"`
+	APIKeysFile string   `yaml:"api_keys_file"`
+	AdminToken  string   `yaml:"admin_token"`
 }
 
 // mcpConfig is the MCP face of `router serve` (streamable HTTP at /mcp);
@@ -188,6 +210,8 @@ func defaultServeConfig() serveConfig {
 		Exec: execConfig{Timeout: 60 * time.Second, OutputLimit: 100 << 10, Confinement: "auto"},
 		AB:   abConfig{Header: "X-Session-Id"},
 		MCP:  mcpConfig{Enabled: true},
+		Server: serverConfig{ReadHeaderTimeout: 10 * time.Second, BodyTimeout: proxy.DefaultBodyTimeout, IdleTimeout: time.Minute,
+			MaxConnections: defaultMaxConnections, ShutdownGrace: 30 * time.Second},
 	}
 }
 
@@ -257,6 +281,17 @@ var serveKeys = []configKey{
 	{"exec.confinement", "", "string", "write confinement of scripts: auto, landlock or none", func(c *serveConfig) any { return &c.Exec.Confinement }},
 	{"exec.output_dir", "", "string", "root of per-conversation output folders (default $TMPDIR/skillrouter-out)", func(c *serveConfig) any { return &c.Exec.OutputDir }},
 	{"mcp.enabled", "mcp", "bool", "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", func(c *serveConfig) any { return &c.MCP.Enabled }},
+	{"server.read_header_timeout", "", "duration", "time a client has to send the request headers", func(c *serveConfig) any { return &c.Server.ReadHeaderTimeout }},
+	{"server.body_timeout", "body-timeout", "duration", "time a client has to send the request body (408 beyond; large pass-through uploads may need more)", func(c *serveConfig) any { return &c.Server.BodyTimeout }},
+	{"server.idle_timeout", "", "duration", "how long an idle keep-alive connection is kept open", func(c *serveConfig) any { return &c.Server.IdleTimeout }},
+	{"server.max_connections", "max-connections", "int", "client connections at once; more are answered 503 and closed (lowered to fit the open-file limit)", func(c *serveConfig) any { return &c.Server.MaxConnections }},
+	{"server.shutdown_grace", "shutdown-grace", "duration", "on SIGINT/SIGTERM, time in-flight requests get to finish before streams are ended with an error event (a second signal exits at once)", func(c *serveConfig) any { return &c.Server.ShutdownGrace }},
+	{"server.allowed_origins", "allowed-origins", "list", "browser origins allowed to call the proxy (CORS; * any); requests with any other Origin get 403", func(c *serveConfig) any { return &c.Server.AllowedOrigins }},
+	{"server.allowed_hosts", "allowed-hosts", "list", "Host names served besides IP literals, localhost and this machine's name (*.example.com, * any); others get 403 (DNS rebinding)", func(c *serveConfig) any { return &c.Server.AllowedHosts }},
+	{"server.metrics_listen", "metrics-listen", "string", "serve /metrics on this address instead of with the API (host:port)", func(c *serveConfig) any { return &c.Server.MetricsListen }},
+	{"auth.api_keys", "", "list", "client keys: clients must send one (Authorization: Bearer; x-api-key on /v1/messages); never forwarded (env: comma-separated)", func(c *serveConfig) any { return &c.Auth.APIKeys }},
+	{"auth.api_keys_file", "api-keys-file", "string", "file of client keys, one a line (# comments), added to auth.api_keys", func(c *serveConfig) any { return &c.Auth.APIKeysFile }},
+	{"auth.admin_token", "", "string", "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only", func(c *serveConfig) any { return &c.Auth.AdminToken }},
 	{"ab.header", "", "string", "A/B: request header hashed to pick an arm (else the user field, else the first user message)", func(c *serveConfig) any { return &c.AB.Header }},
 	{"ab.seed", "", "string", "A/B: hash seed; change it to reshuffle assignments", func(c *serveConfig) any { return &c.AB.Seed }},
 }
@@ -264,15 +299,16 @@ var serveKeys = []configKey{
 // shownDefaults replaces a zero default in --help where the real default
 // is decided downstream (by the embedding provider or the sandbox).
 var shownDefaults = map[string]string{
-	"embedder.model":      "per provider",
-	"embedder.dimensions": "per provider",
-	"embedder.batch_size": "64",
-	"embedder.timeout":    "30s",
-	"embedder.retries":    "2",
-	"embedder.cache_dir":  "$XDG_CACHE_HOME/skillrouter",
-	"routing.rank_cache":  "up to 1024 (32 MiB)",
-	"exec.concurrency":    "max(2, CPUs)",
-	"exec.output_dir":     "$TMPDIR/skillrouter-out",
+	"embedder.model":         "per provider",
+	"embedder.dimensions":    "per provider",
+	"embedder.batch_size":    "64",
+	"embedder.timeout":       "30s",
+	"embedder.retries":       "2",
+	"embedder.cache_dir":     "$XDG_CACHE_HOME/skillrouter",
+	"routing.rank_cache":     "up to 1024 (32 MiB)",
+	"exec.concurrency":       "max(2, CPUs)",
+	"server.allowed_origins": "none",
+	"exec.output_dir":        "$TMPDIR/skillrouter-out",
 }
 
 // envAliases are the shorter variables the route and bench commands read;
@@ -613,6 +649,18 @@ func (c *serveConfig) validate() error {
 			return fmt.Errorf("%s: must be positive", name)
 		}
 	}
+	for name, d := range map[string]time.Duration{"server.read_header_timeout": c.Server.ReadHeaderTimeout,
+		"server.body_timeout": c.Server.BodyTimeout, "server.idle_timeout": c.Server.IdleTimeout, "server.shutdown_grace": c.Server.ShutdownGrace} {
+		if d <= 0 {
+			return fmt.Errorf("%s: must be positive", name)
+		}
+	}
+	if c.Server.MaxConnections <= 0 {
+		return fmt.Errorf("server.max_connections: must be positive")
+	}
+	if c.Server.MetricsListen != "" && c.Server.MetricsListen == c.Listen {
+		return fmt.Errorf("server.metrics_listen %q: must differ from listen", c.Server.MetricsListen)
+	}
 	for k := range c.Routing.MinScore {
 		if !router.ValidStrategy(router.Strategy(k)) {
 			return fmt.Errorf("routing.min_score: unknown strategy %q", k)
@@ -637,7 +685,14 @@ func (c serveConfig) redacted() serveConfig {
 		}
 	}
 	hide(&c.Upstream.APIKey)
+	hide(&c.Upstream.AnthropicAPIKey)
 	hide(&c.Embedder.APIKey)
+	hide(&c.Auth.AdminToken)
+	keys := make([]string, len(c.Auth.APIKeys))
+	for i := range keys {
+		keys[i] = "REDACTED"
+	}
+	c.Auth.APIKeys = keys
 	arms := make([]armConfig, len(c.AB.Arms))
 	for i, a := range c.AB.Arms {
 		if a.Embedder != nil {

@@ -29,10 +29,6 @@ import (
 // watchDebounce batches bursts of file events (an editor saving, git checkout).
 const watchDebounce = 300 * time.Millisecond
 
-// shutdownGrace lets in-flight requests (long streams included) finish on
-// SIGINT/SIGTERM before connections are closed.
-const shutdownGrace = 30 * time.Second
-
 func newServeCmd() *cobra.Command {
 	var sf serveFlags
 	cmd := &cobra.Command{
@@ -125,8 +121,18 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	}
 	var handler http.Handler = srv
 	if mcpSrv != nil {
-		handler = withMCP(srv, mcpSrv.Handler(ctx))
+		// /mcp gets the proxy's access checks too (Origin, Host, keys).
+		handler = withMCP(srv, srv.Protect(mcpSrv.Handler(ctx)))
 	}
+	var metricsSrv *metricsServer
+	if cfg.Server.MetricsListen != "" {
+		if metricsSrv, err = startMetrics(cfg.Server.MetricsListen, srv.MetricsHandler(), log); err != nil {
+			ln.Close()
+			return err
+		}
+		defer metricsSrv.close()
+	}
+	ln = newLimitListener(ln, capConnections(cfg.Server.MaxConnections, log), "api", log, srv.Registry())
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
 	log.Info("skillrouter proxy listening; building the routing index",
@@ -134,12 +140,8 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
-	hs := &http.Server{
-		Handler:           tel.Handler(handler, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	hs := httpServer(cfg, tel.Handler(handler, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
+		log, context.WithoutCancel(ctx))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if cfg.Watch {
@@ -173,12 +175,8 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		}
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: waiting for in-flight requests", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-	}
+	log.Info("shutting down: waiting for in-flight requests (a second signal exits at once)", "grace", cfg.Server.ShutdownGrace)
+	shutdown(hs, srv, cfg.Server.ShutdownGrace, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -289,7 +287,13 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 	if tel.Enabled() {
 		transport = tel.Transport(proxy.NewTransport(cfg.Upstream.ConnectTimeout), "upstream")
 	}
+	access, err := accessConfig(cfg, cfg.Listen)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
 	srv, err := proxy.New(proxy.Config{
+		Access:            access,
+		MetricsElsewhere:  cfg.Server.MetricsListen != "",
 		Upstream:          up,
 		AnthropicUpstream: anthropic,
 		AnthropicAPIKey:   cfg.Upstream.AnthropicAPIKey,
