@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -291,6 +293,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	lib := &syncedLibrary{Registry: reg}
 	srv, err := proxy.New(proxy.Config{
 		Access:            access,
 		MetricsElsewhere:  cfg.Server.MetricsListen != "",
@@ -301,7 +304,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 		OverrideAuth:      cfg.Upstream.OverrideAuth,
 		Transport:         transport,
 		Rewriter:          traceRewriter(tel, def, ""),
-		Library:           reg,
+		Library:           lib,
 		AB:                ab,
 		MaxToolRounds:     rounds,
 		BodyLimit:         int64(cfg.BodyLimit),
@@ -323,6 +326,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 				}
 				return err
 			}
+			lib.add(r)
 			rw := proxy.NewRewriter(r, rwOpts)
 			warmUp(ctx, rw, providerName(embedders[lr]) == embed.ProviderBuiltin)
 			lr.set(rw)
@@ -397,4 +401,30 @@ func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 		return nil, errIndexBuilding
 	}
 	return (*rw).Rewrite(ctx, req, ov)
+}
+
+// syncedLibrary is the registry as the proxy's POST /v1/skills/reload sees
+// it: the reload returns once every router's indexes follow the new
+// library (routers build in the background; see newRouter).
+type syncedLibrary struct {
+	*skills.Registry
+	mu      sync.Mutex
+	routers []*router.Router
+}
+
+func (l *syncedLibrary) add(r *router.Router) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.routers = append(l.routers, r)
+}
+
+func (l *syncedLibrary) Reload(ctx context.Context) *skills.Snapshot {
+	snap := l.Registry.Reload(ctx)
+	l.mu.Lock()
+	routers := slices.Clone(l.routers)
+	l.mu.Unlock()
+	for _, r := range routers {
+		_ = r.Synced(ctx) // fails only when ctx ends: the client is gone
+	}
+	return snap
 }

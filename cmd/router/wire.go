@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -146,22 +145,16 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 			}
 		}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	snap := reg.Snapshot()
 	r, err := router.New(ctx, snap, opts)
 	if err != nil {
 		return nil, err
 	}
-	reg.OnReload(func(s *skills.Snapshot) {
-		// Reloads outlive the request that started the process; the
-		// router keeps serving the previous indexes while this builds.
-		if err := r.Update(context.Background(), s); err != nil {
-			log.Error("rebuilding routing index after reload", "err", err)
-		}
-	})
+	// The router builds in the background and keeps serving the previous
+	// indexes meanwhile (deleted skills hidden at once); a change that
+	// comes while a build runs cancels it rather than queueing behind it.
+	// POST /v1/skills/reload waits for the build (syncedLibrary).
+	reg.OnReload(func(s *skills.Snapshot) { r.Follow(s) })
 	// A reload that swapped in between New and OnReload was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {
