@@ -153,8 +153,10 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	// The router builds in the background and keeps serving the previous
 	// indexes meanwhile (deleted skills hidden at once); a change that
 	// comes while a build runs cancels it rather than queueing behind it.
-	// POST /v1/skills/reload waits for the build (syncedLibrary).
-	reg.OnReload(func(s *skills.Snapshot) { r.Follow(s) })
+	// POST /v1/skills/reload waits for the build (syncedLibrary). Handed
+	// over before the swap: once the registry lists a skill as gone, the
+	// router no longer ranks it.
+	reg.OnSwap(func(s *skills.Snapshot) { r.Follow(s) })
 	// A reload that swapped in between New and OnReload was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {
