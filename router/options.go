@@ -18,6 +18,10 @@ const (
 // CatalogModes lists the modes, for validation and help texts.
 var CatalogModes = []CatalogMode{CatalogAll, CatalogEnabled, CatalogAuto}
 
+// AutoLoadRoles lists the roles auto-loaded skill bodies can be sent as,
+// for validation and help texts.
+var AutoLoadRoles = []string{"user", "system", "developer"}
+
 // Defaults of RewriteOptions.
 const (
 	DefaultCatalogBudgetTokens  = 1500

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -32,7 +31,10 @@ const watchDebounce = 300 * time.Millisecond
 const shutdownGrace = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
-	var sf serveFlags
+	var (
+		cf          configFlags
+		printConfig bool
+	)
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen ADDR] [--upstream URL] [--skills DIR]...",
 		Short: "Run the OpenAI-compatible proxy that selects skills for every chat request",
@@ -58,20 +60,25 @@ func newServeCmd() *cobra.Command {
 			"  SKILLROUTER_ROUTING_STRATEGY=bm25 router serve --print-config",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadServeConfig(cmd.Flags(), &sf, os.LookupEnv)
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			if sf.printConfig {
+			if printConfig {
 				enc := yaml.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent(2)
 				defer enc.Close()
 				return enc.Encode(cfg.redacted())
 			}
-			return runServe(cmd.Context(), cfg, cmd.ErrOrStderr())
+			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
 		},
 	}
-	registerServeFlags(cmd.Flags(), &sf)
+	cf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
 	cmd.Flags().SortFlags = false
 	return cmd
 }
@@ -98,12 +105,8 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 // library with a remote model can take minutes): meanwhile /healthz answers,
 // /readyz says 503, and chat requests go upstream unmodified with
 // X-Skillrouter-Error saying the index is not ready.
-func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
+func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
-	roots, err := requireRoots(cfg.Skills)
-	if err != nil {
-		return err
-	}
 	// A port in use fails now, not after the index is built.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -182,8 +185,8 @@ func providerName(c embed.Config) string {
 // buildProxy wires the library, the routers (one per A/B embedder) and tier 3
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
-func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
-	ropts := routerOptions(cfg, log)
+func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+	ropts := cfg.routerOptions(log)
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
 		return nil, nil, nil, err
 	}
@@ -192,35 +195,14 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 		return nil, nil, nil, err
 	}
 	reg.SetLogger(log)
-	tools, err := sandbox.New(sandbox.Config{
-		Enabled:      cfg.Exec.Enabled,
-		Timeout:      cfg.Exec.Timeout,
-		OutputLimit:  int(cfg.Exec.OutputLimit),
-		Env:          cfg.Exec.Env,
-		Concurrency:  cfg.Exec.Concurrency,
-		AllowedTools: cfg.Exec.AllowedTools,
-		Confinement:  sandbox.Confinement(cfg.Exec.Confinement),
-		OutputRoot:   cfg.Exec.OutputDir,
-		Lookup:       func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) },
-	}, log)
+	tools, err := sandbox.New(cfg.sandboxConfig(func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) }), log)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("exec: %w", err)
 	}
 	if len(cfg.Exec.AllowedTools) > 0 {
 		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
 	}
-	rwOpts := router.RewriteOptions{
-		CatalogFormat:        skills.Format(cfg.Rewrite.CatalogFormat),
-		CatalogMode:          router.CatalogMode(cfg.Rewrite.CatalogMode),
-		CatalogBudgetTokens:  cfg.Rewrite.CatalogBudgetTokens,
-		DescriptionLimit:     cfg.Rewrite.DescriptionLimit,
-		Allowlist:            cfg.Rewrite.Allowlist,
-		AutoLoadRole:         cfg.Rewrite.AutoLoadRole,
-		AutoLoadBudgetTokens: cfg.Rewrite.AutoLoadBudgetTokens,
-		NoTools:              cfg.Rewrite.NoTools,
-		CatalogPerTurn:       cfg.Rewrite.CatalogPerTurn,
-		Tools:                tools,
-	}
+	rwOpts := cfg.rewriteOptions(tools)
 	// Each router-backed rewriter is a stand-in until build fills it.
 	def := &lateRewriter{}
 	late := []*lateRewriter{def} // built in this order: the default router first
@@ -243,23 +225,9 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 			ab.Arms = append(ab.Arms, arm)
 		}
 	}
-	up, _ := url.Parse(cfg.Upstream.URL) // validated
-	rounds := cfg.ToolRounds
-	if rounds == 0 {
-		rounds = -1 // proxy.Config: 0 is the default, <0 none
-	}
-	srv, err := proxy.New(proxy.Config{
-		Upstream:        up,
-		APIKey:          cfg.Upstream.APIKey,
-		OverrideAuth:    cfg.Upstream.OverrideAuth,
-		Rewriter:        def,
-		Library:         reg,
-		AB:              ab,
-		MaxToolRounds:   rounds,
-		BodyLimit:       int64(cfg.BodyLimit),
-		UpstreamTimeout: cfg.Upstream.Timeout,
-		Logger:          log,
-	})
+	pc := cfg.proxyConfig()
+	pc.Rewriter, pc.Library, pc.AB, pc.Logger = def, reg, ab, log
+	srv, err := proxy.New(pc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -293,28 +261,6 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 func warmUp(ctx context.Context, rw proxy.Rewriter) {
 	body := []byte(`{"model":"warm-up","messages":[{"role":"user","content":"warm up the skill router"}]}`)
 	_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
-}
-
-// routerOptions maps the routing section to router.Options.
-func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
-	o := router.Options{
-		Strategy:     router.Strategy(cfg.Routing.Strategy),
-		MaxAutoLoad:  cfg.Routing.MaxAutoLoad,
-		EmbedTimeout: cfg.Routing.EmbedTimeout,
-		IndexDir:     cfg.Routing.IndexDir,
-		RankCache:    cfg.Routing.RankCache,
-		Logger:       log,
-	}
-	if o.MaxAutoLoad == 0 {
-		o.MaxAutoLoad = -1 // router.Options: 0 is the default, <0 none
-	}
-	if len(cfg.Routing.MinScore) > 0 {
-		o.MinScore = map[router.Strategy]float64{}
-		for k, v := range cfg.Routing.MinScore {
-			o.MinScore[router.Strategy(k)] = v
-		}
-	}
-	return o
 }
 
 // lateRewriter stands in for a router's rewriter while its index is built:

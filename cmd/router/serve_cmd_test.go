@@ -116,7 +116,7 @@ func TestRunServeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runServe(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "listen") {
+	if err := runServe(context.Background(), cfg, cfg.Skills, io.Discard); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("port in use: %v", err)
 	}
 
@@ -132,7 +132,7 @@ func TestRunServeLifecycle(t *testing.T) {
 	defer logFile.Close()
 	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, logFile) }()
+	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(logs(), "proxy ready") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
