@@ -562,4 +562,3 @@ func TestLoadCancelled(t *testing.T) {
 		t.Fatal("a complete load must have no Err")
 	}
 }
-
