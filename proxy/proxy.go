@@ -42,6 +42,8 @@ type Config struct {
 	Library Library
 	// AB splits chat traffic between arms; nil = no split.
 	AB *ABConfig
+	// UpstreamChecks are reported in /readyz's body (not its status).
+	UpstreamChecks []UpstreamCheck
 
 	// MaxToolRounds bounds server-side tool rounds per request (default 4;
 	// negative = none: the first answer is final).

@@ -48,9 +48,9 @@ func (s *Server) send(ctx context.Context, in *http.Request, body io.Reader, len
 	elapsed := time.Since(start)
 	if err != nil {
 		cancel()
-		return nil, elapsed, err
+		return nil, elapsed, &upstreamError{name: s.upstream.Host, err: err}
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel, name: s.upstream.Host}
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
 			resp.Body.Close()
@@ -64,10 +64,40 @@ type errModifyResponse struct{ error }
 
 func (e errModifyResponse) Unwrap() error { return e.error }
 
-// cancelBody releases the exchange's timeout context when the body is closed.
+// cancelBody releases the exchange's timeout context when the body is
+// closed, and names the upstream in its read errors.
 type cancelBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+	name   string
+}
+
+func (b *cancelBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF { // io.EOF is compared with ==, never wrapped
+		err = &upstreamError{name: b.name, err: err}
+	}
+	return n, err
+}
+
+// upstreamError is an error of an exchange with one upstream, named by its
+// host (never its URL: the path or query may hold secrets, and no
+// credentials), so a client learns which upstream failed.
+type upstreamError struct {
+	name string
+	err  error
+}
+
+func (e *upstreamError) Error() string { return e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// upstreamName is "upstream HOST" for an error of a named upstream, else "upstream".
+func upstreamName(err error) string {
+	var ue *upstreamError
+	if errors.As(err, &ue) && ue.name != "" {
+		return "upstream " + ue.name
+	}
+	return "upstream"
 }
 
 func (b *cancelBody) Close() error {
@@ -82,7 +112,7 @@ func (b *cancelBody) Close() error {
 type failure struct {
 	status int
 	code   string
-	msg    string // for the client: no upstream URL or address
+	msg    string // for the client: the upstream's host, never its URL
 	detail string // for the log: the error as it is
 }
 
@@ -100,27 +130,28 @@ func classify(clientCtx context.Context, err error) failure {
 }
 
 func classifyUpstream(err error) failure {
+	who := upstreamName(err)
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out"}
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out"}
 	}
 	// Reached, then hung up: net/http says no more than "EOF".
 	var oe *net.OpError
 	switch {
 	case errors.As(err, &oe) && oe.Op == "dial": // never reached: unreachable, below
 	case errors.Is(err, io.EOF):
-		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream closed the connection without a response"}
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " closed the connection without a response"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream closed the connection before the end of its response"}
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " closed the connection before the end of its response"}
 	case errors.Is(err, syscall.ECONNRESET):
-		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream reset the connection"}
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " reset the connection"}
 	}
-	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: "upstream unreachable" + cause(err)}
+	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: who + " unreachable" + cause(err)}
 }
 
 // cause is the innermost reason of a connection error without the URL or
-// address net/http wraps it in (the upstream's location is the operator's
-// business): ": connection refused", ": no such host"; "" when unknown.
+// address net/http wraps it in (the message names the upstream by its host
+// already): ": connection refused", ": no such host"; "" when unknown.
 func cause(err error) string {
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
@@ -150,7 +181,7 @@ func classifyStream(clientCtx context.Context, err error) failure {
 	}
 	f := classify(clientCtx, err)
 	if f.code == "upstream_unreachable" {
-		f.code, f.msg = "upstream_stream_error", "upstream stream failed"+cause(err)
+		f.code, f.msg = "upstream_stream_error", upstreamName(err)+" stream failed"+cause(err)
 	}
 	return f
 }

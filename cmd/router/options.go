@@ -9,12 +9,14 @@ package main
 
 import (
 	"log/slog"
+	"net/http"
 	"net/url"
 
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/upstreamcheck"
 )
 
 // countOrNone maps a configured count, 0 meaning none, to the packages'
@@ -91,4 +93,13 @@ func (c *config) proxyConfig() proxy.Config {
 		BodyLimit:       int64(c.BodyLimit),
 		UpstreamTimeout: c.Upstream.Timeout,
 	}
+}
+
+// upstreamChecker checks upstream.url with the configured key.
+func (c *config) upstreamChecker(log *slog.Logger) (*upstreamcheck.Checker, error) {
+	h := http.Header{}
+	if c.Upstream.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.Upstream.APIKey)
+	}
+	return upstreamcheck.New(upstreamcheck.Config{Name: "upstream.url", URL: c.Upstream.URL, Header: h, Logger: log})
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -104,7 +105,9 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 // ctx ends. It listens before the routing index is built (embedding a large
 // library with a remote model can take minutes): meanwhile /healthz answers,
 // /readyz says 503, and chat requests go upstream unmodified with
-// X-Skillrouter-Error saying the index is not ready.
+// X-Skillrouter-Error saying the index is not ready. The upstream is checked
+// at start and every upstream.check_interval, logged when its status
+// changes and shown in /readyz's body.
 func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
 	// A port in use fails now, not after the index is built.
@@ -112,7 +115,15 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	// The upstream is checked at once, beside everything else, so a wrong
+	// URL is reported in the first second, not after the index is built.
+	check, err := cfg.upstreamChecker(log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	go check.Run(ctx, cfg.Upstream.CheckInterval)
+	srv, reg, build, err := buildProxy(ctx, cfg, roots, log, check)
 	if err != nil {
 		ln.Close()
 		return err
@@ -120,7 +131,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
 	log.Info("skillrouter proxy listening; building the routing index",
-		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", cfg.Upstream.URL,
+		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", redactURL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms))
@@ -175,6 +186,15 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	return failed
 }
 
+// redactURL hides a password in a URL for the log.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
 func providerName(c embed.Config) string {
 	if c.Provider == "" {
 		return embed.ProviderBuiltin
@@ -185,7 +205,7 @@ func providerName(c embed.Config) string {
 // buildProxy wires the library, the routers (one per A/B embedder) and tier 3
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
-func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger, checks ...proxy.UpstreamCheck) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
 	ropts := cfg.routerOptions(log)
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
 		return nil, nil, nil, err
@@ -226,7 +246,7 @@ func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logge
 		}
 	}
 	pc := cfg.proxyConfig()
-	pc.Rewriter, pc.Library, pc.AB, pc.Logger = def, reg, ab, log
+	pc.Rewriter, pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = def, reg, ab, log, checks
 	srv, err := proxy.New(pc)
 	if err != nil {
 		return nil, nil, nil, err
