@@ -178,6 +178,48 @@ func TestDocs(t *testing.T) {
 		}
 		t.Run(b.name(), func(t *testing.T) { env.run(t, b) })
 	}
+	// What README promises about the binary itself, outside the repository.
+	t.Run("binary/demo-from-an-empty-folder", env.demoFromEmptyFolder)
+	t.Run("binary/serve-names-a-wrong-upstream", env.serveWrongUpstream)
+}
+
+// demoFromEmptyFolder: the built binary's `router demo` works in a folder
+// with no library and no repository around it.
+func (e *docsEnv) demoFromEmptyFolder(t *testing.T) {
+	dir := t.TempDir()
+	e.exec(t, block{file: "(binary)", lang: "sh"}, 2*time.Minute, dir, filepath.Join(e.bin, "router"), "demo")
+}
+
+// serveWrongUpstream: `router serve` given an upstream URL without its /v1
+// logs the URL meant as soon as it starts, from an empty folder.
+func (e *docsEnv) serveWrongUpstream(t *testing.T) {
+	dir := t.TempDir()
+	wrong := strings.TrimSuffix(e.upstream, "/v1")
+	logFile := filepath.Join(dir, "serve.log")
+	logf, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(e.bin, "router"), "serve", "--skills", "builtin:examples", "--upstream", wrong, "--listen", freeAddr(t))
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, e.env, logf, logf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	hint := "did you mean " + wrong + "/v1?"
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(logFile); strings.Contains(string(b), hint) {
+			t.Logf("the hint was logged %s after start", time.Since(start).Round(time.Millisecond))
+			return
+		}
+	}
+	b, _ := os.ReadFile(logFile)
+	t.Fatalf("serve never logged %q:\n%s", hint, b)
 }
 
 // docsEnv is what the blocks run in: a copy of the repository, the router
