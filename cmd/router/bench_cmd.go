@@ -82,7 +82,7 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 	fs.IntVar(&f.limit, "limit", 0, "use at most N queries (after --sample); 0 = all")
 	fs.IntVar(&f.sample, "sample", 0, "use a seeded random sample of N queries, kept in file order; 0 = all")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for --sample and for the synthetic libraries of --scale")
-	fs.StringVar(&f.strategies, "strategies", joinStrategies(router.Strategies), "comma-separated strategies to compare")
+	fs.StringVar(&f.strategies, "strategies", strings.Join(strategyNames, ","), "comma-separated strategies to compare")
 	fs.StringVar(&f.ks, "k", "1,3,5,10", "comma-separated cut-offs for Hit@k and Recall@k")
 	fs.StringVar(&f.out, "out", "", "also write results.json, results.csv, results.md and SVG charts to this folder")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of Markdown")
@@ -106,14 +106,6 @@ func benchBuilder(cfg *config) (bench.Builder, string, error) {
 		return router.New(ctx, snap, opts)
 	}
 	return build, opts.Embedder.Name(), nil
-}
-
-func joinStrategies(ss []router.Strategy) string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return strings.Join(out, ",")
 }
 
 func parseStrategies(s string) ([]router.Strategy, error) {
