@@ -108,14 +108,15 @@ func TestNoLibraryHint(t *testing.T) {
 	}{
 		{[]string{"serve"}, "router serve --skills builtin:examples"},
 		{[]string{"serve", "--upstream", "https://api.openai.com/v1", "--upstream-api-key", "sk-x"},
-			"router serve --upstream https://api.openai.com/v1 --upstream-api-key sk-x --skills builtin:examples"},
+			`router serve --upstream https://api.openai.com/v1 --upstream-api-key "$SKILLROUTER_UPSTREAM_API_KEY" --skills builtin:examples`},
 		{[]string{"route", "--strategy", "bm25", "my postgres query is slow"}, "router route --strategy bm25 --skills builtin:examples 'my postgres query is slow'"},
 		{[]string{"skills", "list"}, "router skills list --skills builtin:examples"},
 		{[]string{"skills", "show", "sql-query-tuning"}, "router skills show --skills builtin:examples sql-query-tuning"},
 		{[]string{"bench", "--queries", "q.jsonl"}, "router bench --queries q.jsonl --skills builtin:examples"},
 	} {
 		_, _, err := run(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), "none of the default folders exists") || !strings.Contains(err.Error(), "\n  "+tc.try+"\n") {
+		if err == nil || !strings.Contains(err.Error(), "none of the default folders exists") || !strings.Contains(err.Error(), "\n  "+tc.try+"\n") ||
+			strings.Contains(err.Error(), "sk-x") {
 			t.Errorf("%v: %v\nwant the command %s", tc.args, err, tc.try)
 		}
 	}

@@ -152,6 +152,7 @@ func describeRoots(cfg *config, roots []string) string {
 
 // tryCommand is the command line the user ran, with --skills builtin:examples
 // in place of any --skills: the exact command to try when no library exists.
+// API keys are shown as their environment variable, never in clear.
 func tryCommand(cmd *cobra.Command, args []string) string {
 	parts := []string{cmd.CommandPath()}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
@@ -161,6 +162,15 @@ func tryCommand(cmd *cobra.Command, args []string) string {
 		if f.Value.Type() == "bool" && f.Value.String() == "true" {
 			parts = append(parts, "--"+f.Name)
 			return
+		}
+		if strings.HasSuffix(f.Name, "-key") {
+			// A key is never echoed: its variable stands in for it.
+			for _, k := range configKeys {
+				if k.flag == f.Name {
+					parts = append(parts, "--"+f.Name, `"$`+k.env()+`"`)
+					return
+				}
+			}
 		}
 		parts = append(parts, "--"+f.Name, shellQuote(f.Value.String()))
 	})
