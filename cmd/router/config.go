@@ -416,14 +416,13 @@ type provenance struct {
 	file    string            // the config file as given; "" when none
 	lines   map[string]int    // key path -> line in file (ab.arms[0].strategy, routing.min_score.bm25, ...)
 	origin  map[string]string // key path -> "environment X" or "flag --x", when set after the file
-	written map[string]string // path key -> the folder as written, when resolution changed it
 	// skillsWritten holds the skills entries as written, parallel to
 	// config.Skills (which holds them resolved).
 	skillsWritten []string
 }
 
 func newProvenance() *provenance {
-	return &provenance{lines: map[string]int{}, origin: map[string]string{}, written: map[string]string{}}
+	return &provenance{lines: map[string]int{}, origin: map[string]string{}}
 }
 
 // where names the origin of key's value: "config c.yaml:4", "environment
@@ -640,10 +639,7 @@ func loadConfigFile(path string, cfg *config) error {
 	}
 	for _, key := range pathKeys {
 		p := configPathPtr(cfg, key)
-		if r := resolvePath(base, *p); r != *p {
-			cfg.src.written[key] = *p
-			*p = r
-		}
+		*p = resolvePath(base, *p)
 	}
 	for _, a := range cfg.AB.Arms {
 		if a.Embedder != nil {

@@ -37,7 +37,7 @@ func addSkillsFlag(fs *pflag.FlagSet, dst *[]string) {
 	fs.StringArrayVar(dst, "skills", nil,
 		"skill library folder, or "+builtinExamples+" (the example library built into this binary); "+
 			"repeat for several (on duplicate ids the earlier one wins). Replaces the defaults: those of "+
-			defaultRootsHelp+" that exist (see `router skills roots`)")
+			defaultRootsHelp+" that exist (router skills roots lists them)")
 }
 
 // builtinRoot unpacks a builtin: library and returns its folder. The copy

@@ -41,8 +41,8 @@ func newRouteCmd() *cobra.Command {
 			"--json prints {\"query\",\"strategy\",\"embedder\",\"fallback\",\"ranked\":[{\"id\",\"score\",\"components\"}],\n" +
 			"\"selected\":[ids]} (plus fallback_reason, fallback_code, pinned and reasons when set); ranked holds the\n" +
 			fmt.Sprintf("top %d skills.", routeJSONMax),
-		Example: "  router route --skills ../shared/bench/skills \"create an onboarding tour for this repo\"\n" +
-			"  router route --strategy bm25 --json \"use /mcp-builder to wrap our REST API\"",
+		Example: "  router route --skills examples/skills \"my postgres query is slow\"\n" +
+			"  router route --skills builtin:examples --strategy bm25 --json \"use /regex-builder for ISO dates\"",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[0]) == "" {
