@@ -457,6 +457,17 @@ type valueError struct {
 }
 
 func (e *valueError) Error() string { return fmt.Sprintf("%s %q: %s", e.key, e.value, e.want) }
+func (e *valueError) Key() string   { return e.key }
+
+// keyError is a problem of a key's value found by the package that uses it.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.key + ": " + e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+func (e *keyError) Key() string   { return e.key }
 
 // keyFlag is a pflag.Value that records the raw text of a key's flag; the
 // text is parsed when the flags are applied, after file and environment.
@@ -591,9 +602,9 @@ func loadConfig(fs *pflag.FlagSet, cf *configFlags, getenv func(string) (string,
 		cfg.src.origin["skills"] = "flag --skills"
 	}
 	if err := cfg.validate(); err != nil {
-		var ve *valueError
-		if errors.As(err, &ve) {
-			if w := cfg.src.where(ve.key); w != "" {
+		var ke interface{ Key() string }
+		if errors.As(err, &ke) {
+			if w := cfg.src.where(ke.Key()); w != "" {
 				return cfg, fmt.Errorf("%s: %w", w, err)
 			}
 		}
@@ -885,6 +896,18 @@ func (c *config) validate() error {
 		}
 		if a.Embedder != nil && a.Embedder.Provider != "" && !slices.Contains(providerNames, a.Embedder.Provider) {
 			return &valueError{fmt.Sprintf("ab.arms[%d].embedder.provider", i), a.Embedder.Provider, "want " + oneOf(providerNames)}
+		}
+	}
+	// The embedders' own checks (dimensions, base URL); building one
+	// contacts nothing.
+	if _, err := embed.New(c.Embedder); err != nil {
+		return &keyError{"embedder", err}
+	}
+	for i, a := range c.AB.Arms {
+		if a.Embedder != nil {
+			if _, err := embed.New(*a.Embedder); err != nil {
+				return &keyError{fmt.Sprintf("ab.arms[%d].embedder", i), err}
+			}
 		}
 	}
 	return nil
