@@ -413,9 +413,9 @@ func valueString(ptr any) string {
 // provenance records where values came from: the config file and the line
 // of each key in it, and the variable or flag that overrode a key since.
 type provenance struct {
-	file    string            // the config file as given; "" when none
-	lines   map[string]int    // key path -> line in file (ab.arms[0].strategy, routing.min_score.bm25, ...)
-	origin  map[string]string // key path -> "environment X" or "flag --x", when set after the file
+	file   string            // the config file as given; "" when none
+	lines  map[string]int    // key path -> line in file (ab.arms[0].strategy, routing.min_score.bm25, ...)
+	origin map[string]string // key path -> "environment X" or "flag --x", when set after the file
 	// skillsWritten holds the skills entries as written, parallel to
 	// config.Skills (which holds them resolved).
 	skillsWritten []string
