@@ -105,7 +105,7 @@ func (a *Accountant) Router(p *router.PromptParts) RouterTokens {
 	}
 	tools := make([]string, len(p.Tools))
 	for i, t := range p.Tools {
-		tools[i] = string(t)
+		tools[i] = string(t.FunctionJSON())
 	}
 	msgs := len(p.Envelopes)
 	if p.CatalogNewSystem {

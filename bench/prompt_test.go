@@ -8,6 +8,7 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/tokens"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // TestAccountantCounts checks the wiring: one count per encoding, in the
@@ -59,13 +60,13 @@ func TestAccountantRouter(t *testing.T) {
 	p := &router.PromptParts{
 		Catalog:          "<available_skills>\n</available_skills>",
 		Envelopes:        []router.Injection{{ID: "a", Text: "one\n"}, {ID: "b", Text: "two"}},
-		Tools:            []json.RawMessage{json.RawMessage(`{"type":"function"}`)},
+		Tools:            []wire.ToolSpec{{Name: "f", Parameters: json.RawMessage(`{"type":"object"}`)}},
 		CatalogNewSystem: true,
 	}
 	c := tokens.Default()
 	got := acc.Router(p)
 	want := RouterTokens{Catalog: Counts{c.Count(p.Catalog)}, AutoLoaded: Counts{c.Count("one\n") + c.Count("two")},
-		Tools: Counts{c.Count(`{"type":"function"}`)}, Overhead: 3 * router.MessageOverheadTokens}
+		Tools: Counts{c.Count(string(p.Tools[0].FunctionJSON()))}, Overhead: 3 * router.MessageOverheadTokens}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Router = %+v, want %+v", got, want)
 	}

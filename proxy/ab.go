@@ -82,7 +82,7 @@ func newSplitter(cfg *ABConfig, def Rewriter) (*splitter, error) {
 		case a.Percent < 0 || math.IsNaN(a.Percent):
 			return nil, fmt.Errorf("proxy: A/B arm %q: percent %v must be between 0 and 100", a.Name, a.Percent)
 		}
-		if a.Strategy != "" && !validStrategy(a.Strategy) {
+		if a.Strategy != "" && !router.ValidStrategy(a.Strategy) {
 			return nil, fmt.Errorf("proxy: A/B arm %q: unknown strategy %q", a.Name, a.Strategy)
 		}
 		seen[a.Name] = true
@@ -170,13 +170,4 @@ func bucket(seed, key string) uint64 {
 	h.Write([]byte{0})
 	h.Write([]byte(key))
 	return h.Sum64() % abBuckets
-}
-
-func validStrategy(s router.Strategy) bool {
-	for _, v := range router.Strategies {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

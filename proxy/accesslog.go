@@ -16,6 +16,7 @@ import (
 // Handlers fill it in; the observe middleware emits it once the handler returns.
 type reqInfo struct {
 	path           string // bounded-cardinality label, e.g. /v1/models
+	api            string // the client API of a routed endpoint (wire.API)
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
 	arm            string
@@ -77,8 +78,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // could otherwise mint a new series with every path it makes up.
 func metricPath(p string) string {
 	switch p {
-	case "/v1/chat/completions", "/healthz", "/readyz", "/metrics",
-		"/v1/skills", "/v1/skills/route", "/v1/skills/reload":
+	case "/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens",
+		"/healthz", "/readyz", "/metrics", "/v1/skills", "/v1/skills/route", "/v1/skills/reload":
 		return p
 	}
 	rest, ok := strings.CutPrefix(p, "/v1/")
@@ -139,6 +140,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	}
 	if info.arm != "" {
 		attrs = append(attrs, slog.String("arm", info.arm))
+	}
+	if info.api != "" {
+		attrs = append(attrs, slog.String("api", info.api))
 	}
 	if info.routed {
 		attrs = append(attrs,

@@ -220,7 +220,7 @@ func TestToolLoopNonStreaming(t *testing.T) {
 		h.rw.followErr = errBoom
 		h.up.Script(fakeai.Reply(fakeai.Turn{Content: "hmm", ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{}`}}}))
 		resp, b := h.chat(simpleChat, nil)
-		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(HeaderError), "boom") {
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(HeaderError), "tool loop: ") {
 			t.Fatalf("status %d headers %v", resp.StatusCode, resp.Header)
 		}
 		m := decodeJSON(t, b)

@@ -6,21 +6,23 @@ import (
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
-// Rewriter rewrites chat requests for one configuration (one A/B arm).
-// NewRewriter adapts a *router.Router; tests supply their own.
+// Rewriter plans the rewrite of requests for one configuration (one A/B
+// arm), on the API-neutral view of any client API. NewRewriter adapts a
+// *router.Router; tests supply their own.
 type Rewriter interface {
-	// RewriteChat rewrites an OpenAI chat.completions body. An error means the
-	// body is forwarded unmodified and the client is told via X-Skillrouter-Error.
-	RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*Rewrite, error)
+	// Rewrite plans what to add to a request. An error means the request is
+	// forwarded unmodified and the client is told via X-Skillrouter-Error.
+	Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*Rewrite, error)
 	// Ready reports whether the library and its indexes are loaded.
 	Ready() bool
 }
 
-// Rewrite is a rewritten request plus what the tool loop needs.
+// Rewrite is a planned rewrite plus what the tool loop needs.
 type Rewrite struct {
-	Body        []byte
+	Plan        *wire.Plan // nil: the request goes upstream as it is
 	Decision    *router.Decision
 	Session     ToolSession // nil: nothing is answered server-side
 	AddedTokens int
@@ -32,8 +34,9 @@ type Rewrite struct {
 // tier-3 tools) across the rounds of one request. *router.Session satisfies it.
 type ToolSession interface {
 	Handles(name string) bool
-	Call(ctx context.Context, callID, name string, args json.RawMessage) router.ToolResult
-	FollowUp(body []byte, assistant json.RawMessage, results []router.ToolResult) ([]byte, error)
+	Call(ctx context.Context, callID, name string, args json.RawMessage) wire.ToolResult
+	// Tools is what the next round offers (see wire.ToolSet).
+	Tools() wire.ToolSet
 }
 
 // Library is the skill library behind the ops endpoints. *skills.Registry satisfies it.
@@ -52,12 +55,12 @@ type routerRewriter struct {
 	opts router.RewriteOptions
 }
 
-func (a *routerRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*Rewrite, error) {
-	rw, err := a.r.RewriteChat(ctx, body, a.opts, ov)
+func (a *routerRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*Rewrite, error) {
+	rw, err := a.r.Rewrite(ctx, req, a.opts, ov)
 	if err != nil {
 		return nil, err
 	}
-	out := &Rewrite{Body: rw.Body, Decision: rw.Decision, AddedTokens: rw.AddedTokens, Prompt: rw.Prompt}
+	out := &Rewrite{Plan: rw.Plan, Decision: rw.Decision, AddedTokens: rw.AddedTokens, Prompt: rw.Prompt}
 	// Keep a nil *Session from becoming a non-nil interface; a disabled
 	// rewrite offers no tools, so its stream can be relayed untouched.
 	if rw.Session != nil && !rw.Disabled {

@@ -1,53 +1,29 @@
 package proxy
 
 import (
-	"encoding/json"
 	"net/http"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
-// Error types used in OpenAI-shaped error bodies.
-const (
-	errTypeInvalidRequest = "invalid_request_error"
-	errTypeUpstream       = "upstream_error"
-	errTypeServer         = "server_error"
-)
-
-// apiError is the OpenAI error envelope {"error":{"message","type","code"}}.
-type apiError struct {
-	Error apiErrorBody `json:"error"`
-}
-
-type apiErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func newAPIError(typ, code, msg string) apiError {
-	e := apiError{Error: apiErrorBody{Message: msg, Type: typ}}
-	if code != "" {
-		e.Error.Code = &code
-	}
-	return e
-}
-
-func (e apiError) marshal() []byte {
-	b, _ := json.Marshal(e) // cannot fail: strings only
-	return b
-}
-
-// writeError writes an OpenAI-shaped error with the given status.
-func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
-	writeAPIError(w, status, newAPIError(typ, code, msg))
-}
-
-func writeAPIError(w http.ResponseWriter, status int, e apiError) {
+// writeError writes an error the proxy gives in a's envelope.
+func writeError(w http.ResponseWriter, a api, e *wire.Error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")
-	w.WriteHeader(status)
-	_, _ = w.Write(e.marshal())
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(a.errorJSON(e))
+}
+
+// apiForPath is the API whose error envelope a path's errors use: Anthropic's
+// under /v1/messages, OpenAI's everywhere else (the proxy's own endpoints
+// included).
+func apiForPath(p string) api {
+	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") {
+		return messagesAPI{}
+	}
+	return chatAPI{}
 }
 
 // statusClientClosed is logged (never sent) when the client went away, as nginx does.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 func TestRequestValidation(t *testing.T) {
@@ -287,7 +288,7 @@ func TestClassifyStream(t *testing.T) {
 		code string
 		msg  string // substring of the client's message
 	}{
-		{"event too large", fmt.Errorf("reading: %w", errEventTooLarge), "upstream_response_too_large", "exceeds"},
+		{"event too large", fmt.Errorf("reading: %w", wire.ErrEventTooLarge), "upstream_response_too_large", "exceeds"},
 		{"cut off", io.ErrUnexpectedEOF, "upstream_connection_closed", "before the end"},
 		{"reset", urlErr(syscall.ECONNRESET), "upstream_connection_closed", "reset"},
 		{"other", urlErr(errors.New("http2: stream error: INTERNAL_ERROR")), "upstream_stream_error", "upstream stream failed"},
@@ -304,7 +305,7 @@ func TestClassifyStream(t *testing.T) {
 	}
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if f := classifyStream(gone, errEventTooLarge); f.code != "client_closed" {
+	if f := classifyStream(gone, wire.ErrEventTooLarge); f.code != "client_closed" {
 		t.Errorf("client gone: %s", f.code)
 	}
 }

@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // gatingRewriter reports gated client tools in the decision, as
-// router.RewriteChat does with exec.allowed_tools.
+// router.Rewrite does with exec.allowed_tools.
 type gatingRewriter struct {
 	*fakeRewriter
 	withheld []string
 	enabled  map[string]string
 }
 
-func (g *gatingRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*Rewrite, error) {
-	rw, err := g.fakeRewriter.RewriteChat(ctx, body, ov)
+func (g *gatingRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*Rewrite, error) {
+	rw, err := g.fakeRewriter.Rewrite(ctx, req, ov)
 	if err == nil {
 		rw.Decision.ToolsWithheld, rw.Decision.ToolsEnabled = g.withheld, g.enabled
 	}

@@ -66,7 +66,7 @@ func removeHopHeaders(h http.Header) {
 
 // upstreamRequestHeader builds the header sent upstream from the client's:
 // everything but hop-by-hop headers and the proxy's own X-Skillrouter-* controls.
-func upstreamRequestHeader(in http.Header, apiKey string, overrideAuth bool) http.Header {
+func upstreamRequestHeader(in http.Header) http.Header {
 	out := in.Clone()
 	if out == nil {
 		out = http.Header{}
@@ -80,9 +80,6 @@ func upstreamRequestHeader(in http.Header, apiKey string, overrideAuth bool) htt
 	// Set by net/http from the outgoing body and URL.
 	out.Del("Content-Length")
 	out.Del("Host")
-	if apiKey != "" && (overrideAuth || out.Get("Authorization") == "") {
-		out.Set("Authorization", "Bearer "+apiKey)
-	}
 	return out
 }
 

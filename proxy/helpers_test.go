@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // fakeRewriter stands in for package router: it inserts a catalog system
@@ -27,7 +28,7 @@ type fakeRewriter struct {
 	selected  []string
 	handles   []string // tool names the session answers; nil = load_skill, search_skills
 	noTools   bool     // no session at all
-	followErr error    // sessions fail FollowUp with it
+	followErr error    // sessions answer with a call id the follow-up cannot match
 	cached    bool     // decisions say their ranking came from the cache
 	fallback  router.FallbackCode
 	reason    string // fallback reason
@@ -42,40 +43,28 @@ func newFakeRewriter() *fakeRewriter {
 
 func (f *fakeRewriter) Ready() bool { return f.ready }
 
-func (f *fakeRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*Rewrite, error) {
+func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*Rewrite, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seen = append(f.seen, ov)
 	if f.err != nil {
 		return nil, f.err
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	var msgs []json.RawMessage
-	_ = json.Unmarshal(top["messages"], &msgs)
 	sel := f.selected
 	if ov.Disable {
 		sel = nil
 	}
-	out := []json.RawMessage{json.RawMessage(`{"role":"system","content":"CATALOG"}`)}
-	out = append(out, msgs...)
+	plan := &wire.Plan{Catalog: "CATALOG", CatalogJSON: []byte(`"CATALOG"`), EnvelopeRole: "user", Changed: true,
+		Tools: wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}}
 	for _, id := range sel {
-		b, _ := json.Marshal(map[string]string{"role": "user", "content": "<skill_context id=\"" + id + "\">BODY</skill_context>"})
-		out = append(out, b)
+		text := "<skill_context id=\"" + id + "\">BODY</skill_context>"
+		plan.Envelopes = append(plan.Envelopes, wire.Envelope{ID: id, Text: text, JSON: wire.Quote(text)})
 	}
-	top["messages"], _ = json.Marshal(out)
-	var tools []json.RawMessage
-	_ = json.Unmarshal(top["tools"], &tools)
-	tools = append(tools, json.RawMessage(`{"type":"function","function":{"name":"load_skill","parameters":{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}}}`))
-	top["tools"], _ = json.Marshal(tools)
-	nb, _ := json.Marshal(top)
 	strategy := ov.Strategy
 	if strategy == "" {
 		strategy = router.StrategyHybrid
 	}
-	rw := &Rewrite{Body: nb, AddedTokens: 42 * (len(sel) + 1),
+	rw := &Rewrite{Plan: plan, AddedTokens: 42 * (len(sel) + 1),
 		Decision: &router.Decision{Strategy: strategy, Selected: append([]string{}, sel...), Embedder: "fake", Cached: f.cached,
 			Fallback: f.fallback != "", FallbackCode: f.fallback, FallbackReason: f.reason}}
 	if !f.noTools {
@@ -90,6 +79,8 @@ func (f *fakeRewriter) RewriteChat(ctx context.Context, body []byte, ov router.O
 	return rw, nil
 }
 
+var fakeLoadSkill = wire.ToolSpec{Name: "load_skill", Parameters: json.RawMessage(`{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`)}
+
 func (f *fakeRewriter) overrides() []router.Overrides {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -100,7 +91,7 @@ type fakeSession struct {
 	mu      sync.Mutex
 	handles []string
 	calls   []string // name(args)
-	fail    error    // FollowUp error
+	fail    error    // answer with a call id the follow-up cannot match
 }
 
 func (s *fakeSession) Handles(name string) bool {
@@ -112,7 +103,7 @@ func (s *fakeSession) Handles(name string) bool {
 	return false
 }
 
-func (s *fakeSession) Call(ctx context.Context, callID, name string, args json.RawMessage) router.ToolResult {
+func (s *fakeSession) Call(ctx context.Context, callID, name string, args json.RawMessage) wire.ToolResult {
 	s.mu.Lock()
 	s.calls = append(s.calls, name+string(args))
 	s.mu.Unlock()
@@ -120,26 +111,15 @@ func (s *fakeSession) Call(ctx context.Context, callID, name string, args json.R
 		SkillID string `json:"skill_id"`
 	}
 	_ = json.Unmarshal(args, &a)
-	return router.ToolResult{CallID: callID, Name: name, Content: "<skill_context id=\"" + a.SkillID + "\">LOADED</skill_context>"}
+	if s.fail != nil {
+		// A result for a call the answer does not hold: the follow-up fails.
+		callID = "no-such-call"
+	}
+	return wire.ToolResult{CallID: callID, Name: name, Content: "<skill_context id=\"" + a.SkillID + "\">LOADED</skill_context>"}
 }
 
-func (s *fakeSession) FollowUp(body []byte, assistant json.RawMessage, results []router.ToolResult) ([]byte, error) {
-	if s.fail != nil {
-		return nil, s.fail
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	var msgs []json.RawMessage
-	_ = json.Unmarshal(top["messages"], &msgs)
-	msgs = append(msgs, assistant)
-	for _, r := range results {
-		b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": r.CallID, "content": r.Content})
-		msgs = append(msgs, b)
-	}
-	top["messages"], _ = json.Marshal(msgs)
-	return json.Marshal(top)
+func (s *fakeSession) Tools() wire.ToolSet {
+	return wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}
 }
 
 // harness is a proxy in front of a fake upstream.
@@ -246,6 +226,27 @@ func sseData(t *testing.T, body []byte) []string {
 		}
 	}
 	return out
+}
+
+// toolCall is one complete tool call of a chat answer.
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// toolCallDelta is one fragment of a streamed chat tool call.
+type toolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // assembled is what an SDK reconstructs from a chat completion stream.

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 const metricsNamespace = "skillrouter"
@@ -60,16 +61,16 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"path"}),
 		routing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "routing_duration_seconds",
-			Help: "Time spent routing and rewriting a chat request.", Buckets: latencyBuckets,
-		}, []string{"arm", "strategy"}),
+			Help: "Time spent routing and rewriting a request, by A/B arm, strategy and client API (chat, responses, messages).", Buckets: latencyBuckets,
+		}, []string{"arm", "strategy", "api"}),
 		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "upstream_duration_seconds",
 			Help: "Time until the upstream's response headers, per upstream exchange (tool rounds count each).", Buckets: latencyBuckets,
 		}, []string{"path"}),
 		selected: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "selected_skills",
-			Help: "Skills auto-loaded into a chat request.", Buckets: []float64{0, 1, 2, 3, 4, 5, 8},
-		}, []string{"arm"}),
+			Help: "Skills auto-loaded into a request, by A/B arm and client API.", Buckets: []float64{0, 1, 2, 3, 4, 5, 8},
+		}, []string{"arm", "api"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_fallbacks_total",
 			Help: "Chat requests ranked by the bm25 fallback because the embedder failed or was slow, by reason: " + fallbackReasons() + ".",
@@ -80,21 +81,21 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm"}),
 		addedTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "prompt_tokens_added",
-			Help:    "Prompt tokens (o200k_base) the rewrite added to a chat request: catalog, skill bodies, tools.",
+			Help:    "Prompt tokens (o200k_base) the rewrite added to a request: catalog, skill bodies, tools; by A/B arm and client API.",
 			Buckets: []float64{0, 100, 250, 500, 1000, 1500, 2500, 4000, 6000, 8000, 12000, 20000},
-		}, []string{"arm"}),
+		}, []string{"arm", "api"}),
 		rewriteErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "rewrite_errors_total",
-			Help: "Chat requests forwarded unmodified because the rewrite failed.",
-		}, []string{"arm"}),
+			Help: "Requests forwarded unmodified because the rewrite failed, by A/B arm and client API.",
+		}, []string{"arm", "api"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_total",
-			Help: "Tool calls answered server-side, by tool (load_skill calls mean auto-load missed a skill the model wanted).",
-		}, []string{"tool", "arm"}),
+			Help: "Tool calls answered server-side, by tool, A/B arm and client API (load_skill calls mean auto-load missed a skill the model wanted).",
+		}, []string{"tool", "arm", "api"}),
 		toolRounds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "tool_rounds",
-			Help: "Server-side tool rounds per chat request.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8},
-		}, []string{"arm"}),
+			Help: "Server-side tool rounds per request, by A/B arm and client API.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8},
+		}, []string{"arm", "api"}),
 		exhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_rounds_exhausted_total",
 			Help: "Chat requests that hit the tool-round limit.",
@@ -152,7 +153,9 @@ func (m *metrics) preset(arms []string) {
 			m.fallbacks.WithLabelValues(arm, string(code))
 		}
 		m.cacheHits.WithLabelValues(arm)
-		m.rewriteErrors.WithLabelValues(arm)
+		for _, a := range []wire.API{wire.APIChat, wire.APIResponses, wire.APIMessages} {
+			m.rewriteErrors.WithLabelValues(arm, string(a))
+		}
 		m.exhausted.WithLabelValues(arm)
 		m.droppedCalls.WithLabelValues(arm)
 	}
@@ -172,7 +175,7 @@ func (m *metrics) observeRequest(info *reqInfo, elapsed time.Duration) {
 	if !info.routed {
 		return
 	}
-	m.toolRounds.WithLabelValues(arm).Observe(float64(info.rounds))
+	m.toolRounds.WithLabelValues(arm, info.api).Observe(float64(info.rounds))
 	if info.exhausted {
 		m.exhausted.WithLabelValues(arm).Inc()
 	}
@@ -184,9 +187,9 @@ func (m *metrics) observeDecision(info *reqInfo) {
 	if arm == "" {
 		arm = defaultArmLabel
 	}
-	m.routing.WithLabelValues(arm, info.strategy).Observe(info.routing.Seconds())
-	m.selected.WithLabelValues(arm).Observe(float64(len(info.selected)))
-	m.addedTokens.WithLabelValues(arm).Observe(float64(info.addedTokens))
+	m.routing.WithLabelValues(arm, info.strategy, info.api).Observe(info.routing.Seconds())
+	m.selected.WithLabelValues(arm, info.api).Observe(float64(len(info.selected)))
+	m.addedTokens.WithLabelValues(arm, info.api).Observe(float64(info.addedTokens))
 	if info.fallback {
 		reason := string(info.fallbackCode)
 		if reason == "" {

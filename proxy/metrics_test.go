@@ -50,13 +50,13 @@ func TestMetricsExposition(t *testing.T) {
 		`skillrouter_requests_total{arm="default",path="/v1/chat/completions",status="400"} 1`,
 		`skillrouter_requests_total{arm="default",path="/v1/models",status="200"} 1`,
 		`skillrouter_requests_total{arm="default",path="/v1/models",status="404"} 1`,
-		`skillrouter_tool_calls_total{arm="default",tool="load_skill"} 1`,
-		`skillrouter_tool_calls_total{arm="default",tool="search_skills"} 1`,
-		`skillrouter_rewrite_errors_total{arm="default"} 1`,
-		`skillrouter_prompt_tokens_added_sum{arm="default"} 84`,
-		`skillrouter_selected_skills_sum{arm="default"} 1`,
-		`skillrouter_tool_rounds_sum{arm="default"} 1`,
-		`skillrouter_routing_duration_seconds_count{arm="default",strategy="hybrid"} 1`,
+		`skillrouter_tool_calls_total{api="chat",arm="default",tool="load_skill"} 1`,
+		`skillrouter_tool_calls_total{api="chat",arm="default",tool="search_skills"} 1`,
+		`skillrouter_rewrite_errors_total{api="chat",arm="default"} 1`,
+		`skillrouter_prompt_tokens_added_sum{api="chat",arm="default"} 84`,
+		`skillrouter_selected_skills_sum{api="chat",arm="default"} 1`,
+		`skillrouter_tool_rounds_sum{api="chat",arm="default"} 1`,
+		`skillrouter_routing_duration_seconds_count{api="chat",arm="default",strategy="hybrid"} 1`,
 		`skillrouter_upstream_duration_seconds_count{path="/v1/chat/completions"} 3`,
 	} {
 		mustContain(t, string(body), line)
@@ -163,8 +163,11 @@ func TestMetricsPresetAtZero(t *testing.T) {
 				for _, code := range router.FallbackCodes {
 					mustContain(t, m, `skillrouter_routing_fallbacks_total{arm="`+arm+`",reason="`+string(code)+`"} 0`)
 				}
-				for _, name := range []string{"routing_cache_hits_total", "rewrite_errors_total", "tool_rounds_exhausted_total", "tool_calls_dropped_total"} {
+				for _, name := range []string{"routing_cache_hits_total", "tool_rounds_exhausted_total", "tool_calls_dropped_total"} {
 					mustContain(t, m, `skillrouter_`+name+`{arm="`+arm+`"} 0`)
+				}
+				for _, a := range []string{"chat", "responses", "messages"} {
+					mustContain(t, m, `skillrouter_rewrite_errors_total{api="`+a+`",arm="`+arm+`"} 0`)
 				}
 			}
 			if strings.Contains(m, `arm="`+tc.absent+`"`) {

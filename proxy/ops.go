@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // healthz: the process is alive and serving.
@@ -52,7 +53,7 @@ type skillEntry struct {
 
 func (s *Server) library(c echo.Context) (Library, bool) {
 	if s.cfg.Library == nil {
-		writeError(c.Response(), http.StatusNotFound, errTypeInvalidRequest, "not_found", "no skill library is configured")
+		writeError(c.Response(), chatAPI{}, &wire.Error{Status: http.StatusNotFound, Code: "not_found", Message: "no skill library is configured"})
 		return nil, false
 	}
 	return s.cfg.Library, true
@@ -137,14 +138,14 @@ type messageChange struct {
 func (s *Server) explainRoute(c echo.Context) error {
 	r := c.Request()
 	info := requestInfo(c)
-	body, rerr := readBody(r, s.cfg.BodyLimit)
+	body, werr := readBody(r, s.cfg.BodyLimit)
 	var rt *routed
-	if rerr == nil {
-		rt, rerr = s.route(r.Context(), r.Header, body, info)
+	if werr == nil {
+		rt, werr = s.route(r.Context(), chatAPI{}, r.Header, body, info)
 	}
-	if rerr != nil {
-		info.status, info.err = rerr.status, rerr.msg
-		rerr.write(c.Response())
+	if werr != nil {
+		info.status, info.err = werr.Status, werr.Message
+		writeError(c.Response(), chatAPI{}, werr)
 		return nil
 	}
 	out := explanation{Arm: rt.arm, LatencyMS: ms(info.routing)}
@@ -159,7 +160,7 @@ func (s *Server) explainRoute(c echo.Context) error {
 	}
 	c.Response().Header().Set("Content-Type", "application/json")
 	c.Response().WriteHeader(http.StatusOK)
-	_, err := c.Response().Write(marshalJSON(out))
+	_, err := c.Response().Write(wire.Marshal(out))
 	return err
 }
 

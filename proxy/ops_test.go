@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/skillrouter/skillrouter/skills"
@@ -142,10 +143,10 @@ func TestExplainRoute(t *testing.T) {
 	if ex.Decision["strategy"] != "bm25" || ex.AddedTokens != 84 {
 		t.Fatalf("decision %s", b)
 	}
-	// The fake inserts a catalog system message and appends one envelope.
+	// The catalog is appended to the client's system message and one envelope follows the last message.
 	if len(ex.Injected.Messages) != 2 ||
-		ex.Injected.Messages[0].Change != "inserted" || ex.Injected.Messages[0].Index != 0 || ex.Injected.Messages[0].Content != "CATALOG" ||
-		ex.Injected.Messages[1].Change != "appended" || ex.Injected.Messages[1].Index != 3 {
+		ex.Injected.Messages[0].Change != "modified" || ex.Injected.Messages[0].Index != 0 || ex.Injected.Messages[0].Content != "be brief\n\nCATALOG" ||
+		ex.Injected.Messages[1].Change != "appended" || ex.Injected.Messages[1].Index != 2 {
 		t.Fatalf("injected messages %+v", ex.Injected.Messages)
 	}
 	if strings.Join(ex.Injected.Tools, ",") != "load_skill" {
@@ -175,7 +176,7 @@ func TestDiffRequestsModifiedSystem(t *testing.T) {
 func TestDebugLogCarriesQuery(t *testing.T) {
 	var buf bytes.Buffer
 	h := newHarness(t, func(c *Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: new(syncMutex)}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: new(sync.Mutex)}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	h.chat(simpleChat, map[string]string{"Authorization": "Bearer sk-never"})
 	h.do("GET", "/healthz", "", nil)

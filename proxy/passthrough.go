@@ -20,13 +20,14 @@ func (s *Server) passthrough(c echo.Context) error {
 	if r.ContentLength == 0 {
 		body = http.NoBody
 	}
-	resp, elapsed, err := s.send(r.Context(), r, body, r.ContentLength, false)
+	a := apiForPath(r.URL.Path)
+	resp, elapsed, err := s.send(r.Context(), a.target(s), r, body, r.ContentLength, false)
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {
 		f := classify(r.Context(), err)
 		info.status, info.err = f.status, f.logText()
 		s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-		f.write(c.Response())
+		f.write(c.Response(), a)
 		return nil
 	}
 	defer resp.Body.Close()

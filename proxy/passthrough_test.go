@@ -21,7 +21,8 @@ func TestPassThroughPaths(t *testing.T) {
 		{"model by id with query", "GET", "/v1/models/gpt-4o?x=1&y=%2F", "", "/v1/models/gpt-4o", "x=1&y=%2F", 404, "unknown path"},
 		{"embeddings", "POST", "/v1/embeddings", `{"model":"e","input":"hi"}`, "/v1/embeddings", "", 200, `"embedding"`},
 		{"completions", "POST", "/v1/completions", `{"model":"m","prompt":"hi"}`, "/v1/completions", "", 200, `"hello world"`},
-		{"responses", "POST", "/v1/responses", `{"model":"m","input":"hi"}`, "/v1/responses", "", 200, `"output_text":"hi"`},
+		{"stored response", "GET", "/v1/responses/resp_1", "", "/v1/responses/resp_1", "", 404, "unknown path"},
+		{"message batches", "POST", "/v1/messages/batches", `{"requests":[]}`, "/v1/messages/batches", "", 404, "unknown path"},
 		{"delete", "DELETE", "/v1/files/file-1", "", "/v1/files/file-1", "", 404, "unknown path"},
 	}
 	for _, tc := range tests {
@@ -53,7 +54,7 @@ func TestPassThroughPaths(t *testing.T) {
 func TestPassThroughUpstreamUnderBasePath(t *testing.T) {
 	// An upstream base with its own prefix (e.g. https://host/openai/v1).
 	h := newHarness(t, nil)
-	h.srv.upstream.Path = "/v1/v1" // base /v1/v1: /v1/models → /v1/v1/models
+	h.srv.openai.base.Path = "/v1/v1" // base /v1/v1: /v1/models → /v1/v1/models
 	resp, _ := h.do("GET", "/v1/models", "", nil)
 	if resp.StatusCode != 404 || h.up.Requests()[0].Path != "/v1/v1/models" {
 		t.Fatalf("status %d path %q", resp.StatusCode, h.up.Requests()[0].Path)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -33,6 +35,15 @@ type Config struct {
 	// no Authorization header, or always when OverrideAuth is set.
 	APIKey       string
 	OverrideAuth bool
+	// AnthropicUpstream is the base URL of the Anthropic Messages API,
+	// including its version prefix (https://api.anthropic.com/v1): a
+	// request for /v1/messages goes to AnthropicUpstream + "/messages".
+	// nil: Upstream (Ollama and other local servers serve all three APIs).
+	AnthropicUpstream *url.URL
+	// AnthropicAPIKey is sent as "x-api-key" on Anthropic requests whose
+	// client sends neither x-api-key nor Authorization, or always when
+	// OverrideAuth is set. "": APIKey, if the Anthropic upstream is Upstream.
+	AnthropicAPIKey string
 	// Transport sends upstream requests; nil uses a tuned clone of http.DefaultTransport.
 	Transport http.RoundTripper
 
@@ -70,7 +81,8 @@ type Config struct {
 // Server is the OpenAI-compatible proxy. It is an http.Handler; create it with New.
 type Server struct {
 	cfg       Config
-	upstream  *url.URL
+	openai    upstreamTarget // Chat Completions, Responses and pass-through
+	anthropic upstreamTarget // Anthropic Messages
 	transport http.RoundTripper
 	log       *slog.Logger
 	metrics   *metrics
@@ -81,11 +93,13 @@ type Server struct {
 
 // New validates cfg, applies defaults and builds the routes.
 func New(cfg Config) (*Server, error) {
-	if cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "" {
-		return nil, errors.New("proxy: Config.Upstream must be an absolute URL")
+	if err := checkUpstream("Upstream", cfg.Upstream); err != nil {
+		return nil, err
 	}
-	if cfg.Upstream.Scheme != "http" && cfg.Upstream.Scheme != "https" {
-		return nil, fmt.Errorf("proxy: upstream scheme %q: want http or https", cfg.Upstream.Scheme)
+	if cfg.AnthropicUpstream != nil {
+		if err := checkUpstream("AnthropicUpstream", cfg.AnthropicUpstream); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Rewriter == nil {
 		return nil, errors.New("proxy: Config.Rewriter is required")
@@ -108,10 +122,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry = newDefaultRegistry()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport}
-	u := *cfg.Upstream
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	s.upstream = &u
+	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}
+	s.anthropic = upstreamTarget{base: s.openai.base, apiKey: cfg.AnthropicAPIKey, keyHeader: "X-Api-Key", overrideAuth: cfg.OverrideAuth}
+	if cfg.AnthropicUpstream != nil {
+		s.anthropic.base = baseURL(cfg.AnthropicUpstream)
+	} else if s.anthropic.apiKey == "" {
+		s.anthropic.apiKey = cfg.APIKey
+	}
 	if s.transport == nil {
 		s.transport = defaultTransport()
 	}
@@ -128,6 +145,24 @@ func New(cfg Config) (*Server, error) {
 	s.metrics.preset(ab.labels())
 	s.echo = s.routes()
 	return s, nil
+}
+
+func checkUpstream(field string, u *url.URL) error {
+	if u == nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("proxy: Config.%s must be an absolute URL", field)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("proxy: %s scheme %q: want http or https", field, u.Scheme)
+	}
+	return nil
+}
+
+// baseURL is u without a trailing slash, for appending paths.
+func baseURL(u *url.URL) *url.URL {
+	b := *u
+	b.Path = strings.TrimRight(b.Path, "/")
+	b.RawPath = ""
+	return &b
 }
 
 // ServeHTTP serves the proxy's routes.
@@ -151,7 +186,15 @@ func (s *Server) routes() *echo.Echo {
 	own(e, "/metrics", endpoint{http.MethodGet, echo.WrapHandler(s.metrics.handler())})
 	// Only POST: other methods on chat completions are OpenAI's stored
 	// completions (GET lists them), passed through.
-	e.POST("/v1/chat/completions", s.chat)
+	e.POST("/v1/chat/completions", s.serveAPI(chatAPI{}))
+	// Only POST: GET /v1/responses/{id} and the other methods are stored
+	// responses, passed through.
+	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
+	// Anthropic Messages; the query string (Claude Code's ?beta=true) is
+	// forwarded as it is. Other /v1/messages/* paths (batches) pass through
+	// to the Anthropic upstream.
+	e.POST("/v1/messages", s.serveAPI(messagesAPI{}))
+	e.POST("/v1/messages/count_tokens", s.serveAPI(messagesAPI{}))
 	// Only GET (and HEAD): other methods on /v1/skills are OpenAI's Skills
 	// API (POST creates a skill), passed through.
 	e.GET("/v1/skills", s.listSkills)
@@ -162,7 +205,8 @@ func (s *Server) routes() *echo.Echo {
 	return e
 }
 
-// httpError renders Echo's own errors (404, 405, panics) as OpenAI error JSON.
+// httpError renders Echo's own errors (404, 405, panics) in the error
+// envelope of the API the path belongs to.
 func (s *Server) httpError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -173,9 +217,9 @@ func (s *Server) httpError(err error, c echo.Context) {
 		status = he.Code
 		msg = fmt.Sprint(he.Message)
 	}
-	typ := errTypeInvalidRequest
+	kind := wire.KindInvalidRequest
 	if status >= 500 {
-		typ = errTypeServer
+		kind = wire.KindServer
 	}
 	code := strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 	switch status {
@@ -184,7 +228,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)
 	}
-	writeError(c.Response(), status, typ, code, msg)
+	writeError(c.Response(), apiForPath(c.Request().URL.Path), &wire.Error{Status: status, Kind: kind, Code: code, Message: msg})
 }
 
 // defaultTransport is http.DefaultTransport with room for the concurrency an

@@ -6,31 +6,65 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
-// upstreamURL maps a client path under /v1 to the upstream base URL.
-func (s *Server) upstreamURL(clientPath, rawQuery string) string {
-	u := *s.upstream
-	u.Path = s.upstream.Path + strings.TrimPrefix(clientPath, "/v1")
+// upstreamTarget is one upstream API: its base URL (with its version
+// prefix, e.g. http://127.0.0.1:11434/v1) and how the proxy authenticates
+// when the client does not.
+type upstreamTarget struct {
+	base         *url.URL
+	apiKey       string
+	keyHeader    string // "Authorization" (sent as Bearer) or "X-Api-Key"
+	overrideAuth bool
+}
+
+// url maps a client path under /v1 to the target's base URL.
+func (t *upstreamTarget) url(clientPath, rawQuery string) string {
+	u := *t.base
+	u.Path = t.base.Path + strings.TrimPrefix(clientPath, "/v1")
 	u.RawQuery = rawQuery
 	return u.String()
+}
+
+// header builds the upstream request headers from the client's.
+func (t *upstreamTarget) header(in http.Header) http.Header {
+	out := upstreamRequestHeader(in)
+	if t.apiKey == "" {
+		return out
+	}
+	if t.keyHeader == "X-Api-Key" {
+		// Anthropic clients authenticate with either header (Claude Code:
+		// x-api-key for API keys, Authorization for tokens).
+		if t.overrideAuth || (out.Get("X-Api-Key") == "" && out.Get("Authorization") == "") {
+			out.Del("Authorization")
+			out.Set("X-Api-Key", t.apiKey)
+		}
+		return out
+	}
+	if t.overrideAuth || out.Get("Authorization") == "" {
+		out.Set("Authorization", "Bearer "+t.apiKey)
+	}
+	return out
 }
 
 // send performs one upstream exchange bounded by UpstreamTimeout. The caller
 // must close the response body; closing it also releases the timeout.
 // decoded asks for an identity (or transparently decoded) body, which the
 // chat path needs to parse it; pass-through relays the encoding untouched.
-func (s *Server) send(ctx context.Context, in *http.Request, body io.Reader, length int64, decoded bool) (*http.Response, time.Duration, error) {
+func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, body io.Reader, length int64, decoded bool) (*http.Response, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
-	req, err := http.NewRequestWithContext(ctx, in.Method, s.upstreamURL(in.URL.Path, in.URL.RawQuery), body)
+	req, err := http.NewRequestWithContext(ctx, in.Method, t.url(in.URL.Path, in.URL.RawQuery), body)
 	if err != nil {
 		cancel()
 		return nil, 0, err
 	}
-	req.Header = upstreamRequestHeader(in.Header, s.cfg.APIKey, s.cfg.OverrideAuth)
+	req.Header = t.header(in.Header)
 	req.ContentLength = length
 	if length == 0 && body != nil && body != http.NoBody {
 		req.ContentLength = -1
@@ -48,9 +82,9 @@ func (s *Server) send(ctx context.Context, in *http.Request, body io.Reader, len
 	elapsed := time.Since(start)
 	if err != nil {
 		cancel()
-		return nil, elapsed, &upstreamError{name: s.upstream.Host, err: err}
+		return nil, elapsed, &upstreamError{name: t.base.Host, err: err}
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel, name: s.upstream.Host}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel, name: t.base.Host}
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
 			resp.Body.Close()
@@ -80,6 +114,12 @@ func (b *cancelBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
 // upstreamError is an error of an exchange with one upstream, named by its
 // host (never its URL: the path or query may hold secrets, and no
 // credentials), so a client learns which upstream failed.
@@ -98,12 +138,6 @@ func upstreamName(err error) string {
 		return "upstream " + ue.name
 	}
 	return "upstream"
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 // failure classifies an upstream exchange error: the client went away (499,
@@ -176,7 +210,7 @@ func (f failure) logText() string {
 // started: the upstream was reached, so what classify calls unreachable is a
 // failure of the stream itself.
 func classifyStream(clientCtx context.Context, err error) failure {
-	if errors.Is(err, errEventTooLarge) && clientCtx.Err() == nil {
+	if errors.Is(err, wire.ErrEventTooLarge) && clientCtx.Err() == nil {
 		return failure{status: http.StatusBadGateway, code: "upstream_response_too_large", msg: err.Error(), detail: err.Error()}
 	}
 	f := classify(clientCtx, err)
@@ -186,10 +220,10 @@ func classifyStream(clientCtx context.Context, err error) failure {
 	return f
 }
 
-// write sends the failure as an OpenAI error, unless the client is gone.
-func (f failure) write(w http.ResponseWriter) {
+// write sends the failure in a's error envelope, unless the client is gone.
+func (f failure) write(w http.ResponseWriter, a api) {
 	if f.status == statusClientClosed {
 		return
 	}
-	writeError(w, f.status, errTypeUpstream, f.code, f.msg)
+	writeError(w, a, &wire.Error{Status: f.status, Kind: wire.KindUpstream, Code: f.code, Message: f.msg})
 }

@@ -66,7 +66,7 @@ func BenchmarkRewriteWith(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				k := i % len(bodies)
-				if _, err := RewriteWith(context.Background(), bodies[k], snap, decs[k], opts, r); err != nil {
+				if _, err := rewriteWithChat(context.Background(), bodies[k], snap, decs[k], opts, r); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -110,7 +110,7 @@ func benchRewriteChat(b *testing.B, cold bool) {
 			b.StartTimer()
 		}
 		start := time.Now()
-		rw, err := r.RewriteChat(context.Background(), bodies[i%len(bodies)], RewriteOptions{}, Overrides{})
+		rw, err := rewriteChat(context.Background(), r, bodies[i%len(bodies)], RewriteOptions{}, Overrides{})
 		durs = append(durs, time.Since(start))
 		if err != nil || rw.Decision.Fallback {
 			b.Fatalf("%v %+v", err, rw.Decision)

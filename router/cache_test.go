@@ -30,7 +30,7 @@ type placement struct {
 func upstreamPrompt(p *PromptParts, msgs []Message, tail bool) string {
 	var b strings.Builder
 	for _, d := range p.Tools {
-		b.Write(d)
+		b.Write(d.FunctionJSON())
 		b.WriteByte('\n')
 	}
 	sysDone := false

@@ -30,7 +30,7 @@ func FuzzRewrite(f *testing.F) {
 	snap := fixture(f)
 	dec := &Decision{Ranked: scored("sql-review", "pdf-tools"), Selected: []string{"pdf-tools", "csv-analysis"}, Pinned: []string{"docker-deploy"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rw, err := RewriteWith(context.Background(), body, snap, dec, RewriteOptions{CatalogBudgetTokens: 300}, nil)
+		rw, err := rewriteWithChat(context.Background(), body, snap, dec, RewriteOptions{CatalogBudgetTokens: 300}, nil)
 		if _, perr := parseRequest(body); (err == nil) != (perr == nil) {
 			t.Fatalf("RewriteWith err %v, parseRequest err %v", err, perr)
 		}
@@ -38,8 +38,11 @@ func FuzzRewrite(f *testing.F) {
 			return
 		}
 		checkPreserved(t, body, rw.Body)
+		if !rw.Session.Handles(ToolLoadSkill) {
+			return // the request takes no tools (legacy functions, tool_choice none)
+		}
 		// The tool loop on top of it never panics either.
-		next, err := rw.Session.FollowUp(rw.Body, json.RawMessage(`{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]}`),
+		next, err := rw.followUp(rw.Body, json.RawMessage(`{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]}`),
 			[]ToolResult{rw.Session.Call(context.Background(), "1", ToolLoadSkill, body)})
 		if err != nil || !json.Valid(next) {
 			t.Fatalf("follow-up: %v", err)
@@ -54,14 +57,14 @@ func FuzzFollowUp(f *testing.F) {
 	f.Add([]byte(`{}`), "", []byte(`null`))
 	snap := fixture(f)
 	f.Fuzz(func(t *testing.T, assistant []byte, id string, args []byte) {
-		rw, err := RewriteWith(context.Background(), []byte(`{"messages":[{"role":"user","content":"x"}]}`), snap, nil, RewriteOptions{CatalogBudgetTokens: 200}, &fakeSearch{hits: []Scored{{ID: "pdf-tools"}}})
+		rw, err := rewriteWithChat(context.Background(), []byte(`{"messages":[{"role":"user","content":"x"}]}`), snap, nil, RewriteOptions{CatalogBudgetTokens: 200}, &fakeSearch{hits: []Scored{{ID: "pdf-tools"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{ToolLoadSkill, ToolSearchSkills, "other"} {
 			_ = rw.Session.Call(context.Background(), id, name, args)
 		}
-		out, err := rw.Session.FollowUp(rw.Body, assistant, []ToolResult{{CallID: id, Content: "r"}})
+		out, err := rw.followUp(rw.Body, assistant, []ToolResult{{CallID: id, Content: "r"}})
 		if err == nil && !json.Valid(out) {
 			t.Fatalf("invalid follow-up body for assistant %q", assistant)
 		}

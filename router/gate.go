@@ -8,10 +8,10 @@ package router
 // before.
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // ToolGate is implemented by a ToolProvider (package sandbox, configured by
@@ -26,9 +26,8 @@ type ToolGate interface {
 	AllowedTools(active []*skills.Skill) []string
 }
 
-// clientTool is one element of the client's tools array and its fate.
+// clientTool is one element of the client's tools and its fate.
 type clientTool struct {
-	raw       []byte
 	name      string
 	gated     bool
 	forced    bool   // tool_choice names it: the client's explicit intent wins
@@ -50,29 +49,29 @@ type toolGate struct {
 // newToolGate plans the gating of req's client tools for the active skills.
 // It returns nil when nothing is gated: no ToolGate, no client tools, or
 // none of them gated.
-func newToolGate(o *RewriteOptions, req *chatRequest, lib *skillLib, active []string) *toolGate {
+func newToolGate(o *RewriteOptions, req *wire.Request, lib *skillLib, active []string) *toolGate {
 	g, ok := o.Tools.(ToolGate)
-	if !ok || g == nil || len(req.clientTools) == 0 {
+	if !ok || g == nil || len(req.Tools) == 0 {
 		return nil
 	}
-	// The common case, nothing gated, costs one lookup per distinct name.
+	tg := &toolGate{gate: g, tools: make([]clientTool, len(req.Tools))}
 	anyGated := false
-	for name := range req.clientNames {
-		if g.GatedTool(name) {
-			anyGated = true
-			break
-		}
+	for i, ct := range req.Tools {
+		gated := ct.Name != "" && g.GatedTool(ct.Name)
+		anyGated = anyGated || gated
+		tg.tools[i] = clientTool{name: ct.Name, gated: gated}
 	}
 	if !anyGated {
 		return nil
 	}
-	tg := &toolGate{gate: g, tools: make([]clientTool, len(req.clientTools))}
-	for i, raw := range req.clientTools {
-		name := toolName(raw)
-		tg.tools[i] = clientTool{raw: raw, name: name, gated: name != "" && g.GatedTool(name)}
+	named := map[string]bool{}
+	for _, n := range req.ToolChoice.Named {
+		named[n] = true
 	}
-	required, named := parseToolChoice(req.toolChoice)
-	called := calledTools(req.msgs)
+	called := map[string]bool{}
+	for _, n := range req.Called {
+		called[n] = true
+	}
 	for i := range tg.tools {
 		t := &tg.tools[i]
 		if t.gated && named[t.name] {
@@ -89,7 +88,7 @@ func newToolGate(o *RewriteOptions, req *chatRequest, lib *skillLib, active []st
 			tg.activate(s)
 		}
 	}
-	if required && len(tg.kept()) == 0 {
+	if req.ToolChoice.Required && tg.keptCount() == 0 {
 		tg.bypass = true
 	}
 	return tg
@@ -139,36 +138,6 @@ func (t *clientTool) withheld(bypass bool) bool {
 	return t.gated && !t.forced && !t.used && t.enabledBy == "" && !bypass
 }
 
-// calledTools returns the function names the assistant messages of msgs
-// called.
-func calledTools(msgs []chatMessage) map[string]bool {
-	var out map[string]bool
-	for _, m := range msgs {
-		if m.role != "assistant" {
-			continue
-		}
-		var a struct {
-			ToolCalls []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		}
-		if json.Unmarshal(m.raw, &a) != nil {
-			continue
-		}
-		for _, c := range a.ToolCalls {
-			if c.Function.Name != "" {
-				if out == nil {
-					out = map[string]bool{}
-				}
-				out[c.Function.Name] = true
-			}
-		}
-	}
-	return out
-}
-
 // withholds reports whether any client tool is withheld.
 func (tg *toolGate) withholds() bool {
 	if tg == nil {
@@ -182,13 +151,27 @@ func (tg *toolGate) withholds() bool {
 	return false
 }
 
-// kept returns the client tool definitions that go upstream, in the
-// client's order.
-func (tg *toolGate) kept() [][]byte {
-	var out [][]byte
+// keptCount counts the client tools that go upstream.
+func (tg *toolGate) keptCount() int {
+	n := 0
 	for i := range tg.tools {
 		if !tg.tools[i].withheld(tg.bypass) {
-			out = append(out, tg.tools[i].raw)
+			n++
+		}
+	}
+	return n
+}
+
+// withheldIndexes lists the indexes of the withheld client tools,
+// ascending; nil when none (or tg is nil).
+func (tg *toolGate) withheldIndexes() []int {
+	if tg == nil {
+		return nil
+	}
+	var out []int
+	for i := range tg.tools {
+		if tg.tools[i].withheld(tg.bypass) {
+			out = append(out, i)
 		}
 	}
 	return out
@@ -247,58 +230,6 @@ func (tg *toolGate) forced() []string {
 	})
 }
 
-// parseToolChoice reads a tool_choice value: whether it requires a tool call
-// ("required", or allowed_tools in mode "required") and the tool names it
-// names ({"type":"function","function":{"name":…}}, a custom tool, or the
-// tools of an allowed_tools choice).
-func parseToolChoice(raw []byte) (required bool, named map[string]bool) {
-	if len(raw) == 0 {
-		return false, nil
-	}
-	if mode := toolChoiceMode(raw); mode != "" {
-		return mode == "required", nil
-	}
-	type ref struct {
-		Type     string `json:"type"`
-		Name     string `json:"name"` // Responses API shape, accepted by some servers
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-		Custom struct {
-			Name string `json:"name"`
-		} `json:"custom"`
-	}
-	var c struct {
-		ref
-		AllowedTools struct {
-			Mode  string `json:"mode"`
-			Tools []ref  `json:"tools"`
-		} `json:"allowed_tools"`
-	}
-	if json.Unmarshal(raw, &c) != nil {
-		return false, nil
-	}
-	named = map[string]bool{}
-	for _, r := range append([]ref{c.ref}, c.AllowedTools.Tools...) {
-		for _, n := range []string{r.Function.Name, r.Custom.Name, r.Name} {
-			if n != "" {
-				named[n] = true
-			}
-		}
-	}
-	return c.Type == "allowed_tools" && c.AllowedTools.Mode == "required", named
-}
-
-// toolChoiceMode is a string tool_choice ("none", "auto", "required"), or
-// "" when the value names tools (an object) or is not a string.
-func toolChoiceMode(raw []byte) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
-
 // record puts the gating at rewrite time into the decision (fresh slices
 // and map: later activations in the tool loop do not change it).
 func (tg *toolGate) record(d *Decision) {
@@ -308,17 +239,4 @@ func (tg *toolGate) record(d *Decision) {
 	d.ToolsWithheld = tg.withheld()
 	d.ToolsEnabled = tg.enabled()
 	d.ToolsForced = tg.forced()
-}
-
-// withoutTools drops tools, tool_choice and parallel_tool_calls from a body
-// whose tools array gating emptied: upstreams reject an empty tools array
-// and tool settings without tools.
-func withoutTools(body []byte) ([]byte, error) {
-	var err error
-	for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
-		if body, err = removeMembers(body, k); err != nil {
-			return nil, err
-		}
-	}
-	return body, nil
 }

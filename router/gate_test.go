@@ -155,7 +155,7 @@ func TestToolGateRewrite(t *testing.T) {
 			gate := &fakeGate{gated: tt.gated, deny: tt.deny}
 			opts := RewriteOptions{Tools: gate, NoTools: tt.noTools}
 			dec := tt.dec
-			rw, err := RewriteWith(context.Background(), tt.body, snap, &dec, opts, nil)
+			rw, err := rewriteWithChat(context.Background(), tt.body, snap, &dec, opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestToolGateRewrite(t *testing.T) {
 			}
 			// Deterministic: the same request gives the same bytes.
 			dec2 := tt.dec
-			again, err := RewriteWith(context.Background(), tt.body, snap, &dec2, RewriteOptions{Tools: &fakeGate{gated: tt.gated, deny: tt.deny}, NoTools: tt.noTools}, nil)
+			again, err := rewriteWithChat(context.Background(), tt.body, snap, &dec2, RewriteOptions{Tools: &fakeGate{gated: tt.gated, deny: tt.deny}, NoTools: tt.noTools}, nil)
 			if err != nil || !bytes.Equal(again.Body, rw.Body) {
 				t.Fatalf("second rewrite differs: %v", err)
 			}
@@ -192,12 +192,8 @@ func TestToolGateRewrite(t *testing.T) {
 func checkOthersKept(t *testing.T, in, out []byte, dropped bool) {
 	t.Helper()
 	others := func(b []byte) []string {
-		ms, err := objectMembers(b)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var kv []string
-		for _, m := range ms {
+		for _, m := range topMembers(t, b) {
 			switch m.key {
 			case "messages", "tools":
 				continue
@@ -206,7 +202,7 @@ func checkOthersKept(t *testing.T, in, out []byte, dropped bool) {
 					continue
 				}
 			}
-			kv = append(kv, m.key+"="+string(b[m.value.start:m.value.end]))
+			kv = append(kv, m.key+"="+string(m.value))
 		}
 		return kv
 	}
@@ -240,7 +236,7 @@ func TestToolGateNothingGatedIsByteIdentical(t *testing.T) {
 			opts := tc.opts
 			opts.Tools = &fakeGate{inner: tc.opts.Tools, gated: gated}
 			dec := tc.dec
-			rw, err := RewriteWith(context.Background(), in, snap, &dec, opts, nil)
+			rw, err := rewriteWithChat(context.Background(), in, snap, &dec, opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +250,7 @@ func TestToolGateNothingGatedIsByteIdentical(t *testing.T) {
 	}
 	// The golden client-tools request does gate when its tool is named.
 	in, _ := os.ReadFile(filepath.Join("testdata", "requests", "client-tools.json"))
-	rw, err := RewriteWith(context.Background(), in, snap, &Decision{}, RewriteOptions{Tools: &fakeGate{gated: []string{"run_*"}}}, nil)
+	rw, err := rewriteWithChat(context.Background(), in, snap, &Decision{}, RewriteOptions{Tools: &fakeGate{gated: []string{"run_*"}}}, nil)
 	if err != nil || slices.Contains(toolNames(t, rw.Body), "run_shell") {
 		t.Fatalf("run_shell not withheld: %v %s", err, rw.Body)
 	}
@@ -265,7 +261,7 @@ func TestToolGateNothingGatedIsByteIdentical(t *testing.T) {
 func TestToolGateLoadSkillRestoresTools(t *testing.T) {
 	snap := gateLibrary(t)
 	body := gateRequest([]string{toolBash, toolWeather, toolFetch}, `,"tool_choice":"auto"`, "")
-	rw, err := RewriteWith(context.Background(), body, snap, &Decision{}, RewriteOptions{Tools: &fakeGate{gated: []string{"bash", "WebFetch"}}}, nil)
+	rw, err := rewriteWithChat(context.Background(), body, snap, &Decision{}, RewriteOptions{Tools: &fakeGate{gated: []string{"bash", "WebFetch"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +275,7 @@ func TestToolGateLoadSkillRestoresTools(t *testing.T) {
 		args := `{\"skill_id\":\"` + skill + `\"}`
 		res := s.Call(ctx, id, ToolLoadSkill, json.RawMessage(`{"skill_id":"`+skill+`"}`))
 		a := json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"load_skill","arguments":"` + args + `"}}]}`)
-		next, err := s.FollowUp(in, a, []ToolResult{res})
+		next, err := rw.followUp(in, a, []ToolResult{res})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,32 +308,6 @@ func TestToolGateLoadSkillRestoresTools(t *testing.T) {
 	}
 }
 
-func TestParseToolChoice(t *testing.T) {
-	tests := []struct {
-		raw      string
-		required bool
-		named    []string
-	}{
-		{``, false, nil},
-		{`"auto"`, false, nil},
-		{`"none"`, false, nil},
-		{`"required"`, true, nil},
-		{`{"type":"function","function":{"name":"bash"}}`, false, []string{"bash"}},
-		{`{"type":"function","name":"bash"}`, false, []string{"bash"}},
-		{`{"type":"custom","custom":{"name":"patch"}}`, false, []string{"patch"}},
-		{`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}]}}`, true, []string{"a", "b"}},
-		{`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}`, false, nil},
-		{`42`, false, nil},
-	}
-	for _, tt := range tests {
-		req, named := parseToolChoice([]byte(tt.raw))
-		got := slices.Sorted(maps.Keys(named))
-		if req != tt.required || !slices.Equal(got, tt.named) {
-			t.Errorf("%s: required %v named %v, want %v %v", tt.raw, req, got, tt.required, tt.named)
-		}
-	}
-}
-
 // Overrides.Session names the conversation: the id tier-3 tools receive
 // (and so the output directory) differs for differently named conversations
 // with identical openings, and stays the same across a named one's turns.
@@ -348,7 +318,7 @@ func TestSessionNamesConversation(t *testing.T) {
 	turn2 := chat(t, "system", "You help.", "user", "resize my images", "assistant", "ok", "user", "smaller")
 	conv := func(body []byte, session string) string {
 		t.Helper()
-		rw, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{Session: session})
+		rw, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{Session: session})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,19 +351,19 @@ func FuzzToolGate(f *testing.F) {
 	snap := gateLibrary(f)
 	f.Fuzz(func(t *testing.T, body, selected string) {
 		dec := &Decision{Selected: []string{selected}}
-		rw, err := RewriteWith(context.Background(), []byte(body), snap, dec, RewriteOptions{Tools: &fakeGate{gated: []string{"bash", "Web*"}}}, nil)
+		rw, err := rewriteWithChat(context.Background(), []byte(body), snap, dec, RewriteOptions{Tools: &fakeGate{gated: []string{"bash", "Web*"}}}, nil)
 		if err != nil {
 			return
 		}
 		if !json.Valid(rw.Body) {
 			t.Fatalf("invalid JSON: %s", rw.Body)
 		}
-		out, err := parseRequest(rw.Body)
-		if err != nil {
+		if _, err := parseRequest(rw.Body); err != nil {
 			t.Fatalf("rewritten body does not parse: %v: %s", err, rw.Body)
 		}
+		sent := toolNames(t, rw.Body)
 		for _, name := range rw.Decision.ToolsWithheld {
-			if out.clientNames[name] && name != ToolLoadSkill {
+			if slices.Contains(sent, name) && name != ToolLoadSkill {
 				t.Fatalf("withheld %s still sent: %s", name, rw.Body)
 			}
 		}
@@ -421,7 +391,7 @@ func BenchmarkToolGate(b *testing.B) {
 				if g, ok := bc.opts.Tools.(*fakeGate); ok {
 					g.asked = g.asked[:0]
 				}
-				if _, err := RewriteWith(ctx, body, snap, &Decision{Selected: []string{"shell-helper"}}, bc.opts, nil); err != nil {
+				if _, err := rewriteWithChat(ctx, body, snap, &Decision{Selected: []string{"shell-helper"}}, bc.opts, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -63,13 +63,13 @@ func TestGoldenRewrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			dec := tc.dec
-			rw, err := RewriteWith(context.Background(), in, snap, &dec, tc.opts, nil)
+			rw, err := rewriteWithChat(context.Background(), in, snap, &dec, tc.opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Deterministic: a second run gives the same bytes.
 			dec2 := tc.dec
-			rw2, err := RewriteWith(context.Background(), in, snap, &dec2, tc.opts, nil)
+			rw2, err := rewriteWithChat(context.Background(), in, snap, &dec2, tc.opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,11 +103,10 @@ func checkPreserved(t *testing.T, in, out []byte) {
 		t.Fatalf("rewritten body does not parse: %v", err)
 	}
 	others := func(b []byte) []string {
-		ms, _ := objectMembers(b)
 		var kv []string
-		for _, m := range ms {
+		for _, m := range topMembers(t, b) {
 			if m.key != "messages" && m.key != "tools" {
-				kv = append(kv, m.key+"\x00"+string(b[m.value.start:m.value.end]))
+				kv = append(kv, m.key+"\x00"+string(m.value))
 			}
 		}
 		return kv
@@ -117,17 +116,17 @@ func checkPreserved(t *testing.T, in, out []byte) {
 	}
 	// Original messages appear in order; at most one differs (the catalog).
 	j, changed := 0, 0
-	for _, m := range inReq.msgs {
-		for j < len(outReq.msgs) && !bytes.Equal(outReq.msgs[j].raw, m.raw) {
-			if outReq.msgs[j].role == m.role && strings.HasPrefix(outReq.msgs[j].text, m.text) && (m.role == "system" || m.role == "developer") {
+	for _, m := range inReq.Messages() {
+		for j < len(outReq.Messages()) && !bytes.Equal(outReq.Messages()[j].Raw, m.Raw) {
+			if outReq.Messages()[j].Role == m.Role && strings.HasPrefix(outReq.Messages()[j].Text, m.Text) && (m.Role == "system" || m.Role == "developer") {
 				break
 			}
 			j++
 		}
-		if j == len(outReq.msgs) {
-			t.Fatalf("original message missing from the rewrite: %s", m.raw)
+		if j == len(outReq.Messages()) {
+			t.Fatalf("original message missing from the rewrite: %s", m.Raw)
 		}
-		if !bytes.Equal(outReq.msgs[j].raw, m.raw) {
+		if !bytes.Equal(outReq.Messages()[j].Raw, m.Raw) {
 			changed++
 		}
 		j++
@@ -135,8 +134,8 @@ func checkPreserved(t *testing.T, in, out []byte) {
 	if changed > 1 {
 		t.Fatalf("%d original messages changed; only the one taking the catalog may", changed)
 	}
-	for i, ct := range inReq.clientTools {
-		if i >= len(outReq.clientTools) || !bytes.Equal(outReq.clientTools[i], ct) {
+	for i, ct := range inReq.ClientTools() {
+		if i >= len(outReq.ClientTools()) || !bytes.Equal(outReq.ClientTools()[i], ct) {
 			t.Fatalf("client tool %d changed or moved", i)
 		}
 	}
@@ -145,7 +144,7 @@ func checkPreserved(t *testing.T, in, out []byte) {
 // renderTranscript shows the upstream request the way a reviewer wants to
 // read it: each message with its role and whether it is the client's,
 // then tools and the decision.
-func renderTranscript(t *testing.T, in []byte, rw *Rewrite) string {
+func renderTranscript(t *testing.T, in []byte, rw *chatRewrite) string {
 	t.Helper()
 	inReq, _ := parseRequest(in)
 	outReq, err := parseRequest(rw.Body)
@@ -153,18 +152,18 @@ func renderTranscript(t *testing.T, in []byte, rw *Rewrite) string {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	for i, m := range outReq.msgs {
+	for i, m := range outReq.Messages() {
 		mark := "added"
-		for _, o := range inReq.msgs {
-			if bytes.Equal(o.raw, m.raw) {
+		for _, o := range inReq.Messages() {
+			if bytes.Equal(o.Raw, m.Raw) {
 				mark = "client's, unchanged"
 				break
 			}
-			if o.role == m.role && m.text != o.text && strings.HasPrefix(m.text, o.text) {
+			if o.Role == m.Role && m.Text != o.Text && strings.HasPrefix(m.Text, o.Text) {
 				mark = "client's, catalog appended"
 			}
 		}
-		fmt.Fprintf(&b, "=== message %d: %s (%s)\n%s\n", i, m.role, mark, m.text)
+		fmt.Fprintf(&b, "=== message %d: %s (%s)\n%s\n", i, m.Role, mark, m.Text)
 	}
 	fmt.Fprintf(&b, "=== tools: %s\n", strings.Join(toolNames(t, rw.Body), ", "))
 	d := rw.Decision

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // fixtureRoot is the test library, loaded with a relative root so rendered
@@ -123,8 +124,8 @@ type fakeTool struct {
 }
 
 func (f *fakeTool) Name() string { return f.name }
-func (f *fakeTool) Definition() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{"type":"function","function":{"name":%q,"parameters":{"type":"object","properties":{}}}}`, f.name))
+func (f *fakeTool) Spec() wire.ToolSpec {
+	return wire.ToolSpec{Name: f.name, Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
 }
 func (f *fakeTool) Call(ctx context.Context, c ToolCall) (string, error) {
 	f.mu.Lock()

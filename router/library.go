@@ -7,7 +7,6 @@ package router
 // one.
 
 import (
-	"encoding/json"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"weak"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // skillLib is the rewrite's view of one snapshot (see the file comment).
@@ -30,7 +30,7 @@ type skillLib struct {
 	entries   map[entryKey]catalogEntry   // rendered catalog entries
 	catalogs  map[catalogKey]renderedText // whole-library catalogs
 	empties   map[emptyKey]int            // token counts of catalogs without entries
-	loadTool  map[bool]json.RawMessage    // load_skill definition by "enum stripped"
+	loadTool  map[bool]wire.ToolSpec      // load_skill by "enum stripped"
 }
 
 type renderedText struct {
@@ -92,7 +92,7 @@ func newLibrary(list []*skills.Skill) *skillLib {
 		entries:   map[entryKey]catalogEntry{},
 		catalogs:  map[catalogKey]renderedText{},
 		empties:   map[emptyKey]int{},
-		loadTool:  map[bool]json.RawMessage{},
+		loadTool:  map[bool]wire.ToolSpec{},
 	}
 	for _, s := range list {
 		l.byID[s.ID] = s
@@ -160,7 +160,7 @@ func (l *skillLib) envelopeJSON(id, text string) []byte {
 	if ok {
 		return q
 	}
-	q = marshalString(text)
+	q = wire.Quote(text)
 	l.mu.Lock()
 	l.quoted[id] = q
 	l.mu.Unlock()
@@ -219,7 +219,7 @@ func (l *skillLib) quote(catalog string) []byte {
 	if ok {
 		return q
 	}
-	q = marshalString(catalog)
+	q = wire.Quote(catalog)
 	l.mu.Lock()
 	if len(l.catalogQ) >= 64 {
 		l.catalogQ = map[string][]byte{}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -17,6 +18,9 @@ const (
 
 // CatalogModes lists the modes, for validation and help texts.
 var CatalogModes = []CatalogMode{CatalogAll, CatalogEnabled, CatalogAuto}
+
+// ValidCatalogMode reports whether m is one of CatalogModes.
+func ValidCatalogMode(m CatalogMode) bool { return slices.Contains(CatalogModes, m) }
 
 // AutoLoadRoles lists the roles auto-loaded skill bodies can be sent as,
 // for validation and help texts.
@@ -63,9 +67,7 @@ func (o RewriteOptions) normalized() (RewriteOptions, error) {
 	if o.CatalogMode == "" {
 		o.CatalogMode = CatalogAuto
 	}
-	switch o.CatalogMode {
-	case CatalogAll, CatalogEnabled, CatalogAuto:
-	default:
+	if !ValidCatalogMode(o.CatalogMode) {
 		return o, fmt.Errorf("router: unknown catalog mode %q (want all, enabled or auto)", o.CatalogMode)
 	}
 	if o.CatalogBudgetTokens <= 0 {

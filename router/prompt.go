@@ -2,8 +2,9 @@ package router
 
 // The rewrite's core, free of JSON: given a routing decision, a library and
 // the conversation, decide what to add (catalog, envelopes, tools) and what
-// it costs in tokens. RewriteChat applies the result to a request body; the
-// benchmark calls Prompt to count the router's prompt tokens directly.
+// it costs in tokens. Rewrite turns the result into a wire.Plan that the
+// client API's package renders; the benchmark calls Prompt to count the
+// router's prompt tokens directly.
 
 import (
 	"context"
@@ -15,9 +16,10 @@ import (
 	"maps"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
-// MessageOverheadTokens is what the chat format spends on each added message
+// MessageOverheadTokens is what a chat format spends on each added message
 // besides its content (role and framing tokens, as in OpenAI's counting
 // guide for the o200k models). AddedTokens includes it per added message.
 const MessageOverheadTokens = 4
@@ -47,9 +49,9 @@ type PromptParts struct {
 	Envelopes []Injection `json:"envelopes"`
 	Active    []string    `json:"active"` // skills whose envelope is in the conversation after the rewrite
 
-	Tools      []json.RawMessage `json:"-"`          // server-side tool definitions added, in order
-	ToolNames  []string          `json:"tool_names"` // their names
-	ToolTokens int               `json:"tool_tokens"`
+	Tools      []wire.ToolSpec `json:"-"`          // server-side tools added, in order
+	ToolNames  []string        `json:"tool_names"` // their names
+	ToolTokens int             `json:"tool_tokens"`
 
 	AddedTokens int `json:"added_tokens"`
 }
@@ -67,15 +69,14 @@ type planInput struct {
 
 // serverTools is what the session needs to answer the offered tools.
 type serverTools struct {
-	defs    []json.RawMessage
+	specs   []wire.ToolSpec
 	names   []string
 	extra   map[string]Tool // tier-3 tools by name
 	partial bool            // search_skills offered
 }
 
 // BuildPrompt computes what a rewrite adds for msgs under dec, without a
-// request body and without calling the ranking again: the pure core of
-// RewriteChat, for tests and benchmarks with hand-built decisions. A nil
+// request and without calling the ranking again: the pure core of Rewrite, for tests and benchmarks with hand-built decisions. A nil
 // dec means nothing selected.
 func BuildPrompt(ctx context.Context, snap *skills.Snapshot, dec *Decision, msgs []Message, opts RewriteOptions) (*PromptParts, error) {
 	o, err := opts.normalized()
@@ -91,7 +92,7 @@ func BuildPrompt(ctx context.Context, snap *skills.Snapshot, dec *Decision, msgs
 	return p, nil
 }
 
-// Prompt routes q and returns what RewriteChat would add to a request with
+// Prompt routes q and returns what Rewrite would add to a request with
 // these messages, with token counts; no JSON involved. The benchmark uses it
 // to count the router's prompt tokens (AddedTokens) and to check which skills
 // the model sees (CatalogShown, Envelopes).
@@ -218,12 +219,12 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		ts.partial = searchOK && cat.hidden > 0
 		offerTools(ctx, ts, lib, o, in.clientNames, p.Active)
 	}
-	p.Tools, p.ToolNames = ts.defs, ts.names
+	p.Tools, p.ToolNames = ts.specs, ts.names
 	if p.ToolNames == nil {
 		p.ToolNames = []string{}
 	}
-	for _, def := range ts.defs {
-		p.ToolTokens += countTokens(string(def))
+	for _, spec := range ts.specs {
+		p.ToolTokens += countTokens(string(spec.FunctionJSON()))
 	}
 	added += p.ToolTokens
 	p.AddedTokens = added
@@ -235,21 +236,21 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 // A tool whose name the client already uses is not offered (the client's
 // tool wins and its calls go back to the client).
 func offerTools(ctx context.Context, ts *serverTools, lib *skillLib, o *RewriteOptions, client map[string]bool, active []string) {
-	ts.defs, ts.names, ts.extra = nil, nil, map[string]Tool{}
+	ts.specs, ts.names, ts.extra = nil, nil, map[string]Tool{}
 	taken := maps.Clone(client)
 	if taken == nil {
 		taken = map[string]bool{}
 	}
-	offer := func(name string, def json.RawMessage) {
-		ts.defs = append(ts.defs, def)
-		ts.names = append(ts.names, name)
-		taken[name] = true
+	offer := func(spec wire.ToolSpec) {
+		ts.specs = append(ts.specs, spec)
+		ts.names = append(ts.names, spec.Name)
+		taken[spec.Name] = true
 	}
 	if len(lib.skills) > 0 && !taken[ToolLoadSkill] {
-		offer(ToolLoadSkill, lib.loadSkillDef(ts.partial))
+		offer(lib.loadSkillSpec(ts.partial))
 	}
 	if ts.partial && !taken[ToolSearchSkills] {
-		offer(ToolSearchSkills, searchSkillsDef)
+		offer(searchSkillsSpec)
 	}
 	if o.Tools == nil || len(active) == 0 {
 		return
@@ -264,13 +265,12 @@ func offerTools(ctx context.Context, ts *serverTools, lib *skillLib, o *RewriteO
 		if t == nil {
 			continue
 		}
-		name := t.Name()
-		def := t.Definition()
-		if name == "" || taken[name] || !json.Valid(def) {
+		spec := t.Spec()
+		if spec.Name == "" || spec.Name != t.Name() || taken[spec.Name] || !json.Valid(spec.Parameters) {
 			continue
 		}
-		offer(name, def)
-		ts.extra[name] = t
+		offer(spec)
+		ts.extra[spec.Name] = t
 	}
 }
 

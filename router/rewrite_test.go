@@ -12,26 +12,26 @@ import (
 func TestRewriteRejects(t *testing.T) {
 	snap := fixture(t)
 	tests := []struct{ name, body, want string }{
-		{"empty", ``, "not valid JSON"},
+		{"empty", ``, "request body is empty"},
 		{"garbage", `{"messages":[}`, "not valid JSON"},
-		{"array body", `[{"role":"user"}]`, "not a JSON object"},
-		{"no messages", `{"model":"m"}`, "no messages"},
-		{"messages null", `{"messages":null}`, "must be an array"},
+		{"array body", `[{"role":"user"}]`, "must be a JSON object"},
+		{"no messages", `{"model":"m"}`, "missing required parameter: 'messages'"},
+		{"messages null", `{"messages":null}`, "missing required parameter: 'messages'"},
 		{"messages object", `{"messages":{"role":"user"}}`, "must be an array"},
-		{"messages empty", `{"messages":[]}`, "must not be empty"},
-		{"message not object", `{"messages":["hi"]}`, "messages[0]: not an object"},
-		{"no role", `{"messages":[{"content":"x"}]}`, "messages[0]: missing role"},
-		{"role number", `{"messages":[{"role":1}]}`, "role must be a string"},
-		{"tools object", `{"messages":[{"role":"user","content":"x"}],"tools":{}}`, "tools must be an array"},
+		{"messages empty", `{"messages":[]}`, "must contain at least one message"},
+		{"message not object", `{"messages":["hi"]}`, "'messages[0]' must be a message object, got a string"},
+		{"no role", `{"messages":[{"content":"x"}]}`, "missing required parameter: 'messages[0].role'"},
+		{"role number", `{"messages":[{"role":1}]}`, "'messages[0].role' must be a string"},
+		{"tools object", `{"messages":[{"role":"user","content":"x"}],"tools":{}}`, "'tools' must be an array"},
 	}
 	for _, tt := range tests {
-		_, err := RewriteWith(context.Background(), []byte(tt.body), snap, nil, RewriteOptions{}, nil)
+		_, err := rewriteWithChat(context.Background(), []byte(tt.body), snap, nil, RewriteOptions{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
 		}
 	}
 	for _, o := range []RewriteOptions{{CatalogMode: "most"}, {AutoLoadRole: "assistant"}, {CatalogFormat: "yaml"}} {
-		if _, err := RewriteWith(context.Background(), chat(t, "user", "x"), snap, nil, o, nil); err == nil {
+		if _, err := rewriteWithChat(context.Background(), chat(t, "user", "x"), snap, nil, o, nil); err == nil {
 			t.Errorf("options %+v: want error", o)
 		}
 	}
@@ -49,7 +49,7 @@ func TestMessagesFromChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Message{{"system", "S"}, {"user", "a\nb"}, {"assistant", ""}, {"tool", "T"}, {"user", ""}, {"user", ""}}
+	want := []Message{{Role: "system", Text: "S"}, {Role: "user", Text: "a\nb"}, {Role: "assistant", Text: ""}, {Role: "tool", Text: "T"}, {Role: "user", Text: ""}, {Role: "user", Text: ""}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
@@ -112,7 +112,7 @@ func TestRewriteDedup(t *testing.T) {
 	}
 	// The router's decision is copied, not modified.
 	dec := Decision{Selected: []string{"pdf-tools"}, Reasons: map[string]string{"x": "y"}}
-	rw2, err := RewriteWith(context.Background(), body, fixture(t), &dec, RewriteOptions{}, nil)
+	rw2, err := rewriteWithChat(context.Background(), body, fixture(t), &dec, RewriteOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestLoadSkillEnumDroppedWhenPartial(t *testing.T) {
 	if !bytes.Contains(full.Body, []byte(`"enum":["api-design"`)) {
 		t.Fatal("whole catalog: load_skill should list the ids")
 	}
-	if bytes.Contains(part.Body, []byte(`"enum"`)) || !json.Valid(part.Prompt.Tools[0]) {
+	if bytes.Contains(part.Body, []byte(`"enum"`)) || !json.Valid(part.Prompt.Tools[0].Parameters) {
 		t.Fatal("partial catalog: load_skill must not carry an enum")
 	}
 }

@@ -29,7 +29,7 @@ func TestRewriteChat(t *testing.T) {
 	ctx := context.Background()
 	body := []byte(`{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":"extract the tables from this pdf file and merge two pdf documents"}],"temperature":0}`)
 
-	rw, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{})
+	rw, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,28 +46,28 @@ func TestRewriteChat(t *testing.T) {
 	}
 
 	// Disable: the body goes upstream untouched.
-	off, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{Disable: true})
+	off, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{Disable: true})
 	if err != nil || !bytes.Equal(off.Body, body) || !off.Disabled || off.Session.Handles(ToolLoadSkill) || off.AddedTokens != 0 {
 		t.Fatalf("disable: %v %+v", err, off)
 	}
 	// Top-K 0: nothing auto-loaded, the catalog stays.
-	none, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{TopK: intp(0)})
+	none, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{TopK: intp(0)})
 	if err != nil || len(none.Decision.Selected) != 0 || len(none.Prompt.Envelopes) != 0 || none.Prompt.Catalog == "" {
 		t.Fatalf("top-k 0: %v %+v", err, none.Decision)
 	}
 	// Catalog mode override.
-	en, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{CatalogMode: CatalogEnabled})
+	en, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{CatalogMode: CatalogEnabled})
 	if err != nil || !slices.Equal(en.Prompt.CatalogShown, []string{"api-design", "brand-voice"}) || !en.Session.Handles(ToolSearchSkills) {
 		t.Fatalf("enabled override: %v %+v", err, en.Prompt)
 	}
-	if _, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{CatalogMode: "bogus"}); err == nil {
+	if _, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{CatalogMode: "bogus"}); err == nil {
 		t.Fatal("unknown catalog mode: want error")
 	}
-	if _, err := r.RewriteChat(ctx, []byte(`{"messages":[]}`), RewriteOptions{}, Overrides{}); err == nil {
+	if _, err := rewriteChat(ctx, r, []byte(`{"messages":[]}`), RewriteOptions{}, Overrides{}); err == nil {
 		t.Fatal("empty messages: want error")
 	}
 	var nilRouter *Router
-	if _, err := nilRouter.RewriteChat(ctx, body, RewriteOptions{}, Overrides{}); err == nil {
+	if _, err := rewriteChat(ctx, nilRouter, body, RewriteOptions{}, Overrides{}); err == nil {
 		t.Fatal("nil router: want error")
 	}
 }
@@ -75,7 +75,7 @@ func TestRewriteChat(t *testing.T) {
 func TestRewriteChatMention(t *testing.T) {
 	r := newTestRouter(t, fixture(t))
 	body := chat(t, "user", "#docker-deploy set up compose for the invoice API")
-	rw, err := r.RewriteChat(context.Background(), body, RewriteOptions{}, Overrides{})
+	rw, err := rewriteChat(context.Background(), r, body, RewriteOptions{}, Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestRewriteChatMention(t *testing.T) {
 
 func TestRewriteChatSearchSkills(t *testing.T) {
 	r := newTestRouter(t, fixture(t))
-	rw, err := r.RewriteChat(context.Background(), chat(t, "user", "hello"), RewriteOptions{CatalogBudgetTokens: 200}, Overrides{})
+	rw, err := rewriteChat(context.Background(), r, chat(t, "user", "hello"), RewriteOptions{CatalogBudgetTokens: 200}, Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestCatalogAnchoredAcrossTurns(t *testing.T) {
 	turn1 := chat(t, "system", "sys", "user", "review this sql migration for locking problems")
 	turn2 := chat(t, "system", "sys", "user", "review this sql migration for locking problems", "assistant", "done", "user", "now resize the product images to 800px")
 	opts := RewriteOptions{CatalogBudgetTokens: 260}
-	first := func(body []byte, o RewriteOptions) (string, *Rewrite) {
-		rw, err := r.RewriteChat(ctx, body, o, Overrides{})
+	first := func(body []byte, o RewriteOptions) (string, *chatRewrite) {
+		rw, err := rewriteChat(ctx, r, body, o, Overrides{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPromptMatchesRewriteChat(t *testing.T) {
 	r := newTestRouter(t, fixture(t))
 	ctx := context.Background()
 	body := chat(t, "user", "write a commit message for my staged diff")
-	rw, err := r.RewriteChat(ctx, body, RewriteOptions{}, Overrides{})
+	rw, err := rewriteChat(ctx, r, body, RewriteOptions{}, Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
-// Package router ranks a skill library against a conversation and rewrites
-// chat requests: catalog in the system prompt, auto-loaded skill bodies at the
-// end, and server-side tools (load_skill, search_skills, ...) for the proxy's
-// tool loop.
+// Package router ranks a skill library against a conversation and plans
+// what to add to the request: the catalog for the system prompt, auto-loaded
+// skill bodies for the end, and server-side tools (load_skill,
+// search_skills, tier-3 tools) for the proxy's tool loop, with which client
+// tools to gate. It works on the API-neutral view of package wire and never
+// sees any API's JSON: the wire/* packages parse requests and render plans.
 package router
 
 import (
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // Embedder turns texts into unit-length vectors. Providers live in package embed.
@@ -41,11 +44,9 @@ type Scored struct {
 	Components Components `json:"components,omitzero"`
 }
 
-// Message is the text-only view of one chat message the router ranks from.
-type Message struct {
-	Role string
-	Text string // text parts joined; images dropped
-}
+// Message is the text-only view of one message the router ranks from
+// (text parts joined; images dropped), as every API package parses it.
+type Message = wire.Turn
 
 // Query asks for a routing decision. Zero fields take the Router's defaults.
 type Query struct {
@@ -99,7 +100,7 @@ var FallbackCodes = []FallbackCode{FallbackNoIndex, FallbackNoEmbedder, Fallback
 // Tool is a tool answered server-side by the proxy's tool loop.
 type Tool interface {
 	Name() string
-	Definition() json.RawMessage // OpenAI {"type":"function","function":{...}}
+	Spec() wire.ToolSpec // rendered by each API package in its own shape
 	Call(ctx context.Context, call ToolCall) (string, error)
 }
 

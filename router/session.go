@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // searcher ranks the whole library for search_skills (*Router does).
@@ -33,8 +33,7 @@ type Session struct {
 	opts         RewriteOptions
 	conversation string
 
-	toolsOK     bool     // tools may be added to the request
-	clientTools [][]byte // the client's own tool definitions, in order
+	toolsOK     bool // tools may be added to the request
 	clientNames map[string]bool
 	gate        *toolGate       // gated client tools (nil: none); withheld ones return when a skill enables them
 	tools       *serverTools    // what the next round offers
@@ -47,16 +46,12 @@ type Session struct {
 }
 
 // ToolResult is the answer to one server-side tool call.
-type ToolResult struct {
-	CallID  string
-	Name    string
-	Content string
-}
+type ToolResult = wire.ToolResult
 
-func newSession(s Searcher, snap *skills.Snapshot, lib *skillLib, o RewriteOptions, p *PromptParts, ts *serverTools, toolsOK bool, clientTools [][]byte, clientNames map[string]bool) *Session {
+func newSession(s Searcher, snap *skills.Snapshot, lib *skillLib, o RewriteOptions, p *PromptParts, ts *serverTools, toolsOK bool, clientNames map[string]bool) *Session {
 	sess := &Session{
 		search: s, snap: snap, lib: lib, opts: o, conversation: p.Conversation,
-		toolsOK: toolsOK, clientTools: clientTools, clientNames: clientNames,
+		toolsOK: toolsOK, clientNames: clientNames,
 		tools: ts, offered: map[string]bool{}, activeSet: map[string]bool{},
 		calls: map[string]int{},
 	}
@@ -248,7 +243,7 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 	}
 	s.activate(sk.ID)
 	s.loaded = append(s.loaded, sk.ID)
-	s.gate.activate(sk) // FollowUp puts the client tools it enables back
+	s.gate.activate(sk) // Tools puts the client tools it enables back
 	active := slices.Clone(s.active)
 	gen := len(active)
 	partial := s.tools != nil && s.tools.partial
@@ -308,153 +303,17 @@ func (s *Session) searchSkills(ctx context.Context, args json.RawMessage) string
 	return searchResult(q, hits)
 }
 
-// FollowUp returns the request for the next round: body plus the assistant
-// message (only the calls answered in results; its content kept) and one
-// tool message per result, in the order of the assistant's calls, with
-// `tools` refreshed: skills activated by load_skill may add tier-3 tools and
-// put back gated client tools they enable (from the client's original
-// definitions). A result whose call id the assistant message does not
-// contain is an error (the upstream would reject the request).
-func (s *Session) FollowUp(body []byte, assistant json.RawMessage, results []ToolResult) ([]byte, error) {
-	if len(results) == 0 {
-		return body, nil
-	}
-	req, err := parseRequest(body)
-	if err != nil {
-		return nil, fmt.Errorf("router: follow-up body: %w", err)
-	}
-	msg, order, err := assistantForFollowUp(assistant, results)
-	if err != nil {
-		return nil, fmt.Errorf("router: follow-up: %w", err)
-	}
-	byID := map[string]ToolResult{}
-	for _, r := range results {
-		byID[r.CallID] = r
-	}
-	elems := [][]byte{msg}
-	for _, id := range order {
-		tm, err := marshalJSON(struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			Content    string `json:"content"`
-		}{"tool", id, byID[id].Content})
-		if err != nil {
-			return nil, err
-		}
-		elems = append(elems, tm)
-	}
-	msgs, err := appendElements(body[req.messages.start:req.messages.end], elems...)
-	if err != nil {
-		return nil, err
-	}
-	out := spliceBytes(body, req.messages, msgs)
+// Tools returns what the next round offers: the client's tools minus the
+// withheld ones (a load_skill may have put gated ones back), then the
+// proxy's (a load_skill may have added tier-3 tools). The API package
+// renders it into the follow-up request.
+func (s *Session) Tools() wire.ToolSet {
 	if s == nil || !s.toolsOK || s.tools == nil {
-		return out, nil
+		return wire.ToolSet{}
 	}
 	s.mu.Lock()
-	defs := slices.Clone(s.tools.defs)
-	client := s.clientTools
-	if s.gate != nil {
-		client = s.gate.kept()
-	}
-	s.mu.Unlock()
-	tools := slices.Concat(client, rawList(defs))
-	if len(tools) == 0 {
-		return out, nil
-	}
-	return setMember(out, "tools", joinArray(tools))
-}
-
-// assistantForFollowUp prepares the upstream's assistant message for the
-// next request: tool_calls cut to the answered ones (stream-only "index"
-// fields dropped), response-only "annotations" dropped, the rest kept. It
-// returns the call ids in the assistant's order.
-func assistantForFollowUp(assistant json.RawMessage, results []ToolResult) ([]byte, []string, error) {
-	if !json.Valid(assistant) {
-		return nil, nil, errors.New("assistant message is not valid JSON")
-	}
-	ms, err := objectMembers(assistant)
-	if err != nil {
-		return nil, nil, errors.New("assistant message is not an object")
-	}
-	want := map[string]bool{}
-	for _, r := range results {
-		if r.CallID == "" {
-			return nil, nil, errors.New("tool result without a call id")
-		}
-		want[r.CallID] = true
-	}
-	ts, ok := memberValue(ms, "tool_calls")
-	if !ok {
-		return nil, nil, errors.New("assistant message has no tool_calls")
-	}
-	calls := assistant[ts.start:ts.end]
-	es, err := arrayElements(calls)
-	if err != nil {
-		return nil, nil, errors.New("tool_calls is not an array")
-	}
-	var kept [][]byte
-	var order []string
-	for _, e := range es {
-		c := calls[e.start:e.end]
-		var id struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(c, &id) != nil || !want[id.ID] {
-			continue
-		}
-		delete(want, id.ID)
-		c, err = removeMembers(c, "index")
-		if err != nil {
-			return nil, nil, err
-		}
-		kept = append(kept, c)
-		order = append(order, id.ID)
-	}
-	if len(want) > 0 {
-		missing := slices.Sorted(maps.Keys(want))
-		return nil, nil, fmt.Errorf("no tool call with id %s in the assistant message", strings.Join(missing, ", "))
-	}
-	out := spliceBytes(assistant, ts, joinArray(kept))
-	if out, err = removeMembers(out, "annotations"); err != nil {
-		return nil, nil, err
-	}
-	if _, ok := memberValue(mustMembers(out), "role"); !ok {
-		if out, err = setMember(out, "role", []byte(`"assistant"`)); err != nil {
-			return nil, nil, err
-		}
-	}
-	return out, order, nil
-}
-
-func mustMembers(b []byte) []jsonMember {
-	ms, _ := objectMembers(b)
-	return ms
-}
-
-func rawList(defs []json.RawMessage) [][]byte {
-	out := make([][]byte, len(defs))
-	for i, d := range defs {
-		out[i] = d
-	}
-	return out
-}
-
-// joinArray renders elements as a compact JSON array.
-func joinArray(elems [][]byte) []byte {
-	n := 2
-	for _, e := range elems {
-		n += len(e) + 1
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	for i, e := range elems {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, e...)
-	}
-	return append(out, ']')
+	defer s.mu.Unlock()
+	return wire.ToolSet{Withheld: s.gate.withheldIndexes(), Server: slices.Clone(s.tools.specs)}
 }
 
 // namedConversationID derives the conversation id from a client-given

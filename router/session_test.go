@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-func rewriteFixture(t *testing.T, body []byte, dec Decision, opts RewriteOptions, search Searcher) *Rewrite {
+func rewriteFixture(t *testing.T, body []byte, dec Decision, opts RewriteOptions, search Searcher) *chatRewrite {
 	t.Helper()
-	rw, err := RewriteWith(context.Background(), body, fixture(t), &dec, opts, search)
+	rw, err := rewriteWithChat(context.Background(), body, fixture(t), &dec, opts, search)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSessionTier3(t *testing.T) {
 		t.Fatal("loading an executable skill must offer its tool")
 	}
 	assistant := json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"image-resize\"}"}}]}`)
-	next, err := s.FollowUp(rw.Body, assistant, []ToolResult{{CallID: "c1", Name: ToolLoadSkill, Content: "env"}})
+	next, err := rw.followUp(rw.Body, assistant, []ToolResult{{CallID: "c1", Name: ToolLoadSkill, Content: "env"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +201,13 @@ func TestSessionTier3(t *testing.T) {
 func TestFollowUp(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"client_fn"}}],"n":1}`)
 	rw := rewriteFixture(t, body, Decision{}, RewriteOptions{}, nil)
-	s := rw.Session
+
 	assistant := json.RawMessage(`{"role":"assistant","content":"Let me look.","annotations":[],"tool_calls":[` +
 		`{"index":0,"id":"a","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"pdf-tools\"}"}},` +
 		`{"index":1,"id":"b","type":"function","function":{"name":"client_fn","arguments":"{}"}},` +
 		`{"index":2,"id":"c","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"x\"}"}}]}`)
 	results := []ToolResult{{CallID: "c", Name: ToolLoadSkill, Content: "not found"}, {CallID: "a", Name: ToolLoadSkill, Content: "<skill_context id=\"pdf-tools\">"}}
-	next, err := s.FollowUp(rw.Body, assistant, results)
+	next, err := rw.followUp(rw.Body, assistant, results)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,24 +258,24 @@ func TestFollowUp(t *testing.T) {
 		{"empty call id", `{"tool_calls":[{"id":""}]}`, []ToolResult{{CallID: ""}}},
 	}
 	for _, ec := range errCases {
-		if _, err := s.FollowUp(rw.Body, json.RawMessage(ec.assistant), ec.results); err == nil {
+		if _, err := rw.followUp(rw.Body, json.RawMessage(ec.assistant), ec.results); err == nil {
 			t.Errorf("%s: want error", ec.name)
 		}
 	}
-	if _, err := s.FollowUp([]byte(`{"messages":`), assistant, results); err == nil {
+	if _, err := rw.followUp([]byte(`{"messages":`), assistant, results); err == nil {
 		t.Error("broken body: want error")
 	}
-	same, err := s.FollowUp(rw.Body, assistant, nil)
+	same, err := rw.followUp(rw.Body, assistant, nil)
 	if err != nil || string(same) != string(rw.Body) {
 		t.Error("no results: body unchanged")
 	}
 	// A role-less assistant message gets one.
-	out, err := s.FollowUp(rw.Body, json.RawMessage(`{"tool_calls":[{"id":"a","function":{"name":"load_skill","arguments":"{}"}}]}`), []ToolResult{{CallID: "a", Content: "x"}})
+	out, err := rw.followUp(rw.Body, json.RawMessage(`{"tool_calls":[{"id":"a","function":{"name":"load_skill","arguments":"{}"}}]}`), []ToolResult{{CallID: "a", Content: "x"}})
 	if err != nil || !strings.Contains(string(out), `"role":"assistant"`) {
 		t.Errorf("role-less assistant: %v %s", err, out)
 	}
 	// A zero session still appends (nothing server-side to refresh).
-	if out, err := (&Session{}).FollowUp(rw.Body, assistant, results); err != nil || !json.Valid(out) {
+	if out, err := rw.followUp(rw.Body, assistant, results); err != nil || !json.Valid(out) {
 		t.Errorf("zero session follow-up: %v", err)
 	}
 }
@@ -308,15 +308,15 @@ func TestSessionConcurrentCalls(t *testing.T) {
 }
 
 func TestConversationID(t *testing.T) {
-	turn1 := []Message{{"system", "s"}, {"user", "first"}}
-	turn2 := append(slices.Clone(turn1), Message{"assistant", "a"}, Message{"user", "second"})
+	turn1 := []Message{{Role: "system", Text: "s"}, {Role: "user", Text: "first"}}
+	turn2 := append(slices.Clone(turn1), Message{Role: "assistant", Text: "a"}, Message{Role: "user", Text: "second"})
 	if conversationID(turn1) != conversationID(turn2) {
 		t.Fatal("conversation id changed between turns")
 	}
-	if conversationID(turn1) == conversationID([]Message{{"system", "s"}, {"user", "other"}}) {
+	if conversationID(turn1) == conversationID([]Message{{Role: "system", Text: "s"}, {Role: "user", Text: "other"}}) {
 		t.Fatal("different conversations share an id")
 	}
-	if conversationID([]Message{{"system", "ab"}, {"user", "c"}}) == conversationID([]Message{{"system", "a"}, {"user", "bc"}}) {
+	if conversationID([]Message{{Role: "system", Text: "ab"}, {Role: "user", Text: "c"}}) == conversationID([]Message{{Role: "system", Text: "a"}, {Role: "user", Text: "bc"}}) {
 		t.Fatal("ids must not collide on shifted boundaries")
 	}
 }

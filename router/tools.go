@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // Names of the router's own tools.
@@ -24,58 +25,40 @@ const (
 	SearchMaxLimit     = 20
 )
 
-// searchSkillsDef is the OpenAI definition of search_skills.
-var searchSkillsDef = json.RawMessage(`{"type":"function","function":{"name":"search_skills","description":"Search the whole skill library, including skills not listed in <available_skills>. Returns the id and description of the best matches; load one with load_skill.","parameters":{"type":"object","properties":{"query":{"type":"string","description":"What the task is about, in a few words."},"limit":{"type":"integer","description":"How many matches to return (default 5, at most 20).","minimum":1,"maximum":20}},"required":["query"]}}}`)
+// searchSkillsSpec is the search_skills tool.
+var searchSkillsSpec = wire.ToolSpec{
+	Name:        ToolSearchSkills,
+	Description: "Search the whole skill library, including skills not listed in <available_skills>. Returns the id and description of the best matches; load one with load_skill.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What the task is about, in a few words."},"limit":{"type":"integer","description":"How many matches to return (default 5, at most 20).","minimum":1,"maximum":20}},"required":["query"]}`),
+}
 
-// loadSkillDef returns the load_skill definition for the eligible skills.
-// When the catalog leaves skills out, the id enum is dropped: search_skills
-// hands out ids the catalog does not show, and an enum would grow with the
-// library while the point of the budget is a constant-size prompt.
-func (l *skillLib) loadSkillDef(partial bool) json.RawMessage {
+// loadSkillSpec returns the load_skill tool for the eligible skills. When
+// the catalog leaves skills out, the id enum is dropped: search_skills hands
+// out ids the catalog does not show, and an enum would grow with the library
+// while the point of the budget is a constant-size prompt.
+func (l *skillLib) loadSkillSpec(partial bool) wire.ToolSpec {
 	l.mu.Lock()
 	d, ok := l.loadTool[partial]
 	l.mu.Unlock()
 	if ok {
 		return d
 	}
-	d = skills.LoadSkillTool(l.eligible)
+	list := l.eligible
 	if partial {
-		if stripped, err := removePath(d, "function", "parameters", "properties", "skill_id", "enum"); err == nil {
-			d = stripped
-		}
+		list = nil
 	}
+	d = skills.LoadSkillSpec(list)
 	l.mu.Lock()
 	l.loadTool[partial] = d
 	l.mu.Unlock()
 	return d
 }
 
-// removePath deletes the member at the end of a path of object keys,
-// leaving everything else byte-identical.
-func removePath(b []byte, path ...string) ([]byte, error) {
-	if len(path) == 1 {
-		return removeMembers(b, path[0])
-	}
-	ms, err := objectMembers(b)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := memberValue(ms, path[0])
-	if !ok {
-		return b, nil
-	}
-	inner, err := removePath(b[s.start:s.end], path[1:]...)
-	if err != nil {
-		return nil, err
-	}
-	return spliceBytes(b, s, inner), nil
-}
-
 // toolArgs decodes tool-call arguments into v. Models send an object, but
 // also "" (no arguments) or the object double-encoded as a JSON string.
 func toolArgs(raw json.RawMessage, v any) error {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || isJSONNull(raw) {
+	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	if raw[0] == '"' {
@@ -102,7 +85,7 @@ func toolArgs(raw json.RawMessage, v any) error {
 
 // toolError renders a structured error result for the model.
 func toolError(tool, kind, message string) string {
-	b, _ := marshalJSON(struct {
+	b := wire.Marshal(struct {
 		Error struct {
 			Tool    string `json:"tool"`
 			Type    string `json:"type"`
@@ -151,7 +134,7 @@ func searchResult(query string, hits []searchHit) string {
 	if len(hits) == 0 {
 		hint = "No skill matches; try other words or continue without a skill."
 	}
-	b, _ := marshalJSON(struct {
+	b := wire.Marshal(struct {
 		Query   string      `json:"query"`
 		Results []searchHit `json:"results"`
 		Hint    string      `json:"hint"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // executeEntries are the entry points of an executable skill, in preference
@@ -256,25 +257,16 @@ type execTool struct {
 	p      *Provider
 	skill  *skills.Skill
 	schema toolSchema
-	def    json.RawMessage
 }
 
 func newExecTool(p *Provider, s *skills.Skill, schema toolSchema) *execTool {
-	var def struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	}
-	def.Type = "function"
-	def.Function.Name, def.Function.Description, def.Function.Parameters = schema.Name, schema.Description, schema.Parameters
-	return &execTool{p: p, skill: s, schema: schema, def: json.RawMessage(mustJSON(def))}
+	return &execTool{p: p, skill: s, schema: schema}
 }
 
-func (t *execTool) Name() string                { return t.schema.Name }
-func (t *execTool) Definition() json.RawMessage { return t.def }
+func (t *execTool) Name() string { return t.schema.Name }
+func (t *execTool) Spec() wire.ToolSpec {
+	return wire.ToolSpec{Name: t.schema.Name, Description: t.schema.Description, Parameters: t.schema.Parameters}
+}
 
 // SkillID names the skill the tool runs (for logs and the session).
 func (t *execTool) SkillID() string { return t.skill.ID }

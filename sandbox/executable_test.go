@@ -46,12 +46,12 @@ func TestExecutableSkillsRegisteredFromHelpJSON(t *testing.T) {
 		} `json:"function"`
 	}
 	calc := toolNamed(t, tools, "calc_numbers")
-	if err := json.Unmarshal(calc.Definition(), &def); err != nil {
+	if err := json.Unmarshal(calc.Spec().FunctionJSON(), &def); err != nil {
 		t.Fatal(err)
 	}
 	if def.Type != "function" || def.Function.Description != "Add or multiply a list of numbers." ||
 		!strings.HasPrefix(string(def.Function.Parameters), `{"type":"object","properties":{"operation":`) {
-		t.Errorf("definition %s", calc.Definition())
+		t.Errorf("definition %s", calc.Spec().FunctionJSON())
 	}
 
 	t.Run("called with --run-json", func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestExecutableSkillsRegisteredFromHelpJSON(t *testing.T) {
 	t.Run("definitions are byte-stable", func(t *testing.T) {
 		again := p.Tools(context.Background(), active)
 		for i := range tools {
-			if string(tools[i].Definition()) != string(again[i].Definition()) {
+			if string(tools[i].Spec().FunctionJSON()) != string(again[i].Spec().FunctionJSON()) {
 				t.Errorf("%s definition changed", tools[i].Name())
 			}
 		}
@@ -219,7 +219,7 @@ func FuzzParseHelpJSON(f *testing.F) {
 		if !toolNameRE.MatchString(s.Name) || !json.Valid(s.Parameters) {
 			t.Fatalf("accepted %q → %+v", b, s)
 		}
-		def := newExecTool(nil, &skills.Skill{ID: "x"}, s).Definition()
+		def := newExecTool(nil, &skills.Skill{ID: "x"}, s).Spec().FunctionJSON()
 		if !json.Valid(def) {
 			t.Fatalf("invalid definition %s", def)
 		}

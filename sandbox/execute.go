@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 const (
@@ -17,7 +18,11 @@ const (
 	maxArgsBytes = 128 << 10 // one argv string may not exceed 128 KiB on Linux
 )
 
-var executeDef = json.RawMessage(`{"type":"function","function":{"name":"skill_execute","description":"Run a script that ships with a loaded skill and get its exit code, stdout, stderr and the files it wrote. The script's code does not need to be read first. command is a path relative to the skill folder (e.g. scripts/convert.py); .py runs with Python, .sh with bash, .js with node, .ts with tsx, other files only if executable with a #! line. The working directory is a per-conversation output directory (also in $SKILLROUTER_OUTPUT_DIR) that persists between calls; the skill folder is read-only. Runs are time- and output-limited.","parameters":{"type":"object","properties":{"skill_id":{"type":"string","description":"id of a loaded skill"},"command":{"type":"string","description":"script path relative to the skill folder"},"args":{"type":"array","items":{"type":"string"},"description":"command-line arguments"}},"required":["skill_id","command"],"additionalProperties":false}}}`)
+var executeSpec = wire.ToolSpec{
+	Name:        ToolExecute,
+	Description: "Run a script that ships with a loaded skill and get its exit code, stdout, stderr and the files it wrote. The script's code does not need to be read first. command is a path relative to the skill folder (e.g. scripts/convert.py); .py runs with Python, .sh with bash, .js with node, .ts with tsx, other files only if executable with a #! line. The working directory is a per-conversation output directory (also in $SKILLROUTER_OUTPUT_DIR) that persists between calls; the skill folder is read-only. Runs are time- and output-limited.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"skill_id":{"type":"string","description":"id of a loaded skill"},"command":{"type":"string","description":"script path relative to the skill folder"},"args":{"type":"array","items":{"type":"string"},"description":"command-line arguments"}},"required":["skill_id","command"],"additionalProperties":false}`),
+}
 
 // executeTool is skill_execute, bound to one request's active skills.
 type executeTool struct {
@@ -25,8 +30,8 @@ type executeTool struct {
 	active map[string]*skills.Skill
 }
 
-func (t *executeTool) Name() string                { return ToolExecute }
-func (t *executeTool) Definition() json.RawMessage { return executeDef }
+func (t *executeTool) Name() string        { return ToolExecute }
+func (t *executeTool) Spec() wire.ToolSpec { return executeSpec }
 
 // execResult is skill_execute's answer.
 type execResult struct {

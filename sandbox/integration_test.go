@@ -20,6 +20,8 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/chat"
 )
 
 // library loads the sandbox fixtures through the real skills scanner and
@@ -57,11 +59,25 @@ func provider(t *testing.T, snap *skills.Snapshot, enabled bool) *sandbox.Provid
 	return p
 }
 
-// noAutoLoad keeps the router from auto-loading anything, so activation
-// happens only through the model's load_skill call.
-func noAutoLoad() router.Overrides {
+// rewriteChat rewrites a chat body as the proxy does, with nothing
+// auto-loaded, so activation happens only through the model's load_skill
+// call: the parsed request, the plan and session, and the upstream body.
+func rewriteChat(t *testing.T, r *router.Router, body []byte, opts router.RewriteOptions) (*chat.Request, *router.Rewrite, []byte) {
+	t.Helper()
+	req, err := chat.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	none := -1
-	return router.Overrides{TopK: &none}
+	rw, err := r.Rewrite(context.Background(), req.View(), opts, router.Overrides{TopK: &none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := req.Render(rw.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, rw, out
 }
 
 // TestSessionRegistersExecutableSkillOnLoad drives router.Session the way the
@@ -72,10 +88,7 @@ func TestSessionRegistersExecutableSkillOnLoad(t *testing.T) {
 	p := provider(t, snap, true)
 	ctx := context.Background()
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"What is six times seven?"}]}`)
-	rw, err := r.RewriteChat(ctx, body, router.RewriteOptions{Tools: p}, noAutoLoad())
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, rw, body := rewriteChat(t, r, body, router.RewriteOptions{Tools: p})
 	sess := rw.Session
 	if sess.Handles("calc_numbers") {
 		t.Fatal("calc_numbers offered before calc was loaded")
@@ -92,8 +105,10 @@ func TestSessionRegistersExecutableSkillOnLoad(t *testing.T) {
 	if res.Content != `{"result": 42}` {
 		t.Fatalf("calc_numbers: %s", res.Content)
 	}
-	next, err := sess.FollowUp(body, json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c2","type":"function","function":{"name":"calc_numbers","arguments":"{}"}}]}`),
-		[]router.ToolResult{res})
+	next, err := req.FollowUp(body, &wire.Answer{
+		Calls: []wire.ToolCall{{ID: "c2", Name: "calc_numbers", Arguments: json.RawMessage(`{}`)}},
+		Turn:  json.RawMessage(`{"role":"assistant","content":null,"tool_calls":[{"id":"c2","type":"function","function":{"name":"calc_numbers","arguments":"{}"}}]}`),
+	}, []router.ToolResult{res}, sess.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +128,7 @@ func TestSessionReadsResourcesOfLoadedSkill(t *testing.T) {
 	snap, r := library(t)
 	p := provider(t, snap, true)
 	ctx := context.Background()
-	rw, err := r.RewriteChat(ctx, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), router.RewriteOptions{Tools: p}, noAutoLoad())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rw, _ := rewriteChat(t, r, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), router.RewriteOptions{Tools: p})
 	rw.Session.Call(ctx, "c1", "load_skill", json.RawMessage(`{"skill_id":"scripts-demo"}`))
 	res := rw.Session.Call(ctx, "c2", sandbox.ToolReadResource, json.RawMessage(`{"skill_id":"scripts-demo","path":"references/guide.md"}`))
 	if !strings.Contains(res.Content, `"ok":true`) || !strings.Contains(res.Content, "Héllo wörld") {
@@ -144,11 +156,8 @@ func TestSessionOffersNothingWhenDisabled(t *testing.T) {
 	snap, r := library(t)
 	p := provider(t, snap, false)
 	ctx := context.Background()
-	rw, err := r.RewriteChat(ctx, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), router.RewriteOptions{Tools: p}, noAutoLoad())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range toolNames(t, rw.Body) {
+	_, rw, body := rewriteChat(t, r, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), router.RewriteOptions{Tools: p})
+	for _, name := range toolNames(t, body) {
 		if name == "calc_numbers" || sandbox.IsTool(name) {
 			t.Errorf("disabled, yet %s is offered", name)
 		}

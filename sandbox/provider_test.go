@@ -60,9 +60,9 @@ func TestToolDefinitionsAreValid(t *testing.T) {
 				Parameters map[string]any `json:"parameters"`
 			} `json:"function"`
 		}
-		if err := json.Unmarshal(tool.Definition(), &def); err != nil || def.Type != "function" ||
+		if err := json.Unmarshal(tool.Spec().FunctionJSON(), &def); err != nil || def.Type != "function" ||
 			def.Function.Name != tool.Name() || def.Function.Parameters["type"] != "object" {
-			t.Errorf("%s: %s (%v)", tool.Name(), tool.Definition(), err)
+			t.Errorf("%s: %s (%v)", tool.Name(), tool.Spec().FunctionJSON(), err)
 		}
 	}
 }

@@ -13,11 +13,16 @@ import (
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 const maxListedEntries = 200
 
-var readResourceDef = json.RawMessage(`{"type":"function","function":{"name":"read_skill_resource","description":"Read a text file from a loaded skill's folder, such as a reference document, template or script listed by the skill. path is relative to the skill folder (e.g. references/api.md); a folder path lists its entries. Large files are cut and marked.","parameters":{"type":"object","properties":{"skill_id":{"type":"string","description":"id of a loaded skill"},"path":{"type":"string","description":"file path relative to the skill folder"}},"required":["skill_id","path"],"additionalProperties":false}}}`)
+var readResourceSpec = wire.ToolSpec{
+	Name:        ToolReadResource,
+	Description: "Read a text file from a loaded skill's folder, such as a reference document, template or script listed by the skill. path is relative to the skill folder (e.g. references/api.md); a folder path lists its entries. Large files are cut and marked.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"skill_id":{"type":"string","description":"id of a loaded skill"},"path":{"type":"string","description":"file path relative to the skill folder"}},"required":["skill_id","path"],"additionalProperties":false}`),
+}
 
 // resourceTool is read_skill_resource, bound to one request's active skills.
 type resourceTool struct {
@@ -25,8 +30,8 @@ type resourceTool struct {
 	active map[string]*skills.Skill
 }
 
-func (t *resourceTool) Name() string                { return ToolReadResource }
-func (t *resourceTool) Definition() json.RawMessage { return readResourceDef }
+func (t *resourceTool) Name() string        { return ToolReadResource }
+func (t *resourceTool) Spec() wire.ToolSpec { return readResourceSpec }
 
 type readResult struct {
 	OK        bool   `json:"ok"`

@@ -1,7 +1,6 @@
 package skills
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // Format names a catalog format.
@@ -234,17 +235,6 @@ const LoadSkillToolName = "load_skill"
 // load_skill tool; beyond it the schema would cost more than it saves.
 const EnumLimit = 200
 
-type toolDef struct {
-	Type     string       `json:"type"`
-	Function toolFunction `json:"function"`
-}
-
-type toolFunction struct {
-	Name        string     `json:"name"`
-	Description string     `json:"description"`
-	Parameters  toolParams `json:"parameters"`
-}
-
 type toolParams struct {
 	Type       string         `json:"type"`
 	Properties toolProperties `json:"properties"`
@@ -261,10 +251,15 @@ type toolProperty struct {
 	Enum        []string `json:"enum,omitempty"`
 }
 
-// LoadSkillTool returns the OpenAI tool definition of load_skill for the skills
-// (enum of ids when there are at most 200). The JSON is compact and
-// deterministic: struct field order, ids in the order given.
-func LoadSkillTool(list []*Skill) json.RawMessage {
+// LoadSkillDescription is the load_skill tool's description.
+const LoadSkillDescription = "Load an agent skill: returns its full instructions (SKILL.md) and the list of its resource files. " +
+	"Call it when the user's request matches a skill in <available_skills>, before starting the task."
+
+// LoadSkillSpec returns the load_skill tool for the skills, API-neutral
+// (enum of ids when there are 1 to 200; nil list: no enum). The parameters'
+// JSON is compact and deterministic: struct field order, ids in the order
+// given.
+func LoadSkillSpec(list []*Skill) wire.ToolSpec {
 	prop := toolProperty{
 		Type:        "string",
 		Description: "The id of the skill to load, exactly as written in <available_skills>.",
@@ -275,26 +270,14 @@ func LoadSkillTool(list []*Skill) json.RawMessage {
 			prop.Enum[i] = s.ID
 		}
 	}
-	def := toolDef{
-		Type: "function",
-		Function: toolFunction{
-			Name: LoadSkillToolName,
-			Description: "Load an agent skill: returns its full instructions (SKILL.md) and the list of its resource files. " +
-				"Call it when the user's request matches a skill in <available_skills>, before starting the task.",
-			Parameters: toolParams{
-				Type:       "object",
-				Properties: toolProperties{SkillID: prop},
-				Required:   []string{"skill_id"},
-			},
-		},
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // "<available_skills>" stays readable
-	if err := enc.Encode(def); err != nil {
-		panic(fmt.Sprintf("skills: encoding load_skill tool: %v", err)) // plain structs of strings cannot fail
-	}
-	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+	params := toolParams{Type: "object", Properties: toolProperties{SkillID: prop}, Required: []string{"skill_id"}}
+	return wire.ToolSpec{Name: LoadSkillToolName, Description: LoadSkillDescription, Parameters: wire.Marshal(params)}
+}
+
+// LoadSkillTool returns the OpenAI function tool definition of load_skill
+// for the skills (see LoadSkillSpec), as `router skills tool` prints it.
+func LoadSkillTool(list []*Skill) json.RawMessage {
+	return LoadSkillSpec(list).FunctionJSON()
 }
 
 // ReadError renders the load_skill result when a skill exists but its files

@@ -56,11 +56,13 @@ type config struct {
 }
 
 type upstreamConfig struct {
-	URL           string        `yaml:"url"`
-	APIKey        string        `yaml:"api_key"`
-	OverrideAuth  bool          `yaml:"override_auth"`
-	Timeout       time.Duration `yaml:"timeout"`
-	CheckInterval time.Duration `yaml:"check_interval"`
+	URL             string        `yaml:"url"`
+	APIKey          string        `yaml:"api_key"`
+	AnthropicURL    string        `yaml:"anthropic_url"`
+	AnthropicAPIKey string        `yaml:"anthropic_api_key"`
+	OverrideAuth    bool          `yaml:"override_auth"`
+	Timeout         time.Duration `yaml:"timeout"`
+	CheckInterval   time.Duration `yaml:"check_interval"`
 }
 
 type routingConfig struct {
@@ -255,6 +257,8 @@ var configKeys = []configKey{
 	{path: "listen", flag: "listen", kind: "string", help: "address to listen on (host:port)", ptr: func(c *config) any { return &c.Listen }},
 	{path: "upstream.url", flag: "upstream", kind: "string", help: "base URL of the OpenAI-compatible upstream, including /v1", ptr: func(c *config) any { return &c.Upstream.URL }},
 	{path: "upstream.api_key", flag: "upstream-api-key", kind: "string", help: "API key sent upstream when the client sends no Authorization", ptr: func(c *config) any { return &c.Upstream.APIKey }},
+	{path: "upstream.anthropic_url", flag: "anthropic-upstream", kind: "string", help: "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", ptr: func(c *config) any { return &c.Upstream.AnthropicURL }},
+	{path: "upstream.anthropic_api_key", flag: "anthropic-api-key", kind: "string", help: "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", ptr: func(c *config) any { return &c.Upstream.AnthropicAPIKey }},
 	{path: "upstream.override_auth", flag: "upstream-override-auth", kind: "bool", help: "always send upstream.api_key, replacing the client's Authorization", ptr: func(c *config) any { return &c.Upstream.OverrideAuth }},
 	{path: "upstream.timeout", flag: "upstream-timeout", kind: "duration", help: "bound on each upstream exchange, headers and body (504 when hit)", ptr: func(c *config) any { return &c.Upstream.Timeout }},
 	{path: "upstream.check_interval", flag: "upstream-check-interval", kind: "duration", help: "how often GET {upstream}/models is checked for /readyz and the log (0 = only at start)", ptr: func(c *config) any { return &c.Upstream.CheckInterval }},
@@ -849,6 +853,12 @@ func (c *config) validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &valueError{"upstream.url", c.Upstream.URL, "want an absolute http(s) URL such as " + proxy.DefaultUpstream}
 	}
+	if c.Upstream.AnthropicURL != "" {
+		u, err := url.Parse(c.Upstream.AnthropicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &valueError{"upstream.anthropic_url", c.Upstream.AnthropicURL, "want an absolute http(s) URL such as https://api.anthropic.com/v1"}
+		}
+	}
 	if c.Listen == "" {
 		return &valueError{"listen", c.Listen, "want host:port, such as " + defaultListen}
 	}
@@ -921,6 +931,7 @@ func (c config) redacted() config {
 		}
 	}
 	hide(&c.Upstream.APIKey)
+	hide(&c.Upstream.AnthropicAPIKey)
 	hide(&c.Embedder.APIKey)
 	arms := make([]armConfig, len(c.AB.Arms))
 	for i, a := range c.AB.Arms {

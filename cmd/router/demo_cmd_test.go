@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/wire/chat"
 )
 
 // TestDemo runs the README's first command in-process: the real proxy in
@@ -44,20 +48,56 @@ func TestDemoModelReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var req demoRequest
-			if err := jsonUnmarshal(tt.req, &req); err != nil {
+			req, err := chat.Parse([]byte(tt.req))
+			if err != nil {
 				t.Fatal(err)
 			}
-			msg := demoReply(req)
-			_, isTool := msg["tool_calls"]
-			if isTool != tt.wantTool {
-				t.Fatalf("tool call = %v, want %v (%v)", isTool, tt.wantTool, msg)
+			rep := demoReply(req.View())
+			if isTool := len(rep.Calls) > 0; isTool != tt.wantTool {
+				t.Fatalf("tool call = %v, want %v (%+v)", isTool, tt.wantTool, rep)
 			}
-			if tt.want != "" && !strings.Contains(msg["content"].(string), tt.want) {
-				t.Errorf("content %q lacks %q", msg["content"], tt.want)
+			if tt.want != "" && !strings.Contains(rep.Text, tt.want) {
+				t.Errorf("text %q lacks %q", rep.Text, tt.want)
 			}
 		})
 	}
 }
 
-func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+// TestDemoModelAPIs: the stand-in answers the three APIs, JSON and streamed,
+// in their own shapes, with a load_skill call when asked.
+func TestDemoModelAPIs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(serveDemoModel))
+	defer srv.Close()
+	tests := []struct {
+		path, body string
+		want       []string
+	}{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"load x"}],"tools":[{"type":"function","function":{"name":"load_skill"}}]}`,
+			[]string{`"object":"chat.completion"`, `"name":"load_skill"`, `"finish_reason":"tool_calls"`}},
+		{"/v1/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+			[]string{`"object":"chat.completion.chunk"`, `[demo model]`, `"finish_reason":"stop"`, `"usage":`, "data: [DONE]"}},
+		{"/v1/responses", `{"model":"m","input":"load x","tools":[{"type":"function","name":"load_skill","parameters":{}}]}`,
+			[]string{`"object":"response"`, `"type":"function_call"`, `"name":"load_skill"`}},
+		{"/v1/responses", `{"model":"m","input":"hi","stream":true}`,
+			[]string{"event: response.created", "event: response.output_text.delta", "event: response.completed", `"sequence_number":`}},
+		{"/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"load x"}],"tools":[{"name":"load_skill","input_schema":{}}]}`,
+			[]string{`"type":"message"`, `"type":"tool_use"`, `"stop_reason":"tool_use"`}},
+		{"/v1/messages", `{"model":"m","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			[]string{"event: message_start", "event: content_block_delta", `"stop_reason":"end_turn"`, "event: message_stop"}},
+		{"/v1/messages/count_tokens", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, []string{`"input_tokens":`}},
+		{"/v1/messages", `{"model":"m"}`, []string{`"type":"error"`, `"invalid_request_error"`}},
+	}
+	for _, tt := range tests {
+		resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, w := range tt.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s %s: answer lacks %s:\n%s", tt.path, tt.body, w, b)
+			}
+		}
+	}
+}

@@ -1,17 +1,25 @@
 package main
 
-// demoModel is a deterministic stand-in for an LLM behind the OpenAI chat
-// completions API, used only by `router demo` so the whole pipeline runs with
-// no model server. It does not generate text: it reports what the proxy put
-// in front of it, and it exercises the server-side tool loop by calling
-// load_skill when asked to ("load <skill-id>").
+// demoModel is a deterministic stand-in for an LLM behind the three client
+// APIs (Chat Completions, Responses, Anthropic Messages), streaming and not,
+// used only by `router demo` so the whole pipeline runs with no model
+// server. It does not generate text: it reports what the proxy put in front
+// of it, and it exercises the server-side tool loop by calling load_skill
+// when asked to ("load <skill-id>"). Requests are read and answers written
+// by the wire packages, the same code the proxy speaks the APIs with.
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/chat"
+	"github.com/skillrouter/skillrouter/wire/messages"
+	"github.com/skillrouter/skillrouter/wire/responses"
 )
 
 var (
@@ -20,111 +28,106 @@ var (
 	loadAskRe  = regexp.MustCompile(`(?i)\bload (?:the )?(?:skill )?([a-z0-9][a-z0-9/_.-]*)`)
 )
 
-type demoMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-}
-
-type demoRequest struct {
-	Model    string        `json:"model"`
-	Messages []demoMessage `json:"messages"`
-	Tools    []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-}
-
-func (m demoMessage) text() string {
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(m.Content, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
-
 func serveDemoModel(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
-		if r.URL.Path == "/v1/models" {
-			writeDemoJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": "demo", "object": "model", "owned_by": "skillrouter"}}})
-			return
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	var (
+		view   *wire.Request
+		err    error
+		encode func(wire.Reply) []byte
+		errOut func(*wire.Error) []byte = chat.ErrorJSON
+	)
+	switch r.URL.Path {
+	case "/v1/models":
+		writeDemo(w, http.StatusOK, "application/json", wire.Marshal(map[string]any{"object": "list",
+			"data": []any{map[string]any{"id": "demo", "object": "model", "owned_by": "skillrouter"}}}))
+		return
+	case "/v1/chat/completions":
+		var req *chat.Request
+		if req, err = chat.Parse(body); err == nil {
+			view = req.View()
+			encode = func(rep wire.Reply) []byte { return chat.EncodeReply(rep, view.Stream, req.IncludeUsage()) }
 		}
-		w.WriteHeader(http.StatusNotFound)
-		writeDemoJSON(w, map[string]any{"error": map[string]any{"message": "the demo model serves only chat completions", "type": "invalid_request_error"}})
+	case "/v1/responses":
+		var req *responses.Request
+		if req, err = responses.Parse(body); err == nil {
+			view = req.View()
+			encode = func(rep wire.Reply) []byte { return responses.EncodeReply(rep, view.Stream) }
+		}
+	case "/v1/messages", "/v1/messages/count_tokens":
+		errOut = messages.ErrorJSON
+		var req *messages.Request
+		if req, err = messages.Parse(body); err == nil {
+			view = req.View()
+			if strings.HasSuffix(r.URL.Path, "/count_tokens") {
+				// About four bytes a token: the stand-in has no tokenizer.
+				writeDemo(w, http.StatusOK, "application/json", wire.Marshal(map[string]int{"input_tokens": len(body) / 4}))
+				return
+			}
+			encode = func(rep wire.Reply) []byte { return messages.EncodeReply(rep, view.Stream) }
+		}
+	default:
+		writeDemo(w, http.StatusNotFound, "application/json", chat.ErrorJSON(&wire.Error{Status: http.StatusNotFound,
+			Code: "not_found", Message: "the demo model serves /v1/chat/completions, /v1/responses and /v1/messages"}))
 		return
 	}
-	var req demoRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		writeDemoJSON(w, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error"}})
+	if err != nil {
+		we, ok := err.(*wire.Error)
+		if !ok {
+			we = wire.BadRequest("invalid_request", "", "%v", err)
+		}
+		writeDemo(w, we.Status, "application/json", errOut(we))
 		return
 	}
-	msg := demoReply(req)
-	finish := "stop"
-	if _, ok := msg["tool_calls"]; ok {
-		finish = "tool_calls"
+	rep := demoReply(view)
+	ctype := "application/json"
+	if view.Stream {
+		ctype = "text/event-stream"
 	}
-	writeDemoJSON(w, map[string]any{
-		"id": "chatcmpl-demo", "object": "chat.completion", "created": 0, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-	})
+	writeDemo(w, http.StatusOK, ctype, encode(rep))
 }
 
 // demoReply decides the stand-in's answer from the request it received.
-func demoReply(req demoRequest) map[string]any {
+func demoReply(req *wire.Request) wire.Reply {
+	rep := wire.Reply{ID: "demo_" + string(req.API), Model: req.Model}
 	var catalog int
 	var loaded []string
 	var lastUser string
-	for _, m := range req.Messages {
-		t := m.text()
+	for _, m := range req.Turns {
 		if m.Role == "system" || m.Role == "developer" {
-			catalog += len(catalogRe.FindAllStringIndex(t, -1))
+			catalog += len(catalogRe.FindAllStringIndex(m.Text, -1))
 		}
-		for _, g := range envelopeRe.FindAllStringSubmatch(t, -1) {
+		for _, g := range envelopeRe.FindAllStringSubmatch(m.Text, -1) {
 			loaded = append(loaded, fmt.Sprintf("%s (%s)", g[1], m.Role))
 		}
-		if m.Role == "user" && !strings.Contains(t, "<skill_context") {
-			lastUser = t
+		if m.Role == "user" && !strings.Contains(m.Text, "<skill_context") {
+			lastUser = m.Text
 		}
 	}
-	last := req.Messages[len(req.Messages)-1]
 	hasLoadTool := false
 	for _, t := range req.Tools {
-		hasLoadTool = hasLoadTool || t.Function.Name == "load_skill"
+		hasLoadTool = hasLoadTool || t.Name == "load_skill"
 	}
+	last := req.Turns[len(req.Turns)-1]
 	// Asked to load a skill and not answered by a tool result yet: call load_skill.
 	if g := loadAskRe.FindStringSubmatch(lastUser); g != nil && hasLoadTool && last.Role != "tool" {
 		args, _ := json.Marshal(map[string]string{"skill_id": g[1]})
-		return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-			"id": "call_demo_1", "type": "function",
-			"function": map[string]any{"name": "load_skill", "arguments": string(args)},
-		}}}
+		rep.Calls = []wire.ToolCall{{ID: "call_demo_1", Name: "load_skill", Arguments: args}}
+		return rep
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[demo model] I received %d messages; the system prompt lists %d skills in its catalog", len(req.Messages), catalog)
+	fmt.Fprintf(&b, "[demo model] I received %d messages; the system prompt lists %d skills in its catalog", len(req.Turns), catalog)
 	if len(loaded) > 0 {
 		fmt.Fprintf(&b, "; skill instructions in my context: %s", strings.Join(loaded, ", "))
 	} else {
 		b.WriteString("; no skill instructions were loaded")
 	}
 	b.WriteString(".")
-	return map[string]any{"role": "assistant", "content": b.String()}
+	rep.Text = b.String()
+	return rep
 }
 
-func writeDemoJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+func writeDemo(w http.ResponseWriter, status int, ctype string, body []byte) {
+	w.Header().Set("Content-Type", ctype)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }

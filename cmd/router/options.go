@@ -85,13 +85,19 @@ func (c *config) sandboxConfig(lookup func(id string) (*skills.Skill, bool)) san
 // the rewriter, library, A/B split and logger.
 func (c *config) proxyConfig() proxy.Config {
 	up, _ := url.Parse(c.Upstream.URL) // validated
+	var anthropic *url.URL
+	if c.Upstream.AnthropicURL != "" {
+		anthropic, _ = url.Parse(c.Upstream.AnthropicURL) // validated
+	}
 	return proxy.Config{
-		Upstream:        up,
-		APIKey:          c.Upstream.APIKey,
-		OverrideAuth:    c.Upstream.OverrideAuth,
-		MaxToolRounds:   countOrNone(c.ToolRounds),
-		BodyLimit:       int64(c.BodyLimit),
-		UpstreamTimeout: c.Upstream.Timeout,
+		Upstream:          up,
+		AnthropicUpstream: anthropic,
+		AnthropicAPIKey:   c.Upstream.AnthropicAPIKey,
+		APIKey:            c.Upstream.APIKey,
+		OverrideAuth:      c.Upstream.OverrideAuth,
+		MaxToolRounds:     countOrNone(c.ToolRounds),
+		BodyLimit:         int64(c.BodyLimit),
+		UpstreamTimeout:   c.Upstream.Timeout,
 	}
 }
 

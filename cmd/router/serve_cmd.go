@@ -22,6 +22,7 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // watchDebounce batches bursts of file events (an editor saving, git checkout).
@@ -280,8 +281,8 @@ func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logge
 // one-time initialisation (tokenizer tables, caches) is not paid by the
 // first user.
 func warmUp(ctx context.Context, rw proxy.Rewriter) {
-	body := []byte(`{"model":"warm-up","messages":[{"role":"user","content":"warm up the skill router"}]}`)
-	_, _ = rw.RewriteChat(ctx, body, router.Overrides{})
+	req := &wire.Request{API: wire.APIChat, Model: "warm-up", Turns: []wire.Turn{{Role: "user", Text: "warm up the skill router"}}}
+	_, _ = rw.Rewrite(ctx, req, router.Overrides{})
 }
 
 // lateRewriter stands in for a router's rewriter while its index is built:
@@ -301,10 +302,10 @@ func (l *lateRewriter) Ready() bool {
 	return rw != nil && (*rw).Ready()
 }
 
-func (l *lateRewriter) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
+func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
 	rw := l.rw.Load()
 	if rw == nil {
 		return nil, errIndexBuilding
 	}
-	return (*rw).RewriteChat(ctx, body, ov)
+	return (*rw).Rewrite(ctx, req, ov)
 }

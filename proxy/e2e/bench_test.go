@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,8 @@ import (
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/chat"
 )
 
 // benchDir is the shared benchmark data, next to the repository.
@@ -115,11 +118,15 @@ func BenchmarkAddedLatency(b *testing.B) {
 	repeat := proxy.NewRewriter(newRouter(0), router.RewriteOptions{})
 	pre := precomputed{}
 	for _, body := range bodies {
-		rw, err := on.RewriteChat(ctx, body, router.Overrides{})
+		req, err := chat.Parse(body)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pre[string(body)] = &proxy.Rewrite{Body: rw.Body, Decision: rw.Decision, AddedTokens: rw.AddedTokens}
+		rw, err := on.Rewrite(ctx, req.View(), router.Overrides{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pre[precomputedKey(req.View())] = &proxy.Rewrite{Plan: rw.Plan, Decision: rw.Decision, AddedTokens: rw.AddedTokens}
 	}
 	for _, mode := range []struct {
 		name        string
@@ -151,11 +158,20 @@ func BenchmarkAddedLatency(b *testing.B) {
 // hop plus the upstream reading the larger request.
 type precomputed map[string]*proxy.Rewrite
 
+// precomputedKey identifies a request by its turns.
+func precomputedKey(req *wire.Request) string {
+	var b strings.Builder
+	for _, t := range req.Turns {
+		b.WriteString(t.Role + "\x00" + t.Text + "\x00")
+	}
+	return b.String()
+}
+
 func (precomputed) Ready() bool { return true }
-func (p precomputed) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
-	rw, ok := p[string(body)]
+func (p precomputed) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
+	rw, ok := p[precomputedKey(req)]
 	if !ok {
-		return nil, errors.New("body not precomputed")
+		return nil, errors.New("request not precomputed")
 	}
 	out := *rw
 	return &out, nil
@@ -165,8 +181,8 @@ func (p precomputed) RewriteChat(ctx context.Context, body []byte, ov router.Ove
 type identity struct{}
 
 func (identity) Ready() bool { return true }
-func (identity) RewriteChat(ctx context.Context, body []byte, ov router.Overrides) (*proxy.Rewrite, error) {
-	return &proxy.Rewrite{Body: body, Decision: &router.Decision{}}, nil
+func (identity) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
+	return &proxy.Rewrite{Decision: &router.Decision{}}, nil
 }
 
 func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies [][]byte, concurrency int, delayLo, delayHi time.Duration) {

@@ -1,6 +1,8 @@
-package router
+package jsonspan
 
 import (
+	"github.com/skillrouter/skillrouter/wire"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -19,7 +21,7 @@ func TestObjectMembers(t *testing.T) {
 		{`{"\u0061":-1.5e3,"a":true}`, []string{"a", "a"}, []string{"-1.5e3", "true"}},
 	}
 	for _, tt := range tests {
-		ms, err := objectMembers([]byte(tt.in))
+		ms, err := Members([]byte(tt.in))
 		if err != nil {
 			t.Fatalf("%s: %v", tt.in, err)
 		}
@@ -27,13 +29,13 @@ func TestObjectMembers(t *testing.T) {
 			t.Fatalf("%s: %d members, want %d", tt.in, len(ms), len(tt.keys))
 		}
 		for i, m := range ms {
-			if m.key != tt.keys[i] || tt.in[m.value.start:m.value.end] != tt.vals[i] {
-				t.Errorf("%s: member %d = %q:%q, want %q:%q", tt.in, i, m.key, tt.in[m.value.start:m.value.end], tt.keys[i], tt.vals[i])
+			if m.Key != tt.keys[i] || tt.in[m.Value.Start:m.Value.End] != tt.vals[i] {
+				t.Errorf("%s: member %d = %q:%q, want %q:%q", tt.in, i, m.Key, tt.in[m.Value.Start:m.Value.End], tt.keys[i], tt.vals[i])
 			}
 		}
 	}
 	for _, bad := range []string{``, `[]`, `{"a"}`, `{"a":1,}`, `{"a":1 "b":2}`, `{"a":`, `"x"`} {
-		if _, err := objectMembers([]byte(bad)); err == nil {
+		if _, err := Members([]byte(bad)); err == nil {
 			t.Errorf("%q: want error", bad)
 		}
 	}
@@ -41,7 +43,7 @@ func TestObjectMembers(t *testing.T) {
 
 func TestArrayElements(t *testing.T) {
 	in := ` [ 1 , "a,]" , {"b":[2]} , null ] `
-	es, err := arrayElements([]byte(in))
+	es, err := Elements([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +52,8 @@ func TestArrayElements(t *testing.T) {
 		t.Fatalf("%d elements, want %d", len(es), len(want))
 	}
 	for i, e := range es {
-		if in[e.start:e.end] != want[i] {
-			t.Errorf("element %d = %q, want %q", i, in[e.start:e.end], want[i])
+		if in[e.Start:e.End] != want[i] {
+			t.Errorf("element %d = %q, want %q", i, in[e.Start:e.End], want[i])
 		}
 	}
 }
@@ -63,33 +65,33 @@ func TestEdits(t *testing.T) {
 		in   string
 		want string
 	}{
-		{"set existing keeps order", func(b []byte) ([]byte, error) { return setMember(b, "b", []byte(`[9]`)) },
+		{"set existing keeps order", func(b []byte) ([]byte, error) { return Set(b, "b", []byte(`[9]`)) },
 			`{"a":1, "b": 2 ,"c":3}`, `{"a":1, "b": [9] ,"c":3}`},
-		{"set last duplicate", func(b []byte) ([]byte, error) { return setMember(b, "a", []byte(`0`)) },
+		{"set last duplicate", func(b []byte) ([]byte, error) { return Set(b, "a", []byte(`0`)) },
 			`{"a":1,"a":2}`, `{"a":1,"a":0}`},
-		{"set missing appends", func(b []byte) ([]byte, error) { return setMember(b, "t", []byte(`[]`)) },
+		{"set missing appends", func(b []byte) ([]byte, error) { return Set(b, "t", []byte(`[]`)) },
 			"{\n  \"a\": 1\n}", "{\n  \"a\": 1,\"t\":[]\n}"},
-		{"set in empty", func(b []byte) ([]byte, error) { return setMember(b, "t", []byte(`1`)) },
+		{"set in empty", func(b []byte) ([]byte, error) { return Set(b, "t", []byte(`1`)) },
 			`{ }`, `{"t":1 }`},
-		{"remove middle", func(b []byte) ([]byte, error) { return removeMembers(b, "b") },
+		{"remove middle", func(b []byte) ([]byte, error) { return Remove(b, "b") },
 			`{"a":1, "b":2, "c":3}`, `{"a":1, "c":3}`},
-		{"remove last", func(b []byte) ([]byte, error) { return removeMembers(b, "c") },
+		{"remove last", func(b []byte) ([]byte, error) { return Remove(b, "c") },
 			`{"a":1, "b":2, "c":3}`, `{"a":1, "b":2}`},
-		{"remove only", func(b []byte) ([]byte, error) { return removeMembers(b, "a") },
+		{"remove only", func(b []byte) ([]byte, error) { return Remove(b, "a") },
 			`{ "a":1 }`, `{  }`},
-		{"remove all duplicates", func(b []byte) ([]byte, error) { return removeMembers(b, "a") },
+		{"remove all duplicates", func(b []byte) ([]byte, error) { return Remove(b, "a") },
 			`{"a":1,"b":2,"a":3}`, `{"b":2}`},
-		{"remove escaped key", func(b []byte) ([]byte, error) { return removeMembers(b, `k"`) },
+		{"remove escaped key", func(b []byte) ([]byte, error) { return Remove(b, `k"`) },
 			`{"x":0,"k\"":1,"y":2}`, `{"x":0,"y":2}`},
-		{"append", func(b []byte) ([]byte, error) { return appendElements(b, []byte(`3`), []byte(`4`)) },
+		{"append", func(b []byte) ([]byte, error) { return Append(b, []byte(`3`), []byte(`4`)) },
 			`[1, 2 ]`, `[1, 2,3,4 ]`},
-		{"append empty", func(b []byte) ([]byte, error) { return appendElements(b, []byte(`3`)) },
+		{"append empty", func(b []byte) ([]byte, error) { return Append(b, []byte(`3`)) },
 			`[ ]`, `[3 ]`},
-		{"append to string keeps escapes", func(b []byte) ([]byte, error) { return appendQuoted(b, `\n`, marshalString("<x> \"y\"\n")) },
+		{"append to string keeps escapes", func(b []byte) ([]byte, error) { return AppendQuoted(b, `\n`, wire.Quote("<x> \"y\"\n")) },
 			`"a\ud800\u00e9"`, `"a\ud800\u00e9\n<x> \"y\"\n"`},
-		{"remove path", func(b []byte) ([]byte, error) { return removePath(b, "f", "p", "enum") },
+		{"remove path", func(b []byte) ([]byte, error) { return RemovePath(b, "f", "p", "enum") },
 			`{"f":{"p":{"type":"string","enum":["a"]}},"g":1}`, `{"f":{"p":{"type":"string"}},"g":1}`},
-		{"remove missing path", func(b []byte) ([]byte, error) { return removePath(b, "f", "nope", "enum") },
+		{"remove missing path", func(b []byte) ([]byte, error) { return RemovePath(b, "f", "nope", "enum") },
 			`{"f":{"p":1}}`, `{"f":{"p":1}}`},
 	}
 	for _, tt := range tests {
@@ -107,8 +109,8 @@ func TestEdits(t *testing.T) {
 	}
 }
 
-func TestMarshalStringNoHTMLEscape(t *testing.T) {
-	if got := string(marshalString(`<skill_context id="a&b">`)); got != `"<skill_context id=\"a&b\">"` {
+func TestQuoteNoHTMLEscape(t *testing.T) {
+	if got := string(wire.Quote(`<skill_context id="a&b">`)); got != `"<skill_context id=\"a&b\">"` {
 		t.Fatalf("got %s", got)
 	}
 }
@@ -119,8 +121,8 @@ func TestValueEndNeverPanics(t *testing.T) {
 		for i := 0; i <= len(b); i++ {
 			_, _ = valueEnd(b, i)
 		}
-		_, _ = objectMembers(b)
-		_, _ = arrayElements(b)
+		_, _ = Members(b)
+		_, _ = Elements(b)
 	}
 	if _, err := valueEnd([]byte(strings.Repeat("[", 10)), 0); err == nil {
 		t.Fatal("unterminated array: want error")

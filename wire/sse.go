@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -7,39 +7,39 @@ import (
 	"io"
 )
 
-// maxEventSize bounds one server-sent event; a larger one fails the stream
+// MaxEventSize bounds one server-sent event; a larger one fails the stream
 // rather than growing memory without end.
-const maxEventSize = 16 << 20
+const MaxEventSize = 16 << 20
 
-var errEventTooLarge = errors.New("server-sent event exceeds 16 MiB")
+var ErrEventTooLarge = errors.New("server-sent event exceeds 16 MiB")
 
-// sseEvent is one server-sent event as received: Raw holds its bytes
+// Event is one server-sent event as received: Raw holds its bytes
 // including the blank line that ends it, so an event the proxy does not
 // touch is relayed byte for byte.
-type sseEvent struct {
+type Event struct {
 	Raw     []byte
 	Event   string // the event: field, if any
 	Data    []byte // data: lines joined with \n
 	HasData bool
 }
 
-// sseReader splits a text/event-stream into events (WHATWG HTML §9.2.6):
+// EventReader splits a text/event-stream into events (WHATWG HTML §9.2.6):
 // lines end with \n or \r\n, a blank line ends an event, "data:" lines are
 // joined, ":" lines are comments. A stream that ends without a blank line
 // still yields its last event.
-type sseReader struct {
+type EventReader struct {
 	br  *bufio.Reader
 	raw []byte
 }
 
-func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10)}
+func NewEventReader(r io.Reader) *EventReader {
+	return &EventReader{br: bufio.NewReaderSize(r, 32<<10)}
 }
 
 // Next returns the next event. Its slices are valid until the next call.
-func (s *sseReader) Next() (*sseEvent, error) {
+func (s *EventReader) Next() (*Event, error) {
 	s.raw = s.raw[:0]
-	ev := &sseEvent{}
+	ev := &Event{}
 	var data []byte
 	for {
 		line, err := s.readLine()
@@ -50,8 +50,8 @@ func (s *sseReader) Next() (*sseEvent, error) {
 			return nil, err
 		}
 		s.raw = append(s.raw, line...)
-		if len(s.raw) > maxEventSize {
-			return nil, errEventTooLarge
+		if len(s.raw) > MaxEventSize {
+			return nil, ErrEventTooLarge
 		}
 		content := bytes.TrimRight(line, "\r\n")
 		if len(content) == 0 {
@@ -77,7 +77,7 @@ func (s *sseReader) Next() (*sseEvent, error) {
 	}
 }
 
-func (s *sseReader) finish(ev *sseEvent, data []byte) *sseEvent {
+func (s *EventReader) finish(ev *Event, data []byte) *Event {
 	ev.Raw = s.raw
 	ev.Data = data
 	return ev
@@ -85,7 +85,7 @@ func (s *sseReader) finish(ev *sseEvent, data []byte) *sseEvent {
 
 // readLine returns one line including its terminator; lines longer than the
 // buffer are assembled. At EOF the last, unterminated line comes with io.EOF.
-func (s *sseReader) readLine() ([]byte, error) {
+func (s *EventReader) readLine() ([]byte, error) {
 	line, err := s.br.ReadSlice('\n')
 	if err == nil || err != bufio.ErrBufferFull {
 		return line, err
@@ -94,8 +94,8 @@ func (s *sseReader) readLine() ([]byte, error) {
 	for err == bufio.ErrBufferFull {
 		line, err = s.br.ReadSlice('\n')
 		long = append(long, line...)
-		if len(long) > maxEventSize {
-			return nil, errEventTooLarge
+		if len(long) > MaxEventSize {
+			return nil, ErrEventTooLarge
 		}
 	}
 	return long, err

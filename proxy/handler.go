@@ -11,28 +11,14 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
-// maxSessionKey bounds the session name taken from a header or the body;
-// it is hashed, so a longer one would only cost memory.
-const maxSessionKey = 1024
-
-// sessionKey is the client's name for the conversation: X-Skillrouter-Session,
-// else the OpenAI "user" field, else "" (the opening alone identifies it).
-func sessionKey(h http.Header, req *chatRequest) string {
-	k := strings.TrimSpace(h.Get(HeaderSession))
-	if k == "" {
-		k = strings.TrimSpace(req.User)
-	}
-	if len(k) > maxSessionKey {
-		k = k[:maxSessionKey]
-	}
-	return k
-}
-
-// routed is a chat request after validation, arm choice and rewrite.
+// routed is a request after validation, arm choice and rewrite.
 type routed struct {
-	req     *chatRequest
+	api     api
+	req     apiRequest
 	arm     string
 	body    []byte      // what goes upstream
 	rw      *Rewrite    // nil when the rewrite failed
@@ -40,39 +26,42 @@ type routed struct {
 	rwErr   error
 }
 
-// route validates body, picks the arm and rewrites. Client errors come back
-// as *requestError; a rewrite failure does not fail: the body goes upstream unmodified.
-func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *reqInfo) (*routed, *requestError) {
-	req, rerr := parseChat(body)
-	if rerr != nil {
-		return nil, rerr
+// route parses body once, picks the arm, plans the rewrite and renders it.
+// Client errors come back as *wire.Error; a rewrite failure does not fail:
+// the body goes upstream unmodified.
+func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, info *reqInfo) (*routed, *wire.Error) {
+	parsed, err := a.parse(body)
+	if err != nil {
+		return nil, asWireError(err)
 	}
-	info.stream = req.Stream
+	view := parsed.View()
+	info.api = string(a.name())
+	info.stream = view.Stream
 	arm, label, err := s.ab.pick(h, func() string {
-		if req.User != "" {
-			return req.User
+		if view.User != "" {
+			return view.User
 		}
-		return req.firstUserText()
+		return view.FirstUserText()
 	})
 	if err != nil {
-		return nil, badRequest("invalid_skillrouter_header", "%v", err)
+		return nil, headerError("%v", err)
 	}
 	strategyFromArm := label != "" && label != explicitArmLabel && h.Get(HeaderStrategy) == label
-	ov, rerr := overrides(h, strategyFromArm)
-	if rerr != nil {
-		return nil, rerr
+	ov, werr := overrides(h, strategyFromArm)
+	if werr != nil {
+		return nil, werr
 	}
 	if ov.Strategy == "" {
 		ov.Strategy = arm.strategy
 	}
-	ov.Session = sessionKey(h, req)
+	ov.Session = sessionKey(h, view)
 	info.arm = label
 	info.routed = true
 	if s.log.Enabled(ctx, slog.LevelDebug) { // the query is message content
-		info.query = req.firstUserText()
+		info.query = view.FirstUserText()
 	}
 
-	out := &routed{req: req, arm: label, body: body}
+	out := &routed{api: a, req: parsed, arm: label, body: body}
 	if !arm.rw.Ready() {
 		// Starting up (the index is being built): forwarded unmodified and
 		// said so, but not a rewrite error; /readyz tells load balancers.
@@ -82,21 +71,27 @@ func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *re
 		return out, nil
 	}
 	start := time.Now()
-	rw, err := arm.rw.RewriteChat(ctx, body, ov)
+	rw, err := arm.rw.Rewrite(ctx, view, ov)
+	var rendered []byte
+	if err == nil && rw != nil && rw.Plan != nil {
+		rendered, err = parsed.Render(rw.Plan)
+	} else if err == nil && rw != nil {
+		rendered = body // disabled: as sent
+	}
 	info.routing = time.Since(start)
-	if err != nil || rw == nil || rw.Body == nil {
+	if err != nil || rw == nil || rendered == nil {
 		out.rwErr = err
 		if err == nil {
 			out.rwErr = errNoRewrite
 		}
 		info.err = "rewrite: " + out.rwErr.Error()
 		info.strategy = string(ov.Strategy)
-		s.metrics.rewriteErrors.WithLabelValues(armLabel(label)).Inc()
+		s.metrics.rewriteErrors.WithLabelValues(armLabel(label), info.api).Inc()
 		return out, nil
 	}
-	out.rw, out.body = rw, rw.Body
-	// The loop handles choice 0 only; with n>1 the proxy's calls go back as they are.
-	if req.N == nil || *req.N <= 1 {
+	out.rw, out.body = rw, rendered
+	// The loop handles one answer only; with n>1 the proxy's calls go back as they are.
+	if view.Choices <= 1 {
 		out.session = rw.Session
 	}
 	if d := rw.Decision; d != nil {
@@ -110,6 +105,15 @@ func (s *Server) route(ctx context.Context, h http.Header, body []byte, info *re
 	info.addedTokens = rw.AddedTokens
 	s.metrics.observeDecision(info)
 	return out, nil
+}
+
+// asWireError turns a parse error into the client's error: the API
+// packages return *wire.Error; anything else is a 400 with its text.
+func asWireError(err error) *wire.Error {
+	if we, ok := err.(*wire.Error); ok {
+		return we
+	}
+	return wire.BadRequest("invalid_request", "", "%v", err)
 }
 
 type rewriteError string
@@ -242,27 +246,31 @@ func (s *Server) logToolGate(ctx context.Context, rt *routed, info *reqInfo) {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "client tools gated by skills", attrs...)
 }
 
-// chat serves POST /v1/chat/completions.
-func (s *Server) chat(c echo.Context) error {
-	r := c.Request()
-	info := requestInfo(c)
-	body, rerr := readBody(r, s.cfg.BodyLimit)
-	if rerr == nil {
-		var rt *routed
-		rt, rerr = s.route(r.Context(), r.Header, body, info)
-		if rerr == nil {
-			decisionHeaders(c.Response().Header(), rt)
-			if rt.req.Stream {
-				s.streamChat(c, info, rt)
-			} else {
-				s.completeChat(c, info, rt)
+// serveAPI returns the handler of a's endpoint: read, route, forward, run
+// the tool loop, answer.
+func (s *Server) serveAPI(a api) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		info := requestInfo(c)
+		info.api = string(a.name())
+		body, werr := readBody(r, s.cfg.BodyLimit)
+		if werr == nil {
+			var rt *routed
+			rt, werr = s.route(r.Context(), a, r.Header, body, info)
+			if werr == nil {
+				decisionHeaders(c.Response().Header(), rt)
+				if rt.req.View().Stream {
+					s.stream(c, info, rt)
+				} else {
+					s.complete(c, info, rt)
+				}
+				s.logToolGate(r.Context(), rt, info)
+				return nil
 			}
-			s.logToolGate(r.Context(), rt, info)
-			return nil
 		}
+		info.status = werr.Status
+		info.err = werr.Message
+		writeError(c.Response(), a, werr)
+		return nil
 	}
-	info.status = rerr.status
-	info.err = rerr.msg
-	rerr.write(c.Response())
-	return nil
 }

@@ -3,31 +3,31 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"github.com/skillrouter/skillrouter/router"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
-// completeChat serves a non-streaming chat request: forward, and while the
-// answer holds tool calls the session answers, execute them, append the
-// results (Session.FollowUp) and ask again, up to MaxToolRounds rounds.
-func (s *Server) completeChat(c echo.Context, info *reqInfo, rt *routed) {
+// complete serves a non-streaming request: forward, and while the answer
+// holds tool calls the session answers, execute them, append the results
+// (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds.
+func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
 	ctx := r.Context()
 	w := c.Response()
 	body := rt.body
 	sess := rt.session
-	var usage usageSum
+	var usage wire.Usage
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, r, bytes.NewReader(body), int64(len(body)), true)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
-			s.fail(w, info, classify(ctx, err))
+			s.fail(w, rt.api, info, classify(ctx, err))
 			return
 		}
 		info.upstreamStatus = resp.StatusCode
@@ -39,79 +39,63 @@ func (s *Server) completeChat(c echo.Context, info *reqInfo, rt *routed) {
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
 		resp.Body.Close()
 		if err != nil {
-			s.fail(w, info, classify(ctx, err))
+			s.fail(w, rt.api, info, classify(ctx, err))
 			return
 		}
 		if len(raw) > maxUpstreamBody {
-			s.fail(w, info, failure{status: http.StatusBadGateway, code: "upstream_response_too_large",
+			s.fail(w, rt.api, info, failure{status: http.StatusBadGateway, code: "upstream_response_too_large",
 				msg: fmt.Sprintf("upstream answer exceeds %d bytes", maxUpstreamBody)})
 			return
 		}
-		var cmp completion
-		if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
-			s.writeFinal(w, info, resp.Header, raw, round, false, nil, nil)
+		ans, u, ok := rt.req.ReadAnswer(raw, round, sess.Handles)
+		if !ok {
+			s.writeFinal(w, rt, info, resp.Header, raw, round, false, nil, nil)
 			return
 		}
-		usage.add(cmp.Usage)
-		msg := cmp.Choices[0].Message
-		var mine []toolCall
-		for i, tc := range msg.ToolCalls {
-			if sess.Handles(tc.Function.Name) {
-				mine = append(mine, withCallID(tc, round, i))
-			}
-		}
-		if len(mine) == 0 {
-			s.writeFinal(w, info, resp.Header, raw, round, false, &usage, nil)
+		usage.Add(u)
+		if ans == nil {
+			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, nil)
 			return
 		}
 		if round >= s.cfg.MaxToolRounds {
 			info.exhausted = true
-			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(mine)))
-			s.writeFinal(w, info, resp.Header, raw, round, true, &usage, sess.Handles)
+			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(ans.Calls)))
+			s.writeFinal(w, rt, info, resp.Header, raw, round, true, &usage, sess.Handles)
 			return
 		}
 		// Client tools called in the same turn are dropped here: the model
 		// sees the proxy's results and calls them again in its next answer.
-		results := s.runTools(ctx, sess, mine, info)
-		next, err := sess.FollowUp(body, newAssistantMessage(msg.Content, mine), results)
+		results := s.runTools(ctx, sess, ans.Calls, info)
+		next, err := rt.req.FollowUp(body, ans, results, sess.Tools())
 		if err != nil {
 			w.Header().Set(HeaderError, headerValue("tool loop: "+err.Error()))
 			info.err = "follow-up: " + err.Error()
-			s.writeFinal(w, info, resp.Header, raw, round, false, &usage, sess.Handles)
+			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, sess.Handles)
 			return
 		}
 		body = next
 	}
 }
 
-// withCallID gives a call without an id (some local servers omit it) one,
-// so its tool result can refer to it.
-func withCallID(tc toolCall, round, i int) toolCall {
-	if tc.ID == "" {
-		tc.ID = fmt.Sprintf("call_skillrouter_%d_%d", round, i)
-	}
-	return tc
-}
-
 // runTools answers the proxy's calls in order. Session.Call never fails:
 // errors come back as results the model can read.
-func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []toolCall, info *reqInfo) []router.ToolResult {
-	out := make([]router.ToolResult, 0, len(calls))
+func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []wire.ToolCall, info *reqInfo) []wire.ToolResult {
+	out := make([]wire.ToolResult, 0, len(calls))
 	for _, tc := range calls {
-		args := json.RawMessage(tc.Function.Arguments)
+		args := tc.Arguments
 		if len(bytes.TrimSpace(args)) == 0 {
-			args = json.RawMessage("{}")
+			args = []byte("{}")
 		}
-		res := sess.Call(ctx, tc.ID, tc.Function.Name, args)
+		res := sess.Call(ctx, tc.ID, tc.Name, args)
 		if res.CallID == "" {
 			res.CallID = tc.ID
 		}
 		if res.Name == "" {
-			res.Name = tc.Function.Name
+			res.Name = tc.Name
 		}
 		out = append(out, res)
 		info.toolCalls++
-		s.metrics.toolCalls.WithLabelValues(tc.Function.Name, armLabel(info.arm)).Inc()
+		s.metrics.toolCalls.WithLabelValues(tc.Name, armLabel(info.arm), info.api).Inc()
 	}
 	info.rounds++
 	return out
@@ -119,14 +103,14 @@ func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []toolCal
 
 // writeFinal sends the last upstream answer, patched when tool rounds ran
 // (summed usage) or when the proxy's own calls must be stripped.
-func (s *Server) writeFinal(w http.ResponseWriter, info *reqInfo, upstream http.Header, raw []byte, rounds int, exhausted bool, usage *usageSum, strip func(string) bool) {
+func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, upstream http.Header, raw []byte, rounds int, exhausted bool, usage *wire.Usage, strip func(string) bool) {
 	out, patched := raw, false
 	if rounds > 0 || strip != nil {
-		var u json.RawMessage
-		if rounds > 0 && usage != nil && !usage.empty() {
-			u = usage.json()
+		var u []byte
+		if rounds > 0 && !usage.Empty() {
+			u = usage.JSON()
 		}
-		if p, err := patchCompletion(raw, u, strip); err == nil {
+		if p, err := rt.req.Final(raw, rounds, u, strip); err == nil {
 			out, patched = p, true
 		}
 	}
@@ -164,9 +148,9 @@ func (s *Server) relayResponse(w http.ResponseWriter, info *reqInfo, resp *http.
 }
 
 // fail reports an upstream failure to the client (unless it is gone) and the metrics.
-func (s *Server) fail(w http.ResponseWriter, info *reqInfo, f failure) {
+func (s *Server) fail(w http.ResponseWriter, a api, info *reqInfo, f failure) {
 	info.status = f.status
 	info.err = f.logText()
 	s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-	f.write(w)
+	f.write(w, a)
 }

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// maxSessionKey bounds the session name taken from a header or the body;
+// it is hashed, so a longer one would only cost memory.
+const maxSessionKey = 1024
+
+// sessionKey is the client's name for the conversation: X-Skillrouter-Session,
+// else the request's user field, else "" (the opening alone identifies it).
+func sessionKey(h http.Header, req *wire.Request) string {
+	k := strings.TrimSpace(h.Get(HeaderSession))
+	if k == "" {
+		k = strings.TrimSpace(req.User)
+	}
+	if len(k) > maxSessionKey {
+		k = k[:maxSessionKey]
+	}
+	return k
+}
+
+// readBody reads at most limit bytes of the request body.
+func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
+	tooLarge := &wire.Error{Status: http.StatusRequestEntityTooLarge, Kind: wire.KindInvalidRequest, Code: "request_too_large",
+		Message: fmt.Sprintf("request body exceeds the limit of %d bytes", limit)}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		return nil, wire.BadRequest("invalid_body", "", "reading request body: %v", err)
+	}
+	return body, nil
+}
+
+// headerError is a 400 about an X-Skillrouter-* request header.
+func headerError(format string, a ...any) *wire.Error {
+	return wire.BadRequest("invalid_skillrouter_header", "", format, a...)
+}
+
+// overrides reads the X-Skillrouter-* request headers. strategyFromArm is
+// set when X-Skillrouter-Strategy named an A/B arm rather than a strategy.
+func overrides(h http.Header, strategyFromArm bool) (router.Overrides, *wire.Error) {
+	var ov router.Overrides
+	if v := strings.TrimSpace(h.Get(HeaderStrategy)); v != "" && !strategyFromArm {
+		st := router.Strategy(strings.ToLower(v))
+		if !router.ValidStrategy(st) {
+			return ov, headerError("%s: unknown strategy %q (want one of %s)", HeaderStrategy, v, strategyList())
+		}
+		ov.Strategy = st
+	}
+	if v := strings.TrimSpace(h.Get(HeaderTopK)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return ov, headerError("%s: %q is not a non-negative integer", HeaderTopK, v)
+		}
+		ov.TopK = &n
+	}
+	if v := strings.TrimSpace(h.Get(HeaderDisable)); v != "" {
+		b, err := strconv.ParseBool(strings.ToLower(v))
+		if err != nil {
+			return ov, headerError("%s: %q is not a boolean", HeaderDisable, v)
+		}
+		ov.Disable = b
+	}
+	if v := strings.TrimSpace(h.Get(HeaderCatalog)); v != "" {
+		m := router.CatalogMode(strings.ToLower(v))
+		if !router.ValidCatalogMode(m) {
+			return ov, headerError("%s: unknown catalog mode %q (want %s)", HeaderCatalog, v, catalogModeList())
+		}
+		ov.CatalogMode = m
+	}
+	return ov, nil
+}
+
+func strategyList() string {
+	s := make([]string, len(router.Strategies))
+	for i, v := range router.Strategies {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+func catalogModeList() string {
+	s := make([]string, len(router.CatalogModes))
+	for i, v := range router.CatalogModes {
+		s[i] = string(v)
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}

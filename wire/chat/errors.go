@@ -1,0 +1,43 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/openai"
+)
+
+// ErrorJSON renders e as an OpenAI error body.
+func ErrorJSON(e *wire.Error) []byte { return openai.ErrorJSON(e) }
+
+// ErrorEvent renders e as the final event of a stream that already started:
+// data: {"error":{...}}, which the OpenAI SDKs raise as an APIError.
+func ErrorEvent(e *wire.Error) []byte {
+	return append(append([]byte("data: "), openai.ErrorJSON(e)...), "\n\n"...)
+}
+
+// UpstreamErrorEvent turns an upstream error answer that arrived after the
+// client's stream started (a later tool round) into the stream's final
+// event: an OpenAI error body is relayed as it is, anything else wrapped. It
+// returns the event and the message for the log.
+func UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
+	if msg := openai.ErrorMessage(raw); msg != "" {
+		var compact bytes.Buffer
+		if json.Compact(&compact, raw) == nil { // one data: line
+			return append(append([]byte("data: "), compact.Bytes()...), "\n\n"...), msg
+		}
+	}
+	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
+	return ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: "upstream_error", Message: msg}), msg
+}
+
+// ErrorEvent renders e as the final event of the stream (see ErrorEvent).
+func (s *Stream) ErrorEvent(e *wire.Error) []byte { return ErrorEvent(e) }
+
+// UpstreamErrorEvent is UpstreamErrorEvent for the stream.
+func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
+	return UpstreamErrorEvent(status, raw, round)
+}

@@ -1,0 +1,186 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+)
+
+// toolCall is one complete tool call of an assistant message.
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// completion is what the tool loop reads of a non-streaming answer.
+type completion struct {
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []toolCall      `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+// callID gives a call without an id (some local servers omit it) one, so
+// its tool result can refer to it.
+func callID(id string, round, i int) string {
+	if id == "" {
+		return fmt.Sprintf("call_skillrouter_%d_%d", round, i)
+	}
+	return id
+}
+
+// ReadAnswer reads a non-streaming answer of round: its usage, and the
+// proxy's calls in choice 0 (those mine claims) with the assistant turn to
+// append before their results. ans is nil when there is no call of the
+// proxy's; ok is false when raw is not a chat completion with choices.
+func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
+	var cmp completion
+	if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
+		return nil, nil, false
+	}
+	msg := cmp.Choices[0].Message
+	var calls []toolCall
+	for i, tc := range msg.ToolCalls {
+		if mine(tc.Function.Name) {
+			tc.ID = callID(tc.ID, round, i)
+			calls = append(calls, tc)
+		}
+	}
+	if len(calls) == 0 {
+		return nil, cmp.Usage, true
+	}
+	return answerOf(msg.Content, calls), cmp.Usage, true
+}
+
+// answerOf builds the Answer for the proxy's calls and the text beside them.
+func answerOf(content json.RawMessage, calls []toolCall) *wire.Answer {
+	if len(bytes.TrimSpace(content)) == 0 {
+		content = json.RawMessage("null")
+	}
+	ans := &wire.Answer{}
+	for i := range calls {
+		c := &calls[i]
+		if c.Type == "" {
+			c.Type = "function"
+		}
+		if c.Function.Arguments == "" {
+			c.Function.Arguments = "{}"
+		}
+		ans.Calls = append(ans.Calls, wire.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: json.RawMessage(c.Function.Arguments)})
+	}
+	ans.Turn = wire.Marshal(struct {
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []toolCall      `json:"tool_calls"`
+	}{"assistant", content, calls})
+	return ans
+}
+
+// FollowUp returns the request for the next round: body plus the answer's
+// assistant message (its text and the proxy's calls) and one tool message
+// per result, in the order of the calls, with tools set to ts (skills a
+// load_skill activated may add tier-3 tools and put back gated client tools
+// they enable). A result for a call the answer does not hold is an error
+// (the upstream would reject the request).
+func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
+	if len(results) == 0 {
+		return body, nil
+	}
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("chat: follow-up body: %w", err)
+	}
+	at, ok := jsonspan.Value(ms, "messages")
+	if !ok {
+		return nil, errors.New("chat: follow-up body has no messages")
+	}
+	byID := make(map[string]wire.ToolResult, len(results))
+	for _, res := range results {
+		if res.CallID == "" {
+			return nil, errors.New("chat: tool result without a call id")
+		}
+		byID[res.CallID] = res
+	}
+	elems := [][]byte{ans.Turn}
+	for _, c := range ans.Calls {
+		res, ok := byID[c.ID]
+		if !ok {
+			continue
+		}
+		delete(byID, c.ID)
+		elems = append(elems, wire.Marshal(struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    string `json:"content"`
+		}{"tool", c.ID, res.Content}))
+	}
+	for id := range byID {
+		return nil, fmt.Errorf("chat: no tool call with id %s in the assistant message", id)
+	}
+	msgs, err := jsonspan.Append(body[at.Start:at.End], elems...)
+	if err != nil {
+		return nil, err
+	}
+	out := jsonspan.Splice(body, at, msgs)
+	tools := r.toolsJSON(ts)
+	if tools == nil {
+		return out, nil
+	}
+	return jsonspan.Set(out, "tools", tools)
+}
+
+// Final patches the last answer of a tool loop: usage (when non-nil)
+// replaces the answer's, and when strip is set the proxy's own calls are
+// removed from choice 0 (finish_reason becomes "stop" if no call is left).
+// Unknown fields are kept.
+func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, err
+	}
+	if usage != nil {
+		top["usage"] = usage
+	}
+	if strip != nil {
+		var choices []map[string]json.RawMessage
+		if err := json.Unmarshal(top["choices"], &choices); err != nil {
+			return nil, err
+		}
+		if len(choices) > 0 {
+			var msg map[string]json.RawMessage
+			if err := json.Unmarshal(choices[0]["message"], &msg); err != nil {
+				return nil, err
+			}
+			var calls []json.RawMessage
+			_ = json.Unmarshal(msg["tool_calls"], &calls)
+			kept := calls[:0]
+			for _, c := range calls {
+				var tc toolCall
+				if json.Unmarshal(c, &tc) == nil && strip(tc.Function.Name) {
+					continue
+				}
+				kept = append(kept, c)
+			}
+			if len(kept) == 0 {
+				delete(msg, "tool_calls")
+				choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
+			} else {
+				msg["tool_calls"] = wire.Marshal(kept)
+			}
+			choices[0]["message"] = wire.Marshal(msg)
+			top["choices"] = wire.Marshal(choices)
+		}
+	}
+	return wire.Marshal(top), nil
+}

@@ -1,0 +1,243 @@
+// Package chat is the OpenAI Chat Completions wire format
+// (POST /v1/chat/completions): it parses a request once into the
+// API-neutral wire.Request, renders a wire.Plan into the client's bytes,
+// builds the follow-up requests of the proxy's tool loop, and reads and
+// patches answers, JSON and streamed.
+//
+// Where the plan goes: the catalog is appended to the first system or
+// developer message (a text part for array content) or becomes a new first
+// system message; each auto-loaded envelope is a message of the plan's role
+// after the last one; the proxy's tools follow the client's (withheld
+// client tools left out) in "tools". Every other byte stays as sent.
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/openai"
+)
+
+// Request is a parsed chat.completions request: the neutral view and where
+// its parts sit in the body.
+type Request struct {
+	body     []byte
+	view     wire.Request
+	members  []jsonspan.Member // top-level members of body
+	messages jsonspan.Span     // the "messages" array
+	msgs     []message
+
+	tools       jsonspan.Span // the "tools" value; valid when hasTools
+	hasTools    bool          // a "tools" member exists (its value may be null)
+	clientTools [][]byte      // the client's tool definitions, in order
+
+	includeUsage bool // stream_options.include_usage
+}
+
+// message is one message of the request.
+type message struct {
+	raw  []byte        // the message's bytes in the body
+	at   jsonspan.Span // where raw sits in body
+	role string
+	text string // text parts joined by newlines
+}
+
+// Parse validates a chat.completions body and locates its parts. Client
+// errors are *wire.Error (400, with the parameter at fault): a body that is
+// not a JSON object, missing or empty messages, a message that is not an
+// object with a string role, tools that are not an array, or model, stream,
+// stream_options, n or user of the wrong type.
+func Parse(body []byte) (*Request, error) {
+	ms, werr := jsonspan.Body(body, "a JSON chat completion request")
+	if werr != nil {
+		return nil, werr
+	}
+	r := &Request{body: body, members: ms, view: wire.Request{API: wire.APIChat, Choices: 1}}
+	v := &r.view
+	if err := r.scalars(); err != nil {
+		return nil, err
+	}
+	msgSpan, ok := jsonspan.Value(ms, "messages")
+	if !ok || jsonspan.IsNull(body[msgSpan.Start:msgSpan.End]) {
+		return nil, wire.BadRequest("missing_messages", "messages", "missing required parameter: 'messages'")
+	}
+	raw := body[msgSpan.Start:msgSpan.End]
+	elems, err := jsonspan.Elements(raw)
+	if err != nil {
+		return nil, wire.TypeError("messages", "an array of message objects", raw)
+	}
+	if len(elems) == 0 {
+		return nil, wire.BadRequest("empty_messages", "messages", "'messages' must contain at least one message")
+	}
+	r.messages = msgSpan
+	r.msgs = make([]message, len(elems))
+	v.Turns = make([]wire.Turn, len(elems))
+	called := map[string]bool{}
+	for i, e := range elems {
+		at := jsonspan.Span{Start: msgSpan.Start + e.Start, End: msgSpan.Start + e.End}
+		m, err := parseMessage(body[at.Start:at.End], i, called, &v.Called)
+		if err != nil {
+			return nil, err
+		}
+		m.at = at
+		r.msgs[i] = m
+		v.Turns[i] = wire.Turn{Role: m.role, Text: m.text}
+	}
+	if _, ok := jsonspan.Value(ms, "functions"); ok {
+		v.NoTools = true // adding tools would mix the legacy API with the current one
+	}
+	if tc, ok := jsonspan.Value(ms, "tool_choice"); ok {
+		v.ToolChoice = openai.ToolChoice(body[tc.Start:tc.End])
+	}
+	if ts, ok := jsonspan.Value(ms, "tools"); ok {
+		r.tools, r.hasTools = ts, true
+		traw := body[ts.Start:ts.End]
+		if !jsonspan.IsNull(traw) {
+			tels, err := jsonspan.Elements(traw)
+			if err != nil {
+				return nil, wire.TypeError("tools", "an array of tool objects", traw)
+			}
+			for i, e := range tels {
+				t := traw[e.Start:e.End]
+				if t[0] != '{' {
+					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
+				}
+				r.clientTools = append(r.clientTools, t)
+				v.Tools = append(v.Tools, wire.ClientTool{Name: toolName(t)})
+			}
+		}
+	}
+	return r, nil
+}
+
+// scalars checks and reads the top-level parameters the proxy uses.
+func (r *Request) scalars() *wire.Error {
+	v := &r.view
+	get := func(key string) ([]byte, bool) {
+		s, ok := jsonspan.Value(r.members, key)
+		if !ok || jsonspan.IsNull(r.body[s.Start:s.End]) {
+			return nil, false
+		}
+		return r.body[s.Start:s.End], true
+	}
+	if raw, ok := get("model"); ok {
+		if json.Unmarshal(raw, &v.Model) != nil {
+			return wire.TypeError("model", "a string", raw)
+		}
+	}
+	if raw, ok := get("stream"); ok {
+		if json.Unmarshal(raw, &v.Stream) != nil {
+			return wire.TypeError("stream", "a boolean", raw)
+		}
+	}
+	if raw, ok := get("stream_options"); ok {
+		var so map[string]json.RawMessage
+		if raw[0] != '{' || json.Unmarshal(raw, &so) != nil {
+			return wire.TypeError("stream_options", "an object", raw)
+		}
+		if iu, ok := so["include_usage"]; ok && !jsonspan.IsNull(iu) {
+			if json.Unmarshal(iu, &r.includeUsage) != nil {
+				return wire.TypeError("stream_options.include_usage", "a boolean", iu)
+			}
+		}
+	}
+	if raw, ok := get("n"); ok {
+		if json.Unmarshal(raw, &v.Choices) != nil {
+			if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
+				return wire.BadRequest("invalid_type", "n", "'n' must be an integer, got %s", raw)
+			}
+			return wire.TypeError("n", "an integer", raw)
+		}
+	}
+	if raw, ok := get("user"); ok {
+		if json.Unmarshal(raw, &v.User) != nil {
+			return wire.TypeError("user", "a string", raw)
+		}
+	}
+	return nil
+}
+
+// parseMessage reads role, content and tool calls of message i.
+func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]string) (message, error) {
+	m := message{raw: raw}
+	p := fmt.Sprintf("messages[%d]", i)
+	if raw[0] != '{' {
+		return m, wire.BadRequest("invalid_type", p, "'%s' must be a message object, got %s", p, wire.KindOf(raw))
+	}
+	ms, err := jsonspan.Members(raw)
+	if err != nil {
+		return m, wire.BadRequest("invalid_type", p, "'%s' must be a message object", p)
+	}
+	rs, ok := jsonspan.Value(ms, "role")
+	if !ok {
+		return m, wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
+	}
+	if json.Unmarshal(raw[rs.Start:rs.End], &m.role) != nil {
+		return m, wire.TypeError(p+".role", "a string", raw[rs.Start:rs.End])
+	}
+	if cs, ok := jsonspan.Value(ms, "content"); ok {
+		m.text = openai.ContentText(raw[cs.Start:cs.End])
+	}
+	if m.role == "assistant" {
+		if ts, ok := jsonspan.Value(ms, "tool_calls"); ok {
+			var calls []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			}
+			if json.Unmarshal(raw[ts.Start:ts.End], &calls) == nil {
+				for _, c := range calls {
+					if n := c.Function.Name; n != "" && !called[n] {
+						called[n] = true
+						*calledList = append(*calledList, n)
+					}
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// toolName returns function.name of a Chat tool definition, or "".
+func toolName(def []byte) string {
+	var t struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(def, &t) != nil || (t.Type != "" && t.Type != "function") {
+		return ""
+	}
+	return t.Function.Name
+}
+
+// View returns the neutral view of the request.
+func (r *Request) View() *wire.Request { return &r.view }
+
+// Body returns the request as the client sent it.
+func (r *Request) Body() []byte { return r.body }
+
+// IncludeUsage reports stream_options.include_usage.
+func (r *Request) IncludeUsage() bool { return r.includeUsage }
+
+// Message is one message of a parsed request, for inspection.
+type Message struct {
+	Raw  []byte // its bytes in the body
+	Role string
+	Text string // text parts joined by newlines
+}
+
+// Messages lists the request's messages in order.
+func (r *Request) Messages() []Message {
+	out := make([]Message, len(r.msgs))
+	for i, m := range r.msgs {
+		out[i] = Message{Raw: m.raw, Role: m.role, Text: m.text}
+	}
+	return out
+}
+
+// ClientTools lists the client's tool definitions as sent, in order.
+func (r *Request) ClientTools() [][]byte { return r.clientTools }

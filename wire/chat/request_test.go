@@ -1,0 +1,113 @@
+package chat
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+func TestParseView(t *testing.T) {
+	body := `{"model":"m","stream":true,"user":"u1","n":1,"tool_choice":{"type":"function","function":{"name":"bash"}},` +
+		`"messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"bash","arguments":"{}"}},{"id":"2","type":"function","function":{"name":"bash","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"1","content":"ok"}],` +
+		`"tools":[{"type":"function","function":{"name":"bash"}},{"type":"custom","custom":{"name":"patch"}}]}`
+	r, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.View()
+	want := []wire.Turn{{Role: "system", Text: "S"}, {Role: "user", Text: "a"}, {Role: "assistant"}, {Role: "tool", Text: "ok"}}
+	if len(v.Turns) != len(want) {
+		t.Fatalf("turns %+v", v.Turns)
+	}
+	for i := range want {
+		if v.Turns[i] != want[i] {
+			t.Errorf("turn %d = %+v, want %+v", i, v.Turns[i], want[i])
+		}
+	}
+	if v.API != wire.APIChat || v.Model != "m" || !v.Stream || v.User != "u1" || v.Choices != 1 {
+		t.Errorf("scalars %+v", v)
+	}
+	if len(v.Tools) != 2 || v.Tools[0].Name != "bash" || v.Tools[1].Name != "" {
+		t.Errorf("tools %+v", v.Tools)
+	}
+	if len(v.Called) != 1 || v.Called[0] != "bash" || len(v.ToolChoice.Named) != 1 {
+		t.Errorf("called %v tool choice %+v", v.Called, v.ToolChoice)
+	}
+	if first := v.FirstUserText(); first != "a" {
+		t.Errorf("first user text %q", first)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ body, code, param, msg string }{
+		{``, "invalid_json", "", "request body is empty"},
+		{`[1]`, "invalid_json", "", "must be a JSON object"},
+		{`{"messages":[`, "invalid_json", "", "not valid JSON"},
+		{`{"model":"m"}`, "missing_messages", "messages", "missing required parameter: 'messages'"},
+		{`{"messages":"hi"}`, "invalid_type", "messages", "'messages' must be an array of message objects, got a string"},
+		{`{"messages":[]}`, "empty_messages", "messages", "at least one message"},
+		{`{"messages":[null]}`, "invalid_type", "messages[0]", "got null"},
+		{`{"messages":[{"content":"x"}]}`, "missing_role", "messages[0].role", "missing required parameter"},
+		{`{"messages":[{"role":7}]}`, "invalid_type", "messages[0].role", "must be a string, got a number"},
+		{`{"model":5,"messages":[{"role":"user"}]}`, "invalid_type", "model", "'model' must be a string, got a number"},
+		{`{"stream":"yes","messages":[{"role":"user"}]}`, "invalid_type", "stream", "must be a boolean"},
+		{`{"stream_options":[],"messages":[{"role":"user"}]}`, "invalid_type", "stream_options", "must be an object"},
+		{`{"stream_options":{"include_usage":1},"messages":[{"role":"user"}]}`, "invalid_type", "stream_options.include_usage", "must be a boolean"},
+		{`{"n":1.5,"messages":[{"role":"user"}]}`, "invalid_type", "n", "'n' must be an integer, got 1.5"},
+		{`{"user":true,"messages":[{"role":"user"}]}`, "invalid_type", "user", "got a boolean"},
+		{`{"tools":{},"messages":[{"role":"user"}]}`, "invalid_type", "tools", "must be an array"},
+		{`{"tools":[1],"messages":[{"role":"user"}]}`, "invalid_type", "tools[0]", "must be a tool object"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.body))
+		we, ok := err.(*wire.Error)
+		if !ok {
+			t.Errorf("%s: error %v, want a *wire.Error", tt.body, err)
+			continue
+		}
+		if we.Status != 400 || we.Code != tt.code || we.Param != tt.param || !strings.Contains(we.Message, tt.msg) {
+			t.Errorf("%s: %+v, want %s %s %q", tt.body, we, tt.code, tt.param, tt.msg)
+		}
+	}
+}
+
+// FuzzParse: validation never panics, accepts only objects with an array of
+// message objects, answers 400 and explains itself in API terms.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, `{"messages":[]}`, `{"messages":null}`, `[]`,
+		`{"stream":"x","messages":[{}]}`, ``, `{"model":1,"messages":["x"]}`, `{"n":1e9999,"messages":[{"role":"user"}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"tools":[{"type":"function","function":{"name":"f"}}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := Parse(in)
+		if err != nil {
+			we, ok := err.(*wire.Error)
+			if !ok || we.Status != 400 || strings.Contains(we.Message, "Go ") || strings.Contains(we.Message, "struct") {
+				t.Fatalf("error %v", err)
+			}
+			return
+		}
+		if len(r.View().Turns) == 0 || !json.Valid(in) {
+			t.Fatal("accepted a request without messages or invalid JSON")
+		}
+		for _, m := range r.Messages() {
+			if m.Raw[0] != '{' {
+				t.Fatal("accepted a message that is not an object")
+			}
+		}
+		out, err := r.Render(&wire.Plan{Catalog: "C", CatalogJSON: wire.Quote("C"), EnvelopeRole: "user", Changed: true,
+			Envelopes: []wire.Envelope{{ID: "x", Text: "E", JSON: wire.Quote("E")}},
+			Tools:     wire.ToolSet{Server: []wire.ToolSpec{{Name: "load_skill", Parameters: json.RawMessage(`{"type":"object"}`)}}}})
+		if err != nil {
+			return
+		}
+		if _, err := Parse(out); err != nil || !json.Valid(out) {
+			t.Fatalf("rendered body does not parse: %v\n%s", err, out)
+		}
+	})
+}

@@ -1,0 +1,183 @@
+package chat
+
+import (
+	"slices"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+)
+
+// Render splices p into the request in one pass over the spans Parse found:
+// every byte outside the edits is copied as is and nothing is scanned twice.
+func (r *Request) Render(p *wire.Plan) ([]byte, error) {
+	if p == nil || !p.Changed {
+		return r.body, nil
+	}
+	body := r.body
+	first, last := r.msgs[0].at, r.msgs[len(r.msgs)-1].at
+
+	// The catalog's message: the first system/developer message, else new.
+	target, edited := -1, []byte(nil)
+	var newSystem []byte
+	if p.Catalog != "" {
+		for i, m := range r.msgs {
+			if m.role == "system" || m.role == "developer" {
+				target = i
+				break
+			}
+		}
+		if target >= 0 {
+			var err error
+			if edited, err = withCatalog(r.msgs[target], p.CatalogJSON); err != nil {
+				return nil, err
+			}
+		}
+		if edited == nil { // no system message, or one whose content cannot take text
+			newSystem = slices.Concat([]byte(`{"role":"system","content":`), p.CatalogJSON, []byte{'}'})
+		}
+	}
+	roleJSON := wire.Quote(p.EnvelopeRole)
+
+	// Size the output exactly enough (JSON escaping makes the quoted texts
+	// longer than the texts): growing a ~15 KB body mid-way copied it and
+	// doubled what a rewrite allocates.
+	n := len(body) + len(newSystem) + len(edited) + 64
+	for _, e := range p.Envelopes {
+		n += len(e.JSON) + len(roleJSON) + 32
+	}
+	tools := r.toolsJSON(p.Tools)
+	n += len(tools) + len(`,"tools":`)
+	out := make([]byte, 0, n)
+
+	// Up to the first message, [the new system message,] the messages with
+	// the catalog's message edited, the envelopes, the rest of the array.
+	out = append(out, body[:first.Start]...)
+	if newSystem != nil {
+		out = append(append(out, newSystem...), ',')
+	}
+	if edited != nil {
+		at := r.msgs[target].at
+		out = append(out, body[first.Start:at.Start]...)
+		out = append(out, edited...)
+		out = append(out, body[at.End:last.End]...)
+	} else {
+		out = append(out, body[first.Start:last.End]...)
+	}
+	for _, env := range p.Envelopes {
+		out = append(out, `,{"role":`...)
+		out = append(out, roleJSON...)
+		out = append(out, `,"content":`...)
+		out = append(out, env.JSON...)
+		out = append(out, '}')
+	}
+	rest := body[last.End:]
+	if len(p.Tools.Withheld) == 0 && len(p.Tools.Server) == 0 {
+		return append(out, rest...), nil
+	}
+	if tools == nil { // gating emptied the tools
+		return withoutTools(append(out, rest...))
+	}
+
+	// Tools replace the client's array (or null), or are added as the last member.
+	var at jsonspan.Span
+	if r.hasTools {
+		at = r.tools
+	} else {
+		end := r.members[len(r.members)-1].Value.End
+		at = jsonspan.Span{Start: end, End: end}
+		tools = append([]byte(`,"tools":`), tools...)
+	}
+	if at.Start < last.End {
+		// tools come before messages: out still has the body's bytes there.
+		return jsonspan.Splice(append(out, rest...), at, tools), nil
+	}
+	out = append(out, body[last.End:at.Start]...)
+	out = append(out, tools...)
+	return append(out, body[at.End:]...), nil
+}
+
+// toolsJSON renders the tools array of ts: the client's tools not withheld,
+// then the proxy's; nil when it would be empty.
+func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
+	n := 2
+	count := 0
+	for i, c := range r.clientTools {
+		if ts.Keeps(i) {
+			n += len(c) + 1
+			count++
+		}
+	}
+	server := make([][]byte, len(ts.Server))
+	for i, s := range ts.Server {
+		server[i] = s.FunctionJSON()
+		n += len(server[i]) + 1
+	}
+	if count+len(server) == 0 {
+		return nil
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	sep := func() {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+	}
+	for i, c := range r.clientTools {
+		if ts.Keeps(i) {
+			sep()
+			out = append(out, c...)
+		}
+	}
+	for _, s := range server {
+		sep()
+		out = append(out, s...)
+	}
+	return append(out, ']')
+}
+
+// withCatalog returns message m with the catalog (given JSON-encoded)
+// appended to its content: "\n\n"+catalog for string content, a text part
+// for array content, the catalog itself for null or missing content. nil
+// means the content has another shape and m is left alone.
+func withCatalog(m message, quoted []byte) ([]byte, error) {
+	ms, err := jsonspan.Members(m.raw)
+	if err != nil {
+		return nil, err
+	}
+	cs, ok := jsonspan.Value(ms, "content")
+	if !ok || jsonspan.IsNull(m.raw[cs.Start:cs.End]) {
+		return jsonspan.Set(m.raw, "content", quoted)
+	}
+	content := m.raw[cs.Start:cs.End]
+	var edited []byte
+	switch content[0] {
+	case '"':
+		sep := ""
+		if m.text != "" {
+			sep = `\n\n`
+		}
+		edited, err = jsonspan.AppendQuoted(content, sep, quoted)
+	case '[':
+		part := slices.Concat([]byte(`{"type":"text","text":`), quoted, []byte{'}'})
+		edited, err = jsonspan.Append(content, part)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return jsonspan.Splice(m.raw, cs, edited), nil
+}
+
+// withoutTools drops tools, tool_choice and parallel_tool_calls from a body
+// whose tools array gating emptied: upstreams reject an empty tools array
+// and tool settings without tools.
+func withoutTools(body []byte) ([]byte, error) {
+	var err error
+	for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
+		if body, err = jsonspan.Remove(body, k); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}

@@ -1,0 +1,467 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// Stream translates the upstream's chat.completion.chunk events of one
+// request, round after round, into what the client sees: every event is
+// passed on as it arrives except the deltas of the proxy's own tool calls
+// and the finish, usage and [DONE] events of rounds that loop.
+//
+//   - Tool-call deltas arrive split across chunks (index, id and name first,
+//     then argument fragments). They are accumulated by index; once a call's
+//     name is known it is either the proxy's (withheld) or the client's
+//     (relayed from then on, with its index renumbered so the client sees
+//     0, 1, ... without gaps).
+//   - A client call that starts after a proxy call in the same turn is held
+//     back and dropped when the turn loops. If a client call has already
+//     been relayed when a proxy call starts ("late" proxy call), the turn
+//     belongs to the client: the proxy's calls in it are dropped.
+//   - In a turn that loops, the finish_reason "tool_calls" chunk, the usage
+//     chunk and data: [DONE] are suppressed; the next round's events follow
+//     with their completion id replaced by the first round's, so the client
+//     reads one completion. With stream_options.include_usage the final
+//     usage chunk carries the sum over all rounds.
+type Stream struct {
+	mine  func(name string) bool // the proxy's tools
+	id    string                 // the first round's completion id, shown for every round
+	usage wire.Usage
+	round int
+	st    *roundState
+	done  bool // the round's data: [DONE] was seen
+	out   []byte
+}
+
+// NewStream starts translating a streamed answer; mine reports the tools
+// the proxy answers (nil: none; events are then relayed as they are).
+func (r *Request) NewStream(mine func(name string) bool) *Stream {
+	return &Stream{mine: mine, round: -1}
+}
+
+// Round starts upstream round n (0, 1, ...); final: the round limit forbids
+// another.
+func (s *Stream) Round(final bool) {
+	s.round++
+	s.st = &roundState{calls: map[int]*callState{}, final: final}
+	s.done = false
+}
+
+// Event translates one upstream event, appending what the client gets to
+// out. After data: [DONE] nothing more is read of the round.
+func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
+	s.out = out
+	if !ev.HasData {
+		// Comments (keep-alives) and other field-only events pass as they are.
+		s.out = append(s.out, ev.Raw...)
+		return s.out, true
+	}
+	if bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]")) {
+		s.done = true
+		return s.out, false
+	}
+	s.relayChunk(s.st, ev, s.round)
+	return s.out, true
+}
+
+// End settles the round once its stream ended, appending the [DONE] the
+// client gets when the round is the final answer.
+func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
+	s.out = out
+	st := s.st
+	var end wire.RoundEnd
+	if !st.finished {
+		s.decide(st) // the upstream ended without a finish_reason
+	}
+	end.Dropped, end.Exhausted = st.dropped, st.exhausted
+	if st.loop {
+		end.Loop = st.answer(s.round)
+		return s.out, end
+	}
+	if s.done {
+		s.out = append(s.out, "data: [DONE]\n\n"...)
+	}
+	return s.out, end
+}
+
+// decide settles a round at its finish: loop when the proxy has calls to
+// answer and is still allowed to; otherwise the round is the client's answer.
+func (s *Stream) decide(st *roundState) {
+	st.finished = true
+	if s.mine == nil || st.proxyCalls == 0 {
+		return
+	}
+	if st.late || st.final {
+		st.exhausted = st.final
+		st.dropped = st.proxyCalls
+		return
+	}
+	st.loop = true
+}
+
+// answer is the loop's Answer: the proxy's calls in index order and the
+// round's text.
+func (st *roundState) answer(round int) *wire.Answer {
+	idx := append([]int(nil), st.order...)
+	sort.Ints(idx)
+	var calls []toolCall
+	for _, i := range idx {
+		cs := st.calls[i]
+		if cs.owner != ownerProxy {
+			continue
+		}
+		var tc toolCall
+		tc.ID, tc.Type = callID(cs.id, round, len(calls)), cs.typ
+		tc.Function.Name, tc.Function.Arguments = cs.name, cs.args.String()
+		calls = append(calls, tc)
+	}
+	var text strings.Builder
+	for _, p := range st.content {
+		if p.raw == nil {
+			text.WriteString(p.text)
+			continue
+		}
+		var ch chunk
+		if json.Unmarshal(p.raw, &ch) == nil && len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != nil {
+			text.WriteString(*ch.Choices[0].Delta.Content)
+		}
+	}
+	var content json.RawMessage
+	if text.Len() > 0 {
+		content = wire.Quote(text.String())
+	}
+	return answerOf(content, calls)
+}
+
+// chunk is what the relay reads of a chat.completion.chunk.
+type chunk struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string         `json:"content"`
+			ToolCalls []toolCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// toolCallDelta is one fragment of a streamed tool call. The first fragment
+// of a call carries index, id, type and function.name; later ones carry
+// pieces of function.arguments under the same index.
+type toolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type callOwner int
+
+const (
+	ownerUnknown    callOwner = iota // name not seen yet
+	ownerProxy                       // answered server-side: withheld
+	ownerClient                      // relayed to the client as it streams
+	ownerClientHeld                  // client's, but a proxy call came first: dropped if the round loops
+)
+
+type callState struct {
+	index     int
+	id, typ   string
+	name      string
+	args      strings.Builder
+	owner     callOwner
+	clientIdx int // index shown to the client
+}
+
+// roundState tracks one upstream stream.
+type roundState struct {
+	calls         map[int]*callState
+	order         []int
+	proxyCalls    int
+	clientShown   int  // client calls relayed so far (next client index)
+	late          bool // a proxy call came after client calls were relayed
+	final         bool // the round limit forbids another round
+	loop          bool // decided at finish_reason
+	finished      bool // finish_reason seen and handled
+	exhaustedSaid bool
+	exhausted     bool          // calls dropped at the round limit
+	dropped       int           // proxy calls dropped
+	id            string        // this round's completion id
+	content       []contentPart // the round's text, decoded only if the round loops
+}
+
+// contentPart is text of a round: decoded already, or the raw chunk it is in.
+type contentPart struct {
+	raw  []byte
+	text string
+}
+
+// relayChunk handles one data event of round.
+func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
+	// Fast path, most of any stream: a text delta with no tool call, finish,
+	// usage or error. Relayed without decoding; its text is decoded only if
+	// the round turns out to loop.
+	if st.id != "" && plainDelta(ev.Data) {
+		st.content = append(st.content, contentPart{raw: append([]byte(nil), ev.Data...)})
+		s.writeRaw(ev, st.id, round)
+		return
+	}
+	var ch chunk
+	if json.Unmarshal(ev.Data, &ch) != nil {
+		s.out = append(s.out, ev.Raw...) // not ours to judge
+		return
+	}
+	if st.id == "" {
+		st.id = ch.ID
+	}
+	if round == 0 && s.id == "" {
+		s.id = ch.ID
+	}
+	hasUsage := len(ch.Usage) > 0 && !bytes.Equal(ch.Usage, []byte("null"))
+	if hasUsage {
+		s.usage.Add(ch.Usage)
+	}
+	if len(ch.Error) > 0 || s.mine == nil {
+		s.out = append(s.out, ev.Raw...)
+		return
+	}
+	if len(ch.Choices) == 0 {
+		// The usage chunk (stream_options.include_usage) or an unknown kind.
+		if st.loop {
+			return
+		}
+		if hasUsage && round > 0 {
+			s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) { top["usage"] = s.usage.JSON() })
+			return
+		}
+		s.writeRaw(ev, ch.ID, round)
+		return
+	}
+
+	c0 := &ch.Choices[0]
+	var relayed []toolCallDelta
+	toolsTouched := len(c0.Delta.ToolCalls) > 0
+	for _, d := range c0.Delta.ToolCalls {
+		if out, ok := s.trackToolDelta(st, d); ok {
+			relayed = append(relayed, out)
+		}
+	}
+	if c0.Delta.Content != nil && *c0.Delta.Content != "" {
+		st.content = append(st.content, contentPart{text: *c0.Delta.Content})
+	}
+	finishing := c0.FinishReason != nil && *c0.FinishReason != ""
+	if finishing {
+		s.decide(st)
+	}
+	if st.loop && finishing {
+		// The round's finish (and anything else in this chunk) is the proxy's business,
+		// except text the model produced: that is relayed like every content delta.
+		if c0.Delta.Content == nil || *c0.Delta.Content == "" || len(ch.Choices) > 1 {
+			return
+		}
+		s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
+			patchChoice0(top, func(choice, delta map[string]json.RawMessage) {
+				delete(delta, "tool_calls")
+				choice["finish_reason"] = json.RawMessage("null")
+			})
+			delete(top, "usage")
+		})
+		return
+	}
+	stripped := finishing && st.proxyCalls > 0 && st.clientShown == 0 && *c0.FinishReason == "tool_calls"
+	patchUsage := hasUsage && round > 0
+	if !toolsTouched && !stripped && !patchUsage {
+		s.writeRaw(ev, ch.ID, round)
+		return
+	}
+	if toolsTouched && len(relayed) == 0 && !finishing && !patchUsage && !hasOtherDelta(ev.Data) {
+		return // a fragment of the proxy's own (or a held) call: withheld
+	}
+	s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
+		patchChoice0(top, func(choice, delta map[string]json.RawMessage) {
+			if toolsTouched {
+				if len(relayed) == 0 {
+					delete(delta, "tool_calls")
+				} else {
+					delta["tool_calls"] = wire.Marshal(relayed)
+				}
+			}
+			if stripped {
+				choice["finish_reason"] = json.RawMessage(`"stop"`)
+			}
+		})
+		if patchUsage {
+			top["usage"] = s.usage.JSON()
+		}
+	})
+}
+
+// trackToolDelta accumulates a tool-call fragment by index and decides, once
+// the call's name is known, whose it is. It returns the delta to relay, if any.
+func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta, bool) {
+	cs := st.calls[d.Index]
+	if cs == nil {
+		cs = &callState{index: d.Index}
+		st.calls[d.Index] = cs
+		st.order = append(st.order, d.Index)
+	}
+	if d.ID != "" {
+		cs.id = d.ID
+	}
+	if d.Type != "" {
+		cs.typ = d.Type
+	}
+	if d.Function.Name != "" { // as the SDKs do: a repeated name replaces, never appends
+		cs.name = d.Function.Name
+	}
+	cs.args.WriteString(d.Function.Arguments)
+	if cs.owner == ownerUnknown {
+		if cs.name == "" {
+			return d, false // wait for the name
+		}
+		if s.mine(cs.name) {
+			cs.owner = ownerProxy
+			st.proxyCalls++
+			if st.clientShown > 0 && !st.final {
+				st.late = true
+			}
+			if st.final && !st.exhaustedSaid {
+				// Headers are long gone: say it now as an SSE comment (ignored by
+				// SDKs, visible to curl), and in the trailer at the end.
+				st.exhaustedSaid = true
+				s.out = append(s.out, ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"...)
+			}
+			return d, false
+		}
+		if st.proxyCalls > 0 && !st.final && !st.late {
+			cs.owner = ownerClientHeld
+			return d, false
+		}
+		cs.owner = ownerClient
+		cs.clientIdx = st.clientShown
+		st.clientShown++
+		// First relayed fragment: everything accumulated so far.
+		out := toolCallDelta{Index: cs.clientIdx, ID: cs.id, Type: cs.typ}
+		if out.Type == "" {
+			out.Type = "function"
+		}
+		out.Function.Name = cs.name
+		out.Function.Arguments = cs.args.String()
+		return out, true
+	}
+	if cs.owner == ownerClient {
+		d.Index = cs.clientIdx
+		return d, true
+	}
+	return d, false
+}
+
+// plainDelta reports, without decoding, whether a chunk can be relayed as
+// is: no tool_calls, no non-null finish_reason, usage or error, one choice
+// at most. A false answer only costs a full decode. Escaped quotes inside
+// strings (\"tool_calls\") cannot match the quoted key searched for.
+func plainDelta(data []byte) bool {
+	if bytes.Contains(data, []byte(`"tool_calls"`)) || bytes.Contains(data, []byte(`"error"`)) ||
+		bytes.Contains(data, []byte(`"function_call"`)) || bytes.Count(data, []byte(`"index"`)) > 1 {
+		return false
+	}
+	return nullOrAbsent(data, `"finish_reason"`) && nullOrAbsent(data, `"usage"`)
+}
+
+// nullOrAbsent reports whether key is missing or every occurrence is followed by null.
+func nullOrAbsent(data []byte, key string) bool {
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte(key))
+		if i < 0 {
+			return true
+		}
+		rest = rest[i+len(key):]
+		v := bytes.TrimLeft(rest, " \t\r\n")
+		if len(v) == 0 || v[0] != ':' {
+			return false
+		}
+		if !bytes.HasPrefix(bytes.TrimLeft(v[1:], " \t\r\n"), []byte("null")) {
+			return false
+		}
+	}
+}
+
+// writeRaw relays an event as received, with the completion id of later
+// rounds replaced by the first round's so the client sees one completion.
+func (s *Stream) writeRaw(ev *wire.Event, id string, round int) {
+	if round > 0 && id != "" && s.id != "" && id != s.id {
+		s.writeData(bytes.Replace(ev.Data, []byte(strconv.Quote(id)), []byte(strconv.Quote(s.id)), 1))
+		return
+	}
+	s.out = append(s.out, ev.Raw...)
+}
+
+// writePatched re-encodes a chunk after fn edits its top-level fields.
+func (s *Stream) writePatched(data []byte, round int, fn func(top map[string]json.RawMessage)) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return
+	}
+	fn(top)
+	if round > 0 && s.id != "" {
+		top["id"], _ = json.Marshal(s.id)
+	}
+	s.writeData(wire.Marshal(top))
+}
+
+// patchChoice0 lets fn edit choices[0] and its delta in place.
+func patchChoice0(top map[string]json.RawMessage, fn func(choice, delta map[string]json.RawMessage)) {
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
+		return
+	}
+	var delta map[string]json.RawMessage
+	if json.Unmarshal(choices[0]["delta"], &delta) != nil || delta == nil {
+		delta = map[string]json.RawMessage{}
+	}
+	fn(choices[0], delta)
+	choices[0]["delta"] = wire.Marshal(delta)
+	top["choices"] = wire.Marshal(choices)
+}
+
+// hasOtherDelta reports whether a chunk's first choice carries anything
+// besides tool calls that the client should see (text, refusal, reasoning).
+func hasOtherDelta(data []byte) bool {
+	var ch struct {
+		Choices []struct {
+			Delta map[string]json.RawMessage `json:"delta"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &ch) != nil || len(ch.Choices) == 0 {
+		return false
+	}
+	for k, v := range ch.Choices[0].Delta {
+		if k == "tool_calls" || k == "role" {
+			continue
+		}
+		s := bytes.TrimSpace(v)
+		if len(s) > 0 && !bytes.Equal(s, []byte("null")) && !bytes.Equal(s, []byte(`""`)) {
+			return true
+		}
+	}
+	return len(ch.Choices) > 1
+}
+
+// writeData appends one "data:" event.
+func (s *Stream) writeData(data []byte) {
+	s.out = append(s.out, "data: "...)
+	s.out = append(s.out, data...)
+	s.out = append(s.out, "\n\n"...)
+}

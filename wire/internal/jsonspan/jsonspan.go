@@ -1,0 +1,411 @@
+// Package jsonspan locates JSON values by byte span and splices new bytes
+// into a document, for request rewrites. A request is edited by
+// splicing new bytes into the original ones, so every field, number,
+// whitespace and message the rewrite does not touch reaches the upstream
+// byte-identical (decoding into map[string]any would reorder keys and turn
+// large integers into floats). Inputs are checked with json.Valid first; the
+// scanners below still bounds-check everything so they cannot panic.
+package jsonspan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+var errNotJSON = errors.New("not valid JSON")
+
+// Span is a half-open byte range [start, end) of a JSON value in its parent.
+type Span struct{ Start, End int }
+
+// Member is one key/value pair of a JSON object, located in the object's bytes.
+type Member struct {
+	Key      string // decoded key
+	KeyStart int    // offset of the key's opening quote
+	Value    Span
+}
+
+// skipWS returns the index of the first non-whitespace byte at or after i.
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value starting at b[i] (valid JSON assumed).
+func valueEnd(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errNotJSON
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e, err := stringEnd(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errNotJSON
+	default: // number, true, false, null
+		j := i
+		for j < len(b) {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return 0, errNotJSON
+				}
+				return j, nil
+			}
+			j++
+		}
+		if j == i {
+			return 0, errNotJSON
+		}
+		return j, nil
+	}
+}
+
+// stringEnd returns the index just past the closing quote of the string at b[i].
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errNotJSON
+}
+
+// Members lists the members of the object b (b is exactly the object).
+func Members(b []byte) ([]Member, error) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var out []Member
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return out, nil
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return nil, errNotJSON
+		}
+		i0 := i
+		ke, err := stringEnd(b, i)
+		if err != nil {
+			return nil, err
+		}
+		var key string
+		if err := json.Unmarshal(b[i:ke], &key); err != nil {
+			return nil, errNotJSON
+		}
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return nil, errNotJSON
+		}
+		vs := skipWS(b, i+1)
+		ve, err := valueEnd(b, vs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Member{Key: key, KeyStart: i0, Value: Span{vs, ve}})
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return nil, errNotJSON
+		}
+		if b[i] == '}' {
+			return out, nil
+		}
+		if b[i] != ',' {
+			return nil, errNotJSON
+		}
+		i = skipWS(b, i+1)
+	}
+	return nil, errNotJSON
+}
+
+// Elements lists the element spans of the array b (b is exactly the array).
+func Elements(b []byte) ([]Span, error) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return nil, errors.New("not a JSON array")
+	}
+	var out []Span
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return out, nil
+	}
+	for i < len(b) {
+		e, err := valueEnd(b, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Span{i, e})
+		i = skipWS(b, e)
+		if i >= len(b) {
+			return nil, errNotJSON
+		}
+		if b[i] == ']' {
+			return out, nil
+		}
+		if b[i] != ',' {
+			return nil, errNotJSON
+		}
+		i = skipWS(b, i+1)
+	}
+	return nil, errNotJSON
+}
+
+// Value returns the value span of the last member named key (the one
+// encoding/json and most servers honour when a key repeats).
+func Value(ms []Member, key string) (Span, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Key == key {
+			return ms[i].Value, true
+		}
+	}
+	return Span{}, false
+}
+
+// Splice returns b with b[s.Start:s.End] replaced by repl, in a new slice.
+func Splice(b []byte, s Span, repl []byte) []byte {
+	out := make([]byte, 0, len(b)-(s.End-s.Start)+len(repl))
+	out = append(out, b[:s.Start]...)
+	out = append(out, repl...)
+	return append(out, b[s.End:]...)
+}
+
+// Set replaces the value of key in object b, or adds the member at the
+// end of the object when it is missing.
+func Set(b []byte, key string, value []byte) ([]byte, error) {
+	ms, err := Members(b)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := Value(ms, key); ok {
+		return Splice(b, s, value), nil
+	}
+	kv := append(wire.Quote(key), ':')
+	kv = append(kv, value...)
+	if len(ms) == 0 {
+		open := skipWS(b, 0)
+		return Splice(b, Span{open + 1, open + 1}, kv), nil
+	}
+	end := ms[len(ms)-1].Value.End
+	return Splice(b, Span{end, end}, append([]byte{','}, kv...)), nil
+}
+
+// Remove drops every member named key from object b.
+func Remove(b []byte, key string) ([]byte, error) {
+	for {
+		ms, err := Members(b)
+		if err != nil {
+			return nil, err
+		}
+		idx := -1
+		for i, m := range ms {
+			if m.Key == key {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return b, nil
+		}
+		// Cut from this key to the next key, or from the end of the previous
+		// value to the end of this one, so the separators stay valid.
+		var cut Span
+		switch {
+		case idx+1 < len(ms):
+			cut = Span{ms[idx].KeyStart, ms[idx+1].KeyStart}
+		case idx > 0:
+			cut = Span{ms[idx-1].Value.End, ms[idx].Value.End}
+		default:
+			cut = Span{ms[idx].KeyStart, ms[idx].Value.End}
+		}
+		b = Splice(b, cut, nil)
+	}
+}
+
+// Append adds elems at the end of array b.
+func Append(b []byte, elems ...[]byte) ([]byte, error) {
+	if len(elems) == 0 {
+		return b, nil
+	}
+	es, err := Elements(b)
+	if err != nil {
+		return nil, err
+	}
+	joined := bytes.Join(elems, []byte{','})
+	if len(es) == 0 {
+		open := skipWS(b, 0)
+		return Splice(b, Span{open + 1, open + 1}, joined), nil
+	}
+	end := es[len(es)-1].End
+	return Splice(b, Span{end, end}, append([]byte{','}, joined...)), nil
+}
+
+// AppendQuoted appends raw (already escaped) text and then the contents of
+// the JSON string literal quoted to the JSON string literal b, keeping b's
+// original escapes byte for byte (re-encoding would, e.g., turn a lone
+// surrogate escape into U+FFFD).
+func AppendQuoted(b []byte, raw string, quoted []byte) ([]byte, error) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || len(quoted) < 2 || quoted[0] != '"' {
+		return nil, errors.New("not a JSON string")
+	}
+	out := make([]byte, 0, len(b)+len(raw)+len(quoted))
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, raw...)
+	return append(out, quoted[1:]...), nil
+}
+
+// IsNull reports whether the raw JSON value is the literal null.
+func IsNull(b []byte) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+// RemovePath deletes the member at the end of a path of object keys,
+// leaving everything else byte-identical.
+func RemovePath(b []byte, path ...string) ([]byte, error) {
+	if len(path) == 1 {
+		return Remove(b, path[0])
+	}
+	ms, err := Members(b)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := Value(ms, path[0])
+	if !ok {
+		return b, nil
+	}
+	inner, err := RemovePath(b[s.Start:s.End], path[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	return Splice(b, s, inner), nil
+}
+
+// Edit replaces the bytes of At (an empty span inserts at At.Start).
+type Edit struct {
+	At   Span
+	With []byte
+}
+
+// Apply returns b with the edits made, in one copy. Edits must not
+// overlap; their order does not matter.
+func Apply(b []byte, edits ...Edit) []byte {
+	sorted := make([]Edit, 0, len(edits))
+	n := len(b)
+	for _, e := range edits {
+		sorted = append(sorted, e)
+		n += len(e.With) - (e.At.End - e.At.Start)
+	}
+	for i := 1; i < len(sorted); i++ { // insertion sort: a handful of edits
+		for j := i; j > 0 && sorted[j].At.Start < sorted[j-1].At.Start; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, e := range sorted {
+		out = append(out, b[at:e.At.Start]...)
+		out = append(out, e.With...)
+		at = e.At.End
+	}
+	return append(out, b[at:]...)
+}
+
+// End returns the span just before the closing brace of object b, where a
+// new member goes, and whether the object has members (so the new one needs
+// a leading comma).
+func End(b []byte, ms []Member) (Span, bool) {
+	if len(ms) > 0 {
+		e := ms[len(ms)-1].Value.End
+		return Span{e, e}, true
+	}
+	open := skipWS(b, 0)
+	return Span{open + 1, open + 1}, false
+}
+
+// Body checks that a request body is one valid JSON object and lists its
+// members; what names the expected request in the error for an empty body.
+func Body(body []byte, what string) ([]Member, *wire.Error) {
+	trimmed := body
+	for len(trimmed) > 0 && (trimmed[0] == ' ' || trimmed[0] == '\t' || trimmed[0] == '\n' || trimmed[0] == '\r') {
+		trimmed = trimmed[1:]
+	}
+	if len(trimmed) == 0 {
+		return nil, wire.BadRequest("invalid_json", "", "request body is empty: expected %s", what)
+	}
+	if trimmed[0] != '{' {
+		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
+	}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v)
+		return nil, wire.BadRequest("invalid_json", "", "request body is not valid JSON: %v", err)
+	}
+	ms, err := Members(body)
+	if err != nil {
+		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
+	}
+	return ms, nil
+}
+
+// Array renders elements as a compact JSON array.
+func Array(els [][]byte) []byte {
+	n := 2
+	for _, e := range els {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range els {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
+}
+
+// Removal is the edit that removes member m of the object whose members
+// are ms: from its key to the next key, or from the end of the previous
+// value when it is the last, so the separators stay valid.
+func Removal(ms []Member, m Member) Edit {
+	for i := range ms {
+		if ms[i].KeyStart != m.KeyStart {
+			continue
+		}
+		switch {
+		case i+1 < len(ms):
+			return Edit{At: Span{m.KeyStart, ms[i+1].KeyStart}}
+		case i > 0:
+			return Edit{At: Span{ms[i-1].Value.End, m.Value.End}}
+		}
+	}
+	return Edit{At: Span{m.KeyStart, m.Value.End}}
+}

@@ -1,0 +1,173 @@
+// Package openai holds what the two OpenAI APIs (Chat Completions and
+// Responses) share on the wire: the error envelope, tool_choice, text parts
+// and text parts.
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// Error types of the OpenAI error envelope.
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeUpstream       = "upstream_error"
+	TypeServer         = "server_error"
+)
+
+// envelope is the OpenAI error body {"error":{"message","type","param","code"}}.
+type envelope struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+// ErrorJSON renders e in the OpenAI error envelope.
+func ErrorJSON(e *wire.Error) []byte {
+	var env envelope
+	env.Error.Message = e.Message
+	switch e.Kind {
+	case wire.KindUpstream:
+		env.Error.Type = TypeUpstream
+	case wire.KindServer:
+		env.Error.Type = TypeServer
+	default:
+		env.Error.Type = TypeInvalidRequest
+	}
+	if e.Param != "" {
+		p := e.Param
+		env.Error.Param = &p
+	}
+	if e.Code != "" {
+		c := e.Code
+		env.Error.Code = &c
+	}
+	return wire.Marshal(env)
+}
+
+// ErrorMessage returns the message of an OpenAI error body, "" when raw is
+// not one.
+func ErrorMessage(raw []byte) string {
+	var env envelope
+	if json.Unmarshal(raw, &env) != nil {
+		return ""
+	}
+	return env.Error.Message
+}
+
+// ToolChoice reads an OpenAI tool_choice value of either API: "none",
+// "auto", "required", a named function ({"type":"function","function":
+// {"name"}} in Chat, {"type":"function","name"} in Responses), a custom
+// tool, or allowed_tools (nested under "allowed_tools" in Chat, flat in
+// Responses) whose mode "required" requires a call.
+func ToolChoice(raw []byte) wire.ToolChoice {
+	var tc wire.ToolChoice
+	if len(raw) == 0 {
+		return tc
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		tc.None, tc.Required = mode == "none", mode == "required"
+		return tc
+	}
+	type ref struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		Custom struct {
+			Name string `json:"name"`
+		} `json:"custom"`
+	}
+	type allowed struct {
+		Mode  string `json:"mode"`
+		Tools []ref  `json:"tools"`
+	}
+	var c struct {
+		ref
+		allowed
+		AllowedTools allowed `json:"allowed_tools"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return tc
+	}
+	seen := map[string]bool{}
+	for _, r := range slices.Concat([]ref{c.ref}, c.Tools, c.AllowedTools.Tools) {
+		for _, n := range []string{r.Function.Name, r.Custom.Name, r.Name} {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				tc.Named = append(tc.Named, n)
+			}
+		}
+	}
+	tc.Required = c.Type == "allowed_tools" && (c.Mode == "required" || c.AllowedTools.Mode == "required")
+	return tc
+}
+
+// ContentText joins the text of a content value: a string, or an array of
+// parts of which only text parts count ("text" in Chat, "input_text" and
+// "output_text" in Responses); images, audio and files are not text to rank
+// on.
+func ContentText(content []byte) string {
+	content = bytes.TrimSpace(content)
+	if len(content) == 0 {
+		return ""
+	}
+	switch content[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(content, &s) == nil {
+			return s
+		}
+	case '[':
+		var parts []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal(content, &parts) != nil {
+			// One malformed part must not hide the others.
+			return partsOneByOne(content)
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Text != nil && isTextPart(p.Type) {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(*p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func isTextPart(typ string) bool {
+	return typ == "text" || typ == "input_text" || typ == "output_text"
+}
+
+func partsOneByOne(content []byte) string {
+	var raws []json.RawMessage
+	if json.Unmarshal(content, &raws) != nil {
+		return ""
+	}
+	var texts []string
+	for _, r := range raws {
+		var p struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal(r, &p) == nil && p.Text != nil && isTextPart(p.Type) {
+			texts = append(texts, *p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}

@@ -1,0 +1,71 @@
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// envelope is the Anthropic error body {"type":"error","error":{"type","message"}}.
+type envelope struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// errorType is the Anthropic error type for a status the proxy gives.
+func errorType(e *wire.Error) string {
+	switch {
+	case e.Status == http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case e.Status == http.StatusNotFound:
+		return "not_found_error"
+	case e.Status == http.StatusUnauthorized:
+		return "authentication_error"
+	case e.Status == http.StatusForbidden:
+		return "permission_error"
+	case e.Status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case e.Status == http.StatusGatewayTimeout:
+		return "timeout_error"
+	case e.Status >= 500 || e.Kind != wire.KindInvalidRequest:
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// ErrorJSON renders e as an Anthropic error body; the parameter at fault,
+// which the envelope has no field for, is named in the message.
+func ErrorJSON(e *wire.Error) []byte {
+	var env envelope
+	env.Type = "error"
+	env.Error.Type = errorType(e)
+	env.Error.Message = e.Message
+	if e.Param != "" && !strings.Contains(e.Message, e.Param) {
+		env.Error.Message = e.Param + ": " + e.Message
+	}
+	return wire.Marshal(env)
+}
+
+// ErrorEvent renders e as the final event of a started stream: an "error"
+// event, which the Anthropic SDKs raise as an APIError.
+func (s *Stream) ErrorEvent(e *wire.Error) []byte {
+	return appendEvent(nil, "error", ErrorJSON(e))
+}
+
+// UpstreamErrorEvent turns an upstream error answer met after the client's
+// stream started (a later tool round) into its final error event (an
+// Anthropic error body is relayed as it is), and the message for the log.
+func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
+	var env envelope
+	if json.Unmarshal(raw, &env) == nil && env.Type == "error" && env.Error.Message != "" {
+		return appendEvent(nil, "error", wire.Marshal(env)), env.Error.Message
+	}
+	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
+	return s.ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Message: msg}), msg
+}

@@ -1,0 +1,195 @@
+package messages
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/ownership"
+)
+
+// message is what the tool loop reads of a message answer.
+type message struct {
+	ID         string            `json:"id"`
+	Type       string            `json:"type"`
+	Content    []json.RawMessage `json:"content"`
+	StopReason *string           `json:"stop_reason"`
+	Usage      json.RawMessage   `json:"usage"`
+}
+
+// kind maps a content block type to what the ownership rules need.
+func kind(typ string) ownership.Kind {
+	switch typ {
+	case "tool_use":
+		return ownership.Call
+	case "thinking", "redacted_thinking":
+		return ownership.Reasoning
+	}
+	return ownership.Other
+}
+
+// ReadAnswer reads a non-streaming message of round: its usage and the
+// proxy's tool_use blocks, with the assistant message to append before
+// their results. ans is nil when the round is the client's answer; ok is
+// false when raw is not a message.
+func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
+	var msg message
+	if json.Unmarshal(raw, &msg) != nil || msg.Type != "message" {
+		return nil, nil, false
+	}
+	blocks := make([]block, len(msg.Content))
+	rd := ownership.Round{Mine: mine, Whole: true}
+	for i, c := range msg.Content {
+		_ = json.Unmarshal(c, &blocks[i])
+		rd.ProxyAhead = rd.ProxyAhead || (blocks[i].Type == "tool_use" && mine(blocks[i].Name))
+	}
+	owners := make([]ownership.Owner, len(blocks))
+	var calls []wire.ToolCall
+	for i, b := range blocks {
+		o, resolved, _ := rd.Add(i, kind(b.Type), b.Name)
+		owners[i] = o
+		for _, j := range resolved {
+			owners[j] = ownership.Client // thinking stays in the assistant turn either way
+		}
+		if o == ownership.Proxy {
+			id := b.ID
+			if id == "" {
+				id = fmt.Sprintf("toolu_skillrouter_%d_%d", rnd, len(calls))
+			}
+			input := b.Input
+			if len(input) == 0 || jsonspan.IsNull(input) {
+				input = json.RawMessage("{}")
+			}
+			calls = append(calls, wire.ToolCall{ID: id, Name: b.Name, Arguments: input})
+		}
+	}
+	if !rd.Loops() {
+		return nil, msg.Usage, true
+	}
+	// The assistant turn keeps every block (thinking with its signature, as
+	// the API requires before tool results) but the held client calls;
+	// its text blocks are the client's in the final message.
+	var content [][]byte
+	r.pending = r.pending[:0]
+	k := 0
+	for i, c := range msg.Content {
+		switch {
+		case owners[i] == ownership.Held:
+			continue
+		case owners[i] == ownership.Proxy:
+			if blocks[i].ID == "" {
+				c, _ = jsonspan.Set(c, "id", wire.Quote(calls[k].ID))
+			}
+			k++
+		case blocks[i].Type == "text":
+			r.pending = append(r.pending, c)
+		}
+		content = append(content, c)
+	}
+	turn := append(append([]byte(`{"role":"assistant","content":`), jsonspan.Array(content)...), '}')
+	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID}, msg.Usage, true
+}
+
+// FollowUp returns the request for the next round: the answer's assistant
+// message, then a user message with one tool_result block per result, in
+// the order of the calls, with tools set to ts.
+func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
+	if len(results) == 0 {
+		return body, nil
+	}
+	byID := make(map[string]wire.ToolResult, len(results))
+	for _, res := range results {
+		if res.CallID == "" {
+			return nil, errors.New("messages: tool result without a tool_use id")
+		}
+		byID[res.CallID] = res
+	}
+	var blocks [][]byte
+	for _, c := range ans.Calls {
+		res, ok := byID[c.ID]
+		if !ok {
+			continue
+		}
+		delete(byID, c.ID)
+		blocks = append(blocks, wire.Marshal(struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+			Content   string `json:"content"`
+		}{"tool_result", c.ID, res.Content}))
+	}
+	for id := range byID {
+		return nil, fmt.Errorf("messages: no tool_use with id %s in the answer", id)
+	}
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("messages: follow-up body: %w", err)
+	}
+	at, ok := jsonspan.Value(ms, "messages")
+	if !ok {
+		return nil, errors.New("messages: follow-up body has no messages")
+	}
+	user := append(append([]byte(`{"role":"user","content":`), jsonspan.Array(blocks)...), '}')
+	msgs, err := jsonspan.Append(body[at.Start:at.End], ans.Turn, user)
+	if err != nil {
+		return nil, err
+	}
+	out := jsonspan.Splice(body, at, msgs)
+	r.visible = append(r.visible, r.pending...)
+	r.pending = nil
+	if len(ts.Withheld) == 0 && len(ts.Server) == 0 {
+		return out, nil
+	}
+	tools := r.toolsJSON(ts)
+	if tools == nil {
+		return out, nil
+	}
+	return jsonspan.Set(out, "tools", tools)
+}
+
+// Final patches the message the client gets: the text blocks of earlier
+// rounds come first, the proxy's tool_use blocks are removed when strip is
+// set (stop_reason "end_turn" when no tool_use is left), and usage (when
+// non-nil) replaces the message's.
+func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
+	ms, err := jsonspan.Members(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := raw
+	if s, ok := jsonspan.Value(ms, "content"); ok && (len(r.visible) > 0 || strip != nil) {
+		var content []json.RawMessage
+		if err := json.Unmarshal(raw[s.Start:s.End], &content); err != nil {
+			return nil, err
+		}
+		var kept [][]byte
+		for _, v := range r.visible {
+			kept = append(kept, v)
+		}
+		toolUses := 0
+		for _, c := range content {
+			var b block
+			_ = json.Unmarshal(c, &b)
+			if b.Type == "tool_use" && strip != nil && strip(b.Name) {
+				continue
+			}
+			if b.Type == "tool_use" {
+				toolUses++
+			}
+			kept = append(kept, c)
+		}
+		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))
+		if strip != nil && toolUses == 0 {
+			if out, err = jsonspan.Set(out, "stop_reason", []byte(`"end_turn"`)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if usage != nil {
+		if out, err = jsonspan.Set(out, "usage", usage); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

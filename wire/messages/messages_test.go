@@ -1,0 +1,224 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+func plan() *wire.Plan {
+	env := `<skill_context id="pdf">BODY</skill_context>`
+	return &wire.Plan{Catalog: "CAT", CatalogJSON: wire.Quote("CAT"), EnvelopeRole: "developer", Changed: true,
+		Envelopes: []wire.Envelope{{ID: "pdf", Text: env, JSON: wire.Quote(env)}},
+		Tools: wire.ToolSet{Server: []wire.ToolSpec{{Name: "load_skill", Description: "Load a skill.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`)}}}}
+}
+
+const tool = `{"name":"load_skill","description":"Load a skill.","input_schema":{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}}`
+const env = `{"role":"user","content":[{"type":"text","text":"<skill_context id=\"pdf\">BODY</skill_context>"}]}`
+
+func TestParseView(t *testing.T) {
+	body := `{"model":"claude","max_tokens":100,"metadata":{"user_id":"u1"},` +
+		`"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Be brief."}],` +
+		`"messages":[{"role":"user","content":"make a pdf"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}]},{"type":"text","text":"thanks"}]}],` +
+		`"tools":[{"name":"Bash","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"any"},"stream":true}`
+	r, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.View()
+	want := []wire.Turn{{Role: "system", Text: "You are Claude Code.\nBe brief."}, {Role: "user", Text: "make a pdf"},
+		{Role: "assistant"}, {Role: "tool", Text: "ok"}, {Role: "user", Text: "thanks"}}
+	if len(v.Turns) != len(want) {
+		t.Fatalf("turns %+v", v.Turns)
+	}
+	for i := range want {
+		if v.Turns[i] != want[i] {
+			t.Errorf("turn %d %+v, want %+v", i, v.Turns[i], want[i])
+		}
+	}
+	if v.User != "u1" || !v.Stream || !v.ToolChoice.Required || len(v.Called) != 1 || v.Called[0] != "Bash" ||
+		len(v.Tools) != 2 || v.Tools[0].Name != "Bash" || v.Tools[1].Name != "" {
+		t.Errorf("view %+v", v)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct{ body, param, msg string }{
+		{`{"model":"m"}`, "messages", "missing required parameter"},
+		{`{"messages":[]}`, "messages", "at least one message"},
+		{`{"messages":[{"role":"system","content":"x"}]}`, "messages[0].role", `must be "user" or "assistant"`},
+		{`{"messages":[{"role":"user"}]}`, "messages[0].content", "missing required parameter"},
+		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "must be a string or an array"},
+		{`{"system":5,"messages":[{"role":"user","content":"x"}]}`, "system", "must be a string or an array of text blocks"},
+		{`{"tools":{},"messages":[{"role":"user","content":"x"}]}`, "tools", "must be an array"},
+	} {
+		_, err := Parse([]byte(tt.body))
+		we, ok := err.(*wire.Error)
+		if !ok || we.Status != 400 || we.Param != tt.param || !strings.Contains(we.Message, tt.msg) {
+			t.Errorf("%s: %v, want %s %q", tt.body, err, tt.param, tt.msg)
+		}
+	}
+	e := ErrorJSON(&wire.Error{Status: 400, Param: "messages", Message: "missing required parameter: 'messages'"})
+	if string(e) != `{"type":"error","error":{"type":"invalid_request_error","message":"missing required parameter: 'messages'"}}` {
+		t.Errorf("envelope %s", e)
+	}
+	if e := ErrorJSON(&wire.Error{Status: 502, Kind: wire.KindUpstream, Message: "upstream unreachable"}); !strings.Contains(string(e), `"api_error"`) {
+		t.Errorf("502 envelope %s", e)
+	}
+}
+
+func TestRender(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"system blocks kept byte for byte, catalog last",
+			`{"model":"m","system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"x"}],"tools":[{"name":"Bash","input_schema":{}}]}`,
+			`{"model":"m","system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}},{"type":"text","text":"CAT"}],"messages":[{"role":"user","content":"x"},` + env + `],"tools":[{"name":"Bash","input_schema":{}},` + tool + `]}`},
+		{"string system",
+			`{"system":"S","messages":[{"role":"user","content":"x"}]}`,
+			`{"system":"S\n\nCAT","messages":[{"role":"user","content":"x"},` + env + `],"tools":[` + tool + `]}`},
+		{"no system",
+			`{"messages":[{"role":"user","content":"x"}],"max_tokens":5}`,
+			`{"messages":[{"role":"user","content":"x"},` + env + `],"max_tokens":5,"system":"CAT","tools":[` + tool + `]}`},
+		{"before a prefill",
+			`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"{"}]}`,
+			`{"messages":[{"role":"user","content":"x"},` + env + `,{"role":"assistant","content":"{"}],"system":"CAT","tools":[` + tool + `]}`},
+	}
+	for _, tt := range tests {
+		r, err := Parse([]byte(tt.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Render(plan())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+const answerWithCall = `{"id":"msg_1","type":"message","role":"assistant","content":[` +
+	`{"type":"thinking","thinking":"I need the pdf skill.","signature":"SIG"},` +
+	`{"type":"text","text":"Loading."},` +
+	`{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{"skill_id":"pdf"}},` +
+	`{"type":"tool_use","id":"toolu_2","name":"Bash","input":{"command":"ls"}}],` +
+	`"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5}}`
+
+const finalAnswer = `{"id":"msg_2","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":3}}`
+
+func TestToolLoop(t *testing.T) {
+	body := []byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"make a pdf"}]}`)
+	r, _ := Parse(body)
+	mine := func(n string) bool { return n == "load_skill" }
+	ans, usage, ok := r.ReadAnswer([]byte(answerWithCall), 0, mine)
+	if !ok || ans == nil || len(ans.Calls) != 1 || ans.Calls[0].ID != "toolu_1" || string(ans.Calls[0].Arguments) != `{"skill_id":"pdf"}` ||
+		string(usage) != `{"input_tokens":10,"output_tokens":5}` {
+		t.Fatalf("answer %+v usage %s", ans, usage)
+	}
+	next, err := r.FollowUp(body, ans, []wire.ToolResult{{CallID: "toolu_1", Content: "ENV"}}, wire.ToolSet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"make a pdf"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"I need the pdf skill.","signature":"SIG"},{"type":"text","text":"Loading."},{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{"skill_id":"pdf"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ENV"}]}]}`
+	if string(next) != want {
+		t.Fatalf("follow-up\n got %s\nwant %s", next, want)
+	}
+	out, err := r.Final([]byte(finalAnswer), 1, json.RawMessage(`{"input_tokens":30,"output_tokens":8}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"content":[{"type":"text","text":"Loading."},{"type":"text","text":"Done."}]`) ||
+		!strings.Contains(string(out), `"usage":{"input_tokens":30,"output_tokens":8}`) {
+		t.Fatalf("final %s", out)
+	}
+}
+
+func TestFinalStripsAtTheLimit(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}]}`))
+	onlyProxy := `{"id":"m","type":"message","content":[{"type":"text","text":"hm"},{"type":"tool_use","id":"a","name":"load_skill","input":{}}],"stop_reason":"tool_use"}`
+	out, err := r.Final([]byte(onlyProxy), 4, nil, func(n string) bool { return n == "load_skill" })
+	if err != nil || strings.Contains(string(out), "load_skill") || !strings.Contains(string(out), `"stop_reason":"end_turn"`) {
+		t.Fatalf("%s %v", out, err)
+	}
+}
+
+func sse(events ...string) []byte {
+	var b bytes.Buffer
+	for _, e := range events {
+		var typ struct{ Type string }
+		_ = json.Unmarshal([]byte(e), &typ)
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ.Type, e)
+	}
+	return b.Bytes()
+}
+
+func runRound(s *Stream, final bool, body []byte) (string, wire.RoundEnd) {
+	s.Round(final)
+	rd := wire.NewEventReader(bytes.NewReader(body))
+	var out []byte
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
+		}
+		var more bool
+		if out, more = s.Event(ev, out); !more {
+			break
+		}
+	}
+	out, end := s.End(out)
+	return string(out), end
+}
+
+func TestStream(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	out1, end1 := runRound(s, false, sse(
+		`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"need pdf"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"SIG"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"ping"}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"skill_id\":"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"pdf\"}"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}`,
+		`{"type":"message_stop"}`,
+	))
+	if end1.Loop == nil || len(end1.Loop.Calls) != 1 || string(end1.Loop.Calls[0].Arguments) != `{"skill_id":"pdf"}` {
+		t.Fatalf("round 1 %+v", end1)
+	}
+	if strings.Contains(out1, "load_skill") || strings.Contains(out1, "need pdf") || strings.Contains(out1, "message_delta") || strings.Contains(out1, "message_stop") {
+		t.Fatalf("round 1 leaked:\n%s", out1)
+	}
+	if !strings.Contains(string(end1.Loop.Turn), `{"type":"thinking","thinking":"need pdf","signature":"SIG"}`) {
+		t.Fatalf("the follow-up must keep the thinking block: %s", end1.Loop.Turn)
+	}
+	out2, end2 := runRound(s, false, sse(
+		`{"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","content":[],"usage":{"input_tokens":30,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Done."}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}`,
+		`{"type":"message_stop"}`,
+	))
+	if end2.Loop != nil {
+		t.Fatal("round 2 is the answer")
+	}
+	all := out1 + out2
+	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `"index":0`) ||
+		!strings.Contains(out2, `"usage":{"input_tokens":40,"output_tokens":11}`) || !strings.Contains(all, "event: ping") {
+		t.Fatalf("stream:\n%s", all)
+	}
+}

@@ -1,0 +1,305 @@
+// Package messages is the Anthropic Messages wire format (POST
+// /v1/messages, and /v1/messages/count_tokens), as Claude Code and the
+// Anthropic SDKs speak it: it parses a request once into the API-neutral
+// wire.Request, renders a wire.Plan into the client's bytes, builds the
+// follow-up requests of the proxy's tool loop, and reads and patches
+// answers, JSON and streamed.
+//
+// Where the plan goes:
+//   - the catalog is added to "system": appended ("\n\n" and the catalog) to
+//     a string, or as a last text block after the client's blocks, which
+//     stay byte-identical, cache_control included. The catalog carries no
+//     cache_control of its own (the API allows four breakpoints and clients
+//     such as Claude Code use them); it is identical on every turn, so the
+//     client's later breakpoints (on its messages) cache it with the rest;
+//   - the auto-loaded envelopes are text blocks of one user message after
+//     the last message (before a trailing assistant prefill);
+//   - the proxy's tools ({"name","description","input_schema"}) follow the
+//     client's; server tools (web_search_..., code_execution_..., ...) are
+//     kept as they are.
+//
+// Every other byte stays as sent: thinking and redacted_thinking blocks
+// with their signatures, tool_use and tool_result blocks, images and
+// documents.
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+)
+
+// Request is a parsed messages.create (or count_tokens) request.
+type Request struct {
+	body    []byte
+	view    wire.Request
+	members []jsonspan.Member
+
+	system    jsonspan.Span // the "system" value; valid when hasSystem
+	hasSystem bool
+	systemStr bool // a string (not blocks or null)
+	systemTxt string
+
+	messages jsonspan.Span
+	msgs     []jsonspan.Span // each message, in body offsets
+	roles    []string
+
+	tools       jsonspan.Span
+	hasTools    bool
+	clientTools [][]byte
+
+	// The text blocks of looping rounds the client gets in the final
+	// message (non-streaming), and this round's until it is known to loop.
+	visible []json.RawMessage
+	pending []json.RawMessage
+}
+
+// block is what the proxy reads of a content block.
+type block struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text"`
+	Name      string          `json:"name"`
+	ID        string          `json:"id"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// Parse validates a messages body and locates its parts. Client errors are
+// *wire.Error (400, with the parameter at fault).
+func Parse(body []byte) (*Request, error) {
+	ms, werr := jsonspan.Body(body, "a JSON Messages API request")
+	if werr != nil {
+		return nil, werr
+	}
+	r := &Request{body: body, members: ms, view: wire.Request{API: wire.APIMessages, Choices: 1}}
+	v := &r.view
+	get := func(key string) ([]byte, jsonspan.Span, bool) {
+		s, ok := jsonspan.Value(ms, key)
+		if !ok || jsonspan.IsNull(body[s.Start:s.End]) {
+			return nil, s, false
+		}
+		return body[s.Start:s.End], s, true
+	}
+	if raw, _, ok := get("model"); ok && json.Unmarshal(raw, &v.Model) != nil {
+		return nil, wire.TypeError("model", "a string", raw)
+	}
+	if raw, _, ok := get("stream"); ok && json.Unmarshal(raw, &v.Stream) != nil {
+		return nil, wire.TypeError("stream", "a boolean", raw)
+	}
+	if raw, _, ok := get("metadata"); ok {
+		var md struct {
+			UserID string `json:"user_id"`
+		}
+		if raw[0] != '{' || json.Unmarshal(raw, &md) != nil {
+			return nil, wire.TypeError("metadata", "an object", raw)
+		}
+		v.User = md.UserID
+	}
+	if s, ok := jsonspan.Value(ms, "system"); ok {
+		r.system, r.hasSystem = s, true
+		if raw := body[s.Start:s.End]; !jsonspan.IsNull(raw) {
+			text, isStr, err := systemText(raw)
+			if err != nil {
+				return nil, err
+			}
+			r.systemStr, r.systemTxt = isStr, text
+			if text != "" {
+				v.Turns = append(v.Turns, wire.Turn{Role: "system", Text: text})
+			}
+		}
+	}
+	raw, msgSpan, ok := get("messages")
+	if !ok {
+		return nil, wire.BadRequest("missing_messages", "messages", "missing required parameter: 'messages'")
+	}
+	els, err := jsonspan.Elements(raw)
+	if err != nil {
+		return nil, wire.TypeError("messages", "an array of message objects", raw)
+	}
+	if len(els) == 0 {
+		return nil, wire.BadRequest("empty_messages", "messages", "'messages' must contain at least one message")
+	}
+	r.messages = msgSpan
+	called := map[string]bool{}
+	for i, e := range els {
+		m := raw[e.Start:e.End]
+		role, err := r.parseMessage(m, i, called)
+		if err != nil {
+			return nil, err
+		}
+		r.msgs = append(r.msgs, jsonspan.Span{Start: msgSpan.Start + e.Start, End: msgSpan.Start + e.End})
+		r.roles = append(r.roles, role)
+	}
+	if raw, _, ok := get("tool_choice"); ok {
+		v.ToolChoice = toolChoice(raw)
+	}
+	if s, ok := jsonspan.Value(ms, "tools"); ok {
+		r.tools, r.hasTools = s, true
+		if traw := body[s.Start:s.End]; !jsonspan.IsNull(traw) {
+			tels, err := jsonspan.Elements(traw)
+			if err != nil {
+				return nil, wire.TypeError("tools", "an array of tool objects", traw)
+			}
+			for i, e := range tels {
+				t := traw[e.Start:e.End]
+				if t[0] != '{' {
+					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
+				}
+				r.clientTools = append(r.clientTools, t)
+				v.Tools = append(v.Tools, wire.ClientTool{Name: customToolName(t)})
+			}
+		}
+	}
+	return r, nil
+}
+
+// systemText reads "system": a string or an array of text blocks.
+func systemText(raw []byte) (string, bool, error) {
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false, wire.TypeError("system", "a string or an array of text blocks", raw)
+		}
+		return s, true, nil
+	}
+	var blocks []block
+	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
+		return "", false, wire.TypeError("system", "a string or an array of text blocks", raw)
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Type == "text" && b.Text != nil {
+			texts = append(texts, *b.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), false, nil
+}
+
+// parseMessage reads message i: its text as a turn of its role, each
+// tool_result as a "tool" turn, and the names its tool_use blocks call.
+func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string, error) {
+	v := &r.view
+	p := fmt.Sprintf("messages[%d]", i)
+	if m[0] != '{' {
+		return "", wire.BadRequest("invalid_type", p, "'%s' must be a message object, got %s", p, wire.KindOf(m))
+	}
+	var msg struct {
+		Role    json.RawMessage `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(m, &msg) != nil {
+		return "", wire.BadRequest("invalid_type", p, "'%s' must be a message object", p)
+	}
+	var role string
+	if len(msg.Role) == 0 {
+		return "", wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
+	}
+	if json.Unmarshal(msg.Role, &role) != nil {
+		return "", wire.TypeError(p+".role", "a string", msg.Role)
+	}
+	if role != "user" && role != "assistant" {
+		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be \"user\" or \"assistant\", got %q", p, role)
+	}
+	content := msg.Content
+	if len(content) == 0 || jsonspan.IsNull(content) {
+		return "", wire.BadRequest("missing_content", p+".content", "missing required parameter: '%s.content'", p)
+	}
+	if content[0] == '"' {
+		var s string
+		_ = json.Unmarshal(content, &s)
+		v.Turns = append(v.Turns, wire.Turn{Role: role, Text: s})
+		return role, nil
+	}
+	var blocks []block
+	if content[0] != '[' || json.Unmarshal(content, &blocks) != nil {
+		return "", wire.TypeError(p+".content", "a string or an array of content blocks", content)
+	}
+	var texts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			if b.Text != nil {
+				texts = append(texts, *b.Text)
+			}
+		case "tool_use", "server_tool_use":
+			if b.Name != "" && !called[b.Name] {
+				called[b.Name] = true
+				v.Called = append(v.Called, b.Name)
+			}
+		case "tool_result":
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: resultText(b.Content)})
+		}
+	}
+	if len(texts) > 0 || role == "assistant" {
+		v.Turns = append(v.Turns, wire.Turn{Role: role, Text: strings.Join(texts, "\n")})
+	}
+	return role, nil
+}
+
+// resultText is the text of a tool_result's content: a string or text blocks.
+func resultText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	}
+	var blocks []block
+	_ = json.Unmarshal(raw, &blocks)
+	var texts []string
+	for _, b := range blocks {
+		if b.Type == "text" && b.Text != nil {
+			texts = append(texts, *b.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// toolChoice reads {"type":"auto"|"any"|"tool"|"none","name"}.
+func toolChoice(raw []byte) wire.ToolChoice {
+	var tc struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	var out wire.ToolChoice
+	if json.Unmarshal(raw, &tc) != nil {
+		return out
+	}
+	switch tc.Type {
+	case "none":
+		out.None = true
+	case "any":
+		out.Required = true
+	case "tool":
+		out.Required = true
+		if tc.Name != "" {
+			out.Named = []string{tc.Name}
+		}
+	}
+	return out
+}
+
+// customToolName returns the name of a client-defined tool ("custom",
+// with an input_schema), "" for server tools, which are never gated.
+func customToolName(def []byte) string {
+	var t struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(def, &t) != nil || (t.Type != "" && t.Type != "custom") {
+		return ""
+	}
+	return t.Name
+}
+
+// View returns the neutral view of the request.
+func (r *Request) View() *wire.Request { return &r.view }
+
+// Body returns the request as the client sent it.
+func (r *Request) Body() []byte { return r.body }

@@ -1,0 +1,339 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/ownership"
+)
+
+// Stream translates the upstream's Messages events of one request, round
+// after round, into one message for the client:
+//
+//   - message_start comes from the first round only;
+//   - the content blocks of the proxy's tool_use calls are withheld (and
+//     those of held client calls, and thinking before a proxy call: see
+//     package ownership); thinking waits until the next block decides its
+//     fate; the others are relayed as they come, their index renumbered so
+//     the client sees 0, 1, ... across rounds;
+//   - the message_delta and message_stop of a round that loops are
+//     withheld; the final message_delta carries the usage summed over all
+//     rounds, and stop_reason "end_turn" when the proxy's calls were the
+//     only ones and the round limit dropped them.
+type Stream struct {
+	mine    func(name string) bool
+	next    int // the client's next content block index
+	usage   wire.Usage
+	n       int // rounds started
+	rd      *roundState
+	out     []byte
+	started bool // message_start was relayed
+}
+
+// roundState is one upstream stream.
+type roundState struct {
+	ownership.Round
+	blocks     map[int]*streamBlock
+	order      []int
+	id         string
+	startUsage json.RawMessage
+	finished   bool // message_stop (or an error) was seen
+	loop       bool
+	said       bool
+	deltaSeen  bool
+}
+
+// streamBlock is one content block of a round.
+type streamBlock struct {
+	owner  ownership.Owner
+	idx    int
+	shown  bool
+	held   [][]byte // events of pending thinking, as received
+	typ    string
+	name   string
+	id     string
+	start  []byte       // content_block_start's content_block
+	input  bytes.Buffer // input_json_delta fragments
+	text   bytes.Buffer // text and thinking deltas
+	sig    bytes.Buffer // signature_delta
+	closed bool
+}
+
+// NewStream starts translating a streamed message; mine reports the tools
+// the proxy answers.
+func (r *Request) NewStream(mine func(name string) bool) *Stream {
+	return &Stream{mine: mine}
+}
+
+// Round starts the next upstream round; final: the round limit forbids
+// another.
+func (s *Stream) Round(final bool) {
+	s.n++
+	s.rd = &roundState{Round: ownership.Round{Mine: s.mine, Final: final}, blocks: map[int]*streamBlock{}}
+}
+
+// Event translates one upstream event, appending what the client gets to out.
+func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
+	s.out = out
+	if !ev.HasData {
+		s.out = append(s.out, ev.Raw...)
+		return s.out, true
+	}
+	data := ev.Data
+	typ := gjson.GetBytes(data, "type").String()
+	if typ == "" {
+		typ = ev.Event
+	}
+	rd := s.rd
+	switch typ {
+	case "message_start":
+		rd.id = gjson.GetBytes(data, "message.id").String()
+		rd.startUsage = json.RawMessage(gjson.GetBytes(data, "message.usage").Raw)
+		if !s.started {
+			s.started = true
+			s.emit(typ, data)
+		}
+	case "content_block_start":
+		s.blockStart(typ, data)
+	case "content_block_delta", "content_block_stop":
+		b := rd.blocks[int(gjson.GetBytes(data, "index").Int())]
+		if b == nil {
+			s.emit(typ, data)
+			break
+		}
+		if typ == "content_block_stop" {
+			b.closed = true
+		} else {
+			d := gjson.GetBytes(data, "delta")
+			switch d.Get("type").String() {
+			case "input_json_delta":
+				b.input.WriteString(d.Get("partial_json").String())
+			case "text_delta":
+				b.text.WriteString(d.Get("text").String())
+			case "thinking_delta":
+				b.text.WriteString(d.Get("thinking").String())
+			case "signature_delta":
+				b.sig.WriteString(d.Get("signature").String())
+			}
+		}
+		s.blockEvent(b, typ, data)
+	case "message_delta":
+		s.messageDelta(typ, data)
+	case "message_stop":
+		rd.finished = true
+		if !rd.loop {
+			s.emit(typ, data)
+		}
+		return s.out, false
+	case "error":
+		rd.finished = true
+		s.emit(typ, data)
+		return s.out, false
+	default: // ping and events to come
+		s.emit(typ, data)
+	}
+	return s.out, true
+}
+
+func (s *Stream) blockStart(typ string, data []byte) {
+	rd := s.rd
+	i := int(gjson.GetBytes(data, "index").Int())
+	cb := gjson.GetBytes(data, "content_block")
+	b := &streamBlock{typ: cb.Get("type").String(), name: cb.Get("name").String(), id: cb.Get("id").String(),
+		start: []byte(cb.Raw)}
+	rd.blocks[i] = b
+	rd.order = append(rd.order, i)
+	o, resolved, shown := rd.Add(i, kind(b.typ), b.name)
+	b.owner = o
+	for _, j := range resolved {
+		s.settle(rd.blocks[j], shown)
+	}
+	if o == ownership.Proxy && rd.Final && !rd.said {
+		rd.said = true
+		s.out = append(s.out, ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"...)
+	}
+	s.blockEvent(b, typ, data)
+}
+
+// settle decides pending thinking: its held events go out or are dropped.
+func (s *Stream) settle(b *streamBlock, shown bool) {
+	if b == nil || b.owner != ownership.Pending {
+		return
+	}
+	held := b.held
+	b.held = nil
+	if !shown {
+		b.owner = ownership.Proxy
+		return
+	}
+	b.owner = ownership.Client
+	for _, ev := range held {
+		s.blockEvent(b, gjson.GetBytes(ev, "type").String(), ev)
+	}
+}
+
+func (s *Stream) blockEvent(b *streamBlock, typ string, data []byte) {
+	switch b.owner {
+	case ownership.Pending:
+		b.held = append(b.held, append([]byte(nil), data...))
+	case ownership.Client:
+		if !b.shown {
+			b.shown = true
+			b.idx = s.next
+			s.next++
+		}
+		data, _ = jsonspan.Set(data, "index", []byte(strconv.Itoa(b.idx)))
+		s.emit(typ, data)
+	}
+}
+
+// messageDelta ends a round's content: withheld when the round loops, else
+// passed on with the summed usage (and stop_reason fixed when the proxy's
+// dropped calls were the only ones).
+func (s *Stream) messageDelta(typ string, data []byte) {
+	rd := s.rd
+	rd.deltaSeen = true
+	s.usage.Add(roundUsage(rd.startUsage, json.RawMessage(gjson.GetBytes(data, "usage").Raw)))
+	rd.loop = rd.Loops()
+	if rd.loop {
+		return
+	}
+	for _, i := range rd.order {
+		s.settle(rd.blocks[i], true)
+	}
+	patched := data
+	if s.n > 1 && !s.usage.Empty() {
+		patched, _ = jsonspan.Set(patched, "usage", s.usage.JSON())
+	}
+	if rd.ProxyCalls > 0 && rd.ClientCalls() == 0 && gjson.GetBytes(data, "delta.stop_reason").String() == "tool_use" {
+		patched = setStopReason(patched)
+	}
+	s.emit(typ, patched)
+}
+
+// roundUsage is one round's usage: message_start's, updated by
+// message_delta's cumulative counts.
+func roundUsage(start, delta json.RawMessage) json.RawMessage {
+	var u map[string]json.RawMessage
+	_ = json.Unmarshal(start, &u)
+	var d map[string]json.RawMessage
+	_ = json.Unmarshal(delta, &d)
+	if u == nil {
+		u = map[string]json.RawMessage{}
+	}
+	for k, v := range d {
+		if !jsonspan.IsNull(v) {
+			u[k] = v
+		}
+	}
+	if len(u) == 0 {
+		return nil
+	}
+	return wire.Marshal(u)
+}
+
+func setStopReason(data []byte) []byte {
+	ms, err := jsonspan.Members(data)
+	if err != nil {
+		return data
+	}
+	ds, ok := jsonspan.Value(ms, "delta")
+	if !ok {
+		return data
+	}
+	d, err := jsonspan.Set(data[ds.Start:ds.End], "stop_reason", []byte(`"end_turn"`))
+	if err != nil {
+		return data
+	}
+	return jsonspan.Splice(data, ds, d)
+}
+
+// End settles the round once its stream ended.
+func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
+	s.out = out
+	rd := s.rd
+	if !rd.deltaSeen {
+		rd.loop = rd.Loops() // the upstream ended without message_delta
+	}
+	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
+	if !rd.loop {
+		for _, i := range rd.order {
+			s.settle(rd.blocks[i], true)
+		}
+		return s.out, end
+	}
+	ans := &wire.Answer{ID: rd.id}
+	var content [][]byte
+	for _, i := range rd.order {
+		b := rd.blocks[i]
+		if b.owner == ownership.Held {
+			continue
+		}
+		if b.owner == ownership.Proxy && b.typ == "tool_use" {
+			id := b.id
+			if id == "" {
+				id = fmt.Sprintf("toolu_skillrouter_%d_%d", s.n-1, len(ans.Calls))
+			}
+			input := json.RawMessage(b.input.Bytes())
+			if len(bytes.TrimSpace(input)) == 0 || !json.Valid(input) {
+				input = json.RawMessage("{}")
+			}
+			ans.Calls = append(ans.Calls, wire.ToolCall{ID: id, Name: b.name, Arguments: input})
+			content = append(content, wire.Marshal(struct {
+				Type  string          `json:"type"`
+				ID    string          `json:"id"`
+				Name  string          `json:"name"`
+				Input json.RawMessage `json:"input"`
+			}{"tool_use", id, b.name, input}))
+			continue
+		}
+		if c := b.block(); c != nil {
+			content = append(content, c)
+		}
+	}
+	ans.Turn = append(append([]byte(`{"role":"assistant","content":`), jsonspan.Array(content)...), '}')
+	end.Loop = ans
+	return s.out, end
+}
+
+// block rebuilds a streamed content block for the follow-up request: text
+// and thinking (with its signature) from their deltas, anything else as it
+// started.
+func (b *streamBlock) block() []byte {
+	switch b.typ {
+	case "text":
+		return wire.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{"text", b.text.String()})
+	case "thinking":
+		return wire.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{"thinking", b.text.String(), b.sig.String()})
+	}
+	return b.start
+}
+
+// emit writes one event for the client.
+func (s *Stream) emit(typ string, data []byte) {
+	s.out = appendEvent(s.out, typ, data)
+}
+
+func appendEvent(out []byte, typ string, data []byte) []byte {
+	if typ != "" {
+		out = append(out, "event: "...)
+		out = append(out, typ...)
+		out = append(out, '\n')
+	}
+	out = append(out, "data: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...)
+}

@@ -1,0 +1,244 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/ownership"
+)
+
+// response is what the tool loop reads of a response object.
+type response struct {
+	ID     string            `json:"id"`
+	Output []json.RawMessage `json:"output"`
+	Usage  json.RawMessage   `json:"usage"`
+}
+
+// item is what the tool loop reads of an output item.
+type item struct {
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	CallID    string `json:"call_id"`
+	ID        string `json:"id"`
+	Arguments string `json:"arguments"`
+}
+
+// callID gives a call without a call_id one, so its output can refer to it.
+func callID(it item, round, i int) string {
+	switch {
+	case it.CallID != "":
+		return it.CallID
+	case it.ID != "":
+		return it.ID
+	}
+	return fmt.Sprintf("call_skillrouter_%d_%d", round, i)
+}
+
+// ReadAnswer reads a non-streaming response of round: its usage and the
+// proxy's function calls, with the items to append before their outputs.
+// ans is nil when the round is the client's answer; ok is false when raw is
+// not a response object.
+func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
+	var resp response
+	if json.Unmarshal(raw, &resp) != nil || resp.Output == nil {
+		return nil, nil, false
+	}
+	items := make([]item, len(resp.Output))
+	rd := ownership.Round{Mine: mine, Whole: true}
+	for i, raw := range resp.Output {
+		_ = json.Unmarshal(raw, &items[i])
+		rd.ProxyAhead = rd.ProxyAhead || (items[i].Type == "function_call" && mine(items[i].Name))
+	}
+	owners := make([]ownership.Owner, len(resp.Output))
+	var calls []wire.ToolCall
+	for i, it := range items {
+		o, resolved, shown := rd.Add(i, kind(it.Type), it.Name)
+		owners[i] = o
+		for _, j := range resolved {
+			owners[j] = ownership.Client
+			if !shown {
+				owners[j] = ownership.Proxy
+			}
+		}
+		if o == ownership.Proxy {
+			calls = append(calls, wire.ToolCall{ID: callID(it, rnd, len(calls)), Name: it.Name, Arguments: json.RawMessage(orEmptyObject(it.Arguments))})
+		}
+	}
+	if !rd.Loops() {
+		return nil, resp.Usage, true
+	}
+	// The items the next request carries: all but the held client calls
+	// (with ids given to calls that had none); the client will see the
+	// visible ones in the final response.
+	var turn [][]byte
+	r.pending = r.pending[:0]
+	k := 0
+	for i, raw := range resp.Output {
+		switch owners[i] {
+		case ownership.Held:
+			continue
+		case ownership.Proxy, ownership.Pending:
+			if items[i].Type == "function_call" {
+				if items[i].CallID == "" {
+					raw, _ = jsonspan.Set(raw, "call_id", wire.Quote(calls[k].ID))
+				}
+				k++
+			}
+		default:
+			r.pending = append(r.pending, raw)
+		}
+		turn = append(turn, raw)
+	}
+	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID}, resp.Usage, true
+}
+
+// kind maps an output item type to what the ownership rules need.
+func kind(typ string) ownership.Kind {
+	switch typ {
+	case "function_call":
+		return ownership.Call
+	case "reasoning":
+		return ownership.Reasoning
+	}
+	return ownership.Other
+}
+
+func orEmptyObject(args string) string {
+	if args == "" {
+		return "{}"
+	}
+	return args
+}
+
+// FollowUp returns the request for the next round. Stateless (no
+// previous_response_id): the round's items and one function_call_output
+// per result are appended to input. Stored conversations: input becomes
+// just the outputs and previous_response_id the round's response, which
+// the upstream chains. tools is set to ts.
+func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
+	if len(results) == 0 {
+		return body, nil
+	}
+	byID := make(map[string]wire.ToolResult, len(results))
+	for _, res := range results {
+		if res.CallID == "" {
+			return nil, errors.New("responses: tool result without a call id")
+		}
+		byID[res.CallID] = res
+	}
+	var outputs [][]byte
+	for _, c := range ans.Calls {
+		res, ok := byID[c.ID]
+		if !ok {
+			continue
+		}
+		delete(byID, c.ID)
+		outputs = append(outputs, wire.Marshal(struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+			Output string `json:"output"`
+		}{"function_call_output", c.ID, res.Content}))
+	}
+	for id := range byID {
+		return nil, fmt.Errorf("responses: no function call with call_id %s in the answer", id)
+	}
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("responses: follow-up body: %w", err)
+	}
+	var out []byte
+	if r.view.Stateful {
+		if ans.ID == "" {
+			return nil, errors.New("responses: the upstream's response has no id to chain the stored conversation from")
+		}
+		if out, err = jsonspan.Set(body, "previous_response_id", wire.Quote(ans.ID)); err == nil {
+			out, err = jsonspan.Set(out, "input", jsonspan.Array(outputs))
+		}
+	} else {
+		items := outputs
+		if len(ans.Turn) > 0 {
+			items = append([][]byte{ans.Turn}, outputs...)
+		}
+		in, ok := jsonspan.Value(ms, "input")
+		switch {
+		case !ok || jsonspan.IsNull(body[in.Start:in.End]):
+			out, err = jsonspan.Set(body, "input", jsonspan.Array(items))
+		case body[in.Start] == '"':
+			first := append(append([]byte(`{"role":"user","content":`), body[in.Start:in.End]...), '}')
+			out = jsonspan.Splice(body, in, jsonspan.Array(append([][]byte{first}, items...)))
+		default:
+			var arr []byte
+			if arr, err = jsonspan.Append(body[in.Start:in.End], items...); err == nil {
+				out = jsonspan.Splice(body, in, arr)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The round's visible items are the client's from now on.
+	r.visible = append(r.visible, r.pending...)
+	r.pending = nil
+	if len(ts.Withheld) == 0 && len(ts.Server) == 0 {
+		return out, nil
+	}
+	tools := r.toolsJSON(ts)
+	if tools == nil {
+		return out, nil
+	}
+	return jsonspan.Set(out, "tools", tools)
+}
+
+// Final patches the response the client gets: the output items of earlier
+// rounds that were the client's come first, the proxy's calls (and the
+// reasoning before them) are removed when strip is set, and usage (when
+// non-nil) replaces the response's.
+func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
+	ms, err := jsonspan.Members(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := raw
+	if s, ok := jsonspan.Value(ms, "output"); ok && (len(r.visible) > 0 || strip != nil) {
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw[s.Start:s.End], &items); err != nil {
+			return nil, err
+		}
+		kept := append([]json.RawMessage(nil), r.visible...)
+		if strip != nil {
+			rd := ownership.Round{Mine: strip, Final: true}
+			hide := make([]bool, len(items))
+			for i, raw := range items {
+				var it item
+				_ = json.Unmarshal(raw, &it)
+				o, resolved, shown := rd.Add(i, kind(it.Type), it.Name)
+				hide[i] = o == ownership.Proxy
+				for _, j := range resolved {
+					hide[j] = !shown
+				}
+			}
+			for i, it := range items {
+				if !hide[i] {
+					kept = append(kept, it)
+				}
+			}
+		} else {
+			kept = append(kept, items...)
+		}
+		els := make([][]byte, len(kept))
+		for i, k := range kept {
+			els[i] = k
+		}
+		out = jsonspan.Splice(raw, s, jsonspan.Array(els))
+	}
+	if usage != nil {
+		if out, err = jsonspan.Set(out, "usage", usage); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,139 @@
+package responses
+
+import (
+	"slices"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+)
+
+// Render splices p into the request (see the package doc for where each
+// part goes).
+func (r *Request) Render(p *wire.Plan) ([]byte, error) {
+	if p == nil || !p.Changed {
+		return r.body, nil
+	}
+	var edits []jsonspan.Edit
+	end, nonEmpty := jsonspan.End(r.body, r.members)
+	var added []byte // members added at the end of the object
+	addMember := func(key string, value []byte) {
+		if nonEmpty || len(added) > 0 {
+			added = append(added, ',')
+		}
+		added = append(added, wire.Quote(key)...)
+		added = append(added, ':')
+		added = append(added, value...)
+	}
+
+	if p.Catalog != "" {
+		switch {
+		case r.instructionsStr:
+			sep := ""
+			if r.instructionsTxt != "" {
+				sep = `\n\n`
+			}
+			in := r.body[r.instructions.Start:r.instructions.End]
+			edited, err := jsonspan.AppendQuoted(in, sep, p.CatalogJSON)
+			if err != nil {
+				return nil, err
+			}
+			edits = append(edits, jsonspan.Edit{At: r.instructions, With: edited})
+		case r.hasInstructions: // null
+			edits = append(edits, jsonspan.Edit{At: r.instructions, With: p.CatalogJSON})
+		default:
+			addMember("instructions", p.CatalogJSON)
+		}
+	}
+
+	if len(p.Envelopes) > 0 {
+		items := make([][]byte, 0, len(p.Envelopes))
+		role := wire.Quote(p.EnvelopeRole)
+		for _, e := range p.Envelopes {
+			items = append(items, slices.Concat([]byte(`{"type":"message","role":`), role,
+				[]byte(`,"content":[{"type":"input_text","text":`), e.JSON, []byte(`}]}`)))
+		}
+		in, err := r.inputWith(items)
+		if err != nil {
+			return nil, err
+		}
+		if r.hasInput {
+			edits = append(edits, jsonspan.Edit{At: r.input, With: in})
+		} else {
+			addMember("input", in)
+		}
+	}
+
+	if len(p.Tools.Withheld) > 0 || len(p.Tools.Server) > 0 {
+		tools := r.toolsJSON(p.Tools)
+		switch {
+		case tools == nil: // gating emptied the tools
+			for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
+				for _, m := range r.members {
+					if m.Key == k {
+						edits = append(edits, jsonspan.Removal(r.members, m))
+					}
+				}
+			}
+		case r.hasTools:
+			edits = append(edits, jsonspan.Edit{At: r.tools, With: tools})
+		default:
+			addMember("tools", tools)
+		}
+	}
+	if len(added) > 0 {
+		edits = append(edits, jsonspan.Edit{At: end, With: added})
+	}
+	return jsonspan.Apply(r.body, edits...), nil
+}
+
+// inputWith returns the input array with items appended; a string input
+// becomes its one user message first.
+func (r *Request) inputWith(items [][]byte) ([]byte, error) {
+	if !r.hasInput {
+		return jsonspan.Array(items), nil
+	}
+	in := r.body[r.input.Start:r.input.End]
+	if r.inputString {
+		first := slices.Concat([]byte(`{"role":"user","content":`), in, []byte{'}'})
+		return jsonspan.Array(append([][]byte{first}, items...)), nil
+	}
+	return jsonspan.Append(in, items...)
+}
+
+// toolsJSON renders the tools array of ts: the client's tools not withheld,
+// then the proxy's as flat function tools; nil when it would be empty.
+func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
+	var els [][]byte
+	for i, c := range r.clientTools {
+		if ts.Keeps(i) {
+			els = append(els, c)
+		}
+	}
+	for _, s := range ts.Server {
+		els = append(els, toolJSON(s))
+	}
+	if len(els) == 0 {
+		return nil
+	}
+	return jsonspan.Array(els)
+}
+
+// toolJSON renders a proxy tool as a Responses function tool. strict is
+// false: the Responses API defaults it to true, which requires schemas the
+// proxy's tools do not promise (every property required, no additional
+// properties).
+func toolJSON(s wire.ToolSpec) []byte {
+	out := []byte(`{"type":"function","name":`)
+	out = append(out, wire.Quote(s.Name)...)
+	if s.Description != "" {
+		out = append(out, `,"description":`...)
+		out = append(out, wire.Quote(s.Description)...)
+	}
+	params := s.Parameters
+	if len(params) == 0 {
+		params = []byte(`{"type":"object","properties":{}}`)
+	}
+	out = append(out, `,"parameters":`...)
+	out = append(out, params...)
+	return append(out, `,"strict":false}`...)
+}

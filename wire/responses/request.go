@@ -1,0 +1,212 @@
+// Package responses is the OpenAI Responses wire format (POST
+// /v1/responses), as Codex CLI and the OpenAI Agents SDK speak it: it parses
+// a request once into the API-neutral wire.Request, renders a wire.Plan
+// into the client's bytes, builds the follow-up requests of the proxy's
+// tool loop, and reads and patches answers, JSON and streamed.
+//
+// Where the plan goes:
+//   - the catalog is appended to "instructions" ("\n\n" and the catalog),
+//     or becomes "instructions" when the client sends none. Instructions
+//     come first in the prompt and are not carried over by
+//     previous_response_id, so they are resent, identical, on every turn:
+//     the cached prefix stays stable (docs/prompt-caching.md);
+//   - each auto-loaded envelope is a message item of the plan's role
+//     (user, system or developer) with one input_text part, after the last
+//     input item; an input given as a string becomes a one-message array
+//     first;
+//   - the proxy's tools are flat function tools ({"type":"function",
+//     "name",...,"strict":false}) after the client's; built-in tools
+//     (web_search, file_search, mcp, custom, ...) are kept as they are.
+//
+// Every other byte stays as sent; items of types this package does not
+// know are kept.
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/openai"
+)
+
+// Request is a parsed responses.create request.
+type Request struct {
+	body    []byte
+	view    wire.Request
+	members []jsonspan.Member
+
+	input       jsonspan.Span // the "input" value; valid when hasInput
+	hasInput    bool
+	inputString bool // input is a string, not an array of items
+
+	instructions    jsonspan.Span // the "instructions" value; valid when hasInstructions
+	hasInstructions bool
+	instructionsStr bool // a string (not null)
+	instructionsTxt string
+
+	tools       jsonspan.Span
+	hasTools    bool
+	clientTools [][]byte
+
+	// State of the tool loop across rounds (non-streaming): the items of
+	// looping rounds the client gets in the final response, and this
+	// round's until it is known to loop.
+	visible []json.RawMessage
+	pending []json.RawMessage
+}
+
+// Parse validates a responses.create body and locates its parts. Client
+// errors are *wire.Error (400, with the parameter at fault).
+func Parse(body []byte) (*Request, error) {
+	ms, werr := jsonspan.Body(body, "a JSON Responses API request")
+	if werr != nil {
+		return nil, werr
+	}
+	r := &Request{body: body, members: ms, view: wire.Request{API: wire.APIResponses, Choices: 1}}
+	v := &r.view
+	get := func(key string) ([]byte, jsonspan.Span, bool) {
+		s, ok := jsonspan.Value(ms, key)
+		if !ok {
+			return nil, s, false
+		}
+		return body[s.Start:s.End], s, true
+	}
+	if raw, _, ok := get("model"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.Model) != nil {
+		return nil, wire.TypeError("model", "a string", raw)
+	}
+	if raw, _, ok := get("stream"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.Stream) != nil {
+		return nil, wire.TypeError("stream", "a boolean", raw)
+	}
+	if raw, _, ok := get("user"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.User) != nil {
+		return nil, wire.TypeError("user", "a string", raw)
+	}
+	if raw, _, ok := get("previous_response_id"); ok && !jsonspan.IsNull(raw) {
+		var id string
+		if json.Unmarshal(raw, &id) != nil {
+			return nil, wire.TypeError("previous_response_id", "a string", raw)
+		}
+		v.Stateful = id != ""
+	}
+	if raw, s, ok := get("instructions"); ok {
+		r.instructions, r.hasInstructions = s, true
+		if !jsonspan.IsNull(raw) {
+			if json.Unmarshal(raw, &r.instructionsTxt) != nil {
+				return nil, wire.TypeError("instructions", "a string", raw)
+			}
+			r.instructionsStr = true
+			if r.instructionsTxt != "" {
+				v.Turns = append(v.Turns, wire.Turn{Role: "system", Text: r.instructionsTxt})
+			}
+		}
+	}
+	if raw, s, ok := get("input"); ok && !jsonspan.IsNull(raw) {
+		r.input, r.hasInput = s, true
+		if err := r.parseInput(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, _, ok := get("tool_choice"); ok {
+		v.ToolChoice = openai.ToolChoice(raw)
+	}
+	if raw, s, ok := get("tools"); ok {
+		r.tools, r.hasTools = s, true
+		if !jsonspan.IsNull(raw) {
+			els, err := jsonspan.Elements(raw)
+			if err != nil {
+				return nil, wire.TypeError("tools", "an array of tool objects", raw)
+			}
+			for i, e := range els {
+				t := raw[e.Start:e.End]
+				if t[0] != '{' {
+					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
+				}
+				r.clientTools = append(r.clientTools, t)
+				v.Tools = append(v.Tools, wire.ClientTool{Name: functionName(t)})
+			}
+		}
+	}
+	return r, nil
+}
+
+// parseInput reads the input: a string (one user message) or an array of
+// items.
+func (r *Request) parseInput(raw []byte) error {
+	v := &r.view
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return wire.TypeError("input", "a string or an array of input items", raw)
+		}
+		r.inputString = true
+		v.Turns = append(v.Turns, wire.Turn{Role: "user", Text: s})
+		return nil
+	}
+	els, err := jsonspan.Elements(raw)
+	if err != nil {
+		return wire.TypeError("input", "a string or an array of input items", raw)
+	}
+	called := map[string]bool{}
+	for i, e := range els {
+		item := raw[e.Start:e.End]
+		p := fmt.Sprintf("input[%d]", i)
+		if item[0] != '{' {
+			return wire.TypeError(p, "an input item object", item)
+		}
+		var it struct {
+			Type    string          `json:"type"`
+			Role    json.RawMessage `json:"role"`
+			Content json.RawMessage `json:"content"`
+			Name    string          `json:"name"`
+			Output  json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(item, &it) != nil {
+			return wire.BadRequest("invalid_type", p, "'%s' has a field of the wrong type", p)
+		}
+		switch it.Type {
+		case "", "message":
+			var role string
+			if len(it.Role) == 0 {
+				return wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
+			}
+			if json.Unmarshal(it.Role, &role) != nil {
+				return wire.TypeError(p+".role", "a string", it.Role)
+			}
+			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(it.Content)})
+		case "function_call":
+			if it.Name != "" && !called[it.Name] {
+				called[it.Name] = true
+				v.Called = append(v.Called, it.Name)
+			}
+			v.Turns = append(v.Turns, wire.Turn{Role: "assistant"})
+		case "function_call_output", "custom_tool_call_output":
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(it.Output)})
+		}
+		// reasoning, item_reference, built-in tool calls...: nothing to rank on.
+	}
+	return nil
+}
+
+// outputText is the text of a function_call_output's output: a string, or
+// input_text parts.
+func outputText(raw json.RawMessage) string { return openai.ContentText(raw) }
+
+// functionName returns the name of a function tool, "" for other tools
+// (built-in and custom tools are never gated).
+func functionName(def []byte) string {
+	var t struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(def, &t) != nil || t.Type != "function" {
+		return ""
+	}
+	return t.Name
+}
+
+// View returns the neutral view of the request.
+func (r *Request) View() *wire.Request { return &r.view }
+
+// Body returns the request as the client sent it.
+func (r *Request) Body() []byte { return r.body }

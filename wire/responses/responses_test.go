@@ -1,0 +1,280 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+func plan() *wire.Plan {
+	env := `<skill_context id="pdf">BODY</skill_context>`
+	return &wire.Plan{Catalog: "CAT", CatalogJSON: wire.Quote("CAT"), EnvelopeRole: "user", Changed: true,
+		Envelopes: []wire.Envelope{{ID: "pdf", Text: env, JSON: wire.Quote(env)}},
+		Tools: wire.ToolSet{Server: []wire.ToolSpec{{Name: "load_skill", Description: "Load a skill.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`)}}}}
+}
+
+func TestParseView(t *testing.T) {
+	body := `{"model":"gpt-5","instructions":"Be brief.","previous_response_id":"resp_1","input":[` +
+		`{"type":"message","role":"developer","content":[{"type":"input_text","text":"env"}]},` +
+		`{"role":"user","content":"make a pdf"},` +
+		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"xyz"},` +
+		`{"type":"function_call","call_id":"c1","name":"shell","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"done"},` +
+		`{"type":"some_future_item","x":1}],` +
+		`"tools":[{"type":"function","name":"shell","parameters":{}},{"type":"web_search"}],"tool_choice":"required","stream":true}`
+	r, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.View()
+	want := []wire.Turn{{Role: "system", Text: "Be brief."}, {Role: "developer", Text: "env"}, {Role: "user", Text: "make a pdf"},
+		{Role: "assistant"}, {Role: "tool", Text: "done"}}
+	if len(v.Turns) != len(want) {
+		t.Fatalf("turns %+v", v.Turns)
+	}
+	for i := range want {
+		if v.Turns[i] != want[i] {
+			t.Errorf("turn %d %+v, want %+v", i, v.Turns[i], want[i])
+		}
+	}
+	if !v.Stateful || !v.Stream || v.Model != "gpt-5" || !v.ToolChoice.Required || len(v.Called) != 1 ||
+		len(v.Tools) != 2 || v.Tools[0].Name != "shell" || v.Tools[1].Name != "" {
+		t.Errorf("view %+v", v)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct{ body, param, msg string }{
+		{`[]`, "", "must be a JSON object"},
+		{`{"input":5}`, "input", "'input' must be a string or an array of input items, got a number"},
+		{`{"input":[7]}`, "input[0]", "must be an input item object"},
+		{`{"input":[{"type":"message","content":"x"}]}`, "input[0].role", "missing required parameter"},
+		{`{"input":[{"role":3,"content":"x"}]}`, "input[0].role", "must be a string"},
+		{`{"input":"x","instructions":1}`, "instructions", "must be a string"},
+		{`{"input":"x","tools":{}}`, "tools", "must be an array"},
+		{`{"input":"x","stream":"yes"}`, "stream", "must be a boolean"},
+	} {
+		_, err := Parse([]byte(tt.body))
+		we, ok := err.(*wire.Error)
+		if !ok || we.Status != 400 || we.Param != tt.param || !strings.Contains(we.Message, tt.msg) {
+			t.Errorf("%s: %v, want %s %q", tt.body, err, tt.param, tt.msg)
+		}
+	}
+}
+
+func TestRender(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"string input, no instructions",
+			`{"model":"m","input":"make a pdf","store":false}`,
+			`{"model":"m","input":[{"role":"user","content":"make a pdf"},{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill_context id=\"pdf\">BODY</skill_context>"}]}],"store":false,"instructions":"CAT","tools":[{"type":"function","name":"load_skill","description":"Load a skill.","parameters":{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]},"strict":false}]}`},
+		{"instructions and items kept byte for byte",
+			`{"instructions": "Be brief.\u00e9" ,"input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}] ,"tools":[{"type":"web_search"}]}`,
+			`{"instructions": "Be brief.\u00e9\n\nCAT" ,"input":[{"role":"user","content":[{"type":"input_text","text":"x"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill_context id=\"pdf\">BODY</skill_context>"}]}] ,"tools":[{"type":"web_search"},{"type":"function","name":"load_skill","description":"Load a skill.","parameters":{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]},"strict":false}]}`},
+		{"null instructions",
+			`{"instructions":null,"input":"x"}`,
+			`{"instructions":"CAT","input":[{"role":"user","content":"x"},{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill_context id=\"pdf\">BODY</skill_context>"}]}],"tools":[{"type":"function","name":"load_skill","description":"Load a skill.","parameters":{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]},"strict":false}]}`},
+	}
+	for _, tt := range tests {
+		r, err := Parse([]byte(tt.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Render(plan())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+		if _, err := Parse(got); err != nil {
+			t.Errorf("%s: rendered body does not parse: %v", tt.name, err)
+		}
+	}
+}
+
+func TestRenderWithholdsAll(t *testing.T) {
+	r, _ := Parse([]byte(`{"input":"x","tools":[{"type":"function","name":"bash","parameters":{}}],"tool_choice":"auto","parallel_tool_calls":true,"store":false}`))
+	got, err := r.Render(&wire.Plan{Changed: true, Tools: wire.ToolSet{Withheld: []int{0}}})
+	if err != nil || string(got) != `{"input":"x","store":false}` {
+		t.Fatalf("%s %v", got, err)
+	}
+}
+
+const answerWithCall = `{"id":"resp_1","object":"response","output":[` +
+	`{"type":"reasoning","id":"rs_1","summary":[]},` +
+	`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}","status":"completed"},` +
+	`{"type":"function_call","id":"fc_2","call_id":"call_2","name":"shell","arguments":"{}","status":"completed"}],` +
+	`"usage":{"input_tokens":10,"output_tokens":2,"total_tokens":12}}`
+
+const finalAnswer = `{"id":"resp_2","object":"response","output":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Done.","annotations":[]}]}],"usage":{"input_tokens":20,"output_tokens":3,"total_tokens":23}}`
+
+func TestToolLoopStateless(t *testing.T) {
+	r, _ := Parse([]byte(`{"model":"m","input":"make a pdf"}`))
+	mine := func(n string) bool { return n == "load_skill" }
+	ans, usage, ok := r.ReadAnswer([]byte(answerWithCall), 0, mine)
+	if !ok || ans == nil || len(ans.Calls) != 1 || ans.Calls[0].ID != "call_1" || string(usage) != `{"input_tokens":10,"output_tokens":2,"total_tokens":12}` {
+		t.Fatalf("answer %+v usage %s", ans, usage)
+	}
+	next, err := r.FollowUp([]byte(`{"model":"m","input":"make a pdf"}`), ans, []wire.ToolResult{{CallID: "call_1", Content: "ENV"}}, wire.ToolSet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","input":[{"role":"user","content":"make a pdf"},{"type":"reasoning","id":"rs_1","summary":[]},` +
+		`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}","status":"completed"},` +
+		`{"type":"function_call_output","call_id":"call_1","output":"ENV"}]}`
+	if string(next) != want {
+		t.Fatalf("follow-up\n got %s\nwant %s", next, want)
+	}
+	if ans2, _, _ := r.ReadAnswer([]byte(finalAnswer), 1, mine); ans2 != nil {
+		t.Fatal("final answer has no call of the proxy's")
+	}
+	out, err := r.Final([]byte(finalAnswer), 1, json.RawMessage(`{"input_tokens":30}`), nil)
+	if err != nil || !strings.Contains(string(out), `"usage":{"input_tokens":30}`) || !strings.Contains(string(out), `"id":"resp_2"`) {
+		t.Fatalf("final %s %v", out, err)
+	}
+	if _, err := r.FollowUp(next, ans, []wire.ToolResult{{CallID: "nope", Content: "x"}}, wire.ToolSet{}); err == nil {
+		t.Fatal("a result without its call: want error")
+	}
+}
+
+func TestToolLoopStateful(t *testing.T) {
+	body := []byte(`{"model":"m","previous_response_id":"resp_0","input":"go on","store":true}`)
+	r, _ := Parse(body)
+	ans, _, _ := r.ReadAnswer([]byte(answerWithCall), 0, func(n string) bool { return n == "load_skill" })
+	next, err := r.FollowUp(body, ans, []wire.ToolResult{{CallID: "call_1", Content: "ENV"}}, wire.ToolSet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_1","output":"ENV"}],"store":true}`
+	if string(next) != want {
+		t.Fatalf("got %s\nwant %s", next, want)
+	}
+}
+
+func TestFinalStripsAtTheLimit(t *testing.T) {
+	r, _ := Parse([]byte(`{"input":"x"}`))
+	out, err := r.Final([]byte(answerWithCall), 4, nil, func(n string) bool { return n == "load_skill" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Output []struct{ Type, Name string } `json:"output"`
+	}
+	_ = json.Unmarshal(out, &resp)
+	if len(resp.Output) != 1 || resp.Output[0].Name != "shell" {
+		t.Fatalf("want only the client's call (reasoning went with the proxy's): %s", out)
+	}
+}
+
+// sse renders events as an upstream would.
+func sse(events ...string) []byte {
+	var b bytes.Buffer
+	for i, e := range events {
+		var typ struct{ Type string }
+		_ = json.Unmarshal([]byte(e), &typ)
+		e = e[:len(e)-1] + fmt.Sprintf(`,"sequence_number":%d}`, i)
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ.Type, e)
+	}
+	return b.Bytes()
+}
+
+func runRound(t *testing.T, s *Stream, final bool, body []byte) (string, wire.RoundEnd) {
+	t.Helper()
+	s.Round(final)
+	rd := wire.NewEventReader(bytes.NewReader(body))
+	var out []byte
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
+		}
+		var more bool
+		if out, more = s.Event(ev, out); !more {
+			break
+		}
+	}
+	out, end := s.End(out)
+	return string(out), end
+}
+
+func TestStreamHidesTheProxysCallsAndRenumbers(t *testing.T) {
+	r, _ := Parse([]byte(`{"input":"make a pdf","stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	round1 := sse(
+		`{"type":"response.created","response":{"id":"resp_1","output":[]}}`,
+		`{"type":"response.in_progress","response":{"id":"resp_1","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_0","role":"assistant","content":[]}}`,
+		`{"type":"response.output_text.delta","output_index":0,"item_id":"msg_0","content_index":0,"delta":"Loading."}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_0","role":"assistant","content":[{"type":"output_text","text":"Loading."}]}}`,
+		`{"type":"response.output_item.added","output_index":1,"item":{"type":"reasoning","id":"rs_1","summary":[]}}`,
+		`{"type":"response.output_item.done","output_index":1,"item":{"type":"reasoning","id":"rs_1","summary":[]}}`,
+		`{"type":"response.output_item.added","output_index":2,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"load_skill","arguments":""}}`,
+		`{"type":"response.function_call_arguments.delta","output_index":2,"item_id":"fc_1","delta":"{\"skill_id\":"}`,
+		`{"type":"response.function_call_arguments.delta","output_index":2,"item_id":"fc_1","delta":"\"pdf\"}"}`,
+		`{"type":"response.output_item.done","output_index":2,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}"}}`,
+		`{"type":"response.completed","response":{"id":"resp_1","output":[],"usage":{"input_tokens":5,"output_tokens":1,"total_tokens":6}}}`,
+	)
+	out1, end1 := runRound(t, s, false, round1)
+	if end1.Loop == nil || len(end1.Loop.Calls) != 1 || string(end1.Loop.Calls[0].Arguments) != `{"skill_id":"pdf"}` || end1.Loop.ID != "resp_1" {
+		t.Fatalf("round 1 end %+v %+v", end1, end1.Loop)
+	}
+	if strings.Contains(out1, "load_skill") || strings.Contains(out1, "rs_1") || strings.Contains(out1, "response.completed") {
+		t.Fatalf("round 1 leaked the proxy's items:\n%s", out1)
+	}
+	if !strings.Contains(string(end1.Loop.Turn), `"rs_1"`) || !strings.Contains(string(end1.Loop.Turn), `"call_1"`) {
+		t.Fatalf("the follow-up must carry the reasoning and the call: %s", end1.Loop.Turn)
+	}
+	round2 := sse(
+		`{"type":"response.created","response":{"id":"resp_2","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_2","role":"assistant","content":[]}}`,
+		`{"type":"response.output_text.delta","output_index":0,"item_id":"msg_2","content_index":0,"delta":"Done."}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_2","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}`,
+		`{"type":"response.completed","response":{"id":"resp_2","output":[{"type":"message"}],"usage":{"input_tokens":9,"output_tokens":2,"total_tokens":11}}}`,
+	)
+	out2, end2 := runRound(t, s, false, round2)
+	if end2.Loop != nil {
+		t.Fatal("round 2 must be the answer")
+	}
+	all := out1 + out2
+	// Sequence numbers 0.. without gaps, output_index 0 then 1.
+	rd := wire.NewEventReader(strings.NewReader(all))
+	seq := 0
+	var completed string
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
+		}
+		var e struct {
+			Type     string          `json:"type"`
+			Seq      int             `json:"sequence_number"`
+			Index    *int            `json:"output_index"`
+			Response json.RawMessage `json:"response"`
+		}
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			t.Fatalf("bad event %q", ev.Data)
+		}
+		if e.Seq != seq {
+			t.Fatalf("sequence_number %d, want %d:\n%s", e.Seq, seq, all)
+		}
+		seq++
+		if e.Type == "response.created" && strings.Contains(string(e.Response), "resp_2") {
+			t.Fatal("second response.created relayed")
+		}
+		if e.Type == "response.output_item.added" && strings.Contains(string(ev.Data), "msg_2") && (e.Index == nil || *e.Index != 1) {
+			t.Fatalf("round 2 item at output_index %v, want 1", e.Index)
+		}
+		if e.Type == "response.completed" {
+			completed = string(e.Response)
+		}
+	}
+	if !strings.Contains(completed, `"msg_0"`) || !strings.Contains(completed, `"msg_2"`) || strings.Contains(completed, "load_skill") ||
+		!strings.Contains(completed, `"input_tokens":14`) || !strings.Contains(completed, `"id":"resp_2"`) {
+		t.Fatalf("final response.completed %s", completed)
+	}
+}

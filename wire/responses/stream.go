@@ -1,0 +1,311 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/ownership"
+)
+
+// Stream translates the upstream's Responses events of one request, round
+// after round, into one response for the client:
+//
+//   - response.created and response.in_progress come from the first round
+//     only; every event the client gets is renumbered (sequence_number
+//     0, 1, ... without gaps) and its output_index mapped to the client's
+//     items;
+//   - the events of the proxy's function_call items are withheld (and those
+//     of held client calls and of reasoning before a proxy call: see
+//     package ownership);
+//     reasoning events wait until the next item decides their fate;
+//   - the response.completed of a round that loops is withheld; the final
+//     one carries every item the client was shown, across rounds, and the
+//     usage summed over all rounds.
+type Stream struct {
+	mine    func(name string) bool
+	seq     int // the client's next sequence_number
+	nextIdx int // the client's next output_index
+	visible [][]byte
+	usage   wire.Usage
+	n       int // rounds started
+	rd      *roundState
+	out     []byte
+}
+
+// roundState is one upstream stream.
+type roundState struct {
+	ownership.Round
+	items    map[int]*streamItem
+	order    []int // upstream output indexes, in order of arrival
+	id       string
+	finished bool // a terminal event was seen
+	loop     bool
+	said     bool // the exhaustion comment was written
+}
+
+// streamItem is one output item of a round.
+type streamItem struct {
+	owner   ownership.Owner
+	idx     int      // the client's output_index (shown items)
+	held    [][]byte // events of a pending reasoning item, as received
+	done    []byte   // the item from output_item.done
+	name    string
+	callID  string
+	args    bytes.Buffer // arguments from the deltas, until done
+	typ     string
+	shownAt bool
+}
+
+// NewStream starts translating a streamed response; mine reports the tools
+// the proxy answers.
+func (r *Request) NewStream(mine func(name string) bool) *Stream {
+	return &Stream{mine: mine}
+}
+
+// Round starts the next upstream round; final: the round limit forbids
+// another.
+func (s *Stream) Round(final bool) {
+	s.n++
+	s.rd = &roundState{Round: ownership.Round{Mine: s.mine, Final: final}, items: map[int]*streamItem{}}
+}
+
+// Event translates one upstream event, appending what the client gets to out.
+func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
+	s.out = out
+	if !ev.HasData {
+		s.out = append(s.out, ev.Raw...) // comments and keep-alives
+		return s.out, true
+	}
+	data := ev.Data
+	typ := gjson.GetBytes(data, "type").String()
+	if typ == "" {
+		typ = ev.Event
+	}
+	rd := s.rd
+	switch typ {
+	case "response.created", "response.in_progress", "response.queued":
+		if id := gjson.GetBytes(data, "response.id").String(); id != "" {
+			rd.id = id
+		}
+		if s.n == 1 {
+			s.emit(typ, data, -1)
+		}
+	case "response.output_item.added":
+		s.itemAdded(typ, data)
+	case "response.completed":
+		s.completed(typ, data)
+		return s.out, !rd.finished
+	case "response.failed", "response.incomplete", "error":
+		rd.finished = true
+		s.emit(typ, data, -1)
+		return s.out, false
+	default:
+		oi := gjson.GetBytes(data, "output_index")
+		if !oi.Exists() {
+			s.emit(typ, data, -1)
+			break
+		}
+		it := rd.items[int(oi.Int())]
+		if it == nil { // an event for an item never announced: pass it on
+			s.emit(typ, data, -1)
+			break
+		}
+		switch typ {
+		case "response.function_call_arguments.delta":
+			it.args.WriteString(gjson.GetBytes(data, "delta").String())
+		case "response.output_item.done":
+			it.done = append([]byte(nil), gjson.GetBytes(data, "item").Raw...)
+		}
+		s.itemEvent(it, typ, data)
+	}
+	return s.out, true
+}
+
+// itemAdded classifies a new output item.
+func (s *Stream) itemAdded(typ string, data []byte) {
+	rd := s.rd
+	i := int(gjson.GetBytes(data, "output_index").Int())
+	item := gjson.GetBytes(data, "item")
+	it := &streamItem{typ: item.Get("type").String(), name: item.Get("name").String(),
+		callID: item.Get("call_id").String()}
+	if it.callID == "" {
+		it.callID = item.Get("id").String()
+	}
+	rd.items[i] = it
+	rd.order = append(rd.order, i)
+	o, resolved, shown := rd.Add(i, kind(it.typ), it.name)
+	it.owner = o
+	for _, j := range resolved {
+		s.settle(rd.items[j], shown)
+	}
+	if o == ownership.Proxy && rd.Final && !rd.said {
+		// The status line went out long ago: say it as an SSE comment
+		// (ignored by SDKs, visible to curl), and in the trailer at the end.
+		rd.said = true
+		s.out = append(s.out, ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"...)
+	}
+	s.itemEvent(it, typ, data)
+}
+
+// settle decides a pending reasoning item: its held events go out (with
+// the item's client index) or are dropped.
+func (s *Stream) settle(it *streamItem, shown bool) {
+	if it == nil || it.owner != ownership.Pending {
+		return
+	}
+	held := it.held
+	it.held = nil
+	if !shown {
+		it.owner = ownership.Proxy
+		return
+	}
+	it.owner = ownership.Client
+	for _, ev := range held {
+		s.itemEvent(it, gjson.GetBytes(ev, "type").String(), ev)
+	}
+}
+
+// itemEvent passes on (or holds, or drops) an event of item it.
+func (s *Stream) itemEvent(it *streamItem, typ string, data []byte) {
+	switch it.owner {
+	case ownership.Pending:
+		it.held = append(it.held, append([]byte(nil), data...))
+	case ownership.Client:
+		if !it.shownAt {
+			it.shownAt = true
+			it.idx = s.nextIdx
+			s.nextIdx++
+		}
+		if typ == "response.output_item.done" {
+			s.visible = append(s.visible, []byte(gjson.GetBytes(data, "item").Raw))
+		}
+		s.emit(typ, data, it.idx)
+	}
+}
+
+// completed ends a round: withheld when it loops, else the client's
+// response.completed with every shown item and the summed usage.
+func (s *Stream) completed(typ string, data []byte) {
+	rd := s.rd
+	rd.finished = true
+	resp := gjson.GetBytes(data, "response")
+	if id := resp.Get("id").String(); id != "" {
+		rd.id = id
+	}
+	if u := resp.Get("usage"); u.Exists() {
+		s.usage.Add(json.RawMessage(u.Raw))
+	}
+	rd.loop = rd.Loops()
+	if rd.loop {
+		return
+	}
+	for _, i := range rd.order { // reasoning left pending goes with the answer
+		s.settle(rd.items[i], true)
+	}
+	patched := data
+	if out := resp.Get("output"); out.Exists() {
+		els := make([][]byte, len(s.visible))
+		copy(els, s.visible)
+		patched = setPath(patched, []string{"response", "output"}, jsonspan.Array(els))
+	}
+	if s.n > 1 && !s.usage.Empty() {
+		patched = setPath(patched, []string{"response", "usage"}, s.usage.JSON())
+	}
+	s.emit(typ, patched, -1)
+}
+
+// End settles the round once its stream ended.
+func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
+	s.out = out
+	rd := s.rd
+	if !rd.finished {
+		rd.loop = rd.Loops() // the upstream ended without response.completed
+	}
+	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
+	if !rd.loop {
+		for _, i := range rd.order {
+			s.settle(rd.items[i], true)
+		}
+		return s.out, end
+	}
+	ans := &wire.Answer{ID: rd.id}
+	var turn [][]byte
+	for _, i := range rd.order {
+		it := rd.items[i]
+		if it.owner == ownership.Held {
+			continue
+		}
+		raw := it.done
+		if it.typ == "function_call" && it.owner == ownership.Proxy {
+			args := gjson.GetBytes(raw, "arguments").String()
+			if raw == nil {
+				args = it.args.String()
+				raw = wire.Marshal(struct {
+					Type      string `json:"type"`
+					CallID    string `json:"call_id"`
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				}{"function_call", "", it.name, args})
+			}
+			id := callID(item{CallID: it.callID}, s.n-1, len(ans.Calls))
+			if gjson.GetBytes(raw, "call_id").String() == "" {
+				raw, _ = jsonspan.Set(raw, "call_id", wire.Quote(id))
+			}
+			ans.Calls = append(ans.Calls, wire.ToolCall{ID: id, Name: it.name, Arguments: json.RawMessage(orEmptyObject(args))})
+		}
+		if raw != nil {
+			turn = append(turn, raw)
+		}
+	}
+	ans.Turn = bytes.Join(turn, []byte{','})
+	end.Loop = ans
+	return s.out, end
+}
+
+// emit writes one event for the client: renumbered, and with output_index
+// set to idx when idx >= 0.
+func (s *Stream) emit(typ string, data []byte, idx int) {
+	data, _ = jsonspan.Set(data, "sequence_number", []byte(strconv.Itoa(s.seq)))
+	if idx >= 0 {
+		data, _ = jsonspan.Set(data, "output_index", []byte(strconv.Itoa(idx)))
+	}
+	s.seq++
+	s.out = appendEvent(s.out, typ, data)
+}
+
+// appendEvent writes one server-sent event with its event: line.
+func appendEvent(out []byte, typ string, data []byte) []byte {
+	if typ != "" {
+		out = append(out, "event: "...)
+		out = append(out, typ...)
+		out = append(out, '\n')
+	}
+	out = append(out, "data: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...)
+}
+
+// setPath sets the member at a path of object keys, leaving the rest as it is.
+func setPath(b []byte, path []string, value []byte) []byte {
+	ms, err := jsonspan.Members(b)
+	if err != nil {
+		return b
+	}
+	if len(path) == 1 {
+		out, err := jsonspan.Set(b, path[0], value)
+		if err != nil {
+			return b
+		}
+		return out
+	}
+	sp, ok := jsonspan.Value(ms, path[0])
+	if !ok {
+		return b
+	}
+	return jsonspan.Splice(b, sp, setPath(b[sp.Start:sp.End], path[1:], value))
+}

@@ -1,0 +1,192 @@
+// Package wire holds what the client APIs have in common, so that the router
+// never sees any API's JSON and the proxy drives one tool loop for all of
+// them:
+//
+//   - Request, the API-neutral view of a client request that the router
+//     ranks and plans from;
+//   - Plan, what the router adds to a request, which each API package
+//     (wire/chat, wire/responses, wire/messages) renders in its own shape;
+//   - ToolCall, ToolResult and Answer, what the proxy's tool loop reads from
+//     an upstream answer and feeds back;
+//   - Usage, token counts summed over tool rounds;
+//   - Error, a client-facing error each API renders in its own envelope;
+//   - the server-sent events reader all three APIs stream with.
+package wire
+
+import "encoding/json"
+
+// API names a client API, as used in metric labels and logs.
+type API string
+
+const (
+	APIChat      API = "chat"      // OpenAI Chat Completions
+	APIResponses API = "responses" // OpenAI Responses
+	APIMessages  API = "messages"  // Anthropic Messages
+)
+
+// Turn is one message of the conversation as text: the parts that are text
+// joined by newlines, images and other media dropped. System prompts and
+// instructions are turns of role "system" (or "developer").
+type Turn struct {
+	Role string
+	Text string
+}
+
+// ClientTool is one entry of the client's tools, in order. Name is the
+// function's name; "" for tools that are not functions (built-in tools such
+// as web_search), which are never gated and never shadowed.
+type ClientTool struct {
+	Name string
+}
+
+// ToolChoice is the client's tool_choice, in neutral terms.
+type ToolChoice struct {
+	// None: the model may call no tool (OpenAI "none", Anthropic {"type":"none"}).
+	None bool
+	// Required: the model must call some tool (OpenAI "required",
+	// Anthropic "any"), or one of Named.
+	Required bool
+	// Named lists the tools the choice names (a forced function, or
+	// allowed_tools); nil when it names none.
+	Named []string
+}
+
+// Request is the API-neutral view of one client request, parsed once by its
+// API package.
+type Request struct {
+	API    API
+	Model  string
+	Stream bool
+	// User is the client's name for the end user or session, if the API has
+	// one (OpenAI "user", Anthropic metadata.user_id).
+	User string
+	// Choices is how many answers were asked for (OpenAI n); the tool loop
+	// only runs for one.
+	Choices int
+	Turns   []Turn
+	Tools   []ClientTool
+	// ToolChoice is the client's tool_choice.
+	ToolChoice ToolChoice
+	// NoTools: the request cannot take the proxy's tools (legacy
+	// "functions", or tool_choice none).
+	NoTools bool
+	// Called lists the function names the transcript's assistant turns
+	// called, without repeats.
+	Called []string
+	// Stateful: the request continues a conversation stored upstream
+	// (Responses previous_response_id): Turns hold only the new input.
+	Stateful bool
+}
+
+// FirstUserText returns the text of the first user turn: stable for a
+// conversation's whole life (the A/B hash key without a session header).
+func (r *Request) FirstUserText() string {
+	for _, t := range r.Turns {
+		if t.Role == "user" {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+// ToolSpec is a server-side tool in API-neutral form; each API renders it
+// (Chat: {"type":"function","function":{...}}, Responses: flat function
+// tool, Messages: input_schema).
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // a JSON Schema object
+}
+
+// ToolSet is what a request offers the model: the client's tools except the
+// withheld ones, then the proxy's.
+type ToolSet struct {
+	// Withheld holds the indexes (into Request.Tools) of the client tools
+	// left out, ascending; nil when every client tool goes upstream.
+	Withheld []int
+	Server   []ToolSpec
+}
+
+// Keeps reports whether client tool i goes upstream.
+func (t *ToolSet) Keeps(i int) bool {
+	for _, w := range t.Withheld {
+		if w == i {
+			return false
+		}
+	}
+	return true
+}
+
+// Envelope is one auto-loaded skill body (<skill_context>), with its JSON
+// string form, which the router's library quotes once.
+type Envelope struct {
+	ID   string
+	Text string
+	JSON []byte
+}
+
+// Plan is what the router adds to one request. Renderers splice it into the
+// client's bytes, leaving every byte they do not touch identical.
+type Plan struct {
+	// Catalog is the catalog section for the system prompt ("" for none),
+	// and CatalogJSON its JSON string form.
+	Catalog     string
+	CatalogJSON []byte
+	// Envelopes go after the conversation's last turn, in order, as turns
+	// of EnvelopeRole (user, system or developer; an API without the role
+	// uses user).
+	Envelopes    []Envelope
+	EnvelopeRole string
+	Tools        ToolSet
+	// Changed is false when the plan adds nothing and withholds nothing:
+	// the request goes upstream as the client sent it.
+	Changed bool
+}
+
+// ToolCall is one call of the model to a tool the proxy answers.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage // the JSON arguments the model sent
+}
+
+// ToolResult is the answer to one server-side tool call.
+type ToolResult struct {
+	CallID  string
+	Name    string
+	Content string
+}
+
+// Answer is what the tool loop needs from one upstream answer that calls the
+// proxy's tools.
+type Answer struct {
+	// Calls are the proxy's calls, in the answer's order.
+	Calls []ToolCall
+	// Turn is what the API appends to the conversation before the results,
+	// in its own shape (Chat: the assistant message; Responses: the output
+	// items; Messages: the assistant message with its content blocks).
+	Turn []byte
+	// ID is the upstream's id of the answer (Responses: the response to
+	// chain a stored conversation from).
+	ID string
+}
+
+// RoundEnd is how one streamed round ended.
+type RoundEnd struct {
+	// Loop holds the proxy's calls when it must answer them and ask again;
+	// nil when the round was the client's answer.
+	Loop *Answer
+	// Dropped counts the proxy's calls left unanswered: the round limit was
+	// reached (Exhausted), or the client's calls had been relayed first.
+	Dropped   int
+	Exhausted bool
+}
+
+// Reply is a whole answer of a model, for servers that speak the APIs
+// (the demo model): its text and its tool calls.
+type Reply struct {
+	ID    string
+	Model string
+	Text  string
+	Calls []ToolCall
+}
