@@ -79,6 +79,9 @@ type Config struct {
 	URL string
 	// Header is sent with every probe (the configured key, if any).
 	Header http.Header
+	// KeyName is the configuration key of the upstream's API key, named in
+	// hints (default upstream.api_key).
+	KeyName string
 	// Transport sends the probes; nil: a clone of http.DefaultTransport.
 	Transport http.RoundTripper
 	// Timeout bounds one probe (default 5s).
@@ -105,6 +108,9 @@ func New(cfg Config) (*Checker, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.KeyName == "" {
+		cfg.KeyName = "upstream.api_key"
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
@@ -194,10 +200,11 @@ func (c *Checker) probe(ctx context.Context) Result {
 		r.ModelIDs = ids[:min(len(ids), 10)]
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		r.Status, r.Error = StatusUnauthorized, fmt.Sprintf("GET /models answered %d", status)
+		env := "SKILLROUTER_" + strings.ToUpper(strings.ReplaceAll(c.cfg.KeyName, ".", "_"))
 		if c.cfg.Header.Get("Authorization") != "" || c.cfg.Header.Get("X-Api-Key") != "" {
-			r.Hint = "the upstream rejects the configured key (upstream.api_key)"
+			r.Hint = "the upstream rejects the configured key (" + c.cfg.KeyName + ")"
 		} else {
-			r.Hint = "the upstream wants a key: set upstream.api_key (SKILLROUTER_UPSTREAM_API_KEY), or clients must send their own"
+			r.Hint = "the upstream wants a key: set " + c.cfg.KeyName + " (" + env + "), or clients must send their own"
 		}
 	case status == http.StatusNotFound:
 		r.Status, r.Error = StatusNotFound, "GET /models answered 404"

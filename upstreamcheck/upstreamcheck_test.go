@@ -168,6 +168,29 @@ func TestRunLogsChanges(t *testing.T) {
 	}
 }
 
+// TestAnthropicKeyHint: an upstream checked with another key names that
+// key in its hint, and the probe carries the configured headers.
+func TestAnthropicKeyHint(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "sk-ant" || r.Header.Get("Anthropic-Version") == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
+			return
+		}
+		w.Write([]byte(`{"data":[{"type":"model","id":"claude-sonnet-4-5","display_name":"Claude Sonnet 4.5"}],"has_more":false}`))
+	}))
+	defer s.Close()
+	h := http.Header{"Anthropic-Version": {"2023-06-01"}}
+	r := check(t, Config{Name: "upstream.anthropic_url", URL: s.URL + "/v1", Header: h, KeyName: "upstream.anthropic_api_key"})
+	if want := "the upstream wants a key: set upstream.anthropic_api_key (SKILLROUTER_UPSTREAM_ANTHROPIC_API_KEY), or clients must send their own"; r.Hint != want {
+		t.Errorf("hint %q, want %q", r.Hint, want)
+	}
+	h.Set("X-Api-Key", "sk-ant")
+	if r := check(t, Config{Name: "upstream.anthropic_url", URL: s.URL + "/v1", Header: h, KeyName: "upstream.anthropic_api_key"}); !r.OK() || r.Models != 1 {
+		t.Errorf("with the key: %+v", r)
+	}
+}
+
 func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:11434", "ftp://x/v1"} {
 		if _, err := New(Config{Name: "upstream.url", URL: u}); err == nil || !strings.Contains(err.Error(), "upstream.url") {

@@ -19,6 +19,7 @@ import (
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/upstreamcheck"
 )
 
 // doctorTimeout bounds each network check of `router doctor`.
@@ -82,7 +83,7 @@ func runDoctor(ctx context.Context, cmd *cobra.Command, cf *configFlags, args []
 	}
 	rows := []checkRow{configRow(&cfg)}
 	rows = append(rows, libraryRow(ctx, &cfg, tryCommand(cmd, args)))
-	rows = append(rows, upstreamRow(ctx, &cfg))
+	rows = append(rows, upstreamRows(ctx, &cfg)...)
 	rows = append(rows, embedderRow(ctx, &cfg))
 	rows = append(rows, cacheRow(&cfg))
 	rows = append(rows, listenRow(&cfg))
@@ -126,15 +127,26 @@ func libraryRow(ctx context.Context, cfg *config, try string) checkRow {
 	return checkRow{name: "library", status: checkOK, detail: detail}
 }
 
-func upstreamRow(ctx context.Context, cfg *config) checkRow {
-	c, err := cfg.upstreamChecker(nil)
+func upstreamRows(ctx context.Context, cfg *config) []checkRow {
+	checkers, err := cfg.upstreamCheckers(nil)
 	if err != nil {
-		return checkRow{name: "upstream", status: checkFail, detail: err.Error()}
+		return []checkRow{{name: "upstream", status: checkFail, detail: err.Error()}}
 	}
+	rows := make([]checkRow, len(checkers))
+	for i, c := range checkers {
+		rows[i] = upstreamRow(ctx, c, cfg)
+	}
+	return rows
+}
+
+func upstreamRow(ctx context.Context, c *upstreamcheck.Checker, cfg *config) checkRow {
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	r := c.Check(ctx)
-	where := redactURL(cfg.Upstream.URL)
+	name, where := "upstream", redactURL(cfg.Upstream.URL)
+	if r.Name == "upstream.anthropic_url" {
+		name, where = "anthropic", redactURL(cfg.Upstream.AnthropicURL)
+	}
 	if r.OK() {
 		detail := fmt.Sprintf("%s: %s", where, r.Summary())
 		if len(r.ModelIDs) > 0 {
@@ -144,9 +156,9 @@ func upstreamRow(ctx context.Context, cfg *config) checkRow {
 			}
 			detail += ")"
 		}
-		return checkRow{name: "upstream", status: checkOK, detail: detail}
+		return checkRow{name: name, status: checkOK, detail: detail}
 	}
-	return checkRow{name: "upstream", status: checkFail, detail: where + ": " + r.Error, fix: r.Hint}
+	return checkRow{name: name, status: checkFail, detail: where + ": " + r.Error, fix: r.Hint}
 }
 
 func embedderRow(ctx context.Context, cfg *config) checkRow {

@@ -60,6 +60,13 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 
+	// A separate Anthropic upstream gets its own row.
+	out, _, err = run(t, "doctor", "--skills", examples, "--upstream", up.URL+"/v1", "--listen", listen,
+		"--anthropic-upstream", up.URL+"/anthropic/v1")
+	if exitStatus(err) != 1 || !strings.Contains(out, "anthropic  FAIL") || !strings.Contains(out, up.URL+"/anthropic/v1: GET /models answered 404") {
+		t.Errorf("anthropic upstream: %v\n%s", err, out)
+	}
+
 	// A wrong upstream URL and a taken address: exit 1, each with its fix.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

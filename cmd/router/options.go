@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
@@ -101,11 +102,30 @@ func (c *config) proxyConfig() proxy.Config {
 	}
 }
 
-// upstreamChecker checks upstream.url with the configured key.
-func (c *config) upstreamChecker(log *slog.Logger) (*upstreamcheck.Checker, error) {
+// upstreamCheckers check upstream.url, and upstream.anthropic_url when it
+// is another server, each with its configured key.
+func (c *config) upstreamCheckers(log *slog.Logger) ([]*upstreamcheck.Checker, error) {
 	h := http.Header{}
 	if c.Upstream.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.Upstream.APIKey)
 	}
-	return upstreamcheck.New(upstreamcheck.Config{Name: "upstream.url", URL: c.Upstream.URL, Header: h, Logger: log})
+	main, err := upstreamcheck.New(upstreamcheck.Config{Name: "upstream.url", URL: c.Upstream.URL, Header: h, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	out := []*upstreamcheck.Checker{main}
+	if a := c.Upstream.AnthropicURL; a != "" && strings.TrimRight(a, "/") != strings.TrimRight(c.Upstream.URL, "/") {
+		// Anthropic's GET /v1/models wants its version header and x-api-key.
+		h := http.Header{"Anthropic-Version": {"2023-06-01"}}
+		if c.Upstream.AnthropicAPIKey != "" {
+			h.Set("X-Api-Key", c.Upstream.AnthropicAPIKey)
+		}
+		ac, err := upstreamcheck.New(upstreamcheck.Config{Name: "upstream.anthropic_url", URL: a, Header: h,
+			KeyName: "upstream.anthropic_api_key", Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ac)
+	}
+	return out, nil
 }

@@ -119,13 +119,17 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	}
 	// The upstream is checked at once, beside everything else, so a wrong
 	// URL is reported in the first second, not after the index is built.
-	check, err := cfg.upstreamChecker(log)
+	checkers, err := cfg.upstreamCheckers(log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	go check.Run(ctx, cfg.Upstream.CheckInterval)
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log, check)
+	checks := make([]proxy.UpstreamCheck, len(checkers))
+	for i, c := range checkers {
+		go c.Run(ctx, cfg.Upstream.CheckInterval)
+		checks[i] = c
+	}
+	srv, reg, build, err := buildProxy(ctx, cfg, roots, log, checks...)
 	if err != nil {
 		ln.Close()
 		return err
