@@ -1,6 +1,6 @@
 # The whole test suite: `make test` (what .ci/run runs). Everything it needs
-# beyond Go itself (the openai npm SDK for end-to-end tests) is installed by
-# the tests that use it.
+# beyond Go itself (the npm packages of the real-client end-to-end tests) is
+# installed by the tests that use it, once per machine (docs/clients.md).
 GO ?= go
 FUZZTIME ?= 5s
 

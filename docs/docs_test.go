@@ -7,8 +7,9 @@
 //     the repository, with the router binary on PATH. A `router serve` (or
 //     `router demo --keep`) command is run bounded: started, probed until
 //     /readyz answers 200, stopped with SIGTERM, and must exit 0.
-//   - js, javascript, mjs: as an ES module under node, with the pinned openai
-//     SDK (proxy/e2e/testdata/node) installed once per machine.
+//   - js, javascript, mjs: as an ES module under node, with the end-to-end
+//     tests' pinned npm packages (proxy/e2e/testdata/node, the openai SDK
+//     among them) installed once per machine (internal/npmcache).
 //   - python, py: under python3 when an `openai` package is importable;
 //     skipped with a message otherwise.
 //   - yaml blocks whose top-level keys are all configuration keys are loaded
@@ -33,8 +34,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +52,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skillrouter/skillrouter/internal/npmcache"
 )
 
 // documentedAddr is the proxy address the documentation uses.
@@ -62,7 +63,8 @@ const documentedAddr = "127.0.0.1:8080"
 // that runs the test suite must not run this test again.
 const nestedEnv = "SKILLROUTER_DOCS_TEST_NESTED"
 
-// nodePackageDir holds the pinned openai SDK's package.json and lock.
+// nodePackageDir holds the package.json and lock of the npm packages the
+// JavaScript examples import (the openai SDK).
 const nodePackageDir = "proxy/e2e/testdata/node"
 
 // block is one fenced code block of a Markdown file.
@@ -303,6 +305,11 @@ func (e *docsEnv) environment(t *testing.T) []string {
 		}
 	}
 	closed := "http://127.0.0.1:1" // nothing listens on a privileged loopback port
+	// npm packages installed once per machine stay findable under the
+	// commands' own HOME.
+	if root, err := npmcache.Root(); err == nil {
+		env = append(env, npmcache.EnvRoot+"="+root)
+	}
 	return append(env,
 		"HOME="+e.home,
 		"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"),
@@ -504,10 +511,24 @@ func (e *docsEnv) runJS(t *testing.T, b block) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node not installed: the JavaScript examples need Node 20")
 	}
-	mods := e.nodeModules(t)
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not installed: cannot install the openai SDK the JavaScript examples import")
+	}
+	// The pinned SDK of the end-to-end tests, installed once per machine.
 	dir := t.TempDir()
-	if err := os.Symlink(mods, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(e.root, nodePackageDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := npmcache.Ensure(ctx, dir); err != nil {
+		t.Fatalf("installing the openai SDK for the JavaScript examples: %v", err)
 	}
 	file := filepath.Join(dir, "example.mjs")
 	if err := os.WriteFile(file, []byte(e.clientText(b.text)), 0o644); err != nil {
@@ -595,60 +616,6 @@ func (e *docsEnv) checkProxyLog(t *testing.T, b block, from int64) {
 			t.Errorf("%s:%d: the proxy answered %s with %d: %s", b.file, b.line, line.Path, line.Status, sc.Text())
 		}
 	}
-}
-
-// nodeModules installs the pinned openai SDK once per machine (by the hash
-// of its lock file) outside the work tree and returns its node_modules.
-func (e *docsEnv) nodeModules(t *testing.T) string {
-	t.Helper()
-	lock, err := os.ReadFile(filepath.Join(e.root, nodePackageDir, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := os.ReadFile(filepath.Join(e.root, nodePackageDir, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(append(pkg, lock...))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "skillrouter-tests", "node-"+hex.EncodeToString(sum[:8]))
-	mods := filepath.Join(dir, "node_modules")
-	if _, err := os.Stat(filepath.Join(mods, "openai", "package.json")); err == nil {
-		return mods
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm not installed: cannot install the openai SDK the JavaScript examples import")
-	}
-	// Install beside, then rename: a concurrent run never sees half a tree.
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".node-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	for name, b := range map[string][]byte{"package.json": pkg, "package-lock.json": lock} {
-		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = tmp
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci (the openai SDK for the JavaScript examples): %v\n%s", err, out)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(mods, "openai", "package.json")); serr != nil {
-			t.Fatal(err)
-		}
-	}
-	return mods
 }
 
 // copyRepo copies the repository's files (tracked, and untracked but not

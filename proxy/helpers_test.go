@@ -50,10 +50,10 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 	if f.err != nil {
 		return nil, f.err
 	}
-	sel := f.selected
-	if ov.Disable {
-		sel = nil
+	if ov.Disable { // as the router: the request goes upstream as it is
+		return &Rewrite{Decision: &router.Decision{}}, nil
 	}
+	sel := f.selected
 	plan := &wire.Plan{Catalog: "CATALOG", CatalogJSON: []byte(`"CATALOG"`), EnvelopeRole: "user", Changed: true,
 		Tools: wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}}
 	for _, id := range sel {

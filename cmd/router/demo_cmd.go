@@ -74,35 +74,14 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 	if err != nil {
 		return err
 	}
-	modelLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("demo model: %w", err)
-	}
-	model := &http.Server{Handler: http.HandlerFunc(serveDemoModel), ReadHeaderTimeout: 10 * time.Second}
-	go model.Serve(modelLn)
-	defer model.Close()
-
-	cfg.Upstream.URL = "http://" + modelLn.Addr().String() + "/v1"
-	cfg.Watch = false
-	cfg.Log.Level = "warn"
-	log := newLogger(cfg.Log, os.Stderr)
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	d, err := startDemo(ctx, roots, listen)
 	if err != nil {
 		return err
 	}
-	if err := build(ctx); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String() + "/v1"
+	defer d.stop()
+	base := d.base
 	fmt.Fprintf(out, "skillrouter demo: %d skills from %s, proxy at %s, stand-in model behind it\n",
-		len(reg.Snapshot().Skills()), strings.Join(dirs, ", "), base)
+		d.skills, strings.Join(dirs, ", "), base)
 
 	for _, p := range prompts {
 		if err := demoExchange(ctx, out, base, p); err != nil {
@@ -110,10 +89,50 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 		}
 	}
 	if keep {
-		fmt.Fprintf(out, "\nserving on %s (model \"demo\"); Ctrl-C to stop\n", base)
+		fmt.Fprintf(out, "\nserving on %s (model \"demo\"; Chat Completions, Responses and Anthropic Messages); Ctrl-C to stop\n", base)
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// demoStack is the demo's proxy in front of the stand-in model.
+type demoStack struct {
+	base   string // the proxy's base URL, with /v1
+	skills int
+	stop   func()
+}
+
+// startDemo starts the stand-in model and the proxy in front of it.
+func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, error) {
+	modelLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo model: %w", err)
+	}
+	model := &http.Server{Handler: http.HandlerFunc(serveDemoModel), ReadHeaderTimeout: 10 * time.Second}
+	go model.Serve(modelLn)
+
+	cfg := defaultConfig()
+	cfg.Upstream.URL = "http://" + modelLn.Addr().String() + "/v1"
+	cfg.Watch = false
+	cfg.Log.Level = "warn"
+	log := newLogger(cfg.Log, os.Stderr)
+	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	if err == nil {
+		err = build(ctx)
+	}
+	if err != nil {
+		model.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		model.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return &demoStack{base: "http://" + ln.Addr().String() + "/v1", skills: len(reg.Snapshot().Skills()),
+		stop: func() { hs.Close(); model.Close() }}, nil
 }
 
 func demoExchange(ctx context.Context, out io.Writer, base string, p demoPrompt) error {

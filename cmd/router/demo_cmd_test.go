@@ -101,3 +101,55 @@ func TestDemoModelAPIs(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoStackAllAPIs sends each client API through the real proxy and
+// router to the stand-in model, JSON and streamed: the model's load_skill
+// call is answered server-side and hidden, and its final answer shows the
+// skill in its context.
+func TestDemoStackAllAPIs(t *testing.T) {
+	ctx := context.Background()
+	d, err := startDemo(ctx, []string{"../../examples/skills"}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.stop()
+	const ask = "Please load regex-builder and then write a regex for ISO dates."
+	tests := []struct {
+		name, path, body string
+		hdr              map[string]string
+	}{
+		{"chat", "/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"` + ask + `"}]}`, nil},
+		{"chat stream", "/chat/completions", `{"model":"demo","stream":true,"messages":[{"role":"user","content":"` + ask + `"}]}`, nil},
+		{"responses", "/responses", `{"model":"demo","input":"` + ask + `"}`, nil},
+		{"responses stream", "/responses", `{"model":"demo","stream":true,"instructions":"Be brief.","input":[{"role":"user","content":"` + ask + `"}]}`, nil},
+		{"messages", "/messages?beta=true", `{"model":"demo","max_tokens":100,"messages":[{"role":"user","content":"` + ask + `"}]}`,
+			map[string]string{"anthropic-version": "2023-06-01"}},
+		{"messages stream", "/messages", `{"model":"demo","max_tokens":100,"stream":true,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":"` + ask + `"}]}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, d.base+tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Skillrouter-Top-K", "0") // the model must load the skill itself
+			for k, v := range tt.hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out := string(b)
+			if resp.StatusCode != 200 || strings.Contains(out, "load_skill") || !strings.Contains(out, "regex-builder (") {
+				t.Fatalf("status %d: the answer must not show load_skill and must report the loaded skill:\n%s", resp.StatusCode, out)
+			}
+			if rounds := resp.Header.Get("X-Skillrouter-Tool-Rounds") + resp.Trailer.Get("X-Skillrouter-Tool-Rounds"); rounds != "1" {
+				t.Errorf("tool rounds %q, want 1", rounds)
+			}
+			if resp.Header.Get("X-Skillrouter-Strategy") == "" {
+				t.Error("no decision headers")
+			}
+		})
+	}
+}

@@ -13,12 +13,12 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/npmcache"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/router"
@@ -27,23 +27,21 @@ import (
 
 const nodeDir = "testdata/node"
 
-// requireNode skips without node/npm and installs the pinned SDK once.
+// requireNode skips without node/npm and makes the pinned packages of
+// testdata/node available: installed once per machine into the npm cache
+// outside the work tree (internal/npmcache), testdata/node/node_modules a
+// symlink to it. The first install takes about a minute.
 func requireNode(t *testing.T) {
 	t.Helper()
 	for _, bin := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed: skipping the OpenAI Node SDK end-to-end tests", bin)
+			t.Skipf("%s not installed: skipping the end-to-end tests with real Node clients", bin)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(nodeDir, "node_modules", "openai", "package.json")); err == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = nodeDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", nodeDir, err, out)
+	if _, err := npmcache.Ensure(ctx, nodeDir); err != nil {
+		t.Fatal(err)
 	}
 }
 

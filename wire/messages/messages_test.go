@@ -53,7 +53,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ body, param, msg string }{
 		{`{"model":"m"}`, "messages", "missing required parameter"},
 		{`{"messages":[]}`, "messages", "at least one message"},
-		{`{"messages":[{"role":"system","content":"x"}]}`, "messages[0].role", `must be "user" or "assistant"`},
+		{`{"messages":[{"role":"","content":"x"}]}`, "messages[0].role", `must not be empty`},
 		{`{"messages":[{"role":"user"}]}`, "messages[0].content", "missing required parameter"},
 		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "must be a string or an array"},
 		{`{"system":5,"messages":[{"role":"user","content":"x"}]}`, "system", "must be a string or an array of text blocks"},
@@ -221,4 +221,34 @@ func TestStream(t *testing.T) {
 		!strings.Contains(out2, `"usage":{"input_tokens":40,"output_tokens":11}`) || !strings.Contains(all, "event: ping") {
 		t.Fatalf("stream:\n%s", all)
 	}
+}
+
+// FuzzParse: validation never panics, answers 400 in API terms, and what it
+// accepts renders into a body it accepts again.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":"{"}]}`,
+		`{"system":null,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
+		`{"messages":[]}`, `[]`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := Parse(in)
+		if err != nil {
+			if we, ok := err.(*wire.Error); !ok || we.Status != 400 || strings.Contains(we.Message, "Go ") {
+				t.Fatalf("error %v", err)
+			}
+			return
+		}
+		out, err := r.Render(plan())
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("rendered invalid JSON from %s:\n%s", in, out)
+		}
+		if _, err := Parse(out); err != nil {
+			t.Fatalf("rendered body does not parse: %v\n%s", err, out)
+		}
+	})
 }

@@ -201,8 +201,11 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if json.Unmarshal(msg.Role, &role) != nil {
 		return "", wire.TypeError(p+".role", "a string", msg.Role)
 	}
-	if role != "user" && role != "assistant" {
-		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be \"user\" or \"assistant\", got %q", p, role)
+	// user and assistant, and "system", which Claude Code sends as its last
+	// message (environment and skill listing); others are the upstream's to
+	// judge.
+	if role == "" {
+		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must not be empty", p)
 	}
 	content := msg.Content
 	if len(content) == 0 || jsonspan.IsNull(content) {

@@ -278,3 +278,33 @@ func TestStreamHidesTheProxysCallsAndRenumbers(t *testing.T) {
 		t.Fatalf("final response.completed %s", completed)
 	}
 }
+
+// FuzzParse: validation never panics, answers 400 in API terms, and what it
+// accepts renders into a body it accepts again.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{"model":"m","input":"hi"}`, `{"input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
+		`{"instructions":null,"input":[],"tools":[{"type":"web_search"}]}`, `{"input":5}`, `[]`, ``, `{"previous_response_id":"r","input":"x","store":true}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := Parse(in)
+		if err != nil {
+			if we, ok := err.(*wire.Error); !ok || we.Status != 400 || strings.Contains(we.Message, "Go ") {
+				t.Fatalf("error %v", err)
+			}
+			return
+		}
+		p := plan()
+		p.Tools.Withheld = nil
+		out, err := r.Render(p)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("rendered invalid JSON from %s:\n%s", in, out)
+		}
+		if _, err := Parse(out); err != nil {
+			t.Fatalf("rendered body does not parse: %v\n%s", err, out)
+		}
+	})
+}

@@ -1,5 +1,11 @@
-// Package fakeai is a protocol-faithful fake of an OpenAI-compatible API for
-// tests: it records every request it receives and answers from a script.
+// Package fakeai is a protocol-faithful fake of the model APIs the proxy
+// forwards to, for tests: it records every request it receives and answers
+// from one script queue, in the shape of the API the request was sent to —
+// OpenAI Chat Completions (/v1/chat/completions), OpenAI Responses
+// (/v1/responses, see responses.go) and Anthropic Messages (/v1/messages and
+// /v1/messages/count_tokens, see messages.go). Each API validates requests as
+// its real server does and answers a malformed one with a 400 in its own
+// error envelope: that is what catches a proxy that rewrites a body wrongly.
 //
 // Chat answers follow the Chat Completions wire format: a chat.completion
 // object, or with "stream": true a text/event-stream of chat.completion.chunk
@@ -11,7 +17,7 @@
 package fakeai
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,10 +57,14 @@ func (r Request) Messages() []map[string]any {
 	return b.Messages
 }
 
-// ToolNames returns the function names in the body's tools, in order.
+// ToolNames returns the names of the body's tools, in order, in any of the
+// three formats: function.name (chat), name (Responses' flat function tools,
+// Anthropic tools), else the tool's type (built-in tools such as web_search).
 func (r Request) ToolNames() []string {
 	var b struct {
 		Tools []struct {
+			Type     string `json:"type"`
+			Name     string `json:"name"`
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
@@ -63,7 +73,14 @@ func (r Request) ToolNames() []string {
 	_ = json.Unmarshal(r.Body, &b)
 	var out []string
 	for _, t := range b.Tools {
-		out = append(out, t.Function.Name)
+		name := t.Function.Name
+		if name == "" {
+			name = t.Name
+		}
+		if name == "" && t.Type != "function" {
+			name = t.Type
+		}
+		out = append(out, name)
 	}
 	return out
 }
@@ -75,20 +92,56 @@ type Call struct {
 	Arguments string // JSON text
 }
 
-// Usage is the usage block of an answer.
+// Usage is the usage block of an answer. Chat writes it as it is; Responses
+// and Messages map prompt tokens to input_tokens and completion tokens to
+// output_tokens.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+
+	// Prompt caching, not part of the chat block: Responses'
+	// input_tokens_details.cached_tokens and Anthropic's
+	// cache_read_input_tokens / cache_creation_input_tokens.
+	CachedTokens        int `json:"-"`
+	CacheCreationTokens int `json:"-"`
+}
+
+// Thinking scripts the model's reasoning before its answer: an Anthropic
+// thinking block (text streamed as thinking_delta, then a signature_delta)
+// and/or redacted_thinking block, or a Responses reasoning item (Text as its
+// summary, Signature as encrypted_content when the request includes
+// "reasoning.encrypted_content"). An empty Signature gets one derived from
+// Text, which the Messages fake checks when the block comes back: a proxy
+// that alters a thinking block is caught as the real API would catch it.
+type Thinking struct {
+	Text         string
+	Signature    string
+	RedactedData string // Anthropic only: adds a redacted_thinking block with this data
+}
+
+// Failure makes a streamed turn fail mid-stream, as the API does: after
+// After events, an Anthropic "error" event, or for Responses a
+// "response.failed" event (Event "error": an "error" event instead); the
+// stream then ends. A non-streamed request gets Status (default 500) with
+// Message in the API's error envelope.
+type Failure struct {
+	After   int
+	Event   string // Responses: "response.failed" (default) or "error"
+	Status  int
+	Type    string // error type; default server_error (OpenAI), api_error (Anthropic)
+	Message string
 }
 
 // Turn scripts one assistant answer.
 type Turn struct {
 	Content      string
 	ToolCalls    []Call
-	FinishReason string // default "tool_calls" with calls, else "stop"
+	FinishReason string // chat: default "tool_calls" with calls, else "stop"; Messages: stop_reason, default "tool_use" with calls, else "end_turn"
 	Usage        *Usage // default: derived from the sizes of request and answer
 	Model        string // default: the request's model
+	Thinking     *Thinking
+	Fail         *Failure // Responses and Messages only
 
 	// Streaming shape.
 	ContentChunks int             // pieces the content is split into (default: one per word)
@@ -101,17 +154,20 @@ type Turn struct {
 // Responder answers one request.
 type Responder func(w http.ResponseWriter, r *http.Request, rec Request)
 
-// Server is the fake. Chat completions are answered from the script queue
-// (then with a default "ok" turn); Handle overrides any path.
+// Server is the fake. Chat completions, Responses and Messages requests are
+// answered from one script queue, in order of arrival (then with a default
+// "ok" turn in the API's shape); Handle overrides any path.
 type Server struct {
 	*httptest.Server
 
-	mu       sync.Mutex
-	reqs     []Request
-	noRecord bool
-	script   []Responder
-	handlers map[string]Responder
-	answers  int
+	mu          sync.Mutex
+	reqs        []Request
+	noRecord    bool
+	script      []Responder
+	handlers    map[string]Responder
+	answers     int
+	stored      map[string]storedResponse // Responses kept for previous_response_id
+	storedOrder []string                  // their ids, oldest first
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -121,10 +177,13 @@ func New() *Server {
 	return f
 }
 
-// BaseURL is the API base including /v1, as a proxy's upstream.
+// BaseURL is the API base including /v1, as a proxy's upstream and the
+// OpenAI SDKs' baseURL. Anthropic clients take the bare f.URL (the
+// Anthropic SDK and Claude Code add /v1/messages themselves).
 func (f *Server) BaseURL() string { return f.URL + "/v1" }
 
-// Script queues responders for the next chat completion requests.
+// Script queues responders for the next model requests: chat completions,
+// Responses and Messages (not count_tokens), whichever comes next.
 func (f *Server) Script(rs ...Responder) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -158,7 +217,31 @@ func (f *Server) StopRecording() {
 func (f *Server) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reqs, f.script = nil, nil
+	f.reqs, f.script, f.stored, f.storedOrder = nil, nil, nil, nil
+}
+
+// modelPaths are the endpoints answered from the script queue.
+var modelPaths = map[string]bool{"/v1/chat/completions": true, pathResponses: true, pathMessages: true}
+
+const (
+	pathResponses   = "/v1/responses"
+	pathMessages    = "/v1/messages"
+	pathCountTokens = "/v1/messages/count_tokens"
+)
+
+// answerKey carries the server and the answer's number to responders, which
+// are plain functions: the Responses fake stores answers for
+// previous_response_id and numbers ids with it.
+type answerKey struct{}
+
+type answerInfo struct {
+	f *Server
+	n int
+}
+
+func answerOf(r *http.Request) answerInfo {
+	a, _ := r.Context().Value(answerKey{}).(answerInfo)
+	return a
 }
 
 func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -169,19 +252,20 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		f.reqs = append(f.reqs, rec)
 	}
 	h := f.handlers[r.URL.Path]
-	if h == nil && r.URL.Path == "/v1/chat/completions" && len(f.script) > 0 {
+	if h == nil && modelPaths[r.URL.Path] && len(f.script) > 0 {
 		h = f.script[0]
 		f.script = f.script[1:]
 	}
 	f.answers++
 	n := f.answers
 	f.mu.Unlock()
+	r = r.WithContext(context.WithValue(r.Context(), answerKey{}, answerInfo{f: f, n: n}))
 	if h != nil {
 		h(w, r, rec)
 		return
 	}
 	switch r.URL.Path {
-	case "/v1/chat/completions":
+	case "/v1/chat/completions", pathResponses, pathMessages, pathCountTokens:
 		Reply(Turn{Content: "ok"})(w, r, rec)
 	case "/v1/models":
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
@@ -193,16 +277,19 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"usage": map[string]int{"prompt_tokens": 2, "total_tokens": 2}})
 	case "/v1/completions":
 		completions(w, rec, n)
-	case "/v1/responses":
-		responses(w, rec, n)
 	default:
 		Status(404, "unknown path "+r.URL.Path)(w, r, rec)
 	}
 }
 
-// Status answers with an OpenAI error body and the given status.
+// Status answers with an error body and the given status: Anthropic's
+// envelope on /v1/messages paths, else OpenAI's.
 func Status(code int, message string) Responder {
 	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		if isMessagesPath(rec.Path) {
+			anthropicError(w, r, code, anthropicErrorType(code), message)
+			return
+		}
 		typ := "invalid_request_error"
 		if code >= 500 {
 			typ = "server_error"
@@ -262,10 +349,24 @@ func Raw(status int, contentType, body string) Responder {
 	}
 }
 
-// Reply answers a chat completion request with t: a chat.completion object,
-// or an SSE stream when the request has "stream": true.
+// Reply answers with t in the shape of the API the request was sent to
+// (by its path: /v1/responses, /v1/messages, /v1/messages/count_tokens,
+// else chat completions): for chat a chat.completion object, or an SSE
+// stream when the request has "stream": true; see replyResponses and
+// replyMessages for the others.
 func Reply(turn Turn) Responder {
 	return func(w http.ResponseWriter, r *http.Request, rec Request) {
+		switch rec.Path {
+		case pathResponses:
+			replyResponses(turn, w, r, rec)
+			return
+		case pathMessages:
+			replyMessages(turn, w, r, rec)
+			return
+		case pathCountTokens:
+			countTokens(w, r, rec)
+			return
+		}
 		// Defaults are filled in per request: the closure serves many.
 		t := turn
 		t.ToolCalls = slices.Clone(turn.ToolCalls)
@@ -498,31 +599,4 @@ func completions(w http.ResponseWriter, rec Request, n int) {
 		_ = http.NewResponseController(w).Flush()
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-// responses answers /v1/responses, streamed with named events when asked.
-func responses(w http.ResponseWriter, rec Request, n int) {
-	var req struct {
-		Stream bool `json:"stream"`
-	}
-	_ = json.Unmarshal(rec.Body, &req)
-	id := fmt.Sprintf("resp_fake_%d", n)
-	if !req.Stream {
-		writeJSON(w, 200, map[string]any{"id": id, "object": "response", "status": "completed", "output_text": "hi"})
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
-	var buf bytes.Buffer
-	for i, ev := range []struct{ name, data string }{
-		{"response.created", `{"type":"response.created","sequence_number":0}`},
-		{"response.output_text.delta", `{"type":"response.output_text.delta","delta":"hi","sequence_number":1}`},
-		{"response.completed", `{"type":"response.completed","sequence_number":2}`},
-	} {
-		buf.Reset()
-		fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", ev.name, ev.data)
-		_, _ = w.Write(buf.Bytes())
-		_ = http.NewResponseController(w).Flush()
-		_ = i
-	}
 }
