@@ -296,6 +296,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 		APIKey:            cfg.Upstream.APIKey,
 		OverrideAuth:      cfg.Upstream.OverrideAuth,
 		Transport:         transport,
+		Stage:             traceStage(tel),
 		Rewriter:          traceRewriter(tel, def, ""),
 		Library:           reg,
 		AB:                ab,
