@@ -4,7 +4,7 @@
 GO ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test vet fmt race fuzz build bench
+.PHONY: test vet fmt race fuzz build bench image image-check helm-check
 
 test: fmt vet race fuzz
 
@@ -26,3 +26,21 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Container image (Containerfile) with buildah, from a binary built here; not
+# part of `make test` because it needs buildah (docs/deploy.md).
+IMAGE ?= localhost/skillrouter:dev
+
+image:
+	bash scripts/image.sh --tag $(IMAGE)
+
+# Builds the image and checks its entrypoint, user, port, environment and
+# root filesystem; installs buildah with apt-get when it is missing.
+image-check:
+	bash scripts/image.sh --install --check --tag $(IMAGE)
+
+# Helm chart: helm lint --strict and helm template with each values file,
+# manifests and configuration checked by a Go test (also part of `make test`).
+# The first run on a machine builds helm v3.22.0 into the user cache.
+helm-check:
+	$(GO) test -count=1 -run TestHelmChart -v ./cmd/router

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -21,6 +22,10 @@ type Config struct {
 	Timeout    time.Duration `yaml:"timeout"`    // per remote call; default 30s
 	Retries    int           `yaml:"retries"`    // bounded retries with backoff; default 2; <0 = none
 	CacheDir   string        `yaml:"cache_dir"`  // default $XDG_CACHE_HOME/skillrouter; "-" disables
+
+	// Transport sends the remote providers' HTTP requests (nil: the
+	// default); cmd/router sets a tracing one. Not configuration: no YAML.
+	Transport http.RoundTripper `yaml:"-"`
 }
 
 // Embedder is what every provider here offers; it is the method set of the

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/envconfig"
 )
 
 // DefaultOllamaModel is the model used when Config.Model is empty.
@@ -40,6 +41,10 @@ func NewOllama(cfg Config) (*Ollama, error) {
 		if err != nil {
 			return nil, misconfigured("ollama", err)
 		}
+		if cfg.Transport != nil {
+			// The client's own reading of OLLAMA_HOST, with our transport.
+			client = api.NewClient(envconfig.Host(), &http.Client{Transport: cfg.Transport})
+		}
 		host = os.Getenv("OLLAMA_HOST")
 		if host == "" {
 			host = "http://127.0.0.1:11434"
@@ -52,7 +57,11 @@ func NewOllama(cfg Config) (*Ollama, error) {
 		// The client joins API paths onto the base; "/api" in a user's URL
 		// would be doubled.
 		u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api")
-		client = api.NewClient(u, http.DefaultClient)
+		hc := http.DefaultClient
+		if cfg.Transport != nil {
+			hc = &http.Client{Transport: cfg.Transport}
+		}
+		client = api.NewClient(u, hc)
 	}
 	return &Ollama{remote: newRemote("ollama", cfg), client: client, model: model, host: host}, nil
 }

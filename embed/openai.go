@@ -53,7 +53,7 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 	}
 	return &OpenAI{
 		remote:  newRemote("openai", cfg),
-		client:  &http.Client{},
+		client:  &http.Client{Transport: cfg.Transport},
 		base:    strings.TrimSuffix(base, "/"),
 		key:     key,
 		model:   model,

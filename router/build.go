@@ -104,7 +104,10 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		vdocs[i] = documentDoc(s)
 	}
 	ix.emb = r.opts.Embedder
-	if r.opts.Fit != nil {
+	pre := r.loadPrebuilt(list)
+	if restored := r.restoreFitted(pre); restored != nil {
+		ix.emb = restored
+	} else if r.opts.Fit != nil {
 		corpus := make([]string, len(vdocs))
 		for i, d := range vdocs {
 			var b strings.Builder
@@ -118,7 +121,7 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	}
 	var stats index.BuildStats
 	if ix.emb != nil {
-		ix.vec, stats, ix.vecErr = r.buildVectors(ctx, vdocs, ix.emb, prev)
+		ix.vec, stats, ix.vecErr = r.buildVectors(ctx, vdocs, ix.emb, prev, pre)
 	}
 	if ix.vec != nil {
 		ix.vecRow = make([]int, ix.vec.Len())
@@ -138,7 +141,12 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 			"embedder", ix.emb.Name(), "model", ix.emb.Model(), "err", ix.vecErr)
 		r.lastRetry.Store(time.Now().UnixNano())
 	}
-	ix.cal = r.calibrate(ctx, ix)
+	if cal, ok := storedCalibration(pre, ix); ok {
+		ix.cal = cal
+	} else {
+		ix.cal = r.calibrate(ctx, ix)
+	}
+	r.logPrebuilt(pre, prev, stats)
 	attrs := []any{"skills", len(list), "took", time.Since(start).Round(time.Millisecond)}
 	if ix.emb != nil {
 		attrs = append(attrs, "embedder", ix.emb.Name(), "model", ix.emb.Model(),
@@ -154,10 +162,13 @@ func vectorModel(e Embedder) string {
 	return e.Name() + "/" + e.Model() + "/" + strconv.Itoa(e.Dimensions())
 }
 
-func (r *Router) buildVectors(ctx context.Context, docs []index.VectorDoc, emb Embedder, prev *rankIndex) (*index.Vectors, index.BuildStats, error) {
+func (r *Router) buildVectors(ctx context.Context, docs []index.VectorDoc, emb Embedder, prev *rankIndex, pre *prebuilt) (*index.Vectors, index.BuildStats, error) {
 	var old *index.Vectors
 	if prev != nil {
 		old = prev.vec
+	}
+	if old == nil {
+		old = prebuiltVectors(pre, emb)
 	}
 	path := ""
 	if r.opts.IndexDir != "" {

@@ -23,6 +23,15 @@ type Options struct {
 	IndexDir     string                         // where the vector index persists; "" = memory only
 	Logger       *slog.Logger
 
+	// Prebuilt is a folder written by SavePrebuilt (`router index build`),
+	// read and never written. When it matches the library and the
+	// embedder, building loads the vectors, the fitted embedder (through
+	// Restore) and the calibration from it and embeds nothing.
+	Prebuilt string
+	// Restore rebuilds a fitted embedder from the state SavePrebuilt stored
+	// (the builtin's MarshalBinary); nil fits as usual.
+	Restore func(state []byte) (Embedder, error)
+
 	// HistoryTurns is how many earlier user turns are blended into the query
 	// (default 2; <0 = none), each weighted HistoryDecay times the one after
 	// it (default 0.35), so a follow-up like "now do the same for the API"
@@ -121,7 +130,7 @@ var vectorRetryEvery = 30 * time.Second
 func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, error) {
 	opts = opts.withDefaults()
 	if !ValidStrategy(opts.Strategy) {
-		return nil, fmt.Errorf("router: unknown strategy %q (want keyword, bm25, embedding or hybrid)", opts.Strategy)
+		return nil, fmt.Errorf("router: unknown strategy %q (want %s)", opts.Strategy, StrategyList())
 	}
 	r := &Router{opts: opts}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())

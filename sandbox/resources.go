@@ -65,27 +65,7 @@ func (t *resourceTool) Call(ctx context.Context, call router.ToolCall) (string, 
 	if e != nil {
 		return p.refuse(ToolReadResource, e), nil
 	}
-	if a.Path == "" {
-		a.Path = "."
-	}
-	r, e := resolveInSkill(s.Dir, a.Path)
-	if e != nil {
-		e.SkillID = s.ID
-		return p.refuse(ToolReadResource, e), nil
-	}
-	out, e := readResolved(r, p.cfg.ReadLimit)
-	if e != nil {
-		e.SkillID, e.Path = s.ID, r.rel
-		return p.refuse(ToolReadResource, e), nil
-	}
-	switch v := out.(type) {
-	case *readResult:
-		v.SkillID = s.ID
-	case *listResult:
-		v.SkillID = s.ID
-	}
-	p.log.Debug("sandbox: read resource", "skill", s.ID, "path", r.rel)
-	return mustJSON(out), nil
+	return p.ReadSkillResource(s.ID, s, a.Path), nil
 }
 
 // readResolved reads at most limit bytes of a resolved path, through an

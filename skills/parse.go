@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -475,7 +476,7 @@ func nodeValue(n *yaml.Node, budget *int, depth int) (any, bool) {
 			if math.IsInf(x, 0) || math.IsNaN(x) {
 				return n.Value, true
 			}
-		case []byte:
+		case []byte, time.Time: // timestamps as written, not reformatted
 			return n.Value, true
 		}
 		return v, true

@@ -21,6 +21,12 @@ const DefaultDebounce = 250 * time.Millisecond
 // folder under each root (inotify is not recursive) and adds watches for
 // folders created later. Errors after startup are logged and watching goes
 // on; it returns an error only when no watcher can be created at all.
+//
+// Libraries updated by swapping a symlink are followed: a Kubernetes
+// ConfigMap or Secret volume (the kubelet writes a new hidden folder and
+// renames "..data" over the old link) and a root reached through a link
+// that is replaced (git-sync's --link). After each reload, watches whose
+// path now leads to another folder are moved to it.
 func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	if debounce <= 0 {
 		debounce = DefaultDebounce
@@ -35,7 +41,8 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	for i, root := range r.roots {
 		roots[i] = filepath.Clean(root)
 	}
-	r.addWatches(w, roots)
+	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}}
+	r.addWatches(ws, roots)
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -60,12 +67,12 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			if !ok {
 				return nil
 			}
-			if !relevant(ev, roots) {
+			if !relevant(ev, roots, ws.links) {
 				continue
 			}
-			if ev.Has(fsnotify.Create) {
+			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
-					r.watchTree(w, ev.Name, nil, map[string]bool{})
+					r.watchTree(ws, ev.Name, nil, map[string]bool{})
 				}
 			}
 			schedule()
@@ -80,8 +87,10 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		case <-timer.C:
 			pendingSince = time.Time{}
 			r.Reload(ctx)
-			// Folders created while the scan ran (or a root that appeared) get watches now.
-			r.addWatches(w, roots)
+			// Folders created while the scan ran (or a root that appeared)
+			// get watches now, and watches left on folders a swapped link
+			// no longer leads to move to the new ones.
+			r.addWatches(ws, roots)
 		}
 	}
 }
@@ -92,11 +101,35 @@ func (r *Registry) logger() *slog.Logger {
 	return r.log
 }
 
+// atomicDataLink is the link the kubelet renames into place to publish a
+// new version of a ConfigMap, Secret or projected volume: the one hidden
+// name whose change is the library's.
+const atomicDataLink = "..data"
+
+// watchState is what Watch keeps between reloads.
+type watchState struct {
+	w *fsnotify.Watcher
+	// watched is what each watched path led to when it was added; a path
+	// that now leads elsewhere (through a swapped link) is watched anew.
+	watched map[string]os.FileInfo
+	// links are symlinks on the roots' own paths; replacing one swaps the
+	// library (their parent folders are watched).
+	links map[string]bool
+}
+
 // relevant drops events that cannot change the library: permission changes
-// and hidden files (editor swap files, .git internals), and anything outside
-// the roots (seen when a missing root's parent is watched).
-func relevant(ev fsnotify.Event, roots []string) bool {
-	if ev.Op == fsnotify.Chmod || strings.HasPrefix(filepath.Base(ev.Name), ".") {
+// and hidden files (editor swap files, .git internals) except a kubelet
+// "..data" swap, and anything outside the roots (seen when a missing
+// root's parent is watched) except the replacement of a link on a root's
+// path.
+func relevant(ev fsnotify.Event, roots []string, links map[string]bool) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	if links[ev.Name] {
+		return true
+	}
+	if base := filepath.Base(ev.Name); strings.HasPrefix(base, ".") && base != atomicDataLink {
 		return false
 	}
 	for _, root := range roots {
@@ -108,29 +141,58 @@ func relevant(ev fsnotify.Event, roots []string) bool {
 }
 
 // addWatches (re)adds watches for every folder under each root. A root that
-// does not exist yet is covered by watching its parent, so creating it is noticed.
-func (r *Registry) addWatches(w *fsnotify.Watcher, roots []string) {
+// does not exist yet is covered by watching its parent, so creating it is
+// noticed; so is the parent of each symlink on a root's path, so its
+// replacement is. Watches whose path now leads to another folder are
+// moved there first.
+func (r *Registry) addWatches(ws *watchState, roots []string) {
 	seen := map[string]bool{}
-	for _, p := range w.WatchList() {
+	for _, p := range ws.w.WatchList() {
+		if old, ok := ws.watched[p]; ok {
+			if now, err := os.Stat(p); err != nil || !os.SameFile(old, now) {
+				_ = ws.w.Remove(p) // fails when the old folder is gone: fine
+				delete(ws.watched, p)
+				continue
+			}
+		}
 		seen[p] = true
 	}
 	for _, root := range roots {
+		for _, link := range linksOnPath(root) {
+			ws.links[link] = true
+			if parent := filepath.Dir(link); !seen[parent] {
+				r.add(ws, parent, seen)
+			}
+		}
 		if info, err := os.Stat(root); err == nil && info.IsDir() {
-			r.watchTree(w, root, nil, seen)
+			r.watchTree(ws, root, nil, seen)
 			continue
 		}
 		if parent := filepath.Dir(root); !seen[parent] {
 			if info, err := os.Stat(parent); err == nil && info.IsDir() {
-				r.add(w, parent, seen)
+				r.add(ws, parent, seen)
 			}
+		}
+	}
+}
+
+// linksOnPath returns the symlinks among path and its ancestors.
+func linksOnPath(path string) []string {
+	var out []string
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if info, err := os.Lstat(p); err == nil && info.Mode()&os.ModeSymlink != 0 {
+			out = append(out, p)
+		}
+		if parent := filepath.Dir(p); parent == p {
+			return out
 		}
 	}
 }
 
 // watchTree watches dir and the folders below it; ancestors are the folders
 // above dir in this walk, to stop at symlinks that loop back.
-func (r *Registry) watchTree(w *fsnotify.Watcher, dir string, ancestors []string, seen map[string]bool) {
-	if len(ancestors) > maxDepth || !r.add(w, dir, seen) {
+func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, seen map[string]bool) {
+	if len(ancestors) > maxDepth || !r.add(ws, dir, seen) {
 		return
 	}
 	ancestors = append(ancestors, dir)
@@ -152,18 +214,21 @@ func (r *Registry) watchTree(w *fsnotify.Watcher, dir string, ancestors []string
 		} else if !e.IsDir() {
 			continue
 		}
-		r.watchTree(w, child, ancestors, seen)
+		r.watchTree(ws, child, ancestors, seen)
 	}
 }
 
 // add watches dir unless it already is; false only when it cannot be watched.
-func (r *Registry) add(w *fsnotify.Watcher, dir string, seen map[string]bool) bool {
+func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 	if seen[dir] {
 		return true // already watched: still descend, children may be new
 	}
-	if err := w.Add(dir); err != nil {
+	if err := ws.w.Add(dir); err != nil {
 		r.logger().Warn("skills: cannot watch folder; changes in it will be missed", "dir", dir, "err", err)
 		return false
+	}
+	if info, err := os.Stat(dir); err == nil {
+		ws.watched[dir] = info
 	}
 	seen[dir] = true
 	return true

@@ -13,7 +13,12 @@
 //   - the server-sent events reader all three APIs stream with.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // API names a client API, as used in metric labels and logs.
 type API string
@@ -190,3 +195,71 @@ type Reply struct {
 	Text  string
 	Calls []ToolCall
 }
+
+// harnessTags wrap text that agent harnesses put into user turns as context
+// for the model (Claude Code's <system-reminder>, Codex's
+// <environment_context> and <user_instructions>): not what the user asked.
+var harnessTags = []string{"system-reminder", "environment_context", "user_instructions"}
+
+// HarnessContext reports whether a text part is wholly one such wrapper;
+// parsers leave it out of the turn's text, so ranking sees the user's ask
+// rather than, say, Claude Code's git commit attribution reminder.
+func HarnessContext(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, tag := range harnessTags {
+		if strings.HasPrefix(t, "<"+tag+">") && strings.HasSuffix(t, "</"+tag+">") {
+			return true
+		}
+	}
+	return false
+}
+
+// InCallOrder pairs results with the answer's calls: the results in the
+// order of the calls (a call without a result is skipped). A result without
+// a call id, or for a call the answer does not hold, is an error: the
+// upstream would reject the request.
+func (a *Answer) InCallOrder(results []ToolResult) ([]ToolResult, error) {
+	byID := make(map[string]ToolResult, len(results))
+	for _, r := range results {
+		if r.CallID == "" {
+			return nil, errors.New("tool result without a call id")
+		}
+		byID[r.CallID] = r
+	}
+	out := make([]ToolResult, 0, len(results))
+	for _, c := range a.Calls {
+		if r, ok := byID[c.ID]; ok {
+			delete(byID, c.ID)
+			out = append(out, r)
+		}
+	}
+	for id := range byID {
+		return nil, fmt.Errorf("no tool call with id %s in the answer", id)
+	}
+	return out, nil
+}
+
+// Elements lists a tools array of this set: the client's definitions
+// (client, as sent) not withheld, then the proxy's rendered by render;
+// nil when it would be empty.
+func (t *ToolSet) Elements(client [][]byte, render func(ToolSpec) []byte) [][]byte {
+	var out [][]byte
+	for i, c := range client {
+		if t.Keeps(i) {
+			out = append(out, c)
+		}
+	}
+	for _, s := range t.Server {
+		out = append(out, render(s))
+	}
+	return out
+}
+
+// Changed reports whether the set differs from the client's tools as sent.
+func (t *ToolSet) Changed() bool { return len(t.Withheld) > 0 || len(t.Server) > 0 }
+
+// ExhaustedComment is the SSE comment a stream gets the moment its last
+// allowed round calls the proxy's tools again: the status line went out long
+// ago, so it is said as a comment (ignored by SDKs, visible to curl), and
+// in the trailer at the end.
+const ExhaustedComment = ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"

@@ -50,9 +50,16 @@ type config struct {
 	Log        logConfig      `yaml:"log"`
 	Exec       execConfig     `yaml:"exec"`
 	AB         abConfig       `yaml:"ab"`
+	MCP        mcpConfig      `yaml:"mcp"`
 
 	// src says where each value came from, for error messages.
 	src *provenance
+}
+
+// mcpConfig is the MCP face of `router serve` (streamable HTTP at /mcp);
+// `router mcp` serves stdio whatever it says.
+type mcpConfig struct {
+	Enabled bool `yaml:"enabled"`
 }
 
 type upstreamConfig struct {
@@ -71,6 +78,7 @@ type routingConfig struct {
 	EmbedTimeout time.Duration      `yaml:"embed_timeout"`
 	MinScore     map[string]float64 `yaml:"min_score"`
 	IndexDir     string             `yaml:"index_dir"`
+	Prebuilt     string             `yaml:"prebuilt_index"`
 	RankCache    int                `yaml:"rank_cache"`
 }
 
@@ -201,6 +209,7 @@ func defaultConfig() config {
 		Log:  logConfig{Format: "text", Level: "info"},
 		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
 		AB:   abConfig{Header: proxy.DefaultABHeader},
+		MCP:  mcpConfig{Enabled: true},
 		src:  newProvenance(),
 	}
 }
@@ -277,6 +286,7 @@ var configKeys = []configKey{
 	{path: "routing.max_auto_load", flag: "max-auto-load", kind: "int", help: "skills auto-loaded per request at most (0 = none)", ptr: func(c *config) any { return &c.Routing.MaxAutoLoad }},
 	{path: "routing.embed_timeout", flag: "embed-timeout", kind: "duration", help: "latency budget of the query embedding before falling back to bm25", ptr: func(c *config) any { return &c.Routing.EmbedTimeout }},
 	{path: "routing.index_dir", kind: "string", help: "where the vector index persists (remote embedders default to the cache folder)", ptr: func(c *config) any { return &c.Routing.IndexDir }},
+	{path: "routing.prebuilt_index", flag: "index", kind: "string", help: "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", ptr: func(c *config) any { return &c.Routing.Prebuilt }},
 	{path: "routing.rank_cache", kind: "int", help: "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", ptr: func(c *config) any { return &c.Routing.RankCache }},
 	{path: "rewrite.catalog_format", flag: "catalog-format", kind: "string", help: "catalog format: " + oneOf(formatNames), ptr: func(c *config) any { return &c.Rewrite.CatalogFormat }, choices: formatNames},
 	{path: "rewrite.catalog_mode", flag: "catalog-mode", kind: "string", help: "catalog mode: " + oneOf(catalogModeNames), ptr: func(c *config) any { return &c.Rewrite.CatalogMode }, choices: catalogModeNames},
@@ -299,13 +309,14 @@ var configKeys = []configKey{
 	{path: "exec.allowed_tools", flag: "exec-allowed-tools", kind: "list", help: "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", ptr: func(c *config) any { return &c.Exec.AllowedTools }},
 	{path: "exec.confinement", kind: "string", help: "write confinement of scripts: " + oneOf(confinementNames), ptr: func(c *config) any { return &c.Exec.Confinement }, choices: confinementNames},
 	{path: "exec.output_dir", kind: "string", help: "root of per-conversation output folders", ptr: func(c *config) any { return &c.Exec.OutputDir }},
+	{path: "mcp.enabled", flag: "mcp", kind: "bool", help: "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", ptr: func(c *config) any { return &c.MCP.Enabled }},
 	{path: "ab.header", kind: "string", help: "A/B: request header hashed to pick an arm (else the user field, else the first user message)", ptr: func(c *config) any { return &c.AB.Header }},
 	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},
 }
 
 // pathKeys are the keys holding folders: relative values in a config file
 // are relative to the file's folder.
-var pathKeys = []string{"routing.index_dir", "embedder.cache_dir", "exec.output_dir"}
+var pathKeys = []string{"routing.index_dir", "routing.prebuilt_index", "embedder.cache_dir", "exec.output_dir"}
 
 // shownDefaults replaces a zero default in --help where the real default
 // is decided downstream (by the embedding provider or the sandbox).

@@ -23,16 +23,6 @@ func modelsUpstream(t *testing.T) *httptest.Server {
 	return up
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestDoctor(t *testing.T) {
 	examples, _ := filepath.Abs(examplesLib)
 	isolate(t)

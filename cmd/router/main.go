@@ -33,7 +33,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newDoctorCmd())
+	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd())
 	return root
 }
 

@@ -37,6 +37,7 @@ func (c *config) routerOptions(log *slog.Logger) router.Options {
 		MaxAutoLoad:  countOrNone(c.Routing.MaxAutoLoad),
 		EmbedTimeout: c.Routing.EmbedTimeout,
 		IndexDir:     c.Routing.IndexDir,
+		Prebuilt:     c.Routing.Prebuilt,
 		RankCache:    c.Routing.RankCache,
 		Logger:       log,
 	}

@@ -18,10 +18,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/mcpserver"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
-	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/telemetry"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -43,7 +44,8 @@ func newServeCmd() *cobra.Command {
 		Long: "Serve an OpenAI-compatible API on --listen. Chat completions are routed against the skill\n" +
 			"library (catalog in the system prompt, relevant skill bodies appended, a load_skill tool the\n" +
 			"proxy answers itself) and forwarded to --upstream; every other /v1/* path passes through.\n" +
-			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload.\n\n" +
+			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload;\n" +
+			"MCP (streamable HTTP) at /mcp unless --mcp=false (docs/mcp.md; `router mcp` for stdio).\n\n" +
 			"Configuration: defaults < YAML file (--config) < SKILLROUTER_* environment < flags.\n" +
 			"A/B arms (ab.arms) and routing.min_score are set in the file only; see examples/config.yaml.\n\n" +
 			"Client tools and skills: exec.allowed_tools (--exec-allowed-tools bash,mcp_*) gates the client's\n" +
@@ -112,6 +114,12 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 // changes and shown in /readyz's body.
 func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tel, log)
+	log = slog.New(tel.LogHandler(log.Handler())) // trace ids in the access log
 	// A port in use fails now, not after the index is built.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -129,10 +137,14 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		go c.Run(ctx, cfg.Upstream.CheckInterval)
 		checks[i] = c
 	}
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log, checks...)
+	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, tel, checks...)
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	var handler http.Handler = srv
+	if mcpSrv != nil {
+		handler = withMCP(srv, mcpSrv.Handler(ctx))
 	}
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
@@ -140,9 +152,9 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", redactURL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
-		"ab_arms", len(cfg.AB.Arms))
+		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           tel.Handler(handler, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -201,6 +213,23 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
+// mcpURL is where MCP hosts connect ("off" when disabled).
+func mcpURL(cfg config, ln net.Listener) string {
+	if !cfg.MCP.Enabled {
+		return "off"
+	}
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// flushTraces exports the spans still buffered when the server stops.
+func flushTraces(tel *telemetry.Provider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("exporting the last traces failed", "err", err)
+	}
+}
+
 func providerName(c embed.Config) string {
 	if c.Provider == "" {
 		return embed.ProviderBuiltin
@@ -211,24 +240,45 @@ func providerName(c embed.Config) string {
 // buildProxy wires the library, the routers (one per A/B embedder) and tier 3
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
-func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger, checks ...proxy.UpstreamCheck) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+	srv, reg, _, build, err := buildServer(ctx, cfg, roots, log, false, nil)
+	return srv, reg, build, err
+}
+
+// buildServer is buildProxy plus, with withMCP, the MCP server over the same
+// library, default router and sandbox (nil without), and tracing: tel's
+// spans around routing, embedding and tool calls, and its transports for the
+// upstream and remote embedders (a nil or disabled tel adds nothing). checks
+// are reported in /readyz's body.
+func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logger, withMCP bool, tel *telemetry.Provider, checks ...proxy.UpstreamCheck) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
 	ropts := cfg.routerOptions(log)
+	var wrapEmbedder func(router.Embedder) router.Embedder
+	if tel.Enabled() {
+		wrapEmbedder = func(e router.Embedder) router.Embedder { return tel.Embedder(e) }
+		cfg.Embedder.Transport = tel.Transport(nil, "embedder")
+	}
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	reg.SetLogger(log)
-	tools, err := sandbox.New(cfg.sandboxConfig(func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) }), log)
+	tools, err := newSandbox(cfg, reg, log)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("exec: %w", err)
+		return nil, nil, nil, nil, err
 	}
 	if len(cfg.Exec.AllowedTools) > 0 {
 		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
 	}
 	rwOpts := cfg.rewriteOptions(tools)
+	var mcpSrv *mcpserver.Server
+	if withMCP {
+		if mcpSrv, err = newMCPServer(cfg, reg, tools, log); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
 	// Each router-backed rewriter is a stand-in until build fills it.
 	def := &lateRewriter{}
 	late := []*lateRewriter{def} // built in this order: the default router first
@@ -242,24 +292,32 @@ func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logge
 			// registry; one that only changes the strategy shares the main one.
 			if a.Embedder != nil {
 				if _, err := embed.New(*a.Embedder); err != nil {
-					return nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
+					return nil, nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
 				}
 				lr := &lateRewriter{arm: a.Name}
-				late, embedders[lr] = append(late, lr), *a.Embedder
-				arm.Rewriter = lr
+				ec := *a.Embedder
+				if tel.Enabled() {
+					ec.Transport = cfg.Embedder.Transport
+				}
+				late, embedders[lr] = append(late, lr), ec
+				arm.Rewriter = traceRewriter(tel, lr, a.Name)
 			}
 			ab.Arms = append(ab.Arms, arm)
 		}
 	}
 	pc := cfg.proxyConfig()
-	pc.Rewriter, pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = def, reg, ab, log, checks
+	if tel.Enabled() {
+		pc.Transport = tel.Transport(proxy.DefaultTransport(), "upstream")
+	}
+	pc.Stage, pc.Rewriter = traceStage(tel), traceRewriter(tel, def, "")
+	pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = reg, ab, log, checks
 	srv, err := proxy.New(pc)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	build := func(ctx context.Context) error {
 		for _, lr := range late {
-			r, err := newRouter(ctx, reg, embedders[lr], ropts)
+			r, err := newRouter(ctx, reg, embedders[lr], ropts, wrapEmbedder)
 			if err != nil {
 				if lr.arm != "" {
 					return fmt.Errorf("ab arm %q: %w", lr.arm, err)
@@ -267,26 +325,31 @@ func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logge
 				return err
 			}
 			rw := proxy.NewRewriter(r, rwOpts)
-			warmUp(ctx, rw)
+			warmUp(ctx, rw, providerName(embedders[lr]) == embed.ProviderBuiltin)
 			lr.set(rw)
+			if lr == def && mcpSrv != nil {
+				mcpSrv.SetRouter(r)
+			}
 		}
-		if cfg.Exec.Enabled {
-			// Learn executable skills' schemas (--help-json) off the request
-			// path: now for the loaded library, and again after every reload.
-			go tools.Warm(ctx, reg.Snapshot().Skills())
-			reg.OnReload(func(s *skills.Snapshot) { go tools.Warm(ctx, s.Skills()) })
-		}
+		// Learn executable skills' schemas (--help-json) off the request
+		// path: now for the loaded library, and again after every reload.
+		startWarm(ctx, cfg, reg, tools)
 		return nil
 	}
-	return srv, reg, build, nil
+	return srv, reg, mcpSrv, build, nil
 }
 
 // warmUp rewrites a throw-away request before the rewriter goes live, so
 // one-time initialisation (tokenizer tables, caches) is not paid by the
-// first user.
-func warmUp(ctx context.Context, rw proxy.Rewriter) {
+// first user. With a remote embedder it ranks with bm25: a start-up makes
+// no embedding call the library does not need (none from a prebuilt index).
+func warmUp(ctx context.Context, rw proxy.Rewriter, inProcessEmbedder bool) {
 	req := &wire.Request{API: wire.APIChat, Model: "warm-up", Turns: []wire.Turn{{Role: "user", Text: "warm up the skill router"}}}
-	_, _ = rw.Rewrite(ctx, req, router.Overrides{})
+	ov := router.Overrides{}
+	if !inProcessEmbedder {
+		ov.Strategy = router.StrategyBM25
+	}
+	_, _ = rw.Rewrite(ctx, req, ov)
 }
 
 // lateRewriter stands in for a router's rewriter while its index is built:

@@ -26,6 +26,7 @@ func withEmbedder(ec embed.Config, opts router.Options) (router.Options, error) 
 	opts.Embedder = e
 	if b, ok := e.(*embed.Builtin); ok {
 		opts.Fit = func(corpus []string) router.Embedder { return b.Fit(corpus) }
+		opts.Restore = func(state []byte) (router.Embedder, error) { return embed.RestoreBuiltin(state) }
 	} else if opts.IndexDir == "" {
 		if dir, err := embed.CacheDir(ec.CacheDir); err == nil && dir != "" {
 			opts.IndexDir = dir
@@ -43,7 +44,7 @@ func buildRouter(ctx context.Context, roots []string, ec embed.Config, opts rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newRouter(ctx, reg, ec, opts)
+	r, err := newRouter(ctx, reg, ec, opts, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,11 +66,27 @@ func loadRegistry(ctx context.Context, roots []string) (*skills.Registry, error)
 
 // newRouter builds a router over reg's library with the embedder ec
 // describes (the slow part: embedding every skill) and keeps it in step
-// with reg's reloads.
-func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts router.Options) (*router.Router, error) {
+// with reg's reloads. wrap, if set, decorates every embedder the router
+// gets (tracing), fitted ones included.
+func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts router.Options, wrap func(router.Embedder) router.Embedder) (*router.Router, error) {
 	opts, err := withEmbedder(ec, opts)
 	if err != nil {
 		return nil, err
+	}
+	if wrap != nil {
+		opts.Embedder = wrap(opts.Embedder)
+		if fit := opts.Fit; fit != nil {
+			opts.Fit = func(corpus []string) router.Embedder { return wrap(fit(corpus)) }
+		}
+		if restore := opts.Restore; restore != nil {
+			opts.Restore = func(state []byte) (router.Embedder, error) {
+				e, err := restore(state)
+				if err != nil {
+					return nil, err
+				}
+				return wrap(e), nil
+			}
+		}
 	}
 	log := opts.Logger
 	if log == nil {

@@ -39,8 +39,37 @@ func benchDir(b *testing.B) string {
 	return dir
 }
 
-// benchBodies are chat requests built from the upstream queries.
-func benchBodies(b *testing.B, dir string) [][]byte {
+// benchAPI is one client API in the latency benchmark: its path under /v1,
+// the request it makes of a query, and headers its clients send.
+type benchAPI struct {
+	name   string
+	path   string
+	body   func(query string) []byte
+	header map[string]string
+}
+
+var benchAPIs = []benchAPI{
+	{"chat", "/chat/completions", func(q string) []byte {
+		body, _ := json.Marshal(map[string]any{"model": "bench", "messages": []any{
+			map[string]string{"role": "system", "content": "You are a helpful coding assistant."},
+			map[string]string{"role": "user", "content": q},
+		}})
+		return body
+	}, nil},
+	{"responses", "/responses", func(q string) []byte {
+		body, _ := json.Marshal(map[string]any{"model": "bench", "instructions": "You are a helpful coding assistant.",
+			"input": []any{map[string]string{"role": "user", "content": q}}, "store": false})
+		return body
+	}, nil},
+	{"messages", "/messages", func(q string) []byte {
+		body, _ := json.Marshal(map[string]any{"model": "bench", "max_tokens": 1024, "system": "You are a helpful coding assistant.",
+			"messages": []any{map[string]string{"role": "user", "content": q}}})
+		return body
+	}, map[string]string{"anthropic-version": "2023-06-01", "x-api-key": "sk-bench"}},
+}
+
+// benchBodies are requests of api built from the upstream queries.
+func benchBodies(b *testing.B, dir string, api benchAPI) [][]byte {
 	f, err := os.Open(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
 	if err != nil {
 		b.Fatal(err)
@@ -56,11 +85,7 @@ func benchBodies(b *testing.B, dir string) [][]byte {
 		if json.Unmarshal(sc.Bytes(), &q) != nil || q.Query == "" {
 			continue
 		}
-		body, _ := json.Marshal(map[string]any{"model": "bench", "messages": []any{
-			map[string]string{"role": "system", "content": "You are a helpful coding assistant."},
-			map[string]string{"role": "user", "content": q.Query},
-		}})
-		out = append(out, body)
+		out = append(out, api.body(q.Query))
 	}
 	if len(out) == 0 {
 		b.Fatal("no queries")
@@ -96,7 +121,7 @@ func benchBodies(b *testing.B, dir string) [][]byte {
 // those rows measure throughput as much as latency.
 func BenchmarkAddedLatency(b *testing.B) {
 	dir := benchDir(b)
-	bodies := benchBodies(b, dir)
+	bodies := benchBodies(b, dir, benchAPIs[0])
 	ctx := context.Background()
 	reg := skills.NewRegistry([]string{filepath.Join(dir, "skills")}, skills.Options{})
 	emb := embed.NewBuiltin(embed.Config{})
@@ -147,8 +172,38 @@ func BenchmarkAddedLatency(b *testing.B) {
 		{"routing=precomputed/clients=16/upstream=10-30ms", pre, 16, 20 * time.Millisecond, 10 * time.Millisecond},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			benchAdded(b, mode.rw, reg, bodies, mode.concurrency, mode.upstream-mode.jitter, mode.upstream+mode.jitter)
+			benchAdded(b, benchAPIs[0], mode.rw, reg, bodies, mode.concurrency, mode.upstream-mode.jitter, mode.upstream+mode.jitter)
 		})
+	}
+}
+
+// BenchmarkAddedLatencyAPIs is BenchmarkAddedLatency's target measurement
+// (routing on, 16 clients, upstream answering in 10-30 ms) for each client
+// API side by side in one run, plus the instant-upstream row:
+//
+//	go test -run '^$' -bench AddedLatencyAPIs -benchtime 4000x ./proxy/e2e
+func BenchmarkAddedLatencyAPIs(b *testing.B) {
+	dir := benchDir(b)
+	ctx := context.Background()
+	reg := skills.NewRegistry([]string{filepath.Join(dir, "skills")}, skills.Options{})
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := router.New(ctx, reg.Snapshot(), router.Options{
+		Embedder: emb, Fit: func(c []string) router.Embedder { return emb.Fit(c) }, RankCache: -1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	on := proxy.NewRewriter(r, router.RewriteOptions{})
+	for _, upstream := range []struct {
+		name          string
+		delay, jitter time.Duration
+	}{{"upstream=10-30ms", 20 * time.Millisecond, 10 * time.Millisecond}, {"upstream=instant", 0, 0}} {
+		for _, api := range benchAPIs {
+			bodies := benchBodies(b, dir, api)
+			b.Run("api="+api.name+"/routing=on/clients=16/"+upstream.name, func(b *testing.B) {
+				benchAdded(b, api, on, reg, bodies, 16, upstream.delay-upstream.jitter, upstream.delay+upstream.jitter)
+			})
+		}
 	}
 }
 
@@ -185,13 +240,13 @@ func (identity) Rewrite(ctx context.Context, req *wire.Request, ov router.Overri
 	return &proxy.Rewrite{Decision: &router.Decision{}}, nil
 }
 
-func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies [][]byte, concurrency int, delayLo, delayHi time.Duration) {
+func benchAdded(b *testing.B, api benchAPI, rw proxy.Rewriter, reg *skills.Registry, bodies [][]byte, concurrency int, delayLo, delayHi time.Duration) {
 	up := fakeai.New()
 	defer up.Close()
 	// Each pair's two requests wait the same upstream time (a header the
 	// proxy forwards), so the upstream's variation cancels in the pair's
 	// difference.
-	up.Handle("/v1/chat/completions", fakeai.DelayFromHeader(fakeai.Reply(fakeai.Turn{Content: "ok"})))
+	up.Handle("/v1"+api.path, fakeai.DelayFromHeader(fakeai.Reply(fakeai.Turn{Content: "ok"})))
 	u, _ := url.Parse(up.BaseURL())
 	srv, err := proxy.New(proxy.Config{Upstream: u, Rewriter: rw, Library: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -202,8 +257,11 @@ func benchAdded(b *testing.B, rw proxy.Rewriter, reg *skills.Registry, bodies []
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	post := func(base string, body []byte, delay time.Duration) time.Duration {
-		req, _ := http.NewRequest(http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, base+api.path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		for k, v := range api.header {
+			req.Header.Set(k, v)
+		}
 		if delay > 0 {
 			req.Header.Set(fakeai.DelayHeader, strconv.FormatInt(delay.Microseconds(), 10))
 		}

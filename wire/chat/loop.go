@@ -105,28 +105,17 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if !ok {
 		return nil, errors.New("chat: follow-up body has no messages")
 	}
-	byID := make(map[string]wire.ToolResult, len(results))
-	for _, res := range results {
-		if res.CallID == "" {
-			return nil, errors.New("chat: tool result without a call id")
-		}
-		byID[res.CallID] = res
+	ordered, err := ans.InCallOrder(results)
+	if err != nil {
+		return nil, fmt.Errorf("chat: %w", err)
 	}
 	elems := [][]byte{ans.Turn}
-	for _, c := range ans.Calls {
-		res, ok := byID[c.ID]
-		if !ok {
-			continue
-		}
-		delete(byID, c.ID)
+	for _, res := range ordered {
 		elems = append(elems, wire.Marshal(struct {
 			Role       string `json:"role"`
 			ToolCallID string `json:"tool_call_id"`
 			Content    string `json:"content"`
-		}{"tool", c.ID, res.Content}))
-	}
-	for id := range byID {
-		return nil, fmt.Errorf("chat: no tool call with id %s in the assistant message", id)
+		}{"tool", res.CallID, res.Content}))
 	}
 	msgs, err := jsonspan.Append(body[at.Start:at.End], elems...)
 	if err != nil {

@@ -95,16 +95,12 @@ func Parse(body []byte) (*Request, error) {
 		r.tools, r.hasTools = ts, true
 		traw := body[ts.Start:ts.End]
 		if !jsonspan.IsNull(traw) {
-			tels, err := jsonspan.Elements(traw)
+			tools, err := jsonspan.Objects(traw, "tools", "a tool object")
 			if err != nil {
-				return nil, wire.TypeError("tools", "an array of tool objects", traw)
+				return nil, err
 			}
-			for i, e := range tels {
-				t := traw[e.Start:e.End]
-				if t[0] != '{' {
-					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
-				}
-				r.clientTools = append(r.clientTools, t)
+			r.clientTools = tools
+			for _, t := range tools {
 				v.Tools = append(v.Tools, wire.ClientTool{Name: toolName(t)})
 			}
 		}
@@ -122,14 +118,12 @@ func (r *Request) scalars() *wire.Error {
 		}
 		return r.body[s.Start:s.End], true
 	}
-	if raw, ok := get("model"); ok {
-		if json.Unmarshal(raw, &v.Model) != nil {
-			return wire.TypeError("model", "a string", raw)
-		}
-	}
-	if raw, ok := get("stream"); ok {
-		if json.Unmarshal(raw, &v.Stream) != nil {
-			return wire.TypeError("stream", "a boolean", raw)
+	for _, f := range []struct {
+		key, want string
+		v         any
+	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}, {"user", "a string", &v.User}} {
+		if err := jsonspan.Decode(r.body, r.members, f.key, f.v, f.want); err != nil {
+			return err
 		}
 	}
 	if raw, ok := get("stream_options"); ok {
@@ -149,11 +143,6 @@ func (r *Request) scalars() *wire.Error {
 				return wire.BadRequest("invalid_type", "n", "'n' must be an integer, got %s", raw)
 			}
 			return wire.TypeError("n", "an integer", raw)
-		}
-	}
-	if raw, ok := get("user"); ok {
-		if json.Unmarshal(raw, &v.User) != nil {
-			return wire.TypeError("user", "a string", raw)
 		}
 	}
 	return nil

@@ -71,7 +71,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		out = append(out, '}')
 	}
 	rest := body[last.End:]
-	if len(p.Tools.Withheld) == 0 && len(p.Tools.Server) == 0 {
+	if !p.Tools.Changed() {
 		return append(out, rest...), nil
 	}
 	if tools == nil { // gating emptied the tools
@@ -96,43 +96,14 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	return append(out, body[at.End:]...), nil
 }
 
-// toolsJSON renders the tools array of ts: the client's tools not withheld,
-// then the proxy's; nil when it would be empty.
+// toolsJSON renders the tools array of ts (see wire.ToolSet.Elements);
+// nil when it would be empty.
 func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
-	n := 2
-	count := 0
-	for i, c := range r.clientTools {
-		if ts.Keeps(i) {
-			n += len(c) + 1
-			count++
-		}
-	}
-	server := make([][]byte, len(ts.Server))
-	for i, s := range ts.Server {
-		server[i] = s.FunctionJSON()
-		n += len(server[i]) + 1
-	}
-	if count+len(server) == 0 {
+	els := ts.Elements(r.clientTools, wire.ToolSpec.FunctionJSON)
+	if len(els) == 0 {
 		return nil
 	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	sep := func() {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-	}
-	for i, c := range r.clientTools {
-		if ts.Keeps(i) {
-			sep()
-			out = append(out, c...)
-		}
-	}
-	for _, s := range server {
-		sep()
-		out = append(out, s...)
-	}
-	return append(out, ']')
+	return jsonspan.Array(els)
 }
 
 // withCatalog returns message m with the catalog (given JSON-encoded)

@@ -341,7 +341,7 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 				// Headers are long gone: say it now as an SSE comment (ignored by
 				// SDKs, visible to curl), and in the trailer at the end.
 				st.exhaustedSaid = true
-				s.out = append(s.out, ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"...)
+				s.out = append(s.out, wire.ExhaustedComment...)
 			}
 			return d, false
 		}

@@ -99,28 +99,17 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if len(results) == 0 {
 		return body, nil
 	}
-	byID := make(map[string]wire.ToolResult, len(results))
-	for _, res := range results {
-		if res.CallID == "" {
-			return nil, errors.New("messages: tool result without a tool_use id")
-		}
-		byID[res.CallID] = res
+	ordered, err := ans.InCallOrder(results)
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
 	}
 	var blocks [][]byte
-	for _, c := range ans.Calls {
-		res, ok := byID[c.ID]
-		if !ok {
-			continue
-		}
-		delete(byID, c.ID)
+	for _, res := range ordered {
 		blocks = append(blocks, wire.Marshal(struct {
 			Type      string `json:"type"`
 			ToolUseID string `json:"tool_use_id"`
 			Content   string `json:"content"`
-		}{"tool_result", c.ID, res.Content}))
-	}
-	for id := range byID {
-		return nil, fmt.Errorf("messages: no tool_use with id %s in the answer", id)
+		}{"tool_result", res.CallID, res.Content}))
 	}
 	ms, err := jsonspan.Members(body)
 	if err != nil {
@@ -138,14 +127,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	out := jsonspan.Splice(body, at, msgs)
 	r.visible = append(r.visible, r.pending...)
 	r.pending = nil
-	if len(ts.Withheld) == 0 && len(ts.Server) == 0 {
-		return out, nil
-	}
-	tools := r.toolsJSON(ts)
-	if tools == nil {
-		return out, nil
-	}
-	return jsonspan.Set(out, "tools", tools)
+	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
 // Final patches the message the client gets: the text blocks of earlier

@@ -67,7 +67,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		}
 	}
 
-	if len(p.Tools.Withheld) > 0 || len(p.Tools.Server) > 0 {
+	if p.Tools.Changed() {
 		tools := r.toolsJSON(p.Tools)
 		switch {
 		case tools == nil: // gating emptied the tools
@@ -92,18 +92,10 @@ func textBlock(quoted []byte) []byte {
 	return slices.Concat([]byte(`{"type":"text","text":`), quoted, []byte{'}'})
 }
 
-// toolsJSON renders the tools array of ts: the client's tools not withheld,
-// then the proxy's; nil when it would be empty.
+// toolsJSON renders the tools array of ts (see wire.ToolSet.Elements);
+// nil when it would be empty.
 func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
-	var els [][]byte
-	for i, c := range r.clientTools {
-		if ts.Keeps(i) {
-			els = append(els, c)
-		}
-	}
-	for _, s := range ts.Server {
-		els = append(els, toolJSON(s))
-	}
+	els := ts.Elements(r.clientTools, toolJSON)
 	if len(els) == 0 {
 		return nil
 	}

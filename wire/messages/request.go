@@ -84,11 +84,13 @@ func Parse(body []byte) (*Request, error) {
 		}
 		return body[s.Start:s.End], s, true
 	}
-	if raw, _, ok := get("model"); ok && json.Unmarshal(raw, &v.Model) != nil {
-		return nil, wire.TypeError("model", "a string", raw)
-	}
-	if raw, _, ok := get("stream"); ok && json.Unmarshal(raw, &v.Stream) != nil {
-		return nil, wire.TypeError("stream", "a boolean", raw)
+	for _, f := range []struct {
+		key, want string
+		v         any
+	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}} {
+		if err := jsonspan.Decode(body, ms, f.key, f.v, f.want); err != nil {
+			return nil, err
+		}
 	}
 	if raw, _, ok := get("metadata"); ok {
 		var md struct {
@@ -140,16 +142,12 @@ func Parse(body []byte) (*Request, error) {
 	if s, ok := jsonspan.Value(ms, "tools"); ok {
 		r.tools, r.hasTools = s, true
 		if traw := body[s.Start:s.End]; !jsonspan.IsNull(traw) {
-			tels, err := jsonspan.Elements(traw)
+			tools, err := jsonspan.Objects(traw, "tools", "a tool object")
 			if err != nil {
-				return nil, wire.TypeError("tools", "an array of tool objects", traw)
+				return nil, err
 			}
-			for i, e := range tels {
-				t := traw[e.Start:e.End]
-				if t[0] != '{' {
-					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
-				}
-				r.clientTools = append(r.clientTools, t)
+			r.clientTools = tools
+			for _, t := range tools {
 				v.Tools = append(v.Tools, wire.ClientTool{Name: customToolName(t)})
 			}
 		}
@@ -214,6 +212,9 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if content[0] == '"' {
 		var s string
 		_ = json.Unmarshal(content, &s)
+		if wire.HarnessContext(s) {
+			s = ""
+		}
 		v.Turns = append(v.Turns, wire.Turn{Role: role, Text: s})
 		return role, nil
 	}
@@ -225,7 +226,7 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			if b.Text != nil {
+			if b.Text != nil && !wire.HarnessContext(*b.Text) {
 				texts = append(texts, *b.Text)
 			}
 		case "tool_use", "server_tool_use":

@@ -38,31 +38,24 @@ type Stream struct {
 
 // roundState is one upstream stream.
 type roundState struct {
-	ownership.Round
+	ownership.Tracker
 	blocks     map[int]*streamBlock
-	order      []int
 	id         string
 	startUsage json.RawMessage
-	finished   bool // message_stop (or an error) was seen
 	loop       bool
-	said       bool
 	deltaSeen  bool
 }
 
 // streamBlock is one content block of a round.
 type streamBlock struct {
-	owner  ownership.Owner
-	idx    int
-	shown  bool
-	held   [][]byte // events of pending thinking, as received
-	typ    string
-	name   string
-	id     string
-	start  []byte       // content_block_start's content_block
-	input  bytes.Buffer // input_json_delta fragments
-	text   bytes.Buffer // text and thinking deltas
-	sig    bytes.Buffer // signature_delta
-	closed bool
+	*ownership.Item
+	typ   string
+	name  string
+	id    string
+	start []byte       // content_block_start's content_block
+	input bytes.Buffer // input_json_delta fragments
+	text  bytes.Buffer // text and thinking deltas
+	sig   bytes.Buffer // signature_delta
 }
 
 // NewStream starts translating a streamed message; mine reports the tools
@@ -75,7 +68,13 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 // another.
 func (s *Stream) Round(final bool) {
 	s.n++
-	s.rd = &roundState{Round: ownership.Round{Mine: s.mine, Final: final}, blocks: map[int]*streamBlock{}}
+	rd := &roundState{blocks: map[int]*streamBlock{}}
+	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.next,
+		Emit: func(it *ownership.Item, data []byte) {
+			data, _ = jsonspan.Set(data, "index", []byte(strconv.Itoa(it.Index)))
+			s.emit(gjson.GetBytes(data, "type").String(), data)
+		}}
+	s.rd = rd
 }
 
 // Event translates one upstream event, appending what the client gets to out.
@@ -100,16 +99,23 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			s.emit(typ, data)
 		}
 	case "content_block_start":
-		s.blockStart(typ, data)
+		i := int(gjson.GetBytes(data, "index").Int())
+		cb := gjson.GetBytes(data, "content_block")
+		b := &streamBlock{typ: cb.Get("type").String(), name: cb.Get("name").String(), id: cb.Get("id").String(),
+			start: []byte(cb.Raw)}
+		rd.blocks[i] = b
+		var exhausted bool
+		b.Item, exhausted = rd.Start(i, kind(b.typ), b.name, data)
+		if exhausted {
+			s.out = append(s.out, wire.ExhaustedComment...)
+		}
 	case "content_block_delta", "content_block_stop":
 		b := rd.blocks[int(gjson.GetBytes(data, "index").Int())]
 		if b == nil {
 			s.emit(typ, data)
 			break
 		}
-		if typ == "content_block_stop" {
-			b.closed = true
-		} else {
+		if typ == "content_block_delta" {
 			d := gjson.GetBytes(data, "delta")
 			switch d.Get("type").String() {
 			case "input_json_delta":
@@ -122,75 +128,21 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 				b.sig.WriteString(d.Get("signature").String())
 			}
 		}
-		s.blockEvent(b, typ, data)
+		rd.Event(b.Item, data)
 	case "message_delta":
 		s.messageDelta(typ, data)
 	case "message_stop":
-		rd.finished = true
 		if !rd.loop {
 			s.emit(typ, data)
 		}
 		return s.out, false
 	case "error":
-		rd.finished = true
 		s.emit(typ, data)
 		return s.out, false
 	default: // ping and events to come
 		s.emit(typ, data)
 	}
 	return s.out, true
-}
-
-func (s *Stream) blockStart(typ string, data []byte) {
-	rd := s.rd
-	i := int(gjson.GetBytes(data, "index").Int())
-	cb := gjson.GetBytes(data, "content_block")
-	b := &streamBlock{typ: cb.Get("type").String(), name: cb.Get("name").String(), id: cb.Get("id").String(),
-		start: []byte(cb.Raw)}
-	rd.blocks[i] = b
-	rd.order = append(rd.order, i)
-	o, resolved, shown := rd.Add(i, kind(b.typ), b.name)
-	b.owner = o
-	for _, j := range resolved {
-		s.settle(rd.blocks[j], shown)
-	}
-	if o == ownership.Proxy && rd.Final && !rd.said {
-		rd.said = true
-		s.out = append(s.out, ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"...)
-	}
-	s.blockEvent(b, typ, data)
-}
-
-// settle decides pending thinking: its held events go out or are dropped.
-func (s *Stream) settle(b *streamBlock, shown bool) {
-	if b == nil || b.owner != ownership.Pending {
-		return
-	}
-	held := b.held
-	b.held = nil
-	if !shown {
-		b.owner = ownership.Proxy
-		return
-	}
-	b.owner = ownership.Client
-	for _, ev := range held {
-		s.blockEvent(b, gjson.GetBytes(ev, "type").String(), ev)
-	}
-}
-
-func (s *Stream) blockEvent(b *streamBlock, typ string, data []byte) {
-	switch b.owner {
-	case ownership.Pending:
-		b.held = append(b.held, append([]byte(nil), data...))
-	case ownership.Client:
-		if !b.shown {
-			b.shown = true
-			b.idx = s.next
-			s.next++
-		}
-		data, _ = jsonspan.Set(data, "index", []byte(strconv.Itoa(b.idx)))
-		s.emit(typ, data)
-	}
 }
 
 // messageDelta ends a round's content: withheld when the round loops, else
@@ -204,9 +156,7 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 	if rd.loop {
 		return
 	}
-	for _, i := range rd.order {
-		s.settle(rd.blocks[i], true)
-	}
+	rd.ShowPending()
 	patched := data
 	if s.n > 1 && !s.usage.Empty() {
 		patched, _ = jsonspan.Set(patched, "usage", s.usage.JSON())
@@ -263,19 +213,17 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	}
 	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
 	if !rd.loop {
-		for _, i := range rd.order {
-			s.settle(rd.blocks[i], true)
-		}
+		rd.ShowPending()
 		return s.out, end
 	}
 	ans := &wire.Answer{ID: rd.id}
 	var content [][]byte
-	for _, i := range rd.order {
+	for _, i := range rd.Order() {
 		b := rd.blocks[i]
-		if b.owner == ownership.Held {
+		if b.Owner == ownership.Held {
 			continue
 		}
-		if b.owner == ownership.Proxy && b.typ == "tool_use" {
+		if b.Owner == ownership.Proxy && b.typ == "tool_use" {
 			id := b.id
 			if id == "" {
 				id = fmt.Sprintf("toolu_skillrouter_%d_%d", s.n-1, len(ans.Calls))

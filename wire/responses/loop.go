@@ -123,28 +123,17 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if len(results) == 0 {
 		return body, nil
 	}
-	byID := make(map[string]wire.ToolResult, len(results))
-	for _, res := range results {
-		if res.CallID == "" {
-			return nil, errors.New("responses: tool result without a call id")
-		}
-		byID[res.CallID] = res
+	ordered, err := ans.InCallOrder(results)
+	if err != nil {
+		return nil, fmt.Errorf("responses: %w", err)
 	}
 	var outputs [][]byte
-	for _, c := range ans.Calls {
-		res, ok := byID[c.ID]
-		if !ok {
-			continue
-		}
-		delete(byID, c.ID)
+	for _, res := range ordered {
 		outputs = append(outputs, wire.Marshal(struct {
 			Type   string `json:"type"`
 			CallID string `json:"call_id"`
 			Output string `json:"output"`
-		}{"function_call_output", c.ID, res.Content}))
-	}
-	for id := range byID {
-		return nil, fmt.Errorf("responses: no function call with call_id %s in the answer", id)
+		}{"function_call_output", res.CallID, res.Content}))
 	}
 	ms, err := jsonspan.Members(body)
 	if err != nil {
@@ -183,14 +172,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	// The round's visible items are the client's from now on.
 	r.visible = append(r.visible, r.pending...)
 	r.pending = nil
-	if len(ts.Withheld) == 0 && len(ts.Server) == 0 {
-		return out, nil
-	}
-	tools := r.toolsJSON(ts)
-	if tools == nil {
-		return out, nil
-	}
-	return jsonspan.Set(out, "tools", tools)
+	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
 // Final patches the response the client gets: the output items of earlier

@@ -63,7 +63,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		}
 	}
 
-	if len(p.Tools.Withheld) > 0 || len(p.Tools.Server) > 0 {
+	if p.Tools.Changed() {
 		tools := r.toolsJSON(p.Tools)
 		switch {
 		case tools == nil: // gating emptied the tools
@@ -100,18 +100,10 @@ func (r *Request) inputWith(items [][]byte) ([]byte, error) {
 	return jsonspan.Append(in, items...)
 }
 
-// toolsJSON renders the tools array of ts: the client's tools not withheld,
-// then the proxy's as flat function tools; nil when it would be empty.
+// toolsJSON renders the tools array of ts (see wire.ToolSet.Elements);
+// nil when it would be empty.
 func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
-	var els [][]byte
-	for i, c := range r.clientTools {
-		if ts.Keeps(i) {
-			els = append(els, c)
-		}
-	}
-	for _, s := range ts.Server {
-		els = append(els, toolJSON(s))
-	}
+	els := ts.Elements(r.clientTools, toolJSON)
 	if len(els) == 0 {
 		return nil
 	}

@@ -73,22 +73,17 @@ func Parse(body []byte) (*Request, error) {
 		}
 		return body[s.Start:s.End], s, true
 	}
-	if raw, _, ok := get("model"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.Model) != nil {
-		return nil, wire.TypeError("model", "a string", raw)
-	}
-	if raw, _, ok := get("stream"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.Stream) != nil {
-		return nil, wire.TypeError("stream", "a boolean", raw)
-	}
-	if raw, _, ok := get("user"); ok && !jsonspan.IsNull(raw) && json.Unmarshal(raw, &v.User) != nil {
-		return nil, wire.TypeError("user", "a string", raw)
-	}
-	if raw, _, ok := get("previous_response_id"); ok && !jsonspan.IsNull(raw) {
-		var id string
-		if json.Unmarshal(raw, &id) != nil {
-			return nil, wire.TypeError("previous_response_id", "a string", raw)
+	var prev string
+	for _, f := range []struct {
+		key, want string
+		v         any
+	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}, {"user", "a string", &v.User},
+		{"previous_response_id", "a string", &prev}} {
+		if err := jsonspan.Decode(body, ms, f.key, f.v, f.want); err != nil {
+			return nil, err
 		}
-		v.Stateful = id != ""
 	}
+	v.Stateful = prev != ""
 	if raw, s, ok := get("instructions"); ok {
 		r.instructions, r.hasInstructions = s, true
 		if !jsonspan.IsNull(raw) {
@@ -113,16 +108,12 @@ func Parse(body []byte) (*Request, error) {
 	if raw, s, ok := get("tools"); ok {
 		r.tools, r.hasTools = s, true
 		if !jsonspan.IsNull(raw) {
-			els, err := jsonspan.Elements(raw)
+			tools, err := jsonspan.Objects(raw, "tools", "a tool object")
 			if err != nil {
-				return nil, wire.TypeError("tools", "an array of tool objects", raw)
+				return nil, err
 			}
-			for i, e := range els {
-				t := raw[e.Start:e.End]
-				if t[0] != '{' {
-					return nil, wire.TypeError(fmt.Sprintf("tools[%d]", i), "a tool object", t)
-				}
-				r.clientTools = append(r.clientTools, t)
+			r.clientTools = tools
+			for _, t := range tools {
 				v.Tools = append(v.Tools, wire.ClientTool{Name: functionName(t)})
 			}
 		}

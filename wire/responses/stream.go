@@ -39,26 +39,21 @@ type Stream struct {
 
 // roundState is one upstream stream.
 type roundState struct {
-	ownership.Round
+	ownership.Tracker
 	items    map[int]*streamItem
-	order    []int // upstream output indexes, in order of arrival
 	id       string
 	finished bool // a terminal event was seen
 	loop     bool
-	said     bool // the exhaustion comment was written
 }
 
 // streamItem is one output item of a round.
 type streamItem struct {
-	owner   ownership.Owner
-	idx     int      // the client's output_index (shown items)
-	held    [][]byte // events of a pending reasoning item, as received
-	done    []byte   // the item from output_item.done
-	name    string
-	callID  string
-	args    bytes.Buffer // arguments from the deltas, until done
-	typ     string
-	shownAt bool
+	*ownership.Item
+	done   []byte // the item from output_item.done
+	name   string
+	callID string
+	typ    string
+	args   bytes.Buffer // arguments from the deltas, until done
 }
 
 // NewStream starts translating a streamed response; mine reports the tools
@@ -71,7 +66,16 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 // another.
 func (s *Stream) Round(final bool) {
 	s.n++
-	s.rd = &roundState{Round: ownership.Round{Mine: s.mine, Final: final}, items: map[int]*streamItem{}}
+	rd := &roundState{items: map[int]*streamItem{}}
+	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.nextIdx,
+		Emit: func(it *ownership.Item, data []byte) {
+			typ := gjson.GetBytes(data, "type").String()
+			if typ == "response.output_item.done" {
+				s.visible = append(s.visible, []byte(gjson.GetBytes(data, "item").Raw))
+			}
+			s.emit(typ, data, it.Index)
+		}}
+	s.rd = rd
 }
 
 // Event translates one upstream event, appending what the client gets to out.
@@ -96,7 +100,18 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			s.emit(typ, data, -1)
 		}
 	case "response.output_item.added":
-		s.itemAdded(typ, data)
+		i := int(gjson.GetBytes(data, "output_index").Int())
+		item := gjson.GetBytes(data, "item")
+		it := &streamItem{typ: item.Get("type").String(), name: item.Get("name").String(), callID: item.Get("call_id").String()}
+		if it.callID == "" {
+			it.callID = item.Get("id").String()
+		}
+		rd.items[i] = it
+		var exhausted bool
+		it.Item, exhausted = rd.Start(i, kind(it.typ), it.name, data)
+		if exhausted {
+			s.out = append(s.out, wire.ExhaustedComment...)
+		}
 	case "response.completed":
 		s.completed(typ, data)
 		return s.out, !rd.finished
@@ -106,12 +121,8 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		return s.out, false
 	default:
 		oi := gjson.GetBytes(data, "output_index")
-		if !oi.Exists() {
-			s.emit(typ, data, -1)
-			break
-		}
 		it := rd.items[int(oi.Int())]
-		if it == nil { // an event for an item never announced: pass it on
+		if !oi.Exists() || it == nil { // not an item's, or an item never announced: pass it on
 			s.emit(typ, data, -1)
 			break
 		}
@@ -121,71 +132,9 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		case "response.output_item.done":
 			it.done = append([]byte(nil), gjson.GetBytes(data, "item").Raw...)
 		}
-		s.itemEvent(it, typ, data)
+		rd.Event(it.Item, data)
 	}
 	return s.out, true
-}
-
-// itemAdded classifies a new output item.
-func (s *Stream) itemAdded(typ string, data []byte) {
-	rd := s.rd
-	i := int(gjson.GetBytes(data, "output_index").Int())
-	item := gjson.GetBytes(data, "item")
-	it := &streamItem{typ: item.Get("type").String(), name: item.Get("name").String(),
-		callID: item.Get("call_id").String()}
-	if it.callID == "" {
-		it.callID = item.Get("id").String()
-	}
-	rd.items[i] = it
-	rd.order = append(rd.order, i)
-	o, resolved, shown := rd.Add(i, kind(it.typ), it.name)
-	it.owner = o
-	for _, j := range resolved {
-		s.settle(rd.items[j], shown)
-	}
-	if o == ownership.Proxy && rd.Final && !rd.said {
-		// The status line went out long ago: say it as an SSE comment
-		// (ignored by SDKs, visible to curl), and in the trailer at the end.
-		rd.said = true
-		s.out = append(s.out, ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"...)
-	}
-	s.itemEvent(it, typ, data)
-}
-
-// settle decides a pending reasoning item: its held events go out (with
-// the item's client index) or are dropped.
-func (s *Stream) settle(it *streamItem, shown bool) {
-	if it == nil || it.owner != ownership.Pending {
-		return
-	}
-	held := it.held
-	it.held = nil
-	if !shown {
-		it.owner = ownership.Proxy
-		return
-	}
-	it.owner = ownership.Client
-	for _, ev := range held {
-		s.itemEvent(it, gjson.GetBytes(ev, "type").String(), ev)
-	}
-}
-
-// itemEvent passes on (or holds, or drops) an event of item it.
-func (s *Stream) itemEvent(it *streamItem, typ string, data []byte) {
-	switch it.owner {
-	case ownership.Pending:
-		it.held = append(it.held, append([]byte(nil), data...))
-	case ownership.Client:
-		if !it.shownAt {
-			it.shownAt = true
-			it.idx = s.nextIdx
-			s.nextIdx++
-		}
-		if typ == "response.output_item.done" {
-			s.visible = append(s.visible, []byte(gjson.GetBytes(data, "item").Raw))
-		}
-		s.emit(typ, data, it.idx)
-	}
 }
 
 // completed ends a round: withheld when it loops, else the client's
@@ -204,9 +153,7 @@ func (s *Stream) completed(typ string, data []byte) {
 	if rd.loop {
 		return
 	}
-	for _, i := range rd.order { // reasoning left pending goes with the answer
-		s.settle(rd.items[i], true)
-	}
+	rd.ShowPending() // reasoning left pending goes with the answer
 	patched := data
 	if out := resp.Get("output"); out.Exists() {
 		els := make([][]byte, len(s.visible))
@@ -228,20 +175,18 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	}
 	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
 	if !rd.loop {
-		for _, i := range rd.order {
-			s.settle(rd.items[i], true)
-		}
+		rd.ShowPending()
 		return s.out, end
 	}
 	ans := &wire.Answer{ID: rd.id}
 	var turn [][]byte
-	for _, i := range rd.order {
+	for _, i := range rd.Order() {
 		it := rd.items[i]
-		if it.owner == ownership.Held {
+		if it.Owner == ownership.Held {
 			continue
 		}
 		raw := it.done
-		if it.typ == "function_call" && it.owner == ownership.Proxy {
+		if it.typ == "function_call" && it.Owner == ownership.Proxy {
 			args := gjson.GetBytes(raw, "arguments").String()
 			if raw == nil {
 				args = it.args.String()

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -408,4 +410,51 @@ func Removal(ms []Member, m Member) Edit {
 		}
 	}
 	return Edit{At: Span{m.KeyStart, m.Value.End}}
+}
+
+// Decode decodes the value of member key of the object whose members are ms
+// into v, when it is present and not null; a value v cannot take is the
+// 400 that names key and what it must be (want: "a string").
+func Decode(body []byte, ms []Member, key string, v any, want string) *wire.Error {
+	s, ok := Value(ms, key)
+	if !ok || IsNull(body[s.Start:s.End]) {
+		return nil
+	}
+	if json.Unmarshal(body[s.Start:s.End], v) != nil {
+		return wire.TypeError(key, want, body[s.Start:s.End])
+	}
+	return nil
+}
+
+// Objects lists the elements of the array raw, the value of param, each of
+// which must be an object (what names one: "a tool object"); otherwise the
+// 400 naming param or the element at fault.
+func Objects(raw []byte, param, what string) ([][]byte, *wire.Error) {
+	els, err := Elements(raw)
+	if err != nil {
+		return nil, wire.TypeError(param, "an array of "+strings.TrimPrefix(strings.TrimPrefix(what, "an "), "a ")+"s", raw)
+	}
+	out := make([][]byte, len(els))
+	for i, e := range els {
+		el := raw[e.Start:e.End]
+		if el[0] != '{' {
+			return nil, wire.TypeError(fmt.Sprintf("%s[%d]", param, i), what, el)
+		}
+		out[i] = el
+	}
+	return out, nil
+}
+
+// SetTools sets the "tools" of a follow-up body to ts as render renders
+// it, when ts differs from the client's tools; nothing when render gives
+// nil (no tool left).
+func SetTools(body []byte, ts wire.ToolSet, render func(wire.ToolSet) []byte) ([]byte, error) {
+	if !ts.Changed() {
+		return body, nil
+	}
+	tools := render(ts)
+	if tools == nil {
+		return body, nil
+	}
+	return Set(body, "tools", tools)
 }

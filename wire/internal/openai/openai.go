@@ -124,7 +124,7 @@ func ContentText(content []byte) string {
 	switch content[0] {
 	case '"':
 		var s string
-		if json.Unmarshal(content, &s) == nil {
+		if json.Unmarshal(content, &s) == nil && !wire.HarnessContext(s) {
 			return s
 		}
 	case '[':
@@ -138,7 +138,7 @@ func ContentText(content []byte) string {
 		}
 		var b strings.Builder
 		for _, p := range parts {
-			if p.Text != nil && isTextPart(p.Type) {
+			if p.Text != nil && isTextPart(p.Type) && !wire.HarnessContext(*p.Text) {
 				if b.Len() > 0 {
 					b.WriteByte('\n')
 				}
@@ -165,7 +165,7 @@ func partsOneByOne(content []byte) string {
 			Type string  `json:"type"`
 			Text *string `json:"text"`
 		}
-		if json.Unmarshal(r, &p) == nil && p.Text != nil && isTextPart(p.Type) {
+		if json.Unmarshal(r, &p) == nil && p.Text != nil && isTextPart(p.Type) && !wire.HarnessContext(*p.Text) {
 			texts = append(texts, *p.Text)
 		}
 	}

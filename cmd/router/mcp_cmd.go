@@ -1,0 +1,174 @@
+package main
+
+// `router mcp`: the skill library as an MCP server over stdio, for hosts
+// that launch a command (Claude Desktop, Claude Code, Codex, Cursor...).
+// `router serve` serves the same at /mcp (see mcpHandler).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/skillrouter/skillrouter/mcpserver"
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/sandbox"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// version is the implementation version MCP hosts are told.
+var version = "dev"
+
+func newMCPCmd() *cobra.Command {
+	var (
+		cf          configFlags
+		printConfig bool
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp [--config FILE] [--skills DIR]...",
+		Short: "Serve the skill library to an MCP host over stdio",
+		Long: "Speak the Model Context Protocol on stdin/stdout: the tools search_skills, load_skill,\n" +
+			"read_skill_resource (and skill_execute with --exec), every skill's files as skill:// resources\n" +
+			"with the Skills Extension (skills/list, skills/get, resources/directory/read), one prompt per\n" +
+			"skill, and list_changed notifications when the library changes. Logs go to stderr.\n" +
+			"The answers are the proxy's own (docs/mcp.md). `router serve` serves the same at /mcp.\n\n" +
+			"It reads the same configuration as `router serve` (file, SKILLROUTER_* environment, flags);\n" +
+			"listen, upstream, tool_rounds, body_limit, rewrite catalog settings, mcp and ab do not apply.\n\n" +
+			configHelp(),
+		Example: "  router mcp --skills examples/skills\n" +
+			"  router mcp --config examples/config.yaml --exec\n" +
+			"  claude mcp add skills -- router mcp --skills ~/skills",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			if printConfig {
+				enc := yaml.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent(2)
+				defer enc.Close()
+				return enc.Encode(cfg.redacted())
+			}
+			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			if err != nil {
+				return err
+			}
+			return runMCP(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
+		},
+	}
+	cf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
+	cmd.Flags().SortFlags = false
+	return cmd
+}
+
+// runMCP serves stdio until the client disconnects or ctx ends. The session
+// starts at once; tool calls wait for the routing index, which builds
+// meanwhile (resources, prompts and skills/* need only the library).
+func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
+	start := time.Now()
+	log := newLogger(cfg.Log, logw)
+	reg, err := loadRegistry(ctx, roots)
+	if err != nil {
+		return err
+	}
+	reg.SetLogger(log)
+	snap := reg.Snapshot()
+	snap.LogProblems(log, nil)
+	tools, err := newSandbox(cfg, reg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := newMCPServer(cfg, reg, tools, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if cfg.Watch {
+		go func() {
+			if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
+				log.Warn("skills: watching the library failed; changes need a restart", "err", err)
+			}
+		}()
+	}
+	log.Info("skillrouter MCP server on stdio; building the routing index",
+		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
+		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled)
+	built := make(chan *router.Router, 1)
+	go func() {
+		r, err := newRouter(ctx, reg, cfg.Embedder, cfg.routerOptions(log), nil)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("stopping: the routing index could not be built", "err", err)
+				cancel(fmt.Errorf("building the routing index: %w", err))
+			}
+			built <- nil
+			return
+		}
+		srv.SetRouter(r)
+		startWarm(ctx, cfg, reg, tools)
+		log.Info("skillrouter MCP server ready", "skills", len(reg.Snapshot().Skills()), "since_start", time.Since(start).Round(time.Millisecond))
+		built <- r
+	}()
+	runErr := srv.RunStdio(ctx)
+	cancel(nil)
+	if r := <-built; r != nil {
+		r.Close()
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+		return cause
+	}
+	return runErr
+}
+
+// newSandbox builds tier 3 from cfg.exec; disabled it only validates.
+func newSandbox(cfg config, reg *skills.Registry, log *slog.Logger) (*sandbox.Provider, error) {
+	tools, err := sandbox.New(cfg.sandboxConfig(func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) }), log)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	return tools, nil
+}
+
+// newMCPServer builds the MCP server over reg and keeps it in step with
+// reloads.
+func newMCPServer(cfg config, reg *skills.Registry, tools *sandbox.Provider, log *slog.Logger) (*mcpserver.Server, error) {
+	srv, err := mcpserver.New(mcpserver.Config{Version: version, Rewrite: cfg.rewriteOptions(tools), Sandbox: tools, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	srv.Sync(reg.Snapshot())
+	reg.OnReload(srv.Sync)
+	return srv, nil
+}
+
+// startWarm learns executable skills' schemas off the request path, now
+// and after every reload (tier 3 only).
+func startWarm(ctx context.Context, cfg config, reg *skills.Registry, tools *sandbox.Provider) {
+	if !cfg.Exec.Enabled {
+		return
+	}
+	go tools.Warm(ctx, reg.Snapshot().Skills())
+	reg.OnReload(func(s *skills.Snapshot) { go tools.Warm(ctx, s.Skills()) })
+}
+
+// withMCP routes /mcp to the MCP server and everything else to next,
+// leaving other paths exactly as next would see them.
+func withMCP(next, mcp http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			mcp.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,152 @@
+package main
+
+// Tracing wired around the proxy without changing it: the telemetry
+// package's server span (around the whole handler), client spans for
+// upstream and embedder requests (their transports), and here a span per
+// routing decision and per tool call the proxy answers itself.
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillrouter/skillrouter/proxy"
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/telemetry"
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// Span attributes of a routing decision.
+const (
+	attrStrategy     = attribute.Key("skillrouter.strategy")
+	attrEmbedder     = attribute.Key("skillrouter.embedder")
+	attrFallback     = attribute.Key("skillrouter.fallback")
+	attrFallbackCode = attribute.Key("skillrouter.fallback_code")
+	attrSelected     = attribute.Key("skillrouter.selected")
+	attrPinned       = attribute.Key("skillrouter.pinned")
+	attrCached       = attribute.Key("skillrouter.ranking_cached")
+	attrAddedTokens  = attribute.Key("skillrouter.tokens_added")
+	attrArm          = attribute.Key("skillrouter.arm")
+	attrAPI          = attribute.Key("skillrouter.api")
+	attrTool         = attribute.Key("skillrouter.tool")
+	attrToolCallID   = attribute.Key("skillrouter.tool_call_id")
+)
+
+// tracedRewriters wraps each rewriter with a routing span; a disabled
+// provider leaves them as they are.
+func traceRewriter(tel *telemetry.Provider, rw proxy.Rewriter, arm string) proxy.Rewriter {
+	if !tel.Enabled() {
+		return rw
+	}
+	return &tracedRewriter{inner: rw, tracer: tel.Tracer(), arm: arm}
+}
+
+// tracedRewriter puts a span "skillrouter.route" around a rewrite: ranking
+// (the embedding call is its child) and planning. Its attributes are the
+// decision.
+type tracedRewriter struct {
+	inner  proxy.Rewriter
+	tracer trace.Tracer
+	arm    string
+}
+
+func (t *tracedRewriter) Ready() bool { return t.inner.Ready() }
+
+func (t *tracedRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
+	ctx, span := t.tracer.Start(ctx, "skillrouter.route")
+	defer span.End()
+	if t.arm != "" {
+		span.SetAttributes(attrArm.String(t.arm))
+	}
+	span.SetAttributes(attrAPI.String(string(req.API)))
+	rw, err := t.inner.Rewrite(ctx, req, ov)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return rw, err
+	}
+	if rw == nil {
+		return rw, nil
+	}
+	if d := rw.Decision; d != nil {
+		span.SetAttributes(decisionAttrs(d)...)
+	}
+	span.SetAttributes(attrAddedTokens.Int(rw.AddedTokens))
+	if rw.Session != nil {
+		out := *rw
+		out.Session = traceSession(rw.Session, t.tracer)
+		rw = &out
+	}
+	return rw, nil
+}
+
+func decisionAttrs(d *router.Decision) []attribute.KeyValue {
+	a := []attribute.KeyValue{
+		attrStrategy.String(string(d.Strategy)),
+		attrEmbedder.String(d.Embedder),
+		attrFallback.Bool(d.Fallback),
+		attrSelected.StringSlice(d.Selected),
+		attrCached.Bool(d.Cached),
+	}
+	if d.FallbackCode != "" {
+		a = append(a, attrFallbackCode.String(string(d.FallbackCode)))
+	}
+	if len(d.Pinned) > 0 {
+		a = append(a, attrPinned.StringSlice(d.Pinned))
+	}
+	return a
+}
+
+// gateReporter is the proxy's optional view of a session that gates client
+// tools (*router.Session); the traced session keeps it.
+type gateReporter interface {
+	WithheldTools() []string
+	EnabledTools() map[string]string
+}
+
+func traceSession(s proxy.ToolSession, tracer trace.Tracer) proxy.ToolSession {
+	ts := &tracedSession{ToolSession: s, tracer: tracer}
+	if g, ok := s.(gateReporter); ok {
+		return &tracedGateSession{tracedSession: ts, gate: g}
+	}
+	return ts
+}
+
+// tracedSession makes each tool call the proxy answers itself (load_skill,
+// search_skills, tier-3 tools) a span "skillrouter.tool NAME"; the upstream
+// calls between tool rounds are the transport's client spans.
+type tracedSession struct {
+	proxy.ToolSession
+	tracer trace.Tracer
+}
+
+func (t *tracedSession) Call(ctx context.Context, callID, name string, args json.RawMessage) wire.ToolResult {
+	ctx, span := t.tracer.Start(ctx, "skillrouter.tool "+name,
+		trace.WithAttributes(attrTool.String(name), attrToolCallID.String(callID)))
+	defer span.End()
+	return t.ToolSession.Call(ctx, callID, name, args)
+}
+
+type tracedGateSession struct {
+	*tracedSession
+	gate gateReporter
+}
+
+func (t *tracedGateSession) WithheldTools() []string         { return t.gate.WithheldTools() }
+func (t *tracedGateSession) EnabledTools() map[string]string { return t.gate.EnabledTools() }
+
+// traceStage makes each stage of a request the proxy reports (parsing the
+// body) a span; nil when tracing is off.
+func traceStage(tel *telemetry.Provider) func(ctx context.Context, name string) (context.Context, func()) {
+	if !tel.Enabled() {
+		return nil
+	}
+	tracer := tel.Tracer()
+	return func(ctx context.Context, name string) (context.Context, func()) {
+		ctx, span := tracer.Start(ctx, name)
+		return ctx, func() { span.End() }
+	}
+}

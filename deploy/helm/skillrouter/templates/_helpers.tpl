@@ -1,0 +1,161 @@
+{{/* Names and labels. */}}
+{{- define "skillrouter.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "skillrouter.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skillrouter.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "skillrouter.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "skillrouter.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "skillrouter.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "skillrouter.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "skillrouter.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "skillrouter.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skillrouter.secretName" -}}
+{{- default (printf "%s-secrets" (include "skillrouter.fullname" .)) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* The folder the router scans: git-sync swaps a link under /git. */}}
+{{- define "skillrouter.skillsRoot" -}}
+{{- if eq .Values.skills.source "gitSync" -}}
+{{- $sub := trimAll "/" .Values.skills.gitSync.subPath -}}
+{{- if $sub -}}/git/current/{{ $sub }}{{- else -}}/git/current{{- end -}}
+{{- else -}}
+{{- .Values.skills.path -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The configuration file: the values' config with what the chart decides. */}}
+{{- define "skillrouter.config" -}}
+{{- $cfg := deepCopy .Values.config -}}
+{{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int .Values.service.port)) -}}
+{{- $_ := set $cfg "skills" (list (include "skillrouter.skillsRoot" .)) -}}
+{{- $_ := set $cfg "watch" .Values.skills.watch -}}
+{{- if ne .Values.index.source "none" -}}
+{{- $routing := default (dict) $cfg.routing -}}
+{{- $_ := set $routing "prebuilt_index" .Values.index.path -}}
+{{- $_ := set $cfg "routing" $routing -}}
+{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
+{{- define "skillrouter.validate" -}}
+{{- if not (has .Values.skills.source (list "image" "configMap" "pvc" "gitSync")) -}}
+{{- fail (printf "skills.source %q: want image, configMap, pvc or gitSync" .Values.skills.source) -}}
+{{- end -}}
+{{- if not (has .Values.index.source (list "none" "image" "pvc")) -}}
+{{- fail (printf "index.source %q: want none, image or pvc" .Values.index.source) -}}
+{{- end -}}
+{{- if and (eq .Values.skills.source "gitSync") (not .Values.skills.gitSync.repo) -}}
+{{- fail "skills.gitSync.repo is required with skills.source gitSync" -}}
+{{- end -}}
+{{- if and (eq .Values.skills.source "configMap") (not .Values.skills.configMap.files) (not .Values.skills.configMap.existing) -}}
+{{- fail "skills.source configMap needs skills.configMap.files or skills.configMap.existing" -}}
+{{- end -}}
+{{- if and .Values.index.buildJob.enabled (ne .Values.index.source "pvc") -}}
+{{- fail "index.buildJob needs index.source pvc (it writes the index there)" -}}
+{{- end -}}
+{{- if and .Values.index.buildJob.enabled (eq .Values.skills.source "gitSync") -}}
+{{- fail "index.buildJob cannot read a git-sync library; build the index in CI (router index build) and ship it in an image" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The skills volume (pod spec volumes entry), when one is mounted. */}}
+{{- define "skillrouter.skillsVolume" -}}
+{{- if eq .Values.skills.source "configMap" }}
+- name: skills
+  configMap:
+    {{- if .Values.skills.configMap.existing }}
+    name: {{ .Values.skills.configMap.existing }}
+    {{- with .Values.skills.configMap.items }}
+    items:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- else }}
+    name: {{ include "skillrouter.fullname" . }}-skills
+    items:
+      {{- range $path, $_ := .Values.skills.configMap.files }}
+      - key: {{ $path | replace "/" "__" }}
+        path: {{ $path }}
+      {{- end }}
+    {{- end }}
+{{- else if eq .Values.skills.source "pvc" }}
+- name: skills
+  persistentVolumeClaim:
+    claimName: {{ default (printf "%s-skills" (include "skillrouter.fullname" .)) .Values.skills.pvc.existingClaim }}
+    readOnly: true
+{{- else if eq .Values.skills.source "gitSync" }}
+- name: git
+  emptyDir: {}
+- name: git-tmp
+  emptyDir: {}
+{{- end }}
+{{- end -}}
+
+{{/* The skills mount of a container that reads the library. */}}
+{{- define "skillrouter.skillsMount" -}}
+{{- if or (eq .Values.skills.source "configMap") (eq .Values.skills.source "pvc") }}
+- name: skills
+  mountPath: {{ .Values.skills.path }}
+  readOnly: true
+  {{- if and (eq .Values.skills.source "pvc") .Values.skills.pvc.subPath }}
+  subPath: {{ .Values.skills.pvc.subPath }}
+  {{- end }}
+{{- else if eq .Values.skills.source "gitSync" }}
+- name: git
+  mountPath: /git
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* Secret-backed environment. */}}
+{{- define "skillrouter.secretEnv" -}}
+{{- $name := include "skillrouter.secretName" . -}}
+{{- if or .Values.secrets.existingSecret .Values.secrets.upstreamApiKey }}
+- name: SKILLROUTER_UPSTREAM_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: upstream-api-key
+      optional: {{ not .Values.secrets.upstreamApiKey }}
+{{- end }}
+{{- if or .Values.secrets.existingSecret .Values.secrets.embedApiKey }}
+- name: SKILLROUTER_EMBEDDER_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: embed-api-key
+      optional: {{ not .Values.secrets.embedApiKey }}
+{{- end }}
+{{- range $k, $_ := .Values.secrets.extraEnv }}
+- name: {{ $k }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $name }}
+      key: {{ $k }}
+{{- end }}
+{{- end -}}

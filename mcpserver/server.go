@@ -1,0 +1,196 @@
+// Package mcpserver serves the skill library over the Model Context
+// Protocol (official Go SDK): the router's tools (search_skills, load_skill,
+// read_skill_resource, skill_execute), every skill's files as skill://
+// resources with the Skills Extension (SEP-2640: skills/list, skills/get,
+// resources/directory/read), each skill as a prompt, and list_changed
+// notifications when the library reloads. Tool answers come from
+// router.Session, byte-identical to the proxy's.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/sandbox"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Name and Version are the server's implementation info.
+	Name, Version string
+	// Rewrite carries the options tool answers depend on: DescriptionLimit
+	// (search_skills) and Tools (tier 3, set when execution is enabled).
+	Rewrite router.RewriteOptions
+	// Sandbox answers read_skill_resource; with execution enabled
+	// (Sandbox.Enabled) skill_execute is offered too. Nil: a disabled one.
+	Sandbox *sandbox.Provider
+	// SessionTimeout closes streamable HTTP sessions idle this long; 0 = 30m.
+	SessionTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Server is one MCP server over a skill library; it serves any number of
+// sessions (one stdio session, or streamable HTTP sessions). Call Sync with
+// the library and SetRouter when the routing index is built; tool calls
+// wait for the router, everything else works from the library alone.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	srv   *mcp.Server
+	nonce string // keys tier-3 output folders of this process's sessions
+
+	rt    atomic.Pointer[router.Router]
+	ready chan struct{}
+	once  sync.Once
+
+	mu   sync.Mutex // serialises Sync
+	view atomic.Pointer[view]
+}
+
+// New builds a Server with no library; call Sync before serving.
+func New(cfg Config) (*Server, error) {
+	if cfg.Name == "" {
+		cfg.Name = "skillrouter"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 30 * time.Minute
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sandbox == nil {
+		p, err := sandbox.New(sandbox.Config{}, log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Sandbox = p
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{})}
+	s.view.Store(emptyView())
+
+	caps := &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{}, // fixed at start-up: no list_changed
+		Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+	}
+	caps.AddExtension(ExtensionID, map[string]any{extensionSettingsDir: true})
+	opts := &mcp.ServerOptions{
+		Instructions: instructions(cfg.Sandbox.Enabled()),
+		Capabilities: caps,
+		PageSize:     pageSize,
+	}
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		opts.Logger = log // the SDK logs every session at info
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "skillrouter skill library", Version: cfg.Version}, opts)
+	s.addTools()
+	if err := s.addExtension(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// pageSize bounds resources/list, prompts/list and skills/list pages.
+const pageSize = 200
+
+// SDK returns the underlying SDK server (for transports other than stdio
+// and streamable HTTP, and in-memory tests).
+func (s *Server) SDK() *mcp.Server { return s.srv }
+
+// SetRouter makes tool calls answerable. The router must rank the library
+// given to Sync (it may lag a reload briefly).
+func (s *Server) SetRouter(r *router.Router) {
+	if r == nil {
+		return
+	}
+	s.rt.Store(r)
+	s.once.Do(func() { close(s.ready) })
+}
+
+// router waits for SetRouter or ctx.
+func (s *Server) router(ctx context.Context) (*router.Router, error) {
+	select {
+	case <-s.ready:
+		return s.rt.Load(), nil
+	default:
+	}
+	select {
+	case <-s.ready:
+		return s.rt.Load(), nil
+	case <-ctx.Done():
+		return nil, errors.New("the skill index is still being built; try again shortly")
+	}
+}
+
+// RunStdio serves one session on stdin/stdout until the client disconnects
+// or ctx ends.
+func (s *Server) RunStdio(ctx context.Context) error {
+	err := s.srv.Run(ctx, &mcp.StdioTransport{})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Handler serves streamable HTTP. Requests end when ctx ends, so a server
+// shutting down is not held up by clients' open event streams.
+func (s *Server) Handler(ctx context.Context) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(rctx))
+	})
+}
+
+// conversation is the tier-3 conversation id of an MCP session: one output
+// folder per session, distinct across processes.
+func (s *Server) conversation(ss *mcp.ServerSession) string {
+	id := ""
+	if ss != nil {
+		id = ss.ID()
+	}
+	sum := sha256.Sum256([]byte(s.nonce + "\x00" + id))
+	return "mcp-" + hex.EncodeToString(sum[:12])
+}
+
+// Sync serves snap: resources and prompts that appeared, changed or went
+// away are added, replaced or removed, which sends
+// notifications/resources/list_changed and notifications/prompts/list_changed
+// to connected sessions. Safe to call from a Registry.OnReload subscriber.
+func (s *Server) Sync(snap *skills.Snapshot) {
+	if snap == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.view.Load()
+	nv := buildView(snap, s.cfg.Rewrite.DescriptionLimit, s.log)
+	s.view.Store(nv)
+	s.applyResources(old, nv)
+	s.applyPrompts(old, nv)
+}
+
+// current returns the view being served.
+func (s *Server) current() *view { return s.view.Load() }

@@ -1,0 +1,252 @@
+package e2e
+
+// The real clients through the proxy: the same runs as clients_fake_test.go,
+// pointed at the proxy in front of the fake upstream. The fake records what
+// the proxy sent (catalog, auto-loaded body, the proxy's tools, the
+// follow-up of a server-side load_skill round); the client reports what it
+// got (the final answer, no load_skill call, decision headers).
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// loadRound scripts a server-side round: the model calls load_skill for
+// commit-message (after a thinking block, which must come back intact),
+// then answers.
+func loadRound(f *fakeai.Server, answer string) {
+	f.Script(
+		fakeai.Reply(fakeai.Turn{Thinking: &fakeai.Thinking{Text: "A commit message skill fits."},
+			ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: answer}))
+}
+
+// hasEnvelope reports whether any text of v holds the envelope of skill.
+func hasEnvelope(body []byte, skill string) bool {
+	return strings.Contains(string(body), `<skill_context id=\"`+skill+`\">`)
+}
+
+func checkDecisionHeaders(t *testing.T, h map[string]string) {
+	t.Helper()
+	if h["x-skillrouter-strategy"] != "hybrid" || h["x-skillrouter-added-tokens"] == "" {
+		t.Errorf("decision headers not seen by the client: %v", h)
+	}
+}
+
+func TestRealClientsThroughProxyResponses(t *testing.T) {
+	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load"} {
+		for _, mode := range []string{"create", "stream", "helper"} {
+			t.Run(kase+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				e := setup(t)
+				script := kase
+				switch kase {
+				case "plain":
+					e.up.Script(fakeai.Reply(fakeai.Turn{Content: helloAnswer}))
+				case "tool":
+					e.up.Script(fakeai.Reply(weatherCall()))
+				case "load":
+					loadRound(e.up, helloAnswer)
+					script = "plain"
+				default:
+					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
+				}
+				r := runNode(t, "responses.mjs", e.proxy.URL, nil, script, mode)
+				reqs := e.up.Requests()
+				first := reqs[0]
+				if !strings.Contains(first.Instructions(), "<available_skills>") {
+					t.Fatalf("no catalog in instructions: %.300s", first.Instructions())
+				}
+				if names := first.ToolNames(); !slices.Contains(names, "load_skill") {
+					t.Fatalf("tools upstream %v", names)
+				}
+				if mode != "helper" {
+					checkDecisionHeaders(t, r.Headers)
+				}
+				for _, c := range r.ToolCalls {
+					if c.Name == "load_skill" {
+						t.Fatalf("the client saw the proxy's call: %+v", r)
+					}
+				}
+				switch kase {
+				case "plain":
+					if r.Text != helloAnswer || len(reqs) != 1 || !strings.HasPrefix(first.Instructions(), "You are a terse assistant.") {
+						t.Fatalf("got %+v; %d requests", r, len(reqs))
+					}
+				case "tool":
+					if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "get_weather" {
+						t.Fatalf("tool calls %+v", r.ToolCalls)
+					}
+				case "load":
+					if r.Text != helloAnswer || len(reqs) != 2 {
+						t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+					}
+					outs := itemsOf(reqs[1], "function_call_output")
+					if len(outs) != 1 || !strings.Contains(stringOf(outs[0]["output"]), `<skill_context id="commit-message">`) {
+						t.Fatalf("follow-up outputs %v", outs)
+					}
+				default:
+					if r.Text != sunnyAnswer || len(r.Steps) != 2 || len(reqs) != 2 {
+						t.Fatalf("got %+v; %d requests", r, len(reqs))
+					}
+					if kase == "chained" && gjsonString(reqs[1].Body, "previous_response_id") != r.Steps[0].ID {
+						t.Fatalf("chained: previous_response_id %q, first response %q", gjsonString(reqs[1].Body, "previous_response_id"), r.Steps[0].ID)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRealClientsThroughProxyMessages(t *testing.T) {
+	for _, kase := range []string{"plain", "tool", "two-step", "load"} {
+		for _, mode := range []string{"create", "stream"} {
+			t.Run(kase+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				e := setup(t)
+				script := kase
+				switch kase {
+				case "plain":
+					e.up.Script(fakeai.Reply(fakeai.Turn{Content: helloAnswer}))
+				case "tool":
+					e.up.Script(fakeai.Reply(weatherCall()))
+				case "load":
+					loadRound(e.up, helloAnswer)
+					script = "plain"
+				default:
+					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
+				}
+				r := runNode(t, "anthropic.mjs", e.proxy.URL, nil, script, mode)
+				reqs := e.up.Requests()
+				first := reqs[0]
+				if first.Path != "/v1/messages" || !strings.Contains(first.System(), "<available_skills>") {
+					t.Fatalf("no catalog in system: %s %.300s", first.Path, first.System())
+				}
+				if names := first.ToolNames(); !slices.Contains(names, "load_skill") {
+					t.Fatalf("tools upstream %v", names)
+				}
+				checkDecisionHeaders(t, r.Headers)
+				for _, c := range r.ToolCalls {
+					if c.Name == "load_skill" {
+						t.Fatalf("the client saw the proxy's call: %+v", r)
+					}
+				}
+				switch kase {
+				case "plain":
+					if r.Text != helloAnswer || r.StopReason != "end_turn" || !strings.HasPrefix(first.System(), "You are a terse assistant.") {
+						t.Fatalf("got %+v", r)
+					}
+				case "tool":
+					if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "get_weather" || r.StopReason != "tool_use" {
+						t.Fatalf("got %+v", r)
+					}
+				case "load":
+					if r.Text != helloAnswer || len(reqs) != 2 || r.StopReason != "end_turn" {
+						t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+					}
+					// The fake checks the thinking block's signature and the
+					// tool_use / tool_result pairing; the envelope is the result.
+					if !hasEnvelope(reqs[1].Body, "commit-message") {
+						t.Fatalf("follow-up lacks the envelope: %s", reqs[1].Body)
+					}
+				default:
+					if r.Text != sunnyAnswer || len(reqs) != 2 {
+						t.Fatalf("got %+v; %d requests", r, len(reqs))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRealClientsThroughProxyChatSDKs(t *testing.T) {
+	for _, script := range []string{"vercel-ai.mjs", "langchain.mjs"} {
+		for _, kase := range []string{"plain", "stream", "tool", "tool-stream"} {
+			t.Run(strings.TrimSuffix(script, ".mjs")+"/"+kase, func(t *testing.T) {
+				t.Parallel()
+				e := setup(t)
+				tool := strings.HasPrefix(kase, "tool")
+				if tool {
+					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
+				} else {
+					// A server-side round first: the client never sees it.
+					e.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"pdf-forms"}`}}}),
+						fakeai.Reply(fakeai.Turn{Content: helloAnswer}))
+				}
+				r := runNode(t, script, e.proxy.URL, nil, kase)
+				reqs := e.up.Requests()
+				if !slices.Contains(reqs[0].ToolNames(), "load_skill") {
+					t.Fatalf("tools upstream %v", reqs[0].ToolNames())
+				}
+				if !tool {
+					if r.Text != helloAnswer || len(reqs) != 2 || !hasEnvelope(reqs[1].Body, "pdf-forms") {
+						t.Fatalf("%d requests, result %+v", len(reqs), r)
+					}
+					return
+				}
+				if r.Text != sunnyAnswer || len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "get_weather" {
+					t.Fatalf("%d requests, result %+v", len(reqs), r)
+				}
+			})
+		}
+	}
+}
+
+func TestRealClientsThroughProxyCodex(t *testing.T) {
+	e := setup(t)
+	loadRound(e.up, helloAnswer)
+	run := runCodex(t, e.proxy.URL, "Fill in the PDF form tax.pdf with my address.")
+	if run.Answer != helloAnswer {
+		t.Fatalf("answer %q\nstderr: %s", run.Answer, run.Stderr)
+	}
+	reqs := e.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests", len(reqs))
+	}
+	// Codex sends its prompt as developer messages and no instructions: the
+	// catalog becomes the instructions, the auto-loaded pdf-forms envelope
+	// follows Codex's items, which stay as sent; Codex's tools keep theirs.
+	items := reqs[0].InputItems()
+	if !strings.Contains(reqs[0].Instructions(), "<available_skills>") || items[0]["role"] != "developer" ||
+		!strings.Contains(fakeai.Text(items[len(items)-1]["content"]), `<skill_context id="pdf-forms">`) {
+		t.Fatalf("rewrite: instructions %.120q, %d items, last %v", reqs[0].Instructions(), len(items), items[len(items)-1])
+	}
+	if names := reqs[0].ToolNames(); !slices.Contains(names, "exec_command") || !slices.Contains(names, "load_skill") {
+		t.Fatalf("tools %v", names)
+	}
+	outs := itemsOf(reqs[1], "function_call_output")
+	if len(outs) != 1 || !strings.Contains(stringOf(outs[0]["output"]), `<skill_context id="commit-message">`) {
+		t.Fatalf("follow-up outputs %v", outs)
+	}
+}
+
+func TestRealClientsThroughProxyClaudeCode(t *testing.T) {
+	e := setup(t)
+	loadRound(e.up, helloAnswer)
+	run := runClaude(t, e.proxy.URL, "Fill in the PDF form tax.pdf with my address.")
+	if run.Answer != helloAnswer {
+		t.Fatalf("answer %q\nstdout: %s", run.Answer, run.Stdout)
+	}
+	var main []fakeai.Request
+	for _, r := range e.up.Requests() {
+		if r.Path == "/v1/messages" {
+			main = append(main, r)
+		}
+	}
+	if len(main) != 2 {
+		t.Fatalf("%d message requests", len(main))
+	}
+	checkClaudeRequest(t, main[0])
+	// Claude Code's own Skill tool and the library's load_skill side by side.
+	if names := main[0].ToolNames(); !slices.Contains(names, "load_skill") || !slices.Contains(names, "Skill") {
+		t.Fatalf("tools %v", names)
+	}
+	if !strings.Contains(main[0].System(), "<available_skills>") || !hasEnvelope(main[0].Body, "pdf-forms") ||
+		!hasEnvelope(main[1].Body, "commit-message") {
+		t.Fatalf("catalog %v, auto-loaded pdf-forms %v, loaded commit-message %v", strings.Contains(main[0].System(), "<available_skills>"),
+			hasEnvelope(main[0].Body, "pdf-forms"), hasEnvelope(main[1].Body, "commit-message"))
+	}
+}

@@ -1,0 +1,15 @@
+package proxy
+
+import "net/http"
+
+// Hooks for instrumentation wired outside the proxy (cmd/router wraps the
+// server and its transport for OpenTelemetry); this file only exports what
+// already exists.
+
+// DefaultTransport is the transport New uses when Config.Transport is nil,
+// for callers that wrap it (tracing) and pass the result as Config.Transport.
+func DefaultTransport() http.RoundTripper { return defaultTransport() }
+
+// RouteLabel maps a request path to the bounded-cardinality label the
+// metrics use (/v1/models/gpt-4o → /v1/models), fit for span names.
+func RouteLabel(path string) string { return metricPath(path) }

@@ -1,0 +1,278 @@
+package router
+
+// A prebuilt index is a folder with everything building a router costs for
+// one library and embedder: the vectors, the embedder's fitted state (the
+// builtin's IDF and vocabulary) and the score calibration. `router index
+// build` writes it once (SavePrebuilt); replicas started with Options.Prebuilt
+// load it read-only instead of embedding the library each, when it matches
+// their library and embedder. When it does not match, the router says why
+// and builds as usual, reusing the vectors of skills whose text is unchanged.
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/skillrouter/skillrouter/index"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// prebuiltVersion changes whenever what a prebuilt index stores, or how
+// the library hash or the calibration is computed, changes.
+const prebuiltVersion = 1
+
+// prebuiltManifest is the folder's table of contents, one per embedder
+// provider (A/B arms with other providers share a folder).
+type prebuiltManifest struct {
+	Version     int             `json:"version"`
+	Library     string          `json:"library"` // libraryHash of the skills indexed
+	Skills      int             `json:"skills"`
+	Embedder    string          `json:"embedder,omitempty"`   // provider; "" = no embedder
+	BaseModel   string          `json:"base_model,omitempty"` // the configured embedder's Model() (the builtin's before fitting)
+	Model       string          `json:"model,omitempty"`      // vectorModel of the embedder the vectors were made with
+	Vectors     string          `json:"vectors,omitempty"`    // file name in the folder
+	State       string          `json:"state,omitempty"`      // the fitted embedder's state, file name
+	Calibration calibrationJSON `json:"calibration"`
+}
+
+type calibrationJSON struct {
+	BM25, BM25Hybrid, BM25HybridNorm, Cosine [2]float64 // noise, strong
+}
+
+func (c calibration) toJSON() calibrationJSON {
+	f := func(s scale) [2]float64 { return [2]float64{s.noise, s.strong} }
+	return calibrationJSON{f(c.bm25), f(c.bm25h), f(c.bm25nh), f(c.cosine)}
+}
+
+func (c calibrationJSON) calibration() calibration {
+	f := func(x [2]float64) scale { return scale{noise: x[0], strong: x[1]} }
+	return calibration{bm25: f(c.BM25), bm25h: f(c.BM25Hybrid), bm25nh: f(c.BM25HybridNorm), cosine: f(c.Cosine)}
+}
+
+// manifestName is the manifest's file name for a provider ("" = none).
+func manifestName(provider string) string {
+	if provider == "" {
+		provider = "none"
+	}
+	return "prebuilt-" + safeFileName(provider) + ".json"
+}
+
+func safeFileName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// libraryHash identifies everything the indexes are built from: every
+// skill's id, name, description and body, in index order, and how
+// documents are cut for embedding.
+func libraryHash(list []*skills.Skill) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "v%d %d %g\n", prebuiltVersion, docBodyChars, docBodyWeight)
+	for _, s := range list {
+		for _, f := range []string{s.ID, s.Name, s.Description, s.Body} {
+			h.Write([]byte(strconv.Itoa(len(f))))
+			h.Write([]byte{':'})
+			h.Write([]byte(f))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// prebuilt is a manifest read from Options.Prebuilt, with what this build
+// made of it.
+type prebuilt struct {
+	dir     string
+	m       prebuiltManifest
+	matches bool   // the library and the configured embedder are the ones indexed
+	why     string // why it does not match
+}
+
+// loadPrebuilt reads the manifest for the configured embedder and compares
+// it with list. nil when no prebuilt index is configured.
+func (r *Router) loadPrebuilt(list []*skills.Skill) *prebuilt {
+	dir := r.opts.Prebuilt
+	if dir == "" {
+		return nil
+	}
+	provider, base := "", ""
+	if r.opts.Embedder != nil {
+		provider, base = r.opts.Embedder.Name(), r.opts.Embedder.Model()
+	}
+	p := &prebuilt{dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, manifestName(provider)))
+	if err == nil {
+		err = json.Unmarshal(b, &p.m)
+	}
+	lib := libraryHash(list)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		p.why = fmt.Sprintf("no index for embedder %q in the folder (%s missing)", provider, manifestName(provider))
+	case err != nil:
+		p.why = "unreadable manifest: " + err.Error()
+	case p.m.Version != prebuiltVersion:
+		p.why = fmt.Sprintf("written by another version (format %d, this build reads %d)", p.m.Version, prebuiltVersion)
+	case p.m.Embedder != provider || p.m.BaseModel != base:
+		p.why = fmt.Sprintf("built with embedder %s/%s, configured %s/%s", p.m.Embedder, p.m.BaseModel, provider, base)
+	case p.m.Library != lib:
+		p.why = fmt.Sprintf("built for another library (%d skills then, %d now, or their text changed)", p.m.Skills, len(list))
+	default:
+		p.matches = true
+	}
+	return p
+}
+
+// restoreFitted returns the fitted embedder stored in a matching prebuilt
+// index, or nil to fit one.
+func (r *Router) restoreFitted(p *prebuilt) Embedder {
+	if p == nil || !p.matches || p.m.State == "" || r.opts.Restore == nil {
+		return nil
+	}
+	state, err := os.ReadFile(filepath.Join(p.dir, p.m.State))
+	if err == nil {
+		var e Embedder
+		if e, err = r.opts.Restore(state); err == nil {
+			return e
+		}
+	}
+	p.matches, p.why = false, "embedder state: "+err.Error()
+	return nil
+}
+
+// prebuiltVectors loads the stored vectors when they were made with emb's
+// model (nil otherwise). They are worth loading even when the library
+// changed: unchanged skills keep their rows.
+func prebuiltVectors(p *prebuilt, emb Embedder) *index.Vectors {
+	if p == nil || p.m.Vectors == "" || p.m.Embedder != emb.Name() {
+		return nil
+	}
+	if vectorModel(emb) != p.m.Model {
+		return nil // e.g. a builtin fitted to another library: nothing to reuse
+	}
+	v, err := index.LoadVectors(filepath.Join(p.dir, p.m.Vectors))
+	if err != nil {
+		if p.matches {
+			p.matches, p.why = false, err.Error()
+		}
+		return nil
+	}
+	return v
+}
+
+// storedCalibration is the calibration of a matching prebuilt index built
+// with the embedder ix uses, so starting from it embeds nothing.
+func storedCalibration(p *prebuilt, ix *rankIndex) (calibration, bool) {
+	if p == nil || !p.matches {
+		return calibration{}, false
+	}
+	if ix.emb != nil && (ix.vec == nil || p.m.Model != ix.vec.Model()) {
+		return calibration{}, false
+	}
+	return p.m.Calibration.calibration(), true
+}
+
+// logPrebuilt says whether the first build used the prebuilt index, and
+// why not; later builds (reloads) are logged by build itself.
+func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) {
+	if p == nil || prev != nil {
+		return
+	}
+	if p.matches {
+		r.opts.Logger.Info("loaded the prebuilt routing index", "dir", p.dir, "skills", p.m.Skills,
+			"embedder", p.m.Embedder, "model", p.m.Model, "embedded", st.Embedded)
+		return
+	}
+	r.opts.Logger.Warn("the prebuilt routing index does not match; building the index here (skills whose text is unchanged keep their stored vectors)",
+		"dir", p.dir, "reason", p.why)
+}
+
+// HasPrebuilt reports whether dir holds a prebuilt index (of any embedder).
+func HasPrebuilt(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "prebuilt-*.json"))
+	return len(m) > 0
+}
+
+// SavePrebuilt writes the current indexes to dir as a prebuilt index for
+// Options.Prebuilt: the vectors, the fitted embedder's state (when it
+// implements encoding.BinaryMarshaler, as the builtin does) and the
+// calibration. The manifest is written last, so a reader never finds one
+// naming files that are not there yet. It fails when the vectors could not
+// be built (the embedder was down): a prebuilt index must be complete.
+func (r *Router) SavePrebuilt(dir string) error {
+	ix := r.cur.Load()
+	if ix == nil {
+		return errors.New("router: no index to save")
+	}
+	m := prebuiltManifest{
+		Version:     prebuiltVersion,
+		Library:     libraryHash(ix.list),
+		Skills:      len(ix.list),
+		Calibration: ix.cal.toJSON(),
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if ix.emb != nil {
+		if ix.vec == nil {
+			return fmt.Errorf("router: the vector index could not be built: %w", ix.vecErr)
+		}
+		m.Embedder, m.BaseModel, m.Model = r.opts.Embedder.Name(), r.opts.Embedder.Model(), ix.vec.Model()
+		m.Vectors = index.FileName(m.Embedder)
+		if err := ix.vec.Save(filepath.Join(dir, m.Vectors)); err != nil {
+			return fmt.Errorf("router: saving vectors: %w", err)
+		}
+		// Replicas often run as another user than the one that built
+		// the index (an image layer, a volume).
+		if err := os.Chmod(filepath.Join(dir, m.Vectors), 0o644); err != nil {
+			return err
+		}
+		if bm, ok := ix.emb.(encoding.BinaryMarshaler); ok && r.opts.Fit != nil {
+			state, err := bm.MarshalBinary()
+			if err != nil {
+				return fmt.Errorf("router: saving the embedder's state: %w", err)
+			}
+			m.State = "state-" + safeFileName(m.Embedder) + ".bin"
+			if err := writeFileAtomic(filepath.Join(dir, m.State), state); err != nil {
+				return err
+			}
+		}
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, manifestName(m.Embedder)), append(b, '\n'))
+}
+
+// writeFileAtomic writes through a temporary file and a rename: readers
+// (replicas sharing the folder) see the old file or the new one.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+	}
+	return werr
+}

@@ -1,0 +1,259 @@
+package router_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// remoteFake stands in for a remote embedder: it counts every call, and
+// like Ollama or OpenAI without configured dimensions it knows its
+// dimension only after it has answered once.
+type remoteFake struct {
+	b        *embed.Builtin
+	model    string
+	queries  atomic.Int64 // Embed calls
+	docs     atomic.Int64 // EmbedDocuments calls
+	answered atomic.Bool
+}
+
+func (f *remoteFake) Name() string  { return "fake" }
+func (f *remoteFake) Model() string { return f.model }
+func (f *remoteFake) Dimensions() int {
+	if f.answered.Load() {
+		return f.b.Dimensions()
+	}
+	return 0
+}
+
+func (f *remoteFake) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	f.queries.Add(1)
+	f.answered.Store(true)
+	return f.b.Embed(ctx, texts)
+}
+
+func (f *remoteFake) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	f.docs.Add(1)
+	f.answered.Store(true)
+	return f.b.Embed(ctx, texts)
+}
+
+func (f *remoteFake) calls() int64 { return f.queries.Load() + f.docs.Load() }
+
+// dirState lists a folder's files with their sizes and times, to show a
+// prebuilt index is never written.
+func dirState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		fmt.Fprintln(&b, p, info.ModTime(), info.Size())
+		return nil
+	})
+	return b.String()
+}
+
+func ranking(d *router.Decision) []string {
+	var out []string
+	for _, s := range d.Ranked {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+// copyLibrary copies the ranking fixture, so a test can change it.
+func copyLibrary(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "lib")
+	if err := os.CopyFS(dir, os.DirFS(rankingFixture)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func load(t *testing.T, dir string) *skills.Snapshot {
+	t.Helper()
+	snap := skills.Load(context.Background(), []string{dir}, skills.Options{})
+	if len(snap.Skills()) == 0 {
+		t.Fatalf("no skills in %s: %v", dir, snap.Problems())
+	}
+	return snap
+}
+
+// TestPrebuiltRemoteEmbedder: a router started from a prebuilt index of
+// its library makes no embedding call at all (documents or calibration),
+// ranks exactly as the router that built it, and writes nothing there.
+func TestPrebuiltRemoteEmbedder(t *testing.T) {
+	snap := rankingLibrary(t)
+	base := fittedBuiltin(t, snap)
+	dir := t.TempDir()
+	builder := &remoteFake{b: base, model: "m1"}
+	r1 := newRouter(t, snap, router.Options{Embedder: builder})
+	if err := r1.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	if builder.calls() == 0 {
+		t.Fatal("the builder embedded nothing")
+	}
+	before := dirState(t, dir)
+
+	var logs bytes.Buffer
+	replica := &remoteFake{b: base, model: "m1"}
+	r2 := newRouter(t, snap, router.Options{Embedder: replica, Prebuilt: dir, IndexDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if n := replica.calls(); n != 0 {
+		t.Fatalf("a replica made %d embedding calls at start, want 0", n)
+	}
+	if !strings.Contains(logs.String(), "loaded the prebuilt routing index") {
+		t.Errorf("no log line for the prebuilt index:\n%s", logs.String())
+	}
+	for _, q := range []string{"slow sql query", "write a regex for dates", "hello there"} {
+		for _, s := range []router.Strategy{router.StrategyHybrid, router.StrategyEmbedding} {
+			a, b := route(r1, s, q), route(r2, s, q)
+			if b.Fallback || !slices.Equal(ranking(a), ranking(b)) || !slices.Equal(a.Selected, b.Selected) {
+				t.Errorf("%s %q: replica ranked %v selected %v (fallback %v %s), builder %v selected %v",
+					s, q, ranking(b), b.Selected, b.Fallback, b.FallbackReason, ranking(a), a.Selected)
+			}
+		}
+	}
+	if after := dirState(t, dir); after != before {
+		t.Errorf("the prebuilt index was written:\nbefore %s\nafter %s", before, after)
+	}
+}
+
+// TestPrebuiltMismatch: a changed library or another embedder is said in
+// the log and built as usual; with a changed library, only the changed
+// skill is embedded again.
+func TestPrebuiltMismatch(t *testing.T) {
+	lib := copyLibrary(t)
+	snap := load(t, lib)
+	base := fittedBuiltin(t, snap)
+	dir := t.TempDir()
+	if err := newRouter(t, snap, router.Options{Embedder: &remoteFake{b: base, model: "m1"}}).SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	// Change one skill's body.
+	var changed string
+	filepath.WalkDir(lib, func(p string, d fs.DirEntry, err error) error {
+		if changed == "" && d.Name() == "SKILL.md" {
+			changed = p
+		}
+		return nil
+	})
+	b, _ := os.ReadFile(changed)
+	if err := os.WriteFile(changed, append(b, []byte("\nOne more line of instructions.\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap2 := load(t, lib)
+
+	cases := []struct {
+		name   string
+		snap   *skills.Snapshot
+		model  string
+		reason string
+	}{
+		{"library changed", snap2, "m1", "built for another library"},
+		{"other model", snap, "m2", "built with embedder fake/m1, configured fake/m2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			e := &remoteFake{b: base, model: c.model}
+			r := newRouter(t, c.snap, router.Options{Embedder: e, Prebuilt: dir,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if !strings.Contains(logs.String(), "does not match") || !strings.Contains(logs.String(), c.reason) {
+				t.Errorf("log does not say why:\n%s", logs.String())
+			}
+			if e.queries.Load() == 0 {
+				t.Error("not calibrated again")
+			}
+			if d := route(r, router.StrategyEmbedding, "slow sql query"); d.Fallback {
+				t.Errorf("fallback: %s", d.FallbackReason)
+			}
+		})
+	}
+	// Only the changed skill was embedded: one document call of its parts.
+	e := &remoteFake{b: base, model: "m1"}
+	var calls atomic.Int64
+	counting := &partsCounter{remoteFake: e, texts: &calls}
+	newRouter(t, snap2, router.Options{Embedder: counting, Prebuilt: dir})
+	if n := calls.Load(); n == 0 || n > 2 {
+		t.Errorf("%d document texts embedded after one skill changed, want that skill's parts (1-2)", n)
+	}
+}
+
+type partsCounter struct {
+	*remoteFake
+	texts *atomic.Int64
+}
+
+func (p *partsCounter) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	p.texts.Add(int64(len(texts)))
+	return p.remoteFake.EmbedDocuments(ctx, texts)
+}
+
+// TestPrebuiltBuiltin: the builtin's fitted state is restored, not fitted
+// again, and ranks as the fitted one; a library change fits again.
+func TestPrebuiltBuiltin(t *testing.T) {
+	lib := copyLibrary(t)
+	snap := load(t, lib)
+	var fits atomic.Int64
+	opts := func() router.Options {
+		b := embed.NewBuiltin(embed.Config{})
+		return router.Options{
+			Embedder: b,
+			Fit: func(corpus []string) router.Embedder {
+				fits.Add(1)
+				return b.Fit(corpus)
+			},
+			Restore: func(state []byte) (router.Embedder, error) { return embed.RestoreBuiltin(state) },
+		}
+	}
+	dir := t.TempDir()
+	r1 := newRouter(t, snap, opts())
+	if err := r1.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"prebuilt-builtin.json", "state-builtin.bin", "vectors-builtin.gob.gz"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("prebuilt index lacks %s: %v", f, err)
+		}
+	}
+	fits.Store(0)
+	o := opts()
+	o.Prebuilt = dir
+	r2 := newRouter(t, snap, o)
+	if n := fits.Load(); n != 0 {
+		t.Errorf("fitted %d times with a matching prebuilt index, want 0", n)
+	}
+	for _, q := range []string{"slow sql query", "regex for ISO dates"} {
+		a, b := route(r1, router.StrategyHybrid, q), route(r2, router.StrategyHybrid, q)
+		if !slices.Equal(ranking(a), ranking(b)) || a.Ranked[0].Score != b.Ranked[0].Score {
+			t.Errorf("%q: restored ranks %v (%v), fitted %v (%v)", q, ranking(b), b.Ranked[0].Score, ranking(a), a.Ranked[0].Score)
+		}
+	}
+	// A reload into a changed library fits again.
+	os.MkdirAll(filepath.Join(lib, "new-skill"), 0o755)
+	os.WriteFile(filepath.Join(lib, "new-skill", "SKILL.md"), []byte("---\nname: new-skill\ndescription: Brand new. Use when testing reloads.\n---\nBody.\n"), 0o644)
+	if err := r2.Update(context.Background(), load(t, lib)); err != nil {
+		t.Fatal(err)
+	}
+	if n := fits.Load(); n != 1 {
+		t.Errorf("fitted %d times after the library changed, want 1", n)
+	}
+}

@@ -1,0 +1,221 @@
+package telemetry
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// PeerKey names what an outgoing request went to: "upstream" (the model)
+// or "embedder".
+const PeerKey = attribute.Key("skillrouter.peer")
+
+// Handler wraps next with a server span per request, a child of the trace
+// the client's traceparent header names (a new trace without one). route
+// gives the span name's path part: a label of bounded cardinality such as
+// "/v1/chat/completions"; nil uses the request path.
+func (p *Provider) Handler(next http.Handler, route func(*http.Request) string) http.Handler {
+	if !p.Enabled() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := p.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		path := r.URL.Path
+		if route != nil {
+			path = route(r)
+		}
+		attrs := []attribute.KeyValue{
+			method(r.Method),
+			semconv.URLPath(r.URL.Path),
+			semconv.HTTPRoute(path),
+			semconv.URLScheme(scheme(r)),
+			semconv.NetworkProtocolVersion(strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor)),
+		}
+		if host, port, err := net.SplitHostPort(r.Host); err == nil {
+			attrs = append(attrs, semconv.ServerAddress(host))
+			if n, err := strconv.Atoi(port); err == nil {
+				attrs = append(attrs, semconv.ServerPort(n))
+			}
+		} else if r.Host != "" {
+			attrs = append(attrs, semconv.ServerAddress(r.Host))
+		}
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			attrs = append(attrs, semconv.ClientAddress(host))
+		}
+		if ua := r.UserAgent(); ua != "" {
+			attrs = append(attrs, semconv.UserAgentOriginal(ua))
+		}
+		ctx, span := p.tracer.Start(ctx, r.Method+" "+path,
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
+			span.End()
+		}()
+		next.ServeHTTP(sw, r.WithContext(ctx))
+	})
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// method is the http.request.method attribute: known methods as they are,
+// anything else _OTHER (semantic conventions: a client must not mint
+// attribute values at will).
+func method(m string) attribute.KeyValue {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return semconv.HTTPRequestMethodKey.String(m)
+	}
+	return semconv.HTTPRequestMethodKey.String("_OTHER")
+}
+
+// statusWriter records the status the handler wrote. Unwrap lets
+// http.ResponseController reach the connection's Flush, Hijack and
+// deadlines; Flush is implemented for handlers that type-assert.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Transport wraps base (nil: http.DefaultTransport) so every request is a
+// client span named "peer METHOD", a child of the span in the request's
+// context, and carries that span's traceparent to the server. The span
+// ends when the response body is read to its end or closed, so a stream
+// is timed whole.
+func (p *Provider) Transport(base http.RoundTripper, peer string) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if !p.Enabled() {
+		return base
+	}
+	return &transport{base: base, p: p, peer: peer}
+}
+
+type transport struct {
+	base http.RoundTripper
+	p    *Provider
+	peer string
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	attrs := []attribute.KeyValue{
+		PeerKey.String(t.peer),
+		method(req.Method),
+		semconv.URLFull(redactedURL(req)),
+		semconv.ServerAddress(req.URL.Hostname()),
+	}
+	if port := req.URL.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err == nil {
+			attrs = append(attrs, semconv.ServerPort(n))
+		}
+	}
+	ctx, span := t.p.tracer.Start(req.Context(), t.peer+" "+req.Method,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	// A RoundTripper must not change the caller's request: inject into a copy.
+	out := req.Clone(ctx)
+	t.p.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.End()
+		return nil, err
+	}
+	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
+	if resp.StatusCode >= 400 {
+		span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+	}
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		span.End() // nothing to time, or a body that is a connection (websocket)
+		return resp, nil
+	}
+	resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
+	return resp, nil
+}
+
+// redactedURL is the request URL without credentials or query (which may
+// hold keys).
+func redactedURL(req *http.Request) string {
+	u := *req.URL
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String()
+}
+
+// spanBody ends its span at EOF, on a read error or on Close, whichever
+// comes first.
+type spanBody struct {
+	io.ReadCloser
+	span trace.Span
+	once sync.Once
+}
+
+func (b *spanBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.end(err)
+	}
+	return n, err
+}
+
+func (b *spanBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.end(nil)
+	return err
+}
+
+func (b *spanBody) end(err error) {
+	b.once.Do(func() {
+		if err != nil && err != io.EOF {
+			b.span.RecordError(err)
+			b.span.SetStatus(codes.Error, err.Error())
+		}
+		b.span.End()
+	})
+}

@@ -1,0 +1,96 @@
+package ownership
+
+// Tracker applies a Round's rules to a stream, item by item: the events of
+// the client's items go out as they come, with the item's index in the
+// client's numbering; those of the proxy's and held items are dropped;
+// those of reasoning wait (copied) until the next item decides their fate.
+type Tracker struct {
+	Round
+	// Next is the client's next item index, shared by the rounds of one
+	// response.
+	Next *int
+	// Emit writes one event of a client item (data as received; it.Index
+	// is the item's client index).
+	Emit func(it *Item, data []byte)
+
+	items map[int]*Item
+	order []int
+	said  bool
+}
+
+// Item is one item of a streamed round.
+type Item struct {
+	Owner Owner
+	Index int // the client's index, once shown
+	shown bool
+	held  [][]byte
+}
+
+// Start classifies the item the upstream numbers i and passes on its first
+// event. exhausted is true for the first proxy call of a round the limit
+// forbids answering: the caller says so in the stream.
+func (t *Tracker) Start(i int, k Kind, name string, data []byte) (it *Item, exhausted bool) {
+	if t.items == nil {
+		t.items = map[int]*Item{}
+	}
+	it = &Item{}
+	t.items[i] = it
+	t.order = append(t.order, i)
+	o, resolved, shown := t.Add(i, k, name)
+	it.Owner = o
+	for _, j := range resolved {
+		t.settle(t.items[j], shown)
+	}
+	if o == Proxy && t.Final && !t.said {
+		t.said, exhausted = true, true
+	}
+	t.Event(it, data)
+	return it, exhausted
+}
+
+// Item returns the item the upstream numbers i, nil if none started.
+func (t *Tracker) Item(i int) *Item { return t.items[i] }
+
+// Order lists the upstream's item numbers in the order the items started.
+func (t *Tracker) Order() []int { return t.order }
+
+// Event passes on, holds or drops one event of item it.
+func (t *Tracker) Event(it *Item, data []byte) {
+	switch it.Owner {
+	case Pending:
+		it.held = append(it.held, append([]byte(nil), data...))
+	case Client:
+		if !it.shown {
+			it.shown = true
+			it.Index = *t.Next
+			*t.Next++
+		}
+		t.Emit(it, data)
+	}
+}
+
+// ShowPending shows the reasoning still pending: the round ended without
+// an item after it, and does not loop.
+func (t *Tracker) ShowPending() {
+	for _, i := range t.order {
+		t.settle(t.items[i], true)
+	}
+}
+
+// settle decides a pending item: its held events go out, or it is the
+// proxy's.
+func (t *Tracker) settle(it *Item, shown bool) {
+	if it == nil || it.Owner != Pending {
+		return
+	}
+	held := it.held
+	it.held = nil
+	if !shown {
+		it.Owner = Proxy
+		return
+	}
+	it.Owner = Client
+	for _, ev := range held {
+		t.Event(it, ev)
+	}
+}
