@@ -84,6 +84,13 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			sr.finishTrailers()
 			return
 		}
+		if end.Incomplete {
+			// Closed cleanly but cut: the client must not take it for a whole answer.
+			s.metrics.upstreamErrors.WithLabelValues("upstream_stream_incomplete").Inc()
+			sr.streamError("upstream_stream_incomplete", "upstream stream ended before its final event")
+			sr.finishTrailers()
+			return
+		}
 		if end.Dropped > 0 {
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(end.Dropped))
 		}

@@ -185,6 +185,11 @@ type RoundEnd struct {
 	// reached (Exhausted), or the client's calls had been relayed first.
 	Dropped   int
 	Exhausted bool
+	// Incomplete: the upstream's stream ended before its final event
+	// (Chat: no finish_reason and no [DONE]; Responses: no
+	// response.completed, .failed or .incomplete; Messages: no
+	// message_stop): the answer is cut, whatever it held.
+	Incomplete bool
 }
 
 // Reply is a whole answer of a model, for servers that speak the APIs

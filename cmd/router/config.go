@@ -297,7 +297,7 @@ var configKeys = []configKey{
 	{path: "rewrite.auto_load_budget_tokens", flag: "auto-load-budget", kind: "int", help: "tokens of skill bodies auto-loaded per request at most", ptr: func(c *config) any { return &c.Rewrite.AutoLoadBudgetTokens }},
 	{path: "rewrite.no_tools", flag: "no-tools", kind: "bool", help: "add no load_skill tool (catalog and auto-load only)", ptr: func(c *config) any { return &c.Rewrite.NoTools }},
 	{path: "rewrite.catalog_per_turn", kind: "bool", help: "rank a shortened catalog against every turn (default: the first user message, cache-friendly)", ptr: func(c *config) any { return &c.Rewrite.CatalogPerTurn }},
-	{path: "tool_rounds", flag: "tool-rounds", kind: "int", help: "server-side tool rounds per request at most (0 = none)", ptr: func(c *config) any { return &c.ToolRounds }},
+	{path: "tool_rounds", flag: "tool-rounds", kind: "int", help: "server-side tool rounds per request at most (0 = none: the proxy then offers no tools, as with no_tools)", ptr: func(c *config) any { return &c.ToolRounds }},
 	{path: "body_limit", flag: "body-limit", kind: "size", help: "chat request body limit (413 beyond)", ptr: func(c *config) any { return &c.BodyLimit }},
 	{path: "log.format", flag: "log-format", kind: "string", help: "log format: " + oneOf(logFormatNames), ptr: func(c *config) any { return &c.Log.Format }, choices: logFormatNames},
 	{path: "log.level", flag: "log-level", kind: "string", help: "log level: " + oneOf(logLevelNames) + " (debug logs message contents)", ptr: func(c *config) any { return &c.Log.Level }, choices: logLevelNames},

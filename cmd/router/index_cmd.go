@@ -16,7 +16,7 @@ import (
 func newIndexCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "index",
-		Short: "Build a routing index once, for replicas to load instead of embedding the library each",
+		Short: "Build a routing index once, for replicas to load instead of each embedding the library",
 	}
 	cmd.AddCommand(newIndexBuildCmd())
 	return cmd

@@ -61,9 +61,11 @@ func (c *config) rewriteOptions(tools router.ToolProvider) router.RewriteOptions
 		Allowlist:            c.Rewrite.Allowlist,
 		AutoLoadRole:         c.Rewrite.AutoLoadRole,
 		AutoLoadBudgetTokens: c.Rewrite.AutoLoadBudgetTokens,
-		NoTools:              c.Rewrite.NoTools,
-		CatalogPerTurn:       c.Rewrite.CatalogPerTurn,
-		Tools:                tools,
+		// No tool rounds: the proxy could not answer its tools, so it offers
+		// none (catalog and auto-load only, as with no_tools).
+		NoTools:        c.Rewrite.NoTools || c.ToolRounds == 0,
+		CatalogPerTurn: c.Rewrite.CatalogPerTurn,
+		Tools:          tools,
 	}
 }
 

@@ -40,10 +40,12 @@ func newServeCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen ADDR] [--upstream URL] [--skills DIR]...",
-		Short: "Run the OpenAI-compatible proxy that selects skills for every chat request",
-		Long: "Serve an OpenAI-compatible API on --listen. Chat completions are routed against the skill\n" +
-			"library (catalog in the system prompt, relevant skill bodies appended, a load_skill tool the\n" +
-			"proxy answers itself) and forwarded to --upstream; every other /v1/* path passes through.\n" +
+		Short: "Run the proxy that selects skills for every request (Chat Completions, Responses, Anthropic Messages)",
+		Long: "Serve on --listen the APIs agent clients speak: OpenAI Chat Completions (/v1/chat/completions),\n" +
+			"OpenAI Responses (/v1/responses: Codex CLI) and Anthropic Messages (/v1/messages: Claude Code).\n" +
+			"Each request is routed against the skill library (catalog in the system prompt, relevant skill\n" +
+			"bodies appended, a load_skill tool the proxy answers itself) and forwarded to --upstream\n" +
+			"(Messages to --anthropic-upstream when set); every other /v1/* path passes through.\n" +
 			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload;\n" +
 			"MCP (streamable HTTP) at /mcp unless --mcp=false (docs/mcp.md; `router mcp` for stdio).\n\n" +
 			"Configuration: defaults < YAML file (--config) < SKILLROUTER_* environment < flags.\n" +
@@ -55,7 +57,8 @@ func newServeCmd() *cobra.Command {
 			"frontmatter (Bash or Bash(git:*) enables bash: that comparison ignores case), or tool_choice names\n" +
 			"it. It works with or without --exec; empty (the default) gates nothing. Withheld tools are\n" +
 			"listed in the X-Skillrouter-Tools-Withheld response header. See docs/sandbox.md.\n\n" +
-			"Conversations: the request header X-Skillrouter-Session (else the body's \"user\") names the\n" +
+			"Conversations: the request header X-Skillrouter-Session (else the body's \"user\", or\n" +
+			"metadata.user_id for Messages) names the\n" +
 			"conversation; tier-3 output folders are keyed by it together with the opening messages.\n\n" +
 			configHelp(),
 		Example: "  router serve --skills examples/skills\n" +

@@ -252,3 +252,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamIncomplete(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(string) bool { return false })
+	_, end := runRound(s, false, sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+	))
+	if !end.Incomplete {
+		t.Fatal("a stream without message_stop must be incomplete")
+	}
+}

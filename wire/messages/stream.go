@@ -44,6 +44,7 @@ type roundState struct {
 	startUsage json.RawMessage
 	loop       bool
 	deltaSeen  bool
+	stopped    bool // message_stop or an error event was seen
 }
 
 // streamBlock is one content block of a round.
@@ -132,11 +133,13 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	case "message_delta":
 		s.messageDelta(typ, data)
 	case "message_stop":
+		rd.stopped = true
 		if !rd.loop {
 			s.emit(typ, data)
 		}
 		return s.out, false
 	case "error":
+		rd.stopped = true
 		s.emit(typ, data)
 		return s.out, false
 	default: // ping and events to come
@@ -211,7 +214,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.deltaSeen {
 		rd.loop = rd.Loops() // the upstream ended without message_delta
 	}
-	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
+	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped}
 	if !rd.loop {
 		rd.ShowPending()
 		return s.out, end

@@ -308,3 +308,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamIncomplete(t *testing.T) {
+	r, _ := Parse([]byte(`{"input":"x","stream":true}`))
+	s := r.NewStream(func(string) bool { return false })
+	_, end := runRound(t, s, false, sse(
+		`{"type":"response.created","response":{"id":"resp_1","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m","role":"assistant","content":[]}}`,
+	))
+	if !end.Incomplete {
+		t.Fatal("a stream without response.completed must be incomplete")
+	}
+}

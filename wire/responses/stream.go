@@ -173,7 +173,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.finished {
 		rd.loop = rd.Loops() // the upstream ended without response.completed
 	}
-	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
+	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.finished}
 	if !rd.loop {
 		rd.ShowPending()
 		return s.out, end
