@@ -51,9 +51,17 @@ type config struct {
 	Exec       execConfig     `yaml:"exec"`
 	AB         abConfig       `yaml:"ab"`
 	MCP        mcpConfig      `yaml:"mcp"`
+	Debug      debugConfig    `yaml:"debug"`
 
 	// src says where each value came from, for error messages.
 	src *provenance
+}
+
+// debugConfig is the opt-in profiling endpoint of `router serve`.
+type debugConfig struct {
+	// Listen, when set, serves /debug/pprof/ on this address of its own
+	// (never on the proxy's listener, whose clients must not read it).
+	Listen string `yaml:"listen"`
 }
 
 // mcpConfig is the MCP face of `router serve` (streamable HTTP at /mcp);
@@ -309,6 +317,7 @@ var configKeys = []configKey{
 	{path: "exec.allowed_tools", flag: "exec-allowed-tools", kind: "list", help: "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", ptr: func(c *config) any { return &c.Exec.AllowedTools }},
 	{path: "exec.confinement", kind: "string", help: "write confinement of scripts: " + oneOf(confinementNames), ptr: func(c *config) any { return &c.Exec.Confinement }, choices: confinementNames},
 	{path: "exec.output_dir", kind: "string", help: "root of per-conversation output folders", ptr: func(c *config) any { return &c.Exec.OutputDir }},
+	{path: "debug.listen", flag: "debug-listen", kind: "string", help: "serve Go's /debug/pprof/ profiles on this address of its own, e.g. 127.0.0.1:6060 (empty: off)", ptr: func(c *config) any { return &c.Debug.Listen }},
 	{path: "mcp.enabled", flag: "mcp", kind: "bool", help: "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", ptr: func(c *config) any { return &c.MCP.Enabled }},
 	{path: "ab.header", kind: "string", help: "A/B: request header hashed to pick an arm (else the user field, else the first user message)", ptr: func(c *config) any { return &c.AB.Header }},
 	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},

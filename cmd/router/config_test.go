@@ -113,7 +113,7 @@ func TestConfigErrors(t *testing.T) {
 		want string // the whole message, or a part of it when partial
 	}{
 		{name: "unknown top-level key", file: "listen: x:1\nlistn: y\n",
-			want: `config FILE:2: unknown key "listn" (known keys: ab, body_limit, embedder, exec, listen, log, mcp, rewrite, routing, skills, tool_rounds, upstream, watch)`},
+			want: `config FILE:2: unknown key "listn" (known keys: ab, body_limit, debug, embedder, exec, listen, log, mcp, rewrite, routing, skills, tool_rounds, upstream, watch)`},
 		{name: "unknown nested key", file: "upstream:\n  timout: 10m\n",
 			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, override_auth, timeout, url)`},
 		{name: "unknown arm key", file: "ab:\n  arms:\n    - name: a\n      percnt: 50\n",

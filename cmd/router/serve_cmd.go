@@ -128,6 +128,12 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if cfg.Debug.Listen != "" {
+		if _, err := serveDebug(ctx, cfg.Debug.Listen, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	// The upstream is checked at once, beside everything else, so a wrong
 	// URL is reported in the first second, not after the index is built.
 	checkers, err := cfg.upstreamCheckers(log)
