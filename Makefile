@@ -4,7 +4,7 @@
 GO ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test vet fmt race fuzz build bench image image-check helm-check bench-compare
+.PHONY: test vet fmt race fuzz build bench image image-check helm-check bench-compare reliability
 
 test: fmt vet race fuzz
 
@@ -26,6 +26,13 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The reliability suite in full (docs/reliability.md): the built binary
+# against a fake upstream with fault modes, 600 slow sockets, a minute of
+# reloads under load and a 10-minute soak; prints one table. Its short
+# version runs in `make test`.
+reliability:
+	RELIABILITY=long $(GO) test -count=1 -timeout 40m -run TestReliability -v ./proxy/reliability
 
 # Container image (Containerfile) with buildah, from a binary built here; not
 # part of `make test` because it needs buildah (docs/deploy.md).

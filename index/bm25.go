@@ -86,21 +86,66 @@ type Term struct {
 	Weight float64
 }
 
+// DocStats is one document as BM25 counts it: per field its length in
+// terms, and each distinct term with its count per field. Analysing the
+// text is most of a build, so a caller that rebuilds often (a library
+// that changes one skill at a time) keeps the DocStats of unchanged
+// documents and passes them to NewBM25Stats.
+type DocStats struct {
+	Len   [NumFields]int32
+	Terms []string
+	TF    [][NumFields]uint16
+}
+
+// Analyze counts doc's terms as NewBM25 would.
+func Analyze(d Doc, p BM25Params) *DocStats {
+	p = p.withDefaults()
+	st := &DocStats{}
+	at := map[string]int{}
+	for f := Field(0); f < NumFields; f++ {
+		text := d.Fields[f]
+		if f == FieldBody && p.MaxBodyChars > 0 && len(text) > p.MaxBodyChars {
+			text = text[:p.MaxBodyChars]
+		}
+		terms := analysis.Terms(text)
+		st.Len[f] = int32(len(terms))
+		for _, t := range terms {
+			i, ok := at[t]
+			if !ok {
+				i = len(st.Terms)
+				at[t] = i
+				st.Terms = append(st.Terms, t)
+				st.TF = append(st.TF, [NumFields]uint16{})
+			}
+			if st.TF[i][f] < math.MaxUint16 {
+				st.TF[i][f]++
+			}
+		}
+	}
+	return st
+}
+
 // NewBM25 indexes docs. Document order is kept: scores are indexed like docs.
 func NewBM25(docs []Doc, p BM25Params) *BM25 {
-	p = p.withDefaults()
-	n := len(docs)
-	terms := make([][NumFields][]string, n)
-	var total [NumFields]float64
+	ids := make([]string, len(docs))
+	stats := make([]*DocStats, len(docs))
 	for i, d := range docs {
-		for f := Field(0); f < NumFields; f++ {
-			text := d.Fields[f]
-			if f == FieldBody && p.MaxBodyChars > 0 && len(text) > p.MaxBodyChars {
-				text = text[:p.MaxBodyChars]
-			}
-			terms[i][f] = analysis.Terms(text)
-			total[f] += float64(len(terms[i][f]))
+		ids[i], stats[i] = d.ID, Analyze(d, p)
+	}
+	return NewBM25Stats(ids, stats, p)
+}
+
+// NewBM25Stats indexes documents already analysed (see DocStats), in order.
+func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
+	p = p.withDefaults()
+	n := len(ids)
+	var total [NumFields]float64
+	postings := 0
+	for _, st := range stats {
+		for f := range total {
+			total[f] += float64(st.Len[f])
 		}
+		postings += len(st.Terms)
 	}
 	var avg [NumFields]float64
 	for f := range avg {
@@ -109,38 +154,40 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 			avg[f] = total[f] / float64(n)
 		}
 	}
+	// Two passes: document frequencies first, then every posting list cut
+	// from one slab (appending term by term was most of a rebuild).
+	df := make(map[string]int32, postings/4+16)
+	for _, st := range stats {
+		for _, t := range st.Terms {
+			df[t]++
+		}
+	}
 	ix := &BM25{
-		ids:      make([]string, n),
-		postings: make(map[string][]posting),
-		idf:      make(map[string]float64),
+		ids:      append([]string(nil), ids...),
+		postings: make(map[string][]posting, len(df)),
+		idf:      make(map[string]float64, len(df)),
 		k1:       p.K1,
 		weights:  p.Weights,
 	}
-	tf := make(map[string]*[NumFields]float32)
-	for i, d := range docs {
-		ix.ids[i] = d.ID
-		clear(tf)
-		for f := Field(0); f < NumFields; f++ {
-			if len(terms[i][f]) == 0 {
-				continue
-			}
-			norm := 1 - p.B[f] + p.B[f]*float64(len(terms[i][f]))/avg[f]
-			for _, t := range terms[i][f] {
-				v := tf[t]
-				if v == nil {
-					v = new([NumFields]float32)
-					tf[t] = v
-				}
-				v[f] += float32(1 / norm)
-			}
-		}
-		for t, v := range tf {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: *v})
-		}
+	slab := make([]posting, postings)
+	at := 0
+	for t, d := range df {
+		ix.postings[t] = slab[at : at : at+int(d)]
+		at += int(d)
+		ix.idf[t] = math.Log(1 + (float64(n)-float64(d)+0.5)/(float64(d)+0.5))
 	}
-	for t, ps := range ix.postings {
-		df := float64(len(ps))
-		ix.idf[t] = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+	for i, st := range stats {
+		var inv [NumFields]float32
+		for f := range inv {
+			inv[f] = float32(1 / (1 - p.B[f] + p.B[f]*float64(st.Len[f])/avg[f]))
+		}
+		for k, t := range st.Terms {
+			ps := posting{doc: int32(i)}
+			for f := range inv {
+				ps.tf[f] = float32(st.TF[k][f]) * inv[f]
+			}
+			ix.postings[t] = append(ix.postings[t], ps)
+		}
 	}
 	return ix
 }

@@ -33,11 +33,17 @@ type VectorDoc struct {
 	ID    string
 	Name  string
 	Parts []Part
+	// Known is the document's Hash when the caller already knows it (the
+	// text is the one a previous index was built from); "" computes it.
+	Known string
 }
 
 // Hash identifies a document's embedded content: equal hashes under the same
 // model mean the stored vector can be reused.
 func (d VectorDoc) Hash() string {
+	if d.Known != "" {
+		return d.Known
+	}
 	h := sha256.New()
 	for _, p := range d.Parts {
 		fmt.Fprintf(h, "%d:%s\x00%g\x00", len(p.Text), p.Text, p.Weight)
@@ -93,11 +99,13 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	docs = lastByID(docs)
 	hashes := make([]string, len(docs))
 	vecs := make([][]float32, len(docs))
+	prevRow := make([]int, len(docs)) // the reused row of prev, for pack
 	var fresh, reused []int
 	for i, d := range docs {
 		hashes[i] = d.Hash()
+		prevRow[i] = -1
 		if row := prev.row(d.ID); row >= 0 && prev.hashes[row] == hashes[i] {
-			vecs[i] = prev.vector(row)
+			prevRow[i] = row
 			reused = append(reused, i)
 			continue
 		}
@@ -112,6 +120,9 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 		if err := embedDocs(ctx, docs, reused, embed, vecs); err != nil {
 			return nil, st, err
 		}
+		for _, i := range reused {
+			prevRow[i] = -1
+		}
 		fresh, reused = append(fresh, reused...), nil
 	}
 	st.Embedded, st.Reused = len(fresh), len(reused)
@@ -124,10 +135,19 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	for i, d := range docs {
 		ids[i], names[i] = d.ID, d.Name
 	}
-	if err := v.pack(ids, names, hashes, vecs); err != nil {
+	if err := v.pack(ids, names, hashes, vecs, prev, prevRow); err != nil {
 		return nil, st, err
 	}
 	return v, st, nil
+}
+
+// HashOf returns the content hash stored for document id ("" when there is
+// none), to pass as VectorDoc.Known for an unchanged document.
+func (v *Vectors) HashOf(id string) string {
+	if i := v.row(id); i >= 0 {
+		return v.hashes[i]
+	}
+	return ""
 }
 
 // embedDocs embeds the documents docs[i] for i in which, all their parts
@@ -176,19 +196,37 @@ func lastByID(docs []VectorDoc) []VectorDoc {
 }
 
 // pack fills the query matrix from vectors given in id order (ids sorted
-// and distinct), so equal scores rank the same way on every run.
-func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32) error {
+// and distinct), so equal scores rank the same way on every run. Row i
+// comes from vecs[i], or when prevRow[i] >= 0 from that row of prev,
+// copied column by column without an intermediate vector.
+func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32, prev *Vectors, prevRow []int) error {
 	v.ids, v.names, v.hashes, v.n, v.dim, v.cols = ids, names, hashes, len(ids), 0, nil
-	for i, vec := range vecs {
+	fromPrev := func(i int) bool { return prevRow != nil && prevRow[i] >= 0 }
+	for i := range ids {
+		d := len(vecs[i])
+		if fromPrev(i) {
+			d = prev.dim
+		}
 		if i == 0 {
-			v.dim = len(vec)
+			v.dim = d
 			v.cols = make([]float32, v.dim*v.n)
 		}
-		if len(vec) != v.dim {
-			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], len(vec), v.dim)
+		if d != v.dim {
+			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], d, v.dim)
 		}
-		for j, x := range vec {
-			v.cols[j*v.n+i] = x
+	}
+	for j := 0; j < v.dim; j++ {
+		col := v.cols[j*v.n : (j+1)*v.n]
+		var pcol []float32
+		if prev != nil && j < prev.dim {
+			pcol = prev.cols[j*prev.n : (j+1)*prev.n]
+		}
+		for i := range col {
+			if fromPrev(i) {
+				col[i] = pcol[prevRow[i]]
+			} else {
+				col[i] = vecs[i][j]
+			}
 		}
 	}
 	return nil
@@ -259,6 +297,13 @@ func unit(v []float32) []float32 {
 
 // Model is the embedding model the vectors were made with.
 func (v *Vectors) Model() string { return v.model }
+
+// WithModel returns the index under another model name (the same rows).
+func (v *Vectors) WithModel(model string) *Vectors {
+	c := *v
+	c.model = model
+	return &c
+}
 
 // Len is the number of documents.
 func (v *Vectors) Len() int { return v.n }
@@ -433,7 +478,7 @@ func LoadVectors(path string) (*Vectors, error) {
 			names[i], hashes[i], vecs[i] = doc.Metadata[metaName], doc.Metadata[metaHash], doc.Embedding
 		}
 		v := &Vectors{model: model}
-		if err := v.pack(ids, names, hashes, vecs); err != nil {
+		if err := v.pack(ids, names, hashes, vecs, nil, nil); err != nil {
 			return nil, fmt.Errorf("vector index %s: %w", path, err)
 		}
 		if v.n > 0 && v.dim != dim {

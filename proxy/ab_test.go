@@ -155,6 +155,6 @@ func TestABThroughProxy(t *testing.T) {
 	// Arm labels reach logs and metrics.
 	mustContain(t, h.logText(), `"arm":"lexical"`)
 	_, m := h.do("GET", "/metrics", "", nil)
-	mustContain(t, string(m), `skillrouter_requests_total{arm="lexical",path="/v1/chat/completions",status="200"}`)
+	mustContain(t, string(m), `skillrouter_requests_total{arm="lexical",outcome="complete",path="/v1/chat/completions",status="200"}`)
 	mustContain(t, string(m), `skillrouter_selected_skills_count{api="chat",arm="control"}`)
 }

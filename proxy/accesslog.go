@@ -34,6 +34,7 @@ type reqInfo struct {
 	exhausted      bool
 	toolCalls      int
 	err            string
+	outcome        string // how the request ended (outcome* constants); set by observe when the handler did not
 	query          string // logged at debug level only
 }
 
@@ -52,6 +53,8 @@ func requestInfo(c echo.Context) *reqInfo {
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
 		info := requestInfo(c)
 		info.path = metricPath(c.Request().URL.Path)
 		err := next(c)
@@ -63,6 +66,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if info.status != statusClientClosed && c.Request().Context().Err() != nil && !c.Response().Committed {
 			info.status = statusClientClosed
+		}
+		if info.outcome == "" {
+			info.outcome = outcomeComplete
+			if info.status == statusClientClosed {
+				info.outcome = outcomeClientClosed
+			}
 		}
 		elapsed := time.Since(start)
 		s.metrics.observeRequest(info, elapsed)
@@ -126,6 +135,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if info.status >= 500 && info.path != "/readyz" { // 503 there is a state, not a failure
 		level = slog.LevelWarn
 	}
+	if info.outcome == outcomeStreamError || info.outcome == outcomeShutdown {
+		level = slog.LevelWarn // a 200 that did not end well
+	}
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
 		return
 	}
@@ -133,6 +145,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		slog.String("method", c.Request().Method),
 		slog.String("path", c.Request().URL.Path),
 		slog.Int("status", info.status),
+		slog.String("outcome", info.outcome),
 		slog.Float64("duration_ms", ms(elapsed)),
 	}
 	if info.upstreamStatus != 0 {

@@ -53,6 +53,9 @@ type apiStream interface {
 	End(out []byte) ([]byte, wire.RoundEnd)
 	// ErrorEvent renders an error as the stream's final event.
 	ErrorEvent(e *wire.Error) []byte
+	// Relayed notes an event passed on without Event (a stream without
+	// the proxy's tools), so that a later ErrorEvent follows on from it.
+	Relayed(ev *wire.Event)
 	// UpstreamErrorEvent turns an upstream error answer met after the
 	// stream started into its final event, and the message for the log.
 	UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string)

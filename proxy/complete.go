@@ -18,13 +18,14 @@ import (
 // (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds.
 func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
-	ctx := r.Context()
+	ctx, done := s.requestContext(r.Context())
+	defer done()
 	w := c.Response()
 	body := rt.body
 	sess := rt.session
 	var usage wire.Usage
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			s.fail(w, rt.api, info, classify(ctx, err))
@@ -33,7 +34,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		info.upstreamStatus = resp.StatusCode
 		// Upstream errors and answers the proxy has nothing to do with go back unchanged.
 		if sess == nil || resp.StatusCode != http.StatusOK {
-			s.relayResponse(w, info, resp)
+			s.relayResponse(ctx, w, info, resp)
 			return
 		}
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
@@ -131,7 +132,7 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 }
 
 // relayResponse copies an upstream response to the client unchanged.
-func (s *Server) relayResponse(w http.ResponseWriter, info *reqInfo, resp *http.Response) {
+func (s *Server) relayResponse(ctx context.Context, w http.ResponseWriter, info *reqInfo, resp *http.Response) {
 	defer resp.Body.Close()
 	h := w.Header()
 	// A decoded body no longer matches the upstream's encoding and length.
@@ -142,8 +143,26 @@ func (s *Server) relayResponse(w http.ResponseWriter, info *reqInfo, resp *http.
 	}
 	w.WriteHeader(resp.StatusCode)
 	info.status = resp.StatusCode
-	if err := relayBody(w, resp.Body); err != nil && info.err == "" {
-		info.err = "relay: " + err.Error()
+	if err := relayBody(w, resp.Body); err != nil {
+		s.relayFailed(ctx, info, err)
+	}
+}
+
+// relayFailed records a body relayed as it came that broke off: nothing of
+// the proxy's can be added to it, but the log and the metrics say so.
+func (s *Server) relayFailed(ctx context.Context, info *reqInfo, err error) {
+	f := classifyStream(ctx, err)
+	switch f.code {
+	case "client_closed":
+		info.status, info.outcome = statusClientClosed, outcomeClientClosed
+	case codeShutdown:
+		info.outcome = outcomeShutdown
+	default:
+		info.outcome = outcomeStreamError
+		s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+	}
+	if info.err == "" {
+		info.err = "relay: " + f.logText()
 	}
 }
 
@@ -151,6 +170,14 @@ func (s *Server) relayResponse(w http.ResponseWriter, info *reqInfo, resp *http.
 func (s *Server) fail(w http.ResponseWriter, a api, info *reqInfo, f failure) {
 	info.status = f.status
 	info.err = f.logText()
-	s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+	switch f.code {
+	case codeShutdown:
+		info.outcome = outcomeShutdown
+	case "client_closed":
+		info.outcome = outcomeClientClosed
+		s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+	default:
+		s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+	}
 	f.write(w, a)
 }

@@ -246,7 +246,7 @@ func TestUpstreamTimeout(t *testing.T) {
 		{"POST", "/v1/chat/completions", streamChat("")},
 		{"GET", "/v1/models", ""},
 	} {
-		h := newHarness(t, func(c *Config) { c.UpstreamTimeout = 50 * time.Millisecond })
+		h := newHarness(t, func(c *Config) { c.UpstreamTimeout, c.HeaderTimeout = 50*time.Millisecond, 50*time.Millisecond })
 		slow := fakeai.Delay(10*time.Second, fakeai.Reply(fakeai.Turn{Content: "late"}))
 		h.up.Script(slow)
 		h.up.Handle("/v1/models", slow)

@@ -6,9 +6,8 @@ import "net/http"
 // server and its transport for OpenTelemetry); this file only exports what
 // already exists.
 
-// DefaultTransport is the transport New uses when Config.Transport is nil,
-// for callers that wrap it (tracing) and pass the result as Config.Transport.
-func DefaultTransport() http.RoundTripper { return defaultTransport() }
+// DefaultTransport is NewTransport with the default connect timeout.
+func DefaultTransport() http.RoundTripper { return NewTransport(0) }
 
 // RouteLabel maps a request path to the bounded-cardinality label the
 // metrics use (/v1/models/gpt-4o → /v1/models), fit for span names.

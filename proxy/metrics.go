@@ -20,7 +20,7 @@ const metricsNamespace = "skillrouter"
 // A/B arm ("default" without a split) so arms compare side by side.
 type metrics struct {
 	reg             *prometheus.Registry
-	requests        *prometheus.CounterVec   // path, status, arm
+	requests        *prometheus.CounterVec   // path, status, arm, outcome
 	duration        *prometheus.HistogramVec // path
 	routing         *prometheus.HistogramVec // arm, strategy
 	upstreamLatency *prometheus.HistogramVec // path
@@ -34,6 +34,7 @@ type metrics struct {
 	exhausted       *prometheus.CounterVec   // arm
 	droppedCalls    *prometheus.CounterVec   // arm
 	upstreamErrors  *prometheus.CounterVec   // kind
+	strayLines      *prometheus.CounterVec   // api
 }
 
 func newDefaultRegistry() *prometheus.Registry {
@@ -53,8 +54,10 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "requests_total",
-			Help: "HTTP requests served, by path, status code and A/B arm (499: client went away).",
-		}, []string{"path", "status", "arm"}),
+			Help: "HTTP requests served, by path, status code, A/B arm and outcome: complete (delivered whole, whatever the status), " +
+				"stream_error (a started stream ended by an upstream error, timeout or malformed event), client_closed (status 499) " +
+				"or shutdown (ended by the server's shutdown).",
+		}, []string{"path", "status", "arm", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "request_duration_seconds",
 			Help: "Time from request to the end of the response, by path.", Buckets: latencyBuckets,
@@ -106,12 +109,17 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "upstream_errors_total",
-			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, upstream_stream_error, client_closed, upstream_response_rejected, upstream_response_too_large.",
+			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, upstream_stream_error, " +
+				"upstream_malformed_event, client_closed, upstream_response_rejected, upstream_response_too_large.",
 		}, []string{"kind"}),
+		strayLines: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "upstream_sse_lines_dropped_total",
+			Help: "Lines of upstream event streams that were not server-sent-event fields or comments, dropped, by client API.",
+		}, []string{"api"}),
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.upstreamErrors}
+		m.droppedCalls, m.upstreamErrors, m.strayLines}
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -170,7 +178,7 @@ func (m *metrics) observeRequest(info *reqInfo, elapsed time.Duration) {
 	if arm == "" {
 		arm = defaultArmLabel
 	}
-	m.requests.WithLabelValues(info.path, strconv.Itoa(info.status), arm).Inc()
+	m.requests.WithLabelValues(info.path, strconv.Itoa(info.status), arm, info.outcome).Inc()
 	m.duration.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if !info.routed {
 		return

@@ -46,10 +46,10 @@ func TestMetricsExposition(t *testing.T) {
 		}
 	}
 	for _, line := range []string{
-		`skillrouter_requests_total{arm="default",path="/v1/chat/completions",status="200"} 2`,
-		`skillrouter_requests_total{arm="default",path="/v1/chat/completions",status="400"} 1`,
-		`skillrouter_requests_total{arm="default",path="/v1/models",status="200"} 1`,
-		`skillrouter_requests_total{arm="default",path="/v1/models",status="404"} 1`,
+		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/chat/completions",status="200"} 2`,
+		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/chat/completions",status="400"} 1`,
+		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/models",status="200"} 1`,
+		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/models",status="404"} 1`,
 		`skillrouter_tool_calls_total{api="chat",arm="default",tool="load_skill"} 1`,
 		`skillrouter_tool_calls_total{api="chat",arm="default",tool="search_skills"} 1`,
 		`skillrouter_rewrite_errors_total{api="chat",arm="default"} 1`,

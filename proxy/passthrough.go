@@ -16,18 +16,23 @@ import (
 func (s *Server) passthrough(c echo.Context) error {
 	r := c.Request()
 	info := requestInfo(c)
+	ctx, done := s.requestContext(r.Context())
+	defer done()
 	var body io.Reader = r.Body
 	if r.ContentLength == 0 {
 		body = http.NoBody
 	}
 	a := apiForPath(r.URL.Path)
-	resp, elapsed, err := s.send(r.Context(), a.target(s), r, body, r.ContentLength, false)
+	resp, elapsed, err := s.send(ctx, a.target(s), r, body, r.ContentLength, false, exchangePass)
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {
-		f := classify(r.Context(), err)
-		info.status, info.err = f.status, f.logText()
-		s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-		f.write(c.Response(), a)
+		if bodyTimedOut(r) {
+			werr := requestTimeout(s.cfg.Access.BodyTimeout)
+			info.status, info.err = werr.Status, werr.Message
+			writeError(c.Response(), a, werr)
+			return nil
+		}
+		s.fail(c.Response(), a, info, classify(ctx, err))
 		return nil
 	}
 	defer resp.Body.Close()
@@ -36,8 +41,8 @@ func (s *Server) passthrough(c echo.Context) error {
 	copyResponseHeader(w.Header(), resp.Header, true)
 	w.WriteHeader(resp.StatusCode)
 	info.status = resp.StatusCode
-	if err := relayBody(w, resp.Body); err != nil && r.Context().Err() == nil {
-		info.err = "relay: " + err.Error()
+	if err := relayBody(w, resp.Body); err != nil {
+		s.relayFailed(ctx, info, err)
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ const (
 	DefaultMaxToolRounds   = 4
 	DefaultBodyLimit       = 8 << 20
 	DefaultUpstreamTimeout = 10 * time.Minute
+	DefaultConnectTimeout  = 10 * time.Second
+	DefaultHeaderTimeout   = time.Minute
+	DefaultIdleTimeout     = 5 * time.Minute
 	DefaultUpstream        = "http://127.0.0.1:11434/v1"
 	// maxUpstreamBody bounds a non-streaming chat answer read into memory.
 	maxUpstreamBody = 64 << 20
@@ -62,8 +65,30 @@ type Config struct {
 	MaxToolRounds int
 	// BodyLimit bounds chat request bodies in bytes (default 8 MiB); larger → 413.
 	BodyLimit int64
-	// UpstreamTimeout bounds each upstream exchange, headers and body (default 10 min); → 504.
+	// Upstream timeouts (each → 504 upstream_timeout). There is no bound on
+	// a whole stream: a healthy one may run for hours.
+	//
+	// UpstreamTimeout bounds a non-streaming model exchange, headers and
+	// body (the headers come with the whole answer), and the wait for the
+	// headers of a pass-through request (default 10 min).
 	UpstreamTimeout time.Duration
+	// ConnectTimeout bounds connecting to the upstream, TLS included
+	// (default 10 s); used by the default transport (see NewTransport).
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for the response headers of a streamed
+	// model request (default 1 min): a hung upstream fails within it.
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the silence between two reads of an upstream body
+	// once its headers came, streamed or not (default 5 min: reasoning
+	// models can think for minutes without sending a byte).
+	IdleTimeout time.Duration
+
+	// Access says who may use the proxy: browser origins, Host names,
+	// client keys, the admin token, and the request body deadline.
+	Access Access
+	// MetricsElsewhere: /metrics is not served with the API (cmd/router
+	// serves MetricsHandler on server.metrics_listen instead).
+	MetricsElsewhere bool
 
 	// Logger receives one line per request (nil: slog.Default()).
 	Logger *slog.Logger
@@ -96,6 +121,11 @@ type Server struct {
 	ab        *splitter
 	echo      *echo.Echo
 	arms      []*armState // every configured arm, for readiness
+
+	// Shutdown: Drain cancels drainCtx, which ends every request context.
+	drainCtx    context.Context
+	drainCancel context.CancelCauseFunc
+	inflight    inflightCounter
 }
 
 // New validates cfg, applies defaults and builds the routes.
@@ -122,6 +152,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UpstreamTimeout <= 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
 	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Access.BodyTimeout == 0 {
+		cfg.Access.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -129,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry = newDefaultRegistry()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport}
+	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}
 	s.anthropic = upstreamTarget{base: s.openai.base, apiKey: cfg.AnthropicAPIKey, keyHeader: "X-Api-Key", overrideAuth: cfg.OverrideAuth}
 	if cfg.AnthropicUpstream != nil {
@@ -137,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 		s.anthropic.apiKey = cfg.APIKey
 	}
 	if s.transport == nil {
-		s.transport = defaultTransport()
+		s.transport = NewTransport(cfg.ConnectTimeout)
 	}
 	ab, err := newSplitter(cfg.AB, cfg.Rewriter)
 	if err != nil {
@@ -183,6 +226,9 @@ func (s *Server) stage(ctx context.Context, name string) (context.Context, func(
 // ServeHTTP serves the proxy's routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
+// MetricsHandler serves the Prometheus registry (what /metrics serves).
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
+
 // Registry returns the Prometheus registry the proxy reports to.
 func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
 
@@ -194,11 +240,13 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.httpError
-	e.Use(s.observe)
+	e.Use(s.observe, s.guard, s.confine)
 
 	own(e, "/healthz", endpoint{http.MethodGet, s.healthz})
 	own(e, "/readyz", endpoint{http.MethodGet, s.readyz})
-	own(e, "/metrics", endpoint{http.MethodGet, echo.WrapHandler(s.metrics.handler())})
+	if !s.cfg.MetricsElsewhere {
+		own(e, "/metrics", endpoint{http.MethodGet, echo.WrapHandler(s.metrics.handler())})
+	}
 	// Only POST: other methods on chat completions are OpenAI's stored
 	// completions (GET lists them), passed through.
 	e.POST("/v1/chat/completions", s.serveAPI(chatAPI{}))
@@ -246,13 +294,20 @@ func (s *Server) httpError(err error, c echo.Context) {
 	writeError(c.Response(), apiForPath(c.Request().URL.Path), &wire.Error{Status: status, Kind: kind, Code: code, Message: msg})
 }
 
-// defaultTransport is http.DefaultTransport with room for the concurrency an
-// LLM gateway sees (one long-lived connection per in-flight stream).
-func defaultTransport() http.RoundTripper {
+// NewTransport is the transport New uses when Config.Transport is nil:
+// http.DefaultTransport with room for the concurrency an LLM gateway sees
+// (one long-lived connection per in-flight stream), connecting (TCP and
+// TLS) within connect (0: DefaultConnectTimeout). Callers that wrap it
+// (tracing) pass the result as Config.Transport.
+func NewTransport(connect time.Duration) http.RoundTripper {
+	if connect <= 0 {
+		connect = DefaultConnectTimeout
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
-	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = connect
+	t.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	return t
 }

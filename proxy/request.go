@@ -42,6 +42,10 @@ func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
 		if errors.As(err, &mbe) {
 			return nil, tooLarge
 		}
+		var bte *bodyTimeoutError
+		if errors.As(err, &bte) {
+			return nil, requestTimeout(bte.limit)
+		}
 		return nil, wire.BadRequest("invalid_body", "", "reading request body: %v", err)
 	}
 	return body, nil

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -19,27 +21,28 @@ import (
 // tool calls and the end events of rounds that loop.
 func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
-	ctx := r.Context()
+	ctx, done := s.requestContext(r.Context())
+	defer done()
 	w := c.Response()
-	sr := &streamRelay{w: w, rc: http.NewResponseController(w), info: info, sess: rt.session}
-	var tr apiStream
+	sr := &streamRelay{s: s, w: w, rc: http.NewResponseController(w), info: info, sess: rt.session, api: rt.api}
+	var mine func(string) bool
 	if sr.sess != nil {
-		tr = rt.req.NewStream(sr.sess.Handles)
-		sr.tr = tr
+		mine = sr.sess.Handles
 	}
+	// Without a session the translator only renders the final error event,
+	// if one is needed: events are relayed as they come (relayOnly).
+	tr := rt.req.NewStream(mine)
+	sr.tr = tr
 	body := rt.body
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeStream)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			f := classify(ctx, err)
 			if !sr.started {
 				s.fail(w, rt.api, info, f)
 			} else {
-				s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-				sr.streamError(f.code, f.msg)
-				info.err = f.logText()
-				sr.finishTrailers()
+				sr.broke(f, "")
 			}
 			return
 		}
@@ -47,7 +50,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if !isEventStream(resp) {
 			if !sr.started {
 				// An error, or an upstream that ignored stream:true: relay as is.
-				s.relayResponse(w, info, resp)
+				s.relayResponse(ctx, w, info, resp)
 				return
 			}
 			sr.upstreamErrorEvent(resp)
@@ -56,39 +59,20 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if !sr.started {
 			sr.start(resp.Header)
 		}
-		if tr == nil {
-			// Nothing to answer server-side: relay bytes as they come.
-			err := relayBody(w, resp.Body)
-			resp.Body.Close()
-			if err != nil && ctx.Err() == nil {
-				info.err = "relay: " + err.Error()
-			}
-			if ctx.Err() != nil {
-				info.status = statusClientClosed
-			}
-			return
-		}
 		end, err := sr.relayRound(tr, resp.Body, round >= s.cfg.MaxToolRounds)
 		resp.Body.Close()
 		if err != nil {
-			// The client stopped reading (its context may not be done yet):
-			// not an upstream failure.
-			if ctx.Err() != nil || (sr.writeErr != nil && err == sr.writeErr) {
-				info.status = statusClientClosed
+			// A client that stopped reading may not have its context done yet.
+			if sr.writeErr != nil && errors.Is(err, sr.writeErr) && ctx.Err() == nil {
+				sr.broke(failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}, "")
 			} else {
-				f := classifyStream(ctx, err)
-				s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-				sr.streamError(f.code, "upstream stream broke: "+f.msg)
-				info.err = "upstream stream broke: " + f.logText()
+				sr.broke(classifyStream(ctx, err), "upstream stream broke: ")
 			}
-			sr.finishTrailers()
 			return
 		}
 		if end.Incomplete {
 			// Closed cleanly but cut: the client must not take it for a whole answer.
-			s.metrics.upstreamErrors.WithLabelValues("upstream_stream_incomplete").Inc()
-			sr.streamError("upstream_stream_incomplete", "upstream stream ended before its final event")
-			sr.finishTrailers()
+			sr.broke(failure{status: http.StatusBadGateway, code: "upstream_stream_incomplete", msg: "upstream stream ended before its final event"}, "")
 			return
 		}
 		if end.Dropped > 0 {
@@ -97,7 +81,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if end.Exhausted {
 			info.exhausted = true
 		}
-		if end.Loop == nil {
+		if end.Loop == nil || sr.sess == nil {
 			sr.finishTrailers()
 			return
 		}
@@ -105,7 +89,8 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		next, err := rt.req.FollowUp(body, end.Loop, results, sr.sess.Tools())
 		if err != nil {
 			info.err = "follow-up: " + err.Error()
-			sr.streamError("tool_loop_failed", "skillrouter tool loop: "+err.Error())
+			sr.streamError(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: "tool_loop_failed",
+				Message: "skillrouter tool loop: " + err.Error()})
 			sr.finishTrailers()
 			return
 		}
@@ -123,10 +108,12 @@ func isEventStream(resp *http.Response) bool {
 
 // streamRelay is the client side of one streamed request, across rounds.
 type streamRelay struct {
+	s       *Server
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	info    *reqInfo
-	tr      apiStream   // nil: relay only
+	api     api
+	tr      apiStream   // the API's translator; with sess nil, used for the error event only
 	sess    ToolSession // nil: relay only
 	started bool
 	out     []byte // the translator's output for the event at hand
@@ -154,7 +141,37 @@ func (sr *streamRelay) start(upstream http.Header) {
 	sr.flush()
 }
 
-// relayRound relays one upstream stream through the translator.
+// malformedError is an upstream event whose data is not what its API
+// sends: the stream is ended with an error event rather than passed on
+// (see docs/proxy.md, "Streams that break").
+type malformedError struct{ data []byte }
+
+func (e *malformedError) Error() string {
+	d := e.data
+	if len(d) > 120 {
+		d = d[:120]
+	}
+	return fmt.Sprintf("upstream sent an event whose data is not JSON: %q", d)
+}
+
+// checkEvent reports an event the client must not get: data that is not
+// JSON (chat's data: [DONE] aside). Lines that are not SSE fields were
+// already dropped by the reader (counted here).
+func (sr *streamRelay) checkEvent(ev *wire.Event) error {
+	if ev.Stray > 0 {
+		sr.s.metrics.strayLines.WithLabelValues(string(sr.api.name())).Add(float64(ev.Stray))
+	}
+	if !ev.HasData || json.Valid(ev.Data) {
+		return nil
+	}
+	if sr.api.name() == wire.APIChat && string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
+		return nil
+	}
+	return &malformedError{data: append([]byte(nil), ev.Data...)}
+}
+
+// relayRound relays one upstream stream through the translator (or as it
+// comes, without a session).
 func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wire.RoundEnd, error) {
 	tr.Round(final)
 	rd := wire.NewEventReader(body)
@@ -169,12 +186,24 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 		if sr.writeErr != nil {
 			return wire.RoundEnd{}, sr.writeErr
 		}
+		if err := sr.checkEvent(ev); err != nil {
+			return wire.RoundEnd{}, err
+		}
+		if sr.sess == nil {
+			sr.out = append(sr.out[:0], ev.Raw...)
+			tr.Relayed(ev)
+			sr.emit()
+			continue
+		}
 		var more bool
 		sr.out, more = tr.Event(ev, sr.out[:0])
 		sr.emit()
 		if !more {
 			break
 		}
+	}
+	if sr.sess == nil {
+		return wire.RoundEnd{}, sr.writeErr
 	}
 	var end wire.RoundEnd
 	sr.out, end = tr.End(sr.out[:0])
@@ -218,14 +247,36 @@ func (sr *streamRelay) flush() {
 	}
 }
 
+// broke ends a started stream that failed: the client gone (499, nothing
+// to write), the server shutting down, or the upstream (timeout, broken
+// connection, malformed event): the API's error event, outcome
+// stream_error.
+func (sr *streamRelay) broke(f failure, prefix string) {
+	info := sr.info
+	switch f.code {
+	case "client_closed":
+		info.status, info.outcome, info.err = statusClientClosed, outcomeClientClosed, f.msg
+		sr.finishTrailers()
+		return
+	case codeShutdown:
+		info.outcome = outcomeShutdown
+		sr.streamError(&wire.Error{Status: f.status, Kind: wire.KindServer, Code: f.code, Message: f.msg})
+	default:
+		sr.s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
+		sr.streamError(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: f.code, Message: prefix + f.msg})
+		info.err = prefix + f.logText()
+	}
+	sr.finishTrailers()
+}
+
 // streamError ends a stream that already started with an error event in
 // the API's format.
-func (sr *streamRelay) streamError(code, msg string) {
-	sr.info.err = msg
-	if sr.tr == nil {
-		return // relay only: nothing of ours to end the stream with
+func (sr *streamRelay) streamError(e *wire.Error) {
+	if sr.info.outcome == "" {
+		sr.info.outcome = outcomeStreamError
 	}
-	sr.write(sr.tr.ErrorEvent(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: code, Message: msg}))
+	sr.info.err = e.Message
+	sr.write(sr.tr.ErrorEvent(e))
 	sr.flush()
 }
 
@@ -237,6 +288,7 @@ func (sr *streamRelay) upstreamErrorEvent(resp *http.Response) {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	ev, msg := sr.tr.UpstreamErrorEvent(resp.StatusCode, raw, sr.info.rounds)
 	sr.info.err = msg
+	sr.info.outcome = outcomeStreamError
 	sr.write(ev)
 	sr.flush()
 	sr.finishTrailers()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,12 +25,16 @@ type upstreamTarget struct {
 	overrideAuth bool
 }
 
-// url maps a client path under /v1 to the target's base URL.
-func (t *upstreamTarget) url(clientPath, rawQuery string) string {
+// url maps a client path under /v1 to the target's base URL; a path that
+// would leave the base (see confine.go) is an error.
+func (t *upstreamTarget) url(clientPath, rawQuery string) (string, error) {
 	u := *t.base
 	u.Path = t.base.Path + strings.TrimPrefix(clientPath, "/v1")
+	if !strings.HasPrefix(clientPath, "/v1/") && clientPath != "/v1" || !within(u.Path, t.base.Path) {
+		return "", errOutsideBase
+	}
 	u.RawQuery = rawQuery
-	return u.String()
+	return u.String(), nil
 }
 
 // header builds the upstream request headers from the client's.
@@ -53,15 +58,48 @@ func (t *upstreamTarget) header(in http.Header) http.Header {
 	return out
 }
 
-// send performs one upstream exchange bounded by UpstreamTimeout. The caller
-// must close the response body; closing it also releases the timeout.
+// exchange says which timeouts bound an upstream exchange.
+type exchange int
+
+const (
+	// exchangeAnswer is a non-streaming model request: the headers come
+	// with the whole answer, so headers and body are bounded together by
+	// UpstreamTimeout.
+	exchangeAnswer exchange = iota
+	// exchangeStream is a streamed model request: the headers within
+	// HeaderTimeout, then at most IdleTimeout between two reads of the
+	// body, and no bound on the whole: a healthy stream may run for hours.
+	exchangeStream
+	// exchangePass is a pass-through request, streamed or not, which the
+	// proxy does not read: headers within UpstreamTimeout, then at most
+	// IdleTimeout between reads.
+	exchangePass
+)
+
+// send performs one upstream exchange bounded as kind says. The caller
+// must close the response body; closing it also releases the timers.
 // decoded asks for an identity (or transparently decoded) body, which the
-// chat path needs to parse it; pass-through relays the encoding untouched.
-func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, body io.Reader, length int64, decoded bool) (*http.Response, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
-	req, err := http.NewRequestWithContext(ctx, in.Method, t.url(in.URL.Path, in.URL.RawQuery), body)
+// routed paths need to parse it; pass-through relays the encoding untouched.
+func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, body io.Reader, length int64, decoded bool, kind exchange) (*http.Response, time.Duration, error) {
+	target, err := t.url(in.URL.Path, in.URL.RawQuery)
 	if err != nil {
-		cancel()
+		return nil, 0, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	b := &boundedBody{cancel: cancel, idle: s.cfg.IdleTimeout}
+	headerWait := s.cfg.UpstreamTimeout
+	if kind == exchangeStream {
+		headerWait = s.cfg.HeaderTimeout
+	}
+	headers := time.AfterFunc(headerWait, func() { cancel(&timeoutError{phase: phaseHeaders, after: headerWait}) })
+	if kind == exchangeAnswer {
+		// The whole exchange, body included, within UpstreamTimeout.
+		b.total = headers
+		headers = nil
+	}
+	req, err := http.NewRequestWithContext(ctx, in.Method, target, body)
+	if err != nil {
+		b.release()
 		return nil, 0, err
 	}
 	req.Header = t.header(in.Header)
@@ -80,11 +118,16 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	start := time.Now()
 	resp, err := s.transport.RoundTrip(req)
 	elapsed := time.Since(start)
+	if headers != nil {
+		headers.Stop()
+	}
 	if err != nil {
-		cancel()
+		err = withCause(ctx, err)
+		b.release()
 		return nil, elapsed, &upstreamError{name: t.base.Host, err: err}
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel, name: t.base.Host}
+	b.ctx, b.ReadCloser, b.name = ctx, resp.Body, t.base.Host
+	resp.Body = b
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
 			resp.Body.Close()
@@ -98,25 +141,29 @@ type errModifyResponse struct{ error }
 
 func (e errModifyResponse) Unwrap() error { return e.error }
 
-// cancelBody releases the exchange's timeout context when the body is
-// closed, and names the upstream in its read errors.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-	name   string
+// timeoutError is an upstream exchange cut by one of the proxy's timeouts.
+type timeoutError struct {
+	phase string
+	after time.Duration
 }
 
-func (b *cancelBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF { // io.EOF is compared with ==, never wrapped
-		err = &upstreamError{name: b.name, err: err}
+const (
+	phaseHeaders = "sent no response headers"
+	phaseIdle    = "sent nothing more"
+)
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("upstream %s within %s", e.phase, e.after)
+}
+func (e *timeoutError) Timeout() bool { return true }
+
+// withCause replaces the context error of an exchange the proxy cut with
+// the timeout that cut it.
+func withCause(ctx context.Context, err error) error {
+	var te *timeoutError
+	if errors.As(context.Cause(ctx), &te) && !errors.As(err, &te) {
+		return fmt.Errorf("%w (%v)", te, err)
 	}
-	return n, err
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
 	return err
 }
 
@@ -140,6 +187,57 @@ func upstreamName(err error) string {
 	return "upstream"
 }
 
+// boundedBody is an upstream response body under the exchange's timers:
+// the idle timer runs while a Read waits for the upstream (not while the
+// proxy writes to its client); total bounds a non-streaming exchange.
+// Closing it stops the timers and releases the exchange's context.
+type boundedBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	idle   time.Duration
+	timer  *time.Timer
+	total  *time.Timer
+	name   string // the upstream's host, for errors
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.idle > 0 {
+		if b.timer == nil {
+			b.timer = time.AfterFunc(b.idle, func() { b.cancel(&timeoutError{phase: phaseIdle, after: b.idle}) })
+		} else {
+			b.timer.Reset(b.idle)
+		}
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	if err != nil && err != io.EOF { // io.EOF is compared with ==, never wrapped
+		err = &upstreamError{name: b.name, err: withCause(b.ctx, err)}
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error {
+	var err error
+	if b.ReadCloser != nil {
+		err = b.ReadCloser.Close()
+	}
+	b.release()
+	return err
+}
+
+func (b *boundedBody) release() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	if b.total != nil {
+		b.total.Stop()
+	}
+	b.cancel(nil)
+}
+
 // failure classifies an upstream exchange error: the client went away (499,
 // nothing to write), the upstream timed out (504), closed the connection
 // without a (whole) response (502) or could not be reached (502).
@@ -151,8 +249,14 @@ type failure struct {
 }
 
 func classify(clientCtx context.Context, err error) failure {
+	if errors.Is(context.Cause(clientCtx), errShutdown) {
+		return shutdownFailure()
+	}
 	if clientCtx.Err() != nil {
 		return failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}
+	}
+	if errors.Is(err, errOutsideBase) {
+		return failure{status: http.StatusBadRequest, code: "invalid_path", msg: err.Error()}
 	}
 	var mr errModifyResponse
 	if errors.As(err, &mr) {
@@ -165,12 +269,19 @@ func classify(clientCtx context.Context, err error) failure {
 
 func classifyUpstream(err error) failure {
 	who := upstreamName(err)
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out: " + te.Error()}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout() {
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out: could not connect"}
+	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out"}
 	}
 	// Reached, then hung up: net/http says no more than "EOF".
-	var oe *net.OpError
 	switch {
 	case errors.As(err, &oe) && oe.Op == "dial": // never reached: unreachable, below
 	case errors.Is(err, io.EOF):
@@ -210,6 +321,10 @@ func (f failure) logText() string {
 // started: the upstream was reached, so what classify calls unreachable is a
 // failure of the stream itself.
 func classifyStream(clientCtx context.Context, err error) failure {
+	var me *malformedError
+	if errors.As(err, &me) && clientCtx.Err() == nil {
+		return failure{status: http.StatusBadGateway, code: "upstream_malformed_event", msg: err.Error(), detail: err.Error()}
+	}
 	if errors.Is(err, wire.ErrEventTooLarge) && clientCtx.Err() == nil {
 		return failure{status: http.StatusBadGateway, code: "upstream_response_too_large", msg: err.Error(), detail: err.Error()}
 	}
@@ -225,5 +340,9 @@ func (f failure) write(w http.ResponseWriter, a api) {
 	if f.status == statusClientClosed {
 		return
 	}
-	writeError(w, a, &wire.Error{Status: f.status, Kind: wire.KindUpstream, Code: f.code, Message: f.msg})
+	kind := wire.KindUpstream
+	if f.status < 500 {
+		kind = wire.KindInvalidRequest
+	}
+	writeError(w, a, &wire.Error{Status: f.status, Kind: kind, Code: f.code, Message: f.msg})
 }

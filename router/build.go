@@ -31,6 +31,28 @@ type rankIndex struct {
 	vecErr error          // why vec is nil although emb is set
 	cache  *rankCache     // recent rankings; nil = off
 	cal    calibration
+
+	// Incremental builds: what a rebuild reuses for skills whose text is
+	// unchanged (their BM25 counts, signatures and vectors), and how far
+	// the library has drifted since the embedder was fitted and the scores
+	// calibrated (base skills then, drift skills added, changed or removed
+	// since): past refreshDrift of base both are done afresh.
+	stats []*index.DocStats // per skill, list order
+	base  int
+	drift int
+}
+
+// refreshDrift is the share of the library that may change before a
+// rebuild fits the builtin embedder and calibrates again: below it, a
+// change re-embeds only the skills whose text changed (a new fit changes
+// every vector), and the old IDF and score scales, measured on a library
+// nine tenths the same, stand.
+const refreshDrift = 0.1
+
+// sameText reports whether two versions of a skill rank alike: the text
+// every index reads is unchanged.
+func sameText(a, b *skills.Skill) bool {
+	return a == b || (a.ID == b.ID && a.Name == b.Name && a.Description == b.Description && a.Body == b.Body)
 }
 
 // documentDoc splits a skill into the weighted texts its vector is made
@@ -72,8 +94,9 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// build makes the indexes for snap, reusing prev's vectors where the text
-// and embedder are unchanged.
+// build makes the indexes for snap, reusing from prev what belongs to
+// skills whose text is unchanged: BM25 counts, signatures, and vectors
+// while the embedder and its model are the same (see refreshDrift).
 func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex) (*rankIndex, error) {
 	start := time.Now()
 	list := snap.Skills()
@@ -81,32 +104,70 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	for i, s := range list {
 		ix.pos[s.ID] = i
 	}
+	// kept[i] is skill i's position in prev when its text is unchanged, else -1.
+	kept := make([]int, len(list))
+	changed, stayed := 0, 0 // skills added or edited; skills prev has too
+	for i, s := range list {
+		kept[i] = -1
+		if prev != nil {
+			j, ok := prev.pos[s.ID]
+			if ok {
+				stayed++
+			}
+			if ok && sameText(prev.list[j], s) {
+				kept[i] = j
+				continue
+			}
+		}
+		changed++
+	}
+	if prev != nil {
+		changed += len(prev.list) - stayed // removed
+	}
+	refresh := prev == nil || float64(prev.drift+changed) > refreshDrift*float64(max(prev.base, 1))
+	if refresh {
+		ix.base, ix.drift = len(list), 0
+	} else {
+		ix.base, ix.drift = prev.base, prev.drift+changed
+	}
 
 	// BM25 and the keyword baseline build while the vectors are embedded.
 	lexDone := make(chan struct{})
 	go func() {
 		defer close(lexDone)
-		docs := make([]index.Doc, len(list))
-		for i, s := range list {
-			docs[i] = index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}}
-		}
-		ix.bm25 = index.NewBM25(docs, index.BM25Params{})
-		ix.kw = newKeywordIndex(list)
-		ix.men = newMentionTable(list)
+		ids := make([]string, len(list))
+		ix.stats = make([]*index.DocStats, len(list))
 		ix.sigs = make([]termSignature, len(list))
 		for i, s := range list {
+			ids[i] = s.ID
+			if j := kept[i]; j >= 0 && prev.stats != nil {
+				ix.stats[i], ix.sigs[i] = prev.stats[j], prev.sigs[j]
+				continue
+			}
+			ix.stats[i] = index.Analyze(index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}}, index.BM25Params{})
 			ix.sigs[i] = signatureOf(s)
 		}
+		ix.bm25 = index.NewBM25Stats(ids, ix.stats, index.BM25Params{})
+		ix.kw = newKeywordIndex(list)
+		ix.men = newMentionTable(list)
 	}()
 
 	vdocs := make([]index.VectorDoc, len(list))
 	for i, s := range list {
 		vdocs[i] = documentDoc(s)
+		if j := kept[i]; j >= 0 && prev.vec != nil {
+			vdocs[i].Known = prev.vec.HashOf(s.ID) // unchanged text: no need to hash it again
+		}
 	}
 	ix.emb = r.opts.Embedder
-	pre := r.loadPrebuilt(list)
+	var pre *prebuilt
+	if prev == nil {
+		pre = r.loadPrebuilt(list) // a reload has better: the previous index
+	}
 	if restored := r.restoreFitted(pre); restored != nil {
 		ix.emb = restored
+	} else if r.opts.Fit != nil && !refresh && prev.emb != nil {
+		ix.emb = prev.emb // the fit stands (see refreshDrift): unchanged skills keep their vectors
 	} else if r.opts.Fit != nil {
 		corpus := make([]string, len(vdocs))
 		for i, d := range vdocs {
@@ -141,13 +202,16 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 			"embedder", ix.emb.Name(), "model", ix.emb.Model(), "err", ix.vecErr)
 		r.lastRetry.Store(time.Now().UnixNano())
 	}
-	if cal, ok := storedCalibration(pre, ix); ok {
+	switch cal, ok := storedCalibration(pre, ix); {
+	case ok:
 		ix.cal = cal
-	} else {
+	case !refresh && (prev.vec == nil) == (ix.vec == nil) && prev.emb == ix.emb:
+		ix.cal = prev.cal
+	default:
 		ix.cal = r.calibrate(ctx, ix)
 	}
 	r.logPrebuilt(pre, prev, stats)
-	attrs := []any{"skills", len(list), "took", time.Since(start).Round(time.Millisecond)}
+	attrs := []any{"skills", len(list), "changed", changed, "took", time.Since(start).Round(time.Millisecond)}
 	if ix.emb != nil {
 		attrs = append(attrs, "embedder", ix.emb.Name(), "model", ix.emb.Model(),
 			"embedded", stats.Embedded, "reused", stats.Reused)
@@ -160,6 +224,24 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 // or sizes must never be compared.
 func vectorModel(e Embedder) string {
 	return e.Name() + "/" + e.Model() + "/" + strconv.Itoa(e.Dimensions())
+}
+
+// sameVectorModel reports whether vectors stored under the key stored can
+// serve emb: the same key, or, while emb does not know its dimensions yet
+// (a remote embedder before its first answer), the same provider and
+// model at any size; should the size turn out different, BuildVectors
+// embeds everything again.
+func sameVectorModel(emb Embedder, stored string) bool {
+	key := vectorModel(emb)
+	if key == stored {
+		return true
+	}
+	if emb.Dimensions() != 0 {
+		return false
+	}
+	prefix := strings.TrimSuffix(key, "0")
+	rest, ok := strings.CutPrefix(stored, prefix)
+	return ok && rest != "" && !strings.Contains(rest, "/")
 }
 
 func (r *Router) buildVectors(ctx context.Context, docs []index.VectorDoc, emb Embedder, prev *rankIndex, pre *prebuilt) (*index.Vectors, index.BuildStats, error) {
@@ -183,9 +265,19 @@ func (r *Router) buildVectors(ctx context.Context, docs []index.VectorDoc, emb E
 	if de, ok := emb.(documentEmbedder); ok {
 		embedDocs = de.EmbedDocuments
 	}
-	v, st, err := index.BuildVectors(ctx, docs, vectorModel(emb), embedDocs, old)
+	model := vectorModel(emb)
+	if old != nil && sameVectorModel(emb, old.Model()) {
+		model = old.Model()
+	}
+	v, st, err := index.BuildVectors(ctx, docs, model, embedDocs, old)
 	if err != nil {
 		return nil, st, err
+	}
+	if emb.Dimensions() > 0 && vectorModel(emb) != model {
+		// A remote embedder learns its dimensions from its first answer:
+		// key the index by them, as the next build will, or it would find
+		// nothing to reuse and embed the whole library again.
+		v = v.WithModel(vectorModel(emb))
 	}
 	if path != "" && (st.Embedded > 0 || st.Removed > 0 || old == nil || old.Model() != v.Model()) {
 		if err := v.Save(path); err != nil {

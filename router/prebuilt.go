@@ -156,7 +156,7 @@ func prebuiltVectors(p *prebuilt, emb Embedder) *index.Vectors {
 	if p == nil || p.m.Vectors == "" || p.m.Embedder != emb.Name() {
 		return nil
 	}
-	if vectorModel(emb) != p.m.Model {
+	if !sameVectorModel(emb, p.m.Model) {
 		return nil // e.g. a builtin fitted to another library: nothing to reuse
 	}
 	v, err := index.LoadVectors(filepath.Join(p.dir, p.m.Vectors))

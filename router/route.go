@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,7 +109,13 @@ type Router struct {
 	opts Options
 	cur  atomic.Pointer[rankIndex]
 
-	mu sync.Mutex // serializes builds (Update, background retry)
+	mu sync.Mutex // serializes builds (the builder, background retry)
+
+	// latest is the newest snapshot handed to Follow: the library as it is
+	// now. Until its indexes are built, ranking hides the skills it no
+	// longer has.
+	latest atomic.Pointer[skills.Snapshot]
+	upd    updater
 
 	// Background retry of a vector index whose build failed (embedder down).
 	bg        sync.WaitGroup
@@ -141,21 +148,139 @@ func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, err
 	return r, nil
 }
 
-// Update rebuilds indexes for snap off to the side and swaps them in. Vectors
-// of skills whose text did not change are reused. It fails only when ctx
-// ends; the previous indexes then stay in place.
+// Update hands snap to the router (Follow) and waits until its indexes, or
+// those of a newer snapshot handed in meanwhile, are in place. Vectors and
+// counts of skills whose text did not change are reused. It fails only
+// when ctx ends (or the router is closed); the previous indexes then stay
+// in place.
 func (r *Router) Update(ctx context.Context, snap *skills.Snapshot) error {
 	if snap == nil {
 		return errors.New("router: nil snapshot")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ix, err := r.build(ctx, snap, r.cur.Load())
-	if err != nil {
-		return err
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("router: building indexes: %w", err)
 	}
-	r.cur.Store(ix)
-	return nil
+	return r.wait(ctx, r.Follow(snap))
+}
+
+// Follow hands snap to the router and returns at once: skills it no longer
+// has stop being ranked now, and its indexes are built in the background.
+// A build still running for an older snapshot is cancelled, its result
+// discarded: the newest snapshot wins. Follow is what a registry's reload
+// subscriber calls (it must not wait on a build, or every later change
+// would queue behind it); Synced waits for the result.
+func (r *Router) Follow(snap *skills.Snapshot) uint64 {
+	u := &r.upd
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.want, u.wantGen = snap, u.wantGen+1
+	r.latest.Store(snap)
+	if u.cancel != nil {
+		u.cancel(errOvertaken)
+	}
+	if !u.building && r.bgCtx.Err() == nil {
+		u.building = true
+		r.bg.Add(1)
+		go r.builder()
+	}
+	return u.wantGen
+}
+
+// Synced waits until the indexes of every snapshot handed to the router so
+// far (or a newer one) are in place.
+func (r *Router) Synced(ctx context.Context) error {
+	r.upd.mu.Lock()
+	gen := r.upd.wantGen
+	r.upd.mu.Unlock()
+	return r.wait(ctx, gen)
+}
+
+// errOvertaken cancels a build whose snapshot is no longer the newest.
+var errOvertaken = errors.New("router: a newer library snapshot arrived")
+
+// updater is the state of the background builder: the newest snapshot
+// wanted, and how far the builds got.
+type updater struct {
+	mu        sync.Mutex
+	want      *skills.Snapshot
+	wantGen   uint64 // generation of want (one per Follow)
+	installed uint64 // generation whose indexes are in place
+	settled   uint64 // generation up to which waiting is over (installed, or given up)
+	err       error  // why generations up to settled were given up
+	building  bool
+	cancel    context.CancelCauseFunc // of the build in progress
+	changed   chan struct{}           // closed (and replaced) whenever installed or settled moves
+}
+
+// builder builds the newest wanted snapshot until none is left: one
+// goroutine at a time, started by Follow.
+func (r *Router) builder() {
+	defer r.bg.Done()
+	u := &r.upd
+	for {
+		u.mu.Lock()
+		if u.settled >= u.wantGen {
+			u.building = false
+			u.mu.Unlock()
+			return
+		}
+		snap, gen := u.want, u.wantGen
+		ctx, cancel := context.WithCancelCause(r.bgCtx)
+		u.cancel = cancel
+		u.mu.Unlock()
+
+		r.mu.Lock()
+		ix, err := r.build(ctx, snap, r.cur.Load())
+		overtaken := errors.Is(context.Cause(ctx), errOvertaken)
+		if err == nil && !overtaken {
+			r.cur.Store(ix)
+		}
+		r.mu.Unlock()
+		cancel(nil)
+
+		u.mu.Lock()
+		u.cancel = nil
+		switch {
+		case overtaken:
+			// Discarded: the loop builds the newer snapshot.
+		case err == nil:
+			u.installed, u.settled = gen, max(u.settled, gen)
+		default: // closed: give up on everything handed in so far
+			u.settled, u.err = u.wantGen, err
+		}
+		if u.changed != nil {
+			close(u.changed)
+			u.changed = nil
+		}
+		u.mu.Unlock()
+	}
+}
+
+// wait blocks until generation gen (or a newer one) is in place.
+func (r *Router) wait(ctx context.Context, gen uint64) error {
+	u := &r.upd
+	for {
+		u.mu.Lock()
+		if u.installed >= gen {
+			u.mu.Unlock()
+			return nil
+		}
+		if u.settled >= gen {
+			err := u.err
+			u.mu.Unlock()
+			return err
+		}
+		if u.changed == nil {
+			u.changed = make(chan struct{})
+		}
+		ch := u.changed
+		u.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("router: building indexes: %w", ctx.Err())
+		case <-ch:
+		}
+	}
 }
 
 // Close stops background work (a pending vector index retry) and waits for
@@ -165,16 +290,29 @@ func (r *Router) Close() {
 	r.bg.Wait()
 }
 
-// Snapshot returns the library the current indexes were built from.
+// Snapshot returns the library the router serves: the newest snapshot
+// handed to it, whose indexes may still be building (ranking hides the
+// skills it no longer has meanwhile). nil before the first is built.
 func (r *Router) Snapshot() *skills.Snapshot {
-	if ix := r.cur.Load(); ix != nil {
-		return ix.snap
+	if r.cur.Load() == nil {
+		return nil
 	}
-	return nil
+	return r.latest.Load()
 }
 
 // Ready reports whether the indexes are built.
 func (r *Router) Ready() bool { return r.cur.Load() != nil }
+
+// gone returns a test for skills of ix that the newest snapshot no longer
+// has (nil when ix is built from it): a deleted skill is never ranked
+// after the reload that saw it gone, even while the new indexes build.
+func (r *Router) gone(ix *rankIndex) func(id string) bool {
+	latest := r.latest.Load()
+	if latest == nil || latest == ix.snap {
+		return nil
+	}
+	return func(id string) bool { _, ok := latest.Get(id); return !ok }
+}
 
 // Strategy is the default strategy.
 func (r *Router) Strategy() Strategy { return r.opts.Strategy }
@@ -222,6 +360,11 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 	}
 	d.Strategy = res.strategy
 	d.Fallback, d.FallbackReason, d.FallbackCode = res.fallback != "", res.fallback, res.fallbackCode
+	gone := r.gone(ix)
+	if gone != nil {
+		res = res.without(ix, gone)
+		pinned = slices.DeleteFunc(pinned, gone)
+	}
 	d.Ranked = res.scored(ix)
 	topK := q.TopK
 	if topK == 0 {
@@ -241,6 +384,9 @@ func (r *Router) Search(ctx context.Context, query string, limit int) []Scored {
 	}
 	rq := newRankQuery([]Message{{Role: "user", Text: query}}, r.opts, nil)
 	res := r.rank(ctx, ix, r.opts.Strategy, rq)
+	if gone := r.gone(ix); gone != nil {
+		res = res.without(ix, gone)
+	}
 	out := res.scored(ix)
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]

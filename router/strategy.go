@@ -36,6 +36,20 @@ type rankResult struct {
 	conf []float64
 }
 
+// without returns res with the skills gone reports left out of its order
+// (scores stay indexed by position); res, which the cache may hold, is
+// not changed.
+func (res *rankResult) without(ix *rankIndex, gone func(id string) bool) *rankResult {
+	c := *res
+	c.order = make([]int, 0, len(res.order))
+	for _, i := range res.order {
+		if !gone(ix.list[i].ID) {
+			c.order = append(c.order, i)
+		}
+	}
+	return &c
+}
+
 // rank scores every skill with strategy, falling back to bm25 when the
 // strategy needs embeddings that are not available in time.
 func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q rankQuery) *rankResult {

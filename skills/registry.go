@@ -18,9 +18,10 @@ type Registry struct {
 	cur   atomic.Pointer[Snapshot]
 
 	// mu serialises reloads so swaps and notifications happen in scan order.
-	mu   sync.Mutex
-	subs []func(*Snapshot)
-	log  *slog.Logger
+	mu     sync.Mutex
+	subs   []func(*Snapshot)
+	before []func(*Snapshot)
+	log    *slog.Logger
 }
 
 // NewRegistry scans roots once, synchronously, so Snapshot is never nil.
@@ -57,6 +58,9 @@ func (r *Registry) Reload(ctx context.Context) *Snapshot {
 		r.log.Warn("skills: reload cancelled; keeping the current library", "err", snap.Err())
 		return r.cur.Load()
 	}
+	for i, fn := range r.before {
+		r.notify(i, fn, snap)
+	}
 	prev := r.cur.Swap(snap)
 	snap.LogProblems(r.log, prev)
 	for i, fn := range r.subs {
@@ -74,6 +78,17 @@ func (r *Registry) notify(i int, fn func(*Snapshot), snap *Snapshot) {
 		}
 	}()
 	fn(snap)
+}
+
+// OnSwap registers fn to run (synchronously, in order) with each new
+// snapshot just before it becomes the current one: for consumers that must
+// never serve what the library no longer has once Snapshot shows it gone
+// (a router hides deleted skills from then on). fn must be quick and must
+// not call Reload.
+func (r *Registry) OnSwap(fn func(*Snapshot)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.before = append(r.before, fn)
 }
 
 // OnReload registers fn to run (synchronously, in order) after each swap.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error is an error the proxy itself gives a client; each API renders it in
@@ -59,4 +60,15 @@ func KindOf(raw []byte) string {
 	default:
 		return "a number"
 	}
+}
+
+// OneOf lists choices for a message: "a, b or c".
+func OneOf(choices []string) string {
+	switch len(choices) {
+	case 0:
+		return ""
+	case 1:
+		return choices[0]
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }

@@ -21,6 +21,12 @@ type Event struct {
 	Event   string // the event: field, if any
 	Data    []byte // data: lines joined with \n
 	HasData bool
+	// Stray counts the lines dropped from Raw because they are not a field
+	// of the format (data, event, id, retry) or a comment: clients ignore
+	// them anyway, and an upstream sending them (an HTML error page, a
+	// proxy's banner) is malformed. An event of stray lines only is
+	// skipped whole; its lines are counted with the next event's.
+	Stray int
 }
 
 // EventReader splits a text/event-stream into events (WHATWG HTML §9.2.6):
@@ -41,22 +47,28 @@ func (s *EventReader) Next() (*Event, error) {
 	s.raw = s.raw[:0]
 	ev := &Event{}
 	var data []byte
+	stray := false // the event so far is stray lines only
 	for {
 		line, err := s.readLine()
 		if len(line) == 0 && err != nil {
-			if len(s.raw) > 0 && err == io.EOF {
+			if (len(s.raw) > 0 || ev.Stray > 0) && err == io.EOF {
 				return s.finish(ev, data), nil
 			}
 			return nil, err
 		}
-		s.raw = append(s.raw, line...)
-		if len(s.raw) > MaxEventSize {
-			return nil, ErrEventTooLarge
-		}
 		content := bytes.TrimRight(line, "\r\n")
 		if len(content) == 0 {
+			if stray && len(s.raw) == 0 {
+				// The blank line ends an event of stray lines only: skip it.
+				stray = false
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			// End of the event (a stray blank line between events is an
 			// empty event of its own, relayed as it is).
+			s.raw = append(s.raw, line...)
 			return s.finish(ev, data), nil
 		}
 		field, value, _ := bytes.Cut(content, []byte(":"))
@@ -70,6 +82,22 @@ func (s *EventReader) Next() (*Event, error) {
 			ev.HasData = true
 		case "event":
 			ev.Event = string(value)
+		case "", "id", "retry": // a comment, or fields the proxy passes on
+		default:
+			ev.Stray++
+			stray = stray || len(s.raw) == 0
+			if err != nil {
+				if len(s.raw) == 0 {
+					return nil, err
+				}
+				return s.finish(ev, data), nil
+			}
+			continue
+		}
+		stray = false
+		s.raw = append(s.raw, line...)
+		if len(s.raw) > MaxEventSize {
+			return nil, ErrEventTooLarge
 		}
 		if err != nil { // last line without newline
 			return s.finish(ev, data), nil

@@ -117,3 +117,25 @@ func FuzzSSEReader(f *testing.F) {
 		}
 	})
 }
+
+// TestSSEReaderDropsStrayLines: lines that are not SSE fields never reach
+// Raw and are counted; an event of stray lines only is skipped.
+func TestSSEReaderDropsStrayLines(t *testing.T) {
+	in := "<html>\n<body>oops</body>\n\ndata: {\"a\":1}\nnot a field\nid: 7\n\n: ping\n\ndata: [DONE]\n\ntrailing junk\n"
+	evs := readEvents(t, iotest.OneByteReader(strings.NewReader(in)))
+	var raw strings.Builder
+	stray := 0
+	for _, ev := range evs {
+		raw.Write(ev.Raw)
+		stray += ev.Stray
+	}
+	if want := "data: {\"a\":1}\nid: 7\n\n: ping\n\ndata: [DONE]\n\n"; raw.String() != want {
+		t.Errorf("raw %q, want %q", raw.String(), want)
+	}
+	if stray != 4 {
+		t.Errorf("%d stray lines counted, want 4", stray)
+	}
+	if len(evs) != 4 || evs[0].Stray != 3 || string(evs[0].Data) != `{"a":1}` || evs[3].Stray != 1 || len(evs[3].Raw) != 0 {
+		t.Errorf("events %+v", evs)
+	}
+}

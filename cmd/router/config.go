@@ -52,9 +52,31 @@ type config struct {
 	AB         abConfig       `yaml:"ab"`
 	MCP        mcpConfig      `yaml:"mcp"`
 	Debug      debugConfig    `yaml:"debug"`
+	Server     serverConfig   `yaml:"server"`
+	Auth       authConfig     `yaml:"auth"`
 
 	// src says where each value came from, for error messages.
 	src *provenance
+}
+
+// serverConfig is the HTTP server: timeouts, the connection cap, shutdown,
+// browser protections and where /metrics is served (docs/security.md).
+type serverConfig struct {
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	BodyTimeout       time.Duration `yaml:"body_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxConnections    int           `yaml:"max_connections"`
+	ShutdownGrace     time.Duration `yaml:"shutdown_grace"`
+	AllowedOrigins    []string      `yaml:"allowed_origins"`
+	AllowedHosts      []string      `yaml:"allowed_hosts"`
+	MetricsListen     string        `yaml:"metrics_listen"`
+}
+
+// authConfig is who may use the proxy: client keys and the admin token.
+type authConfig struct {
+	APIKeys     []string `yaml:"api_keys"`
+	APIKeysFile string   `yaml:"api_keys_file"`
+	AdminToken  string   `yaml:"admin_token"`
 }
 
 // debugConfig is the opt-in profiling endpoint of `router serve`.
@@ -78,6 +100,9 @@ type upstreamConfig struct {
 	OverrideAuth    bool          `yaml:"override_auth"`
 	Timeout         time.Duration `yaml:"timeout"`
 	CheckInterval   time.Duration `yaml:"check_interval"`
+	ConnectTimeout  time.Duration `yaml:"connect_timeout"`
+	HeaderTimeout   time.Duration `yaml:"header_timeout"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 }
 
 type routingConfig struct {
@@ -202,8 +227,9 @@ const defaultUpstreamCheckInterval = 30 * time.Second
 // defaults, so a value shown in --help or --print-config is the one in use.
 func defaultConfig() config {
 	return config{
-		Listen:     defaultListen,
-		Upstream:   upstreamConfig{URL: proxy.DefaultUpstream, Timeout: proxy.DefaultUpstreamTimeout, CheckInterval: defaultUpstreamCheckInterval},
+		Listen: defaultListen,
+		Upstream: upstreamConfig{URL: proxy.DefaultUpstream, Timeout: proxy.DefaultUpstreamTimeout, CheckInterval: defaultUpstreamCheckInterval,
+			ConnectTimeout: proxy.DefaultConnectTimeout, HeaderTimeout: proxy.DefaultHeaderTimeout, IdleTimeout: proxy.DefaultIdleTimeout},
 		Watch:      true,
 		Embedder:   embed.Config{Provider: embed.ProviderBuiltin},
 		Routing:    routingConfig{Strategy: string(router.DefaultStrategy), MaxAutoLoad: router.DefaultMaxAutoLoad, EmbedTimeout: router.DefaultEmbedTimeout},
@@ -218,7 +244,9 @@ func defaultConfig() config {
 		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
 		AB:   abConfig{Header: proxy.DefaultABHeader},
 		MCP:  mcpConfig{Enabled: true},
-		src:  newProvenance(),
+		Server: serverConfig{ReadHeaderTimeout: 10 * time.Second, BodyTimeout: proxy.DefaultBodyTimeout, IdleTimeout: time.Minute,
+			MaxConnections: defaultMaxConnections, ShutdownGrace: 30 * time.Second},
+		src: newProvenance(),
 	}
 }
 
@@ -277,7 +305,10 @@ var configKeys = []configKey{
 	{path: "upstream.anthropic_url", flag: "anthropic-upstream", kind: "string", help: "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", ptr: func(c *config) any { return &c.Upstream.AnthropicURL }},
 	{path: "upstream.anthropic_api_key", flag: "anthropic-api-key", kind: "string", help: "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", ptr: func(c *config) any { return &c.Upstream.AnthropicAPIKey }},
 	{path: "upstream.override_auth", flag: "upstream-override-auth", kind: "bool", help: "always send upstream.api_key, replacing the client's Authorization", ptr: func(c *config) any { return &c.Upstream.OverrideAuth }},
-	{path: "upstream.timeout", flag: "upstream-timeout", kind: "duration", help: "bound on each upstream exchange, headers and body (504 when hit)", ptr: func(c *config) any { return &c.Upstream.Timeout }},
+	{path: "upstream.timeout", flag: "upstream-timeout", kind: "duration", help: "bound on a non-streaming exchange, headers and body, and on the headers of a pass-through request (504 when hit)", ptr: func(c *config) any { return &c.Upstream.Timeout }},
+	{path: "upstream.connect_timeout", flag: "upstream-connect-timeout", kind: "duration", help: "bound on connecting to the upstream, TLS included (504 when hit)", ptr: func(c *config) any { return &c.Upstream.ConnectTimeout }},
+	{path: "upstream.header_timeout", flag: "upstream-header-timeout", kind: "duration", help: "bound on the wait for a streamed answer's response headers: a hung upstream fails within it (504)", ptr: func(c *config) any { return &c.Upstream.HeaderTimeout }},
+	{path: "upstream.idle_timeout", flag: "upstream-idle-timeout", kind: "duration", help: "bound on the silence between two reads of an upstream body; no bound on a whole stream (error event when hit)", ptr: func(c *config) any { return &c.Upstream.IdleTimeout }},
 	{path: "upstream.check_interval", flag: "upstream-check-interval", kind: "duration", help: "how often GET {upstream}/models is checked for /readyz and the log (0 = only at start)", ptr: func(c *config) any { return &c.Upstream.CheckInterval }},
 	{path: "skills", kind: "paths", help: "skill library folders, or builtin:examples (flag --skills, repeatable; env: separated by " + string(os.PathListSeparator) + ")", ptr: func(c *config) any { return &c.Skills }},
 	{path: "watch", flag: "watch", kind: "bool", help: "reload the library when its files change", ptr: func(c *config) any { return &c.Watch }},
@@ -319,6 +350,17 @@ var configKeys = []configKey{
 	{path: "exec.output_dir", kind: "string", help: "root of per-conversation output folders", ptr: func(c *config) any { return &c.Exec.OutputDir }},
 	{path: "debug.listen", flag: "debug-listen", kind: "string", help: "serve Go's /debug/pprof/ profiles on this address of its own, e.g. 127.0.0.1:6060 (empty: off)", ptr: func(c *config) any { return &c.Debug.Listen }},
 	{path: "mcp.enabled", flag: "mcp", kind: "bool", help: "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", ptr: func(c *config) any { return &c.MCP.Enabled }},
+	{path: "server.read_header_timeout", kind: "duration", help: "time a client has to send the request headers", ptr: func(c *config) any { return &c.Server.ReadHeaderTimeout }},
+	{path: "server.body_timeout", flag: "body-timeout", kind: "duration", help: "time a client has to send the request body (408 beyond; large pass-through uploads may need more)", ptr: func(c *config) any { return &c.Server.BodyTimeout }},
+	{path: "server.idle_timeout", kind: "duration", help: "how long an idle keep-alive connection is kept open", ptr: func(c *config) any { return &c.Server.IdleTimeout }},
+	{path: "server.max_connections", flag: "max-connections", kind: "int", help: "client connections at once; more are answered 503 and closed (lowered to fit the open-file limit)", ptr: func(c *config) any { return &c.Server.MaxConnections }},
+	{path: "server.shutdown_grace", flag: "shutdown-grace", kind: "duration", help: "on SIGINT/SIGTERM, time in-flight requests get to finish before streams are ended with an error event (a second signal exits at once)", ptr: func(c *config) any { return &c.Server.ShutdownGrace }},
+	{path: "server.allowed_origins", flag: "allowed-origins", kind: "list", help: "browser origins allowed to call the proxy (CORS; * any); requests with any other Origin get 403", ptr: func(c *config) any { return &c.Server.AllowedOrigins }},
+	{path: "server.allowed_hosts", flag: "allowed-hosts", kind: "list", help: "Host names served besides IP literals, localhost and this machine's name (*.example.com, * any); others get 403 (DNS rebinding)", ptr: func(c *config) any { return &c.Server.AllowedHosts }},
+	{path: "server.metrics_listen", flag: "metrics-listen", kind: "string", help: "serve /metrics on this address instead of with the API (host:port)", ptr: func(c *config) any { return &c.Server.MetricsListen }},
+	{path: "auth.api_keys", kind: "list", help: "client keys: clients must send one (Authorization: Bearer; x-api-key on /v1/messages); never forwarded (env: comma-separated)", ptr: func(c *config) any { return &c.Auth.APIKeys }},
+	{path: "auth.api_keys_file", flag: "api-keys-file", kind: "string", help: "file of client keys, one a line (# comments), added to auth.api_keys", ptr: func(c *config) any { return &c.Auth.APIKeysFile }},
+	{path: "auth.admin_token", kind: "string", help: "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only", ptr: func(c *config) any { return &c.Auth.AdminToken }},
 	{path: "ab.header", kind: "string", help: "A/B: request header hashed to pick an arm (else the user field, else the first user message)", ptr: func(c *config) any { return &c.AB.Header }},
 	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},
 }
@@ -330,16 +372,17 @@ var pathKeys = []string{"routing.index_dir", "routing.prebuilt_index", "embedder
 // shownDefaults replaces a zero default in --help where the real default
 // is decided downstream (by the embedding provider or the sandbox).
 var shownDefaults = map[string]string{
-	"skills":              "the default folders that exist (router skills roots)",
-	"embedder.model":      "per provider",
-	"embedder.dimensions": "per provider",
-	"embedder.batch_size": strconv.Itoa(embed.DefaultBatchSize),
-	"embedder.timeout":    embed.DefaultTimeout.String(),
-	"embedder.retries":    strconv.Itoa(embed.DefaultRetries),
-	"embedder.cache_dir":  "$XDG_CACHE_HOME/skillrouter",
-	"routing.rank_cache":  "up to 1024 (32 MiB)",
-	"exec.concurrency":    "max(2, CPUs)",
-	"exec.output_dir":     "$TMPDIR/skillrouter-out",
+	"skills":                 "the default folders that exist (router skills roots)",
+	"embedder.model":         "per provider",
+	"embedder.dimensions":    "per provider",
+	"embedder.batch_size":    strconv.Itoa(embed.DefaultBatchSize),
+	"embedder.timeout":       embed.DefaultTimeout.String(),
+	"embedder.retries":       strconv.Itoa(embed.DefaultRetries),
+	"embedder.cache_dir":     "$XDG_CACHE_HOME/skillrouter",
+	"routing.rank_cache":     "up to 1024 (32 MiB)",
+	"exec.concurrency":       "max(2, CPUs)",
+	"exec.output_dir":        "$TMPDIR/skillrouter-out",
+	"server.allowed_origins": "none",
 }
 
 // envAliases are shorter variables that route and bench have always read;
@@ -909,8 +952,28 @@ func (c *config) validate() error {
 	if c.BodyLimit <= 0 {
 		return &valueError{"body_limit", formatSize(int64(c.BodyLimit)), "want a positive size, such as " + formatSize(proxy.DefaultBodyLimit)}
 	}
-	if c.Upstream.Timeout <= 0 {
-		return &valueError{"upstream.timeout", c.Upstream.Timeout.String(), "want a positive duration, such as " + proxy.DefaultUpstreamTimeout.String()}
+	for _, d := range []struct {
+		key       string
+		v, sample time.Duration
+	}{
+		{"upstream.timeout", c.Upstream.Timeout, proxy.DefaultUpstreamTimeout},
+		{"upstream.connect_timeout", c.Upstream.ConnectTimeout, proxy.DefaultConnectTimeout},
+		{"upstream.header_timeout", c.Upstream.HeaderTimeout, proxy.DefaultHeaderTimeout},
+		{"upstream.idle_timeout", c.Upstream.IdleTimeout, proxy.DefaultIdleTimeout},
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout, 10 * time.Second},
+		{"server.body_timeout", c.Server.BodyTimeout, proxy.DefaultBodyTimeout},
+		{"server.idle_timeout", c.Server.IdleTimeout, time.Minute},
+		{"server.shutdown_grace", c.Server.ShutdownGrace, 30 * time.Second},
+	} {
+		if d.v <= 0 {
+			return &valueError{d.key, d.v.String(), "want a positive duration, such as " + d.sample.String()}
+		}
+	}
+	if c.Server.MaxConnections <= 0 {
+		return &valueError{"server.max_connections", strconv.Itoa(c.Server.MaxConnections), "want a positive number, such as " + strconv.Itoa(defaultMaxConnections)}
+	}
+	if c.Server.MetricsListen != "" && c.Server.MetricsListen == c.Listen {
+		return &valueError{"server.metrics_listen", c.Server.MetricsListen, "must differ from listen"}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Routing.MinScore)) {
 		if !router.ValidStrategy(router.Strategy(k)) {
@@ -952,6 +1015,12 @@ func (c config) redacted() config {
 	}
 	hide(&c.Upstream.APIKey)
 	hide(&c.Upstream.AnthropicAPIKey)
+	hide(&c.Auth.AdminToken)
+	keys := make([]string, len(c.Auth.APIKeys))
+	for i := range keys {
+		keys[i] = "REDACTED"
+	}
+	c.Auth.APIKeys = keys
 	hide(&c.Embedder.APIKey)
 	arms := make([]armConfig, len(c.AB.Arms))
 	for i, a := range c.AB.Arms {

@@ -113,9 +113,9 @@ func TestConfigErrors(t *testing.T) {
 		want string // the whole message, or a part of it when partial
 	}{
 		{name: "unknown top-level key", file: "listen: x:1\nlistn: y\n",
-			want: `config FILE:2: unknown key "listn" (known keys: ab, body_limit, debug, embedder, exec, listen, log, mcp, rewrite, routing, skills, tool_rounds, upstream, watch)`},
+			want: `config FILE:2: unknown key "listn" (known keys: ab, auth, body_limit, debug, embedder, exec, listen, log, mcp, rewrite, routing, server, skills, tool_rounds, upstream, watch)`},
 		{name: "unknown nested key", file: "upstream:\n  timout: 10m\n",
-			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, override_auth, timeout, url)`},
+			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url)`},
 		{name: "unknown arm key", file: "ab:\n  arms:\n    - name: a\n      percnt: 50\n",
 			want: `config FILE:4: unknown key "ab.arms[0].percnt" (known keys under ab.arms[0]: embedder, name, percent, strategy)`},
 		{name: "unknown embedder key", file: "embedder:\n  provder: ollama\n", want: `config FILE:2: unknown key "embedder.provder"`},
@@ -132,7 +132,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "bad bool", file: "watch: sometimes\n", want: `config FILE:1: watch "sometimes": want true or false`},
 		{name: "list as scalar", file: "skills: a\n", want: `config FILE:1: skills: want a list, such as [a, b] or one "- item" per line`},
 		{name: "section as scalar", file: "upstream: http://x/v1\n",
-			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, override_auth, timeout, url`},
+			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url`},
 		{name: "bad strategy", file: "listen: 127.0.0.1:1\nrouting:\n  strategy: hybird\n",
 			want: `config FILE:3: routing.strategy "hybird": want keyword, bm25, embedding or hybrid`},
 		{name: "bad catalog mode", file: "rewrite:\n  catalog_mode: most\n",

@@ -14,6 +14,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal the default action is back: a second one
+	// ends the process at once (serve's shutdown grace is for the first).
+	context.AfterFunc(ctx, stop)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -102,6 +102,9 @@ func (c *config) proxyConfig() proxy.Config {
 		MaxToolRounds:     countOrNone(c.ToolRounds),
 		BodyLimit:         int64(c.BodyLimit),
 		UpstreamTimeout:   c.Upstream.Timeout,
+		ConnectTimeout:    c.Upstream.ConnectTimeout,
+		HeaderTimeout:     c.Upstream.HeaderTimeout,
+		IdleTimeout:       c.Upstream.IdleTimeout,
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,10 +30,6 @@ import (
 
 // watchDebounce batches bursts of file events (an editor saving, git checkout).
 const watchDebounce = 300 * time.Millisecond
-
-// shutdownGrace lets in-flight requests (long streams included) finish on
-// SIGINT/SIGTERM before connections are closed.
-const shutdownGrace = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
 	var (
@@ -153,8 +151,18 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	}
 	var handler http.Handler = srv
 	if mcpSrv != nil {
-		handler = withMCP(srv, mcpSrv.Handler(ctx))
+		// /mcp gets the proxy's access checks too (Origin, Host, keys).
+		handler = withMCP(srv, srv.Protect(mcpSrv.Handler(ctx)))
 	}
+	var metricsSrv *metricsServer
+	if cfg.Server.MetricsListen != "" {
+		if metricsSrv, err = startMetrics(cfg.Server.MetricsListen, srv.MetricsHandler(), log); err != nil {
+			ln.Close()
+			return err
+		}
+		defer metricsSrv.close()
+	}
+	ln = newLimitListener(ln, capConnections(cfg.Server.MaxConnections, log), "api", log, srv.Registry())
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
 	log.Info("skillrouter proxy listening; building the routing index",
@@ -162,12 +170,8 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
-	hs := &http.Server{
-		Handler:           tel.Handler(handler, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	hs := httpServer(cfg, tel.Handler(handler, func(r *http.Request) string { return proxy.RouteLabel(r.URL.Path) }),
+		log, context.WithoutCancel(ctx))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if cfg.Watch {
@@ -201,12 +205,8 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		}
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: waiting for in-flight requests", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-	}
+	log.Info("shutting down: waiting for in-flight requests (a second signal exits at once)", "grace", cfg.Server.ShutdownGrace)
+	shutdown(hs, srv, cfg.Server.ShutdownGrace, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -316,10 +316,16 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	}
 	pc := cfg.proxyConfig()
 	if tel.Enabled() {
-		pc.Transport = tel.Transport(proxy.DefaultTransport(), "upstream")
+		pc.Transport = tel.Transport(proxy.NewTransport(cfg.Upstream.ConnectTimeout), "upstream")
 	}
+	access, err := accessConfig(cfg, cfg.Listen)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	lib := &syncedLibrary{Registry: reg}
+	pc.Access, pc.MetricsElsewhere = access, cfg.Server.MetricsListen != ""
 	pc.Stage, pc.Rewriter = traceStage(tel), traceRewriter(tel, def, "")
-	pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = reg, ab, log, checks
+	pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = lib, ab, log, checks
 	srv, err := proxy.New(pc)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -333,6 +339,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 				}
 				return err
 			}
+			lib.add(r)
 			rw := proxy.NewRewriter(r, rwOpts)
 			warmUp(ctx, rw, providerName(embedders[lr]) == embed.ProviderBuiltin)
 			lr.set(rw)
@@ -384,4 +391,30 @@ func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 		return nil, errIndexBuilding
 	}
 	return (*rw).Rewrite(ctx, req, ov)
+}
+
+// syncedLibrary is the registry as the proxy's POST /v1/skills/reload sees
+// it: the reload returns once every router's indexes follow the new
+// library (routers build in the background; see newRouter).
+type syncedLibrary struct {
+	*skills.Registry
+	mu      sync.Mutex
+	routers []*router.Router
+}
+
+func (l *syncedLibrary) add(r *router.Router) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.routers = append(l.routers, r)
+}
+
+func (l *syncedLibrary) Reload(ctx context.Context) *skills.Snapshot {
+	snap := l.Registry.Reload(ctx)
+	l.mu.Lock()
+	routers := slices.Clone(l.routers)
+	l.mu.Unlock()
+	for _, r := range routers {
+		_ = r.Synced(ctx) // fails only when ctx ends: the client is gone
+	}
+	return snap
 }

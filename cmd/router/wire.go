@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
@@ -88,22 +87,18 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 			}
 		}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	snap := reg.Snapshot()
 	r, err := router.New(ctx, snap, opts)
 	if err != nil {
 		return nil, err
 	}
-	reg.OnReload(func(s *skills.Snapshot) {
-		// Reloads outlive the request that started the process; the
-		// router keeps serving the previous indexes while this builds.
-		if err := r.Update(context.Background(), s); err != nil {
-			log.Error("rebuilding routing index after reload", "err", err)
-		}
-	})
+	// The router builds in the background and keeps serving the previous
+	// indexes meanwhile (deleted skills hidden at once); a change that
+	// comes while a build runs cancels it rather than queueing behind it.
+	// POST /v1/skills/reload waits for the build (syncedLibrary). Handed
+	// over before the swap: once the registry lists a skill as gone, the
+	// router no longer ranks it.
+	reg.OnSwap(func(s *skills.Snapshot) { r.Follow(s) })
 	// A reload that swapped in between New and OnReload was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {

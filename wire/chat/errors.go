@@ -41,3 +41,7 @@ func (s *Stream) ErrorEvent(e *wire.Error) []byte { return ErrorEvent(e) }
 func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	return UpstreamErrorEvent(status, raw, round)
 }
+
+// Relayed notes an event relayed unchanged around the translator (a stream
+// without the proxy's tools): nothing to track for chat.
+func (s *Stream) Relayed(*wire.Event) {}

@@ -14,6 +14,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
@@ -148,6 +149,10 @@ func (r *Request) scalars() *wire.Error {
 	return nil
 }
 
+// roles are the message roles of the Chat Completions API ("function" is
+// the legacy function-calling result).
+var roles = []string{"system", "developer", "user", "assistant", "tool", "function"}
+
 // parseMessage reads role, content and tool calls of message i.
 func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]string) (message, error) {
 	m := message{raw: raw}
@@ -165,6 +170,9 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 	}
 	if json.Unmarshal(raw[rs.Start:rs.End], &m.role) != nil {
 		return m, wire.TypeError(p+".role", "a string", raw[rs.Start:rs.End])
+	}
+	if !slices.Contains(roles, m.role) {
+		return m, wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), m.role)
 	}
 	if cs, ok := jsonspan.Value(ms, "content"); ok {
 		m.text = openai.ContentText(raw[cs.Start:cs.End])

@@ -61,6 +61,12 @@ func TestParseErrors(t *testing.T) {
 		{`{"user":true,"messages":[{"role":"user"}]}`, "invalid_type", "user", "got a boolean"},
 		{`{"tools":{},"messages":[{"role":"user"}]}`, "invalid_type", "tools", "must be an array"},
 		{`{"tools":[1],"messages":[{"role":"user"}]}`, "invalid_type", "tools[0]", "must be a tool object"},
+		{`{"messages":[{"role":"robot","content":"x"}]}`, "invalid_role", "messages[0].role", `must be one of system, developer, user, assistant, tool or function, got "robot"`},
+		{`{"messages":[{"role":["user"]}]}`, "invalid_type", "messages[0].role", "must be a string, got an array"},
+		{`{"tools":"bash","messages":[{"role":"user"}]}`, "invalid_type", "tools", "must be an array of tool objects, got a string"},
+		{"{\"messages\":[{\"role\":\"user\",\"content\":\"ok\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\xffb\"}]}]}", "invalid_utf8", "messages[1].content[0].text", "'messages[1].content[0].text' is not valid UTF-8 (byte 0xff at offset"},
+		{"{\"model\":\"m\xc3\",\"messages\":[{\"role\":\"user\"}]}", "invalid_utf8", "model", "is not valid UTF-8"},
+		{"{\"a\xff\":1,\"messages\":[{\"role\":\"user\"}]}", "invalid_utf8", "a\ufffd", "is not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.body))

@@ -69,3 +69,7 @@ func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, 
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	return s.ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Message: msg}), msg
 }
+
+// Relayed notes an event relayed unchanged around the translator (a stream
+// without the proxy's tools): Anthropic events carry no sequence.
+func (s *Stream) Relayed(*wire.Event) {}

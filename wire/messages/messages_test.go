@@ -58,6 +58,10 @@ func TestParseErrors(t *testing.T) {
 		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "must be a string or an array"},
 		{`{"system":5,"messages":[{"role":"user","content":"x"}]}`, "system", "must be a string or an array of text blocks"},
 		{`{"tools":{},"messages":[{"role":"user","content":"x"}]}`, "tools", "must be an array"},
+		{`{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", `must be one of user, assistant or system, got "tool"`},
+		{`{"messages":[{"role":1,"content":"x"}]}`, "messages[0].role", "must be a string, got a number"},
+		{`{"tools":[3],"messages":[{"role":"user","content":"x"}]}`, "tools[0]", "must be a tool object"},
+		{"{\"messages\":[{\"role\":\"user\",\"content\":\"\xed\xa0\x80\"}]}", "messages[0].content", "is not valid UTF-8"},
 	} {
 		_, err := Parse([]byte(tt.body))
 		we, ok := err.(*wire.Error)

@@ -26,6 +26,7 @@ package messages
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -177,6 +178,11 @@ func systemText(raw []byte) (string, bool, error) {
 	return strings.Join(texts, "\n"), false, nil
 }
 
+// roles are the message roles accepted: user and assistant, and "system",
+// which Claude Code sends as its last message (environment and skill
+// listing).
+var roles = []string{"user", "assistant", "system"}
+
 // parseMessage reads message i: its text as a turn of its role, each
 // tool_result as a "tool" turn, and the names its tool_use blocks call.
 func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string, error) {
@@ -199,11 +205,11 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if json.Unmarshal(msg.Role, &role) != nil {
 		return "", wire.TypeError(p+".role", "a string", msg.Role)
 	}
-	// user and assistant, and "system", which Claude Code sends as its last
-	// message (environment and skill listing); others are the upstream's to
-	// judge.
 	if role == "" {
 		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must not be empty", p)
+	}
+	if !slices.Contains(roles, role) {
+		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), role)
 	}
 	content := msg.Content
 	if len(content) == 0 || jsonspan.IsNull(content) {

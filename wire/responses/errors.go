@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
 )
@@ -39,4 +41,18 @@ func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, 
 		msg = fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	}
 	return s.ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: "upstream_" + strconv.Itoa(status), Message: msg}), msg
+}
+
+// Relayed notes an event relayed unchanged around the translator (a stream
+// without the proxy's tools), so that an ErrorEvent after it carries the
+// next sequence_number.
+func (s *Stream) Relayed(ev *wire.Event) {
+	if !ev.HasData {
+		return
+	}
+	if n := gjson.GetBytes(ev.Data, "sequence_number"); n.Type == gjson.Number {
+		s.seq = int(n.Int()) + 1
+		return
+	}
+	s.seq++
 }

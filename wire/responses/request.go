@@ -25,6 +25,7 @@ package responses
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
@@ -127,6 +128,9 @@ func Parse(body []byte) (*Request, error) {
 	return r, nil
 }
 
+// roles are the roles of a Responses message item.
+var roles = []string{"user", "assistant", "system", "developer"}
+
 // parseInput reads the input: a string (one user message) or an array of
 // items.
 func (r *Request) parseInput(raw []byte) error {
@@ -169,6 +173,9 @@ func (r *Request) parseInput(raw []byte) error {
 			}
 			if json.Unmarshal(it.Role, &role) != nil {
 				return wire.TypeError(p+".role", "a string", it.Role)
+			}
+			if !slices.Contains(roles, role) {
+				return wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), role)
 			}
 			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(it.Content)})
 		case "function_call":

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -150,19 +149,8 @@ func writeEvents(w http.ResponseWriter, r *http.Request, header http.Header, t T
 	_ = rc.Flush()
 	var buf bytes.Buffer
 	for i, ev := range events {
-		if t.Hold != nil && i == t.HoldAfter {
-			select {
-			case <-t.Hold:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if t.Interval > 0 && i > 0 {
-			select {
-			case <-time.After(t.Interval):
-			case <-r.Context().Done():
-				return
-			}
+		if !t.beforeEvent(w, r, i) {
+			return
 		}
 		buf.Reset()
 		buf.WriteString("event: ")

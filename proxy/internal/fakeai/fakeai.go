@@ -149,6 +149,17 @@ type Turn struct {
 	Hold          <-chan struct{} // if set, wait on it after HoldAfter events
 	HoldAfter     int
 	Interval      time.Duration // pause between events
+
+	// Stream faults (see faults.go).
+	//
+	// Inject is written into the stream as it is, before event InjectAfter
+	// (0: first): a malformed event ("data: [1,2,\n\n"), lines that are not
+	// SSE, anything.
+	Inject      string
+	InjectAfter int
+	// CutAfter > 0 closes the connection after that many events, with no
+	// end of stream: an upstream that dies mid-answer.
+	CutAfter int
 }
 
 // Responder answers one request.
@@ -508,19 +519,8 @@ func stream(w http.ResponseWriter, r *http.Request, id string, t Turn, includeUs
 	events := Events(id, t, includeUsage)
 	events = append(events, []byte("[DONE]"))
 	for i, ev := range events {
-		if t.Hold != nil && i == t.HoldAfter {
-			select {
-			case <-t.Hold:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if t.Interval > 0 && i > 0 {
-			select {
-			case <-time.After(t.Interval):
-			case <-r.Context().Done():
-				return
-			}
+		if !t.beforeEvent(w, r, i) {
+			return
 		}
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", ev); err != nil {
 			return

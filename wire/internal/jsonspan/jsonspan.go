@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -374,7 +375,98 @@ func Body(body []byte, what string) ([]Member, *wire.Error) {
 	if err != nil {
 		return nil, wire.BadRequest("invalid_json", "", "request body must be a JSON object")
 	}
+	// encoding/json accepts invalid UTF-8 in strings (and decodes it to
+	// U+FFFD), upstreams answer it with a 400 of their own or worse: it is
+	// rejected here, naming the value that holds it.
+	if at := invalidUTF8(body); at >= 0 {
+		p := PathAt(body, at)
+		return nil, wire.BadRequest("invalid_utf8", p, "%s is not valid UTF-8 (byte 0x%02x at offset %d)", quotedPath(p), body[at], at)
+	}
 	return ms, nil
+}
+
+// invalidUTF8 returns the offset of the first byte of b that is not part of
+// a valid UTF-8 sequence, or -1.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+func quotedPath(p string) string {
+	if p == "" {
+		return "the request body"
+	}
+	return "'" + p + "'"
+}
+
+// PathAt names the innermost value of the JSON document b that holds the
+// byte at off, in the notation of error params ("messages[1].content[0].text");
+// a byte inside a member's key names that member. "" for the top level.
+func PathAt(b []byte, off int) string {
+	var path strings.Builder
+	for {
+		i := skipWS(b, 0)
+		if i >= len(b) {
+			return path.String()
+		}
+		switch b[i] {
+		case '{':
+			ms, err := Members(b)
+			if err != nil {
+				return path.String()
+			}
+			found := false
+			for _, m := range ms {
+				if off >= m.KeyStart && off < m.Value.End {
+					if path.Len() > 0 {
+						path.WriteByte('.')
+					}
+					path.WriteString(m.Key)
+					if off < m.Value.Start {
+						return path.String()
+					}
+					b, off = b[m.Value.Start:m.Value.End], off-m.Value.Start
+					found = true
+					break
+				}
+			}
+			if !found {
+				return path.String()
+			}
+		case '[':
+			els, err := Elements(b)
+			if err != nil {
+				return path.String()
+			}
+			found := false
+			for k, e := range els {
+				if off >= e.Start && off < e.End {
+					fmt.Fprintf(&path, "[%d]", k)
+					b, off = b[e.Start:e.End], off-e.Start
+					found = true
+					break
+				}
+			}
+			if !found {
+				return path.String()
+			}
+		default:
+			return path.String()
+		}
+	}
 }
 
 // Array renders elements as a compact JSON array.

@@ -1,0 +1,251 @@
+package main
+
+// The HTTP side of `router serve`: server timeouts, the connection cap,
+// the separate metrics listener, access control and the shutdown sequence
+// (grace, then Drain, then close). docs/security.md and docs/proxy.md
+// describe the settings.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillrouter/skillrouter/proxy"
+)
+
+// defaultMaxConnections caps client connections; capConnections lowers it
+// to what the open-file limit allows.
+const defaultMaxConnections = 1024
+
+// fdReserve are file descriptors kept for everything but client
+// connections: log files, the library, embedder and metrics connections.
+const fdReserve = 64
+
+// capConnections fits max to the process's open-file limit: each client
+// connection may hold a second descriptor upstream while it streams.
+func capConnections(limit int, log *slog.Logger) int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return limit
+	}
+	fit := max((int(rl.Cur)-fdReserve)/2, 8)
+	if fit < limit {
+		log.Warn("server.max_connections lowered to fit the open-file limit (raise it with ulimit -n)",
+			"max_connections", fit, "configured", limit, "open_file_limit", rl.Cur)
+		return fit
+	}
+	return limit
+}
+
+// accessConfig is the proxy's Access from the server and auth sections;
+// the API keys file is read here (one key a line, # comments).
+func accessConfig(cfg config, listen string) (proxy.Access, error) {
+	a := proxy.Access{
+		AllowedOrigins: cfg.Server.AllowedOrigins,
+		AllowedHosts:   append([]string(nil), cfg.Server.AllowedHosts...),
+		APIKeys:        append([]string(nil), cfg.Auth.APIKeys...),
+		AdminToken:     cfg.Auth.AdminToken,
+		BodyTimeout:    cfg.Server.BodyTimeout,
+	}
+	// The listen address's name and this machine's: a rebinding attacker
+	// controls neither.
+	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" && net.ParseIP(h) == nil {
+		a.AllowedHosts = append(a.AllowedHosts, h)
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		a.AllowedHosts = append(a.AllowedHosts, h)
+		if short, _, ok := strings.Cut(h, "."); ok {
+			a.AllowedHosts = append(a.AllowedHosts, short)
+		}
+	}
+	if f := cfg.Auth.APIKeysFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return a, fmt.Errorf("auth.api_keys_file: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				a.APIKeys = append(a.APIKeys, line)
+			}
+		}
+		if len(a.APIKeys) == 0 {
+			return a, fmt.Errorf("auth.api_keys_file %s: no key in it", f)
+		}
+	}
+	return a, nil
+}
+
+// httpServer is the API server with the configured timeouts. There is no
+// ReadTimeout or WriteTimeout: either would cut long streams (a read
+// deadline left on the connection also cancels the request's context);
+// the body deadline is set per request by the proxy and lifted once the
+// body is read.
+func httpServer(cfg config, h http.Handler, log *slog.Logger, base context.Context) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+}
+
+// limitListener caps the connections open at once. Over the cap, a new
+// connection is answered "503 Service Unavailable" (the API's error JSON,
+// Retry-After) and closed at once, so an accept backlog of slow or idle
+// sockets can neither exhaust the file descriptors (accept: too many open
+// files) nor hold new clients in a queue without an answer.
+type limitListener struct {
+	net.Listener
+	max     int64
+	open    atomic.Int64
+	refused prometheus.Counter
+	log     *slog.Logger
+	name    string
+
+	mu       sync.Mutex
+	lastLog  time.Time
+	unlogged int
+}
+
+func newLimitListener(ln net.Listener, limit int, name string, log *slog.Logger, reg *prometheus.Registry) *limitListener {
+	l := &limitListener{Listener: ln, max: int64(limit), log: log, name: name}
+	l.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "skillrouter", Name: "connections_refused_total",
+		Help:        "Client connections answered 503 and closed because server.max_connections were open.",
+		ConstLabels: prometheus.Labels{"listener": name},
+	})
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "skillrouter", Name: "connections_open",
+		Help:        "Client connections open.",
+		ConstLabels: prometheus.Labels{"listener": name},
+	}, func() float64 { return float64(l.open.Load()) })
+	if reg != nil {
+		_ = reg.Register(l.refused)
+		_ = reg.Register(open)
+	}
+	return l
+}
+
+// overloaded is what a connection over the cap gets.
+const overloaded = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &countedConn{Conn: c, l: l}, nil
+		}
+		l.open.Add(-1)
+		l.refused.Inc()
+		l.noteRefused()
+		go refuse(c)
+	}
+}
+
+// refuse answers an over-the-cap connection and closes it, within a
+// second whatever the client does.
+func refuse(c net.Conn) {
+	body := `{"error":{"message":"too many connections: server.max_connections reached; retry shortly","type":"server_error","param":null,"code":"too_many_connections"}}`
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	// Read what the client sent first (a bounded peek), so closing does not
+	// reset the connection before the answer is read.
+	_, _ = bufio.NewReaderSize(c, 4096).Peek(1)
+	_, _ = fmt.Fprintf(c, overloaded, len(body), body)
+	_ = c.Close()
+}
+
+// noteRefused logs the first refusal, then at most one line per 10 s with
+// the count since the last.
+func (l *limitListener) noteRefused() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unlogged++
+	if time.Since(l.lastLog) < 10*time.Second {
+		return
+	}
+	l.log.Warn("connection limit reached: new connections are answered 503 and closed (server.max_connections)",
+		"listener", l.name, "max_connections", l.max, "refused", l.unlogged)
+	l.lastLog, l.unlogged = time.Now(), 0
+}
+
+type countedConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}
+
+// metricsServer serves /metrics alone on addr (server.metrics_listen).
+type metricsServer struct {
+	hs  *http.Server
+	ln  net.Listener
+	err chan error
+}
+
+func startMetrics(addr string, h http.Handler, log *slog.Logger) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server.metrics_listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	m := &metricsServer{ln: ln, err: make(chan error, 1), hs: &http.Server{
+		Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}}
+	go func() { m.err <- m.hs.Serve(newLimitListener(ln, 64, "metrics", log, nil)) }()
+	return m, nil
+}
+
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if m.hs.Shutdown(ctx) != nil {
+		m.hs.Close()
+	}
+}
+
+// shutdown stops hs: in-flight requests get grace to finish; then the
+// proxy ends the rest (streams get their API's error event, logged with
+// outcome shutdown) and the connections are closed.
+func shutdown(hs *http.Server, srv *proxy.Server, grace time.Duration, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err == nil {
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("shutdown grace over: ending the requests still in flight", "in_flight", srv.InFlight(), "grace", grace)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer dcancel()
+	if err := srv.Drain(dctx); err != nil {
+		log.Warn("requests still running after the drain; closing their connections", "in_flight", srv.InFlight())
+	}
+	hs.Close()
+}

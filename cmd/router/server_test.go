@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// servedProxy is runServe in this process, in front of a small upstream.
+type servedProxy struct {
+	addr string
+	logs func() string
+	stop func() error // cancels runServe's context and waits for it
+}
+
+// startServe runs runServe with cfg (listen, skills and upstream filled
+// in) until the test ends or stop is called.
+func startServe(t *testing.T, cfg config, upstream http.Handler) *servedProxy {
+	t.Helper()
+	up := httptest.NewServer(upstream)
+	t.Cleanup(up.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = ln.Addr().String()
+	ln.Close()
+	cfg.Upstream.URL = up.URL + "/v1"
+	cfg.Skills = []string{filepath.Join("..", "..", "examples", "skills")}
+	cfg.Watch = false
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
+	var once sync.Once
+	var runErr error
+	sp := &servedProxy{addr: cfg.Listen,
+		logs: func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) },
+		stop: func() error {
+			once.Do(func() { cancel(); runErr = <-done })
+			return runErr
+		}}
+	t.Cleanup(func() { sp.stop() })
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(sp.logs(), "proxy ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready:\n%s", sp.logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return sp
+}
+
+func defaultsFor(t *testing.T, args ...string) config {
+	t.Helper()
+	cfg, err := loadFor(t, args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// sseUpstream streams chat chunks, one every interval, holding after the
+// first until hold is closed (nil: no hold).
+func sseUpstream(hold <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fl := http.NewResponseController(w)
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`+"\n\n")
+		fl.Flush()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	})
+}
+
+const streamBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"write a git commit message"}]}`
+
+// TestShutdownGraceEndsStreams (issue 14, repro 5): a stream still open at
+// the end of server.shutdown_grace gets a final error event and is logged
+// with outcome shutdown, and runServe returns.
+func TestShutdownGraceEndsStreams(t *testing.T) {
+	cfg := defaultsFor(t, "--shutdown-grace", "300ms")
+	never := make(chan struct{})
+	sp := startServe(t, cfg, sseUpstream(never))
+	resp, err := http.Post("http://"+sp.addr+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	if !strings.HasPrefix(first, "data: ") {
+		t.Fatalf("stream did not start: %q", first)
+	}
+	start := time.Now()
+	if err := sp.stop(); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(rest), `"code":"server_shutdown"`) {
+		t.Errorf("no final shutdown error event: %q", rest)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("stopped after %v, before the grace", took)
+	}
+	logs := sp.logs()
+	for _, want := range []string{"shutdown grace over", "outcome=shutdown"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestConnectionCap (issue 14, repro 1): over server.max_connections a new
+// connection is answered 503 at once and the refusal is logged; when
+// connections close, clients are served again.
+func TestConnectionCap(t *testing.T) {
+	cfg := defaultsFor(t, "--max-connections", "4")
+	sp := startServe(t, cfg, sseUpstream(nil))
+	var idle []net.Conn
+	for i := 0; i < 4; i++ {
+		c, err := net.Dial("tcp", sp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	resp, err := http.Get("http://" + sp.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "too_many_connections") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("over the cap: %d %s", resp.StatusCode, b)
+	}
+	if !strings.Contains(sp.logs(), "connection limit reached") {
+		t.Errorf("no log line:\n%s", sp.logs())
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	waitServe(t, func() bool {
+		resp, err := http.Get("http://" + sp.addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	m := httpGet(t, "http://"+sp.addr+"/metrics")
+	// At least one: waitServe may have met the cap again while it closed.
+	if !strings.Contains(m, `skillrouter_connections_refused_total{listener="api"} `) ||
+		strings.Contains(m, `skillrouter_connections_refused_total{listener="api"} 0`) {
+		t.Errorf("metrics lack the refusal")
+	}
+}
+
+// TestIdleConnectionsAreClosed (issue 14, repro 1): a keep-alive
+// connection left idle is closed after server.idle_timeout, one that sends
+// nothing after ReadHeaderTimeout.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	cfg := defaultsFor(t)
+	cfg.Server.IdleTimeout, cfg.Server.ReadHeaderTimeout = 200*time.Millisecond, 200*time.Millisecond
+	sp := startServe(t, cfg, sseUpstream(nil))
+	for _, first := range []string{"GET /healthz HTTP/1.1\r\nHost: " + sp.addr + "\r\n\r\n", ""} {
+		c, err := net.Dial("tcp", sp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, first)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		if first != "" {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%q: connection not closed by the server: %v", first, err)
+		}
+		c.Close()
+	}
+}
+
+// TestMetricsOnTheirOwnAddress: with server.metrics_listen, /metrics is
+// served there and not with the API.
+func TestMetricsOnTheirOwnAddress(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	maddr := ln.Addr().String()
+	ln.Close()
+	cfg := defaultsFor(t, "--metrics-listen", maddr)
+	sp := startServe(t, cfg, sseUpstream(nil))
+	if resp, err := http.Get("http://" + sp.addr + "/metrics"); err != nil || resp.StatusCode != 404 {
+		t.Errorf("/metrics with the API: %v %v", resp, err)
+	}
+	if m := httpGet(t, "http://"+maddr+"/metrics"); !strings.Contains(m, "skillrouter_requests_total") {
+		t.Errorf("metrics listener: %.200s", m)
+	}
+}
+
+// TestMCPIsProtected: /mcp, served by `router serve`, gets the same checks
+// as the API: client keys, Origin and Host.
+func TestMCPIsProtected(t *testing.T) {
+	keys := writeFile(t, "keys", "# client keys\nsk-one\n\nsk-two\n")
+	cfg := defaultsFor(t, "--api-keys-file", keys)
+	sp := startServe(t, cfg, sseUpstream(nil))
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		status int
+	}{
+		{"no key", nil, 401},
+		{"key", map[string]string{"Authorization": "Bearer sk-two"}, 200},
+		{"web page", map[string]string{"Authorization": "Bearer sk-two", "Origin": "http://evil.example"}, 403},
+	} {
+		req, _ := http.NewRequest("POST", "http://"+sp.addr+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range tc.hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
+		}
+	}
+	req, _ := http.NewRequest("POST", "http://"+sp.addr+"/mcp", strings.NewReader(initialize))
+	req.Host = "evil.example"
+	req.Header.Set("Authorization", "Bearer sk-one")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("rebinding Host: %v %v", resp, err)
+	}
+}
+
+func TestPrintConfigRedactsClientKeys(t *testing.T) {
+	cfg, err := loadFor(t, nil, map[string]string{"SKILLROUTER_AUTH_API_KEYS": "sk-a,sk-b", "SKILLROUTER_AUTH_ADMIN_TOKEN": "adm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Auth.APIKeys) != 2 || cfg.Auth.AdminToken != "adm" {
+		t.Fatalf("auth %+v", cfg.Auth)
+	}
+	r := cfg.redacted()
+	if r.Auth.AdminToken != "REDACTED" || strings.Join(r.Auth.APIKeys, ",") != "REDACTED,REDACTED" || cfg.Auth.APIKeys[0] != "sk-a" {
+		t.Errorf("redacted %+v (original %+v)", r.Auth, cfg.Auth)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func waitServe(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// rawRequest sends one request line as written (no client normalizes it,
+// as curl --path-as-is) and returns the response.
+func rawRequest(t *testing.T, addr, method, target, hdr string) (*http.Response, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, method+" "+target+" HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n"+hdr+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// TestPassThroughConfinement (issue 14, repro 2): request targets that
+// would leave the upstream's base path once normalized are refused with
+// 400 in the API's envelope and never forwarded; ordinary ids, encoded
+// characters and queries still pass.
+func TestPassThroughConfinement(t *testing.T) {
+	h := newHarness(t, nil)
+	h.srv.openai.base.Path = "/openai/v1"
+	h.srv.anthropic.base.Path = "/openai/v1"
+	addr := strings.TrimPrefix(h.ts.URL, "http://")
+	for _, target := range []string{
+		"/v1/../../admin/keys",
+		"/v1/..%2F..%2Fadmin/keys",
+		"/v1/models/..%2f..%2f..%2fadmin",
+		"/v1/%2e%2e/%2E%2E/admin/keys",
+		"/v1/.%2e/admin",
+		"/v1/models/..",
+		"/v1/./models",
+		"/v1/files/a%2Fb",
+		"/v1/files/a%5cb",
+		"/v1/files/a\\..\\b",
+		"/v1/messages/../../admin",
+		"/v1/chat/completions/../../../admin",
+		"http://127.0.0.1/v1/../../admin/keys",
+		"/v1/models/..?x=1",
+	} {
+		for _, method := range []string{"GET", "POST", "DELETE"} {
+			resp, body := rawRequest(t, addr, method, target, "Content-Length: 0\r\n")
+			if resp.StatusCode != 400 || !strings.Contains(body, "invalid_path") && !strings.Contains(body, "invalid_request_error") {
+				t.Errorf("%s %s: %d %s", method, target, resp.StatusCode, body)
+			}
+			if strings.HasPrefix(target, "/v1/messages") && !strings.Contains(body, `"type":"error"`) {
+				t.Errorf("%s %s: not Anthropic's envelope: %s", method, target, body)
+			}
+		}
+	}
+	if n := len(h.up.Requests()); n != 0 {
+		t.Fatalf("upstream got %d requests: %+v", n, h.up.Requests())
+	}
+	for target, want := range map[string]string{
+		"/v1/models/gpt-4o":            "/openai/v1/models/gpt-4o",
+		"/v1/files/file%20x?purpose=a": "/openai/v1/files/file x",
+		"/v1/models/ft:gpt-4o:org..1":  "/openai/v1/models/ft:gpt-4o:org..1",
+		"/v1/files/.hidden":            "/openai/v1/files/.hidden",
+	} {
+		h.up.Reset()
+		resp, body := rawRequest(t, addr, "GET", target, "")
+		reqs := h.up.Requests()
+		if resp.StatusCode == 400 || len(reqs) != 1 || reqs[0].Path != want {
+			t.Errorf("%s: %d %s, upstream %+v", target, resp.StatusCode, body, reqs)
+		}
+	}
+}
+
+func TestUpstreamURLStaysUnderBase(t *testing.T) {
+	h := newHarness(t, nil)
+	tgt := &upstreamTarget{base: h.srv.openai.base}
+	tgt.base.Path = "/openai/v1"
+	for _, p := range []string{"/v1/../admin", "/v1/x/../../admin", "/admin", "/v10/x"} {
+		if u, err := tgt.url(p, ""); err == nil {
+			t.Errorf("%s: %s, want an error", p, u)
+		}
+	}
+	if u, err := tgt.url("/v1/models", "a=1"); err != nil || !strings.HasSuffix(u, "/openai/v1/models?a=1") {
+		t.Errorf("models: %s %v", u, err)
+	}
+}

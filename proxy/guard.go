@@ -1,0 +1,327 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// Access is who may use the proxy (docs/security.md). The zero value keeps
+// the browser protections on (no Origin allowed, Host names limited to IP
+// literals and localhost) and asks no credentials.
+type Access struct {
+	// AllowedOrigins lists the browser origins ("https://app.example") whose
+	// requests are served, with CORS headers; "*" allows any. A request
+	// with any other Origin is refused (403), so a web page cannot drive
+	// the proxy with the operator's key; requests without Origin (SDKs,
+	// curl, servers) are not affected.
+	AllowedOrigins []string
+	// AllowedHosts lists the Host names served besides IP literals,
+	// "localhost" and *.localhost ("*" any; "*.example.com" its subdomains),
+	// against DNS rebinding: a page of evil.example resolving to 127.0.0.1
+	// sends Host: evil.example. Other names get 403.
+	AllowedHosts []string
+	// APIKeys, when not empty, are the keys clients must present:
+	// "Authorization: Bearer KEY", or "x-api-key: KEY" on the Anthropic
+	// paths (/v1/messages...). The client's key is removed before the
+	// request goes upstream, where the upstream key (Config.APIKey) is
+	// sent. /healthz, /readyz and CORS preflights need none.
+	APIKeys []string
+	// AdminToken, when set, is the bearer token the admin endpoints
+	// (POST /v1/skills/reload) require; when empty they are served to
+	// loopback clients only.
+	AdminToken string
+	// BodyTimeout bounds reading a request body (408 when exceeded); 0:
+	// DefaultBodyTimeout, negative: none.
+	BodyTimeout time.Duration
+}
+
+// DefaultBodyTimeout bounds reading a request body.
+const DefaultBodyTimeout = time.Minute
+
+// adminPaths are the state-changing endpoints of the proxy itself.
+var adminPaths = map[string]bool{"/v1/skills/reload": true}
+
+// openPaths need no client key: probes.
+var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
+
+// guard is the access check of every request the proxy serves, as
+// middleware (after observe, so refusals are logged and counted).
+func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r, w := c.Request(), c.Response()
+		werr := s.admit(w, r)
+		if werr == errPreflightServed {
+			requestInfo(c).status = http.StatusNoContent
+			return nil
+		}
+		if werr != nil {
+			info := requestInfo(c)
+			info.status, info.err = werr.Status, werr.Message
+			writeError(w, apiForPath(r.URL.Path), werr)
+			return nil
+		}
+		return next(c)
+	}
+}
+
+// Protect applies the proxy's access checks (Access) to a handler served
+// beside it on the same listener, such as MCP at /mcp; refusals are logged
+// like the proxy's own.
+func (s *Server) Protect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		werr := s.admit(w, r)
+		if werr == errPreflightServed {
+			return
+		}
+		if werr != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
+				slog.String("path", r.URL.Path), slog.Int("status", werr.Status), slog.String("error", werr.Message))
+			s.metrics.observeRequest(&reqInfo{path: metricPath(r.URL.Path), status: werr.Status, outcome: outcomeComplete}, 0)
+			writeError(w, chatAPI{}, werr)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// errPreflightServed: admit answered a CORS preflight itself.
+var errPreflightServed = &wire.Error{Status: http.StatusNoContent}
+
+// admit checks r against Access: Host, Origin (answering a preflight of
+// an allowed origin), credentials, admin rules; and starts the body read
+// deadline. It returns the refusal, if any.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
+	a := &s.cfg.Access
+	if !s.hostAllowed(r.Host) {
+		return forbidden("host_not_allowed", "Host %q is not served here: add it to server.allowed_hosts (protection against DNS rebinding)", clip(r.Host))
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if !originAllowed(a.AllowedOrigins, origin) {
+			return forbidden("origin_not_allowed", "requests from the web origin %q are refused: add it to server.allowed_origins to allow it", clip(origin))
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			if rh := r.Header.Get("Access-Control-Request-Headers"); rh != "" {
+				h.Set("Access-Control-Allow-Headers", rh)
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return errPreflightServed
+		}
+		h.Set("Access-Control-Expose-Headers", "*")
+	}
+	if adminPaths[r.URL.Path] {
+		if werr := s.adminAllowed(r); werr != nil {
+			return werr
+		}
+	} else if len(a.APIKeys) > 0 && !openPaths[r.URL.Path] {
+		if !s.clientKeyValid(r) {
+			e := &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
+				Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r.URL.Path)}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillrouter"`)
+			return e
+		}
+	}
+	// The client's key was for the proxy: it never goes upstream.
+	if len(a.APIKeys) > 0 || (adminPaths[r.URL.Path] && a.AdminToken != "") {
+		r.Header.Del("Authorization")
+		r.Header.Del("X-Api-Key")
+	}
+	s.bodyDeadline(w, r)
+	return nil
+}
+
+func forbidden(code, format string, args ...any) *wire.Error {
+	return &wire.Error{Status: http.StatusForbidden, Kind: wire.KindInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// hostAllowed reports whether the Host header names this server: an IP
+// literal, localhost, or a configured name.
+func (s *Server) hostAllowed(hostport string) bool {
+	if hostport == "" {
+		return true // HTTP/1.0 without Host: no browser sends that
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	for _, a := range s.cfg.Access.AllowedHosts {
+		a = strings.ToLower(strings.TrimSuffix(a, "."))
+		switch {
+		case a == "*" || a == host:
+			return true
+		case strings.HasPrefix(a, "*.") && strings.HasSuffix(host, a[1:]):
+			return true
+		}
+	}
+	return false
+}
+
+func originAllowed(allowed []string, origin string) bool {
+	return slices.Contains(allowed, "*") || slices.ContainsFunc(allowed, func(a string) bool {
+		return strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
+	})
+}
+
+// clientKey returns the key the client presented: Bearer, or x-api-key on
+// the Anthropic paths (where Claude Code sends it).
+func clientKey(r *http.Request) (string, bool) {
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(v), true
+	}
+	if anthropicPath(r.URL.Path) {
+		if v := r.Header.Get("X-Api-Key"); v != "" {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func anthropicPath(p string) bool {
+	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/")
+}
+
+func keyHeaders(p string) string {
+	if anthropicPath(p) {
+		return "x-api-key: KEY or Authorization: Bearer KEY"
+	}
+	return "Authorization: Bearer KEY"
+}
+
+// clientKeyValid compares the presented key with every configured one in
+// constant time (hashes of equal length, no early exit).
+func (s *Server) clientKeyValid(r *http.Request) bool {
+	key, ok := clientKey(r)
+	if !ok || key == "" {
+		return false
+	}
+	return matchesAny(key, s.cfg.Access.APIKeys)
+}
+
+func matchesAny(key string, keys []string) bool {
+	got := sha256.Sum256([]byte(key))
+	match := 0
+	for _, k := range keys {
+		want := sha256.Sum256([]byte(k))
+		match |= subtle.ConstantTimeCompare(got[:], want[:])
+	}
+	return match == 1
+}
+
+// adminAllowed: the admin token when one is set; else loopback clients
+// only (with a client key too when keys are set).
+func (s *Server) adminAllowed(r *http.Request) *wire.Error {
+	a := &s.cfg.Access
+	if a.AdminToken != "" {
+		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !matchesAny(strings.TrimSpace(key), []string{a.AdminToken}) {
+			return &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_admin_token",
+				Message: r.URL.Path + " is an admin endpoint: send auth.admin_token as Authorization: Bearer TOKEN"}
+		}
+		return nil
+	}
+	if !loopback(r.RemoteAddr) {
+		return forbidden("admin_loopback_only", "%s is an admin endpoint, served to loopback clients only while auth.admin_token is not set", r.URL.Path)
+	}
+	if len(a.APIKeys) > 0 && !s.clientKeyValid(r) {
+		return &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
+			Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r.URL.Path)}
+	}
+	return nil
+}
+
+func loopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// bodyDeadline bounds reading the request body to BodyTimeout: a client
+// that trickles its body (one byte every few seconds) holds a connection
+// and a file descriptor no longer than that, and gets 408. The deadline
+// is lifted once the body has been read to its end, so a long stream is
+// never cut by it; a body left unread keeps it, and net/http, discarding
+// the rest after the response, gives up at the deadline too. (net/http
+// sets the connection's deadlines afresh for the next request.)
+func (s *Server) bodyDeadline(w http.ResponseWriter, r *http.Request) {
+	d := s.cfg.Access.BodyTimeout
+	if d <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+		return // not a net/http connection (tests with a recorder)
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, limit: d}
+}
+
+// deadlineBody is a request body under the read deadline.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	limit    time.Duration
+	lifted   atomic.Bool
+	timedOut atomic.Bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF:
+		b.lift()
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		b.timedOut.Store(true)
+		err = &bodyTimeoutError{limit: b.limit}
+	}
+	return n, err
+}
+
+func (b *deadlineBody) lift() {
+	if b.lifted.CompareAndSwap(false, true) {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// bodyTimeoutError is a request body not received within the deadline.
+type bodyTimeoutError struct{ limit time.Duration }
+
+func (e *bodyTimeoutError) Error() string {
+	return "request body not received within " + e.limit.String() + " (server.body_timeout)"
+}
+
+// bodyTimedOut reports whether r's body read hit the deadline.
+func bodyTimedOut(r *http.Request) bool {
+	db, ok := r.Body.(*deadlineBody)
+	return ok && db.timedOut.Load()
+}
+
+// requestTimeout is the 408 of a body that came too slowly.
+func requestTimeout(limit time.Duration) *wire.Error {
+	return &wire.Error{Status: http.StatusRequestTimeout, Kind: wire.KindInvalidRequest, Code: "request_timeout",
+		Message: (&bodyTimeoutError{limit: limit}).Error()}
+}

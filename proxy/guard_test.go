@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// TestBrowserProtections (issue 14, repro 3): a request from a web page
+// (any Origin not allowed, even a "simple" text/plain POST) and a Host that
+// is not this server (DNS rebinding) are refused before anything goes
+// upstream; SDKs and curl, which send no Origin, are not affected.
+func TestBrowserProtections(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Access.AllowedOrigins = []string{"https://app.example"}
+		c.Access.AllowedHosts = []string{"router.lan", "*.svc.cluster.local"}
+	})
+	tests := []struct {
+		name   string
+		hdr    map[string]string
+		host   string
+		status int
+		code   string
+	}{
+		{"no origin (SDK, curl)", nil, "", 200, ""},
+		{"drive-by from a web page", map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}, "", 403, "origin_not_allowed"},
+		{"null origin", map[string]string{"Origin": "null"}, "", 403, "origin_not_allowed"},
+		{"allowed origin", map[string]string{"Origin": "https://app.example"}, "", 200, ""},
+		{"DNS rebinding", nil, "evil.example:8080", 403, "host_not_allowed"},
+		{"localhost", nil, "localhost:8080", 200, ""},
+		{"IPv6 loopback", nil, "[::1]:8080", 200, ""},
+		{"configured name", nil, "router.lan:8080", 200, ""},
+		{"configured suffix", nil, "skillrouter.ns.svc.cluster.local", 200, ""},
+		{"suffix alone is not a subdomain", nil, "svc.cluster.local", 403, "host_not_allowed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.up.Reset()
+			req, _ := http.NewRequest("POST", h.ts.URL+"/v1/chat/completions", strings.NewReader(simpleChat))
+			for k, v := range tc.hdr {
+				req.Header.Set(k, v)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := h.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || (tc.code != "" && !strings.Contains(string(b), `"code":"`+tc.code+`"`)) {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			if got := len(h.up.Requests()); (tc.status == 200) != (got == 1) {
+				t.Fatalf("upstream got %d requests", got)
+			}
+			if tc.name == "allowed origin" && resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" {
+				t.Errorf("CORS headers %v", resp.Header)
+			}
+		})
+	}
+	// The allowed origin's preflight is answered; others' are refused.
+	for origin, want := range map[string]int{"https://app.example": 204, "http://evil.example": 403} {
+		req, _ := http.NewRequest("OPTIONS", h.ts.URL+"/v1/chat/completions", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		resp, err := h.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == 204 && resp.Header.Get("Access-Control-Allow-Headers") != "authorization, content-type") {
+			t.Errorf("preflight from %s: %d %v", origin, resp.StatusCode, resp.Header)
+		}
+	}
+}
+
+// TestClientKeys: with auth.api_keys, every API needs one of the keys
+// (Bearer; x-api-key on Anthropic paths); the client's key never goes
+// upstream, the upstream key does.
+func TestClientKeys(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Access.APIKeys = []string{"sk-client-1", "sk-client-2"}
+		c.APIKey = "sk-upstream"
+	})
+	anth := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		name, path, body string
+		hdr              map[string]string
+		status           int
+		upstreamAuth     string // the upstream's Authorization or x-api-key
+	}{
+		{"no key", "/v1/chat/completions", simpleChat, nil, 401, ""},
+		{"wrong key", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer sk-nope"}, 401, ""},
+		{"x-api-key is not an OpenAI header", "/v1/chat/completions", simpleChat, map[string]string{"X-Api-Key": "sk-client-1"}, 401, ""},
+		{"chat", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer sk-client-2"}, 200, "Bearer sk-upstream"},
+		{"responses", "/v1/responses", `{"model":"m","input":"hi"}`, map[string]string{"Authorization": "Bearer sk-client-1"}, 200, "Bearer sk-upstream"},
+		{"pass-through", "/v1/models", "", map[string]string{"Authorization": "Bearer sk-client-1"}, 200, "Bearer sk-upstream"},
+		{"messages with x-api-key", "/v1/messages", anth, map[string]string{"X-Api-Key": "sk-client-1", "Anthropic-Version": "2023-06-01"}, 200, "sk-upstream"},
+		{"messages with Bearer", "/v1/messages", anth, map[string]string{"Authorization": "Bearer sk-client-1", "Anthropic-Version": "2023-06-01"}, 200, "sk-upstream"},
+		{"messages without key", "/v1/messages", anth, nil, 401, ""},
+		{"metrics", "/metrics", "", nil, 401, ""},
+		{"healthz is open", "/healthz", "", nil, 200, "-"},
+		{"readyz is open", "/readyz", "", nil, 200, "-"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.up.Reset()
+			method := "POST"
+			if tc.body == "" {
+				method = "GET"
+			}
+			resp, b := h.do(method, tc.path, tc.body, tc.hdr)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			if tc.status == 401 {
+				if strings.HasPrefix(tc.path, "/v1/messages") {
+					mustContain(t, string(b), `"type":"authentication_error"`)
+				} else {
+					mustContain(t, string(b), `"code":"invalid_api_key"`)
+				}
+				if len(h.up.Requests()) != 0 {
+					t.Fatal("refused request went upstream")
+				}
+				return
+			}
+			if tc.upstreamAuth == "-" {
+				return
+			}
+			got := h.up.Requests()[0].Header
+			seen := got.Get("Authorization") + got.Get("X-Api-Key")
+			if seen != tc.upstreamAuth || strings.Contains(seen, "client") {
+				t.Fatalf("upstream saw credentials %q, want %q", seen, tc.upstreamAuth)
+			}
+		})
+	}
+}
+
+// TestAdminEndpoints: POST /v1/skills/reload needs the admin token when
+// one is set, and is served to loopback clients only when none is.
+func TestAdminEndpoints(t *testing.T) {
+	reload := func(srv *Server, remote, auth string) int {
+		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/skills/reload", nil)
+		req.RemoteAddr = remote
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	noToken := newHarness(t, nil).srv
+	withToken := newHarness(t, func(c *Config) { c.Access.AdminToken = "admin-secret"; c.Access.APIKeys = []string{"sk-client"} }).srv
+	// 404: past the guard, and no library configured in the harness.
+	for _, tc := range []struct {
+		name         string
+		srv          *Server
+		remote, auth string
+		want         int
+	}{
+		{"loopback without token", noToken, "127.0.0.1:5000", "", 404},
+		{"IPv6 loopback without token", noToken, "[::1]:5000", "", 404},
+		{"remote without token", noToken, "192.0.2.7:5000", "", 403},
+		{"token missing", withToken, "127.0.0.1:5000", "", 401},
+		{"client key is not the admin token", withToken, "127.0.0.1:5000", "Bearer sk-client", 401},
+		{"token", withToken, "192.0.2.7:5000", "Bearer admin-secret", 404},
+	} {
+		if got := reload(tc.srv, tc.remote, tc.auth); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSlowBodyGets408 (issue 14, repro 1): a body trickled slower than
+// BodyTimeout is answered 408 and logged, on routed and pass-through
+// paths; the connection is released.
+func TestSlowBodyGets408(t *testing.T) {
+	for _, path := range []string{"/v1/chat/completions", "/v1/files"} {
+		h := newHarness(t, func(c *Config) { c.Access.BodyTimeout = 200 * time.Millisecond })
+		addr := strings.TrimPrefix(h.ts.URL, "http://")
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+		// ... and nothing more: the deadline passes.
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		c.Close()
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "request body not received within 200ms") {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		if line := logLine(t, h.logText(), path); !strings.Contains(line, `"status":408`) {
+			t.Errorf("%s: log %s", path, line)
+		}
+	}
+}
+
+// TestBodyDeadlineSparesLongStreams: once the body is read, the deadline
+// is lifted; a stream longer than it runs to its end on the same
+// connection, and the connection serves the next request.
+func TestBodyDeadlineSparesLongStreams(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Access.BodyTimeout = 100 * time.Millisecond })
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "a b c d e f", Interval: 50 * time.Millisecond}))
+	_, b := h.chat(streamChat(""), nil)
+	if a := assemble(t, b); a.Content != "a b c d e f" || a.Done != 1 {
+		t.Fatalf("%+v", a)
+	}
+	if resp, b := h.chat(simpleChat, nil); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}

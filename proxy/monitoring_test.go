@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// streamAPIs are the three client APIs with a streamed request each and
+// how their error event looks.
+var streamAPIs = []struct {
+	name, path, body string
+	errorEvent       string // what starts the API's error event in the body
+	hdr              map[string]string
+}{
+	{"chat", "/v1/chat/completions", streamChat(""), `data: {"error":`, nil},
+	{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, "event: error\ndata: ", nil},
+	{"messages", "/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, "event: error\ndata: ", map[string]string{"x-api-key": "client-key", "anthropic-version": "2023-06-01"}},
+}
+
+// TestBrokenStreamsAreReported (issue 14, repro 6): a stream that breaks
+// after it started (connection cut, malformed event) ends with the API's
+// error event, is logged at WARN with its cause and counted with outcome
+// stream_error; with and without the proxy's tool loop.
+func TestBrokenStreamsAreReported(t *testing.T) {
+	faults := []struct {
+		name  string
+		turn  fakeai.Turn
+		cause string
+	}{
+		{"cut", fakeai.Turn{Content: "one two three four", CutAfter: 3}, "closed the connection before the end of its response"},
+		{"malformed", fakeai.Turn{Content: "one two three four", Inject: "data: [1,2,\n\n", InjectAfter: 2}, "upstream sent an event whose data is not JSON"},
+	}
+	for _, api := range streamAPIs {
+		for _, f := range faults {
+			for _, relayOnly := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/relay-only=%v", api.name, f.name, relayOnly), func(t *testing.T) {
+					h := newHarness(t, nil)
+					h.rw.noTools = relayOnly
+					h.up.Script(fakeai.Reply(f.turn))
+					resp, b := h.do("POST", api.path, api.body, api.hdr)
+					body := string(b)
+					if resp.StatusCode != 200 {
+						t.Fatalf("status %d: %s", resp.StatusCode, body)
+					}
+					i := strings.LastIndex(body, api.errorEvent)
+					if i < 0 || !strings.Contains(body[i:], f.cause) {
+						t.Fatalf("no error event with the cause %q at the end:\n%s", f.cause, body)
+					}
+					if strings.Contains(body, "data: [1,2,") || strings.Contains(body, "[DONE]") || strings.Contains(body, "message_stop") ||
+						strings.Contains(body, "response.completed") {
+						t.Fatalf("malformed event relayed or stream ended as if complete:\n%s", body)
+					}
+					if api.name == "responses" && relayOnly {
+						// The error event follows on the relayed events' numbering.
+						evs := strings.Split(strings.TrimSpace(body), "\n\n")
+						last := gjson.Get(strings.TrimPrefix(evs[len(evs)-1][strings.Index(evs[len(evs)-1], "data: "):], "data: "), "sequence_number").Int()
+						prev := gjson.Get(strings.TrimPrefix(evs[len(evs)-2][strings.Index(evs[len(evs)-2], "data: "):], "data: "), "sequence_number").Int()
+						if last != prev+1 {
+							t.Errorf("error event sequence_number %d after %d", last, prev)
+						}
+					}
+					logs := h.logText()
+					line := logLine(t, logs, api.path)
+					if !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, `"outcome":"stream_error"`) ||
+						!strings.Contains(line, f.cause) {
+						t.Errorf("log line: %s", line)
+					}
+					_, m := h.do("GET", "/metrics", "", nil)
+					mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
+				})
+			}
+		}
+	}
+}
+
+// TestStrayLinesAreDropped: lines of an upstream stream that are not SSE
+// never reach the client and are counted; the stream completes.
+func TestStrayLinesAreDropped(t *testing.T) {
+	for _, api := range streamAPIs {
+		for _, relayOnly := range []bool{false, true} {
+			h := newHarness(t, nil)
+			h.rw.noTools = relayOnly
+			h.up.Script(fakeai.Reply(fakeai.Turn{Content: "one two", Inject: "<html>\n<body>Bad Gateway</body>\n\n", InjectAfter: 1}))
+			resp, b := h.do("POST", api.path, api.body, api.hdr)
+			if resp.StatusCode != 200 || strings.Contains(string(b), "html") || strings.Contains(string(b), api.errorEvent) {
+				t.Fatalf("%s relay-only=%v: %d\n%s", api.name, relayOnly, resp.StatusCode, b)
+			}
+			_, m := h.do("GET", "/metrics", "", nil)
+			mustContain(t, string(m), `skillrouter_upstream_sse_lines_dropped_total{api="`+api.name+`"} 2`)
+			mustContain(t, string(m), `outcome="complete",path="`+api.path+`",status="200"} 1`)
+		}
+	}
+}
+
+// logLine returns the access log line of path.
+func logLine(t *testing.T, logs, path string) string {
+	t.Helper()
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"path":"`+path+`"`) {
+			return l
+		}
+	}
+	t.Fatalf("no log line for %s:\n%s", path, logs)
+	return ""
+}
