@@ -4,7 +4,7 @@
 GO ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test vet fmt race fuzz build bench image image-check helm-check reliability
+.PHONY: test vet fmt race fuzz build bench image image-check helm-check bench-compare reliability
 
 test: fmt vet race fuzz
 
@@ -51,3 +51,9 @@ image-check:
 # The first run on a machine builds helm v3.22.0 into the user cache.
 helm-check:
 	$(GO) test -count=1 -run TestHelmChart -v ./cmd/router
+
+# Cost per routed request side by side (docs/performance.md): the built
+# router, a bare Go reverse proxy and the upstream called directly, in one
+# run, alternating targets; not part of `make test` (minutes of load).
+bench-compare:
+	SKILLROUTER_SIDE_BY_SIDE=1 $(GO) test -count=1 -run TestSideBySide -v -timeout 60m ./proxy/e2e

@@ -51,6 +51,9 @@ const (
 	ProviderOpenAI  = "openai"
 )
 
+// Providers lists the provider names, for validation and help texts.
+var Providers = []string{ProviderBuiltin, ProviderOllama, ProviderOpenAI}
+
 // New returns the configured provider. Remote providers are wrapped in the
 // disk cache (unless CacheDir is "-"); the builtin is not, because computing
 // its vectors is cheaper than reading them from disk. The builtin comes back

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,9 +39,10 @@ func internalError(format string, args ...any) error {
 // Cursors are opaque to clients: the last URI of the previous page.
 func encodeCursor(uri string) string { return base64.RawURLEncoding.EncodeToString([]byte(uri)) }
 
+// decodeCursor accepts only what encodeCursor made: a skill:// URI.
 func decodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 {
+	if err != nil || !strings.HasPrefix(string(b), "skill://") {
 		return "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", c)
 	}
 	return string(b), nil

@@ -30,7 +30,9 @@ type routed struct {
 // Client errors come back as *wire.Error; a rewrite failure does not fail:
 // the body goes upstream unmodified.
 func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, info *reqInfo) (*routed, *wire.Error) {
+	_, end := s.stage(ctx, "skillrouter.parse")
 	parsed, err := a.parse(body)
+	end()
 	if err != nil {
 		return nil, asWireError(err)
 	}

@@ -76,11 +76,11 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm", "api"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_fallbacks_total",
-			Help: "Chat requests ranked by the bm25 fallback because the embedder failed or was slow, by reason: " + fallbackReasons() + ".",
+			Help: "Requests ranked by the bm25 fallback because the embedder failed or was slow, by reason: " + fallbackReasons() + ".",
 		}, []string{"arm", "reason"}),
 		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "routing_cache_hits_total",
-			Help: "Chat requests whose ranking came from the router's cache of recent rankings (the conversation's user turns were ranked before).",
+			Help: "Requests whose ranking came from the router's cache of recent rankings (the conversation's user turns were ranked before).",
 		}, []string{"arm"}),
 		addedTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "prompt_tokens_added",
@@ -101,7 +101,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"arm", "api"}),
 		exhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_rounds_exhausted_total",
-			Help: "Chat requests that hit the tool-round limit.",
+			Help: "Requests that hit the tool-round limit.",
 		}, []string{"arm"}),
 		droppedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_dropped_total",

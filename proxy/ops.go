@@ -18,6 +18,7 @@ func (s *Server) healthz(c echo.Context) error {
 
 // readyz: every arm's library and indexes are loaded. 503 until then, so a
 // load balancer keeps traffic away while a large library is being indexed.
+// The body also carries the last upstream checks, which never change the status.
 func (s *Server) readyz(c echo.Context) error {
 	var notReady []string
 	for _, a := range s.arms {
@@ -25,10 +26,14 @@ func (s *Server) readyz(c echo.Context) error {
 			notReady = append(notReady, armLabel(a.name))
 		}
 	}
-	if len(notReady) > 0 {
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "not ready", "arms": notReady})
-	}
 	out := map[string]any{"status": "ready"}
+	if up := s.upstreamStatus(); up != nil {
+		out["upstreams"] = up
+	}
+	if len(notReady) > 0 {
+		out["status"], out["arms"] = "not ready", notReady
+		return c.JSON(http.StatusServiceUnavailable, out)
+	}
 	if s.cfg.Library != nil {
 		out["skills"] = len(s.cfg.Library.Snapshot().Skills())
 	}

@@ -57,6 +57,8 @@ type Config struct {
 	Library Library
 	// AB splits chat traffic between arms; nil = no split.
 	AB *ABConfig
+	// UpstreamChecks are reported in /readyz's body (not its status).
+	UpstreamChecks []UpstreamCheck
 
 	// MaxToolRounds bounds server-side tool rounds per request (default 4;
 	// negative = none: the first answer is final).
@@ -93,6 +95,12 @@ type Config struct {
 	// Registry receives the proxy's metrics and is served on /metrics
 	// (nil: a new registry with Go and process collectors).
 	Registry *prometheus.Registry
+
+	// Stage, if set, is called as each stage of a routed request begins
+	// ("skillrouter.parse"); the request goes on with the context it
+	// returns, and end is called when the stage is over. Tracing hooks in
+	// here (cmd/router: an OpenTelemetry span per stage).
+	Stage func(ctx context.Context, name string) (_ context.Context, end func())
 
 	// ModifyRequest, if set, edits every outgoing upstream request after the
 	// proxy has built it (URL, headers, body), like httputil.ReverseProxy.Rewrite.
@@ -205,6 +213,14 @@ func baseURL(u *url.URL) *url.URL {
 	b.Path = strings.TrimRight(b.Path, "/")
 	b.RawPath = ""
 	return &b
+}
+
+// stage begins a stage of a request (see Config.Stage).
+func (s *Server) stage(ctx context.Context, name string) (context.Context, func()) {
+	if s.cfg.Stage == nil {
+		return ctx, func() {}
+	}
+	return s.cfg.Stage(ctx, name)
 }
 
 // ServeHTTP serves the proxy's routes.

@@ -63,7 +63,7 @@ func overrides(h http.Header, strategyFromArm bool) (router.Overrides, *wire.Err
 	if v := strings.TrimSpace(h.Get(HeaderStrategy)); v != "" && !strategyFromArm {
 		st := router.Strategy(strings.ToLower(v))
 		if !router.ValidStrategy(st) {
-			return ov, headerError("%s: unknown strategy %q (want one of %s)", HeaderStrategy, v, strategyList())
+			return ov, headerError("%s: unknown strategy %q (want %s)", HeaderStrategy, v, router.StrategyList())
 		}
 		ov.Strategy = st
 	}
@@ -84,25 +84,9 @@ func overrides(h http.Header, strategyFromArm bool) (router.Overrides, *wire.Err
 	if v := strings.TrimSpace(h.Get(HeaderCatalog)); v != "" {
 		m := router.CatalogMode(strings.ToLower(v))
 		if !router.ValidCatalogMode(m) {
-			return ov, headerError("%s: unknown catalog mode %q (want %s)", HeaderCatalog, v, catalogModeList())
+			return ov, headerError("%s: unknown catalog mode %q (want %s)", HeaderCatalog, v, router.CatalogModeList())
 		}
 		ov.CatalogMode = m
 	}
 	return ov, nil
-}
-
-func strategyList() string {
-	s := make([]string, len(router.Strategies))
-	for i, v := range router.Strategies {
-		s[i] = string(v)
-	}
-	return strings.Join(s, ", ")
-}
-
-func catalogModeList() string {
-	s := make([]string, len(router.CatalogModes))
-	for i, v := range router.CatalogModes {
-		s[i] = string(v)
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }

@@ -70,6 +70,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			}
 			return
 		}
+		if end.Incomplete {
+			// Closed cleanly but cut: the client must not take it for a whole answer.
+			sr.broke(failure{status: http.StatusBadGateway, code: "upstream_stream_incomplete", msg: "upstream stream ended before its final event"}, "")
+			return
+		}
 		if end.Dropped > 0 {
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(end.Dropped))
 		}

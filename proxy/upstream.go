@@ -124,9 +124,9 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	if err != nil {
 		err = withCause(ctx, err)
 		b.release()
-		return nil, elapsed, err
+		return nil, elapsed, &upstreamError{name: t.base.Host, err: err}
 	}
-	b.ctx, b.ReadCloser = ctx, resp.Body
+	b.ctx, b.ReadCloser, b.name = ctx, resp.Body, t.base.Host
 	resp.Body = b
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
@@ -167,6 +167,26 @@ func withCause(ctx context.Context, err error) error {
 	return err
 }
 
+// upstreamError is an error of an exchange with one upstream, named by its
+// host (never its URL: the path or query may hold secrets, and no
+// credentials), so a client learns which upstream failed.
+type upstreamError struct {
+	name string
+	err  error
+}
+
+func (e *upstreamError) Error() string { return e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// upstreamName is "upstream HOST" for an error of a named upstream, else "upstream".
+func upstreamName(err error) string {
+	var ue *upstreamError
+	if errors.As(err, &ue) && ue.name != "" {
+		return "upstream " + ue.name
+	}
+	return "upstream"
+}
+
 // boundedBody is an upstream response body under the exchange's timers:
 // the idle timer runs while a Read waits for the upstream (not while the
 // proxy writes to its client); total bounds a non-streaming exchange.
@@ -178,6 +198,7 @@ type boundedBody struct {
 	idle   time.Duration
 	timer  *time.Timer
 	total  *time.Timer
+	name   string // the upstream's host, for errors
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -192,8 +213,8 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	if err != nil && err != io.EOF {
-		err = withCause(b.ctx, err)
+	if err != nil && err != io.EOF { // io.EOF is compared with ==, never wrapped
+		err = &upstreamError{name: b.name, err: withCause(b.ctx, err)}
 	}
 	return n, err
 }
@@ -223,7 +244,7 @@ func (b *boundedBody) release() {
 type failure struct {
 	status int
 	code   string
-	msg    string // for the client: no upstream URL or address
+	msg    string // for the client: the upstream's host, never its URL
 	detail string // for the log: the error as it is
 }
 
@@ -247,34 +268,35 @@ func classify(clientCtx context.Context, err error) failure {
 }
 
 func classifyUpstream(err error) failure {
+	who := upstreamName(err)
 	var te *timeoutError
 	if errors.As(err, &te) {
-		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: " + te.Error()}
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out: " + te.Error()}
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout() {
-		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out: could not connect"}
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out: could not connect"}
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: "upstream timed out"}
+		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out"}
 	}
 	// Reached, then hung up: net/http says no more than "EOF".
 	switch {
 	case errors.As(err, &oe) && oe.Op == "dial": // never reached: unreachable, below
 	case errors.Is(err, io.EOF):
-		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream closed the connection without a response"}
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " closed the connection without a response"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream closed the connection before the end of its response"}
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " closed the connection before the end of its response"}
 	case errors.Is(err, syscall.ECONNRESET):
-		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: "upstream reset the connection"}
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " reset the connection"}
 	}
-	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: "upstream unreachable" + cause(err)}
+	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: who + " unreachable" + cause(err)}
 }
 
 // cause is the innermost reason of a connection error without the URL or
-// address net/http wraps it in (the upstream's location is the operator's
-// business): ": connection refused", ": no such host"; "" when unknown.
+// address net/http wraps it in (the message names the upstream by its host
+// already): ": connection refused", ": no such host"; "" when unknown.
 func cause(err error) string {
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
@@ -308,7 +330,7 @@ func classifyStream(clientCtx context.Context, err error) failure {
 	}
 	f := classify(clientCtx, err)
 	if f.code == "upstream_unreachable" {
-		f.code, f.msg = "upstream_stream_error", "upstream stream failed"+cause(err)
+		f.code, f.msg = "upstream_stream_error", upstreamName(err)+" stream failed"+cause(err)
 	}
 	return f
 }

@@ -150,3 +150,42 @@ func TestPromptCacheReuseAPIs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseRenderAPIs measures what the wire layer adds to a rewrite
+// for each client API, with the plan made in advance (no ranking): parse
+// the client's body once, render the plan into it.
+//
+//	go test ./router -run '^$' -bench ParseRenderAPIs
+func BenchmarkParseRenderAPIs(b *testing.B) {
+	snap := benchLibrary(b)
+	r := newTestRouter(b, snap)
+	qs := upstreamQueries(b)
+	for _, api := range apiCases {
+		bodies := make([][]byte, len(qs))
+		plans := make([]*wire.Plan, len(qs))
+		for i, q := range qs {
+			bodies[i] = []byte(api.body([]string{q}))
+			req, err := api.parse(bodies[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			rw, err := r.Rewrite(context.Background(), req.View(), RewriteOptions{}, Overrides{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			plans[i] = rw.Plan
+		}
+		b.Run(api.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				req, err := api.parse(bodies[i%len(bodies)])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := req.Render(plans[i%len(plans)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

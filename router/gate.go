@@ -138,19 +138,6 @@ func (t *clientTool) withheld(bypass bool) bool {
 	return t.gated && !t.forced && !t.used && t.enabledBy == "" && !bypass
 }
 
-// withholds reports whether any client tool is withheld.
-func (tg *toolGate) withholds() bool {
-	if tg == nil {
-		return false
-	}
-	for i := range tg.tools {
-		if tg.tools[i].withheld(tg.bypass) {
-			return true
-		}
-	}
-	return false
-}
-
 // keptCount counts the client tools that go upstream.
 func (tg *toolGate) keptCount() int {
 	n := 0

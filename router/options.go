@@ -3,6 +3,7 @@ package router
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -21,6 +22,29 @@ var CatalogModes = []CatalogMode{CatalogAll, CatalogEnabled, CatalogAuto}
 
 // ValidCatalogMode reports whether m is one of CatalogModes.
 func ValidCatalogMode(m CatalogMode) bool { return slices.Contains(CatalogModes, m) }
+
+// CatalogModeList names the modes for messages: "all, enabled or auto".
+func CatalogModeList() string { return orList(CatalogModes) }
+
+// StrategyList names the strategies for messages: "keyword, bm25,
+// embedding or hybrid".
+func StrategyList() string { return orList(Strategies) }
+
+// orList renders names as "a, b or c".
+func orList[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// AutoLoadRoles lists the roles auto-loaded skill bodies can be sent as,
+// for validation and help texts.
+var AutoLoadRoles = []string{"user", "system", "developer"}
 
 // Defaults of RewriteOptions.
 const (
@@ -64,7 +88,7 @@ func (o RewriteOptions) normalized() (RewriteOptions, error) {
 		o.CatalogMode = CatalogAuto
 	}
 	if !ValidCatalogMode(o.CatalogMode) {
-		return o, fmt.Errorf("router: unknown catalog mode %q (want all, enabled or auto)", o.CatalogMode)
+		return o, fmt.Errorf("router: unknown catalog mode %q (want %s)", o.CatalogMode, CatalogModeList())
 	}
 	if o.CatalogBudgetTokens <= 0 {
 		o.CatalogBudgetTokens = DefaultCatalogBudgetTokens

@@ -192,8 +192,13 @@ func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) 
 			"embedder", p.m.Embedder, "model", p.m.Model, "embedded", st.Embedded)
 		return
 	}
-	r.opts.Logger.Warn("the prebuilt routing index does not match; building the index here (skills whose text is unchanged keep their stored vectors)",
-		"dir", p.dir, "reason", p.why)
+	msg := "the prebuilt routing index does not match; building the index here (skills whose text is unchanged keep their stored vectors)"
+	if r.opts.Fit != nil {
+		// An embedder fitted to the library (the builtin) is fitted to the
+		// changed one: every vector changes.
+		msg = "the prebuilt routing index does not match; building the index here (the builtin embedder is refitted to this library, so every skill is embedded again)"
+	}
+	r.opts.Logger.Warn(msg, "dir", p.dir, "reason", p.why)
 }
 
 // HasPrebuilt reports whether dir holds a prebuilt index (of any embedder).

@@ -137,7 +137,7 @@ var vectorRetryEvery = 30 * time.Second
 func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, error) {
 	opts = opts.withDefaults()
 	if !ValidStrategy(opts.Strategy) {
-		return nil, fmt.Errorf("router: unknown strategy %q (want keyword, bm25, embedding or hybrid)", opts.Strategy)
+		return nil, fmt.Errorf("router: unknown strategy %q (want %s)", opts.Strategy, StrategyList())
 	}
 	r := &Router{opts: opts}
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())

@@ -41,7 +41,7 @@ func TestSessionLoadSkill(t *testing.T) {
 		{"typo suggests", `{"skill_id":"api-desing"}`, `<skill_error id="api-desing" reason="not_found">`, "<id>api-design</id>"},
 		{"malformed", `{"skill_id":`, `<skill_error id="" reason="invalid_arguments">`, "not valid JSON"},
 		{"array", `["pdf-tools"]`, `<skill_error id="" reason="invalid_arguments">`, "JSON object"},
-		{"wrong type", `{"skill_id":5}`, `<skill_error id="" reason="invalid_arguments">`, "wrong types"},
+		{"wrong type", `{"skill_id":5}`, `<skill_error id="" reason="invalid_arguments">`, `argument "skill_id" must be a string, got number`},
 		{"empty", ``, `<skill_error id="" reason="invalid_arguments">`, "skill_id is required"},
 		{"blank id", `{"skill_id":"  "}`, `<skill_error id="" reason="invalid_arguments">`, "skill_id is required"},
 	}

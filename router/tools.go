@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
@@ -78,7 +80,18 @@ func toolArgs(raw json.RawMessage, v any) error {
 		return errors.New("arguments must be a JSON object")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return errors.New("arguments have the wrong types: " + err.Error())
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			want := te.Type.Kind().String()
+			switch te.Type.Kind() {
+			case reflect.Int, reflect.Int64, reflect.Float64:
+				want = "a number"
+			case reflect.String:
+				want = "a string"
+			}
+			return fmt.Errorf("argument %q must be %s, got %s", te.Field, want, te.Value)
+		}
+		return errors.New("arguments have the wrong types")
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func NotFound(id string, snap *Snapshot) string {
 		}
 		b.WriteString("  </did_you_mean>\n  <next_step>Call load_skill again with one of the ids above if it fits the request; otherwise continue without a skill.</next_step>\n")
 	} else {
-		b.WriteString("  <next_step>Use only ids listed in <available_skills>, or continue without a skill.</next_step>\n")
+		b.WriteString("  <next_step>Use only ids listed in <available_skills> or found with search_skills, or continue without a skill.</next_step>\n")
 	}
 	b.WriteString("</skill_error>")
 	return b.String()

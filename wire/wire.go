@@ -169,7 +169,8 @@ type Answer struct {
 	Calls []ToolCall
 	// Turn is what the API appends to the conversation before the results,
 	// in its own shape (Chat: the assistant message; Responses: the output
-	// items; Messages: the assistant message with its content blocks).
+	// items, comma-separated, to go into the input array; Messages: the
+	// assistant message with its content blocks).
 	Turn []byte
 	// ID is the upstream's id of the answer (Responses: the response to
 	// chain a stored conversation from).
@@ -185,6 +186,11 @@ type RoundEnd struct {
 	// reached (Exhausted), or the client's calls had been relayed first.
 	Dropped   int
 	Exhausted bool
+	// Incomplete: the upstream's stream ended before its final event
+	// (Chat: no finish_reason and no [DONE]; Responses: no
+	// response.completed, .failed or .incomplete; Messages: no
+	// message_stop): the answer is cut, whatever it held.
+	Incomplete bool
 }
 
 // Reply is a whole answer of a model, for servers that speak the APIs
@@ -215,9 +221,9 @@ func HarnessContext(text string) bool {
 }
 
 // InCallOrder pairs results with the answer's calls: the results in the
-// order of the calls (a call without a result is skipped). A result without
-// a call id, or for a call the answer does not hold, is an error: the
-// upstream would reject the request.
+// order of the calls. A call without a result, a result without a call id
+// or for a call the answer does not hold is an error: the upstream would
+// reject the request.
 func (a *Answer) InCallOrder(results []ToolResult) ([]ToolResult, error) {
 	byID := make(map[string]ToolResult, len(results))
 	for _, r := range results {
@@ -228,15 +234,42 @@ func (a *Answer) InCallOrder(results []ToolResult) ([]ToolResult, error) {
 	}
 	out := make([]ToolResult, 0, len(results))
 	for _, c := range a.Calls {
-		if r, ok := byID[c.ID]; ok {
-			delete(byID, c.ID)
-			out = append(out, r)
+		r, ok := byID[c.ID]
+		if !ok {
+			return nil, fmt.Errorf("no result for tool call %s", c.ID)
+		}
+		delete(byID, c.ID)
+		out = append(out, r)
+	}
+	for _, r := range results {
+		if _, left := byID[r.CallID]; left {
+			return nil, fmt.Errorf("no tool call with id %s in the answer", r.CallID)
 		}
 	}
-	for id := range byID {
-		return nil, fmt.Errorf("no tool call with id %s in the answer", id)
-	}
 	return out, nil
+}
+
+// CallID is the id of a call the upstream sent without one (some local
+// servers omit it), so its result can refer to it: prefix (call, toolu)
+// and the round and position make it unique in the conversation.
+func CallID(id, prefix string, round, i int) string {
+	if id != "" {
+		return id
+	}
+	return fmt.Sprintf("%s_skillrouter_%d_%d", prefix, round, i)
+}
+
+// AppendEvent writes one server-sent event, with an event: line when typ
+// is set (Responses and Messages name their events).
+func AppendEvent(out []byte, typ string, data []byte) []byte {
+	if typ != "" {
+		out = append(out, "event: "...)
+		out = append(out, typ...)
+		out = append(out, '\n')
+	}
+	out = append(out, "data: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...)
 }
 
 // Elements lists a tools array of this set: the client's definitions

@@ -21,7 +21,6 @@ import (
 
 // benchFlags are the options of `router bench`.
 type benchFlags struct {
-	skills     []string
 	queries    string
 	metatool   string
 	split      string
@@ -34,14 +33,11 @@ type benchFlags struct {
 	json       bool
 	scale      string
 	encodings  string
-	catalog    string
-	catBudget  int
-	loadBudget int
 }
 
 func newBenchCmd() *cobra.Command {
 	var f benchFlags
-	var lib libraryFlags
+	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "bench (--queries FILE.jsonl | --metatool DIR) [flags]",
 		Short: "Benchmark selection strategies: quality, prompt tokens, latency, scale",
@@ -66,12 +62,17 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 			if f.metatool == "" && cmd.Flags().Changed("split") {
 				return errors.New("--split applies to --metatool only")
 			}
-			f.skills = lib.skills
-			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, lib)
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, cfg, tryCommand(cmd, nil))
 		},
 	}
 	fs := cmd.Flags()
-	lib.register(fs)
+	cf.register(fs, append(rankingKeys, "rewrite.catalog_mode", "rewrite.catalog_budget_tokens", "rewrite.auto_load_budget_tokens")...)
+	cf.alias(fs, "top-k", "max-auto-load")
+	cf.alias(fs, "catalog", "catalog-mode")
 	// Every strategy in --strategies is benchmarked; the shared --strategy
 	// (the default of route and serve) means nothing here.
 	_ = fs.MarkHidden("strategy")
@@ -81,27 +82,21 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 	fs.IntVar(&f.limit, "limit", 0, "use at most N queries (after --sample); 0 = all")
 	fs.IntVar(&f.sample, "sample", 0, "use a seeded random sample of N queries, kept in file order; 0 = all")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for --sample and for the synthetic libraries of --scale")
-	fs.StringVar(&f.strategies, "strategies", joinStrategies(router.Strategies), "comma-separated strategies to compare")
+	fs.StringVar(&f.strategies, "strategies", strings.Join(strategyNames, ","), "comma-separated strategies to compare")
 	fs.StringVar(&f.ks, "k", "1,3,5,10", "comma-separated cut-offs for Hit@k and Recall@k")
 	fs.StringVar(&f.out, "out", "", "also write results.json, results.csv, results.md and SVG charts to this folder")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of Markdown")
 	fs.StringVar(&f.scale, "scale", "", "comma-separated library sizes to benchmark, e.g. 10,100,1000,10000")
 	fs.StringVar(&f.encodings, "encoding", "o200k_base,cl100k_base", "tokenizer encodings to count prompt tokens with (the first is the headline)")
-	fs.StringVar(&f.catalog, "catalog", string(router.CatalogAuto), "catalog mode of the rendered prompt: all, enabled or auto (as the proxy)")
-	fs.IntVar(&f.catBudget, "catalog-budget", 0, "catalog budget in tokens (default as the proxy: 1500)")
-	fs.IntVar(&f.loadBudget, "auto-load-budget", 0, "auto-loaded bodies budget in tokens (default as the proxy: 6000)")
 	return cmd
 }
 
 // benchBuilder returns how to build a router for any library with the
-// ranking options and embedder the shared library flags describe (a fitted
+// ranking options and embedder the configuration describes (a fitted
 // builtin per library), and the embedder's name.
-func benchBuilder(lib libraryFlags) (bench.Builder, string, error) {
-	opts, err := lib.routerOptions()
+func benchBuilder(cfg *config) (bench.Builder, string, error) {
+	opts, err := withEmbedder(cfg.Embedder, cfg.routerOptions(nil))
 	if err != nil {
-		return nil, "", err
-	}
-	if opts, err = withEmbedder(lib.embedConfig(), opts); err != nil {
 		return nil, "", err
 	}
 	// Every routing is timed as a cold one: a repeated query (the warm-up,
@@ -113,25 +108,13 @@ func benchBuilder(lib libraryFlags) (bench.Builder, string, error) {
 	return build, opts.Embedder.Name(), nil
 }
 
-func joinStrategies(ss []router.Strategy) string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return strings.Join(out, ",")
-}
-
 func parseStrategies(s string) ([]router.Strategy, error) {
 	var out []router.Strategy
 	seen := map[router.Strategy]bool{}
 	for _, part := range splitList(s) {
 		st := router.Strategy(part)
-		known := false
-		for _, k := range router.Strategies {
-			known = known || k == st
-		}
-		if !known {
-			return nil, fmt.Errorf("--strategies: unknown strategy %q (want %s)", part, joinStrategies(router.Strategies))
+		if !router.ValidStrategy(st) {
+			return nil, fmt.Errorf("--strategies: unknown strategy %q (want %s)", part, oneOf(strategyNames))
 		}
 		if !seen[st] {
 			seen[st] = true
@@ -199,7 +182,7 @@ type benchDataset struct {
 	cleanup func()
 }
 
-func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags) (*benchDataset, error) {
+func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *config, try string) (*benchDataset, error) {
 	switch {
 	case f.queries == "" && f.metatool == "":
 		return nil, errors.New("give --queries FILE.jsonl or --metatool DIR")
@@ -215,7 +198,11 @@ func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags) (*ben
 			return nil, err
 		}
 		// --skills with --metatool adds real skills to the tools as distractors.
-		snap, dir, missing, err := bench.Materialize(ctx, m.SkillFiles(), f.skills...)
+		extra, err := resolveRoots(cfg.Skills)
+		if err != nil {
+			return nil, err
+		}
+		snap, dir, missing, err := bench.Materialize(ctx, m.SkillFiles(), extra...)
 		if err != nil {
 			return nil, err
 		}
@@ -227,7 +214,7 @@ func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags) (*ben
 		ds.name = describeMetaTool(f)
 		return ds, nil
 	}
-	roots, err := requireRoots(f.skills)
+	roots, err := requireRoots(cfg, try)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +245,7 @@ func describeMetaTool(f benchFlags) string {
 	return s
 }
 
-func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, lib libraryFlags) error {
+func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg config, try string) error {
 	strategies, err := parseStrategies(f.strategies)
 	if err != nil {
 		return err
@@ -277,46 +264,40 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, lib l
 			return err
 		}
 	}
-	mode := router.CatalogMode(f.catalog)
-	switch mode {
-	case router.CatalogAll, router.CatalogEnabled, router.CatalogAuto:
-	default:
-		return fmt.Errorf("--catalog: unknown mode %q (want all, enabled or auto)", f.catalog)
-	}
 	acc, err := bench.NewAccountant(encs...)
 	if err != nil {
 		return err
 	}
-	build, embedderName, err := benchBuilder(lib)
+	build, embedderName, err := benchBuilder(&cfg)
 	if err != nil {
 		return err
 	}
-	ds, err := loadBenchDataset(ctx, stderr, f)
+	ds, err := loadBenchDataset(ctx, stderr, f, &cfg, try)
 	if err != nil {
 		return err
 	}
 	defer ds.cleanup()
 
-	cfg := bench.Config{
+	bc := bench.Config{
 		Dataset: ds.name, Snapshot: ds.snap, Queries: ds.queries, Strategies: strategies, Ks: ks,
 		Embedder: embedderName, Build: build, Tokens: acc,
-		Rewrite: router.RewriteOptions{CatalogMode: mode, CatalogBudgetTokens: f.catBudget, AutoLoadBudgetTokens: f.loadBudget},
+		Rewrite: cfg.rewriteOptions(nil),
 	}
 	runs := max(len(sizes), 1)
 	prog := bench.NewProgress(os.Stderr, runs*len(strategies)*len(ds.queries))
 	if prog != nil && stderr == os.Stderr {
-		cfg.Progress = prog
+		bc.Progress = prog
 		defer prog.Finish()
 	}
 
 	var rep *bench.Report
 	if len(sizes) > 0 {
-		rep, err = bench.RunScale(ctx, bench.ScaleConfig{Config: cfg, Sizes: sizes, Seed: f.seed,
+		rep, err = bench.RunScale(ctx, bench.ScaleConfig{Config: bc, Sizes: sizes, Seed: f.seed,
 			Warnings: func(s string) { fmt.Fprintln(stderr, "warning:", s) }})
 	} else {
-		rep, err = bench.Run(ctx, cfg)
+		rep, err = bench.Run(ctx, bc)
 	}
-	if cfg.Progress != nil {
+	if bc.Progress != nil {
 		prog.Finish()
 	}
 	if err != nil {

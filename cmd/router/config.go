@@ -1,19 +1,24 @@
 package main
 
-// Configuration of `router serve`: a YAML file (--config), SKILLROUTER_*
-// environment variables and flags, applied in that order over the defaults,
-// so flags win. Every scalar key is described once in serveKeys, which
-// drives the environment lookup, the flags and the table in --help.
+// Configuration of every command that reads a library (serve, doctor, route,
+// bench, skills): a YAML file (--config), SKILLROUTER_* environment variables
+// and flags, applied in that order over the defaults, so flags win. Every
+// scalar key is described once in configKeys, which drives the environment
+// lookup, the flags each command offers, the accepted values, and the table
+// in `router serve --help`. What the values mean to each package is mapped
+// in one place: options.go.
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,12 +31,13 @@ import (
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
-// serveConfig is the whole configuration; its YAML form is documented in
+// config is the whole configuration; its YAML form is documented in
 // examples/config.yaml.
-type serveConfig struct {
+type config struct {
 	Listen     string         `yaml:"listen"`
 	Upstream   upstreamConfig `yaml:"upstream"`
 	Skills     []string       `yaml:"skills"`
@@ -45,8 +51,12 @@ type serveConfig struct {
 	Exec       execConfig     `yaml:"exec"`
 	AB         abConfig       `yaml:"ab"`
 	MCP        mcpConfig      `yaml:"mcp"`
+	Debug      debugConfig    `yaml:"debug"`
 	Server     serverConfig   `yaml:"server"`
 	Auth       authConfig     `yaml:"auth"`
+
+	// src says where each value came from, for error messages.
+	src *provenance
 }
 
 // serverConfig is the HTTP server: timeouts, the connection cap, shutdown,
@@ -69,6 +79,13 @@ type authConfig struct {
 	AdminToken  string   `yaml:"admin_token"`
 }
 
+// debugConfig is the opt-in profiling endpoint of `router serve`.
+type debugConfig struct {
+	// Listen, when set, serves /debug/pprof/ on this address of its own
+	// (never on the proxy's listener, whose clients must not read it).
+	Listen string `yaml:"listen"`
+}
+
 // mcpConfig is the MCP face of `router serve` (streamable HTTP at /mcp);
 // `router mcp` serves stdio whatever it says.
 type mcpConfig struct {
@@ -82,6 +99,7 @@ type upstreamConfig struct {
 	AnthropicAPIKey string        `yaml:"anthropic_api_key"`
 	OverrideAuth    bool          `yaml:"override_auth"`
 	Timeout         time.Duration `yaml:"timeout"`
+	CheckInterval   time.Duration `yaml:"check_interval"`
 	ConnectTimeout  time.Duration `yaml:"connect_timeout"`
 	HeaderTimeout   time.Duration `yaml:"header_timeout"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
@@ -161,6 +179,15 @@ var sizeUnits = []struct {
 	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1},
 }
 
+// wantSize, wantDuration, ... say what a value of each kind must look like.
+const (
+	wantSize     = "want bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 8MiB"
+	wantDuration = "want a duration in Go syntax, such as 250ms, 30s, 10m or 1h30m"
+	wantInt      = "want a whole number"
+	wantNumber   = "want a number"
+	wantBool     = "want true or false"
+)
+
 // parseSize reads "8388608", "8MiB", "8 MB", "512k".
 func parseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
@@ -173,7 +200,7 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseFloat(t, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB)", s)
+		return 0, fmt.Errorf("size %q: %s", s, wantSize)
 	}
 	return int64(n * float64(mult)), nil
 }
@@ -190,28 +217,36 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// defaultServeConfig is the configuration with nothing set.
-func defaultServeConfig() serveConfig {
-	return serveConfig{
-		Listen: "127.0.0.1:8080",
-		Upstream: upstreamConfig{URL: "http://127.0.0.1:11434/v1", Timeout: proxy.DefaultUpstreamTimeout,
+// defaultListen is where `router serve` listens unless told otherwise.
+const defaultListen = "127.0.0.1:8080"
+
+// defaultUpstreamCheckInterval is how often serve re-checks the upstream.
+const defaultUpstreamCheckInterval = 30 * time.Second
+
+// defaultConfig is the configuration with nothing set: each package's own
+// defaults, so a value shown in --help or --print-config is the one in use.
+func defaultConfig() config {
+	return config{
+		Listen: defaultListen,
+		Upstream: upstreamConfig{URL: proxy.DefaultUpstream, Timeout: proxy.DefaultUpstreamTimeout, CheckInterval: defaultUpstreamCheckInterval,
 			ConnectTimeout: proxy.DefaultConnectTimeout, HeaderTimeout: proxy.DefaultHeaderTimeout, IdleTimeout: proxy.DefaultIdleTimeout},
 		Watch:      true,
 		Embedder:   embed.Config{Provider: embed.ProviderBuiltin},
 		Routing:    routingConfig{Strategy: string(router.DefaultStrategy), MaxAutoLoad: router.DefaultMaxAutoLoad, EmbedTimeout: router.DefaultEmbedTimeout},
-		ToolRounds: 4,
-		BodyLimit:  8 << 20,
+		ToolRounds: proxy.DefaultMaxToolRounds,
+		BodyLimit:  proxy.DefaultBodyLimit,
 		Rewrite: rewriteConfig{
 			CatalogFormat: string(skills.FormatAgentSkills), CatalogMode: string(router.CatalogAuto),
 			CatalogBudgetTokens: router.DefaultCatalogBudgetTokens, DescriptionLimit: router.DefaultDescriptionLimit,
 			AutoLoadRole: router.DefaultAutoLoadRole, AutoLoadBudgetTokens: router.DefaultAutoLoadBudgetTokens,
 		},
 		Log:  logConfig{Format: "text", Level: "info"},
-		Exec: execConfig{Timeout: 60 * time.Second, OutputLimit: 100 << 10, Confinement: "auto"},
-		AB:   abConfig{Header: "X-Session-Id"},
+		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
+		AB:   abConfig{Header: proxy.DefaultABHeader},
 		MCP:  mcpConfig{Enabled: true},
 		Server: serverConfig{ReadHeaderTimeout: 10 * time.Second, BodyTimeout: proxy.DefaultBodyTimeout, IdleTimeout: time.Minute,
 			MaxConnections: defaultMaxConnections, ShutdownGrace: 30 * time.Second},
+		src: newProvenance(),
 	}
 }
 
@@ -222,7 +257,9 @@ type configKey struct {
 	kind string // string, int, bool, duration, size, list (comma-separated), paths (os.PathListSeparator)
 	help string
 	// ptr returns the field the key sets.
-	ptr func(c *serveConfig) any
+	ptr func(c *config) any
+	// choices are the accepted values of an enumerated key.
+	choices []string
 }
 
 // env is the environment variable of the key: SKILLROUTER_ + path in upper
@@ -231,88 +268,125 @@ func (k configKey) env() string {
 	return "SKILLROUTER_" + strings.ToUpper(strings.ReplaceAll(k.path, ".", "_"))
 }
 
-var serveKeys = []configKey{
-	{"listen", "listen", "string", "address to listen on (host:port)", func(c *serveConfig) any { return &c.Listen }},
-	{"upstream.url", "upstream", "string", "base URL of the OpenAI-compatible upstream, including /v1", func(c *serveConfig) any { return &c.Upstream.URL }},
-	{"upstream.api_key", "upstream-api-key", "string", "API key sent upstream when the client sends no Authorization", func(c *serveConfig) any { return &c.Upstream.APIKey }},
-	{"upstream.anthropic_url", "anthropic-upstream", "string", "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", func(c *serveConfig) any { return &c.Upstream.AnthropicURL }},
-	{"upstream.anthropic_api_key", "anthropic-api-key", "string", "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", func(c *serveConfig) any { return &c.Upstream.AnthropicAPIKey }},
-	{"upstream.override_auth", "upstream-override-auth", "bool", "always send upstream.api_key, replacing the client's Authorization", func(c *serveConfig) any { return &c.Upstream.OverrideAuth }},
-	{"upstream.timeout", "upstream-timeout", "duration", "bound on a non-streaming exchange, headers and body, and on the headers of a pass-through request (504 when hit)", func(c *serveConfig) any { return &c.Upstream.Timeout }},
-	{"upstream.connect_timeout", "upstream-connect-timeout", "duration", "bound on connecting to the upstream, TLS included (504 when hit)", func(c *serveConfig) any { return &c.Upstream.ConnectTimeout }},
-	{"upstream.header_timeout", "upstream-header-timeout", "duration", "bound on the wait for a streamed answer's response headers: a hung upstream fails within it (504)", func(c *serveConfig) any { return &c.Upstream.HeaderTimeout }},
-	{"upstream.idle_timeout", "upstream-idle-timeout", "duration", "bound on the silence between two reads of an upstream body; no bound on a whole stream (error event when hit)", func(c *serveConfig) any { return &c.Upstream.IdleTimeout }},
-	{"skills", "", "paths", "skill library folders (flag --skills, repeatable; env: separated by " + string(os.PathListSeparator) + ")", func(c *serveConfig) any { return &c.Skills }},
-	{"watch", "watch", "bool", "reload the library when its files change", func(c *serveConfig) any { return &c.Watch }},
-	{"embedder.provider", "embedder", "string", "embedding provider: builtin, ollama or openai", func(c *serveConfig) any { return &c.Embedder.Provider }},
-	{"embedder.model", "embed-model", "string", "embedding model (ollama: nomic-embed-text, openai: text-embedding-3-small)", func(c *serveConfig) any { return &c.Embedder.Model }},
-	{"embedder.base_url", "embed-url", "string", "embedding endpoint base URL", func(c *serveConfig) any { return &c.Embedder.BaseURL }},
-	{"embedder.api_key", "embed-key", "string", "API key of the openai embedding provider (default $OPENAI_API_KEY)", func(c *serveConfig) any { return &c.Embedder.APIKey }},
-	{"embedder.dimensions", "", "int", "embedding dimensions (openai `dimensions`; builtin vector size)", func(c *serveConfig) any { return &c.Embedder.Dimensions }},
-	{"embedder.batch_size", "", "int", "texts per remote embedding call (default 64)", func(c *serveConfig) any { return &c.Embedder.BatchSize }},
-	{"embedder.timeout", "", "duration", "per remote embedding call (default 30s)", func(c *serveConfig) any { return &c.Embedder.Timeout }},
-	{"embedder.retries", "", "int", "retries of a failed remote embedding call (default 2)", func(c *serveConfig) any { return &c.Embedder.Retries }},
-	{"embedder.cache_dir", "", "string", "embedding cache folder (default $XDG_CACHE_HOME/skillrouter; - disables)", func(c *serveConfig) any { return &c.Embedder.CacheDir }},
-	{"routing.strategy", "strategy", "string", "ranking strategy: keyword, bm25, embedding or hybrid", func(c *serveConfig) any { return &c.Routing.Strategy }},
-	{"routing.max_auto_load", "max-auto-load", "int", "skills auto-loaded per request at most (0 = none)", func(c *serveConfig) any { return &c.Routing.MaxAutoLoad }},
-	{"routing.embed_timeout", "embed-timeout", "duration", "latency budget of the query embedding before falling back to bm25", func(c *serveConfig) any { return &c.Routing.EmbedTimeout }},
-	{"routing.index_dir", "", "string", "where the vector index persists (remote embedders default to the cache folder)", func(c *serveConfig) any { return &c.Routing.IndexDir }},
-	{"routing.prebuilt_index", "index", "string", "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", func(c *serveConfig) any { return &c.Routing.Prebuilt }},
-	{"routing.rank_cache", "", "int", "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", func(c *serveConfig) any { return &c.Routing.RankCache }},
-	{"rewrite.catalog_format", "catalog-format", "string", "catalog format: agent-skills, anthropic or qark", func(c *serveConfig) any { return &c.Rewrite.CatalogFormat }},
-	{"rewrite.catalog_mode", "catalog-mode", "string", "catalog mode: all, enabled or auto", func(c *serveConfig) any { return &c.Rewrite.CatalogMode }},
-	{"rewrite.catalog_budget_tokens", "catalog-budget", "int", "catalog budget in tokens (auto and enabled modes)", func(c *serveConfig) any { return &c.Rewrite.CatalogBudgetTokens }},
-	{"rewrite.description_limit", "", "int", "catalog description length in characters before entries are dropped", func(c *serveConfig) any { return &c.Rewrite.DescriptionLimit }},
-	{"rewrite.allowlist", "", "list", "skill ids shown in enabled mode besides opted-in skills (env: comma-separated)", func(c *serveConfig) any { return &c.Rewrite.Allowlist }},
-	{"rewrite.auto_load_role", "auto-load-role", "string", "role of auto-loaded skill messages: user, system or developer", func(c *serveConfig) any { return &c.Rewrite.AutoLoadRole }},
-	{"rewrite.auto_load_budget_tokens", "auto-load-budget", "int", "tokens of skill bodies auto-loaded per request at most", func(c *serveConfig) any { return &c.Rewrite.AutoLoadBudgetTokens }},
-	{"rewrite.no_tools", "no-tools", "bool", "add no load_skill tool (catalog and auto-load only)", func(c *serveConfig) any { return &c.Rewrite.NoTools }},
-	{"rewrite.catalog_per_turn", "", "bool", "rank a shortened catalog against every turn (default: the first user message, cache-friendly)", func(c *serveConfig) any { return &c.Rewrite.CatalogPerTurn }},
-	{"tool_rounds", "tool-rounds", "int", "server-side tool rounds per request at most (0 = none)", func(c *serveConfig) any { return &c.ToolRounds }},
-	{"body_limit", "body-limit", "size", "chat request body limit (413 beyond)", func(c *serveConfig) any { return &c.BodyLimit }},
-	{"log.format", "log-format", "string", "log format: text or json", func(c *serveConfig) any { return &c.Log.Format }},
-	{"log.level", "log-level", "string", "log level: debug, info, warn or error (debug logs message contents)", func(c *serveConfig) any { return &c.Log.Level }},
-	{"exec.enabled", "exec", "bool", "tier 3: let the model read skill files and run skill scripts in the sandbox", func(c *serveConfig) any { return &c.Exec.Enabled }},
-	{"exec.timeout", "exec-timeout", "duration", "per script execution, then the process tree is killed", func(c *serveConfig) any { return &c.Exec.Timeout }},
-	{"exec.output_limit", "exec-output-limit", "size", "stdout+stderr kept per execution", func(c *serveConfig) any { return &c.Exec.OutputLimit }},
-	{"exec.env", "", "list", "extra environment for scripts: NAME (pass through) or NAME=value (env: comma-separated)", func(c *serveConfig) any { return &c.Exec.Env }},
-	{"exec.concurrency", "exec-concurrency", "int", "script executions at once (default max(2, CPUs))", func(c *serveConfig) any { return &c.Exec.Concurrency }},
-	{"exec.allowed_tools", "exec-allowed-tools", "list", "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", func(c *serveConfig) any { return &c.Exec.AllowedTools }},
-	{"exec.confinement", "", "string", "write confinement of scripts: auto, landlock or none", func(c *serveConfig) any { return &c.Exec.Confinement }},
-	{"exec.output_dir", "", "string", "root of per-conversation output folders (default $TMPDIR/skillrouter-out)", func(c *serveConfig) any { return &c.Exec.OutputDir }},
-	{"mcp.enabled", "mcp", "bool", "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", func(c *serveConfig) any { return &c.MCP.Enabled }},
-	{"server.read_header_timeout", "", "duration", "time a client has to send the request headers", func(c *serveConfig) any { return &c.Server.ReadHeaderTimeout }},
-	{"server.body_timeout", "body-timeout", "duration", "time a client has to send the request body (408 beyond; large pass-through uploads may need more)", func(c *serveConfig) any { return &c.Server.BodyTimeout }},
-	{"server.idle_timeout", "", "duration", "how long an idle keep-alive connection is kept open", func(c *serveConfig) any { return &c.Server.IdleTimeout }},
-	{"server.max_connections", "max-connections", "int", "client connections at once; more are answered 503 and closed (lowered to fit the open-file limit)", func(c *serveConfig) any { return &c.Server.MaxConnections }},
-	{"server.shutdown_grace", "shutdown-grace", "duration", "on SIGINT/SIGTERM, time in-flight requests get to finish before streams are ended with an error event (a second signal exits at once)", func(c *serveConfig) any { return &c.Server.ShutdownGrace }},
-	{"server.allowed_origins", "allowed-origins", "list", "browser origins allowed to call the proxy (CORS; * any); requests with any other Origin get 403", func(c *serveConfig) any { return &c.Server.AllowedOrigins }},
-	{"server.allowed_hosts", "allowed-hosts", "list", "Host names served besides IP literals, localhost and this machine's name (*.example.com, * any); others get 403 (DNS rebinding)", func(c *serveConfig) any { return &c.Server.AllowedHosts }},
-	{"server.metrics_listen", "metrics-listen", "string", "serve /metrics on this address instead of with the API (host:port)", func(c *serveConfig) any { return &c.Server.MetricsListen }},
-	{"auth.api_keys", "", "list", "client keys: clients must send one (Authorization: Bearer; x-api-key on /v1/messages); never forwarded (env: comma-separated)", func(c *serveConfig) any { return &c.Auth.APIKeys }},
-	{"auth.api_keys_file", "api-keys-file", "string", "file of client keys, one a line (# comments), added to auth.api_keys", func(c *serveConfig) any { return &c.Auth.APIKeysFile }},
-	{"auth.admin_token", "", "string", "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only", func(c *serveConfig) any { return &c.Auth.AdminToken }},
-	{"ab.header", "", "string", "A/B: request header hashed to pick an arm (else the user field, else the first user message)", func(c *serveConfig) any { return &c.AB.Header }},
-	{"ab.seed", "", "string", "A/B: hash seed; change it to reshuffle assignments", func(c *serveConfig) any { return &c.AB.Seed }},
+// Accepted values of the enumerated keys, from the packages that define them.
+var (
+	strategyNames    = names(router.Strategies)
+	catalogModeNames = names(router.CatalogModes)
+	formatNames      = names(skills.Formats)
+	providerNames    = embed.Providers
+	confinementNames = names([]sandbox.Confinement{sandbox.ConfineAuto, sandbox.ConfineLandlock, sandbox.ConfineNone})
+	logFormatNames   = []string{"text", "json"}
+	logLevelNames    = []string{"debug", "info", "warn", "error"}
+)
+
+func names[S ~string](list []S) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = string(s)
+	}
+	return out
 }
+
+// oneOf renders accepted values for messages: "a, b or c".
+func oneOf(list []string) string {
+	switch len(list) {
+	case 0:
+		return ""
+	case 1:
+		return list[0]
+	}
+	return strings.Join(list[:len(list)-1], ", ") + " or " + list[len(list)-1]
+}
+
+var configKeys = []configKey{
+	{path: "listen", flag: "listen", kind: "string", help: "address to listen on (host:port)", ptr: func(c *config) any { return &c.Listen }},
+	{path: "upstream.url", flag: "upstream", kind: "string", help: "base URL of the OpenAI-compatible upstream, including /v1", ptr: func(c *config) any { return &c.Upstream.URL }},
+	{path: "upstream.api_key", flag: "upstream-api-key", kind: "string", help: "API key sent upstream when the client sends no Authorization", ptr: func(c *config) any { return &c.Upstream.APIKey }},
+	{path: "upstream.anthropic_url", flag: "anthropic-upstream", kind: "string", help: "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", ptr: func(c *config) any { return &c.Upstream.AnthropicURL }},
+	{path: "upstream.anthropic_api_key", flag: "anthropic-api-key", kind: "string", help: "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", ptr: func(c *config) any { return &c.Upstream.AnthropicAPIKey }},
+	{path: "upstream.override_auth", flag: "upstream-override-auth", kind: "bool", help: "always send upstream.api_key, replacing the client's Authorization", ptr: func(c *config) any { return &c.Upstream.OverrideAuth }},
+	{path: "upstream.timeout", flag: "upstream-timeout", kind: "duration", help: "bound on a non-streaming exchange, headers and body, and on the headers of a pass-through request (504 when hit)", ptr: func(c *config) any { return &c.Upstream.Timeout }},
+	{path: "upstream.connect_timeout", flag: "upstream-connect-timeout", kind: "duration", help: "bound on connecting to the upstream, TLS included (504 when hit)", ptr: func(c *config) any { return &c.Upstream.ConnectTimeout }},
+	{path: "upstream.header_timeout", flag: "upstream-header-timeout", kind: "duration", help: "bound on the wait for a streamed answer's response headers: a hung upstream fails within it (504)", ptr: func(c *config) any { return &c.Upstream.HeaderTimeout }},
+	{path: "upstream.idle_timeout", flag: "upstream-idle-timeout", kind: "duration", help: "bound on the silence between two reads of an upstream body; no bound on a whole stream (error event when hit)", ptr: func(c *config) any { return &c.Upstream.IdleTimeout }},
+	{path: "upstream.check_interval", flag: "upstream-check-interval", kind: "duration", help: "how often GET {upstream}/models is checked for /readyz and the log (0 = only at start)", ptr: func(c *config) any { return &c.Upstream.CheckInterval }},
+	{path: "skills", kind: "paths", help: "skill library folders, or builtin:examples (flag --skills, repeatable; env: separated by " + string(os.PathListSeparator) + ")", ptr: func(c *config) any { return &c.Skills }},
+	{path: "watch", flag: "watch", kind: "bool", help: "reload the library when its files change", ptr: func(c *config) any { return &c.Watch }},
+	{path: "embedder.provider", flag: "embedder", kind: "string", help: "embedding provider: " + oneOf(providerNames), ptr: func(c *config) any { return &c.Embedder.Provider }, choices: providerNames},
+	{path: "embedder.model", flag: "embed-model", kind: "string", help: "embedding model (ollama: " + embed.DefaultOllamaModel + ", openai: " + embed.DefaultOpenAIModel + ")", ptr: func(c *config) any { return &c.Embedder.Model }},
+	{path: "embedder.base_url", flag: "embed-url", kind: "string", help: "embedding endpoint base URL (ollama: $OLLAMA_HOST or http://127.0.0.1:11434, openai: " + embed.DefaultOpenAIBaseURL + ")", ptr: func(c *config) any { return &c.Embedder.BaseURL }},
+	{path: "embedder.api_key", flag: "embed-key", kind: "string", help: "API key of the openai embedding provider (default $OPENAI_API_KEY)", ptr: func(c *config) any { return &c.Embedder.APIKey }},
+	{path: "embedder.dimensions", kind: "int", help: "embedding dimensions (openai `dimensions`; builtin vector size)", ptr: func(c *config) any { return &c.Embedder.Dimensions }},
+	{path: "embedder.batch_size", kind: "int", help: "texts per remote embedding call", ptr: func(c *config) any { return &c.Embedder.BatchSize }},
+	{path: "embedder.timeout", kind: "duration", help: "per remote embedding call", ptr: func(c *config) any { return &c.Embedder.Timeout }},
+	{path: "embedder.retries", kind: "int", help: "retries of a failed remote embedding call", ptr: func(c *config) any { return &c.Embedder.Retries }},
+	{path: "embedder.cache_dir", kind: "string", help: "embedding cache folder (- disables)", ptr: func(c *config) any { return &c.Embedder.CacheDir }},
+	{path: "routing.strategy", flag: "strategy", kind: "string", help: "ranking strategy: " + oneOf(strategyNames), ptr: func(c *config) any { return &c.Routing.Strategy }, choices: strategyNames},
+	{path: "routing.max_auto_load", flag: "max-auto-load", kind: "int", help: "skills auto-loaded per request at most (0 = none)", ptr: func(c *config) any { return &c.Routing.MaxAutoLoad }},
+	{path: "routing.embed_timeout", flag: "embed-timeout", kind: "duration", help: "latency budget of the query embedding before falling back to bm25", ptr: func(c *config) any { return &c.Routing.EmbedTimeout }},
+	{path: "routing.index_dir", kind: "string", help: "where the vector index persists (remote embedders default to the cache folder)", ptr: func(c *config) any { return &c.Routing.IndexDir }},
+	{path: "routing.prebuilt_index", flag: "index", kind: "string", help: "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", ptr: func(c *config) any { return &c.Routing.Prebuilt }},
+	{path: "routing.rank_cache", kind: "int", help: "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", ptr: func(c *config) any { return &c.Routing.RankCache }},
+	{path: "rewrite.catalog_format", flag: "catalog-format", kind: "string", help: "catalog format: " + oneOf(formatNames), ptr: func(c *config) any { return &c.Rewrite.CatalogFormat }, choices: formatNames},
+	{path: "rewrite.catalog_mode", flag: "catalog-mode", kind: "string", help: "catalog mode: " + oneOf(catalogModeNames), ptr: func(c *config) any { return &c.Rewrite.CatalogMode }, choices: catalogModeNames},
+	{path: "rewrite.catalog_budget_tokens", flag: "catalog-budget", kind: "int", help: "catalog budget in tokens (auto and enabled modes)", ptr: func(c *config) any { return &c.Rewrite.CatalogBudgetTokens }},
+	{path: "rewrite.description_limit", kind: "int", help: "catalog description length in characters before entries are dropped", ptr: func(c *config) any { return &c.Rewrite.DescriptionLimit }},
+	{path: "rewrite.allowlist", kind: "list", help: "skill ids shown in enabled mode besides opted-in skills (env: comma-separated)", ptr: func(c *config) any { return &c.Rewrite.Allowlist }},
+	{path: "rewrite.auto_load_role", flag: "auto-load-role", kind: "string", help: "role of auto-loaded skill messages: " + oneOf(router.AutoLoadRoles), ptr: func(c *config) any { return &c.Rewrite.AutoLoadRole }, choices: router.AutoLoadRoles},
+	{path: "rewrite.auto_load_budget_tokens", flag: "auto-load-budget", kind: "int", help: "tokens of skill bodies auto-loaded per request at most", ptr: func(c *config) any { return &c.Rewrite.AutoLoadBudgetTokens }},
+	{path: "rewrite.no_tools", flag: "no-tools", kind: "bool", help: "add no load_skill tool (catalog and auto-load only)", ptr: func(c *config) any { return &c.Rewrite.NoTools }},
+	{path: "rewrite.catalog_per_turn", kind: "bool", help: "rank a shortened catalog against every turn (default: the first user message, cache-friendly)", ptr: func(c *config) any { return &c.Rewrite.CatalogPerTurn }},
+	{path: "tool_rounds", flag: "tool-rounds", kind: "int", help: "server-side tool rounds per request at most (0 = none: the proxy then offers no tools, as with no_tools)", ptr: func(c *config) any { return &c.ToolRounds }},
+	{path: "body_limit", flag: "body-limit", kind: "size", help: "chat request body limit (413 beyond)", ptr: func(c *config) any { return &c.BodyLimit }},
+	{path: "log.format", flag: "log-format", kind: "string", help: "log format: " + oneOf(logFormatNames), ptr: func(c *config) any { return &c.Log.Format }, choices: logFormatNames},
+	{path: "log.level", flag: "log-level", kind: "string", help: "log level: " + oneOf(logLevelNames) + " (debug logs message contents)", ptr: func(c *config) any { return &c.Log.Level }, choices: logLevelNames},
+	{path: "exec.enabled", flag: "exec", kind: "bool", help: "tier 3: let the model read skill files and run skill scripts in the sandbox", ptr: func(c *config) any { return &c.Exec.Enabled }},
+	{path: "exec.timeout", flag: "exec-timeout", kind: "duration", help: "per script execution, then the process tree is killed", ptr: func(c *config) any { return &c.Exec.Timeout }},
+	{path: "exec.output_limit", flag: "exec-output-limit", kind: "size", help: "stdout+stderr kept per execution", ptr: func(c *config) any { return &c.Exec.OutputLimit }},
+	{path: "exec.env", kind: "list", help: "extra environment for scripts: NAME (pass through) or NAME=value (env: comma-separated)", ptr: func(c *config) any { return &c.Exec.Env }},
+	{path: "exec.concurrency", flag: "exec-concurrency", kind: "int", help: "script executions at once", ptr: func(c *config) any { return &c.Exec.Concurrency }},
+	{path: "exec.allowed_tools", flag: "exec-allowed-tools", kind: "list", help: "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", ptr: func(c *config) any { return &c.Exec.AllowedTools }},
+	{path: "exec.confinement", kind: "string", help: "write confinement of scripts: " + oneOf(confinementNames), ptr: func(c *config) any { return &c.Exec.Confinement }, choices: confinementNames},
+	{path: "exec.output_dir", kind: "string", help: "root of per-conversation output folders", ptr: func(c *config) any { return &c.Exec.OutputDir }},
+	{path: "debug.listen", flag: "debug-listen", kind: "string", help: "serve Go's /debug/pprof/ profiles on this address of its own, e.g. 127.0.0.1:6060 (empty: off)", ptr: func(c *config) any { return &c.Debug.Listen }},
+	{path: "mcp.enabled", flag: "mcp", kind: "bool", help: "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", ptr: func(c *config) any { return &c.MCP.Enabled }},
+	{path: "server.read_header_timeout", kind: "duration", help: "time a client has to send the request headers", ptr: func(c *config) any { return &c.Server.ReadHeaderTimeout }},
+	{path: "server.body_timeout", flag: "body-timeout", kind: "duration", help: "time a client has to send the request body (408 beyond; large pass-through uploads may need more)", ptr: func(c *config) any { return &c.Server.BodyTimeout }},
+	{path: "server.idle_timeout", kind: "duration", help: "how long an idle keep-alive connection is kept open", ptr: func(c *config) any { return &c.Server.IdleTimeout }},
+	{path: "server.max_connections", flag: "max-connections", kind: "int", help: "client connections at once; more are answered 503 and closed (lowered to fit the open-file limit)", ptr: func(c *config) any { return &c.Server.MaxConnections }},
+	{path: "server.shutdown_grace", flag: "shutdown-grace", kind: "duration", help: "on SIGINT/SIGTERM, time in-flight requests get to finish before streams are ended with an error event (a second signal exits at once)", ptr: func(c *config) any { return &c.Server.ShutdownGrace }},
+	{path: "server.allowed_origins", flag: "allowed-origins", kind: "list", help: "browser origins allowed to call the proxy (CORS; * any); requests with any other Origin get 403", ptr: func(c *config) any { return &c.Server.AllowedOrigins }},
+	{path: "server.allowed_hosts", flag: "allowed-hosts", kind: "list", help: "Host names served besides IP literals, localhost and this machine's name (*.example.com, * any); others get 403 (DNS rebinding)", ptr: func(c *config) any { return &c.Server.AllowedHosts }},
+	{path: "server.metrics_listen", flag: "metrics-listen", kind: "string", help: "serve /metrics on this address instead of with the API (host:port)", ptr: func(c *config) any { return &c.Server.MetricsListen }},
+	{path: "auth.api_keys", kind: "list", help: "client keys: clients must send one (Authorization: Bearer; x-api-key on /v1/messages); never forwarded (env: comma-separated)", ptr: func(c *config) any { return &c.Auth.APIKeys }},
+	{path: "auth.api_keys_file", flag: "api-keys-file", kind: "string", help: "file of client keys, one a line (# comments), added to auth.api_keys", ptr: func(c *config) any { return &c.Auth.APIKeysFile }},
+	{path: "auth.admin_token", kind: "string", help: "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only", ptr: func(c *config) any { return &c.Auth.AdminToken }},
+	{path: "ab.header", kind: "string", help: "A/B: request header hashed to pick an arm (else the user field, else the first user message)", ptr: func(c *config) any { return &c.AB.Header }},
+	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},
+}
+
+// pathKeys are the keys holding folders: relative values in a config file
+// are relative to the file's folder.
+var pathKeys = []string{"routing.index_dir", "routing.prebuilt_index", "embedder.cache_dir", "exec.output_dir"}
 
 // shownDefaults replaces a zero default in --help where the real default
 // is decided downstream (by the embedding provider or the sandbox).
 var shownDefaults = map[string]string{
+	"skills":                 "the default folders that exist (router skills roots)",
 	"embedder.model":         "per provider",
 	"embedder.dimensions":    "per provider",
-	"embedder.batch_size":    "64",
-	"embedder.timeout":       "30s",
-	"embedder.retries":       "2",
+	"embedder.batch_size":    strconv.Itoa(embed.DefaultBatchSize),
+	"embedder.timeout":       embed.DefaultTimeout.String(),
+	"embedder.retries":       strconv.Itoa(embed.DefaultRetries),
 	"embedder.cache_dir":     "$XDG_CACHE_HOME/skillrouter",
 	"routing.rank_cache":     "up to 1024 (32 MiB)",
 	"exec.concurrency":       "max(2, CPUs)",
-	"server.allowed_origins": "none",
 	"exec.output_dir":        "$TMPDIR/skillrouter-out",
+	"server.allowed_origins": "none",
 }
 
-// envAliases are the shorter variables the route and bench commands read;
-// serve honours them too, below the canonical name.
+// envAliases are shorter variables that route and bench have always read;
+// every command honours them, below the canonical name.
 var envAliases = map[string]string{
 	"routing.strategy":  "SKILLROUTER_STRATEGY",
 	"embedder.provider": "SKILLROUTER_EMBEDDER",
@@ -321,14 +395,24 @@ var envAliases = map[string]string{
 	"embedder.api_key":  "SKILLROUTER_EMBED_KEY",
 }
 
-func shownDefault(k configKey, def *serveConfig) string {
+func keyByPath(path string) (configKey, bool) {
+	for _, k := range configKeys {
+		if k.path == path {
+			return k, true
+		}
+	}
+	return configKey{}, false
+}
+
+func shownDefault(k configKey, def *config) string {
 	if d, ok := shownDefaults[k.path]; ok {
 		return d
 	}
 	return valueString(k.ptr(def))
 }
 
-// setValue parses s into the field ptr points at.
+// setValue parses s into the field ptr points at; errors say what was
+// expected, not what went wrong inside a parser.
 func setValue(ptr any, kind, s string) error {
 	switch p := ptr.(type) {
 	case *string:
@@ -336,19 +420,19 @@ func setValue(ptr any, kind, s string) error {
 	case *bool:
 		v, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("%q is not a boolean", s)
+			return fmt.Errorf("%q: %s", s, wantBool)
 		}
 		*p = v
 	case *int:
 		v, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("%q is not an integer", s)
+			return fmt.Errorf("%q: %s", s, wantInt)
 		}
 		*p = v
 	case *time.Duration:
 		v, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("%q is not a duration (e.g. 90s, 10m)", s)
+			return fmt.Errorf("%q: %s", s, wantDuration)
 		}
 		*p = v
 	case *byteSize:
@@ -393,6 +477,65 @@ func valueString(ptr any) string {
 	return ""
 }
 
+// provenance records where values came from: the config file and the line
+// of each key in it, and the variable or flag that overrode a key since.
+type provenance struct {
+	file   string            // the config file as given; "" when none
+	lines  map[string]int    // key path -> line in file (ab.arms[0].strategy, routing.min_score.bm25, ...)
+	origin map[string]string // key path -> "environment X" or "flag --x", when set after the file
+	// skillsWritten holds the skills entries as written, parallel to
+	// config.Skills (which holds them resolved).
+	skillsWritten []string
+}
+
+func newProvenance() *provenance {
+	return &provenance{lines: map[string]int{}, origin: map[string]string{}}
+}
+
+// where names the origin of key's value: "config c.yaml:4", "environment
+// SKILLROUTER_X", "flag --x"; "" for a default.
+func (p *provenance) where(key string) string {
+	if p == nil {
+		return ""
+	}
+	if o := p.origin[key]; o != "" {
+		return o
+	}
+	if l, ok := p.lines[key]; ok {
+		return fmt.Sprintf("config %s:%d", p.file, l)
+	}
+	return ""
+}
+
+// fromFile reports whether key's value was written in the config file.
+func (p *provenance) fromFile(key string) bool {
+	if p == nil || p.origin[key] != "" {
+		return false
+	}
+	_, ok := p.lines[key]
+	return ok
+}
+
+// valueError is a bad value of one key, with what the key accepts.
+type valueError struct {
+	key   string
+	value string
+	want  string
+}
+
+func (e *valueError) Error() string { return fmt.Sprintf("%s %q: %s", e.key, e.value, e.want) }
+func (e *valueError) Key() string   { return e.key }
+
+// keyError is a problem of a key's value found by the package that uses it.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.key + ": " + e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+func (e *keyError) Key() string   { return e.key }
+
 // keyFlag is a pflag.Value that records the raw text of a key's flag; the
 // text is parsed when the flags are applied, after file and environment.
 type keyFlag struct {
@@ -413,33 +556,32 @@ func (f *keyFlag) Type() string {
 	return "string"
 }
 
-// serveFlags are the flags of `router serve` besides the key flags.
-type serveFlags struct {
+// configFlags are the configuration flags of one command.
+type configFlags struct {
 	config      string
 	skills      []string
 	printConfig bool
 	keyFlags    map[string]*keyFlag // by flag name
+	aliases     map[string][]string // flag name -> older names that set it too
 }
 
-// registerServeFlags adds every key's flag to fs, with the default in its help.
-func registerServeFlags(fs *pflag.FlagSet, sf *serveFlags) {
-	fs.StringVarP(&sf.config, "config", "c", "", "YAML configuration file (env SKILLROUTER_CONFIG)")
-	addSkillsFlag(fs, &sf.skills)
-	fs.BoolVar(&sf.printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
-	registerKeyFlags(fs, sf, func(configKey) bool { return true })
-}
-
-// registerKeyFlags adds the flags of the keys keep accepts (commands that
-// read the serve configuration for part of it, such as index build).
-func registerKeyFlags(fs *pflag.FlagSet, sf *serveFlags, keep func(configKey) bool) {
-	def := defaultServeConfig()
-	sf.keyFlags = map[string]*keyFlag{}
-	for _, k := range serveKeys {
-		if k.flag == "" || !keep(k) {
+// register adds --config and the flags of the keys at paths to fs (every key
+// with a flag when paths is empty), each with its key, variable and default
+// in its help. "skills" adds the repeatable --skills.
+func (cf *configFlags) register(fs *pflag.FlagSet, paths ...string) {
+	def := defaultConfig()
+	cf.keyFlags = map[string]*keyFlag{}
+	cf.aliases = map[string][]string{}
+	fs.StringVarP(&cf.config, "config", "c", "", "YAML configuration file (env SKILLROUTER_CONFIG); relative paths in it are relative to its folder")
+	if len(paths) == 0 || slices.Contains(paths, "skills") {
+		addSkillsFlag(fs, &cf.skills)
+	}
+	for _, k := range configKeys {
+		if k.flag == "" || (len(paths) > 0 && !slices.Contains(paths, k.path)) {
 			continue
 		}
 		kf := &keyFlag{kind: k.kind}
-		sf.keyFlags[k.flag] = kf
+		cf.keyFlags[k.flag] = kf
 		help := k.help + " (" + k.path + ", env " + k.env()
 		if d := shownDefault(k, &def); d != "" && !strings.Contains(k.path, "api_key") {
 			help += ", default " + d
@@ -452,11 +594,39 @@ func registerKeyFlags(fs *pflag.FlagSet, sf *serveFlags, keep func(configKey) bo
 	}
 }
 
-// loadServeConfig builds the configuration: defaults, then the file, then
-// the environment, then the flags that were set.
-func loadServeConfig(fs *pflag.FlagSet, sf *serveFlags, getenv func(string) (string, bool)) (serveConfig, error) {
-	cfg := defaultServeConfig()
-	path := sf.config
+// alias adds a hidden older name for a registered key flag.
+func (cf *configFlags) alias(fs *pflag.FlagSet, old, flag string) {
+	kf := cf.keyFlags[flag]
+	if kf == nil {
+		panic("alias of unregistered flag --" + flag)
+	}
+	fs.Var(kf, old, "same as --"+flag)
+	_ = fs.MarkHidden(old)
+	cf.aliases[flag] = append(cf.aliases[flag], old)
+}
+
+// changed returns the name the key flag was set under, or "".
+func (cf *configFlags) changed(fs *pflag.FlagSet, flag string) string {
+	if cf.keyFlags[flag] == nil {
+		return ""
+	}
+	if fs.Changed(flag) {
+		return flag
+	}
+	for _, a := range cf.aliases[flag] {
+		if fs.Changed(a) {
+			return a
+		}
+	}
+	return ""
+}
+
+// loadConfig builds the configuration: defaults, then the file, then the
+// environment, then the flags that were set. Errors name where the bad
+// value was written (file:line, variable or flag) and what is accepted.
+func loadConfig(fs *pflag.FlagSet, cf *configFlags, getenv func(string) (string, bool)) (config, error) {
+	cfg := defaultConfig()
+	path := cf.config
 	if path == "" {
 		path, _ = getenv("SKILLROUTER_CONFIG")
 	}
@@ -465,117 +635,271 @@ func loadServeConfig(fs *pflag.FlagSet, sf *serveFlags, getenv func(string) (str
 			return cfg, err
 		}
 	}
-	for _, k := range serveKeys {
-		v, ok := getenv(k.env())
+	for _, k := range configKeys {
+		name := k.env()
+		v, ok := getenv(name)
 		if !ok && envAliases[k.path] != "" {
-			v, ok = getenv(envAliases[k.path])
+			name = envAliases[k.path]
+			v, ok = getenv(name)
 		}
 		if ok {
 			if err := setValue(k.ptr(&cfg), k.kind, v); err != nil {
-				return cfg, fmt.Errorf("%s: %w", k.env(), err)
+				return cfg, fmt.Errorf("environment %s: %s %w", name, k.path, err)
+			}
+			cfg.src.origin[k.path] = "environment " + name
+			if k.path == "skills" {
+				cfg.Skills = expandHomes(cfg.Skills)
+				cfg.src.skillsWritten = slices.Clone(cfg.Skills)
 			}
 		}
 	}
-	for _, k := range serveKeys {
-		if k.flag == "" || !fs.Changed(k.flag) {
+	for _, k := range configKeys {
+		name := cf.changed(fs, k.flag)
+		if name == "" {
 			continue
 		}
-		if err := setValue(k.ptr(&cfg), k.kind, sf.keyFlags[k.flag].val); err != nil {
-			return cfg, fmt.Errorf("--%s: %w", k.flag, err)
+		if err := setValue(k.ptr(&cfg), k.kind, cf.keyFlags[k.flag].val); err != nil {
+			return cfg, fmt.Errorf("flag --%s: %s %w", name, k.path, err)
 		}
+		cfg.src.origin[k.path] = "flag --" + name
 	}
-	if fs.Changed("skills") {
-		cfg.Skills = sf.skills
+	if fs.Lookup("skills") != nil && fs.Changed("skills") {
+		cfg.Skills = expandHomes(cf.skills)
+		cfg.src.skillsWritten = slices.Clone(cf.skills)
+		cfg.src.origin["skills"] = "flag --skills"
 	}
-	return cfg, cfg.validate()
+	if err := cfg.validate(); err != nil {
+		var ke interface{ Key() string }
+		if errors.As(err, &ke) {
+			if w := cfg.src.where(ke.Key()); w != "" {
+				return cfg, fmt.Errorf("%s: %w", w, err)
+			}
+		}
+		return cfg, err
+	}
+	return cfg, nil
 }
 
-// loadConfigFile decodes a YAML file over cfg. Unknown keys are errors that
-// name the key, its line and the keys allowed there.
-func loadConfigFile(path string, cfg *serveConfig) error {
+// loadConfigFile decodes a YAML file over cfg. Every error names the file
+// and line; unknown keys name the keys allowed there, bad values what the
+// key accepts. Relative folders are resolved against the file's folder.
+func loadConfigFile(path string, cfg *config) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	cfg.src.file = path
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
+		return fmt.Errorf("config %s", fileLines(path, err.Error(), nil))
 	}
 	if len(doc.Content) == 0 {
 		return nil // empty file: defaults
 	}
-	lines := map[int]string{}
-	if err := checkKeys(doc.Content[0], reflect.TypeOf(serveConfig{}), "", lines); err != nil {
+	if err := checkNode(doc.Content[0], reflect.TypeOf(config{}), "", cfg.src.lines); err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			return fmt.Errorf("config %s:%d: %s", path, le.line, le.msg)
+		}
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("config %s: %s", path, nameKeys(err.Error(), lines))
+		return fmt.Errorf("config %s", fileLines(path, err.Error(), cfg.src.lines))
 	}
-	// Relative library folders are relative to the file, not to where the
-	// proxy happens to start.
+	// Relative folders are relative to the file, not to where the command
+	// happens to run, so a config file works from anywhere.
+	base := filepath.Dir(path)
+	cfg.src.skillsWritten = slices.Clone(cfg.Skills)
 	for i, s := range cfg.Skills {
-		if s != "" && !filepath.IsAbs(s) && !strings.HasPrefix(s, "~") {
-			cfg.Skills[i] = filepath.Join(filepath.Dir(path), s)
+		cfg.Skills[i] = resolvePath(base, s)
+	}
+	for _, key := range pathKeys {
+		p := configPathPtr(cfg, key)
+		*p = resolvePath(base, *p)
+	}
+	for _, a := range cfg.AB.Arms {
+		if a.Embedder != nil {
+			a.Embedder.CacheDir = resolvePath(base, a.Embedder.CacheDir)
 		}
 	}
 	return nil
 }
 
-// checkKeys walks a YAML mapping against the struct type t.
-// lines maps each key's line to its path, to name keys in decode errors.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string) error {
+func configPathPtr(cfg *config, key string) *string {
+	k, _ := keyByPath(key)
+	return k.ptr(cfg).(*string)
+}
+
+// resolvePath makes a folder written in a config file usable from anywhere:
+// ~/x is under the home folder, a relative path is under base. Empty
+// values, "-" (disabled) and builtin: libraries are kept as they are.
+func resolvePath(base, p string) string {
+	if p == "" || p == "-" || strings.HasPrefix(p, builtinPrefix) {
+		return p
+	}
+	p = expandHome(p)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
+// expandHome turns a leading ~/ into the home folder (the shell does it for
+// flags, but not for values in files and environment variables).
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+func expandHomes(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = expandHome(p)
+	}
+	return out
+}
+
+// lineError is a problem at a line of the config file.
+type lineError struct {
+	line int
+	msg  string
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	sizeType     = reflect.TypeOf(byteSize(0))
+)
+
+// checkNode walks a YAML node against the Go type t before decoding: keys
+// must exist, scalars must parse as their field's type. lines receives the
+// line of every key, by path, for later messages.
+func checkNode(n *yaml.Node, t reflect.Type, prefix string, lines map[string]int) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	key := strings.TrimSuffix(prefix, ".")
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil // "key:" with no value: the default stays
+	}
 	switch {
-	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+	case t == durationType:
+		if _, err := time.ParseDuration(n.Value); err != nil || n.Kind != yaml.ScalarNode {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantDuration)}
+		}
+	case t == sizeType:
+		if _, err := parseSize(n.Value); err != nil || n.Kind != yaml.ScalarNode {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantSize)}
+		}
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return &lineError{n.Line, fmt.Sprintf("%s: want a mapping with the keys %s", key, strings.Join(structKeys(t), ", "))}
+		}
 		known := map[string]reflect.StructField{}
-		var names []string
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
+			if name != "" && name != "-" {
+				known[name] = f
 			}
-			known[name] = f
-			names = append(names, name)
 		}
-		sort.Strings(names)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			kn, vn := n.Content[i], n.Content[i+1]
 			f, ok := known[kn.Value]
 			if !ok {
-				return fmt.Errorf("line %d: unknown key %q (known keys%s: %s)", kn.Line, prefix+kn.Value,
-					atPrefix(prefix), strings.Join(names, ", "))
+				return &lineError{kn.Line, fmt.Sprintf("unknown key %q (known keys%s: %s)", prefix+kn.Value,
+					atPrefix(prefix), strings.Join(structKeys(t), ", "))}
 			}
-			lines[kn.Line] = prefix + kn.Value
-			if err := checkKeys(vn, f.Type, prefix+kn.Value+".", lines); err != nil {
+			lines[prefix+kn.Value] = kn.Line
+			if err := checkNode(vn, f.Type, prefix+kn.Value+".", lines); err != nil {
 				return err
 			}
 		}
-	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-		for i, el := range n.Content {
-			if err := checkKeys(el, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i), lines); err != nil {
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return &lineError{n.Line, fmt.Sprintf("%s: want a mapping", key)}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			lines[prefix+kn.Value] = kn.Line
+			if err := checkNode(vn, t.Elem(), prefix+kn.Value+".", lines); err != nil {
 				return err
 			}
+		}
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return &lineError{n.Line, fmt.Sprintf("%s: want a list, such as [a, b] or one \"- item\" per line", key)}
+		}
+		for i, el := range n.Content {
+			p := fmt.Sprintf("%s[%d]", key, i)
+			lines[p] = el.Line
+			if err := checkNode(el, t.Elem(), p+".", lines); err != nil {
+				return err
+			}
+		}
+	case n.Kind != yaml.ScalarNode:
+		return &lineError{n.Line, fmt.Sprintf("%s: want a single value, not a list or mapping", key)}
+	case t.Kind() == reflect.Bool:
+		var v bool
+		if yaml.Unmarshal([]byte(n.Value), &v) != nil || n.Tag != "!!bool" {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantBool)}
+		}
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		if _, err := strconv.Atoi(n.Value); err != nil {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantInt)}
+		}
+	case t.Kind() == reflect.Float64:
+		if _, err := strconv.ParseFloat(n.Value, 64); err != nil {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantNumber)}
 		}
 	}
 	return nil
 }
 
-var lineRE = regexp.MustCompile(`line (\d+): `)
-
-// nameKeys adds the key path after each "line N: " of a yaml error.
-func nameKeys(msg string, lines map[int]string) string {
-	return lineRE.ReplaceAllStringFunc(msg, func(m string) string {
-		n, _ := strconv.Atoi(lineRE.FindStringSubmatch(m)[1])
-		if k, ok := lines[n]; ok {
-			return fmt.Sprintf("line %d (%s): ", n, k)
+func structKeys(t reflect.Type) []string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
 		}
-		return m
+	}
+	sort.Strings(names)
+	return names
+}
+
+var lineRE = regexp.MustCompile(`(?:yaml: )?line (\d+): `)
+
+// fileLines rewrites each "line N: " of a yaml error as "FILE:N: " (and the
+// key written there, when known), so every message points at the file.
+func fileLines(path, msg string, lines map[string]int) string {
+	byLine := map[int]string{}
+	for k, l := range lines {
+		if prev, ok := byLine[l]; !ok || len(k) > len(prev) {
+			byLine[l] = k
+		}
+	}
+	out := lineRE.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(lineRE.FindStringSubmatch(m)[1])
+		if k, ok := byLine[n]; ok {
+			return fmt.Sprintf("%s:%d: %s: ", path, n, k)
+		}
+		return fmt.Sprintf("%s:%d: ", path, n)
 	})
+	if out == msg {
+		return path + ": " + msg
+	}
+	return strings.TrimPrefix(out, "yaml: unmarshal errors:\n  ")
 }
 
 func atPrefix(prefix string) string {
@@ -585,100 +909,105 @@ func atPrefix(prefix string) string {
 	return " under " + strings.TrimSuffix(prefix, ".")
 }
 
-// validate reports the first bad value, naming its key.
-func (c *serveConfig) validate() error {
+// validate reports the first bad value as a *valueError naming its key and
+// what the key accepts.
+func (c *config) validate() error {
 	u, err := url.Parse(c.Upstream.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("upstream.url %q: want an absolute http(s) URL such as http://127.0.0.1:11434/v1", c.Upstream.URL)
+		return &valueError{"upstream.url", c.Upstream.URL, "want an absolute http(s) URL such as " + proxy.DefaultUpstream}
 	}
 	if c.Upstream.AnthropicURL != "" {
 		u, err := url.Parse(c.Upstream.AnthropicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("upstream.anthropic_url %q: want an absolute http(s) URL such as https://api.anthropic.com/v1", c.Upstream.AnthropicURL)
+			return &valueError{"upstream.anthropic_url", c.Upstream.AnthropicURL, "want an absolute http(s) URL such as https://api.anthropic.com/v1"}
 		}
 	}
 	if c.Listen == "" {
-		return errors.New("listen: empty address")
+		return &valueError{"listen", c.Listen, "want host:port, such as " + defaultListen}
 	}
-	if !router.ValidStrategy(router.Strategy(c.Routing.Strategy)) {
-		return fmt.Errorf("routing.strategy %q: want keyword, bm25, embedding or hybrid", c.Routing.Strategy)
+	for _, k := range configKeys {
+		if k.choices == nil {
+			continue
+		}
+		v := *k.ptr(c).(*string)
+		if k.path == "embedder.provider" && v == "" {
+			continue // the builtin
+		}
+		if !slices.Contains(k.choices, v) {
+			return &valueError{k.path, v, "want " + oneOf(k.choices)}
+		}
 	}
-	switch c.Embedder.Provider {
-	case "", embed.ProviderBuiltin, embed.ProviderOllama, embed.ProviderOpenAI:
-	default:
-		return fmt.Errorf("embedder.provider %q: want builtin, ollama or openai", c.Embedder.Provider)
-	}
-	switch skills.Format(c.Rewrite.CatalogFormat) {
-	case skills.FormatAgentSkills, skills.FormatAnthropic, skills.FormatQARK:
-	default:
-		return fmt.Errorf("rewrite.catalog_format %q: want agent-skills, anthropic or qark", c.Rewrite.CatalogFormat)
-	}
-	switch router.CatalogMode(c.Rewrite.CatalogMode) {
-	case router.CatalogAll, router.CatalogEnabled, router.CatalogAuto:
-	default:
-		return fmt.Errorf("rewrite.catalog_mode %q: want all, enabled or auto", c.Rewrite.CatalogMode)
-	}
-	switch c.Rewrite.AutoLoadRole {
-	case "user", "system", "developer":
-	default:
-		return fmt.Errorf("rewrite.auto_load_role %q: want user, system or developer", c.Rewrite.AutoLoadRole)
-	}
-	switch c.Log.Format {
-	case "text", "json":
-	default:
-		return fmt.Errorf("log.format %q: want text or json", c.Log.Format)
-	}
-	if _, err := parseLevel(c.Log.Level); err != nil {
-		return err
-	}
-	for name, v := range map[string]int{
-		"routing.max_auto_load": c.Routing.MaxAutoLoad, "tool_rounds": c.ToolRounds,
-		"rewrite.catalog_budget_tokens": c.Rewrite.CatalogBudgetTokens, "rewrite.auto_load_budget_tokens": c.Rewrite.AutoLoadBudgetTokens,
-		"rewrite.description_limit": c.Rewrite.DescriptionLimit, "exec.concurrency": c.Exec.Concurrency,
-	} {
-		if v < 0 {
-			return fmt.Errorf("%s: %d must not be negative", name, v)
+	for _, k := range configKeys {
+		switch p := k.ptr(c).(type) {
+		case *int:
+			if *p < 0 && k.path != "routing.rank_cache" && k.path != "embedder.retries" {
+				return &valueError{k.path, strconv.Itoa(*p), "want 0 or more"}
+			}
+		case *time.Duration:
+			if *p < 0 {
+				return &valueError{k.path, p.String(), "want 0 or more"}
+			}
 		}
 	}
 	if c.BodyLimit <= 0 {
-		return fmt.Errorf("body_limit: must be positive")
+		return &valueError{"body_limit", formatSize(int64(c.BodyLimit)), "want a positive size, such as " + formatSize(proxy.DefaultBodyLimit)}
 	}
-	for name, d := range map[string]time.Duration{"upstream.timeout": c.Upstream.Timeout, "upstream.connect_timeout": c.Upstream.ConnectTimeout,
-		"upstream.header_timeout": c.Upstream.HeaderTimeout, "upstream.idle_timeout": c.Upstream.IdleTimeout} {
-		if d <= 0 {
-			return fmt.Errorf("%s: must be positive", name)
-		}
-	}
-	for name, d := range map[string]time.Duration{"server.read_header_timeout": c.Server.ReadHeaderTimeout,
-		"server.body_timeout": c.Server.BodyTimeout, "server.idle_timeout": c.Server.IdleTimeout, "server.shutdown_grace": c.Server.ShutdownGrace} {
-		if d <= 0 {
-			return fmt.Errorf("%s: must be positive", name)
+	for _, d := range []struct {
+		key       string
+		v, sample time.Duration
+	}{
+		{"upstream.timeout", c.Upstream.Timeout, proxy.DefaultUpstreamTimeout},
+		{"upstream.connect_timeout", c.Upstream.ConnectTimeout, proxy.DefaultConnectTimeout},
+		{"upstream.header_timeout", c.Upstream.HeaderTimeout, proxy.DefaultHeaderTimeout},
+		{"upstream.idle_timeout", c.Upstream.IdleTimeout, proxy.DefaultIdleTimeout},
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout, 10 * time.Second},
+		{"server.body_timeout", c.Server.BodyTimeout, proxy.DefaultBodyTimeout},
+		{"server.idle_timeout", c.Server.IdleTimeout, time.Minute},
+		{"server.shutdown_grace", c.Server.ShutdownGrace, 30 * time.Second},
+	} {
+		if d.v <= 0 {
+			return &valueError{d.key, d.v.String(), "want a positive duration, such as " + d.sample.String()}
 		}
 	}
 	if c.Server.MaxConnections <= 0 {
-		return fmt.Errorf("server.max_connections: must be positive")
+		return &valueError{"server.max_connections", strconv.Itoa(c.Server.MaxConnections), "want a positive number, such as " + strconv.Itoa(defaultMaxConnections)}
 	}
 	if c.Server.MetricsListen != "" && c.Server.MetricsListen == c.Listen {
-		return fmt.Errorf("server.metrics_listen %q: must differ from listen", c.Server.MetricsListen)
+		return &valueError{"server.metrics_listen", c.Server.MetricsListen, "must differ from listen"}
 	}
-	for k := range c.Routing.MinScore {
+	for _, k := range slices.Sorted(maps.Keys(c.Routing.MinScore)) {
 		if !router.ValidStrategy(router.Strategy(k)) {
-			return fmt.Errorf("routing.min_score: unknown strategy %q", k)
+			return &valueError{"routing.min_score." + k, k, "a strategy: want " + oneOf(strategyNames)}
 		}
 	}
 	if n := len(c.AB.Arms); n == 1 {
-		return errors.New("ab.arms: an A/B split needs at least two arms")
+		return &valueError{"ab.arms", "1 arm", "an A/B split needs at least two arms"}
 	}
 	for i, a := range c.AB.Arms {
 		if a.Strategy != "" && !router.ValidStrategy(router.Strategy(a.Strategy)) {
-			return fmt.Errorf("ab.arms[%d] (%s): strategy %q: want keyword, bm25, embedding or hybrid", i, a.Name, a.Strategy)
+			return &valueError{fmt.Sprintf("ab.arms[%d].strategy", i), a.Strategy, "want " + oneOf(strategyNames)}
+		}
+		if a.Embedder != nil && a.Embedder.Provider != "" && !slices.Contains(providerNames, a.Embedder.Provider) {
+			return &valueError{fmt.Sprintf("ab.arms[%d].embedder.provider", i), a.Embedder.Provider, "want " + oneOf(providerNames)}
+		}
+	}
+	// The embedders' own checks (dimensions, base URL); building one
+	// contacts nothing.
+	if _, err := embed.New(c.Embedder); err != nil {
+		return &keyError{"embedder", err}
+	}
+	for i, a := range c.AB.Arms {
+		if a.Embedder != nil {
+			if _, err := embed.New(*a.Embedder); err != nil {
+				return &keyError{fmt.Sprintf("ab.arms[%d].embedder", i), err}
+			}
 		}
 	}
 	return nil
 }
 
 // redacted returns a copy with secrets replaced, for --print-config.
-func (c serveConfig) redacted() serveConfig {
+func (c config) redacted() config {
 	hide := func(s *string) {
 		if *s != "" {
 			*s = "REDACTED"
@@ -686,13 +1015,13 @@ func (c serveConfig) redacted() serveConfig {
 	}
 	hide(&c.Upstream.APIKey)
 	hide(&c.Upstream.AnthropicAPIKey)
-	hide(&c.Embedder.APIKey)
 	hide(&c.Auth.AdminToken)
 	keys := make([]string, len(c.Auth.APIKeys))
 	for i := range keys {
 		keys[i] = "REDACTED"
 	}
 	c.Auth.APIKeys = keys
+	hide(&c.Embedder.APIKey)
 	arms := make([]armConfig, len(c.AB.Arms))
 	for i, a := range c.AB.Arms {
 		if a.Embedder != nil {
@@ -708,11 +1037,11 @@ func (c serveConfig) redacted() serveConfig {
 
 // configHelp is the table of keys in `router serve --help`.
 func configHelp() string {
-	def := defaultServeConfig()
+	def := defaultConfig()
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  KEY\tENVIRONMENT\tFLAG\tDEFAULT")
-	for _, k := range serveKeys {
+	for _, k := range configKeys {
 		flag := "-"
 		if k.flag != "" {
 			flag = "--" + k.flag
@@ -732,5 +1061,7 @@ func configHelp() string {
 	fmt.Fprintln(tw, "  routing.min_score\t-\t-\tcalibrated (map strategy: score)")
 	fmt.Fprintln(tw, "  ab.arms\t-\t-\tnone (list of name, percent, strategy, embedder)")
 	tw.Flush()
+	b.WriteString("\nDurations use Go syntax (250ms, 30s, 10m, 1h30m); sizes take a unit (8MiB, 512KB).\n" +
+		"Relative folders in a config file are relative to the file's folder.\n")
 	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +20,15 @@ import (
 
 // loadFor parses args as `router serve` flags and loads the configuration
 // with env as the whole environment.
-func loadFor(t *testing.T, args []string, env map[string]string) (serveConfig, error) {
+func loadFor(t *testing.T, args []string, env map[string]string) (config, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	var sf serveFlags
-	registerServeFlags(fs, &sf)
+	var cf configFlags
+	cf.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return serveConfig{}, err
+		return config{}, err
 	}
-	return loadServeConfig(fs, &sf, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return loadConfig(fs, &cf, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -60,32 +61,32 @@ func TestServeConfigPrecedence(t *testing.T) {
 		name  string
 		args  []string
 		env   map[string]string
-		check func(c serveConfig) bool
+		check func(c config) bool
 	}{
-		{"file over defaults", []string{"--config", file}, nil, func(c serveConfig) bool {
+		{"file over defaults", []string{"--config", file}, nil, func(c config) bool {
 			return c.Listen == "127.0.0.1:9000" && c.Routing.Strategy == "bm25" && c.ToolRounds == 2 &&
 				c.BodyLimit == 1<<20 && c.Upstream.Timeout == 30*time.Second && c.Upstream.URL == "http://127.0.0.1:11434/v1"
 		}},
-		{"config from env", nil, map[string]string{"SKILLROUTER_CONFIG": file}, func(c serveConfig) bool { return c.Listen == "127.0.0.1:9000" }},
+		{"config from env", nil, map[string]string{"SKILLROUTER_CONFIG": file}, func(c config) bool { return c.Listen == "127.0.0.1:9000" }},
 		{"env over file", []string{"--config", file}, map[string]string{"SKILLROUTER_LISTEN": "0.0.0.0:1", "SKILLROUTER_ROUTING_STRATEGY": "keyword", "SKILLROUTER_BODY_LIMIT": "512k"},
-			func(c serveConfig) bool {
+			func(c config) bool {
 				return c.Listen == "0.0.0.0:1" && c.Routing.Strategy == "keyword" && c.BodyLimit == 512<<10 && c.ToolRounds == 2
 			}},
 		{"alias env below canonical", nil, map[string]string{"SKILLROUTER_STRATEGY": "bm25", "SKILLROUTER_EMBEDDER": "ollama"},
-			func(c serveConfig) bool { return c.Routing.Strategy == "bm25" && c.Embedder.Provider == "ollama" }},
+			func(c config) bool { return c.Routing.Strategy == "bm25" && c.Embedder.Provider == "ollama" }},
 		{"canonical env beats alias", nil, map[string]string{"SKILLROUTER_STRATEGY": "bm25", "SKILLROUTER_ROUTING_STRATEGY": "keyword"},
-			func(c serveConfig) bool { return c.Routing.Strategy == "keyword" }},
+			func(c config) bool { return c.Routing.Strategy == "keyword" }},
 		{"flags over env", []string{"--config", file, "--listen", "127.0.0.1:7", "--strategy", "embedding", "--exec", "--tool-rounds", "0", "--watch=false"},
 			map[string]string{"SKILLROUTER_LISTEN": "0.0.0.0:1", "SKILLROUTER_EXEC_ENABLED": "false"},
-			func(c serveConfig) bool {
+			func(c config) bool {
 				return c.Listen == "127.0.0.1:7" && c.Routing.Strategy == "embedding" && c.Exec.Enabled && c.ToolRounds == 0 && !c.Watch
 			}},
 		{"skills: env list, flag replaces", []string{"--skills", "a,b", "--skills", "c"}, map[string]string{"SKILLROUTER_SKILLS": "x" + string(os.PathListSeparator) + "y"},
-			func(c serveConfig) bool { return strings.Join(c.Skills, "|") == "a,b|c" }},
+			func(c config) bool { return strings.Join(c.Skills, "|") == "a,b|c" }},
 		{"skills from env", nil, map[string]string{"SKILLROUTER_SKILLS": "x" + string(os.PathListSeparator) + "y"},
-			func(c serveConfig) bool { return strings.Join(c.Skills, "|") == "x|y" }},
+			func(c config) bool { return strings.Join(c.Skills, "|") == "x|y" }},
 		{"exec env list", nil, map[string]string{"SKILLROUTER_EXEC_ENV": "LANG, TZ=UTC"},
-			func(c serveConfig) bool { return strings.Join(c.Exec.Env, "|") == "LANG|TZ=UTC" }},
+			func(c config) bool { return strings.Join(c.Exec.Env, "|") == "LANG|TZ=UTC" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,42 +101,115 @@ func TestServeConfigPrecedence(t *testing.T) {
 	}
 }
 
-func TestServeConfigErrors(t *testing.T) {
+// TestConfigErrors: every bad value is reported with where it was written
+// (FILE:line, the variable or the flag) and what the key accepts. FILE
+// stands for the config file's path.
+func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		file string
 		args []string
 		env  map[string]string
-		want string
+		want string // the whole message, or a part of it when partial
 	}{
-		{"unknown top-level key", "listen: x:1\nlistn: y\n", nil, nil, `line 2: unknown key "listn"`},
-		{"unknown nested key", "upstream:\n  urll: http://x/v1\n", nil, nil, `unknown key "upstream.urll" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url)`},
-		{"unknown arm key", "ab:\n  arms:\n    - name: a\n      percnt: 50\n", nil, nil, `unknown key "ab.arms[0].percnt"`},
-		{"unknown embedder key", "embedder:\n  provder: ollama\n", nil, nil, `unknown key "embedder.provder"`},
-		{"bad yaml", "listen: [\n", nil, nil, "config"},
-		{"bad duration", "upstream:\n  timeout: soon\n", nil, nil, "timeout"},
-		{"bad size", "body_limit: lots\n", nil, nil, `size "lots"`},
-		{"bad strategy", "routing:\n  strategy: magic\n", nil, nil, `routing.strategy "magic"`},
-		{"bad upstream", "", []string{"--upstream", "ftp://x"}, nil, `upstream.url "ftp://x"`},
-		{"bad catalog mode env", "", nil, map[string]string{"SKILLROUTER_REWRITE_CATALOG_MODE": "most"}, "rewrite.catalog_mode"},
-		{"bad int env", "", nil, map[string]string{"SKILLROUTER_TOOL_ROUNDS": "many"}, "SKILLROUTER_TOOL_ROUNDS"},
-		{"bad int flag", "", []string{"--tool-rounds", "x"}, nil, "--tool-rounds"},
-		{"bad log level", "", []string{"--log-level", "loud"}, nil, "log.level"},
-		{"one arm", "ab:\n  arms:\n    - {name: a, percent: 100}\n", nil, nil, "at least two arms"},
-		{"negative", "tool_rounds: -1\n", nil, nil, "tool_rounds"},
-		{"missing file", "", []string{"--config", "/nonexistent/x.yaml"}, nil, "no such file"},
+		{name: "unknown top-level key", file: "listen: x:1\nlistn: y\n",
+			want: `config FILE:2: unknown key "listn" (known keys: ab, auth, body_limit, debug, embedder, exec, listen, log, mcp, rewrite, routing, server, skills, tool_rounds, upstream, watch)`},
+		{name: "unknown nested key", file: "upstream:\n  timout: 10m\n",
+			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url)`},
+		{name: "unknown arm key", file: "ab:\n  arms:\n    - name: a\n      percnt: 50\n",
+			want: `config FILE:4: unknown key "ab.arms[0].percnt" (known keys under ab.arms[0]: embedder, name, percent, strategy)`},
+		{name: "unknown embedder key", file: "embedder:\n  provder: ollama\n", want: `config FILE:2: unknown key "embedder.provder"`},
+		{name: "bad yaml", file: "listen: [\n", want: "config FILE:"},
+		{name: "duration in words", file: "upstream:\n  timeout: 10 minutes\n",
+			want: `config FILE:2: upstream.timeout "10 minutes": want a duration in Go syntax, such as 250ms, 30s, 10m or 1h30m`},
+		{name: "duration without unit", file: "routing:\n  embed_timeout: 250\n",
+			want: `config FILE:2: routing.embed_timeout "250": want a duration in Go syntax, such as 250ms, 30s, 10m or 1h30m`},
+		{name: "embedder duration", file: "embedder:\n  timeout: half a minute\n",
+			want: `config FILE:2: embedder.timeout "half a minute": want a duration in Go syntax`},
+		{name: "bad size", file: "body_limit: lots\n",
+			want: `config FILE:1: body_limit "lots": want bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 8MiB`},
+		{name: "bad int", file: "tool_rounds: many\n", want: `config FILE:1: tool_rounds "many": want a whole number`},
+		{name: "bad bool", file: "watch: sometimes\n", want: `config FILE:1: watch "sometimes": want true or false`},
+		{name: "list as scalar", file: "skills: a\n", want: `config FILE:1: skills: want a list, such as [a, b] or one "- item" per line`},
+		{name: "section as scalar", file: "upstream: http://x/v1\n",
+			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url`},
+		{name: "bad strategy", file: "listen: 127.0.0.1:1\nrouting:\n  strategy: hybird\n",
+			want: `config FILE:3: routing.strategy "hybird": want keyword, bm25, embedding or hybrid`},
+		{name: "bad catalog mode", file: "rewrite:\n  catalog_mode: most\n",
+			want: `config FILE:2: rewrite.catalog_mode "most": want all, enabled or auto`},
+		{name: "bad role", file: "rewrite:\n  auto_load_role: assistant\n",
+			want: `config FILE:2: rewrite.auto_load_role "assistant": want user, system or developer`},
+		{name: "bad provider", file: "embedder:\n  provider: cohere\n",
+			want: `config FILE:2: embedder.provider "cohere": want builtin, ollama or openai`},
+		{name: "bad confinement", file: "exec:\n  confinement: jail\n",
+			want: `config FILE:2: exec.confinement "jail": want auto, landlock or none`},
+		{name: "bad min_score key", file: "routing:\n  min_score:\n    hybird: 0.1\n",
+			want: `config FILE:3: routing.min_score.hybird "hybird": a strategy: want keyword, bm25, embedding or hybrid`},
+		{name: "bad arm strategy", file: "ab:\n  arms:\n    - {name: a, percent: 50}\n    - {name: b, percent: 50, strategy: magic}\n",
+			want: `config FILE:4: ab.arms[1].strategy "magic": want keyword, bm25, embedding or hybrid`},
+		{name: "one arm", file: "ab:\n  arms:\n    - {name: a, percent: 100}\n", want: `config FILE:2: ab.arms "1 arm": an A/B split needs at least two arms`},
+		{name: "negative", file: "tool_rounds: -1\n", want: `config FILE:1: tool_rounds "-1": want 0 or more`},
+		{name: "embedder's own check", file: "listen: 127.0.0.1:1\nembedder:\n  dimensions: 1\n",
+			want: `config FILE:2: embedder: builtin: embedder misconfigured: dimensions must be at least 2`},
+		{name: "arm embedder's own check", file: "ab:\n  arms:\n    - {name: a, percent: 50}\n    - name: b\n      percent: 50\n      embedder: {provider: builtin, dimensions: 1}\n",
+			want: `config FILE:6: ab.arms[1].embedder: builtin: embedder misconfigured: dimensions must be at least 2`},
+		{name: "bad upstream flag", args: []string{"--upstream", "ftp://x"},
+			want: `flag --upstream: upstream.url "ftp://x": want an absolute http(s) URL such as http://127.0.0.1:11434/v1`},
+		{name: "bad strategy flag over a good file", file: "routing:\n  strategy: bm25\n", args: []string{"--strategy", "hybird"},
+			want: `flag --strategy: routing.strategy "hybird": want keyword, bm25, embedding or hybrid`},
+		{name: "bad catalog mode env", env: map[string]string{"SKILLROUTER_REWRITE_CATALOG_MODE": "most"},
+			want: `environment SKILLROUTER_REWRITE_CATALOG_MODE: rewrite.catalog_mode "most": want all, enabled or auto`},
+		{name: "bad strategy alias env", env: map[string]string{"SKILLROUTER_STRATEGY": "fast"},
+			want: `environment SKILLROUTER_STRATEGY: routing.strategy "fast": want keyword, bm25, embedding or hybrid`},
+		{name: "bad int env", env: map[string]string{"SKILLROUTER_TOOL_ROUNDS": "many"},
+			want: `environment SKILLROUTER_TOOL_ROUNDS: tool_rounds "many": want a whole number`},
+		{name: "bad duration env", env: map[string]string{"SKILLROUTER_UPSTREAM_TIMEOUT": "10 minutes"},
+			want: `environment SKILLROUTER_UPSTREAM_TIMEOUT: upstream.timeout "10 minutes": want a duration in Go syntax, such as 250ms, 30s, 10m or 1h30m`},
+		{name: "bad int flag", args: []string{"--tool-rounds", "x"}, want: `flag --tool-rounds: tool_rounds "x": want a whole number`},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, want: `flag --log-level: log.level "loud": want debug, info, warn or error`},
+		{name: "missing file", args: []string{"--config", "/nonexistent/x.yaml"}, want: "config: open /nonexistent/x.yaml: no such file or directory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
+			want := tc.want
 			if tc.file != "" {
-				args = append([]string{"--config", writeFile(t, "c.yaml", tc.file)}, args...)
+				f := writeFile(t, "c.yaml", tc.file)
+				args = append([]string{"--config", f}, args...)
+				want = strings.ReplaceAll(want, "FILE", f)
 			}
 			_, err := loadFor(t, args, tc.env)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("got  %v\nwant %s", err, want)
 			}
 		})
+	}
+}
+
+// TestConfigRelativePaths: folders in a config file are relative to the
+// file's folder (and ~ to the home folder); on the command line, to where
+// the command runs.
+func TestConfigRelativePaths(t *testing.T) {
+	home := isolate(t)
+	file := writeFile(t, "c.yaml", "skills: [lib, /abs/lib, ~/mine, builtin:examples]\nrouting:\n  index_dir: idx\nembedder:\n  cache_dir: \"-\"\nexec:\n  output_dir: out\n")
+	dir := filepath.Dir(file)
+	cfg, err := loadFor(t, []string{"--config", file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "lib"), "/abs/lib", filepath.Join(home, "mine"), "builtin:examples"}
+	if !slices.Equal(cfg.Skills, want) {
+		t.Errorf("skills %q, want %q", cfg.Skills, want)
+	}
+	if cfg.Routing.IndexDir != filepath.Join(dir, "idx") || cfg.Exec.OutputDir != filepath.Join(dir, "out") || cfg.Embedder.CacheDir != "-" {
+		t.Errorf("paths: %q %q %q", cfg.Routing.IndexDir, cfg.Exec.OutputDir, cfg.Embedder.CacheDir)
+	}
+	cfg, err = loadFor(t, []string{"--config", file, "--skills", "lib"}, map[string]string{"SKILLROUTER_EXEC_OUTPUT_DIR": "o2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Skills, []string{"lib"}) || cfg.Exec.OutputDir != "o2" {
+		t.Errorf("flag and env paths are relative to the working folder: %q %q", cfg.Skills, cfg.Exec.OutputDir)
 	}
 }
 
@@ -145,7 +219,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := defaultServeConfig()
+	def := defaultConfig()
 	// The example shows the defaults, plus the example library.
 	if len(cfg.Skills) != 1 || cfg.Skills[0] != filepath.Join("..", "..", "examples", "skills") {
 		t.Fatalf("skills %v", cfg.Skills)
@@ -185,7 +259,7 @@ func TestServeHelpDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	help := out.String()
-	for _, k := range serveKeys {
+	for _, k := range configKeys {
 		if !strings.Contains(help, k.path) || !strings.Contains(help, k.env()) {
 			t.Errorf("--help misses %s / %s", k.path, k.env())
 		}

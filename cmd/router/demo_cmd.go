@@ -44,13 +44,12 @@ func newDemoCmd() *cobra.Command {
 			"deterministic stand-in model, sends chat requests through it over HTTP and prints what\n" +
 			"the proxy decided and what the model received. With --keep it stays up so you can point\n" +
 			"curl or an OpenAI SDK at it. The stand-in calls load_skill when a message says \"load <id>\".\n" +
-			"Default library: examples/skills when present, else the default skill folders.",
+			"Default library: " + builtinExamples + ", the example library built into this binary, so the\n" +
+			"demo works from any folder.",
 		Example: "  router demo\n  router demo \"write a regex for ISO dates\"\n  router demo --keep --listen 127.0.0.1:8080",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(dirs) == 0 {
-				if st, err := os.Stat("examples/skills"); err == nil && st.IsDir() {
-					dirs = []string{"examples/skills"}
-				}
+				dirs = []string{builtinExamples}
 			}
 			prompts := demoPrompts
 			if len(args) > 0 {
@@ -69,7 +68,9 @@ func newDemoCmd() *cobra.Command {
 }
 
 func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, keep bool, prompts []demoPrompt) error {
-	roots, err := requireRoots(dirs)
+	cfg := defaultConfig()
+	cfg.Skills = dirs
+	roots, err := requireRoots(&cfg, "router demo --skills "+builtinExamples)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 	defer d.stop()
 	base := d.base
 	fmt.Fprintf(out, "skillrouter demo: %d skills from %s, proxy at %s, stand-in model behind it\n",
-		d.skills, strings.Join(roots, ", "), base)
+		d.skills, strings.Join(dirs, ", "), base)
 
 	for _, p := range prompts {
 		if err := demoExchange(ctx, out, base, p); err != nil {
@@ -110,7 +111,7 @@ func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, 
 	model := &http.Server{Handler: http.HandlerFunc(serveDemoModel), ReadHeaderTimeout: 10 * time.Second}
 	go model.Serve(modelLn)
 
-	cfg := defaultServeConfig()
+	cfg := defaultConfig()
 	cfg.Upstream.URL = "http://" + modelLn.Addr().String() + "/v1"
 	cfg.Watch = false
 	cfg.Log.Level = "warn"

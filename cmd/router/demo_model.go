@@ -107,9 +107,9 @@ func demoReply(req *wire.Request) wire.Reply {
 	for _, t := range req.Tools {
 		hasLoadTool = hasLoadTool || t.Name == "load_skill"
 	}
-	last := req.Turns[len(req.Turns)-1]
+	answered := len(req.Turns) > 0 && req.Turns[len(req.Turns)-1].Role == "tool"
 	// Asked to load a skill and not answered by a tool result yet: call load_skill.
-	if g := loadAskRe.FindStringSubmatch(lastUser); g != nil && hasLoadTool && last.Role != "tool" {
+	if g := loadAskRe.FindStringSubmatch(lastUser); g != nil && hasLoadTool && !answered {
 		args, _ := json.Marshal(map[string]string{"skill_id": g[1]})
 		rep.Calls = []wire.ToolCall{{ID: "call_demo_1", Name: "load_skill", Arguments: args}}
 		return rep

@@ -172,17 +172,17 @@ func TestHelmChart(t *testing.T) {
 	cases := []struct {
 		values string // "" = the chart's defaults
 		kinds  []string
-		check  func(t *testing.T, docs map[string]manifest, cfg serveConfig)
+		check  func(t *testing.T, docs map[string]manifest, cfg config)
 	}{
 		{"", []string{"ConfigMap/r-skillrouter", "Deployment/r-skillrouter", "Service/r-skillrouter", "ServiceAccount/r-skillrouter", "PodDisruptionBudget/r-skillrouter"},
-			func(t *testing.T, docs map[string]manifest, cfg serveConfig) {
+			func(t *testing.T, docs map[string]manifest, cfg config) {
 				if cfg.Embedder.Provider != "builtin" || cfg.Routing.Prebuilt != "" || len(cfg.Skills) != 1 || cfg.Skills[0] != "/skills" {
 					t.Errorf("default configuration: embedder %q, prebuilt %q, skills %v", cfg.Embedder.Provider, cfg.Routing.Prebuilt, cfg.Skills)
 				}
 			}},
 		{"ci/configmap-pvc-index-values.yaml", []string{"ConfigMap/r-skillrouter-skills", "PersistentVolumeClaim/r-skillrouter-index", "Job/r-skillrouter-index-build",
 			"HorizontalPodAutoscaler/r-skillrouter", "ServiceMonitor/r-skillrouter", "PrometheusRule/r-skillrouter", "Secret/r-skillrouter-secrets"},
-			func(t *testing.T, docs map[string]manifest, cfg serveConfig) {
+			func(t *testing.T, docs map[string]manifest, cfg config) {
 				if cfg.Routing.Prebuilt != "/index" || cfg.Upstream.APIKey == "" {
 					t.Errorf("prebuilt index %q, upstream key set %v", cfg.Routing.Prebuilt, cfg.Upstream.APIKey != "")
 				}
@@ -218,7 +218,7 @@ func TestHelmChart(t *testing.T) {
 				}
 			}},
 		{"ci/gitsync-remote-embedder-values.yaml", []string{"Deployment/r-skillrouter"},
-			func(t *testing.T, docs map[string]manifest, cfg serveConfig) {
+			func(t *testing.T, docs map[string]manifest, cfg config) {
 				if cfg.Skills[0] != "/git/current/skills" || cfg.Embedder.Provider != "ollama" || !cfg.Exec.Enabled || cfg.Routing.Prebuilt != "/index" {
 					t.Errorf("git-sync configuration: skills %v embedder %q exec %v prebuilt %q", cfg.Skills, cfg.Embedder.Provider, cfg.Exec.Enabled, cfg.Routing.Prebuilt)
 				}
@@ -231,7 +231,7 @@ func TestHelmChart(t *testing.T) {
 				}
 			}},
 		{"ci/pvc-values.yaml", []string{"Deployment/r-skillrouter"},
-			func(t *testing.T, docs map[string]manifest, cfg serveConfig) {
+			func(t *testing.T, docs map[string]manifest, cfg config) {
 				vol := byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "volumes"), "skills")
 				if str(vol, "persistentVolumeClaim", "claimName") != "team-skills" {
 					t.Errorf("skills volume %v", vol)
@@ -278,7 +278,7 @@ func keys[V any](m map[string]V) []string {
 // locked-down security context, writable folders where the binary writes,
 // every mount backed by a volume, every referenced object rendered, and a
 // configuration that serve accepts. It returns that configuration.
-func checkDeployment(t *testing.T, docs map[string]manifest) serveConfig {
+func checkDeployment(t *testing.T, docs map[string]manifest) config {
 	t.Helper()
 	d := docs["Deployment/r-skillrouter"]
 	if d == nil {

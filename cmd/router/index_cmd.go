@@ -16,14 +16,14 @@ import (
 func newIndexCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "index",
-		Short: "Build a routing index once, for replicas to load instead of embedding the library each",
+		Short: "Build a routing index once, for replicas to load instead of each embedding the library",
 	}
 	cmd.AddCommand(newIndexBuildCmd())
 	return cmd
 }
 
 func newIndexBuildCmd() *cobra.Command {
-	var sf serveFlags
+	var cf configFlags
 	var out string
 	cmd := &cobra.Command{
 		Use:   "build --out DIR [--config FILE] [--skills DIR]... [--embedder NAME]",
@@ -44,31 +44,33 @@ func newIndexBuildCmd() *cobra.Command {
 			if out == "" {
 				return fmt.Errorf("--out DIR is required: the folder to write the index to")
 			}
-			cfg, err := loadServeConfig(cmd.Flags(), &sf, os.LookupEnv)
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			return runIndexBuild(cmd, cfg, out)
+			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			if err != nil {
+				return err
+			}
+			return runIndexBuild(cmd, cfg, roots, out)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&sf.config, "config", "c", "", "YAML configuration file of serve, for its skills and embedder (env SKILLROUTER_CONFIG)")
-	addSkillsFlag(fs, &sf.skills)
+	var keys []string
+	for _, k := range configKeys {
+		if strings.HasPrefix(k.path, "embedder.") || k.path == "log.level" || k.path == "skills" {
+			keys = append(keys, k.path)
+		}
+	}
+	cf.register(fs, keys...) // the library and embedder settings of serve
 	fs.StringVarP(&out, "out", "o", "", "folder to write the index to (created; files in it are replaced)")
-	registerKeyFlags(fs, &sf, func(k configKey) bool {
-		return strings.HasPrefix(k.path, "embedder.") || k.path == "log.level"
-	})
 	fs.SortFlags = false
 	return cmd
 }
 
-func runIndexBuild(cmd *cobra.Command, cfg serveConfig, out string) error {
+func runIndexBuild(cmd *cobra.Command, cfg config, roots []string, out string) error {
 	ctx := cmd.Context()
 	log := newLogger(cfg.Log, cmd.ErrOrStderr())
-	roots, err := requireRoots(cfg.Skills)
-	if err != nil {
-		return err
-	}
 	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
 		return err

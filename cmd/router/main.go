@@ -32,11 +32,11 @@ func main() {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "router",
-		Short:         "skillrouter: an OpenAI-compatible proxy that selects Agent Skills before inference",
+		Short:         "skillrouter: a proxy that selects Agent Skills before inference (OpenAI Chat Completions and Responses, Anthropic Messages, MCP)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd())
+	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd())
 	return root
 }
 

@@ -27,7 +27,10 @@ import (
 var version = "dev"
 
 func newMCPCmd() *cobra.Command {
-	var sf serveFlags
+	var (
+		cf          configFlags
+		printConfig bool
+	)
 	cmd := &cobra.Command{
 		Use:   "mcp [--config FILE] [--skills DIR]...",
 		Short: "Serve the skill library to an MCP host over stdio",
@@ -44,20 +47,25 @@ func newMCPCmd() *cobra.Command {
 			"  claude mcp add skills -- router mcp --skills ~/skills",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadServeConfig(cmd.Flags(), &sf, os.LookupEnv)
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			if sf.printConfig {
+			if printConfig {
 				enc := yaml.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent(2)
 				defer enc.Close()
 				return enc.Encode(cfg.redacted())
 			}
-			return runMCP(cmd.Context(), cfg, cmd.ErrOrStderr())
+			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			if err != nil {
+				return err
+			}
+			return runMCP(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
 		},
 	}
-	registerServeFlags(cmd.Flags(), &sf)
+	cf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
 	cmd.Flags().SortFlags = false
 	return cmd
 }
@@ -65,13 +73,9 @@ func newMCPCmd() *cobra.Command {
 // runMCP serves stdio until the client disconnects or ctx ends. The session
 // starts at once; tool calls wait for the routing index, which builds
 // meanwhile (resources, prompts and skills/* need only the library).
-func runMCP(ctx context.Context, cfg serveConfig, logw io.Writer) error {
+func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	start := time.Now()
 	log := newLogger(cfg.Log, logw)
-	roots, err := requireRoots(cfg.Skills)
-	if err != nil {
-		return err
-	}
 	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
 		return err
@@ -101,7 +105,7 @@ func runMCP(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled)
 	built := make(chan *router.Router, 1)
 	go func() {
-		r, err := newRouter(ctx, reg, cfg.Embedder, routerOptions(cfg, log), nil)
+		r, err := newRouter(ctx, reg, cfg.Embedder, cfg.routerOptions(log), nil)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("stopping: the routing index could not be built", "err", err)
@@ -127,44 +131,18 @@ func runMCP(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 }
 
 // newSandbox builds tier 3 from cfg.exec; disabled it only validates.
-func newSandbox(cfg serveConfig, reg *skills.Registry, log *slog.Logger) (*sandbox.Provider, error) {
-	tools, err := sandbox.New(sandbox.Config{
-		Enabled:      cfg.Exec.Enabled,
-		Timeout:      cfg.Exec.Timeout,
-		OutputLimit:  int(cfg.Exec.OutputLimit),
-		Env:          cfg.Exec.Env,
-		Concurrency:  cfg.Exec.Concurrency,
-		AllowedTools: cfg.Exec.AllowedTools,
-		Confinement:  sandbox.Confinement(cfg.Exec.Confinement),
-		OutputRoot:   cfg.Exec.OutputDir,
-		Lookup:       func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) },
-	}, log)
+func newSandbox(cfg config, reg *skills.Registry, log *slog.Logger) (*sandbox.Provider, error) {
+	tools, err := sandbox.New(cfg.sandboxConfig(func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) }), log)
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
 	return tools, nil
 }
 
-// rewriteOptions maps the rewrite section (and tier 3) to router options.
-func rewriteOptions(cfg serveConfig, tools *sandbox.Provider) router.RewriteOptions {
-	return router.RewriteOptions{
-		CatalogFormat:        skills.Format(cfg.Rewrite.CatalogFormat),
-		CatalogMode:          router.CatalogMode(cfg.Rewrite.CatalogMode),
-		CatalogBudgetTokens:  cfg.Rewrite.CatalogBudgetTokens,
-		DescriptionLimit:     cfg.Rewrite.DescriptionLimit,
-		Allowlist:            cfg.Rewrite.Allowlist,
-		AutoLoadRole:         cfg.Rewrite.AutoLoadRole,
-		AutoLoadBudgetTokens: cfg.Rewrite.AutoLoadBudgetTokens,
-		NoTools:              cfg.Rewrite.NoTools,
-		CatalogPerTurn:       cfg.Rewrite.CatalogPerTurn,
-		Tools:                tools,
-	}
-}
-
 // newMCPServer builds the MCP server over reg and keeps it in step with
 // reloads.
-func newMCPServer(cfg serveConfig, reg *skills.Registry, tools *sandbox.Provider, log *slog.Logger) (*mcpserver.Server, error) {
-	srv, err := mcpserver.New(mcpserver.Config{Version: version, Rewrite: rewriteOptions(cfg, tools), Sandbox: tools, Logger: log})
+func newMCPServer(cfg config, reg *skills.Registry, tools *sandbox.Provider, log *slog.Logger) (*mcpserver.Server, error) {
+	srv, err := mcpserver.New(mcpserver.Config{Version: version, Rewrite: cfg.rewriteOptions(tools), Sandbox: tools, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +153,7 @@ func newMCPServer(cfg serveConfig, reg *skills.Registry, tools *sandbox.Provider
 
 // startWarm learns executable skills' schemas off the request path, now
 // and after every reload (tier 3 only).
-func startWarm(ctx context.Context, cfg serveConfig, reg *skills.Registry, tools *sandbox.Provider) {
+func startWarm(ctx context.Context, cfg config, reg *skills.Registry, tools *sandbox.Provider) {
 	if !cfg.Exec.Enabled {
 		return
 	}

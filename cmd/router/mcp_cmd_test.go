@@ -42,7 +42,7 @@ func TestServeMCP(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- runServe(ctx, cfg, &strings.Builder{}) }()
+		go func() { done <- runServe(ctx, cfg, cfg.Skills, &strings.Builder{}) }()
 		url := "http://" + addr + "/mcp"
 		var up bool
 		for range 200 { // until it listens

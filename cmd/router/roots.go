@@ -1,52 +1,190 @@
 package main
 
+// Which folders a command scans: the skills entries of the configuration
+// (folders, or builtin:examples, the example library inside the binary),
+// else the ecosystem's default folders that exist.
+
 import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/examples"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
+const (
+	builtinPrefix = "builtin:"
+	// builtinExamples names the example library compiled into the binary.
+	builtinExamples = builtinPrefix + "examples"
+)
+
 // defaultRootsHelp names the default roots the way users write them.
-const defaultRootsHelp = "./.claude/skills, ./.agents/skills, ~/.claude/skills, ~/.codex/skills, $XDG_CONFIG_HOME/skillrouter/skills"
+const defaultRootsHelp = "./.claude/skills, .agents/skills from here up to the repository root, ~/.claude/skills, " +
+	"~/.agents/skills, ~/.codex/skills, Claude Code plugins' skills, $XDG_CONFIG_HOME/skillrouter/skills"
 
 // addSkillsFlag registers the repeatable --skills flag shared by every
 // command that reads a library. StringArray, not StringSlice: a folder name
 // may contain a comma.
 func addSkillsFlag(fs *pflag.FlagSet, dst *[]string) {
 	fs.StringArrayVar(dst, "skills", nil,
-		"skill library folder; repeat for several (on duplicate ids the earlier one wins). "+
-			"Replaces the defaults, which are those of "+defaultRootsHelp+" that exist")
+		"skill library folder, or "+builtinExamples+" (the example library built into this binary); "+
+			"repeat for several (on duplicate ids the earlier one wins). Replaces the defaults: those of "+
+			defaultRootsHelp+" that exist (router skills roots lists them)")
 }
 
-// resolveRoots returns dirs when given, else the default roots that exist.
-func resolveRoots(dirs []string) []string {
-	if len(dirs) > 0 {
-		return dirs
+// builtinRoot unpacks a builtin: library and returns its folder. The copy
+// goes to the cache folder, else (read-only home, say) the temp folder.
+func builtinRoot(spec string) (string, error) {
+	if spec != builtinExamples {
+		return "", fmt.Errorf("--skills %q: no such built-in library; the only one is %s", spec, builtinExamples)
 	}
-	return skills.DefaultRoots()
+	var errs []error
+	if dir, err := embed.CacheDir(""); err == nil {
+		root, err := examples.Unpack(dir)
+		if err == nil {
+			return root, nil
+		}
+		errs = append(errs, err)
+	}
+	root, err := examples.Unpack(filepath.Join(os.TempDir(), "skillrouter-"+strconv.Itoa(os.Getuid())))
+	if err == nil {
+		return root, nil
+	}
+	return "", errors.Join(append(errs, err)...)
 }
 
-// requireRoots is resolveRoots for commands that need a library: it fails
-// with a message saying what to do when there is nothing to scan.
-func requireRoots(dirs []string) ([]string, error) {
-	roots := resolveRoots(dirs)
-	if len(dirs) == 0 && len(roots) == 0 {
-		return nil, errors.New("no skill library found: none of the default folders exists (" + defaultRootsHelp +
-			"); pass --skills DIR, e.g. --skills examples/skills")
+// resolveRoots returns the folders to scan: the configured entries, with
+// builtin: libraries unpacked, else the default roots that exist.
+func resolveRoots(entries []string) ([]string, error) {
+	if len(entries) == 0 {
+		return skills.DefaultRoots(), nil
+	}
+	roots := make([]string, len(entries))
+	for i, e := range entries {
+		roots[i] = e
+		if strings.HasPrefix(e, builtinPrefix) {
+			r, err := builtinRoot(e)
+			if err != nil {
+				return nil, err
+			}
+			roots[i] = r
+		}
+	}
+	return roots, nil
+}
+
+// requireRoots is resolveRoots for commands that need a library: when there
+// is nothing to scan it fails with a message saying where it looked, and
+// the command to try (try, with the built-in library).
+func requireRoots(cfg *config, try string) ([]string, error) {
+	roots, err := resolveRoots(cfg.Skills)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Skills) == 0 {
+		if len(roots) == 0 {
+			return nil, fmt.Errorf("no skill library found: none of the default folders exists (%s).\n"+
+				"Try the example library built into this binary:\n  %s\n"+
+				"or give your own: --skills DIR (a folder with one sub-folder per skill, each holding a SKILL.md)",
+				defaultRootsHelp, try)
+		}
+		return roots, nil
 	}
 	for _, r := range roots {
 		if info, err := os.Stat(r); err == nil && info.IsDir() {
 			return roots, nil
 		}
 	}
-	quoted := make([]string, len(roots))
+	return nil, fmt.Errorf("no skill library found: %s", describeRoots(cfg, roots))
+}
+
+// describeRoots says, for each configured root, what was written, where,
+// what it resolved to and what is wrong with it.
+func describeRoots(cfg *config, roots []string) string {
+	var parts []string
 	for i, r := range roots {
-		quoted[i] = fmt.Sprintf("%q", r)
+		written := r
+		if cfg.src != nil && i < len(cfg.src.skillsWritten) {
+			written = cfg.src.skillsWritten[i]
+		}
+		var notes []string
+		if w := cfg.src.where("skills"); w != "" {
+			if l, ok := cfg.src.lines[fmt.Sprintf("skills[%d]", i)]; ok && cfg.src.fromFile("skills") {
+				w = fmt.Sprintf("config %s:%d", cfg.src.file, l)
+			}
+			notes = append(notes, w)
+		}
+		abs, _ := filepath.Abs(r)
+		switch {
+		case cfg.src.fromFile("skills") && !filepath.IsAbs(written) && !strings.HasPrefix(written, "~"):
+			notes = append(notes, "relative to the config file's folder: "+abs)
+		case abs != written:
+			notes = append(notes, "resolved: "+abs)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "skills %q", written)
+		if len(notes) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
+		}
+		b.WriteString(": ")
+		switch info, err := os.Stat(r); {
+		case err != nil && errors.Is(err, os.ErrNotExist):
+			b.WriteString("no such folder")
+		case err != nil:
+			b.WriteString(err.Error())
+		case !info.IsDir():
+			b.WriteString("a file, not a folder")
+		default:
+			b.WriteString("ok")
+		}
+		parts = append(parts, b.String())
 	}
-	return nil, fmt.Errorf("no skill library found: --skills %s: no such folder", strings.Join(quoted, ", "))
+	return strings.Join(parts, "; ")
+}
+
+// tryCommand is the command line the user ran, with --skills builtin:examples
+// in place of any --skills: the exact command to try when no library exists.
+// API keys are shown as their environment variable, never in clear.
+func tryCommand(cmd *cobra.Command, args []string) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == "skills" {
+			return
+		}
+		if f.Value.Type() == "bool" && f.Value.String() == "true" {
+			parts = append(parts, "--"+f.Name)
+			return
+		}
+		if strings.HasSuffix(f.Name, "-key") {
+			// A key is never echoed: its variable stands in for it.
+			for _, k := range configKeys {
+				if k.flag == f.Name {
+					parts = append(parts, "--"+f.Name, `"$`+k.env()+`"`)
+					return
+				}
+			}
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(f.Value.String()))
+	})
+	parts = append(parts, "--skills", builtinExamples)
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,13 +15,18 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 )
 
+// rankingKeys are the configuration keys route and bench offer as flags:
+// the library, the strategy and the embedder.
+var rankingKeys = []string{"skills", "routing.strategy", "routing.max_auto_load", "routing.embed_timeout",
+	"embedder.provider", "embedder.model", "embedder.base_url", "embedder.api_key"}
+
 // routeJSONMax caps the ranked list in --json output: a library of
 // thousands would otherwise print every skill, most with a zero score.
 const routeJSONMax = 50
 
 func newRouteCmd() *cobra.Command {
 	var (
-		lf      libraryFlags
+		cf      configFlags
 		asJSON  bool
 		rows    int
 		verbose bool
@@ -30,22 +36,23 @@ func newRouteCmd() *cobra.Command {
 		Short: "Explain which skills a message would be routed to",
 		Long: "Rank the skill library against MESSAGE exactly as the proxy does for a chat request whose\n" +
 			"latest user message is MESSAGE, and print the ranked skills with their scores and what\n" +
-			"would be auto-loaded. A #skill-id or /skill-id mention pins that skill.\n\n" +
+			"would be auto-loaded. A #skill-id or /skill-id mention pins that skill. The configuration\n" +
+			"(--config, SKILLROUTER_* variables, flags) is read as `router serve` reads it.\n\n" +
 			"--json prints {\"query\",\"strategy\",\"embedder\",\"fallback\",\"ranked\":[{\"id\",\"score\",\"components\"}],\n" +
 			"\"selected\":[ids]} (plus fallback_reason, fallback_code, pinned and reasons when set); ranked holds the\n" +
 			fmt.Sprintf("top %d skills.", routeJSONMax),
-		Example: "  router route --skills ../shared/bench/skills \"create an onboarding tour for this repo\"\n" +
-			"  router route --strategy bm25 --json \"use /mcp-builder to wrap our REST API\"",
+		Example: "  router route --skills examples/skills \"my postgres query is slow\"\n" +
+			"  router route --skills builtin:examples --strategy bm25 --json \"use /regex-builder for ISO dates\"",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[0]) == "" {
 				return fmt.Errorf("MESSAGE is empty")
 			}
-			roots, err := requireRoots(lf.skills)
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			opts, err := lf.routerOptions()
+			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
 			if err != nil {
 				return err
 			}
@@ -53,8 +60,8 @@ func newRouteCmd() *cobra.Command {
 			if verbose {
 				level = slog.LevelDebug
 			}
-			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			reg, r, err := buildRouter(cmd.Context(), roots, lf.embedConfig(), opts)
+			opts := cfg.routerOptions(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})))
+			reg, r, err := buildRouter(cmd.Context(), roots, cfg.Embedder, opts)
 			if err != nil {
 				return err
 			}
@@ -67,7 +74,8 @@ func newRouteCmd() *cobra.Command {
 			return writeDecisionTable(cmd.OutOrStdout(), d, rows)
 		},
 	}
-	lf.register(cmd.Flags())
+	cf.register(cmd.Flags(), rankingKeys...)
+	cf.alias(cmd.Flags(), "top-k", "max-auto-load")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
 	cmd.Flags().IntVar(&rows, "rows", 10, "ranked skills shown in the table")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log index building and calibration to stderr")

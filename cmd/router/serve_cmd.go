@@ -32,13 +32,18 @@ import (
 const watchDebounce = 300 * time.Millisecond
 
 func newServeCmd() *cobra.Command {
-	var sf serveFlags
+	var (
+		cf          configFlags
+		printConfig bool
+	)
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen ADDR] [--upstream URL] [--skills DIR]...",
-		Short: "Run the OpenAI-compatible proxy that selects skills for every chat request",
-		Long: "Serve an OpenAI-compatible API on --listen. Chat completions are routed against the skill\n" +
-			"library (catalog in the system prompt, relevant skill bodies appended, a load_skill tool the\n" +
-			"proxy answers itself) and forwarded to --upstream; every other /v1/* path passes through.\n" +
+		Short: "Run the proxy that selects skills for every request (Chat Completions, Responses, Anthropic Messages)",
+		Long: "Serve on --listen the APIs agent clients speak: OpenAI Chat Completions (/v1/chat/completions),\n" +
+			"OpenAI Responses (/v1/responses: Codex CLI) and Anthropic Messages (/v1/messages: Claude Code).\n" +
+			"Each request is routed against the skill library (catalog in the system prompt, relevant skill\n" +
+			"bodies appended, a load_skill tool the proxy answers itself) and forwarded to --upstream\n" +
+			"(Messages to --anthropic-upstream when set); every other /v1/* path passes through.\n" +
 			"Also: GET /healthz, /readyz, /metrics, /v1/skills; POST /v1/skills/route, /v1/skills/reload;\n" +
 			"MCP (streamable HTTP) at /mcp unless --mcp=false (docs/mcp.md; `router mcp` for stdio).\n\n" +
 			"Configuration: defaults < YAML file (--config) < SKILLROUTER_* environment < flags.\n" +
@@ -50,29 +55,36 @@ func newServeCmd() *cobra.Command {
 			"frontmatter (Bash or Bash(git:*) enables bash: that comparison ignores case), or tool_choice names\n" +
 			"it. It works with or without --exec; empty (the default) gates nothing. Withheld tools are\n" +
 			"listed in the X-Skillrouter-Tools-Withheld response header. See docs/sandbox.md.\n\n" +
-			"Conversations: the request header X-Skillrouter-Session (else the body's \"user\") names the\n" +
+			"Conversations: the request header X-Skillrouter-Session (else the body's \"user\", or\n" +
+			"metadata.user_id for Messages) names the\n" +
 			"conversation; tier-3 output folders are keyed by it together with the opening messages.\n\n" +
 			configHelp(),
 		Example: "  router serve --skills examples/skills\n" +
-			"  router serve --upstream https://api.openai.com/v1 --upstream-api-key $OPENAI_API_KEY\n" +
+			"  router serve --skills examples/skills --upstream https://api.openai.com/v1 --upstream-api-key \"$OPENAI_API_KEY\"\n" +
+			"  router serve --skills builtin:examples   # the example library built into the binary, from any folder\n" +
 			"  router serve --config examples/config.yaml --log-format json\n" +
 			"  SKILLROUTER_ROUTING_STRATEGY=bm25 router serve --print-config",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadServeConfig(cmd.Flags(), &sf, os.LookupEnv)
+			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			if sf.printConfig {
+			if printConfig {
 				enc := yaml.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent(2)
 				defer enc.Close()
 				return enc.Encode(cfg.redacted())
 			}
-			return runServe(cmd.Context(), cfg, cmd.ErrOrStderr())
+			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
 		},
 	}
-	registerServeFlags(cmd.Flags(), &sf)
+	cf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
 	cmd.Flags().SortFlags = false
 	return cmd
 }
@@ -98,13 +110,11 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 // ctx ends. It listens before the routing index is built (embedding a large
 // library with a remote model can take minutes): meanwhile /healthz answers,
 // /readyz says 503, and chat requests go upstream unmodified with
-// X-Skillrouter-Error saying the index is not ready.
-func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
+// X-Skillrouter-Error saying the index is not ready. The upstream is checked
+// at start and every upstream.check_interval, logged when its status
+// changes and shown in /readyz's body.
+func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
-	roots, err := requireRoots(cfg.Skills)
-	if err != nil {
-		return err
-	}
 	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log})
 	if err != nil {
 		return err
@@ -116,7 +126,25 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, tel)
+	if cfg.Debug.Listen != "" {
+		if _, err := serveDebug(ctx, cfg.Debug.Listen, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	// The upstream is checked at once, beside everything else, so a wrong
+	// URL is reported in the first second, not after the index is built.
+	checkers, err := cfg.upstreamCheckers(log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	checks := make([]proxy.UpstreamCheck, len(checkers))
+	for i, c := range checkers {
+		go c.Run(ctx, cfg.Upstream.CheckInterval)
+		checks[i] = c
+	}
+	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, tel, checks...)
 	if err != nil {
 		ln.Close()
 		return err
@@ -138,7 +166,7 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
 	log.Info("skillrouter proxy listening; building the routing index",
-		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", cfg.Upstream.URL,
+		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", redactURL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
@@ -185,8 +213,17 @@ func runServe(ctx context.Context, cfg serveConfig, logw io.Writer) error {
 	return failed
 }
 
+// redactURL hides a password in a URL for the log.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
 // mcpURL is where MCP hosts connect ("off" when disabled).
-func mcpURL(cfg serveConfig, ln net.Listener) string {
+func mcpURL(cfg config, ln net.Listener) string {
 	if !cfg.MCP.Enabled {
 		return "off"
 	}
@@ -212,7 +249,7 @@ func providerName(c embed.Config) string {
 // buildProxy wires the library, the routers (one per A/B embedder) and tier 3
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
-func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
+func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
 	srv, reg, _, build, err := buildServer(ctx, cfg, roots, log, false, nil)
 	return srv, reg, build, err
 }
@@ -220,9 +257,10 @@ func buildProxy(ctx context.Context, cfg serveConfig, roots []string, log *slog.
 // buildServer is buildProxy plus, with withMCP, the MCP server over the same
 // library, default router and sandbox (nil without), and tracing: tel's
 // spans around routing, embedding and tool calls, and its transports for the
-// upstream and remote embedders (a nil or disabled tel adds nothing).
-func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog.Logger, withMCP bool, tel *telemetry.Provider) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
-	ropts := routerOptions(cfg, log)
+// upstream and remote embedders (a nil or disabled tel adds nothing). checks
+// are reported in /readyz's body.
+func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logger, withMCP bool, tel *telemetry.Provider, checks ...proxy.UpstreamCheck) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
+	ropts := cfg.routerOptions(log)
 	var wrapEmbedder func(router.Embedder) router.Embedder
 	if tel.Enabled() {
 		wrapEmbedder = func(e router.Embedder) router.Embedder { return tel.Embedder(e) }
@@ -243,7 +281,7 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 	if len(cfg.Exec.AllowedTools) > 0 {
 		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
 	}
-	rwOpts := rewriteOptions(cfg, tools)
+	rwOpts := cfg.rewriteOptions(tools)
 	var mcpSrv *mcpserver.Server
 	if withMCP {
 		if mcpSrv, err = newMCPServer(cfg, reg, tools, log); err != nil {
@@ -276,44 +314,19 @@ func buildServer(ctx context.Context, cfg serveConfig, roots []string, log *slog
 			ab.Arms = append(ab.Arms, arm)
 		}
 	}
-	up, _ := url.Parse(cfg.Upstream.URL) // validated
-	rounds := cfg.ToolRounds
-	if rounds == 0 {
-		rounds = -1 // proxy.Config: 0 is the default, <0 none
-	}
-	var anthropic *url.URL
-	if cfg.Upstream.AnthropicURL != "" {
-		anthropic, _ = url.Parse(cfg.Upstream.AnthropicURL) // validated
-	}
-	var transport http.RoundTripper // nil: the proxy's default
+	pc := cfg.proxyConfig()
 	if tel.Enabled() {
-		transport = tel.Transport(proxy.NewTransport(cfg.Upstream.ConnectTimeout), "upstream")
+		pc.Transport = tel.Transport(proxy.NewTransport(cfg.Upstream.ConnectTimeout), "upstream")
 	}
 	access, err := accessConfig(cfg, cfg.Listen)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	lib := &syncedLibrary{Registry: reg}
-	srv, err := proxy.New(proxy.Config{
-		Access:            access,
-		MetricsElsewhere:  cfg.Server.MetricsListen != "",
-		Upstream:          up,
-		AnthropicUpstream: anthropic,
-		AnthropicAPIKey:   cfg.Upstream.AnthropicAPIKey,
-		APIKey:            cfg.Upstream.APIKey,
-		OverrideAuth:      cfg.Upstream.OverrideAuth,
-		Transport:         transport,
-		Rewriter:          traceRewriter(tel, def, ""),
-		Library:           lib,
-		AB:                ab,
-		MaxToolRounds:     rounds,
-		BodyLimit:         int64(cfg.BodyLimit),
-		UpstreamTimeout:   cfg.Upstream.Timeout,
-		ConnectTimeout:    cfg.Upstream.ConnectTimeout,
-		HeaderTimeout:     cfg.Upstream.HeaderTimeout,
-		IdleTimeout:       cfg.Upstream.IdleTimeout,
-		Logger:            log,
-	})
+	pc.Access, pc.MetricsElsewhere = access, cfg.Server.MetricsListen != ""
+	pc.Stage, pc.Rewriter = traceStage(tel), traceRewriter(tel, def, "")
+	pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = lib, ab, log, checks
+	srv, err := proxy.New(pc)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -353,29 +366,6 @@ func warmUp(ctx context.Context, rw proxy.Rewriter, inProcessEmbedder bool) {
 		ov.Strategy = router.StrategyBM25
 	}
 	_, _ = rw.Rewrite(ctx, req, ov)
-}
-
-// routerOptions maps the routing section to router.Options.
-func routerOptions(cfg serveConfig, log *slog.Logger) router.Options {
-	o := router.Options{
-		Strategy:     router.Strategy(cfg.Routing.Strategy),
-		MaxAutoLoad:  cfg.Routing.MaxAutoLoad,
-		EmbedTimeout: cfg.Routing.EmbedTimeout,
-		IndexDir:     cfg.Routing.IndexDir,
-		Prebuilt:     cfg.Routing.Prebuilt,
-		RankCache:    cfg.Routing.RankCache,
-		Logger:       log,
-	}
-	if o.MaxAutoLoad == 0 {
-		o.MaxAutoLoad = -1 // router.Options: 0 is the default, <0 none
-	}
-	if len(cfg.Routing.MinScore) > 0 {
-		o.MinScore = map[router.Strategy]float64{}
-		for k, v := range cfg.Routing.MinScore {
-			o.MinScore[router.Strategy(k)] = v
-		}
-	}
-	return o
 }
 
 // lateRewriter stands in for a router's rewriter while its index is built:

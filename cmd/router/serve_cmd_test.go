@@ -116,7 +116,7 @@ func TestRunServeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runServe(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "listen") {
+	if err := runServe(context.Background(), cfg, cfg.Skills, io.Discard); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("port in use: %v", err)
 	}
 
@@ -132,7 +132,7 @@ func TestRunServeLifecycle(t *testing.T) {
 	defer logFile.Close()
 	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, logFile) }()
+	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(logs(), "proxy ready") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -175,5 +175,61 @@ func recordingUpstream(t *testing.T) (*httptest.Server, func() string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return string(got)
+	}
+}
+
+// TestServeReportsWrongUpstream: an upstream URL without /v1 is reported
+// at start with the URL meant, and /readyz's body carries the check while
+// the proxy itself is ready.
+func TestServeReportsWrongUpstream(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"object":"list","data":[{"id":"llama3.2","object":"model"}]}`)
+	}))
+	defer up.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg, err := loadFor(t, []string{"--skills", filepath.Join("..", "..", "examples", "skills"), "--listen", addr,
+		"--watch=false", "--upstream", up.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
+	hint := "upstream check failed: GET /models answered 404: did you mean " + up.URL + "/v1?"
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(logs(), hint) && strings.Contains(logs(), "proxy ready") {
+			break
+		}
+	}
+	if !strings.Contains(logs(), hint) {
+		t.Errorf("log lacks %q:\n%s", hint, logs())
+	}
+	r, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || !strings.Contains(string(b), `"status":"not_found"`) || !strings.Contains(string(b), `"hint":"did you mean `+up.URL+`/v1?"`) {
+		t.Errorf("readyz %d %s", r.StatusCode, b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

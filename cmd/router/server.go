@@ -51,7 +51,7 @@ func capConnections(limit int, log *slog.Logger) int {
 
 // accessConfig is the proxy's Access from the server and auth sections;
 // the API keys file is read here (one key a line, # comments).
-func accessConfig(cfg serveConfig, listen string) (proxy.Access, error) {
+func accessConfig(cfg config, listen string) (proxy.Access, error) {
 	a := proxy.Access{
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		AllowedHosts:   append([]string(nil), cfg.Server.AllowedHosts...),
@@ -92,7 +92,7 @@ func accessConfig(cfg serveConfig, listen string) (proxy.Access, error) {
 // deadline left on the connection also cancels the request's context);
 // the body deadline is set per request by the proxy and lifted once the
 // body is read.
-func httpServer(cfg serveConfig, h http.Handler, log *slog.Logger, base context.Context) *http.Server {
+func httpServer(cfg config, h http.Handler, log *slog.Logger, base context.Context) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,

@@ -25,7 +25,7 @@ type servedProxy struct {
 
 // startServe runs runServe with cfg (listen, skills and upstream filled
 // in) until the test ends or stop is called.
-func startServe(t *testing.T, cfg serveConfig, upstream http.Handler) *servedProxy {
+func startServe(t *testing.T, cfg config, upstream http.Handler) *servedProxy {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
@@ -45,7 +45,7 @@ func startServe(t *testing.T, cfg serveConfig, upstream http.Handler) *servedPro
 	t.Cleanup(func() { logFile.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, logFile) }()
+	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
 	var once sync.Once
 	var runErr error
 	sp := &servedProxy{addr: cfg.Listen,
@@ -65,7 +65,7 @@ func startServe(t *testing.T, cfg serveConfig, upstream http.Handler) *servedPro
 	return sp
 }
 
-func defaultsFor(t *testing.T, args ...string) serveConfig {
+func defaultsFor(t *testing.T, args ...string) config {
 	t.Helper()
 	cfg, err := loadFor(t, args, nil)
 	if err != nil {

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -15,32 +15,38 @@ import (
 )
 
 func newSkillsCmd() *cobra.Command {
-	var dirs []string
+	cf := &configFlags{}
 	cmd := &cobra.Command{
 		Use:   "skills",
 		Short: "List, validate, show and render a skill library",
 		Long: "Inspect a library of Agent Skills (folders holding a SKILL.md) exactly as the proxy sees it:\n" +
 			"list the skills, validate them against the Agent Skills spec, show the load_skill result\n" +
-			"for one skill, or print the catalog put in the system prompt.",
+			"for one skill, print the catalog put in the system prompt, or show which folders are searched.",
 		Args: cobra.NoArgs,
 	}
-	addSkillsFlag(cmd.PersistentFlags(), &dirs)
+	cf.register(cmd.PersistentFlags(), "skills")
 	cmd.AddCommand(
-		newSkillsListCmd(&dirs),
-		newSkillsValidateCmd(&dirs),
-		newSkillsShowCmd(&dirs),
-		newSkillsCatalogCmd(&dirs),
+		newSkillsListCmd(cf),
+		newSkillsValidateCmd(cf),
+		newSkillsShowCmd(cf),
+		newSkillsCatalogCmd(cf),
+		newSkillsRootsCmd(cf),
 	)
 	return cmd
 }
 
-// loadLibrary scans the roots chosen by --skills (or the defaults).
-func loadLibrary(ctx context.Context, dirs []string) (*skills.Snapshot, error) {
-	roots, err := requireRoots(dirs)
+// loadLibrary scans the roots the configuration chooses (--skills, the
+// config file's skills, else the defaults).
+func loadLibrary(cmd *cobra.Command, cf *configFlags, args []string) (*skills.Snapshot, error) {
+	cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	snap := skills.Load(ctx, roots, skills.Options{})
+	roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+	if err != nil {
+		return nil, err
+	}
+	snap := skills.Load(cmd.Context(), roots, skills.Options{})
 	if err := snap.Err(); err != nil {
 		return nil, fmt.Errorf("scanning skills: %w", err)
 	}
@@ -55,7 +61,7 @@ func printLibraryProblems(w io.Writer, snap *skills.Snapshot) {
 	}
 }
 
-func newSkillsListCmd(dirs *[]string) *cobra.Command {
+func newSkillsListCmd(cf *configFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -64,7 +70,7 @@ func newSkillsListCmd(dirs *[]string) *cobra.Command {
 			`an array of {"id","name","description","path","type","resources":[...],"problems":[...]}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			snap, err := loadLibrary(cmd.Context(), *dirs)
+			snap, err := loadLibrary(cmd, cf, nil)
 			if err != nil {
 				return err
 			}
@@ -131,7 +137,7 @@ func shorten(s string, n int) string {
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
 
-func newSkillsValidateCmd(dirs *[]string) *cobra.Command {
+func newSkillsValidateCmd(cf *configFlags) *cobra.Command {
 	var strict bool
 	cmd := &cobra.Command{
 		Use:   "validate",
@@ -140,7 +146,7 @@ func newSkillsValidateCmd(dirs *[]string) *cobra.Command {
 			"(with --strict, also when there is a warning), 0 otherwise.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			snap, err := loadLibrary(cmd.Context(), *dirs)
+			snap, err := loadLibrary(cmd, cf, nil)
 			if err != nil {
 				return err
 			}
@@ -166,7 +172,7 @@ func newSkillsValidateCmd(dirs *[]string) *cobra.Command {
 	return cmd
 }
 
-func newSkillsShowCmd(dirs *[]string) *cobra.Command {
+func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Print the load_skill result for a skill, as the model receives it",
@@ -174,7 +180,7 @@ func newSkillsShowCmd(dirs *[]string) *cobra.Command {
 			"root, e.g. anthropics/mcp-builder). An unknown id prints the not-found result and exits 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			snap, err := loadLibrary(cmd.Context(), *dirs)
+			snap, err := loadLibrary(cmd, cf, args)
 			if err != nil {
 				return err
 			}
@@ -195,7 +201,7 @@ func newSkillsShowCmd(dirs *[]string) *cobra.Command {
 	}
 }
 
-func newSkillsCatalogCmd(dirs *[]string) *cobra.Command {
+func newSkillsCatalogCmd(cf *configFlags) *cobra.Command {
 	var (
 		format   string
 		priority []string
@@ -214,7 +220,7 @@ func newSkillsCatalogCmd(dirs *[]string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			snap, err := loadLibrary(cmd.Context(), *dirs)
+			snap, err := loadLibrary(cmd, cf, nil)
 			if err != nil {
 				return err
 			}

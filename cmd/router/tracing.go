@@ -137,3 +137,16 @@ type tracedGateSession struct {
 
 func (t *tracedGateSession) WithheldTools() []string         { return t.gate.WithheldTools() }
 func (t *tracedGateSession) EnabledTools() map[string]string { return t.gate.EnabledTools() }
+
+// traceStage makes each stage of a request the proxy reports (parsing the
+// body) a span; nil when tracing is off.
+func traceStage(tel *telemetry.Provider) func(ctx context.Context, name string) (context.Context, func()) {
+	if !tel.Enabled() {
+		return nil
+	}
+	tracer := tel.Tracer()
+	return func(ctx context.Context, name string) (context.Context, func()) {
+		ctx, span := tracer.Start(ctx, name)
+		return ctx, func() { span.End() }
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -180,8 +182,12 @@ func TestServeTracing(t *testing.T) {
 	if server.Parent().SpanID().String() != clientSpan {
 		t.Errorf("server span's parent %s, want the client's %s", server.Parent().SpanID(), clientSpan)
 	}
+	childOf(one("skillrouter.parse"), server)
 	route := one("skillrouter.route")
 	childOf(route, server)
+	if attrs := route.Attributes(); !slices.ContainsFunc(attrs, func(a attribute.KeyValue) bool { return a.Key == "skillrouter.api" && a.Value.Emit() == "chat" }) {
+		t.Errorf("route span has no api: %v", attrs)
+	}
 	attrs := map[string]string{}
 	for _, a := range route.Attributes() {
 		attrs[string(a.Key)] = a.Value.Emit()

@@ -1,75 +1,17 @@
 package main
 
-// Wiring shared by the commands that rank a library (route, serve, bench):
-// the flags choosing the library, strategy and embedder, and buildRouter,
-// which loads the library, fits the builtin embedder to it and keeps the
-// router's indexes in step with registry reloads.
+// Wiring shared by the commands that rank a library (route, serve, bench,
+// doctor): buildRouter loads the library, fits the builtin embedder to it
+// and keeps the router's indexes in step with registry reloads.
 
 import (
 	"context"
 	"fmt"
-	"os"
-
-	"github.com/spf13/pflag"
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 )
-
-// libraryFlags are the flags of every command that ranks a library. Each
-// embedder flag falls back to an environment variable, so a deployment can
-// keep keys out of its command line.
-type libraryFlags struct {
-	skills     []string
-	strategy   string
-	embedder   string
-	embedModel string
-	embedURL   string
-	embedKey   string
-	topK       int
-}
-
-// register adds the flags to fs.
-func (f *libraryFlags) register(fs *pflag.FlagSet) {
-	addSkillsFlag(fs, &f.skills)
-	fs.StringVar(&f.strategy, "strategy", envOr("SKILLROUTER_STRATEGY", string(router.DefaultStrategy)),
-		"ranking strategy: keyword, bm25, embedding or hybrid (env SKILLROUTER_STRATEGY)")
-	fs.StringVar(&f.embedder, "embedder", envOr("SKILLROUTER_EMBEDDER", embed.ProviderBuiltin),
-		"embedding provider: builtin (offline), ollama or openai (any OpenAI-compatible /v1/embeddings) (env SKILLROUTER_EMBEDDER)")
-	fs.StringVar(&f.embedModel, "embed-model", os.Getenv("SKILLROUTER_EMBED_MODEL"),
-		"embedding model (default nomic-embed-text for ollama, text-embedding-3-small for openai) (env SKILLROUTER_EMBED_MODEL)")
-	fs.StringVar(&f.embedURL, "embed-url", os.Getenv("SKILLROUTER_EMBED_URL"),
-		"embedding endpoint base URL (default $OLLAMA_HOST or http://127.0.0.1:11434 for ollama, https://api.openai.com/v1 for openai) (env SKILLROUTER_EMBED_URL)")
-	fs.StringVar(&f.embedKey, "embed-key", "",
-		"API key for the openai provider (env SKILLROUTER_EMBED_KEY, then OPENAI_API_KEY)")
-	fs.IntVar(&f.topK, "top-k", router.DefaultMaxAutoLoad, "skills auto-loaded at most per request (0 = none)")
-}
-
-// embedConfig is the embedder configuration the flags describe.
-func (f *libraryFlags) embedConfig() embed.Config {
-	key := f.embedKey
-	if key == "" {
-		key = os.Getenv("SKILLROUTER_EMBED_KEY")
-	}
-	return embed.Config{Provider: f.embedder, Model: f.embedModel, BaseURL: f.embedURL, APIKey: key}
-}
-
-// routerOptions are the ranking options the flags describe.
-func (f *libraryFlags) routerOptions() (router.Options, error) {
-	s := router.Strategy(f.strategy)
-	if !router.ValidStrategy(s) {
-		return router.Options{}, fmt.Errorf("--strategy %q: want keyword, bm25, embedding or hybrid", f.strategy)
-	}
-	if f.topK < 0 {
-		return router.Options{}, fmt.Errorf("--top-k %d: must be 0 or more", f.topK)
-	}
-	topK := f.topK
-	if topK == 0 {
-		topK = -1 // router.Options: 0 means the default, <0 none
-	}
-	return router.Options{Strategy: s, MaxAutoLoad: topK}, nil
-}
 
 // withEmbedder creates the embedder ec describes and sets it in opts; for the
 // builtin it also sets Fit, so each library snapshot gets an embedder fitted
@@ -164,11 +106,4 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		}
 	}
 	return r, nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -37,7 +37,7 @@ func checkDecisionHeaders(t *testing.T, h map[string]string) {
 }
 
 func TestRealClientsThroughProxyResponses(t *testing.T) {
-	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load"} {
+	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load"} {
 		for _, mode := range []string{"create", "stream", "helper"} {
 			t.Run(kase+"/"+mode, func(t *testing.T) {
 				t.Parallel()
@@ -51,6 +51,13 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 				case "load":
 					loadRound(e.up, helloAnswer)
 					script = "plain"
+				case "chained-load":
+					// A server-side round, then the client's call, then the
+					// client continues from the response it got.
+					e.up.Script(
+						fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`}}}),
+						fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
+					script = "chained"
 				default:
 					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
 				}
@@ -83,6 +90,13 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 				case "load":
 					if r.Text != helloAnswer || len(reqs) != 2 {
 						t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+					}
+				case "chained-load":
+					if r.Text != sunnyAnswer || len(r.Steps) != 2 || len(reqs) != 3 {
+						t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+					}
+					if prev := gjsonString(reqs[2].Body, "previous_response_id"); prev != r.Steps[0].ID {
+						t.Fatalf("the client chains from %q, the upstream got %q", r.Steps[0].ID, prev)
 					}
 					outs := itemsOf(reqs[1], "function_call_output")
 					if len(outs) != 1 || !strings.Contains(stringOf(outs[0]["output"]), `<skill_context id="commit-message">`) {

@@ -31,14 +31,7 @@ type completion struct {
 	Usage json.RawMessage `json:"usage"`
 }
 
-// callID gives a call without an id (some local servers omit it) one, so
-// its tool result can refer to it.
-func callID(id string, round, i int) string {
-	if id == "" {
-		return fmt.Sprintf("call_skillrouter_%d_%d", round, i)
-	}
-	return id
-}
+func callID(id string, round, i int) string { return wire.CallID(id, "call", round, i) }
 
 // ReadAnswer reads a non-streaming answer of round: its usage, and the
 // proxy's calls in choice 0 (those mine claims) with the assistant turn to

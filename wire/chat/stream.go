@@ -77,6 +77,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	st := s.st
 	var end wire.RoundEnd
 	if !st.finished {
+		end.Incomplete = !s.done
 		s.decide(st) // the upstream ended without a finish_reason
 	}
 	end.Dropped, end.Exhausted = st.dropped, st.exhausted
@@ -210,6 +211,11 @@ type contentPart struct {
 
 // relayChunk handles one data event of round.
 func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
+	// A later round opens with its own role delta: the client has had one.
+	if round > 0 && plainDelta(ev.Data) && bytes.Contains(ev.Data, []byte(`"role"`)) {
+		s.withoutRole(st, ev, round)
+		return
+	}
 	// Fast path, most of any stream: a text delta with no tool call, finish,
 	// usage or error. Relayed without decoding; its text is decoded only if
 	// the round turns out to loop.
@@ -457,6 +463,29 @@ func hasOtherDelta(data []byte) bool {
 		}
 	}
 	return len(ch.Choices) > 1
+}
+
+// withoutRole relays a later round's plain chunk without its role: dropped
+// when nothing else is in it (the usual opening chunk, content "").
+func (s *Stream) withoutRole(st *roundState, ev *wire.Event, round int) {
+	var ch chunk
+	if json.Unmarshal(ev.Data, &ch) != nil || len(ch.Choices) != 1 {
+		s.out = append(s.out, ev.Raw...)
+		return
+	}
+	if st.id == "" {
+		st.id = ch.ID
+	}
+	if c := ch.Choices[0].Delta.Content; c == nil || *c == "" {
+		if !hasOtherDelta(ev.Data) {
+			return
+		}
+	} else {
+		st.content = append(st.content, contentPart{text: *c})
+	}
+	s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
+		patchChoice0(top, func(_, delta map[string]json.RawMessage) { delete(delta, "role") })
+	})
 }
 
 // writeData appends one "data:" event.

@@ -55,7 +55,7 @@ func ErrorJSON(e *wire.Error) []byte {
 // ErrorEvent renders e as the final event of a started stream: an "error"
 // event, which the Anthropic SDKs raise as an APIError.
 func (s *Stream) ErrorEvent(e *wire.Error) []byte {
-	return appendEvent(nil, "error", ErrorJSON(e))
+	return wire.AppendEvent(nil, "error", ErrorJSON(e))
 }
 
 // UpstreamErrorEvent turns an upstream error answer met after the client's
@@ -64,7 +64,7 @@ func (s *Stream) ErrorEvent(e *wire.Error) []byte {
 func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	var env envelope
 	if json.Unmarshal(raw, &env) == nil && env.Type == "error" && env.Error.Message != "" {
-		return appendEvent(nil, "error", wire.Marshal(env)), env.Error.Message
+		return wire.AppendEvent(nil, "error", wire.Marshal(env)), env.Error.Message
 	}
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	return s.ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Message: msg}), msg

@@ -20,12 +20,15 @@ type message struct {
 }
 
 // kind maps a content block type to what the ownership rules need.
+// Thinking is the client's, even before a proxy call: the API wants the
+// assistant turn that ends in a tool_use to open with the thinking block
+// of that turn, and when the client's tool_use comes in a later round
+// (the model thinks only at the start of a turn unless interleaved
+// thinking is on), the only thinking block of the turn is the one before
+// the proxy's call.
 func kind(typ string) ownership.Kind {
-	switch typ {
-	case "tool_use":
+	if typ == "tool_use" {
 		return ownership.Call
-	case "thinking", "redacted_thinking":
-		return ownership.Reasoning
 	}
 	return ownership.Other
 }
@@ -54,10 +57,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			owners[j] = ownership.Client // thinking stays in the assistant turn either way
 		}
 		if o == ownership.Proxy {
-			id := b.ID
-			if id == "" {
-				id = fmt.Sprintf("toolu_skillrouter_%d_%d", rnd, len(calls))
-			}
+			id := wire.CallID(b.ID, "toolu", rnd, len(calls))
 			input := b.Input
 			if len(input) == 0 || jsonspan.IsNull(input) {
 				input = json.RawMessage("{}")
@@ -70,20 +70,20 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	}
 	// The assistant turn keeps every block (thinking with its signature, as
 	// the API requires before tool results) but the held client calls;
-	// its text blocks are the client's in the final message.
+	// all but the proxy's calls are the client's in the final message.
 	var content [][]byte
 	r.pending = r.pending[:0]
 	k := 0
 	for i, c := range msg.Content {
-		switch {
-		case owners[i] == ownership.Held:
+		switch owners[i] {
+		case ownership.Held:
 			continue
-		case owners[i] == ownership.Proxy:
+		case ownership.Proxy:
 			if blocks[i].ID == "" {
 				c, _ = jsonspan.Set(c, "id", wire.Quote(calls[k].ID))
 			}
 			k++
-		case blocks[i].Type == "text":
+		default:
 			r.pending = append(r.pending, c)
 		}
 		content = append(content, c)
@@ -130,16 +130,19 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
-// Final patches the message the client gets: the text blocks of earlier
-// rounds come first, the proxy's tool_use blocks are removed when strip is
-// set (stop_reason "end_turn" when no tool_use is left), and usage (when
-// non-nil) replaces the message's.
+// Final patches the message the client gets: the blocks of earlier rounds
+// that were the client's come first, the proxy's tool_use blocks are
+// removed when strip is set (a stop_reason "tool_use" becomes "end_turn"
+// when no tool_use is left), and usage (when non-nil) replaces the
+// message's.
 func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil {
 		return nil, err
 	}
 	out := raw
+	var msg message
+	_ = json.Unmarshal(raw, &msg)
 	if s, ok := jsonspan.Value(ms, "content"); ok && (len(r.visible) > 0 || strip != nil) {
 		var content []json.RawMessage
 		if err := json.Unmarshal(raw[s.Start:s.End], &content); err != nil {
@@ -162,7 +165,7 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			kept = append(kept, c)
 		}
 		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))
-		if strip != nil && toolUses == 0 {
+		if strip != nil && toolUses == 0 && msg.StopReason != nil && *msg.StopReason == "tool_use" {
 			if out, err = jsonspan.Set(out, "stop_reason", []byte(`"end_turn"`)); err != nil {
 				return nil, err
 			}

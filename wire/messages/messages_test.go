@@ -140,7 +140,9 @@ func TestToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), `"content":[{"type":"text","text":"Loading."},{"type":"text","text":"Done."}]`) ||
+	// The looping round's thinking and text are the client's too: the
+	// thinking block opens the client's assistant turn, as the API wants.
+	if !strings.Contains(string(out), `"content":[{"type":"thinking","thinking":"I need the pdf skill.","signature":"SIG"},{"type":"text","text":"Loading."},{"type":"text","text":"Done."}]`) ||
 		!strings.Contains(string(out), `"usage":{"input_tokens":30,"output_tokens":8}`) {
 		t.Fatalf("final %s", out)
 	}
@@ -203,8 +205,13 @@ func TestStream(t *testing.T) {
 	if end1.Loop == nil || len(end1.Loop.Calls) != 1 || string(end1.Loop.Calls[0].Arguments) != `{"skill_id":"pdf"}` {
 		t.Fatalf("round 1 %+v", end1)
 	}
-	if strings.Contains(out1, "load_skill") || strings.Contains(out1, "need pdf") || strings.Contains(out1, "message_delta") || strings.Contains(out1, "message_stop") {
+	if strings.Contains(out1, "load_skill") || strings.Contains(out1, "message_delta") || strings.Contains(out1, "message_stop") {
 		t.Fatalf("round 1 leaked:\n%s", out1)
+	}
+	// Thinking is the client's, relayed as it comes (the turn it opens may
+	// end in the client's tool_use of a later round).
+	if !strings.Contains(out1, "need pdf") || !strings.Contains(out1, `"signature":"SIG"`) {
+		t.Fatalf("round 1's thinking not relayed:\n%s", out1)
 	}
 	if !strings.Contains(string(end1.Loop.Turn), `{"type":"thinking","thinking":"need pdf","signature":"SIG"}`) {
 		t.Fatalf("the follow-up must keep the thinking block: %s", end1.Loop.Turn)
@@ -221,7 +228,7 @@ func TestStream(t *testing.T) {
 		t.Fatal("round 2 is the answer")
 	}
 	all := out1 + out2
-	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `"index":0`) ||
+	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `"index":1`) ||
 		!strings.Contains(out2, `"usage":{"input_tokens":40,"output_tokens":11}`) || !strings.Contains(all, "event: ping") {
 		t.Fatalf("stream:\n%s", all)
 	}
@@ -255,4 +262,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rendered body does not parse: %v\n%s", err, out)
 		}
 	})
+}
+
+func TestStreamIncomplete(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(string) bool { return false })
+	_, end := runRound(s, false, sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+	))
+	if !end.Incomplete {
+		t.Fatal("a stream without message_stop must be incomplete")
+	}
 }

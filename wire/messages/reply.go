@@ -34,7 +34,7 @@ func EncodeReply(r wire.Reply, stream bool) []byte {
 	var b bytes.Buffer
 	event := func(typ string, fields map[string]any) {
 		fields["type"] = typ
-		b.Write(appendEvent(nil, typ, wire.Marshal(fields)))
+		b.Write(wire.AppendEvent(nil, typ, wire.Marshal(fields)))
 	}
 	event("message_start", map[string]any{"message": msg(nil, nil)})
 	for i, bl := range blocks {

@@ -3,7 +3,6 @@ package messages
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -44,6 +43,7 @@ type roundState struct {
 	startUsage json.RawMessage
 	loop       bool
 	deltaSeen  bool
+	stopped    bool // message_stop or an error event was seen
 }
 
 // streamBlock is one content block of a round.
@@ -132,11 +132,13 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	case "message_delta":
 		s.messageDelta(typ, data)
 	case "message_stop":
+		rd.stopped = true
 		if !rd.loop {
 			s.emit(typ, data)
 		}
 		return s.out, false
 	case "error":
+		rd.stopped = true
 		s.emit(typ, data)
 		return s.out, false
 	default: // ping and events to come
@@ -211,8 +213,9 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.deltaSeen {
 		rd.loop = rd.Loops() // the upstream ended without message_delta
 	}
-	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
+	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped}
 	if !rd.loop {
+		end.Dropped = rd.ProxyCalls
 		rd.ShowPending()
 		return s.out, end
 	}
@@ -224,10 +227,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 			continue
 		}
 		if b.Owner == ownership.Proxy && b.typ == "tool_use" {
-			id := b.id
-			if id == "" {
-				id = fmt.Sprintf("toolu_skillrouter_%d_%d", s.n-1, len(ans.Calls))
-			}
+			id := wire.CallID(b.id, "toolu", s.n-1, len(ans.Calls))
 			input := json.RawMessage(b.input.Bytes())
 			if len(bytes.TrimSpace(input)) == 0 || !json.Valid(input) {
 				input = json.RawMessage("{}")
@@ -267,21 +267,17 @@ func (b *streamBlock) block() []byte {
 			Signature string `json:"signature"`
 		}{"thinking", b.text.String(), b.sig.String()})
 	}
+	// Server tool calls and the like: as they started, with the input
+	// their input_json_deltas built.
+	if input := bytes.TrimSpace(b.input.Bytes()); len(input) > 0 && json.Valid(input) {
+		if out, err := jsonspan.Set(b.start, "input", input); err == nil {
+			return out
+		}
+	}
 	return b.start
 }
 
 // emit writes one event for the client.
 func (s *Stream) emit(typ string, data []byte) {
-	s.out = appendEvent(s.out, typ, data)
-}
-
-func appendEvent(out []byte, typ string, data []byte) []byte {
-	if typ != "" {
-		out = append(out, "event: "...)
-		out = append(out, typ...)
-		out = append(out, '\n')
-	}
-	out = append(out, "data: "...)
-	out = append(out, data...)
-	return append(out, "\n\n"...)
+	s.out = wire.AppendEvent(s.out, typ, data)
 }

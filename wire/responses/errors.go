@@ -29,7 +29,7 @@ func (s *Stream) ErrorEvent(e *wire.Error) []byte {
 		SequenceNumber int    `json:"sequence_number"`
 	}{"error", e.Code, e.Message, param, s.seq})
 	s.seq++
-	return appendEvent(nil, "error", data)
+	return wire.AppendEvent(nil, "error", data)
 }
 
 // UpstreamErrorEvent turns an upstream error answer met after the client's

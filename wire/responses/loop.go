@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -27,15 +26,12 @@ type item struct {
 	Arguments string `json:"arguments"`
 }
 
-// callID gives a call without a call_id one, so its output can refer to it.
+// callID is the call_id of a function call, else its id, else one made up.
 func callID(it item, round, i int) string {
-	switch {
-	case it.CallID != "":
+	if it.CallID != "" {
 		return it.CallID
-	case it.ID != "":
-		return it.ID
 	}
-	return fmt.Sprintf("call_skillrouter_%d_%d", round, i)
+	return wire.CallID(it.ID, "call", round, i)
 }
 
 // ReadAnswer reads a non-streaming response of round: its usage and the
@@ -61,7 +57,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		for _, j := range resolved {
 			owners[j] = ownership.Client
 			if !shown {
-				owners[j] = ownership.Proxy
+				owners[j] = o
 			}
 		}
 		if o == ownership.Proxy {
@@ -114,11 +110,9 @@ func orEmptyObject(args string) string {
 	return args
 }
 
-// FollowUp returns the request for the next round. Stateless (no
-// previous_response_id): the round's items and one function_call_output
-// per result are appended to input. Stored conversations: input becomes
-// just the outputs and previous_response_id the round's response, which
-// the upstream chains. tools is set to ts.
+// FollowUp returns the request for the next round: the round's items (but
+// the held client calls) and one function_call_output per result are
+// appended to input, and tools is set to ts.
 func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
 	if len(results) == 0 {
 		return body, nil
@@ -139,31 +133,27 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if err != nil {
 		return nil, fmt.Errorf("responses: follow-up body: %w", err)
 	}
+	// The round's items and the outputs are appended to the input, with or
+	// without previous_response_id: chaining from the round's response
+	// instead would fail when it was not stored (store: false) and would
+	// leave the client's calls of that round, stored with it, unanswered.
+	// The client's previous_response_id, if any, stays as sent.
+	items := outputs
+	if len(ans.Turn) > 0 {
+		items = append([][]byte{ans.Turn}, outputs...)
+	}
 	var out []byte
-	if r.view.Stateful {
-		if ans.ID == "" {
-			return nil, errors.New("responses: the upstream's response has no id to chain the stored conversation from")
-		}
-		if out, err = jsonspan.Set(body, "previous_response_id", wire.Quote(ans.ID)); err == nil {
-			out, err = jsonspan.Set(out, "input", jsonspan.Array(outputs))
-		}
-	} else {
-		items := outputs
-		if len(ans.Turn) > 0 {
-			items = append([][]byte{ans.Turn}, outputs...)
-		}
-		in, ok := jsonspan.Value(ms, "input")
-		switch {
-		case !ok || jsonspan.IsNull(body[in.Start:in.End]):
-			out, err = jsonspan.Set(body, "input", jsonspan.Array(items))
-		case body[in.Start] == '"':
-			first := append(append([]byte(`{"role":"user","content":`), body[in.Start:in.End]...), '}')
-			out = jsonspan.Splice(body, in, jsonspan.Array(append([][]byte{first}, items...)))
-		default:
-			var arr []byte
-			if arr, err = jsonspan.Append(body[in.Start:in.End], items...); err == nil {
-				out = jsonspan.Splice(body, in, arr)
-			}
+	in, ok := jsonspan.Value(ms, "input")
+	switch {
+	case !ok || jsonspan.IsNull(body[in.Start:in.End]):
+		out, err = jsonspan.Set(body, "input", jsonspan.Array(items))
+	case body[in.Start] == '"':
+		first := append(append([]byte(`{"role":"user","content":`), body[in.Start:in.End]...), '}')
+		out = jsonspan.Splice(body, in, jsonspan.Array(append([][]byte{first}, items...)))
+	default:
+		var arr []byte
+		if arr, err = jsonspan.Append(body[in.Start:in.End], items...); err == nil {
+			out = jsonspan.Splice(body, in, arr)
 		}
 	}
 	if err != nil {

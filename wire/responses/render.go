@@ -56,7 +56,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.hasInput {
+		if r.hasInput || r.inputNull {
 			edits = append(edits, jsonspan.Edit{At: r.input, With: in})
 		} else {
 			addMember("input", in)

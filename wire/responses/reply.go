@@ -37,7 +37,7 @@ func EncodeReply(r wire.Reply, stream bool) []byte {
 	event := func(typ string, fields map[string]any) {
 		fields["type"], fields["sequence_number"] = typ, seq
 		seq++
-		b.Write(appendEvent(nil, typ, wire.Marshal(fields)))
+		b.Write(wire.AppendEvent(nil, typ, wire.Marshal(fields)))
 	}
 	event("response.created", map[string]any{"response": resp("in_progress", nil, nil)})
 	event("response.in_progress", map[string]any{"response": resp("in_progress", nil, nil)})

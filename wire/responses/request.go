@@ -38,8 +38,9 @@ type Request struct {
 	view    wire.Request
 	members []jsonspan.Member
 
-	input       jsonspan.Span // the "input" value; valid when hasInput
+	input       jsonspan.Span // the "input" value; valid when hasInput or inputNull
 	hasInput    bool
+	inputNull   bool // "input": null
 	inputString bool // input is a string, not an array of items
 
 	instructions    jsonspan.Span // the "instructions" value; valid when hasInstructions
@@ -97,10 +98,15 @@ func Parse(body []byte) (*Request, error) {
 			}
 		}
 	}
-	if raw, s, ok := get("input"); ok && !jsonspan.IsNull(raw) {
-		r.input, r.hasInput = s, true
-		if err := r.parseInput(raw); err != nil {
-			return nil, err
+	if raw, s, ok := get("input"); ok {
+		r.input = s
+		if jsonspan.IsNull(raw) {
+			r.inputNull = true
+		} else {
+			r.hasInput = true
+			if err := r.parseInput(raw); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if raw, _, ok := get("tool_choice"); ok {

@@ -154,7 +154,12 @@ func TestToolLoopStateful(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_1","output":"ENV"}],"store":true}`
+	// The client's previous_response_id stays: the round's items and the
+	// output follow its input (chaining from resp_1 would fail were it not
+	// stored, and would leave a held client call of that round unanswered).
+	want := `{"model":"m","previous_response_id":"resp_0","input":[{"role":"user","content":"go on"},{"type":"reasoning","id":"rs_1","summary":[]},` +
+		`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}","status":"completed"},` +
+		`{"type":"function_call_output","call_id":"call_1","output":"ENV"}],"store":true}`
 	if string(next) != want {
 		t.Fatalf("got %s\nwant %s", next, want)
 	}
@@ -311,4 +316,49 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rendered body does not parse: %v\n%s", err, out)
 		}
 	})
+}
+
+func TestStreamIncomplete(t *testing.T) {
+	r, _ := Parse([]byte(`{"input":"x","stream":true}`))
+	s := r.NewStream(func(string) bool { return false })
+	_, end := runRound(t, s, false, sse(
+		`{"type":"response.created","response":{"id":"resp_1","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m","role":"assistant","content":[]}}`,
+	))
+	if !end.Incomplete {
+		t.Fatal("a stream without response.completed must be incomplete")
+	}
+}
+
+func TestReviewFixes(t *testing.T) {
+	mine := func(n string) bool { return n == "load_skill" }
+	// A held client call is left out of the follow-up, and the client's
+	// previous_response_id stays (the upstream would otherwise find the
+	// held call, stored with the round's response, unanswered).
+	body := []byte(`{"previous_response_id":"resp_0","input":"go on","store":false}`)
+	r, _ := Parse(body)
+	mixed := `{"id":"resp_1","output":[{"type":"function_call","call_id":"c1","name":"load_skill","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"shell","arguments":"{}"}]}`
+	ans, _, _ := r.ReadAnswer([]byte(mixed), 0, mine)
+	next, err := r.FollowUp(body, ans, []wire.ToolResult{{CallID: "c1", Content: "ENV"}}, wire.ToolSet{})
+	if err != nil || strings.Contains(string(next), `"c2"`) || !strings.Contains(string(next), `"previous_response_id":"resp_0"`) {
+		t.Fatalf("follow-up %s %v", next, err)
+	}
+	// "input": null takes the envelopes in its place (no second "input").
+	r, _ = Parse([]byte(`{"instructions":"s","input":null}`))
+	got, _ := r.Render(plan())
+	if strings.Count(string(got), `"input"`) != 1 {
+		t.Fatalf("render %s", got)
+	}
+	// response.incomplete after a proxy call: the call is not shown, and counted dropped.
+	r, _ = Parse([]byte(`{"input":"x","stream":true}`))
+	s := r.NewStream(mine)
+	out, end := runRound(t, s, false, sse(
+		`{"type":"response.created","response":{"id":"resp_1","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c1","name":"load_skill","arguments":""}}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c1","name":"load_skill","arguments":"{}"}}`,
+		`{"type":"response.incomplete","response":{"id":"resp_1","status":"incomplete","output":[{"type":"function_call","call_id":"c1","name":"load_skill","arguments":"{}"}]}}`,
+	))
+	if end.Loop != nil || end.Dropped != 1 || end.Incomplete || strings.Contains(out, "load_skill") || !strings.Contains(out, "response.incomplete") {
+		t.Fatalf("end %+v\n%s", end, out)
+	}
 }

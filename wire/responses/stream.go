@@ -115,7 +115,10 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	case "response.completed":
 		s.completed(typ, data)
 		return s.out, !rd.finished
-	case "response.failed", "response.incomplete", "error":
+	case "response.failed", "response.incomplete":
+		s.completed(typ, data)
+		return s.out, false
+	case "error":
 		rd.finished = true
 		s.emit(typ, data, -1)
 		return s.out, false
@@ -137,8 +140,10 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	return s.out, true
 }
 
-// completed ends a round: withheld when it loops, else the client's
-// response.completed with every shown item and the summed usage.
+// completed ends a round at its terminal event (response.completed, and
+// response.failed or .incomplete, which never loop): withheld when it
+// loops, else the client's with every shown item (all rounds) and the
+// summed usage; a first round with nothing hidden goes as it came.
 func (s *Stream) completed(typ string, data []byte) {
 	rd := s.rd
 	rd.finished = true
@@ -149,13 +154,13 @@ func (s *Stream) completed(typ string, data []byte) {
 	if u := resp.Get("usage"); u.Exists() {
 		s.usage.Add(json.RawMessage(u.Raw))
 	}
-	rd.loop = rd.Loops()
+	rd.loop = typ == "response.completed" && rd.Loops()
 	if rd.loop {
 		return
 	}
 	rd.ShowPending() // reasoning left pending goes with the answer
 	patched := data
-	if out := resp.Get("output"); out.Exists() {
+	if out := resp.Get("output"); out.Exists() && (s.n > 1 || rd.ProxyCalls > 0) {
 		els := make([][]byte, len(s.visible))
 		copy(els, s.visible)
 		patched = setPath(patched, []string{"response", "output"}, jsonspan.Array(els))
@@ -173,8 +178,9 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.finished {
 		rd.loop = rd.Loops() // the upstream ended without response.completed
 	}
-	end := wire.RoundEnd{Dropped: rd.Dropped(), Exhausted: rd.Final && rd.ProxyCalls > 0}
+	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.finished}
 	if !rd.loop {
+		end.Dropped = rd.ProxyCalls
 		rd.ShowPending()
 		return s.out, end
 	}
@@ -220,19 +226,7 @@ func (s *Stream) emit(typ string, data []byte, idx int) {
 		data, _ = jsonspan.Set(data, "output_index", []byte(strconv.Itoa(idx)))
 	}
 	s.seq++
-	s.out = appendEvent(s.out, typ, data)
-}
-
-// appendEvent writes one server-sent event with its event: line.
-func appendEvent(out []byte, typ string, data []byte) []byte {
-	if typ != "" {
-		out = append(out, "event: "...)
-		out = append(out, typ...)
-		out = append(out, '\n')
-	}
-	out = append(out, "data: "...)
-	out = append(out, data...)
-	return append(out, "\n\n"...)
+	s.out = wire.AppendEvent(s.out, typ, data)
 }
 
 // setPath sets the member at a path of object keys, leaving the rest as it is.

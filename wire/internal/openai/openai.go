@@ -1,6 +1,6 @@
 // Package openai holds what the two OpenAI APIs (Chat Completions and
-// Responses) share on the wire: the error envelope, tool_choice, text parts
-// and text parts.
+// Responses) share on the wire: the error envelope, tool_choice, and the
+// text parts of content.
 package openai
 
 import (

@@ -1,8 +1,8 @@
 // Package ownership decides, item by item, whose each item of a model's
 // answer is when the proxy answers some tool calls itself: the proxy's, the
-// client's, held back, or (reasoning and thinking) the same as the item
-// after it. Responses output items and Messages content blocks follow the
-// same rules, JSON and streamed.
+// client's, held back, or (Responses reasoning) the same as the item after
+// it. Responses output items and Messages content blocks follow the same
+// rules, JSON and streamed.
 package ownership
 
 // Owner says who an item of one answer belongs to.
@@ -12,7 +12,7 @@ const (
 	Client  Owner = iota // shown to the client
 	Proxy                // a call of the proxy's tools: answered server-side, hidden
 	Held                 // a client call the round's loop drops
-	Pending              // reasoning or thinking: its fate is its next item's
+	Pending              // reasoning: its fate is its next item's
 )
 
 // Kind is what the rules need to know of an item.
@@ -21,7 +21,7 @@ type Kind int
 const (
 	Other     Kind = iota // text, messages, built-in tool calls, ...
 	Call                  // a function call (tool_use): Name says whose
-	Reasoning             // reasoning (Responses) or thinking (Messages)
+	Reasoning             // reasoning (Responses), which must be followed by its item
 )
 
 // Round classifies the items of one answer, in order:
@@ -33,8 +33,9 @@ const (
 //     relayed before the first proxy call makes the round the client's
 //     ("late": the proxy's calls in it are dropped instead);
 //   - reasoning goes with the item that follows it: hidden before a proxy
-//     call (the client would otherwise replay reasoning without its call,
-//     which the APIs reject), shown otherwise;
+//     call or a held call (the client, or the follow-up, would otherwise
+//     send reasoning without its item, which the API rejects), shown
+//     otherwise;
 //   - everything else is the client's.
 type Round struct {
 	Mine func(name string) bool
@@ -52,7 +53,8 @@ type Round struct {
 }
 
 // Add classifies item i; resolved lists the pending reasoning items it
-// decides, shown their fate (shown, or hidden with the proxy's call).
+// decides, shown their fate: shown, or else the same owner as item i (the
+// proxy's, or held with a held call).
 func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown bool) {
 	switch {
 	case k == Reasoning:
@@ -66,7 +68,8 @@ func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown 
 		resolved, r.pending = r.pending, nil
 		return Proxy, resolved, false
 	case k == Call && !r.Final && !r.late && (r.ProxyCalls > 0 || (r.Whole && r.ProxyAhead)):
-		return Held, nil, false
+		resolved, r.pending = r.pending, nil
+		return Held, resolved, false
 	}
 	if k == Call {
 		r.clientCalls++

@@ -29,6 +29,7 @@ func TestRound(t *testing.T) {
 		{"client call first in a whole answer: held", []item{C, L}, false, true, []Owner{Held, Proxy}, true, 0},
 		{"round limit: proxy's dropped, client's shown", []item{L, C}, true, false, []Owner{Proxy, Client}, false, 1},
 		{"reasoning before a client call is shown", []item{R, C, R, L}, false, false, []Owner{Client, Client, Proxy, Proxy}, false, 1},
+		{"reasoning before a held call is held with it", []item{R, L, R, C}, false, false, []Owner{Proxy, Proxy, Held, Held}, true, 0},
 	}
 	for _, tt := range tests {
 		r := Round{Mine: mine, Final: tt.final, Whole: tt.whole}
@@ -42,7 +43,7 @@ func TestRound(t *testing.T) {
 			for _, j := range resolved {
 				got[j] = Client
 				if !shown {
-					got[j] = Proxy
+					got[j] = o
 				}
 			}
 		}

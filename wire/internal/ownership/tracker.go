@@ -39,7 +39,7 @@ func (t *Tracker) Start(i int, k Kind, name string, data []byte) (it *Item, exha
 	o, resolved, shown := t.Add(i, k, name)
 	it.Owner = o
 	for _, j := range resolved {
-		t.settle(t.items[j], shown)
+		t.settle(t.items[j], shown, o)
 	}
 	if o == Proxy && t.Final && !t.said {
 		t.said, exhausted = true, true
@@ -73,20 +73,20 @@ func (t *Tracker) Event(it *Item, data []byte) {
 // an item after it, and does not loop.
 func (t *Tracker) ShowPending() {
 	for _, i := range t.order {
-		t.settle(t.items[i], true)
+		t.settle(t.items[i], true, Client)
 	}
 }
 
-// settle decides a pending item: its held events go out, or it is the
-// proxy's.
-func (t *Tracker) settle(it *Item, shown bool) {
+// settle decides a pending item: its held events go out, or it takes the
+// owner of the item that decided it.
+func (t *Tracker) settle(it *Item, shown bool, o Owner) {
 	if it == nil || it.Owner != Pending {
 		return
 	}
 	held := it.held
 	it.held = nil
 	if !shown {
-		it.Owner = Proxy
+		it.Owner = o
 		return
 	}
 	it.Owner = Client

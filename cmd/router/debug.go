@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+)
+
+// serveDebug serves Go's profiles (/debug/pprof/) on addr, a listener of
+// its own so the proxy's clients never reach them, until ctx ends. CPU and
+// allocation profiles of the running proxy under load show where a routed
+// request's time goes (docs/proxy.md, Performance).
+func serveDebug(ctx context.Context, addr string, log *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("debug.listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+		log.Warn("debug profiles are served on a non-loopback address: anyone who reaches it can read the process's memory profile", "addr", ln.Addr().String())
+	}
+	log.Info("debug profiles", "addr", "http://"+ln.Addr().String()+"/debug/pprof/")
+	go func() {
+		<-ctx.Done()
+		_ = hs.Close()
+	}()
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("debug profiles stopped", "err", err)
+		}
+	}()
+	return ln.Addr().String(), nil
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/sandbox"
+	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/upstreamcheck"
+)
+
+// doctorTimeout bounds each network check of `router doctor`.
+const doctorTimeout = 10 * time.Second
+
+// checkStatus is the outcome of one doctor check.
+type checkStatus string
+
+const (
+	checkOK   checkStatus = "ok"
+	checkWarn checkStatus = "warn"
+	checkFail checkStatus = "FAIL"
+	checkSkip checkStatus = "skipped"
+)
+
+// checkRow is one line of the doctor's table: what was checked, how it
+// went, and for a warning or failure what to do about it.
+type checkRow struct {
+	name   string
+	status checkStatus
+	detail string
+	fix    string
+}
+
+func newDoctorCmd() *cobra.Command {
+	var cf configFlags
+	cmd := &cobra.Command{
+		Use:   "doctor [serve flags]",
+		Short: "Check the configuration, library, upstream, embedder, cache folder and sandbox in one run",
+		Long: "doctor reads the configuration exactly as `router serve` does (same file, variables and\n" +
+			"flags) and checks what serve needs: the configuration itself, the skill library (roots and\n" +
+			"problems), the upstream (GET /models: reachable, key accepted, model list), the embedder\n" +
+			"(reachable, dimension), the cache folder (writable), the listen address (free) and, with\n" +
+			"--exec, the sandbox (Landlock). It prints one row per check with a fix for each problem,\n" +
+			"and exits 1 when a check failed.",
+		Example: "  router doctor\n" +
+			"  router doctor --config examples/config.yaml\n" +
+			"  router doctor --skills builtin:examples --upstream http://127.0.0.1:11434/v1",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rows := runDoctor(cmd.Context(), cmd, &cf, args)
+			failed := writeDoctorTable(cmd.OutOrStdout(), rows)
+			if failed > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s failed\n", plural(failed, "check"))
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cf.register(cmd.Flags())
+	cmd.Flags().SortFlags = false
+	return cmd
+}
+
+// runDoctor runs every check; a configuration that does not load stops
+// there, since every other check would test the wrong values.
+func runDoctor(ctx context.Context, cmd *cobra.Command, cf *configFlags, args []string) []checkRow {
+	cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
+	if err != nil {
+		return []checkRow{{name: "config", status: checkFail, detail: err.Error(), fix: "correct the value named; `router serve --help` lists every key"}}
+	}
+	rows := []checkRow{configRow(&cfg)}
+	rows = append(rows, libraryRow(ctx, &cfg, tryCommand(cmd, args)))
+	rows = append(rows, upstreamRows(ctx, &cfg)...)
+	rows = append(rows, embedderRow(ctx, &cfg))
+	rows = append(rows, cacheRow(&cfg))
+	rows = append(rows, listenRow(&cfg))
+	rows = append(rows, sandboxRow(&cfg))
+	return rows
+}
+
+func configRow(cfg *config) checkRow {
+	if cfg.src.file == "" {
+		return checkRow{name: "config", status: checkOK, detail: "no config file: defaults, SKILLROUTER_* variables and flags"}
+	}
+	return checkRow{name: "config", status: checkOK, detail: cfg.src.file + " loads"}
+}
+
+func libraryRow(ctx context.Context, cfg *config, try string) checkRow {
+	roots, err := requireRoots(cfg, try)
+	if err != nil {
+		return checkRow{name: "library", status: checkFail, detail: err.Error(), fix: "give --skills DIR (or skills: in the config file)"}
+	}
+	snap := skills.Load(ctx, roots, skills.Options{})
+	shown := cfg.Skills
+	if len(shown) == 0 {
+		shown = roots
+	}
+	detail := fmt.Sprintf("%s from %s", plural(snap.Len(), "skill"), strings.Join(shown, ", "))
+	var errs, warns int
+	for _, p := range snap.Problems() {
+		if p.Severity == skills.SeverityError {
+			errs++
+		} else {
+			warns++
+		}
+	}
+	switch {
+	case snap.Len() == 0:
+		return checkRow{name: "library", status: checkFail, detail: detail, fix: "the roots hold no usable skill: `router skills validate` shows why"}
+	case errs+warns > 0:
+		return checkRow{name: "library", status: checkWarn, detail: fmt.Sprintf("%s; %s, %s", detail, plural(errs, "error"), plural(warns, "warning")),
+			fix: "`router skills validate` lists them with path and line (skills with errors are skipped)"}
+	}
+	return checkRow{name: "library", status: checkOK, detail: detail}
+}
+
+func upstreamRows(ctx context.Context, cfg *config) []checkRow {
+	checkers, err := cfg.upstreamCheckers(nil)
+	if err != nil {
+		return []checkRow{{name: "upstream", status: checkFail, detail: err.Error()}}
+	}
+	rows := make([]checkRow, len(checkers))
+	for i, c := range checkers {
+		rows[i] = upstreamRow(ctx, c, cfg)
+	}
+	return rows
+}
+
+func upstreamRow(ctx context.Context, c *upstreamcheck.Checker, cfg *config) checkRow {
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	r := c.Check(ctx)
+	name, where := "upstream", redactURL(cfg.Upstream.URL)
+	if r.Name == "upstream.anthropic_url" {
+		name, where = "anthropic", redactURL(cfg.Upstream.AnthropicURL)
+	}
+	if r.OK() {
+		detail := fmt.Sprintf("%s: %s", where, r.Summary())
+		if len(r.ModelIDs) > 0 {
+			detail += " (" + strings.Join(r.ModelIDs[:min(len(r.ModelIDs), 5)], ", ")
+			if r.Models > 5 {
+				detail += ", …"
+			}
+			detail += ")"
+		}
+		return checkRow{name: name, status: checkOK, detail: detail}
+	}
+	return checkRow{name: name, status: checkFail, detail: where + ": " + r.Error, fix: r.Hint}
+}
+
+func embedderRow(ctx context.Context, cfg *config) checkRow {
+	name := providerName(cfg.Embedder)
+	e, err := embed.New(cfg.Embedder)
+	if err != nil {
+		return checkRow{name: "embedder", status: checkFail, detail: name + ": " + err.Error(), fix: "check the embedder.* keys"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	start := time.Now()
+	vecs, err := e.Embed(ctx, []string{"skillrouter doctor: is the embedder there?"})
+	if err != nil || len(vecs) != 1 {
+		fix := "is the embedding server running? routing falls back to bm25 while it is not"
+		if name == embed.ProviderOpenAI {
+			fix = "check embedder.base_url and the key (embedder.api_key or OPENAI_API_KEY); routing falls back to bm25 meanwhile"
+		}
+		return checkRow{name: "embedder", status: checkFail, detail: fmt.Sprintf("%s %s: %v", name, e.Model(), err), fix: fix}
+	}
+	return checkRow{name: "embedder", status: checkOK,
+		detail: fmt.Sprintf("%s %s: %d dimensions, %.0f ms", name, e.Model(), len(vecs[0]), float64(time.Since(start).Microseconds())/1000)}
+}
+
+// cacheRow checks the folder that keeps remote embeddings and the unpacked
+// example library.
+func cacheRow(cfg *config) checkRow {
+	dir, err := embed.CacheDir(cfg.Embedder.CacheDir)
+	if err != nil {
+		return checkRow{name: "cache", status: checkFail, detail: err.Error(), fix: "set embedder.cache_dir, or XDG_CACHE_HOME"}
+	}
+	if dir == "" {
+		return checkRow{name: "cache", status: checkSkip, detail: "disabled (embedder.cache_dir: -)"}
+	}
+	if err := writable(dir); err != nil {
+		return checkRow{name: "cache", status: checkFail, detail: dir + ": " + err.Error(),
+			fix: "make it writable, or set embedder.cache_dir (or XDG_CACHE_HOME) to a writable folder"}
+	}
+	return checkRow{name: "cache", status: checkOK, detail: dir + " is writable"}
+}
+
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return unwrapPath(err)
+	}
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		return unwrapPath(err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// listenRow warns when the listen address is taken: serve would fail (or a
+// proxy already runs there).
+func listenRow(cfg *config) checkRow {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return checkRow{name: "listen", status: checkWarn, detail: cfg.Listen + ": " + unwrapNet(err),
+			fix: "another process (a running proxy?) holds it: stop it or choose --listen"}
+	}
+	ln.Close()
+	return checkRow{name: "listen", status: checkOK, detail: cfg.Listen + " is free"}
+}
+
+func unwrapNet(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+func sandboxRow(cfg *config) checkRow {
+	if !cfg.Exec.Enabled {
+		return checkRow{name: "sandbox", status: checkSkip, detail: "exec.enabled is false (tier 3 off)"}
+	}
+	sc := cfg.sandboxConfig(nil)
+	if sc.OutputRoot == "" {
+		sc.OutputRoot = filepath.Join(os.TempDir(), "skillrouter-out")
+	}
+	p, err := sandbox.New(sc, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return checkRow{name: "sandbox", status: checkFail, detail: err.Error(),
+			fix: "exec.confinement: auto runs scripts unconfined where Landlock is missing"}
+	}
+	conf := p.Confinement()
+	if conf == "none" || conf == "" {
+		return checkRow{name: "sandbox", status: checkWarn, detail: "scripts run without write confinement (no Landlock)",
+			fix: "Linux ≥ 5.13 with landlock in the lsm= boot list confines them; see docs/sandbox.md"}
+	}
+	return checkRow{name: "sandbox", status: checkOK, detail: "scripts confined by " + conf}
+}
+
+// writeDoctorTable prints the rows and returns how many failed.
+func writeDoctorTable(w io.Writer, rows []checkRow) int {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+	failed := 0
+	for _, r := range rows {
+		if r.status == checkFail {
+			failed++
+		}
+		lines := strings.Split(r.detail, "\n")
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.status, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "\t\t%s\n", l)
+		}
+		if r.fix != "" && r.status != checkOK {
+			fmt.Fprintf(tw, "\t\tfix: %s\n", r.fix)
+		}
+	}
+	tw.Flush()
+	return failed
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func modelsUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"object":"list","data":[{"id":"llama3.2","object":"model"},{"id":"qwen3","object":"model"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+func TestDoctor(t *testing.T) {
+	examples, _ := filepath.Abs(examplesLib)
+	isolate(t)
+	up := modelsUpstream(t)
+	listen := freeAddr(t)
+
+	out, _, err := run(t, "doctor", "--skills", examples, "--upstream", up.URL+"/v1", "--listen", listen)
+	if err != nil {
+		t.Fatalf("all well: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"config    ok       no config file",
+		"library   ok       10 skills from " + examples,
+		"upstream  ok       " + up.URL + "/v1: ok: 2 models",
+		"(llama3.2, qwen3)",
+		"embedder  ok       builtin",
+		"1024 dimensions",
+		"cache     ok",
+		"is writable",
+		"listen    ok       " + listen + " is free",
+		"sandbox   skipped  exec.enabled is false",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A separate Anthropic upstream gets its own row.
+	out, _, err = run(t, "doctor", "--skills", examples, "--upstream", up.URL+"/v1", "--listen", listen,
+		"--anthropic-upstream", up.URL+"/anthropic/v1")
+	if exitStatus(err) != 1 || !strings.Contains(out, "anthropic  FAIL") || !strings.Contains(out, up.URL+"/anthropic/v1: GET /models answered 404") {
+		t.Errorf("anthropic upstream: %v\n%s", err, out)
+	}
+
+	// A wrong upstream URL and a taken address: exit 1, each with its fix.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	out, errOut, err := run(t, "doctor", "--skills", examples, "--upstream", up.URL, "--listen", busy.Addr().String())
+	if exitStatus(err) != 1 || !strings.Contains(errOut, "1 check failed") {
+		t.Fatalf("exit %d (%v), stderr %q", exitStatus(err), err, errOut)
+	}
+	for _, want := range []string{
+		"upstream  FAIL     " + up.URL + ": GET /models answered 404",
+		"fix: did you mean " + up.URL + "/v1?",
+		"listen    warn     " + busy.Addr().String() + ": address already in use",
+		"fix: another process",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A configuration error stops there, with where and what is accepted.
+	file := writeFile(t, "c.yaml", "routing:\n  strategy: hybird\n")
+	out, _, err = run(t, "doctor", "--config", file)
+	if exitStatus(err) != 1 || !strings.Contains(out, "config  FAIL    config "+file+`:2: routing.strategy "hybird": want keyword, bm25, embedding or hybrid`) ||
+		strings.Contains(out, "upstream") {
+		t.Errorf("config error: %v\n%s", err, out)
+	}
+
+	// No library: the command to try.
+	out, _, err = run(t, "doctor", "--upstream", up.URL+"/v1", "--listen", listen)
+	if exitStatus(err) != 1 || !strings.Contains(out, "library   FAIL") ||
+		!strings.Contains(out, "router doctor --upstream "+up.URL+"/v1 --listen "+listen+" --skills builtin:examples") {
+		t.Errorf("no library: %v\n%s", err, out)
+	}
+}
+
+// TestNoLibraryHint: every command that needs a library, run where none
+// exists, says where it looked and prints the exact command to try with
+// the built-in example library.
+func TestNoLibraryHint(t *testing.T) {
+	isolate(t)
+	for _, tc := range []struct {
+		args []string
+		try  string
+	}{
+		{[]string{"serve"}, "router serve --skills builtin:examples"},
+		{[]string{"serve", "--upstream", "https://api.openai.com/v1", "--upstream-api-key", "sk-x"},
+			`router serve --upstream https://api.openai.com/v1 --upstream-api-key "$SKILLROUTER_UPSTREAM_API_KEY" --skills builtin:examples`},
+		{[]string{"route", "--strategy", "bm25", "my postgres query is slow"}, "router route --strategy bm25 --skills builtin:examples 'my postgres query is slow'"},
+		{[]string{"skills", "list"}, "router skills list --skills builtin:examples"},
+		{[]string{"skills", "show", "sql-query-tuning"}, "router skills show --skills builtin:examples sql-query-tuning"},
+		{[]string{"bench", "--queries", "q.jsonl"}, "router bench --queries q.jsonl --skills builtin:examples"},
+	} {
+		_, _, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), "none of the default folders exists") || !strings.Contains(err.Error(), "\n  "+tc.try+"\n") ||
+			strings.Contains(err.Error(), "sk-x") {
+			t.Errorf("%v: %v\nwant the command %s", tc.args, err, tc.try)
+		}
+	}
+	// And the command works.
+	out, _, err := run(t, "route", "--strategy", "bm25", "--skills", "builtin:examples", "my postgres query is slow")
+	if err != nil || !strings.Contains(out, "sql-query-tuning") {
+		t.Errorf("route with the built-in library: %v\n%s", err, out)
+	}
+}

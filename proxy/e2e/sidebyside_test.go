@@ -1,0 +1,321 @@
+package e2e
+
+// The side-by-side cost benchmark (issue 18): the built `router serve`, a
+// bare Go httputil.ReverseProxy and the upstream called directly, measured
+// in one run, alternating targets, with a different ~50-word query on every
+// request (no ranking-cache hits). Not part of `make test`:
+//
+//	make bench-compare    (SKILLROUTER_SIDE_BY_SIDE=1 go test -run TestSideBySide -v ./proxy/e2e)
+//
+// Each target is its own process (the bare proxy is this test binary
+// re-executed), so its CPU time (/proc/PID/stat) and RSS (/proc/PID/status)
+// are its own; the fake upstream and the load client run in this process.
+// Knobs: SKILLROUTER_SBS_SECONDS (per target and round, default 5),
+// SKILLROUTER_SBS_ROUNDS (default 3; the table shows medians),
+// SKILLROUTER_SBS_CLIENTS (default "1,16,64"), SKILLROUTER_SBS_DELAY_MS
+// (the upstream's answer time, default 20).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// bareProxyEnv makes this test binary a bare reverse proxy to its value
+// (the upstream's base URL), listening on the address it prints first.
+const bareProxyEnv = "SKILLROUTER_BARE_PROXY_UPSTREAM"
+
+func init() {
+	up := os.Getenv(bareProxyEnv)
+	if up == "" {
+		return
+	}
+	target, err := url.Parse(up)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Println(ln.Addr().String())
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.URL.Path = target.Path + strings.TrimPrefix(r.In.URL.Path, "/v1")
+	}}
+	_ = http.Serve(ln, rp)
+	os.Exit(0)
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// sbsTarget is one server under test.
+type sbsTarget struct {
+	name   string
+	base   string // URL including /v1
+	pid    int    // 0: this process (no CPU or RSS of its own)
+	header map[string]string
+}
+
+// procCPU is the process's user+system CPU time.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// procRSS is the process's resident set in MB.
+func procRSS(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// sbsQueries makes a different ~50-word query for every request from the
+// words of the upstream queries.
+func sbsQueries(t *testing.T, dir string) func(i int64) string {
+	f, err := os.Open(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var words []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var q struct{ Query string }
+		if json.Unmarshal(sc.Bytes(), &q) == nil {
+			words = append(words, strings.Fields(q.Query)...)
+		}
+	}
+	return func(i int64) string {
+		r := rand.New(rand.NewPCG(uint64(i), 7))
+		w := make([]string, 50)
+		for k := range w {
+			w[k] = words[r.IntN(len(words))]
+		}
+		return strings.Join(w, " ")
+	}
+}
+
+// sbsResult is one target's figures in one round.
+type sbsResult struct {
+	p50, p99 time.Duration
+	n        int
+	rps      float64
+	cpu      time.Duration // per request
+	rss      float64
+}
+
+func TestSideBySide(t *testing.T) {
+	if os.Getenv("SKILLROUTER_SIDE_BY_SIDE") != "1" {
+		t.Skip("set SKILLROUTER_SIDE_BY_SIDE=1 (make bench-compare)")
+	}
+	dir := filepath.Join("..", "..", "..", "shared", "bench")
+	if _, err := os.Stat(filepath.Join(dir, "skills")); err != nil {
+		t.Skipf("benchmark data not found at %s", dir)
+	}
+	seconds := time.Duration(envInt("SKILLROUTER_SBS_SECONDS", 5)) * time.Second
+	rounds := envInt("SKILLROUTER_SBS_ROUNDS", 3)
+	delay := time.Duration(envInt("SKILLROUTER_SBS_DELAY_MS", 20)) * time.Millisecond
+	var clients []int
+	for _, c := range strings.Split(envOr("SKILLROUTER_SBS_CLIENTS", "1,16,64"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(c)); err == nil && n > 0 {
+			clients = append(clients, n)
+		}
+	}
+	query := sbsQueries(t, dir)
+
+	up := fakeai.New()
+	defer up.Close()
+	up.Handle("/v1/chat/completions", fakeai.DelayFromHeader(fakeai.Reply(fakeai.Turn{Content: "ok"})))
+	up.StopRecording()
+
+	// The bare proxy: this binary again.
+	bare := exec.Command(os.Args[0], "-test.run", "^$")
+	bare.Env = append(os.Environ(), bareProxyEnv+"="+up.BaseURL())
+	bareOut, _ := bare.StdoutPipe()
+	if err := bare.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bare.Process.Kill(); _ = bare.Wait() }()
+	addr, err := bufio.NewReader(bareOut).ReadString('\n')
+	if err != nil {
+		t.Fatalf("bare proxy: %v", err)
+	}
+	// The router: the built binary, its own process.
+	bin := filepath.Join(t.TempDir(), "router")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/router").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	routerAddr := ln.Addr().String()
+	ln.Close()
+	rt := exec.Command(bin, "serve", "--skills", filepath.Join(dir, "skills"), "--upstream", up.BaseURL(),
+		"--listen", routerAddr, "--log-level", "warn")
+	rt.Stderr = os.Stderr
+	if err := rt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rt.Process.Kill(); _ = rt.Wait() }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get("http://" + routerAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("router not ready")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	readyRSS := procRSS(rt.Process.Pid)
+
+	targets := []sbsTarget{
+		{name: "direct", base: up.BaseURL()},
+		{name: "bare Go proxy", base: "http://" + strings.TrimSpace(addr) + "/v1", pid: bare.Process.Pid},
+		{name: "skillrouter, routing off", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid, header: map[string]string{"X-Skillrouter-Disable": "true"}},
+		{name: "skillrouter, routing on", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
+	}
+	var seq atomic.Int64
+	run := func(tg sbsTarget, conc int) sbsResult {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc + 4}}
+		defer client.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), seconds)
+		defer cancel()
+		cpu0 := procCPU(tg.pid)
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range conc {
+			wg.Go(func() {
+				var mine []time.Duration
+				for ctx.Err() == nil && len(mine) < 1_000_000 {
+					body, _ := json.Marshal(map[string]any{"model": "bench", "messages": []any{
+						map[string]string{"role": "system", "content": "You are a helpful coding assistant."},
+						map[string]string{"role": "user", "content": query(seq.Add(1))}}})
+					req, _ := http.NewRequest(http.MethodPost, tg.base+"/chat/completions", bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set(fakeai.DelayHeader, strconv.FormatInt(delay.Microseconds(), 10))
+					for k, v := range tg.header {
+						req.Header.Set(k, v)
+					}
+					t0 := time.Now()
+					resp, err := client.Do(req)
+					if err != nil {
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						mine = append(mine, time.Since(t0))
+					}
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		el := time.Since(start)
+		res := sbsResult{n: len(lat), rps: float64(len(lat)) / el.Seconds()}
+		res.p50, res.p99 = percentiles(lat)
+		if tg.pid != 0 && len(lat) > 0 {
+			res.cpu = (procCPU(tg.pid) - cpu0) / time.Duration(len(lat))
+			res.rss = procRSS(tg.pid)
+		}
+		return res
+	}
+	// Alternate targets within each round, so drift hits them all alike.
+	all := map[string][]sbsResult{}
+	key := func(tg string, c int) string { return fmt.Sprintf("%s|%d", tg, c) }
+	for r := 0; r < rounds; r++ {
+		for _, c := range clients {
+			for i := range targets {
+				tg := targets[(i+r)%len(targets)]
+				all[key(tg.name, c)] = append(all[key(tg.name, c)], run(tg, c))
+			}
+		}
+	}
+	med := func(rs []sbsResult, f func(sbsResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	msf := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nside by side: %d skills, upstream answers in %v, %v per target and round, median of %d rounds; router RSS after ready %.0f MB\n",
+		407, delay, seconds, rounds, readyRSS)
+	fmt.Fprintf(&b, "| clients | target | added p50 / p99 | CPU per request | requests/s | RSS | CPU vs bare | requests/s vs bare |\n|---|---|---|---|---|---|---|---|\n")
+	for _, c := range clients {
+		d := all[key("direct", c)]
+		dp50, dp99 := med(d, func(r sbsResult) float64 { return msf(r.p50) }), med(d, func(r sbsResult) float64 { return msf(r.p99) })
+		bare := all[key("bare Go proxy", c)]
+		bareCPU := med(bare, func(r sbsResult) float64 { return msf(r.cpu) })
+		bareRPS := med(bare, func(r sbsResult) float64 { return r.rps })
+		for _, tg := range targets[1:] {
+			rs := all[key(tg.name, c)]
+			cpu := med(rs, func(r sbsResult) float64 { return msf(r.cpu) })
+			rps := med(rs, func(r sbsResult) float64 { return r.rps })
+			fmt.Fprintf(&b, "| %d | %s | %+.2f / %+.2f ms | %.3f ms | %.0f (direct %.0f) | %.0f MB | %.1f× | %.0f%% |\n", c, tg.name,
+				med(rs, func(r sbsResult) float64 { return msf(r.p50) })-dp50, med(rs, func(r sbsResult) float64 { return msf(r.p99) })-dp99,
+				cpu, rps, med(d, func(r sbsResult) float64 { return r.rps }), med(rs, func(r sbsResult) float64 { return r.rss }),
+				cpu/max(bareCPU, 1e-9), 100*rps/max(bareRPS, 1e-9))
+		}
+	}
+	t.Log(b.String())
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
