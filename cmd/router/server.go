@@ -120,8 +120,8 @@ type limitListener struct {
 	open     atomic.Int64
 	refusing atomic.Int64
 	refused  prometheus.Counter
-	log     *slog.Logger
-	name    string
+	log      *slog.Logger
+	name     string
 
 	mu       sync.Mutex
 	lastLog  time.Time
