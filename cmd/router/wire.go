@@ -99,7 +99,7 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	// over before the swap: once the registry lists a skill as gone, the
 	// router no longer ranks it.
 	reg.OnSwap(func(s *skills.Snapshot) { r.Follow(s) })
-	// A reload that swapped in between New and OnReload was not seen.
+	// A reload that swapped in between New and OnSwap was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {
 			return nil, err
