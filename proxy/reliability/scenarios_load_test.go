@@ -241,7 +241,7 @@ func scenarioReload(t *testing.T) {
 		os.MkdirAll(probe, 0o755)
 		body := fmt.Sprintf("---\nname: zz-reliability-probe\ndescription: Quokka telemetry for the reliability suite, revision %d. Use when asked about quokka telemetry.\n---\nQuokka telemetry steps.\n", rev)
 		if err := os.WriteFile(filepath.Join(probe, "SKILL.md"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+			t.Error(err) // also called from the changer goroutine: no Fatal
 		}
 	}
 	writeProbe(0)
@@ -273,9 +273,9 @@ func scenarioReload(t *testing.T) {
 	quiet := load(conns, d, 1_000_000, send)
 	// The same load while a skill changes every few seconds (the watcher
 	// reloads; nothing is asked of it).
-	stop := make(chan struct{})
-	changes := 0
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(stopped)
 		for rev := 1; ; rev++ {
 			select {
 			case <-stop:
@@ -283,11 +283,11 @@ func scenarioReload(t *testing.T) {
 			case <-time.After(every):
 			}
 			writeProbe(rev)
-			changes++
 		}
 	}()
 	busy := load(conns, d, 1_000_000, send)
 	close(stop)
+	<-stopped // no change may land after the deletion below
 	bad := func(c call) bool { return c.status != 200 }
 	failed := quiet.count(bad) + busy.count(bad)
 	if failed > 0 {
@@ -366,7 +366,7 @@ func scenarioReload(t *testing.T) {
 // error; memory, goroutines and descriptors flat.
 func scenarioSoak(t *testing.T) {
 	up := upstream(t)
-	p := startProxy(t, baseConfig(up, examples(), "header_timeout: 1s", "idle_timeout: 1s"), 0)
+	p := startProxy(t, baseConfig(up, examples(), "header_timeout: 3s", "idle_timeout: 3s"), 0)
 	const conns = 16
 	client := newClient(conns)
 	// kinds: the request and the status it must get.
@@ -411,8 +411,9 @@ func scenarioSoak(t *testing.T) {
 	var peakRSS float64
 	var peakFD int
 	var peakG float64
-	stop := make(chan struct{})
+	stop, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(sampled)
 		for {
 			select {
 			case <-stop:
@@ -425,6 +426,7 @@ func scenarioSoak(t *testing.T) {
 	}()
 	res := load(conns, d, 10_000_000, send)
 	close(stop)
+	<-sampled // the peaks are read below
 	client.CloseIdleConnections()
 	// Upstream and client connections wind down (idle ones close after
 	// their timeouts): wait until back at the start's level, 15 s at most.

@@ -208,7 +208,7 @@ func scenarioValidation(t *testing.T) {
 // are dropped and counted.
 func scenarioBrokenStreams(t *testing.T) {
 	up := upstream(t)
-	p := startProxy(t, baseConfig(up, examples(), "idle_timeout: 1s"), 0)
+	p := startProxy(t, baseConfig(up, examples(), "idle_timeout: 2s"), 0)
 	faults := []string{"cut-stream:3", "malformed:2", "stall:2"}
 	ended := 0
 	for _, a := range apis {
@@ -248,7 +248,7 @@ func scenarioBrokenStreams(t *testing.T) {
 	if counted != float64(want) || warned != want || dropped != float64(2*len(apis)) {
 		t.Errorf("stream_error counted %v, WARN lines %d, want %d; stray lines dropped %v", counted, warned, want, dropped)
 	}
-	report(t, "broken streams", "6", "%d streams cut, malformed or stalled (idle timeout 1 s; 3 APIs): %d ended with the API's error event, %v counted outcome=\"stream_error\", %d logged at WARN with the cause; %v stray lines dropped",
+	report(t, "broken streams", "6", "%d streams cut, malformed or stalled (idle timeout 2 s; 3 APIs): %d ended with the API's error event, %v counted outcome=\"stream_error\", %d logged at WARN with the cause; %v stray lines dropped",
 		want, ended, counted, warned, dropped)
 }
 
