@@ -81,11 +81,24 @@
 //     again, writes the SSE comment ": skillrouter: tool rounds exhausted ..."
 //     (ignored by SDKs, visible with curl -N).
 //   - An upstream failure after the stream started (a later round answers
-//     4xx/5xx, times out or breaks) cannot change the status any more: it
-//     becomes a final event data: {"error":{...}}, which the OpenAI SDKs raise
-//     as an APIError.
+//     4xx/5xx, times out, breaks, or sends an event whose data is not JSON)
+//     cannot change the status any more: it becomes a final error event in
+//     the API's shape (Chat data: {"error":{...}}, Responses and Messages
+//     event: error), which the SDKs raise, and the request is logged at WARN
+//     and counted with outcome stream_error.
 //
 // Requests with n > 1 skip the tool loop (the proxy's calls reach the client
 // as they are). Without a ToolSession (rewrite failed or disabled) the stream
-// is relayed byte for byte.
+// is relayed event by event, byte for byte, minus lines that are not SSE
+// fields (dropped and counted); it too ends with the API's error event when
+// it breaks.
+//
+// # Access, timeouts, shutdown
+//
+// Config.Access checks every request (and handlers wrapped with Protect):
+// browser origins, Host names, client keys, the admin token, the request
+// body's read deadline (guard.go). Upstream exchanges are bounded by a
+// connect, a header and an idle timeout, and non-streaming ones by
+// UpstreamTimeout (upstream.go). Drain ends what is still in flight when a
+// shutdown grace is over (drain.go).
 package proxy

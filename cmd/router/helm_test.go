@@ -389,6 +389,10 @@ func checkDeployment(t *testing.T, docs map[string]manifest) config {
 	if cfg.Listen != "0.0.0.0:8080" {
 		t.Errorf("listen %q: pods must listen on every interface, on the Service's port", cfg.Listen)
 	}
+	// In-cluster clients call the Service by name: the Host check lets them.
+	if hosts := strings.Join(cfg.Server.AllowedHosts, ","); !strings.Contains(hosts, "r-skillrouter,") || !strings.Contains(hosts, ".svc.cluster.local") {
+		t.Errorf("server.allowed_hosts %q lacks the Service's names", hosts)
+	}
 	// Every configured folder is mounted (or comes with the image).
 	for _, root := range cfg.Skills {
 		if !mountedUnder(mounts, root) && !strings.HasPrefix(root, "/skills") {

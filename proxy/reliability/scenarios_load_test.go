@@ -427,7 +427,7 @@ func scenarioSoak(t *testing.T) {
 	if fd1 > fd0+8 || g1 > g0+16 {
 		t.Errorf("not flat: fds %d → %d, goroutines %v → %v", fd0, fd1, g0, g1)
 	}
-	report(t, "soak", "all", "%s at 16 conns, 3 APIs, streamed and not, %d of %d requests with an upstream fault (500, 429, body cut, stream cut, malformed event, stray lines, hang, slow tokens): %d requests (%.0f/s), %d unexpected statuses or socket errors; p50 %s, p99 %s (healthy ones); RSS %.0f → %.0f MiB (peak %.0f), goroutines %v → %v (peak %v), fds %d → %d (peak %d)",
+	report(t, "soak", "all", "%s at 16 conns, 3 APIs, streamed and not, %d of every %d requests with an upstream fault (500, 429, body cut, stream cut, malformed event, stray lines, hang, slow tokens): %d requests (%.0f/s), %d unexpected statuses or socket errors; p50 %s, p99 %s (requests answered 200, slow-token streams included); RSS %.0f → %.0f MiB (peak %.0f), goroutines %v → %v (peak %v), fds %d → %d (peak %d)",
 		secs(d), 8, len(kinds), len(res.calls), float64(len(res.calls))/res.elapsed.Seconds(), unexpected,
 		ms(res.percentile(0.5, func(c call) bool { return c.kind == "200" })), ms(res.percentile(0.99, func(c call) bool { return c.kind == "200" })),
 		rss0, rss1, peakRSS, g0, g1, peakG, fd0, fd1, peakFD)

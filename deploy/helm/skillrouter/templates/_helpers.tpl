@@ -55,6 +55,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int .Values.service.port)) -}}
 {{- $_ := set $cfg "skills" (list (include "skillrouter.skillsRoot" .)) -}}
 {{- $_ := set $cfg "watch" .Values.skills.watch -}}
+{{- /* The Service's names are Host names the pods serve (docs/security.md). */ -}}
+{{- $svc := include "skillrouter.fullname" . -}}
+{{- $server := default (dict) $cfg.server -}}
+{{- $hosts := concat (default (list) $server.allowed_hosts) (list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace)) -}}
+{{- $_ := set $server "allowed_hosts" $hosts -}}
+{{- $_ := set $cfg "server" $server -}}
 {{- if ne .Values.index.source "none" -}}
 {{- $routing := default (dict) $cfg.routing -}}
 {{- $_ := set $routing "prebuilt_index" .Values.index.path -}}
