@@ -30,8 +30,15 @@ import (
 const defaultMaxConnections = 1024
 
 // fdReserve are file descriptors kept for everything but client
-// connections: log files, the library, embedder and metrics connections.
-const fdReserve = 64
+// connections: log files, the library, embedder and metrics connections,
+// and connections being refused (maxRefusing).
+const fdReserve = 64 + maxRefusing
+
+// maxRefusing bounds the connections being answered 503 at once; beyond
+// it a connection over the cap is closed without an answer, so a flood of
+// connections cannot turn the refusals themselves into descriptor
+// exhaustion.
+const maxRefusing = 32
 
 // capConnections fits max to the process's open-file limit: each client
 // connection may hold a second descriptor upstream while it streams.
@@ -109,11 +116,12 @@ func httpServer(cfg config, h http.Handler, log *slog.Logger, base context.Conte
 // files) nor hold new clients in a queue without an answer.
 type limitListener struct {
 	net.Listener
-	max     int64
-	open    atomic.Int64
-	refused prometheus.Counter
-	log     *slog.Logger
-	name    string
+	max      int64
+	open     atomic.Int64
+	refusing atomic.Int64
+	refused  prometheus.Counter
+	log      *slog.Logger
+	name     string
 
 	mu       sync.Mutex
 	lastLog  time.Time
@@ -154,15 +162,23 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		l.open.Add(-1)
 		l.refused.Inc()
 		l.noteRefused()
-		go refuse(c)
+		if l.refusing.Add(1) > maxRefusing {
+			l.refusing.Add(-1)
+			_ = c.Close()
+			continue
+		}
+		go func() {
+			defer l.refusing.Add(-1)
+			refuse(c)
+		}()
 	}
 }
 
-// refuse answers an over-the-cap connection and closes it, within a
+// refuse answers an over-the-cap connection and closes it, within half a
 // second whatever the client does.
 func refuse(c net.Conn) {
 	body := `{"error":{"message":"too many connections: server.max_connections reached; retry shortly","type":"server_error","param":null,"code":"too_many_connections"}}`
-	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 	// Read what the client sent first (a bounded peek), so closing does not
 	// reset the connection before the answer is read.
 	_, _ = bufio.NewReaderSize(c, 4096).Peek(1)

@@ -200,7 +200,7 @@ func scenarioValidation(t *testing.T) {
 		t.Errorf("%d malformed requests forwarded", n)
 	}
 	report(t, "validation", "8", "%d malformed requests (role type and set, tools, invalid UTF-8) over 3 APIs: %d answered 400 naming the field, %d forwarded",
-		n, ok, len(up.Requests()))
+		n, ok, len(routedRequests(up)))
 }
 
 // scenarioBrokenStreams (repro 6): streams that break end with the API's
