@@ -10,8 +10,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"os"
@@ -25,6 +27,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
@@ -563,6 +566,36 @@ type configFlags struct {
 	printConfig bool
 	keyFlags    map[string]*keyFlag // by flag name
 	aliases     map[string][]string // flag name -> older names that set it too
+}
+
+// registerServing registers every key's flag and --print-config, for the
+// commands that serve (serve, mcp).
+func (cf *configFlags) registerServing(fs *pflag.FlagSet) {
+	cf.register(fs)
+	fs.BoolVar(&cf.printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
+}
+
+// runConfigured is the RunE of a serving command: it loads the
+// configuration, prints it for --print-config, else finds the skill roots
+// and calls run.
+func runConfigured(cf *configFlags, run func(ctx context.Context, cfg config, roots []string, logw io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		if cf.printConfig {
+			enc := yaml.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent(2)
+			defer enc.Close()
+			return enc.Encode(cfg.redacted())
+		}
+		roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
+	}
 }
 
 // register adds --config and the flags of the keys at paths to fs (every key
