@@ -412,8 +412,9 @@ func scenarioSoak(t *testing.T) {
 	var peakRSS float64
 	var peakFD int
 	var peakG float64
-	stop := make(chan struct{})
+	stop, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(sampled)
 		for {
 			select {
 			case <-stop:
@@ -426,6 +427,7 @@ func scenarioSoak(t *testing.T) {
 	}()
 	res := load(conns, d, 10_000_000, send)
 	close(stop)
+	<-sampled // the peaks are read below
 	client.CloseIdleConnections()
 	time.Sleep(1500 * time.Millisecond) // upstream and client connections wind down
 	runtime.GC()
