@@ -77,7 +77,7 @@ func truncateUTF8(s string, n int) string {
 func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex) (*rankIndex, error) {
 	start := time.Now()
 	list := snap.Skills()
-	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(len(list), r.opts.RankCache)}
+	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(r.opts.RankCache)}
 	for i, s := range list {
 		ix.pos[s.ID] = i
 	}

@@ -212,21 +212,26 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 		return rest
 	})
 	d.Query = rq.latest
-	key := rq.key(strategy)
-	res := ix.cache.get(key)
-	if res != nil {
-		d.Cached = true
-	} else {
-		res = r.rank(ctx, ix, strategy, rq)
-		ix.cache.put(key, res)
-	}
-	d.Strategy = res.strategy
-	d.Fallback, d.FallbackReason, d.FallbackCode = res.fallback != "", res.fallback, res.fallbackCode
-	d.Ranked = res.scored(ix)
 	topK := q.TopK
 	if topK == 0 {
 		topK = r.opts.MaxAutoLoad
 	}
+	// Selection looks at topK+nearMisses skills past the pinned ones.
+	depth := q.Ranked
+	if depth > 0 {
+		depth = max(depth, max(topK, 0)+nearMisses) + len(pinned)
+	}
+	key := rq.key(strategy)
+	res := ix.cache.get(key)
+	if res != nil && res.covers(depth) {
+		d.Cached = true
+	} else {
+		res = r.rank(ctx, ix, strategy, rq, depth)
+		ix.cache.put(key, res)
+	}
+	d.Strategy = res.strategy
+	d.Fallback, d.FallbackReason, d.FallbackCode = res.fallback != "", res.fallback, res.fallbackCode
+	d.Ranked = res.scored(ix, depth)
 	ix.selectSkills(d, res, pinned, topK, r.threshold(ix, res.strategy), r.opts.RelativeScore)
 	d.Latency = time.Since(start)
 	return d
@@ -240,12 +245,7 @@ func (r *Router) Search(ctx context.Context, query string, limit int) []Scored {
 		return nil
 	}
 	rq := newRankQuery([]Message{{Role: "user", Text: query}}, r.opts, nil)
-	res := r.rank(ctx, ix, r.opts.Strategy, rq)
-	out := res.scored(ix)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out
+	return r.rank(ctx, ix, r.opts.Strategy, rq, limit).scored(ix, limit)
 }
 
 // noteFallback logs a fallback when its reason changes, so an embedder that

@@ -53,6 +53,12 @@ type Query struct {
 	Messages []Message
 	Strategy Strategy
 	TopK     int // max skills to auto-load; 0 = default, <0 = none
+	// Ranked is how many of the best-ranked skills Decision.Ranked lists
+	// besides the pinned ones (at least what selection looks at); 0 lists
+	// the whole library. Ranking only the top costs a fraction of ranking
+	// everything in a large library: the proxy asks for what its catalog
+	// can show (see RankDepth).
+	Ranked int
 }
 
 // Decision is what the router decided for one query.
