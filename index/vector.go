@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	chromem "github.com/philippgille/chromem-go"
-	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // Part is one piece of a document's text with its weight in the document's
@@ -49,24 +48,28 @@ func (d VectorDoc) Hash() string {
 type EmbedFunc func(ctx context.Context, texts []string) ([][]float32, error)
 
 // Vectors is an immutable vector index over one library for one embedding
-// model. Queries score from a dense column-major matrix of the vectors;
+// model. Queries score from two copies of the vectors: the exact float32
+// rows, and a column-major int16 copy that a query scans in one pass of
+// contiguous memory, half the bytes of float32 columns (see Prepared: the
+// scan finds the few rows that can rank near the top, which are then scored
+// exactly from the rows, so results are the exact ones).
 // chromem-go is the storage format: Save writes a chromem collection (one
 // document per skill, its content hash and name as metadata) and
 // LoadVectors reads one back. chromem's own Query fans out goroutines and
 // heap-sorts per call (~0.5 ms for 407 skills, most of a request's routing
-// cost), and keeping its copy of every vector beside the matrix doubled the
-// index's memory (41 MB more at 10,000 skills), so it is built only to save.
-// A new library builds a new Vectors, reusing the rows of unchanged skills
-// from the previous one, and the caller swaps it in, so queries never wait
-// on writes.
+// cost), and keeping its copy of every vector beside these doubled the
+// index's memory, so it is built only to save. A new library builds a new
+// Vectors, reusing the rows of unchanged skills from the previous one, and
+// the caller swaps it in, so queries never wait on writes.
 type Vectors struct {
 	model  string
-	ids    []string // document ids, sorted; row i of the matrix
+	ids    []string // document ids, sorted; row i
 	names  []string // by row
 	hashes []string // content hashes (VectorDoc.Hash), by row
 	n      int
 	dim    int       // vector dimension
-	cols   []float32 // dim×n, column-major: cols[j*n+i] is component j of document i
+	rows   []float32 // n×dim, row-major: rows[i*dim+j] is component j of document i
+	quant             // the int16 columns (quant.go)
 }
 
 // BuildStats says what a build reused and what it had to embed.
@@ -175,22 +178,22 @@ func lastByID(docs []VectorDoc) []VectorDoc {
 	return out[:k]
 }
 
-// pack fills the query matrix from vectors given in id order (ids sorted
-// and distinct), so equal scores rank the same way on every run.
+// pack fills the rows from vectors given in id order (ids sorted and
+// distinct), so equal scores rank the same way on every run, and quantizes
+// them for scanning.
 func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32) error {
-	v.ids, v.names, v.hashes, v.n, v.dim, v.cols = ids, names, hashes, len(ids), 0, nil
+	v.ids, v.names, v.hashes, v.n, v.dim, v.rows = ids, names, hashes, len(ids), 0, nil
 	for i, vec := range vecs {
 		if i == 0 {
 			v.dim = len(vec)
-			v.cols = make([]float32, v.dim*v.n)
+			v.rows = make([]float32, v.dim*v.n)
 		}
 		if len(vec) != v.dim {
 			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], len(vec), v.dim)
 		}
-		for j, x := range vec {
-			v.cols[j*v.n+i] = x
-		}
+		copy(v.rows[i*v.dim:], vec)
 	}
+	v.quant = quantize(v.rows, v.n, v.dim)
 	return nil
 }
 
@@ -207,11 +210,7 @@ func (v *Vectors) row(id string) int {
 
 // vector returns a copy of row i's vector.
 func (v *Vectors) vector(i int) []float32 {
-	out := make([]float32, v.dim)
-	for j := range out {
-		out[j] = v.cols[j*v.n+i]
-	}
-	return out
+	return slices.Clone(v.rows[i*v.dim : (i+1)*v.dim])
 }
 
 // combine sums the parts' vectors with their weights and normalizes.
@@ -275,33 +274,21 @@ func (v *Vectors) IDs() []string { return v.ids }
 
 // Similarities writes every document's dot product with q into dst (len
 // Len(), in IDs order); for unit vectors that is the cosine similarity.
-// It walks only q's non-zero components, each a contiguous column, so a
-// sparse query (the builtin embedder's) costs a fraction of a dense one.
+// Each is the float32 sum, in ascending component order, of q's non-zero
+// components times the document's (see Prepared.Exact). Prepared finds the
+// best few without scoring every row exactly.
 func (v *Vectors) Similarities(q []float32, dst []float64) error {
-	if len(q) != v.dim && v.n > 0 {
-		return fmt.Errorf("query has %d dimensions, index %d", len(q), v.dim)
-	}
 	if len(dst) != v.n {
 		return fmt.Errorf("destination holds %d scores, index has %d documents", len(dst), v.n)
 	}
-	acc := make([]float32, v.n)
-	for j, x := range q {
-		if x == 0 {
-			continue
-		}
-		axpy(acc, x, v.cols[j*v.n:(j+1)*v.n])
+	p, err := v.Prepare(q)
+	if err != nil {
+		return err
 	}
-	for i, a := range acc {
-		dst[i] = float64(a)
+	for i := range dst {
+		dst[i] = p.Exact(i)
 	}
 	return nil
-}
-
-// axpy adds x·col to acc. gonum's SSE kernel is ~2× a hand-unrolled Go
-// loop (the compiler does not vectorize) and, multiplying then adding
-// without fusing, gives the same bits.
-func axpy(acc []float32, x float32, col []float32) {
-	blas32.Axpy(x, blas32.Vector{N: len(acc), Inc: 1, Data: col[:len(acc)]}, blas32.Vector{N: len(acc), Inc: 1, Data: acc})
 }
 
 // Query returns up to n documents most similar to the unit vector q, best
@@ -316,13 +303,23 @@ func (v *Vectors) Query(ctx context.Context, q []float32, n int) ([]Hit, error) 
 	if n <= 0 {
 		return nil, nil
 	}
-	sims := make([]float64, v.n)
-	if err := v.Similarities(q, sims); err != nil {
+	p, err := v.Prepare(q)
+	if err != nil {
 		return nil, err
 	}
-	hits := make([]Hit, v.n)
-	for i, id := range v.ids {
-		hits[i] = Hit{ID: id, Similarity: sims[i]}
+	sims := make([]float64, v.n)
+	var rows []int
+	if n < v.n/2 && p.Approximate(sims) {
+		rows = p.Candidates(sims, n, p.Bound(), nil)
+	} else {
+		rows = make([]int, v.n)
+		for i := range rows {
+			rows[i] = i
+		}
+	}
+	hits := make([]Hit, len(rows))
+	for k, i := range rows {
+		hits[k] = Hit{ID: v.ids[i], Similarity: p.Exact(i)}
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Similarity, a.Similarity); c != 0 {

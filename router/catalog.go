@@ -35,8 +35,8 @@ func RankDepth(o RewriteOptions) int {
 }
 
 const (
-	rankDepthMin    = 64
-	rankDepthTokens = 16
+	rankDepthMin    = 48
+	rankDepthTokens = 24
 )
 
 // rankingFunc yields skill ids in relevance order for a catalog shortlist:

@@ -71,23 +71,25 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 		return res
 	}
 	var cosine []float64
+	var approx *index.Prepared // set when cosine holds approximations (see topRescored)
 	if strategy == StrategyEmbedding || strategy == StrategyHybrid {
-		code, reason := r.cosines(ctx, ix, q, sc)
+		pq, code, reason := r.cosines(ctx, ix, q, sc, depth > 0 && depth < n && !hybridRRF)
 		if reason != "" {
 			res.fallback, res.fallbackCode = reason, code
 			res.strategy = StrategyBM25
 			r.noteFallback(reason)
 			r.maybeRetryVectors(ix)
 		} else {
-			cosine = sc.cosine
+			cosine, approx = sc.cosine, pq
 			res.comps |= 1 << compCosine
 			r.noteRecovered()
 		}
 	}
 	res.comps |= 1<<compBM25 | 1<<compBM25Norm
-	weights, bcal, ncal := hybridFieldWeights, ix.cal.bm25h, ix.cal.bm25nh
+	m := mixer{bcal: ix.cal.bm25h, ncal: ix.cal.bm25nh, ccal: ix.cal.cosine}
+	weights := hybridFieldWeights
 	if res.strategy == StrategyBM25 {
-		weights, bcal = bm25FieldWeights, ix.cal.bm25
+		weights, m.bcal = bm25FieldWeights, ix.cal.bm25
 	}
 	bm25, bm25n := sc.bm25, sc.bm25n
 	clear(bm25)
@@ -102,18 +104,16 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	switch res.strategy {
 	case StrategyBM25:
 		for i, x := range bm25 {
-			score[i] = bcal.apply(x)
+			score[i] = m.bcal.apply(x)
 		}
 	case StrategyEmbedding:
 		for i, x := range cosine {
-			score[i] = ix.cal.cosine.apply(x)
+			score[i] = m.ccal.apply(x)
 		}
 	case StrategyHybrid:
 		conf = sc.conf
 		for i := range score {
-			b, c := bcal.apply(bm25[i]), ix.cal.cosine.apply(cosine[i])
-			conf[i] = hybridConfBM25Weight*b + (1-hybridConfBM25Weight)*c
-			score[i] = hybridBM25Weight*ncal.apply(bm25n[i]) + (1-hybridBM25Weight)*c
+			score[i], conf[i] = m.hybrid(bm25[i], bm25n[i], cosine[i])
 		}
 		res.comps |= 1 << compConfidence
 	}
@@ -123,8 +123,42 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 			score[i] = 1/(60+float64(rb[i])) + 1/(60+float64(rc[i]))
 		}
 	}
-	res.top = sc.topEntries(depth, res.comps, conf)
+	if approx == nil {
+		res.top = sc.topEntries(depth, res.comps, conf)
+		return res
+	}
+	// A score moves with the cosine by at most its calibrated weight.
+	delta := approx.Bound() * m.ccal.slope()
+	if res.strategy == StrategyHybrid {
+		delta *= 1 - hybridBM25Weight
+	}
+	res.top = sc.topRescored(depth, res.comps, conf, delta, func(i int) {
+		cosine[i] = 0
+		if k := ix.rowOf[i]; k >= 0 {
+			if c := approx.Exact(int(k)); !math.IsNaN(c) {
+				cosine[i] = c
+			}
+		}
+		if res.strategy == StrategyHybrid {
+			score[i], conf[i] = m.hybrid(bm25[i], bm25n[i], cosine[i])
+		} else {
+			score[i] = m.ccal.apply(cosine[i])
+		}
+	})
 	return res
+}
+
+// mixer turns a skill's components into its score, as the strategy mixes
+// them; the ranking and the exact rescoring of approximated skills share it,
+// so both compute the same bits.
+type mixer struct {
+	bcal, ncal, ccal scale // raw bm25, ceiling-normalized bm25, cosine
+}
+
+// hybrid returns the hybrid score and confidence.
+func (m *mixer) hybrid(bm25, bm25n, cosine float64) (score, conf float64) {
+	b, c := m.bcal.apply(bm25), m.ccal.apply(cosine)
+	return hybridBM25Weight*m.ncal.apply(bm25n) + (1-hybridBM25Weight)*c, hybridConfBM25Weight*b + (1-hybridConfBM25Weight)*c
 }
 
 // ranksOf returns each index's 1-based rank by descending value.
@@ -166,46 +200,55 @@ var hybridConfBM25Weight = 0.5
 
 // cosines embeds the query within the latency budget and writes every
 // skill's cosine similarity into sc.cosine, or says why it could not (code
-// and details).
-func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *rankScratch) (FallbackCode, string) {
+// and details). With approx, it may write approximations instead and return
+// the prepared query that scores skills exactly (see index.Prepared); a nil
+// query means the cosines are exact.
+func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *rankScratch, approx bool) (*index.Prepared, FallbackCode, string) {
 	switch {
 	case ix.emb == nil:
-		return FallbackNoEmbedder, "no embedder configured"
+		return nil, FallbackNoEmbedder, "no embedder configured"
 	case ix.vec == nil:
-		return FallbackVectorsUnavailable, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+		return nil, FallbackVectorsUnavailable, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
 	}
 	cos := sc.cosine
 	clear(cos)
 	if len(q.turns) == 0 {
-		return "", ""
+		return nil, "", ""
 	}
 	texts, weights := q.texts()
 	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
+			return nil, FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
 		}
-		return FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+		return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
 	}
 	qv, err := blend(vecs, weights)
 	if err != nil {
-		return FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+		return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
 	}
 	if isZero(qv) {
 		// Nothing in the message the embedder could use (only stop words):
 		// every similarity is zero.
-		return "", ""
+		return nil, "", ""
+	}
+	pq, err := ix.vec.Prepare(qv)
+	if err != nil {
+		return nil, FallbackVectorQuery, fmt.Sprintf("vector query: %v", err)
 	}
 	sims := sc.simsFor(ix.vec.Len())
-	if err := ix.vec.Similarities(qv, sims); err != nil {
-		return FallbackVectorQuery, fmt.Sprintf("vector query: %v", err)
+	if !approx || !pq.Approximate(sims) {
+		for k := range sims {
+			sims[k] = pq.Exact(k)
+		}
+		pq = nil
 	}
 	for k, sim := range sims {
 		if i := ix.vecRow[k]; i >= 0 && !math.IsNaN(sim) {
 			cos[i] = sim
 		}
 	}
-	return "", ""
+	return pq, "", ""
 }
 
 // embedWithin runs the embedder with a deadline and stops waiting when it

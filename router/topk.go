@@ -19,6 +19,7 @@ import (
 type rankScratch struct {
 	score, conf, keyword, bm25, bm25n, cosine, sims []float64
 	keys, tmp                                       []uint64
+	cands                                           []int32
 }
 
 var rankScratches = sync.Pool{New: func() any { return new(rankScratch) }}
@@ -51,7 +52,11 @@ func (sc *rankScratch) simsFor(n int) []float64 {
 // 0), best first, with the components comps names copied from the scratch
 // arrays and the confidence from conf.
 func (sc *rankScratch) topEntries(depth int, comps uint8, conf []float64) []rankEntry {
-	order := topOrder(sc.score, depth, sc.keys, sc.tmp)
+	return sc.entries(topOrder(sc.score, depth, sc.keys, sc.tmp), comps, conf)
+}
+
+// entries returns the skills of the sort keys order, in that order.
+func (sc *rankScratch) entries(order []uint64, comps uint8, conf []float64) []rankEntry {
 	out := make([]rankEntry, len(order))
 	for k, key := range order {
 		i := int(uint32(key))
@@ -69,6 +74,50 @@ func (sc *rankScratch) topEntries(depth int, comps uint8, conf []float64) []rank
 	}
 	return out
 }
+
+// topRescored is topEntries for scores computed from approximate cosines,
+// each within delta of the exact score: it finds the skills whose exact
+// score can rank among the depth best, has rescore(i) replace their
+// approximate values in the scratch arrays with exact ones, and ranks
+// those. The result is the one exact scores everywhere would give.
+//
+// The depth best approximations all score at least floor exactly. A skill
+// whose approximation plus delta still sorts strictly after floor, compared
+// as the float32 keys sort, is behind all of them whatever its exact score.
+func (sc *rankScratch) topRescored(depth int, comps uint8, conf []float64, delta float64, rescore func(i int)) []rankEntry {
+	score := sc.score
+	order := topOrder(score, depth, sc.keys, sc.tmp)
+	lowest := math.Inf(1)
+	for _, key := range order {
+		lowest = min(lowest, score[int(uint32(key))])
+	}
+	floor := lowest - delta - roundSlack(lowest)
+	limit := descendingKey(floor)
+	cands := sc.cands[:0]
+	for i, s := range score {
+		if descendingKey(s+delta+roundSlack(s)) <= limit {
+			cands = append(cands, int32(i))
+		}
+	}
+	sc.cands = cands
+	if len(cands) > len(score)/2 {
+		for i := range score {
+			rescore(i)
+		}
+		return sc.topEntries(depth, comps, conf)
+	}
+	keys := sc.keys[:len(cands)]
+	for k, i := range cands {
+		rescore(int(i))
+		keys[k] = rankKeyOf(score[i], int(i))
+	}
+	slices.Sort(keys)
+	return sc.entries(keys[:min(depth, len(keys))], comps, conf)
+}
+
+// roundSlack covers the float64 rounding of a score computed from an
+// approximate rather than the exact cosine (a few units in the last place).
+func roundSlack(s float64) float64 { return 1e-12 * (1 + math.Abs(s)) }
 
 // topOrder returns the sort keys (see rankKeyOf) of the depth best scores,
 // best first; all of them when depth <= 0 or depth >= len(score). keys and

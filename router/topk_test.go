@@ -71,3 +71,31 @@ func TestShallowRankingSamePrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestShallowRankExact: the top of a shallow ranking, whose cosines are
+// approximated first and rescored exactly where they can matter, equals the
+// start of the whole ranking bit for bit.
+func TestShallowRankExact(t *testing.T) {
+	snap := synthLibrary(t, 400, func(i int) string { return wordsDesc(i, 5+i%11) })
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	ix := r.cur.Load()
+	ctx := context.Background()
+	for _, strategy := range Strategies {
+		for k := range 40 {
+			text := wordsDesc(k*31+7, 3+k%9)
+			q := func() rankQuery { return newRankQuery([]Message{{Role: "user", Text: text}}, r.opts, nil) }
+			all := r.rank(ctx, ix, strategy, q(), 0)
+			for _, depth := range []int{1, 5, 64, 399} {
+				got := r.rank(ctx, ix, strategy, q(), depth)
+				if !slices.Equal(got.top, all.top[:depth]) {
+					t.Fatalf("%s, %q, depth %d: shallow top differs from the whole ranking", strategy, text, depth)
+				}
+			}
+		}
+	}
+}
