@@ -69,7 +69,7 @@ type Vectors struct {
 	n      int
 	dim    int       // vector dimension
 	rows   []float32 // n×dim, row-major: rows[i*dim+j] is component j of document i
-	quant             // the int16 columns (quant.go)
+	quant            // the int16 columns (quant.go)
 }
 
 // BuildStats says what a build reused and what it had to embed.
