@@ -6,7 +6,9 @@ package index
 
 import (
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
 )
@@ -63,20 +65,37 @@ func (p BM25Params) withDefaults() BM25Params {
 	return d
 }
 
+// posting is a document with a term in its name or description: per-field
+// length-normalized term frequencies.
 type posting struct {
 	doc int32
-	tf  [NumFields]float32 // per-field length-normalized term frequency
+	tf  [NumFields]float32
+}
+
+// bodyPosting is a document with a term in its body only: most postings of
+// a library of long bodies, at half the size.
+type bodyPosting struct {
+	doc int32
+	tf  float32
+}
+
+// termPostings are the documents having one term, each list in document
+// order.
+type termPostings struct {
+	idf  float64
+	full []posting
+	body []bodyPosting
 }
 
 // BM25 is a BM25F index: per-field term frequencies are length-normalized,
 // weighted and summed before the usual saturation, so a term that appears in
 // both name and description is not counted as two independent matches.
 type BM25 struct {
-	ids      []string
-	postings map[string][]posting
-	idf      map[string]float64
-	k1       float64
-	weights  [NumFields]float64
+	ids     []string
+	terms   map[string]int32 // term -> index in post
+	post    []termPostings
+	k1      float64
+	weights [NumFields]float64
 }
 
 // Term is one query term with its weight (1 for the latest message; less
@@ -86,20 +105,105 @@ type Term struct {
 	Weight float64
 }
 
+// docTerms is one analysed document: its field lengths and each distinct
+// term with its count per field.
+type docTerms struct {
+	length [NumFields]int
+	terms  []string
+	counts [][NumFields]uint32
+}
+
+// analyse splits a document into its distinct terms and their counts;
+// seen is scratch.
+func analyse(d Doc, maxBody int, seen map[string]int) docTerms {
+	var out docTerms
+	clear(seen)
+	var buf []string
+	for f := Field(0); f < NumFields; f++ {
+		text := d.Fields[f]
+		if f == FieldBody && maxBody > 0 && len(text) > maxBody {
+			text = text[:maxBody]
+		}
+		buf = analysis.AppendTerms(buf[:0], text)
+		out.length[f] = len(buf)
+		for _, t := range buf {
+			k, ok := seen[t]
+			if !ok {
+				k = len(out.terms)
+				seen[t] = k
+				out.terms = append(out.terms, t)
+				out.counts = append(out.counts, [NumFields]uint32{})
+			}
+			out.counts[k][f]++
+		}
+	}
+	return out
+}
+
 // NewBM25 indexes docs. Document order is kept: scores are indexed like docs.
+// Documents are analysed on every core, a chunk at a time, and the postings
+// are laid out in two contiguous arrays sized exactly.
 func NewBM25(docs []Doc, p BM25Params) *BM25 {
 	p = p.withDefaults()
 	n := len(docs)
-	terms := make([][NumFields][]string, n)
-	var total [NumFields]float64
+	ix := &BM25{ids: make([]string, n), terms: map[string]int32{}, k1: p.K1, weights: p.Weights}
 	for i, d := range docs {
-		for f := Field(0); f < NumFields; f++ {
-			text := d.Fields[f]
-			if f == FieldBody && p.MaxBodyChars > 0 && len(text) > p.MaxBodyChars {
-				text = text[:p.MaxBodyChars]
+		ix.ids[i] = d.ID
+	}
+	// Each document's distinct terms as term numbers with their counts,
+	// in document order, and the field lengths.
+	var (
+		lengths  = make([][NumFields]int, n)
+		docStart = make([]int, n+1)
+		rawTerm  []int32
+		rawCount [][NumFields]uint32
+		df       []int32 // documents per term
+		full     []int32 // of them, with the term in name or description
+	)
+	const chunk = 256
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
+	analysed := make([]docTerms, chunk)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				seen := map[string]int{}
+				for i := lo + w; i < hi; i += workers {
+					analysed[i-lo] = analyse(docs[i], p.MaxBodyChars, seen)
+				}
+			}()
+		}
+		wg.Wait()
+		for i := lo; i < hi; i++ {
+			a := &analysed[i-lo]
+			lengths[i] = a.length
+			docStart[i] = len(rawTerm)
+			for k, t := range a.terms {
+				id, ok := ix.terms[t]
+				if !ok {
+					id = int32(len(df))
+					ix.terms[t] = id
+					df, full = append(df, 0), append(full, 0)
+				}
+				df[id]++
+				if c := a.counts[k]; c[FieldName] > 0 || c[FieldDescription] > 0 {
+					full[id]++
+				}
+				rawTerm = append(rawTerm, id)
+				rawCount = append(rawCount, a.counts[k])
 			}
-			terms[i][f] = analysis.Terms(text)
-			total[f] += float64(len(terms[i][f]))
+			*a = docTerms{}
+		}
+	}
+	docStart[n] = len(rawTerm)
+
+	var total [NumFields]float64
+	for _, l := range lengths {
+		for f := range total {
+			total[f] += float64(l[f])
 		}
 	}
 	var avg [NumFields]float64
@@ -109,38 +213,46 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 			avg[f] = total[f] / float64(n)
 		}
 	}
-	ix := &BM25{
-		ids:      make([]string, n),
-		postings: make(map[string][]posting),
-		idf:      make(map[string]float64),
-		k1:       p.K1,
-		weights:  p.Weights,
+	ix.post = make([]termPostings, len(df))
+	var nFull, nBody int
+	for id := range df {
+		nFull += int(full[id])
+		nBody += int(df[id] - full[id])
 	}
-	tf := make(map[string]*[NumFields]float32)
-	for i, d := range docs {
-		ix.ids[i] = d.ID
-		clear(tf)
-		for f := Field(0); f < NumFields; f++ {
-			if len(terms[i][f]) == 0 {
-				continue
+	fullAll, bodyAll := make([]posting, 0, nFull), make([]bodyPosting, 0, nBody)
+	for id := range ix.post {
+		tp := &ix.post[id]
+		d := float64(df[id])
+		tp.idf = math.Log(1 + (float64(n)-d+0.5)/(d+0.5))
+		tp.full = fullAll[len(fullAll) : len(fullAll) : len(fullAll)+int(full[id])]
+		fullAll = fullAll[:len(fullAll)+int(full[id])]
+		nb := int(df[id] - full[id])
+		tp.body = bodyAll[len(bodyAll) : len(bodyAll) : len(bodyAll)+nb]
+		bodyAll = bodyAll[:len(bodyAll)+nb]
+	}
+	for i := range n {
+		// A term's frequency in a field adds 1/norm per occurrence, in
+		// float32, as the occurrences are met.
+		var inv [NumFields]float32
+		for f := range inv {
+			if lengths[i][f] > 0 {
+				inv[f] = float32(1 / (1 - p.B[f] + p.B[f]*float64(lengths[i][f])/avg[f]))
 			}
-			norm := 1 - p.B[f] + p.B[f]*float64(len(terms[i][f]))/avg[f]
-			for _, t := range terms[i][f] {
-				v := tf[t]
-				if v == nil {
-					v = new([NumFields]float32)
-					tf[t] = v
+		}
+		for k := docStart[i]; k < docStart[i+1]; k++ {
+			var tf [NumFields]float32
+			for f, c := range rawCount[k] {
+				for range c {
+					tf[f] += inv[f]
 				}
-				v[f] += float32(1 / norm)
+			}
+			tp := &ix.post[rawTerm[k]]
+			if c := rawCount[k]; c[FieldName] > 0 || c[FieldDescription] > 0 {
+				tp.full = append(tp.full, posting{doc: int32(i), tf: tf})
+			} else {
+				tp.body = append(tp.body, bodyPosting{doc: int32(i), tf: tf[FieldBody]})
 			}
 		}
-		for t, v := range tf {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: *v})
-		}
-	}
-	for t, ps := range ix.postings {
-		df := float64(len(ps))
-		ix.idf[t] = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
 	}
 	return ix
 }
@@ -153,7 +265,12 @@ func (ix *BM25) ID(i int) string { return ix.ids[i] }
 
 // IDF returns the inverse document frequency of a term; 0 for a term no
 // document has.
-func (ix *BM25) IDF(term string) float64 { return ix.idf[term] }
+func (ix *BM25) IDF(term string) float64 {
+	if id, ok := ix.terms[term]; ok {
+		return ix.post[id].idf
+	}
+	return 0
+}
 
 // MaxIDF is the IDF a term found in no document would get if it appeared in
 // one: the ceiling against which query coverage is judged.
@@ -170,17 +287,28 @@ func (ix *BM25) Score(query []Term, scores []float64) {
 }
 
 // ScoreWeighted is Score with other field weights: per-field frequencies are
-// kept, so one index serves strategies that weigh fields differently.
+// kept, so one index serves strategies that weigh fields differently. A
+// document's score adds its terms in query order; a body-only posting's
+// weighted frequency is w[body]·tf, exactly what the sum over all three
+// fields gives when the other two are zero.
 func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float64) {
 	k1 := ix.k1
 	for _, q := range query {
-		idf := ix.idf[q.Text]
-		if idf == 0 || q.Weight == 0 {
+		id, ok := ix.terms[q.Text]
+		if !ok || q.Weight == 0 {
 			continue
 		}
-		qw := q.Weight * idf * (k1 + 1)
-		for _, p := range ix.postings[q.Text] {
+		tp := &ix.post[id]
+		qw := q.Weight * tp.idf * (k1 + 1)
+		for _, p := range tp.full {
 			tf := w[0]*float64(p.tf[0]) + w[1]*float64(p.tf[1]) + w[2]*float64(p.tf[2])
+			if tf > 0 {
+				scores[p.doc] += qw * tf / (k1 + tf)
+			}
+		}
+		wb := w[FieldBody]
+		for _, p := range tp.body {
+			tf := wb * float64(p.tf)
 			if tf > 0 {
 				scores[p.doc] += qw * tf / (k1 + tf)
 			}
@@ -196,7 +324,7 @@ func (ix *BM25) Ceiling(query []Term) float64 {
 	maxIDF := ix.MaxIDF()
 	var c float64
 	for _, q := range query {
-		idf := ix.idf[q.Text]
+		idf := ix.IDF(q.Text)
 		if idf == 0 {
 			idf = maxIDF
 		}

@@ -27,7 +27,7 @@ type quant struct {
 	maxErr float64 // largest |cols/quantScale − rows| of any component
 	maxRes float64 // largest L2 norm of a row's quantization errors
 	maxLen float64 // largest L2 norm of a row
-	exact  bool    // a row is not finite or not within [-1, 1]: no approximation
+	exact  bool    // a row is not finite or not about within [-1, 1]: no approximation
 }
 
 // quantize makes the int16 columns of n rows of dim components.
@@ -37,10 +37,11 @@ func quantize(rows []float32, n, dim int) quant {
 		var res, norm float64
 		for j, x := range rows[i*dim : (i+1)*dim] {
 			f := float64(x)
-			if math.IsNaN(f) || math.Abs(f) > 1 {
+			if math.IsNaN(f) || math.Abs(f) > 1.001 {
 				return quant{exact: true}
 			}
-			c := math.Round(f * quantScale)
+			// A unit vector's component can round to just over 1.
+			c := min(max(math.Round(f*quantScale), -quantScale), quantScale)
 			q.cols[j*n+i] = int16(c)
 			e := math.Abs(c/quantScale - f)
 			q.maxErr = max(q.maxErr, e)

@@ -86,7 +86,7 @@ const (
 
 // BuildVectors indexes docs for model. Documents whose content hash matches
 // one in prev (built for the same model) keep their vector; the rest are
-// embedded in one call to embed. prev may be nil. Of documents with equal
+// embedded, all parts of up to 512 documents per call to embed. prev may be nil. Of documents with equal
 // ids the last counts.
 func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed EmbedFunc, prev *Vectors) (*Vectors, BuildStats, error) {
 	var st BuildStats
@@ -94,48 +94,85 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 		prev = nil
 	}
 	docs = lastByID(docs)
-	hashes := make([]string, len(docs))
-	vecs := make([][]float32, len(docs))
-	var fresh, reused []int
+	n := len(docs)
+	v := &Vectors{model: model, ids: make([]string, n), names: make([]string, n), hashes: make([]string, n), n: n}
+	from := make([]int, n) // row in prev to reuse; -1 = embed
+	var fresh []int
 	for i, d := range docs {
-		hashes[i] = d.Hash()
-		if row := prev.row(d.ID); row >= 0 && prev.hashes[row] == hashes[i] {
-			vecs[i] = prev.vector(row)
-			reused = append(reused, i)
-			continue
+		v.ids[i], v.names[i], v.hashes[i] = d.ID, d.Name, d.Hash()
+		from[i] = prev.row(d.ID)
+		if from[i] < 0 || prev.hashes[from[i]] != v.hashes[i] {
+			from[i] = -1
+			fresh = append(fresh, i)
 		}
-		fresh = append(fresh, i)
 	}
-	if err := embedDocs(ctx, docs, fresh, embed, vecs); err != nil {
-		return nil, st, err
+	reused := n - len(fresh)
+	if reused > 0 {
+		v.dim = prev.dim
+		v.rows = make([]float32, n*v.dim)
 	}
-	if len(fresh) > 0 && len(reused) > 0 && len(vecs[fresh[0]]) != prev.dim {
+	// Vectors go straight into the rows as chunks are embedded.
+	put := func(i int, vec []float32) error {
+		if v.rows == nil {
+			v.dim = len(vec)
+			v.rows = make([]float32, n*v.dim)
+		}
+		if len(vec) != v.dim {
+			if reused > 0 && from[i] < 0 {
+				return errDimension
+			}
+			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", v.ids[i], len(vec), v.dim)
+		}
+		copy(v.rows[i*v.dim:], vec)
+		return nil
+	}
+	err := embedDocs(ctx, docs, fresh, embed, put)
+	if errors.Is(err, errDimension) {
 		// The model now answers with another dimension (a remote provider
 		// learns it from its first response): nothing old can be mixed in.
-		if err := embedDocs(ctx, docs, reused, embed, vecs); err != nil {
-			return nil, st, err
+		fresh, reused, v.rows = make([]int, n), 0, nil
+		for i := range fresh {
+			fresh[i], from[i] = i, -1
 		}
-		fresh, reused = append(fresh, reused...), nil
+		err = embedDocs(ctx, docs, fresh, embed, put)
 	}
-	st.Embedded, st.Reused = len(fresh), len(reused)
+	if err != nil {
+		return nil, st, err
+	}
+	for i, row := range from {
+		if row >= 0 {
+			copy(v.rows[i*v.dim:(i+1)*v.dim], prev.rows[row*prev.dim:(row+1)*prev.dim])
+		}
+	}
+	st.Embedded, st.Reused = len(fresh), reused
 	if prev != nil {
 		st.Removed = prev.n - st.Reused
 	}
-	v := &Vectors{model: model}
-	names := make([]string, len(docs))
-	ids := make([]string, len(docs))
-	for i, d := range docs {
-		ids[i], names[i] = d.ID, d.Name
-	}
-	if err := v.pack(ids, names, hashes, vecs); err != nil {
-		return nil, st, err
-	}
+	v.quant = quantize(v.rows, v.n, v.dim)
 	return v, st, nil
 }
 
-// embedDocs embeds the documents docs[i] for i in which, all their parts
-// in one call, into vecs[i].
-func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, vecs [][]float32) error {
+// errDimension: a fresh vector's dimension differs from the reused ones'.
+var errDimension = errors.New("vector dimension changed")
+
+// embedDocs embeds the documents docs[i] for i in which, all the parts of
+// up to embedChunk documents per call, and hands each document's combined
+// vector to put. Chunks bound what a build holds at once: a 10,000-skill
+// library's part vectors alone are 80 MB.
+func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, put func(i int, vec []float32) error) error {
+	for len(which) > 0 {
+		n := min(len(which), embedChunk)
+		if err := embedChunkDocs(ctx, docs, which[:n], embed, put); err != nil {
+			return err
+		}
+		which = which[n:]
+	}
+	return nil
+}
+
+const embedChunk = 512
+
+func embedChunkDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, put func(i int, vec []float32) error) error {
 	var texts []string
 	for _, i := range which {
 		for _, p := range docs[i].Parts {
@@ -154,11 +191,14 @@ func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFu
 	}
 	for _, i := range which {
 		n := len(docs[i].Parts)
-		v, err := combine(docs[i].Parts, out[:n])
+		vec, err := combine(docs[i].Parts, out[:n])
 		if err != nil {
 			return fmt.Errorf("skill %s: %w", docs[i].ID, err)
 		}
-		vecs[i], out = v, out[n:]
+		if err := put(i, vec); err != nil {
+			return err
+		}
+		out = out[n:]
 	}
 	return nil
 }
