@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
@@ -199,6 +200,7 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 		}
 	}
 	docStart[n] = len(rawTerm)
+	ix.internTerms()
 
 	var total [NumFields]float64
 	for _, l := range lengths {
@@ -255,6 +257,33 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 		}
 	}
 	return ix
+}
+
+// internTerms re-keys the term map with substrings of one string: a large
+// library has a hundred thousand distinct terms, each its own allocation
+// the collector would walk on every cycle.
+func (ix *BM25) internTerms() {
+	var size int
+	for t := range ix.terms {
+		size += len(t)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	type span struct {
+		off, end int
+		id       int32
+	}
+	spans := make([]span, 0, len(ix.terms))
+	for t, id := range ix.terms {
+		spans = append(spans, span{b.Len(), b.Len() + len(t), id})
+		b.WriteString(t)
+	}
+	blob := b.String()
+	terms := make(map[string]int32, len(spans))
+	for _, s := range spans {
+		terms[blob[s.off:s.end]] = s.id
+	}
+	ix.terms = terms
 }
 
 // Len is the number of documents.

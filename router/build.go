@@ -29,7 +29,7 @@ type rankIndex struct {
 	emb    Embedder       // the (fitted) embedder the vectors were made with; nil = none
 	vec    *index.Vectors // nil when emb is nil or its build failed
 	vecRow []int          // list position of each vector row (vec.IDs order); -1 = not in list
-	rowOf  []int32        // vector row of each list position; -1 = none
+	rowOf  []int32        // vector row of each list position (-1 = none); nil when row i is skill i
 	vecErr error          // why vec is nil although emb is set
 	cache  *rankCache     // recent rankings; nil = off
 	cal    calibration
@@ -128,12 +128,17 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	if ix.vec != nil {
 		ix.vecRow = make([]int, ix.vec.Len())
 		ix.rowOf = slices.Repeat([]int32{-1}, len(list))
+		same := ix.vec.Len() == len(list)
 		for k, id := range ix.vec.IDs() {
 			ix.vecRow[k] = -1
 			if i, ok := ix.pos[id]; ok {
 				ix.vecRow[k] = i
 				ix.rowOf[i] = int32(k)
 			}
+			same = same && ix.vecRow[k] == k
+		}
+		if same {
+			ix.rowOf = nil
 		}
 	}
 	<-lexDone

@@ -134,8 +134,8 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	}
 	res.top = sc.topRescored(depth, res.comps, conf, delta, func(i int) {
 		cosine[i] = 0
-		if k := ix.rowOf[i]; k >= 0 {
-			if c := approx.Exact(int(k)); !math.IsNaN(c) {
+		if k := ix.vectorRow(i); k >= 0 {
+			if c := approx.Exact(k); !math.IsNaN(c) {
 				cosine[i] = c
 			}
 		}
@@ -236,12 +236,25 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *ra
 	if err != nil {
 		return nil, FallbackVectorQuery, fmt.Sprintf("vector query: %v", err)
 	}
-	sims := sc.simsFor(ix.vec.Len())
+	sims := cos // vector rows are list positions
+	if ix.rowOf != nil {
+		sims = sc.simsFor(ix.vec.Len())
+	}
 	if !approx || !pq.Approximate(sims) {
 		for k := range sims {
 			sims[k] = pq.Exact(k)
 		}
 		pq = nil
+	}
+	if ix.rowOf == nil {
+		if pq == nil { // exact values can be NaN; approximations never are
+			for i, sim := range cos {
+				if math.IsNaN(sim) {
+					cos[i] = 0
+				}
+			}
+		}
+		return pq, "", ""
 	}
 	for k, sim := range sims {
 		if i := ix.vecRow[k]; i >= 0 && !math.IsNaN(sim) {
@@ -249,6 +262,14 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *ra
 		}
 	}
 	return pq, "", ""
+}
+
+// vectorRow is the vector row of list position i, or -1.
+func (ix *rankIndex) vectorRow(i int) int {
+	if ix.rowOf == nil {
+		return i
+	}
+	return int(ix.rowOf[i])
 }
 
 // embedWithin runs the embedder with a deadline and stops waiting when it

@@ -82,8 +82,9 @@ func (sc *rankScratch) entries(order []uint64, comps uint8, conf []float64) []ra
 // those. The result is the one exact scores everywhere would give.
 //
 // The depth best approximations all score at least floor exactly. A skill
-// whose approximation plus delta still sorts strictly after floor, compared
-// as the float32 keys sort, is behind all of them whatever its exact score.
+// whose approximation plus delta still rounds to a float32 below floor's
+// (keys compare scores as float32) is behind all of them whatever its
+// exact score.
 func (sc *rankScratch) topRescored(depth int, comps uint8, conf []float64, delta float64, rescore func(i int)) []rankEntry {
 	score := sc.score
 	order := topOrder(score, depth, sc.keys, sc.tmp)
@@ -92,15 +93,19 @@ func (sc *rankScratch) topRescored(depth int, comps uint8, conf []float64, delta
 		lowest = min(lowest, score[int(uint32(key))])
 	}
 	floor := lowest - delta - roundSlack(lowest)
-	limit := descendingKey(floor)
+	// A score whose bound is at most the float32 just below floor's
+	// rounds below it, so it sorts after all of them.
+	below := float64(math.Nextafter32(float32(floor), float32(math.Inf(-1))))
 	cands := sc.cands[:0]
-	for i, s := range score {
-		if descendingKey(s+delta+roundSlack(s)) <= limit {
-			cands = append(cands, int32(i))
+	if !math.IsNaN(floor) && !math.IsInf(below, -1) {
+		for i, s := range score {
+			if s+delta+roundSlack(s) > below {
+				cands = append(cands, int32(i))
+			}
 		}
 	}
 	sc.cands = cands
-	if len(cands) > len(score)/2 {
+	if len(cands) > len(score)/2 || len(cands) < len(order) {
 		for i := range score {
 			rescore(i)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // TestShallowRankingSamePrompt: a rewrite that ranks only the top of the
@@ -97,5 +98,31 @@ func TestShallowRankExact(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The rendered-envelope caches stay under envelopeCacheBytes however many
+// skills are loaded, and keep answering with the same text.
+func TestEnvelopeCacheBounded(t *testing.T) {
+	snap := fixture(t)
+	l := newLibrary(snap.Skills())
+	for round := range 3 {
+		for _, s := range l.skills {
+			e := l.envelope(s)
+			if e.text != skills.Envelope(s) {
+				t.Fatalf("%s: cached envelope differs", s.ID)
+			}
+			l.envelopeJSON(s.ID, e.text)
+		}
+		if round == 0 {
+			l.mu.Lock()
+			l.envBytes = envelopeCacheBytes - 1 // as if full
+			l.mu.Unlock()
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.envBytes > envelopeCacheBytes || len(l.envelopes) == 0 {
+		t.Errorf("%d bytes in %d envelopes, bound %d", l.envBytes, len(l.envelopes), envelopeCacheBytes)
 	}
 }

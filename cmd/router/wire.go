@@ -151,13 +151,16 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		log = slog.New(slog.DiscardHandler)
 	}
 	snap := reg.Snapshot()
+	done := startRebuild()
 	r, err := router.New(ctx, snap, opts)
+	done()
 	if err != nil {
 		return nil, err
 	}
 	reg.OnReload(func(s *skills.Snapshot) {
 		// Reloads outlive the request that started the process; the
 		// router keeps serving the previous indexes while this builds.
+		defer startRebuild()()
 		if err := r.Update(context.Background(), s); err != nil {
 			log.Error("rebuilding routing index after reload", "err", err)
 		}
