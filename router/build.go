@@ -95,10 +95,7 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.bm25 = index.NewBM25(docs, index.BM25Params{})
 		ix.kw = newKeywordIndex(list)
 		ix.men = newMentionTable(list)
-		ix.sigs = make([]termSignature, len(list))
-		for i, s := range list {
-			ix.sigs[i] = signatureOf(s)
-		}
+		ix.sigs = signatures(list)
 	}()
 
 	vdocs := make([]index.VectorDoc, len(list))

@@ -2,7 +2,9 @@ package router
 
 import (
 	"hash/fnv"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
 	"github.com/skillrouter/skillrouter/skills"
@@ -40,6 +42,24 @@ func signatureOf(s *skills.Skill) termSignature {
 	}
 	slices.Sort(sig)
 	return slices.Clip(slices.Compact(sig))
+}
+
+// signatures returns the signature of every skill of list, on every core.
+func signatures(list []*skills.Skill) []termSignature {
+	sigs := make([]termSignature, len(list))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(list)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(list); i += workers {
+				sigs[i] = signatureOf(list[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return sigs
 }
 
 // overlap is the Jaccard index of two signatures.

@@ -6,7 +6,7 @@ package main
 // collects: a 10,000-skill proxy held ~600 MB for ~260 MB of skills and
 // indexes. After every build the process therefore returns the build's
 // garbage to the system and, unless GOMEMLIMIT is set, caps its memory at
-// what is live plus headroom for requests (docs/performance.md). During a
+// what it then holds plus headroom for requests (docs/performance.md). During a
 // rebuild the cap is lifted: the old indexes serve while the new ones are
 // built.
 
@@ -18,11 +18,11 @@ import (
 	"sync"
 )
 
-// memoryHeadroomMin is the least headroom over the live heap: requests
-// allocate ~0.1 MB each and the ranking and rendering caches grow to a few
-// tens of megabytes, so the collector then runs every thousand requests or
-// so, not after each.
-const memoryHeadroomMin = 96 << 20
+// memoryHeadroomMin is the least headroom: requests allocate a few hundred
+// kilobytes each and the ranking and rendering caches grow to a few tens of
+// megabytes, so the collector then runs every few hundred requests, not
+// after each.
+const memoryHeadroomMin = 64 << 20
 
 var (
 	memoryMu      sync.Mutex
@@ -30,8 +30,9 @@ var (
 	rebuildsGoing int
 )
 
-// settleMemory returns freed memory to the system and caps the heap at the
-// live heap plus a quarter, at least memoryHeadroomMin more.
+// settleMemory returns freed memory to the system and caps the runtime's
+// memory at what it holds then plus a quarter, at least memoryHeadroomMin
+// more.
 func settleMemory() {
 	memoryMu.Lock()
 	defer memoryMu.Unlock()
@@ -39,11 +40,11 @@ func settleMemory() {
 	if userMemLimit || rebuildsGoing > 0 {
 		return
 	}
-	live := liveHeap()
-	debug.SetMemoryLimit(int64(live + max(live/4, memoryHeadroomMin)))
+	held := runtimeMemory()
+	debug.SetMemoryLimit(int64(held + max(held/4, memoryHeadroomMin)))
 }
 
-// startRebuild lifts the cap until the matching settleMemory.
+// startRebuild lifts the cap until the returned func settles it again.
 func startRebuild() func() {
 	memoryMu.Lock()
 	rebuildsGoing++
@@ -59,12 +60,14 @@ func startRebuild() func() {
 	}
 }
 
-// liveHeap is the heap the last collection found live, in bytes.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// runtimeMemory is the memory the Go runtime holds from the system, what a
+// memory limit is compared with: everything it mapped minus what it
+// returned.
+func runtimeMemory() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return s[0].Value.Uint64()
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }
