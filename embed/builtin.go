@@ -345,11 +345,11 @@ const (
 type featureSet struct {
 	words  []string
 	terms  []string
-	wseq   []string                      // distinct content words in first-occurrence order
-	wpos   map[string]int                // word -> its position in wseq
-	wcount []int                         // per wseq word: occurrences
-	wvocab []*vocabEntry                 // per wseq word: its vocabulary entry, or nil
-	pos    [numFamilies]u64Table         // feature hash -> its index in order
+	wseq   []string              // distinct content words in first-occurrence order
+	wpos   map[string]int        // word -> its position in wseq
+	wcount []int                 // per wseq word: occurrences
+	wvocab []*vocabEntry         // per wseq word: its vocabulary entry, or nil
+	pos    [numFamilies]u64Table // feature hash -> its index in order
 	order  [numFamilies][]uint64
 	tf     [numFamilies][]float64 // per order entry: the feature's count
 	idf    [numFamilies][]float32 // per order entry; NaN: look it up
