@@ -33,6 +33,7 @@ type rankIndex struct {
 	vecErr error          // why vec is nil although emb is set
 	cache  *rankCache     // recent rankings; nil = off
 	cal    calibration
+	from   string // the prebuilt or warm index folder all of this was loaded from; "" = built here
 }
 
 // documentDoc splits a skill into the weighted texts its vector is made
@@ -84,17 +85,24 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.pos[s.ID] = i
 	}
 
+	pre := r.loadPrebuilt(list)
 	// BM25 and the keyword baseline build while the vectors are embedded.
 	lexDone := make(chan struct{})
+	loadLexical, lexErr := pre.lexical(list), error(nil)
 	go func() {
 		defer close(lexDone)
+		ix.kw = newKeywordIndex(list)
+		ix.men = newMentionTable(list)
+		if loadLexical != nil {
+			if ix.bm25, ix.sigs, lexErr = loadLexical(); lexErr == nil {
+				return
+			}
+		}
 		docs := make([]index.Doc, len(list))
 		for i, s := range list {
 			docs[i] = index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}}
 		}
 		ix.bm25 = index.NewBM25(docs, index.BM25Params{})
-		ix.kw = newKeywordIndex(list)
-		ix.men = newMentionTable(list)
 		ix.sigs = signatures(list)
 	}()
 
@@ -103,7 +111,6 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		vdocs[i] = documentDoc(s)
 	}
 	ix.emb = r.opts.Embedder
-	pre := r.loadPrebuilt(list)
 	if restored := r.restoreFitted(pre); restored != nil {
 		ix.emb = restored
 	} else if r.opts.Fit != nil {
@@ -139,6 +146,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		}
 	}
 	<-lexDone
+	if lexErr != nil && pre.matches {
+		pre.matches, pre.why = false, "lexical index: "+lexErr.Error()
+	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("router: building indexes: %w", ctx.Err())
 	}
@@ -151,6 +161,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.cal = cal
 	} else {
 		ix.cal = r.calibrate(ctx, ix)
+	}
+	if pre != nil && pre.matches {
+		ix.from = pre.dir
 	}
 	r.logPrebuilt(pre, prev, stats)
 	attrs := []any{"skills", len(list), "took", time.Since(start).Round(time.Millisecond)}

@@ -31,6 +31,10 @@ type Options struct {
 	// Restore rebuilds a fitted embedder from the state SavePrebuilt stored
 	// (the builtin's MarshalBinary); nil fits as usual.
 	Restore func(state []byte) (Embedder, error)
+	// WarmDir is a folder the router keeps its own prebuilt index in:
+	// written in the background after a build, loaded at the next start
+	// when the library and embedder are unchanged (warm.go). "" = none.
+	WarmDir string
 
 	// HistoryTurns is how many earlier user turns are blended into the query
 	// (default 2; <0 = none), each weighted HistoryDecay times the one after
@@ -118,6 +122,8 @@ type Router struct {
 	lastRetry atomic.Int64 // unix nanos
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
+
+	warm warmWriter // writes the index to Options.WarmDir
 }
 
 // vectorRetryEvery is how often Route may start a background rebuild of a
@@ -155,6 +161,7 @@ func (r *Router) Update(ctx context.Context, snap *skills.Snapshot) error {
 		return err
 	}
 	r.cur.Store(ix)
+	r.persistWarm(ix)
 	return nil
 }
 

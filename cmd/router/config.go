@@ -224,7 +224,7 @@ var serveKeys = []configKey{
 	{"routing.strategy", "strategy", "string", "ranking strategy: keyword, bm25, embedding or hybrid", func(c *serveConfig) any { return &c.Routing.Strategy }},
 	{"routing.max_auto_load", "max-auto-load", "int", "skills auto-loaded per request at most (0 = none)", func(c *serveConfig) any { return &c.Routing.MaxAutoLoad }},
 	{"routing.embed_timeout", "embed-timeout", "duration", "latency budget of the query embedding before falling back to bm25", func(c *serveConfig) any { return &c.Routing.EmbedTimeout }},
-	{"routing.index_dir", "", "string", "where the vector index persists (remote embedders default to the cache folder)", func(c *serveConfig) any { return &c.Routing.IndexDir }},
+	{"routing.index_dir", "", "string", "where the routing index persists, loaded instead of rebuilt at the next start with an unchanged library (default: a folder per library under embedder.cache_dir)", func(c *serveConfig) any { return &c.Routing.IndexDir }},
 	{"routing.prebuilt_index", "index", "string", "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", func(c *serveConfig) any { return &c.Routing.Prebuilt }},
 	{"routing.rank_cache", "", "int", "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", func(c *serveConfig) any { return &c.Routing.RankCache }},
 	{"rewrite.catalog_format", "catalog-format", "string", "catalog format: agent-skills, anthropic or qark", func(c *serveConfig) any { return &c.Rewrite.CatalogFormat }},

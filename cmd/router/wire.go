@@ -7,9 +7,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -127,6 +130,9 @@ func loadRegistry(ctx context.Context, roots []string) (*skills.Registry, error)
 // with reg's reloads. wrap, if set, decorates every embedder the router
 // gets (tracing), fitted ones included.
 func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts router.Options, wrap func(router.Embedder) router.Embedder) (*router.Router, error) {
+	if opts.WarmDir == "" {
+		opts.WarmDir = warmDir(ec, opts.IndexDir, reg.Snapshot().Roots())
+	}
 	opts, err := withEmbedder(ec, opts)
 	if err != nil {
 		return nil, err
@@ -172,6 +178,29 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		}
 	}
 	return r, nil
+}
+
+// warmDir is where a router keeps its index for the next start
+// (router.Options.WarmDir): routing.index_dir when set, else a folder per
+// library (its roots) in the cache folder, so processes serving different
+// libraries do not take turns overwriting one index. "" when the cache is
+// off.
+func warmDir(ec embed.Config, indexDir string, roots []string) string {
+	if indexDir != "" {
+		return indexDir
+	}
+	cache, err := embed.CacheDir(ec.CacheDir)
+	if err != nil || cache == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, root := range roots {
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		fmt.Fprintf(h, "%d:%s\x00", len(root), root)
+	}
+	return filepath.Join(cache, "routing", hex.EncodeToString(h.Sum(nil)[:8]))
 }
 
 func envOr(key, def string) string {
