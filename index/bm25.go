@@ -94,7 +94,9 @@ type termPostings struct {
 type BM25 struct {
 	ids     []string
 	terms   map[string]int32 // term -> index in post
-	post    []termPostings
+	post    []termPostings   // their postings are runs of full and body, in term order
+	full    []posting
+	body    []bodyPosting
 	k1      float64
 	weights [NumFields]float64
 }
@@ -222,6 +224,7 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 		nBody += int(df[id] - full[id])
 	}
 	fullAll, bodyAll := make([]posting, 0, nFull), make([]bodyPosting, 0, nBody)
+	ix.full, ix.body = fullAll[:nFull], bodyAll[:nBody]
 	for id := range ix.post {
 		tp := &ix.post[id]
 		d := float64(df[id])

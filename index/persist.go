@@ -169,17 +169,13 @@ func (ix *BM25) WriteBinary(w io.Writer) error {
 	e.strs(terms)
 	idf := make([]float64, len(ix.post))
 	counts := make([]uint32, 2*len(ix.post))
-	var full []posting
-	var body []bodyPosting
 	for id, tp := range ix.post {
 		idf[id], counts[2*id], counts[2*id+1] = tp.idf, uint32(len(tp.full)), uint32(len(tp.body))
-		full = append(full, tp.full...)
-		body = append(body, tp.body...)
 	}
 	raw(e, idf)
 	raw(e, counts)
-	raw(e, full)
-	raw(e, body)
+	raw(e, ix.full)
+	raw(e, ix.body)
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -211,6 +207,7 @@ func ReadBM25(data []byte) (*BM25, error) {
 	}
 	ix.terms = make(map[string]int32, len(terms))
 	ix.post = make([]termPostings, len(terms))
+	ix.full, ix.body = full, body
 	for id, t := range terms {
 		nf, nb := uint64(counts[2*id]), uint64(counts[2*id+1])
 		if nf > uint64(len(full)) || nb > uint64(len(body)) {

@@ -35,26 +35,26 @@ var codeFingerprint = sync.OnceValue(func() string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 })
 
-const lexicalMagic = "skillrouter-lexical\x00\x01"
+const lexicalMagic = "skillrouter-lexical\x00\x02"
 
-// writeLexical writes the BM25 index and the signatures.
+// writeLexical writes the signatures, then the BM25 index to the end.
 func writeLexical(w io.Writer, bm *index.BM25, sigs []termSignature) error {
-	var bm25 bytes.Buffer
-	if err := bm.WriteBinary(&bm25); err != nil {
-		return err
-	}
 	lens := make([]uint32, len(sigs))
-	var all []uint32
+	total := 0
 	for i, s := range sigs {
 		lens[i] = uint32(len(s))
-		all = append(all, s...)
+		total += len(s)
 	}
-	for _, part := range []any{[]byte(lexicalMagic), uint64(bm25.Len()), bm25.Bytes(), uint64(len(sigs)), lens, uint64(len(all)), all} {
+	parts := []any{[]byte(lexicalMagic), uint64(len(sigs)), lens, uint64(total)}
+	for _, s := range sigs {
+		parts = append(parts, []uint32(s))
+	}
+	for _, part := range parts {
 		if err := binary.Write(w, binary.LittleEndian, part); err != nil {
 			return err
 		}
 	}
-	return nil
+	return bm.WriteBinary(w)
 }
 
 var errLexical = errors.New("corrupt lexical index")
@@ -63,23 +63,10 @@ var errLexical = errors.New("corrupt lexical index")
 func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	r := bytes.NewReader(b)
 	magic := make([]byte, len(lexicalMagic))
-	var size uint64
+	var count, total uint64
 	if err := binary.Read(r, binary.LittleEndian, magic); err != nil || string(magic) != lexicalMagic {
 		return nil, nil, errLexical
 	}
-	if err := binary.Read(r, binary.LittleEndian, &size); err != nil || size > uint64(r.Len()) {
-		return nil, nil, errLexical
-	}
-	start := len(b) - r.Len()
-	bm, err := index.ReadBM25(b[start : start+int(size)])
-	if err != nil {
-		return nil, nil, err
-	}
-	if bm.Len() != n {
-		return nil, nil, fmt.Errorf("%w: %d documents, the library has %d", errLexical, bm.Len(), n)
-	}
-	r.Seek(int64(size), io.SeekCurrent)
-	var count, total uint64
 	if err := binary.Read(r, binary.LittleEndian, &count); err != nil || count != uint64(n) || count > uint64(r.Len())/4 {
 		return nil, nil, errLexical
 	}
@@ -87,7 +74,7 @@ func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	if err := binary.Read(r, binary.LittleEndian, lens); err != nil {
 		return nil, nil, errLexical
 	}
-	if err := binary.Read(r, binary.LittleEndian, &total); err != nil || total != uint64(r.Len())/4 || r.Len()%4 != 0 {
+	if err := binary.Read(r, binary.LittleEndian, &total); err != nil || total > uint64(r.Len())/4 {
 		return nil, nil, errLexical
 	}
 	all := make([]uint32, total)
@@ -103,6 +90,13 @@ func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	}
 	if len(all) != 0 {
 		return nil, nil, errLexical
+	}
+	bm, err := index.ReadBM25(b[len(b)-r.Len():])
+	if err != nil {
+		return nil, nil, err
+	}
+	if bm.Len() != n {
+		return nil, nil, fmt.Errorf("%w: %d documents, the library has %d", errLexical, bm.Len(), n)
 	}
 	return bm, sigs, nil
 }
