@@ -61,13 +61,13 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	sc := getRankScratch(n)
 	defer rankScratches.Put(sc)
 	res := &rankResult{strategy: strategy, n: n}
-	score, conf := sc.score, sc.score
+	score := sc.score
 	if strategy == StrategyKeyword {
 		clear(sc.keyword)
 		ix.kw.score(q.latest, sc.keyword)
 		copy(score, sc.keyword)
 		res.comps = 1 << compKeyword
-		res.top = sc.topEntries(depth, res.comps, conf)
+		res.top = sc.topEntries(depth, res.comps, func(e *rankEntry) { e.conf = e.score })
 		return res
 	}
 	var cosine []float64
@@ -91,16 +91,12 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	if res.strategy == StrategyBM25 {
 		weights, m.bcal = bm25FieldWeights, ix.cal.bm25
 	}
-	bm25, bm25n := sc.bm25, sc.bm25n
+	bm25 := sc.bm25
 	clear(bm25)
 	ix.bm25.ScoreWeighted(q.analysed(), weights, bm25)
-	if c := ix.bm25.Ceiling(q.analysed()); c > 0 {
-		for i, s := range bm25 {
-			bm25n[i] = s / c
-		}
-	} else {
-		clear(bm25n)
-	}
+	m.ceiling = ix.bm25.Ceiling(q.analysed())
+	// Every skill gets its score; the normalized BM25 and the confidence
+	// are worked out only for the skills kept (finish).
 	switch res.strategy {
 	case StrategyBM25:
 		for i, x := range bm25 {
@@ -111,9 +107,8 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 			score[i] = m.ccal.apply(x)
 		}
 	case StrategyHybrid:
-		conf = sc.conf
 		for i := range score {
-			score[i], conf[i] = m.hybrid(bm25[i], bm25n[i], cosine[i])
+			score[i] = m.hybridScore(bm25[i], cosine[i])
 		}
 		res.comps |= 1 << compConfidence
 	}
@@ -123,8 +118,16 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 			score[i] = 1/(60+float64(rb[i])) + 1/(60+float64(rc[i]))
 		}
 	}
+	finish := func(e *rankEntry) {
+		e.bm25n = m.norm(e.bm25)
+		if res.strategy == StrategyHybrid {
+			e.conf = m.hybridConf(e.bm25, e.cosine)
+		} else {
+			e.conf = e.score
+		}
+	}
 	if approx == nil {
-		res.top = sc.topEntries(depth, res.comps, conf)
+		res.top = sc.topEntries(depth, res.comps, finish)
 		return res
 	}
 	// A score moves with the cosine by at most its calibrated weight.
@@ -132,7 +135,7 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	if res.strategy == StrategyHybrid {
 		delta *= 1 - hybridBM25Weight
 	}
-	res.top = sc.topRescored(depth, res.comps, conf, delta, func(i int) {
+	res.top = sc.topRescored(depth, res.comps, finish, delta, func(i int) {
 		cosine[i] = 0
 		if k := ix.vectorRow(i); k >= 0 {
 			if c := approx.Exact(k); !math.IsNaN(c) {
@@ -140,7 +143,7 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 			}
 		}
 		if res.strategy == StrategyHybrid {
-			score[i], conf[i] = m.hybrid(bm25[i], bm25n[i], cosine[i])
+			score[i] = m.hybridScore(bm25[i], cosine[i])
 		} else {
 			score[i] = m.ccal.apply(cosine[i])
 		}
@@ -149,16 +152,32 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 }
 
 // mixer turns a skill's components into its score, as the strategy mixes
-// them; the ranking and the exact rescoring of approximated skills share it,
-// so both compute the same bits.
+// them; the ranking, the exact rescoring of approximated skills and the
+// entries kept share it, so all compute the same bits.
 type mixer struct {
-	bcal, ncal, ccal scale // raw bm25, ceiling-normalized bm25, cosine
+	bcal, ncal, ccal scale   // raw bm25, ceiling-normalized bm25, cosine
+	ceiling          float64 // the query's BM25 ceiling (index.BM25.Ceiling)
 }
 
-// hybrid returns the hybrid score and confidence.
-func (m *mixer) hybrid(bm25, bm25n, cosine float64) (score, conf float64) {
-	b, c := m.bcal.apply(bm25), m.ccal.apply(cosine)
-	return hybridBM25Weight*m.ncal.apply(bm25n) + (1-hybridBM25Weight)*c, hybridConfBM25Weight*b + (1-hybridConfBM25Weight)*c
+// norm is BM25 divided by the query's ceiling, in [0,1) (0 without one).
+func (m *mixer) norm(bm25 float64) float64 {
+	if m.ceiling > 0 {
+		return bm25 / m.ceiling
+	}
+	return 0
+}
+
+// hybridScore is the hybrid ranking score: it normalizes BM25 by the
+// query's own ceiling (a better order within a query).
+func (m *mixer) hybridScore(bm25, cosine float64) float64 {
+	return hybridBM25Weight*m.ncal.apply(m.norm(bm25)) + (1-hybridBM25Weight)*m.ccal.apply(cosine)
+}
+
+// hybridConf is the hybrid confidence selection thresholds apply to: raw
+// BM25, comparable across queries (a short generic question fully
+// "covered" by common words is not a strong match).
+func (m *mixer) hybridConf(bm25, cosine float64) float64 {
+	return hybridConfBM25Weight*m.bcal.apply(bm25) + (1-hybridConfBM25Weight)*m.ccal.apply(cosine)
 }
 
 // ranksOf returns each index's 1-based rank by descending value.

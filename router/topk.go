@@ -17,7 +17,7 @@ import (
 // requests: at 10,000 skills they are about 0.7 MB, which allocated per
 // request was most of the garbage a request made.
 type rankScratch struct {
-	score, conf, keyword, bm25, bm25n, cosine, sims []float64
+	score, keyword, bm25, cosine, sims []float64
 	keys, tmp                                       []uint64
 	cands                                           []int32
 }
@@ -30,12 +30,12 @@ var rankScratches = sync.Pool{New: func() any { return new(rankScratch) }}
 func getRankScratch(n int) *rankScratch {
 	sc := rankScratches.Get().(*rankScratch)
 	if cap(sc.score) < n {
-		sc.score, sc.conf, sc.keyword = make([]float64, n), make([]float64, n), make([]float64, n)
-		sc.bm25, sc.bm25n, sc.cosine = make([]float64, n), make([]float64, n), make([]float64, n)
+		sc.score, sc.keyword = make([]float64, n), make([]float64, n)
+		sc.bm25, sc.cosine = make([]float64, n), make([]float64, n)
 		sc.keys, sc.tmp = make([]uint64, n), make([]uint64, n)
 	}
-	sc.score, sc.conf, sc.keyword = sc.score[:n], sc.conf[:n], sc.keyword[:n]
-	sc.bm25, sc.bm25n, sc.cosine = sc.bm25[:n], sc.bm25n[:n], sc.cosine[:n]
+	sc.score, sc.keyword = sc.score[:n], sc.keyword[:n]
+	sc.bm25, sc.cosine = sc.bm25[:n], sc.cosine[:n]
 	sc.keys, sc.tmp = sc.keys[:n], sc.tmp[:n]
 	return sc
 }
@@ -50,26 +50,28 @@ func (sc *rankScratch) simsFor(n int) []float64 {
 
 // topEntries returns the depth best skills by sc.score (all when depth <=
 // 0), best first, with the components comps names copied from the scratch
-// arrays and the confidence from conf.
-func (sc *rankScratch) topEntries(depth int, comps uint8, conf []float64) []rankEntry {
-	return sc.entries(topOrder(sc.score, depth, sc.keys, sc.tmp), comps, conf)
+// arrays; finish fills in what is derived from them (the normalized BM25,
+// the confidence).
+func (sc *rankScratch) topEntries(depth int, comps uint8, finish func(*rankEntry)) []rankEntry {
+	return sc.entries(topOrder(sc.score, depth, sc.keys, sc.tmp), comps, finish)
 }
 
 // entries returns the skills of the sort keys order, in that order.
-func (sc *rankScratch) entries(order []uint64, comps uint8, conf []float64) []rankEntry {
+func (sc *rankScratch) entries(order []uint64, comps uint8, finish func(*rankEntry)) []rankEntry {
 	out := make([]rankEntry, len(order))
 	for k, key := range order {
 		i := int(uint32(key))
-		e := rankEntry{i: int32(i), score: sc.score[i], conf: conf[i]}
+		e := rankEntry{i: int32(i), score: sc.score[i]}
 		if comps&(1<<compKeyword) != 0 {
 			e.keyword = sc.keyword[i]
 		}
 		if comps&(1<<compBM25) != 0 {
-			e.bm25, e.bm25n = sc.bm25[i], sc.bm25n[i]
+			e.bm25 = sc.bm25[i]
 		}
 		if comps&(1<<compCosine) != 0 {
 			e.cosine = sc.cosine[i]
 		}
+		finish(&e)
 		out[k] = e
 	}
 	return out
@@ -85,7 +87,7 @@ func (sc *rankScratch) entries(order []uint64, comps uint8, conf []float64) []ra
 // whose approximation plus delta still rounds to a float32 below floor's
 // (keys compare scores as float32) is behind all of them whatever its
 // exact score.
-func (sc *rankScratch) topRescored(depth int, comps uint8, conf []float64, delta float64, rescore func(i int)) []rankEntry {
+func (sc *rankScratch) topRescored(depth int, comps uint8, finish func(*rankEntry), delta float64, rescore func(i int)) []rankEntry {
 	score := sc.score
 	order := topOrder(score, depth, sc.keys, sc.tmp)
 	lowest := math.Inf(1)
@@ -109,7 +111,7 @@ func (sc *rankScratch) topRescored(depth int, comps uint8, conf []float64, delta
 		for i := range score {
 			rescore(i)
 		}
-		return sc.topEntries(depth, comps, conf)
+		return sc.topEntries(depth, comps, finish)
 	}
 	keys := sc.keys[:len(cands)]
 	for k, i := range cands {
@@ -117,7 +119,7 @@ func (sc *rankScratch) topRescored(depth int, comps uint8, conf []float64, delta
 		keys[k] = rankKeyOf(score[i], int(i))
 	}
 	slices.Sort(keys)
-	return sc.entries(keys[:min(depth, len(keys))], comps, conf)
+	return sc.entries(keys[:min(depth, len(keys))], comps, finish)
 }
 
 // roundSlack covers the float64 rounding of a score computed from an
