@@ -30,16 +30,16 @@ type Report struct {
 
 // Result is one strategy's figures.
 type Result struct {
-	Strategy           string       `json:"strategy"`
-	Embedder           string       `json:"embedder"`
-	HitAt              KMap         `json:"hit_at"`
-	RecallAt           KMap         `json:"recall_at"`
-	MRR                float64      `json:"mrr"`
-	NDCG10             float64      `json:"ndcg_at_10"`
-	SelectedPrecision  float64      `json:"selected_precision"`
-	SelectedRecall     float64      `json:"selected_recall"`
-	FalseInjectionRate *float64     `json:"false_injection_rate"` // null without expected: [] queries
-	LatencyMS          Latency      `json:"latency_ms"`
+	Strategy           string   `json:"strategy"`
+	Embedder           string   `json:"embedder"`
+	HitAt              KMap     `json:"hit_at"`
+	RecallAt           KMap     `json:"recall_at"`
+	MRR                float64  `json:"mrr"`
+	NDCG10             float64  `json:"ndcg_at_10"`
+	SelectedPrecision  float64  `json:"selected_precision"`
+	SelectedRecall     float64  `json:"selected_recall"`
+	FalseInjectionRate *float64 `json:"false_injection_rate"` // null without expected: [] queries
+	LatencyMS          Latency  `json:"latency_ms"`
 	// CPUMS is the process CPU time per routing (mean, milliseconds): the
 	// routing itself and the collector's share of it.
 	CPUMS        float64      `json:"cpu_ms_per_request"`

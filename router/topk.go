@@ -18,8 +18,8 @@ import (
 // request was most of the garbage a request made.
 type rankScratch struct {
 	score, keyword, bm25, cosine, sims []float64
-	keys, tmp                                       []uint64
-	cands                                           []int32
+	keys, tmp                          []uint64
+	cands                              []int32
 }
 
 var rankScratches = sync.Pool{New: func() any { return new(rankScratch) }}
