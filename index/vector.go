@@ -148,8 +148,25 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	if prev != nil {
 		st.Removed = prev.n - st.Reused
 	}
+	v.hashes = packStrings(v.hashes)
 	v.quant = quantize(v.rows, v.n, v.dim)
 	return v, st, nil
+}
+
+// packStrings returns ss as substrings of one string: thousands of small
+// strings made among a build's garbage would each keep a page alive.
+func packStrings(ss []string) []string {
+	var b strings.Builder
+	for _, s := range ss {
+		b.WriteString(s)
+	}
+	all, out := b.String(), make([]string, len(ss))
+	off := 0
+	for i, s := range ss {
+		out[i] = all[off : off+len(s)]
+		off += len(s)
+	}
+	return out
 }
 
 // errDimension: a fresh vector's dimension differs from the reused ones'.

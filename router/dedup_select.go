@@ -59,6 +59,17 @@ func signatures(list []*skills.Skill) []termSignature {
 		}()
 	}
 	wg.Wait()
+	// One array for all: the per-skill slices were made among the text
+	// analysis' garbage, and left there they kept half-empty pages alive.
+	total := 0
+	for _, s := range sigs {
+		total += len(s)
+	}
+	all := make([]uint32, 0, total)
+	for i, s := range sigs {
+		all = append(all, s...)
+		sigs[i] = termSignature(all[len(all)-len(s) : len(all) : len(all)])
+	}
 	return sigs
 }
 
