@@ -69,7 +69,7 @@ type Decision struct {
 	Fallback       bool              `json:"fallback"`
 	FallbackReason string            `json:"fallback_reason,omitempty"`
 	FallbackCode   FallbackCode      `json:"fallback_code,omitempty"` // FallbackReason's short form, safe to show clients
-	Ranked         []Scored          `json:"ranked"`
+	Ranked         []Scored          `json:"ranked"`                  // best first: the top Query.Ranked (and pinned) skills, all when 0
 	Selected       []string          `json:"selected"`
 	Pinned         []string          `json:"pinned,omitempty"`  // #id / /id mentions, in order
 	Reasons        map[string]string `json:"reasons,omitempty"` // id -> why it was not auto-loaded
