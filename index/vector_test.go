@@ -413,7 +413,7 @@ func TestPreparedBound(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, dim := range []int{8, 64, 1024} {
 		var docs []VectorDoc
-		for i := range 500 {
+		for i := range 300 {
 			docs = append(docs, vdoc(fmt.Sprintf("d%03d", i), fmt.Sprint(i)))
 		}
 		emb := randomEmbedder(dim)
@@ -421,7 +421,7 @@ func TestPreparedBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for trial := range 30 {
+		for trial := range 12 {
 			q := make([]float32, dim)
 			for j := range q {
 				if r.IntN(4) == 0 || trial%3 == 0 {
