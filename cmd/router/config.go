@@ -327,7 +327,7 @@ var configKeys = []configKey{
 	{path: "routing.strategy", flag: "strategy", kind: "string", help: "ranking strategy: " + oneOf(strategyNames), ptr: func(c *config) any { return &c.Routing.Strategy }, choices: strategyNames},
 	{path: "routing.max_auto_load", flag: "max-auto-load", kind: "int", help: "skills auto-loaded per request at most (0 = none)", ptr: func(c *config) any { return &c.Routing.MaxAutoLoad }},
 	{path: "routing.embed_timeout", flag: "embed-timeout", kind: "duration", help: "latency budget of the query embedding before falling back to bm25", ptr: func(c *config) any { return &c.Routing.EmbedTimeout }},
-	{path: "routing.index_dir", kind: "string", help: "where the vector index persists (remote embedders default to the cache folder)", ptr: func(c *config) any { return &c.Routing.IndexDir }},
+	{path: "routing.index_dir", kind: "string", help: "where the routing index persists, loaded instead of rebuilt at the next start with an unchanged library (default: a folder per library under embedder.cache_dir)", ptr: func(c *config) any { return &c.Routing.IndexDir }},
 	{path: "routing.prebuilt_index", flag: "index", kind: "string", help: "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", ptr: func(c *config) any { return &c.Routing.Prebuilt }},
 	{path: "routing.rank_cache", kind: "int", help: "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", ptr: func(c *config) any { return &c.Routing.RankCache }},
 	{path: "rewrite.catalog_format", flag: "catalog-format", kind: "string", help: "catalog format: " + oneOf(formatNames), ptr: func(c *config) any { return &c.Rewrite.CatalogFormat }, choices: formatNames},
