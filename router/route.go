@@ -285,6 +285,8 @@ func (r *Router) wait(ctx context.Context, gen uint64) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("router: building indexes: %w", ctx.Err())
+		case <-r.bgCtx.Done(): // closed: no build will settle gen
+			return fmt.Errorf("router: closed while building indexes: %w", context.Cause(r.bgCtx))
 		case <-ch:
 		}
 	}

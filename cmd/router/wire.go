@@ -115,7 +115,7 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 			_ = r.Synced(context.Background()) // failures are the router's to log
 		}()
 	})
-	// A reload that swapped in between New and OnReload was not seen.
+	// A reload that swapped in between New and OnSwap was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {
 			return nil, err

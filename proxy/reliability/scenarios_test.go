@@ -351,7 +351,9 @@ func scenarioShutdown(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	q.signal(syscall.SIGTERM)
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(q.logs.String(), "shutting down") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the first signal is being handled
+	}
 	second := time.Now()
 	q.signal(syscall.SIGTERM)
 	if !q.wait(10 * time.Second) {
