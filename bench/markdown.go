@@ -71,7 +71,7 @@ func qualityTable(b *strings.Builder, ks []int, rs []Result, lead []string) {
 
 func costTable(b *strings.Builder, rs []Result, enc string, i int) {
 	cols := []string{"strategy", "stuff-all tok", "catalog-only tok", "router tok mean", "router tok p95",
-		"catalog part", "bodies part", "router savings", "auto-loaded/query", "p50 ms", "p95 ms", "p99 ms", "fallbacks"}
+		"catalog part", "bodies part", "router savings", "auto-loaded/query", "p50 ms", "p95 ms", "p99 ms", "CPU ms/req", "fallbacks"}
 	fmt.Fprintf(b, "Prompt tokens added per request (%s) and routing latency:\n\n", enc)
 	row(b, cols)
 	sep(b, len(cols))
@@ -82,14 +82,15 @@ func costTable(b *strings.Builder, rs []Result, enc string, i int) {
 		}
 		row(b, []string{r.Strategy, fint(pt.StuffAll.Mean), fint(pt.CatalogOnly.Mean), fint(pt.Router.Mean),
 			fint(pt.Router.P95), fint(pt.RouterCatalog.Mean), fint(pt.RouterAutoLoaded.Mean), fpct(pt.RouterSavings), fnum(r.SelectedMean, 2),
-			fnum(r.LatencyMS.P50, 3), fnum(r.LatencyMS.P95, 3), fnum(r.LatencyMS.P99, 3), strconv.Itoa(r.Fallbacks)})
+			fnum(r.LatencyMS.P50, 3), fnum(r.LatencyMS.P95, 3), fnum(r.LatencyMS.P99, 3), fnum(r.CPUMS, 3), strconv.Itoa(r.Fallbacks)})
 	}
 }
 
 func scaleTable(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "Scale (%s tokens; quality over the queries whose expected skills are in the library):\n\n", r.Encodings[0])
 	cols := []string{"skills", "real", "synthetic", "write ms", "load ms", "index build ms", "catalog tok", "stuff-all tok",
-		"strategy", "router tok mean", "router tok p95", "catalog part", "bodies part", "tools part", "p50 ms", "p95 ms", "p99 ms", "Hit@3", "MRR", "shown hit", "queries"}
+		"strategy", "router tok mean", "router tok p95", "catalog part", "bodies part", "tools part", "p50 ms", "p95 ms", "p99 ms", "CPU ms/req", "RSS MB",
+		"Hit@3", "MRR", "shown hit", "queries"}
 	row(b, cols)
 	sep(b, len(cols))
 	for _, p := range r.Scale {
@@ -102,7 +103,7 @@ func scaleTable(b *strings.Builder, r *Report) {
 				fnum(p.WriteMS, 0), fnum(p.LoadMS, 0), fnum(p.IndexBuildMS, 0), strconv.Itoa(p.CatalogTokens), strconv.Itoa(p.StuffAllTokens),
 				res.Strategy, fint(res.PromptTokens.Router.Mean), fint(res.PromptTokens.Router.P95),
 				fint(res.PromptTokens.RouterCatalog.Mean), fint(res.PromptTokens.RouterAutoLoaded.Mean), fint(res.PromptTokens.RouterTools.Mean),
-				fnum(res.LatencyMS.P50, 3), fnum(res.LatencyMS.P95, 3), fnum(res.LatencyMS.P99, 3),
+				fnum(res.LatencyMS.P50, 3), fnum(res.LatencyMS.P95, 3), fnum(res.LatencyMS.P99, 3), fnum(res.CPUMS, 3), fnum(p.RSSMB, 0),
 				h3, fnum(res.MRR, 3), fptr(res.ShownHit), strconv.Itoa(p.QueriesEvaluated)})
 		}
 	}

@@ -58,12 +58,12 @@ func sampleReport() *Report {
 		Results: []Result{
 			{Strategy: "bm25", Embedder: "none", HitAt: kmap(ks, 0.4, 0.6, 0.7, 0.8), RecallAt: kmap(ks, 0.35, 0.55, 0.65, 0.75),
 				MRR: 0.51, NDCG10: 0.56, SelectedPrecision: 0.5, SelectedRecall: 0.3, FalseInjectionRate: ptr(1.0 / 3),
-				ShownHit: ptr(1), LatencyMS: Latency{P50: 0.21, P95: 0.4, P99: 0.9, Mean: 0.25, Max: 1.2},
+				ShownHit: ptr(1), LatencyMS: Latency{P50: 0.21, P95: 0.4, P99: 0.9, Mean: 0.25, Max: 1.2}, CPUMS: 0.19,
 				PromptTokens: pt(42000.5, 51000), RankedQueries: 41, EmptyQueries: 3, SelectedMean: 1.2, CatalogEntriesMean: 407,
 				PromptTokensByEncoding: map[string]PromptTokens{"o200k_base": pt(42000.5, 51000), "cl100k_base": pt(43000, 52000)}},
 			{Strategy: "hybrid", Embedder: "builtin", HitAt: kmap(ks, 0.5, 0.7, 0.8, 0.9), RecallAt: kmap(ks, 0.45, 0.65, 0.75, 0.85),
 				MRR: 0.61, NDCG10: 0.66, SelectedPrecision: 0.6, SelectedRecall: 0.4, FalseInjectionRate: ptr(0),
-				LatencyMS: Latency{P50: 0.5, P95: 0.8, P99: 1.4, Mean: 0.55, Max: 2}, Fallbacks: 2,
+				LatencyMS: Latency{P50: 0.5, P95: 0.8, P99: 1.4, Mean: 0.55, Max: 2}, CPUMS: 0.42, Fallbacks: 2,
 				PromptTokens: pt(41000, 50000), RankedQueries: 41, EmptyQueries: 3, SelectedMean: 1, CatalogEntriesMean: 407,
 				PromptTokensByEncoding: map[string]PromptTokens{"o200k_base": pt(41000, 50000), "cl100k_base": pt(42000, 51000)}},
 		},
@@ -77,12 +77,14 @@ func sampleScale() *Report {
 	r.Encodings = r.Encodings[:1]
 	for i, n := range []int{10, 100, 1000, 10000} {
 		p := ScalePoint{Size: n, Real: min(n, 407), Synthetic: max(n-407, 0), WriteMS: float64(n) / 20, LoadMS: float64(n) / 10,
-			IndexBuildMS: float64(n) / 3, CatalogTokens: 90 * n, StuffAllTokens: 2600 * n, QueriesEvaluated: min(41, n)}
+			IndexBuildMS: float64(n) / 3, CatalogTokens: 90 * n, StuffAllTokens: 2600 * n, QueriesEvaluated: min(41, n),
+			RSSMB: 60 + float64(n)/40}
 		for _, b := range base {
 			b.PromptTokensByEncoding = nil
 			b.PromptTokens.Router = Stat{Mean: 5000 + float64(i)*100, P95: 9000}
 			b.LatencyMS.P50 *= float64(i + 1)
 			b.LatencyMS.P99 *= float64(i*i + 1)
+			b.CPUMS *= 1 + float64(i)/4
 			p.Results = append(p.Results, b)
 		}
 		r.Scale = append(r.Scale, p)

@@ -30,17 +30,20 @@ type Report struct {
 
 // Result is one strategy's figures.
 type Result struct {
-	Strategy           string       `json:"strategy"`
-	Embedder           string       `json:"embedder"`
-	HitAt              KMap         `json:"hit_at"`
-	RecallAt           KMap         `json:"recall_at"`
-	MRR                float64      `json:"mrr"`
-	NDCG10             float64      `json:"ndcg_at_10"`
-	SelectedPrecision  float64      `json:"selected_precision"`
-	SelectedRecall     float64      `json:"selected_recall"`
-	FalseInjectionRate *float64     `json:"false_injection_rate"` // null without expected: [] queries
-	LatencyMS          Latency      `json:"latency_ms"`
-	PromptTokens       PromptTokens `json:"prompt_tokens"`
+	Strategy           string   `json:"strategy"`
+	Embedder           string   `json:"embedder"`
+	HitAt              KMap     `json:"hit_at"`
+	RecallAt           KMap     `json:"recall_at"`
+	MRR                float64  `json:"mrr"`
+	NDCG10             float64  `json:"ndcg_at_10"`
+	SelectedPrecision  float64  `json:"selected_precision"`
+	SelectedRecall     float64  `json:"selected_recall"`
+	FalseInjectionRate *float64 `json:"false_injection_rate"` // null without expected: [] queries
+	LatencyMS          Latency  `json:"latency_ms"`
+	// CPUMS is the process CPU time per routing (mean, milliseconds): the
+	// routing itself and the collector's share of it.
+	CPUMS        float64      `json:"cpu_ms_per_request"`
+	PromptTokens PromptTokens `json:"prompt_tokens"`
 
 	// ShownHit: share of queries with expectations whose expected skill was in
 	// the catalog shown or auto-loaded.
@@ -160,8 +163,10 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 	if !usesEmbedder(s) {
 		res.Embedder = "none"
 	}
+	var cpu time.Duration
 	for i, o := range obs {
 		lat[i] = o.latency
+		cpu += o.cpu
 		if o.fallbk {
 			res.Fallbacks++
 		}
@@ -194,6 +199,9 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 	res.LatencyMS = Latency{
 		P50: durMS(Percentile(lat, 50)), P95: durMS(Percentile(lat, 95)), P99: durMS(Percentile(lat, 99)),
 		Mean: durMS(time.Duration(Mean(durInts(lat)))), Max: durMS(Percentile(lat, 100)),
+	}
+	if len(obs) > 0 {
+		res.CPUMS = round(float64(cpu)/float64(len(obs))/1e6, 4)
 	}
 	encs := cfg.Tokens.Encodings()
 	res.PromptTokensByEncoding = map[string]PromptTokens{}

@@ -137,6 +137,7 @@ func (l *library) close() {
 type observation struct {
 	judged  Judged
 	latency time.Duration
+	cpu     time.Duration
 	tokens  RouterTokens
 	fallbk  bool
 	emb     string
@@ -146,9 +147,16 @@ type observation struct {
 // runStrategy routes qs with strategy s. evaluate, when non-nil, says which
 // queries enter the quality metrics (all enter latency and tokens).
 func runStrategy(ctx context.Context, lib *library, cfg Config, s router.Strategy, qs []Query, evaluate func(Query) bool) (Result, error) {
+	// Routing is timed as the proxy routes: for the top of the ranking its
+	// catalog can use (router.RankDepth). The metrics need the whole
+	// ranking (MRR looks at every rank), so each query is then routed once
+	// more, untimed, for all of it; its top is the same.
+	depth := router.RankDepth(cfg.Rewrite)
 	// One untimed query first: lazy initialisation (a fitted embedder's first
 	// call, page faults in fresh indexes) is not routing latency.
-	lib.router.Route(ctx, toRouterQuery(qs[0], s))
+	warm := toRouterQuery(qs[0], s)
+	warm.Ranked = depth
+	lib.router.Route(ctx, warm)
 
 	obs := make([]observation, 0, len(qs))
 	for _, q := range qs {
@@ -156,10 +164,15 @@ func runStrategy(ctx context.Context, lib *library, cfg Config, s router.Strateg
 			return Result{}, err
 		}
 		rq := toRouterQuery(q, s)
-		start := time.Now()
+		rq.Ranked = depth
+		cpu0, start := processCPU(), time.Now()
 		d := lib.router.Route(ctx, rq)
-		lat := time.Since(start)
+		lat, cpu := time.Since(start), processCPU()-cpu0
 		if d == nil {
+			return Result{}, fmt.Errorf("bench: %s: router returned no decision for query %s", s, q.ID)
+		}
+		rq.Ranked = 0
+		if d = lib.router.Route(ctx, rq); d == nil {
 			return Result{}, fmt.Errorf("bench: %s: router returned no decision for query %s", s, q.ID)
 		}
 		// What the proxy would add for this decision, rendered apart from the
@@ -182,6 +195,7 @@ func runStrategy(ctx context.Context, lib *library, cfg Config, s router.Strateg
 				ShownKnown: true,
 			},
 			latency: lat,
+			cpu:     cpu,
 			tokens:  cfg.Tokens.Router(p),
 			fallbk:  d.Fallback,
 			emb:     d.Embedder,

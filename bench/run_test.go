@@ -18,12 +18,17 @@ import (
 // the number of query words (4+ letters) found in a skill's description, ties
 // by id, and selects the top skill when it shares at least two words.
 type wordRouter struct {
-	snap  *skills.Snapshot
-	calls int
+	ranked map[int]int // calls by Query.Ranked
+	snap   *skills.Snapshot
+	calls  int
 }
 
 func (w *wordRouter) Route(_ context.Context, q router.Query) *router.Decision {
 	w.calls++
+	if w.ranked == nil {
+		w.ranked = map[int]int{}
+	}
+	w.ranked[q.Ranked]++
 	text := strings.ToLower(q.Messages[len(q.Messages)-1].Text)
 	var words []string
 	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !(r >= 'a' && r <= 'z') }) {
@@ -147,9 +152,13 @@ func TestRun(t *testing.T) {
 	if prog.added != 2*8 || !slices.Equal(prog.described, []string{"bm25", "hybrid"}) {
 		t.Fatalf("progress %+v", prog)
 	}
-	// One untimed warm-up per strategy, then every query.
-	if wr.calls != 2*(8+1) {
+	// One untimed warm-up per strategy, then every query twice: timed for
+	// the top the proxy uses, untimed for the whole ranking.
+	if wr.calls != 2*(2*8+1) {
 		t.Fatalf("router called %d times", wr.calls)
+	}
+	if d := router.RankDepth(cfg.Rewrite); wr.ranked[d] != 2*(8+1) || wr.ranked[0] != 2*8 {
+		t.Fatalf("calls by depth %v: want %d at the proxy's depth %d, %d for the whole ranking", wr.ranked, 2*(8+1), d, 2*8)
 	}
 
 	// Quality must equal Evaluate over the router's own outcomes.

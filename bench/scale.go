@@ -35,6 +35,10 @@ type ScalePoint struct {
 	// every query).
 	QueriesEvaluated int      `json:"queries_evaluated"`
 	Results          []Result `json:"results"`
+	// RSSMB is the process's resident memory after routing at this size,
+	// after a collection (MB; 0 outside Linux): the library, its indexes
+	// and the harness.
+	RSSMB float64 `json:"rss_mb"`
 }
 
 // RunScale builds each library size, routes every query under every strategy
@@ -138,5 +142,6 @@ func runSize(ctx context.Context, cfg ScaleConfig, ordered []*skills.Skill, size
 		}
 		pt.Results = append(pt.Results, res)
 	}
+	pt.RSSMB = residentMB()
 	return pt, nil
 }

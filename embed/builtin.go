@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -109,48 +110,106 @@ func (b *Builtin) Dimensions() int { return b.opts.Dimensions }
 func (b *Builtin) Offline() bool { return true }
 
 // Fit learns IDF from corpus (one text per document, as they will be
-// embedded) and returns a fitted copy; b is unchanged.
+// embedded) and returns a fitted copy; b is unchanged. Large corpora are
+// counted on every core: the counts are sums, the same in any order.
 func (b *Builtin) Fit(corpus []string) *Builtin {
-	df := make(map[uint64]int32, 64*len(corpus)+1024)
-	words := make(map[string]int, 1024)
-	var fs featureSet
-	for _, text := range corpus {
-		fs.extract(text, &b.opts, nil)
-		for k := range fs.order {
-			for _, h := range fs.order[k] {
-				df[h]++
+	workers := parallelism(len(corpus))
+	dfs := make([]*u64Table, workers)
+	wordss := make([]map[string]int, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo, hi := w*len(corpus)/workers, (w+1)*len(corpus)/workers
+			df := new(u64Table)
+			words := make(map[string]int, 1024)
+			var fs featureSet
+			for _, text := range corpus[lo:hi] {
+				fs.extract(text, &b.opts, nil)
+				for k := range fs.order {
+					for _, h := range fs.order[k] {
+						d, _ := df.ref(h)
+						*d++
+					}
+				}
+				for i, w := range fs.wseq {
+					words[w] += fs.wcount[i]
+				}
 			}
+			dfs[w], wordss[w] = df, words
+		}()
+	}
+	wg.Wait()
+	df, words := dfs[0], wordss[0]
+	for w := 1; w < workers; w++ {
+		dfs[w].each(func(h uint64, d int32) {
+			p, _ := df.ref(h)
+			*p += d
+		})
+		for x, c := range wordss[w] {
+			words[x] += c
 		}
-		for i, w := range fs.wseq {
-			words[w] += fs.wcount[i]
-		}
+		dfs[w], wordss[w] = nil, nil
 	}
 	n := float64(len(corpus))
-	fit := &Builtin{opts: b.opts, idf: make(map[uint64]float32, len(df))}
+	fit := &Builtin{opts: b.opts, idf: make(map[uint64]float32, df.n)}
 	var sum uint64
-	for h, d := range df {
+	df.each(func(h uint64, d int32) {
 		fit.idf[h] = float32(math.Log((n+1)/(float64(d)+1)) + 1)
 		sum += mix64(h ^ uint64(d)*0x9e3779b97f4a7c15) // order-independent digest
-	}
+	})
 	fit.unseenIDF = float32(math.Log(n+1) + 1)
 	fit.fingerprint = fmt.Sprintf("%08x", uint32(mix64(sum^uint64(len(corpus)))))
 	fit.vocab = newVocab(words, maxVocab, &fit.opts, fit.idf)
 	return fit
 }
 
+// parallelism is how many goroutines share n texts: one per core for large
+// batches, one for the short batches of routing (a query, a few turns).
+func parallelism(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n/parallelMinTexts))
+}
+
+// parallelMinTexts is the least number of texts worth a goroutine.
+const parallelMinTexts = 64
+
 // Embed implements the router's Embedder. It never fails; ctx is checked
-// between texts so a huge batch can be abandoned.
+// between texts so a huge batch can be abandoned. Large batches (a library)
+// are embedded on every core.
 func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	fs := featureSets.Get().(*featureSet)
-	defer featureSets.Put(fs)
-	for i, t := range texts {
-		if i%64 == 63 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	workers := parallelism(len(texts))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		run := func() {
+			defer wg.Done()
+			fs := featureSets.Get().(*featureSet)
+			defer featureSets.Put(fs)
+			lo, hi := w*len(texts)/workers, (w+1)*len(texts)/workers
+			for i := lo; i < hi; i++ {
+				if (i-lo)%64 == 63 {
+					if err := ctx.Err(); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				out[i] = b.vector(texts[i], fs)
 			}
 		}
-		out[i] = b.vector(t, fs)
+		if workers == 1 {
+			run() // routing: no goroutine hand-off
+		} else {
+			go run()
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -286,11 +345,11 @@ const (
 type featureSet struct {
 	words  []string
 	terms  []string
-	wseq   []string                      // distinct content words in first-occurrence order
-	wpos   map[string]int                // word -> its position in wseq
-	wcount []int                         // per wseq word: occurrences
-	wvocab []*vocabEntry                 // per wseq word: its vocabulary entry, or nil
-	pos    [numFamilies]map[uint64]int32 // feature hash -> its index in order
+	wseq   []string              // distinct content words in first-occurrence order
+	wpos   map[string]int        // word -> its position in wseq
+	wcount []int                 // per wseq word: occurrences
+	wvocab []*vocabEntry         // per wseq word: its vocabulary entry, or nil
+	pos    [numFamilies]u64Table // feature hash -> its index in order
 	order  [numFamilies][]uint64
 	tf     [numFamilies][]float64 // per order entry: the feature's count
 	idf    [numFamilies][]float32 // per order entry; NaN: look it up
@@ -300,15 +359,14 @@ type featureSet struct {
 }
 
 func (fs *featureSet) add(fam int, h uint64, n float64, idf float32) {
-	i, ok := fs.pos[fam][h]
-	if !ok {
-		i = int32(len(fs.order[fam]))
-		fs.pos[fam][h] = i
+	p, added := fs.pos[fam].ref(h)
+	if added {
+		*p = int32(len(fs.order[fam]))
 		fs.order[fam] = append(fs.order[fam], h)
 		fs.tf[fam] = append(fs.tf[fam], 0)
 		fs.idf[fam] = append(fs.idf[fam], idf)
 	}
-	fs.tf[fam][i] += n
+	fs.tf[fam][*p] += n
 }
 
 // unknownIDF marks a feature whose IDF extract did not get from the
@@ -320,13 +378,10 @@ var unknownIDF = float32(math.NaN())
 func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	if fs.wpos == nil {
 		fs.wpos = make(map[string]int)
-		for k := range fs.pos {
-			fs.pos[k] = make(map[uint64]int32)
-		}
 	}
 	clear(fs.wpos)
 	for k := range fs.pos {
-		clear(fs.pos[k])
+		fs.pos[k].reset()
 		fs.order[k] = fs.order[k][:0]
 		fs.tf[k] = fs.tf[k][:0]
 		fs.idf[k] = fs.idf[k][:0]

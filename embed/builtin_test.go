@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -286,4 +287,38 @@ func denseVector(b *Builtin, text string) []float32 {
 		}
 	}
 	return v
+}
+
+// TestBuiltinParallelSame: fitting and embedding a library on several cores
+// gives the fitted state and vectors one core gives, bit for bit.
+func TestBuiltinParallelSame(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	big := make([]string, 500)
+	for i := range big {
+		var b strings.Builder
+		for range 5 + r.IntN(60) {
+			b.WriteString(corpus[r.IntN(len(corpus))][:8+r.IntN(20)])
+			b.WriteByte(' ')
+		}
+		big[i] = b.String()
+	}
+	fitEmbed := func(procs int) (*Builtin, [][]float32) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		b := NewBuiltin(Config{}).Fit(big)
+		v, err := b.Embed(context.Background(), big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, v
+	}
+	b1, v1 := fitEmbed(1)
+	b4, v4 := fitEmbed(4)
+	if b1.Model() != b4.Model() || !reflect.DeepEqual(b1.idf, b4.idf) || !reflect.DeepEqual(b1.vocab, b4.vocab) {
+		t.Fatalf("fits differ: %s and %s", b1.Model(), b4.Model())
+	}
+	for i := range v1 {
+		if !slices.Equal(v1[i], v4[i]) {
+			t.Fatalf("text %d: vectors differ", i)
+		}
+	}
 }

@@ -6,7 +6,10 @@ package index
 
 import (
 	"math"
+	"runtime"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
 )
@@ -63,20 +66,39 @@ func (p BM25Params) withDefaults() BM25Params {
 	return d
 }
 
+// posting is a document with a term in its name or description: per-field
+// length-normalized term frequencies.
 type posting struct {
 	doc int32
-	tf  [NumFields]float32 // per-field length-normalized term frequency
+	tf  [NumFields]float32
+}
+
+// bodyPosting is a document with a term in its body only: most postings of
+// a library of long bodies, at half the size.
+type bodyPosting struct {
+	doc int32
+	tf  float32
+}
+
+// termPostings are the documents having one term, each list in document
+// order.
+type termPostings struct {
+	idf  float64
+	full []posting
+	body []bodyPosting
 }
 
 // BM25 is a BM25F index: per-field term frequencies are length-normalized,
 // weighted and summed before the usual saturation, so a term that appears in
 // both name and description is not counted as two independent matches.
 type BM25 struct {
-	ids      []string
-	postings map[string][]posting
-	idf      map[string]float64
-	k1       float64
-	weights  [NumFields]float64
+	ids     []string
+	terms   map[string]int32 // term -> index in post
+	post    []termPostings   // their postings are runs of full and body, in term order
+	full    []posting
+	body    []bodyPosting
+	k1      float64
+	weights [NumFields]float64
 }
 
 // Term is one query term with its weight (1 for the latest message; less
@@ -86,66 +108,168 @@ type Term struct {
 	Weight float64
 }
 
-// DocStats is one document as BM25 counts it: per field its length in
-// terms, and each distinct term with its count per field. Analysing the
-// text is most of a build, so a caller that rebuilds often (a library
-// that changes one skill at a time) keeps the DocStats of unchanged
-// documents and passes them to NewBM25Stats.
+// DocStats is one analysed document: per field its length in terms, and
+// each distinct term with its count per field. Analysing the text is most
+// of a build, so a caller that rebuilds often (a library that changes one
+// skill at a time) keeps the DocStats of unchanged documents and passes
+// them to NewBM25Stats. A DocStats is not changed once made.
 type DocStats struct {
 	Len   [NumFields]int32
 	Terms []string
-	TF    [][NumFields]uint16
+	TF    [][NumFields]uint32
+}
+
+// analyse splits a document into its distinct terms and their counts;
+// seen is scratch.
+func analyse(d Doc, maxBody int, seen map[string]int) *DocStats {
+	out := &DocStats{}
+	clear(seen)
+	var buf []string
+	for f := Field(0); f < NumFields; f++ {
+		text := d.Fields[f]
+		if f == FieldBody && maxBody > 0 && len(text) > maxBody {
+			text = text[:maxBody]
+		}
+		buf = analysis.AppendTerms(buf[:0], text)
+		out.Len[f] = int32(len(buf))
+		for _, t := range buf {
+			k, ok := seen[t]
+			if !ok {
+				k = len(out.Terms)
+				seen[t] = k
+				out.Terms = append(out.Terms, t)
+				out.TF = append(out.TF, [NumFields]uint32{})
+			}
+			out.TF[k][f]++
+		}
+	}
+	return out
 }
 
 // Analyze counts doc's terms as NewBM25 would.
 func Analyze(d Doc, p BM25Params) *DocStats {
 	p = p.withDefaults()
-	st := &DocStats{}
-	at := map[string]int{}
-	for f := Field(0); f < NumFields; f++ {
-		text := d.Fields[f]
-		if f == FieldBody && p.MaxBodyChars > 0 && len(text) > p.MaxBodyChars {
-			text = text[:p.MaxBodyChars]
+	return analyse(d, p.MaxBodyChars, map[string]int{})
+}
+
+// AnalyzeAll is Analyze for each of docs, on every core.
+func AnalyzeAll(docs []Doc, p BM25Params) []*DocStats {
+	p = p.withDefaults()
+	out := make([]*DocStats, len(docs))
+	analyseRange(docs, out, 0, len(docs), p.MaxBodyChars)
+	return out
+}
+
+// analyseRange analyses docs[lo:hi] into out[0:hi-lo] on every core.
+func analyseRange(docs []Doc, out []*DocStats, lo, hi, maxBody int) {
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8, hi-lo))
+	if workers == 1 {
+		seen := map[string]int{}
+		for i := lo; i < hi; i++ {
+			out[i-lo] = analyse(docs[i], maxBody, seen)
 		}
-		terms := analysis.Terms(text)
-		st.Len[f] = int32(len(terms))
-		for _, t := range terms {
-			i, ok := at[t]
-			if !ok {
-				i = len(st.Terms)
-				at[t] = i
-				st.Terms = append(st.Terms, t)
-				st.TF = append(st.TF, [NumFields]uint16{})
-			}
-			if st.TF[i][f] < math.MaxUint16 {
-				st.TF[i][f]++
-			}
-		}
+		return
 	}
-	return st
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := map[string]int{}
+			for i := lo + w; i < hi; i += workers {
+				out[i-lo] = analyse(docs[i], maxBody, seen)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // NewBM25 indexes docs. Document order is kept: scores are indexed like docs.
+// Documents are analysed on every core, a chunk at a time (only a chunk's
+// analyses are held at once), and the postings are laid out in two
+// contiguous arrays sized exactly.
 func NewBM25(docs []Doc, p BM25Params) *BM25 {
-	ids := make([]string, len(docs))
-	stats := make([]*DocStats, len(docs))
+	p = p.withDefaults()
+	b := newBM25Builder(len(docs), p)
 	for i, d := range docs {
-		ids[i], stats[i] = d.ID, Analyze(d, p)
+		b.ix.ids[i] = d.ID
 	}
-	return NewBM25Stats(ids, stats, p)
+	const chunk = 256
+	analysed := make([]*DocStats, chunk)
+	for lo := 0; lo < len(docs); lo += chunk {
+		hi := min(lo+chunk, len(docs))
+		analyseRange(docs, analysed, lo, hi, p.MaxBodyChars)
+		for i := lo; i < hi; i++ {
+			b.add(i, analysed[i-lo])
+			analysed[i-lo] = nil
+		}
+	}
+	return b.finish(p)
 }
 
-// NewBM25Stats indexes documents already analysed (see DocStats), in order.
+// NewBM25Stats indexes documents already analysed (see DocStats), in
+// order: the same index NewBM25 builds from the documents.
 func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
 	p = p.withDefaults()
-	n := len(ids)
-	var total [NumFields]float64
-	postings := 0
-	for _, st := range stats {
-		for f := range total {
-			total[f] += float64(st.Len[f])
+	b := newBM25Builder(len(ids), p)
+	copy(b.ix.ids, ids)
+	for i, st := range stats {
+		b.add(i, st)
+	}
+	return b.finish(p)
+}
+
+// bm25Builder gathers each document's distinct terms as term numbers with
+// their counts, in document order, and the field lengths.
+type bm25Builder struct {
+	ix       *BM25
+	lengths  [][NumFields]int32
+	docStart []int
+	rawTerm  []int32
+	rawCount [][NumFields]uint32
+	df       []int32 // documents per term
+	full     []int32 // of them, with the term in name or description
+}
+
+func newBM25Builder(n int, p BM25Params) *bm25Builder {
+	return &bm25Builder{
+		ix:       &BM25{ids: make([]string, n), terms: map[string]int32{}, k1: p.K1, weights: p.Weights},
+		lengths:  make([][NumFields]int32, n),
+		docStart: make([]int, n+1),
+	}
+}
+
+// add takes document i's analysis; documents are added in order.
+func (b *bm25Builder) add(i int, a *DocStats) {
+	b.lengths[i] = a.Len
+	b.docStart[i] = len(b.rawTerm)
+	for k, t := range a.Terms {
+		id, ok := b.ix.terms[t]
+		if !ok {
+			id = int32(len(b.df))
+			b.ix.terms[t] = id
+			b.df, b.full = append(b.df, 0), append(b.full, 0)
 		}
-		postings += len(st.Terms)
+		b.df[id]++
+		if c := a.TF[k]; c[FieldName] > 0 || c[FieldDescription] > 0 {
+			b.full[id]++
+		}
+		b.rawTerm = append(b.rawTerm, id)
+		b.rawCount = append(b.rawCount, a.TF[k])
+	}
+}
+
+func (b *bm25Builder) finish(p BM25Params) *BM25 {
+	ix, df, full := b.ix, b.df, b.full
+	n := len(ix.ids)
+	b.docStart[n] = len(b.rawTerm)
+	ix.internTerms()
+
+	var total [NumFields]float64
+	for _, l := range b.lengths {
+		for f := range total {
+			total[f] += float64(l[f])
+		}
 	}
 	var avg [NumFields]float64
 	for f := range avg {
@@ -154,42 +278,76 @@ func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
 			avg[f] = total[f] / float64(n)
 		}
 	}
-	// Two passes: document frequencies first, then every posting list cut
-	// from one slab (appending term by term was most of a rebuild).
-	df := make(map[string]int32, postings/4+16)
-	for _, st := range stats {
-		for _, t := range st.Terms {
-			df[t]++
-		}
+	ix.post = make([]termPostings, len(df))
+	var nFull, nBody int
+	for id := range df {
+		nFull += int(full[id])
+		nBody += int(df[id] - full[id])
 	}
-	ix := &BM25{
-		ids:      append([]string(nil), ids...),
-		postings: make(map[string][]posting, len(df)),
-		idf:      make(map[string]float64, len(df)),
-		k1:       p.K1,
-		weights:  p.Weights,
+	fullAll, bodyAll := make([]posting, 0, nFull), make([]bodyPosting, 0, nBody)
+	ix.full, ix.body = fullAll[:nFull], bodyAll[:nBody]
+	for id := range ix.post {
+		tp := &ix.post[id]
+		d := float64(df[id])
+		tp.idf = math.Log(1 + (float64(n)-d+0.5)/(d+0.5))
+		tp.full = fullAll[len(fullAll) : len(fullAll) : len(fullAll)+int(full[id])]
+		fullAll = fullAll[:len(fullAll)+int(full[id])]
+		nb := int(df[id] - full[id])
+		tp.body = bodyAll[len(bodyAll) : len(bodyAll) : len(bodyAll)+nb]
+		bodyAll = bodyAll[:len(bodyAll)+nb]
 	}
-	slab := make([]posting, postings)
-	at := 0
-	for t, d := range df {
-		ix.postings[t] = slab[at : at : at+int(d)]
-		at += int(d)
-		ix.idf[t] = math.Log(1 + (float64(n)-float64(d)+0.5)/(float64(d)+0.5))
-	}
-	for i, st := range stats {
+	for i := range n {
+		// A term's frequency in a field adds 1/norm per occurrence, in
+		// float32, as the occurrences are met.
 		var inv [NumFields]float32
 		for f := range inv {
-			inv[f] = float32(1 / (1 - p.B[f] + p.B[f]*float64(st.Len[f])/avg[f]))
-		}
-		for k, t := range st.Terms {
-			ps := posting{doc: int32(i)}
-			for f := range inv {
-				ps.tf[f] = float32(st.TF[k][f]) * inv[f]
+			if b.lengths[i][f] > 0 {
+				inv[f] = float32(1 / (1 - p.B[f] + p.B[f]*float64(b.lengths[i][f])/avg[f]))
 			}
-			ix.postings[t] = append(ix.postings[t], ps)
+		}
+		for k := b.docStart[i]; k < b.docStart[i+1]; k++ {
+			var tf [NumFields]float32
+			for f, c := range b.rawCount[k] {
+				for range c {
+					tf[f] += inv[f]
+				}
+			}
+			tp := &ix.post[b.rawTerm[k]]
+			if c := b.rawCount[k]; c[FieldName] > 0 || c[FieldDescription] > 0 {
+				tp.full = append(tp.full, posting{doc: int32(i), tf: tf})
+			} else {
+				tp.body = append(tp.body, bodyPosting{doc: int32(i), tf: tf[FieldBody]})
+			}
 		}
 	}
 	return ix
+}
+
+// internTerms re-keys the term map with substrings of one string: a large
+// library has a hundred thousand distinct terms, each its own allocation
+// the collector would walk on every cycle.
+func (ix *BM25) internTerms() {
+	var size int
+	for t := range ix.terms {
+		size += len(t)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	type span struct {
+		off, end int
+		id       int32
+	}
+	spans := make([]span, 0, len(ix.terms))
+	for t, id := range ix.terms {
+		spans = append(spans, span{b.Len(), b.Len() + len(t), id})
+		b.WriteString(t)
+	}
+	blob := b.String()
+	terms := make(map[string]int32, len(spans))
+	for _, s := range spans {
+		terms[blob[s.off:s.end]] = s.id
+	}
+	ix.terms = terms
 }
 
 // Len is the number of documents.
@@ -200,7 +358,12 @@ func (ix *BM25) ID(i int) string { return ix.ids[i] }
 
 // IDF returns the inverse document frequency of a term; 0 for a term no
 // document has.
-func (ix *BM25) IDF(term string) float64 { return ix.idf[term] }
+func (ix *BM25) IDF(term string) float64 {
+	if id, ok := ix.terms[term]; ok {
+		return ix.post[id].idf
+	}
+	return 0
+}
 
 // MaxIDF is the IDF a term found in no document would get if it appeared in
 // one: the ceiling against which query coverage is judged.
@@ -217,17 +380,28 @@ func (ix *BM25) Score(query []Term, scores []float64) {
 }
 
 // ScoreWeighted is Score with other field weights: per-field frequencies are
-// kept, so one index serves strategies that weigh fields differently.
+// kept, so one index serves strategies that weigh fields differently. A
+// document's score adds its terms in query order; a body-only posting's
+// weighted frequency is w[body]·tf, exactly what the sum over all three
+// fields gives when the other two are zero.
 func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float64) {
 	k1 := ix.k1
 	for _, q := range query {
-		idf := ix.idf[q.Text]
-		if idf == 0 || q.Weight == 0 {
+		id, ok := ix.terms[q.Text]
+		if !ok || q.Weight == 0 {
 			continue
 		}
-		qw := q.Weight * idf * (k1 + 1)
-		for _, p := range ix.postings[q.Text] {
+		tp := &ix.post[id]
+		qw := q.Weight * tp.idf * (k1 + 1)
+		for _, p := range tp.full {
 			tf := w[0]*float64(p.tf[0]) + w[1]*float64(p.tf[1]) + w[2]*float64(p.tf[2])
+			if tf > 0 {
+				scores[p.doc] += qw * tf / (k1 + tf)
+			}
+		}
+		wb := w[FieldBody]
+		for _, p := range tp.body {
+			tf := wb * float64(p.tf)
 			if tf > 0 {
 				scores[p.doc] += qw * tf / (k1 + tf)
 			}
@@ -243,7 +417,7 @@ func (ix *BM25) Ceiling(query []Term) float64 {
 	maxIDF := ix.MaxIDF()
 	var c float64
 	for _, q := range query {
-		idf := ix.idf[q.Text]
+		idf := ix.IDF(q.Text)
 		if idf == 0 {
 			idf = maxIDF
 		}

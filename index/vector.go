@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	chromem "github.com/philippgille/chromem-go"
-	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // Part is one piece of a document's text with its weight in the document's
@@ -55,24 +54,28 @@ func (d VectorDoc) Hash() string {
 type EmbedFunc func(ctx context.Context, texts []string) ([][]float32, error)
 
 // Vectors is an immutable vector index over one library for one embedding
-// model. Queries score from a dense column-major matrix of the vectors;
+// model. Queries score from two copies of the vectors: the exact float32
+// rows, and a column-major int16 copy that a query scans in one pass of
+// contiguous memory, half the bytes of float32 columns (see Prepared: the
+// scan finds the few rows that can rank near the top, which are then scored
+// exactly from the rows, so results are the exact ones).
 // chromem-go is the storage format: Save writes a chromem collection (one
 // document per skill, its content hash and name as metadata) and
 // LoadVectors reads one back. chromem's own Query fans out goroutines and
 // heap-sorts per call (~0.5 ms for 407 skills, most of a request's routing
-// cost), and keeping its copy of every vector beside the matrix doubled the
-// index's memory (41 MB more at 10,000 skills), so it is built only to save.
-// A new library builds a new Vectors, reusing the rows of unchanged skills
-// from the previous one, and the caller swaps it in, so queries never wait
-// on writes.
+// cost), and keeping its copy of every vector beside these doubled the
+// index's memory, so it is built only to save. A new library builds a new
+// Vectors, reusing the rows of unchanged skills from the previous one, and
+// the caller swaps it in, so queries never wait on writes.
 type Vectors struct {
 	model  string
-	ids    []string // document ids, sorted; row i of the matrix
+	ids    []string // document ids, sorted; row i
 	names  []string // by row
 	hashes []string // content hashes (VectorDoc.Hash), by row
 	n      int
 	dim    int       // vector dimension
-	cols   []float32 // dim×n, column-major: cols[j*n+i] is component j of document i
+	rows   []float32 // n×dim, row-major: rows[i*dim+j] is component j of document i
+	quant            // the int16 columns (quant.go)
 }
 
 // BuildStats says what a build reused and what it had to embed.
@@ -89,7 +92,7 @@ const (
 
 // BuildVectors indexes docs for model. Documents whose content hash matches
 // one in prev (built for the same model) keep their vector; the rest are
-// embedded in one call to embed. prev may be nil. Of documents with equal
+// embedded, all parts of up to 512 documents per call to embed. prev may be nil. Of documents with equal
 // ids the last counts.
 func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed EmbedFunc, prev *Vectors) (*Vectors, BuildStats, error) {
 	var st BuildStats
@@ -97,47 +100,62 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 		prev = nil
 	}
 	docs = lastByID(docs)
-	hashes := make([]string, len(docs))
-	vecs := make([][]float32, len(docs))
-	prevRow := make([]int, len(docs)) // the reused row of prev, for pack
-	var fresh, reused []int
+	n := len(docs)
+	v := &Vectors{model: model, ids: make([]string, n), names: make([]string, n), hashes: make([]string, n), n: n}
+	from := make([]int, n) // row in prev to reuse; -1 = embed
+	var fresh []int
 	for i, d := range docs {
-		hashes[i] = d.Hash()
-		prevRow[i] = -1
-		if row := prev.row(d.ID); row >= 0 && prev.hashes[row] == hashes[i] {
-			prevRow[i] = row
-			reused = append(reused, i)
-			continue
+		v.ids[i], v.names[i], v.hashes[i] = d.ID, d.Name, d.Hash()
+		from[i] = prev.row(d.ID)
+		if from[i] < 0 || prev.hashes[from[i]] != v.hashes[i] {
+			from[i] = -1
+			fresh = append(fresh, i)
 		}
-		fresh = append(fresh, i)
 	}
-	if err := embedDocs(ctx, docs, fresh, embed, vecs); err != nil {
-		return nil, st, err
+	reused := n - len(fresh)
+	if reused > 0 {
+		v.dim = prev.dim
+		v.rows = make([]float32, n*v.dim)
 	}
-	if len(fresh) > 0 && len(reused) > 0 && len(vecs[fresh[0]]) != prev.dim {
+	// Vectors go straight into the rows as chunks are embedded.
+	put := func(i int, vec []float32) error {
+		if v.rows == nil {
+			v.dim = len(vec)
+			v.rows = make([]float32, n*v.dim)
+		}
+		if len(vec) != v.dim {
+			if reused > 0 && from[i] < 0 {
+				return errDimension
+			}
+			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", v.ids[i], len(vec), v.dim)
+		}
+		copy(v.rows[i*v.dim:], vec)
+		return nil
+	}
+	err := embedDocs(ctx, docs, fresh, embed, put)
+	if errors.Is(err, errDimension) {
 		// The model now answers with another dimension (a remote provider
 		// learns it from its first response): nothing old can be mixed in.
-		if err := embedDocs(ctx, docs, reused, embed, vecs); err != nil {
-			return nil, st, err
+		fresh, reused, v.rows = make([]int, n), 0, nil
+		for i := range fresh {
+			fresh[i], from[i] = i, -1
 		}
-		for _, i := range reused {
-			prevRow[i] = -1
-		}
-		fresh, reused = append(fresh, reused...), nil
+		err = embedDocs(ctx, docs, fresh, embed, put)
 	}
-	st.Embedded, st.Reused = len(fresh), len(reused)
+	if err != nil {
+		return nil, st, err
+	}
+	for i, row := range from {
+		if row >= 0 {
+			copy(v.rows[i*v.dim:(i+1)*v.dim], prev.rows[row*prev.dim:(row+1)*prev.dim])
+		}
+	}
+	st.Embedded, st.Reused = len(fresh), reused
 	if prev != nil {
 		st.Removed = prev.n - st.Reused
 	}
-	v := &Vectors{model: model}
-	names := make([]string, len(docs))
-	ids := make([]string, len(docs))
-	for i, d := range docs {
-		ids[i], names[i] = d.ID, d.Name
-	}
-	if err := v.pack(ids, names, hashes, vecs, prev, prevRow); err != nil {
-		return nil, st, err
-	}
+	v.hashes = packStrings(v.hashes)
+	v.quant = quantize(v.rows, v.n, v.dim)
 	return v, st, nil
 }
 
@@ -150,9 +168,43 @@ func (v *Vectors) HashOf(id string) string {
 	return ""
 }
 
-// embedDocs embeds the documents docs[i] for i in which, all their parts
-// in one call, into vecs[i].
-func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, vecs [][]float32) error {
+// packStrings returns ss as substrings of one string: thousands of small
+// strings made among a build's garbage would each keep a page alive.
+func packStrings(ss []string) []string {
+	var b strings.Builder
+	for _, s := range ss {
+		b.WriteString(s)
+	}
+	all, out := b.String(), make([]string, len(ss))
+	off := 0
+	for i, s := range ss {
+		out[i] = all[off : off+len(s)]
+		off += len(s)
+	}
+	return out
+}
+
+// errDimension: a fresh vector's dimension differs from the reused ones'.
+var errDimension = errors.New("vector dimension changed")
+
+// embedDocs embeds the documents docs[i] for i in which, all the parts of
+// up to embedChunk documents per call, and hands each document's combined
+// vector to put. Chunks bound what a build holds at once: a 10,000-skill
+// library's part vectors alone are 80 MB.
+func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, put func(i int, vec []float32) error) error {
+	for len(which) > 0 {
+		n := min(len(which), embedChunk)
+		if err := embedChunkDocs(ctx, docs, which[:n], embed, put); err != nil {
+			return err
+		}
+		which = which[n:]
+	}
+	return nil
+}
+
+const embedChunk = 512
+
+func embedChunkDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFunc, put func(i int, vec []float32) error) error {
 	var texts []string
 	for _, i := range which {
 		for _, p := range docs[i].Parts {
@@ -171,11 +223,14 @@ func embedDocs(ctx context.Context, docs []VectorDoc, which []int, embed EmbedFu
 	}
 	for _, i := range which {
 		n := len(docs[i].Parts)
-		v, err := combine(docs[i].Parts, out[:n])
+		vec, err := combine(docs[i].Parts, out[:n])
 		if err != nil {
 			return fmt.Errorf("skill %s: %w", docs[i].ID, err)
 		}
-		vecs[i], out = v, out[n:]
+		if err := put(i, vec); err != nil {
+			return err
+		}
+		out = out[n:]
 	}
 	return nil
 }
@@ -195,40 +250,22 @@ func lastByID(docs []VectorDoc) []VectorDoc {
 	return out[:k]
 }
 
-// pack fills the query matrix from vectors given in id order (ids sorted
-// and distinct), so equal scores rank the same way on every run. Row i
-// comes from vecs[i], or when prevRow[i] >= 0 from that row of prev,
-// copied column by column without an intermediate vector.
-func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32, prev *Vectors, prevRow []int) error {
-	v.ids, v.names, v.hashes, v.n, v.dim, v.cols = ids, names, hashes, len(ids), 0, nil
-	fromPrev := func(i int) bool { return prevRow != nil && prevRow[i] >= 0 }
-	for i := range ids {
-		d := len(vecs[i])
-		if fromPrev(i) {
-			d = prev.dim
-		}
+// pack fills the rows from vectors given in id order (ids sorted and
+// distinct), so equal scores rank the same way on every run, and quantizes
+// them for scanning.
+func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32) error {
+	v.ids, v.names, v.hashes, v.n, v.dim, v.rows = ids, names, hashes, len(ids), 0, nil
+	for i, vec := range vecs {
 		if i == 0 {
-			v.dim = d
-			v.cols = make([]float32, v.dim*v.n)
+			v.dim = len(vec)
+			v.rows = make([]float32, v.dim*v.n)
 		}
-		if d != v.dim {
-			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], d, v.dim)
+		if len(vec) != v.dim {
+			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], len(vec), v.dim)
 		}
+		copy(v.rows[i*v.dim:], vec)
 	}
-	for j := 0; j < v.dim; j++ {
-		col := v.cols[j*v.n : (j+1)*v.n]
-		var pcol []float32
-		if prev != nil && j < prev.dim {
-			pcol = prev.cols[j*prev.n : (j+1)*prev.n]
-		}
-		for i := range col {
-			if fromPrev(i) {
-				col[i] = pcol[prevRow[i]]
-			} else {
-				col[i] = vecs[i][j]
-			}
-		}
-	}
+	v.quant = quantize(v.rows, v.n, v.dim)
 	return nil
 }
 
@@ -245,11 +282,7 @@ func (v *Vectors) row(id string) int {
 
 // vector returns a copy of row i's vector.
 func (v *Vectors) vector(i int) []float32 {
-	out := make([]float32, v.dim)
-	for j := range out {
-		out[j] = v.cols[j*v.n+i]
-	}
-	return out
+	return slices.Clone(v.rows[i*v.dim : (i+1)*v.dim])
 }
 
 // combine sums the parts' vectors with their weights and normalizes.
@@ -320,33 +353,21 @@ func (v *Vectors) IDs() []string { return v.ids }
 
 // Similarities writes every document's dot product with q into dst (len
 // Len(), in IDs order); for unit vectors that is the cosine similarity.
-// It walks only q's non-zero components, each a contiguous column, so a
-// sparse query (the builtin embedder's) costs a fraction of a dense one.
+// Each is the float32 sum, in ascending component order, of q's non-zero
+// components times the document's (see Prepared.Exact). Prepared finds the
+// best few without scoring every row exactly.
 func (v *Vectors) Similarities(q []float32, dst []float64) error {
-	if len(q) != v.dim && v.n > 0 {
-		return fmt.Errorf("query has %d dimensions, index %d", len(q), v.dim)
-	}
 	if len(dst) != v.n {
 		return fmt.Errorf("destination holds %d scores, index has %d documents", len(dst), v.n)
 	}
-	acc := make([]float32, v.n)
-	for j, x := range q {
-		if x == 0 {
-			continue
-		}
-		axpy(acc, x, v.cols[j*v.n:(j+1)*v.n])
+	p, err := v.Prepare(q)
+	if err != nil {
+		return err
 	}
-	for i, a := range acc {
-		dst[i] = float64(a)
+	for i := range dst {
+		dst[i] = p.Exact(i)
 	}
 	return nil
-}
-
-// axpy adds x·col to acc. gonum's SSE kernel is ~2× a hand-unrolled Go
-// loop (the compiler does not vectorize) and, multiplying then adding
-// without fusing, gives the same bits.
-func axpy(acc []float32, x float32, col []float32) {
-	blas32.Axpy(x, blas32.Vector{N: len(acc), Inc: 1, Data: col[:len(acc)]}, blas32.Vector{N: len(acc), Inc: 1, Data: acc})
 }
 
 // Query returns up to n documents most similar to the unit vector q, best
@@ -361,13 +382,23 @@ func (v *Vectors) Query(ctx context.Context, q []float32, n int) ([]Hit, error) 
 	if n <= 0 {
 		return nil, nil
 	}
-	sims := make([]float64, v.n)
-	if err := v.Similarities(q, sims); err != nil {
+	p, err := v.Prepare(q)
+	if err != nil {
 		return nil, err
 	}
-	hits := make([]Hit, v.n)
-	for i, id := range v.ids {
-		hits[i] = Hit{ID: id, Similarity: sims[i]}
+	sims := make([]float64, v.n)
+	var rows []int
+	if n < v.n/2 && p.Approximate(sims) {
+		rows = p.Candidates(sims, n, p.Bound(), nil)
+	} else {
+		rows = make([]int, v.n)
+		for i := range rows {
+			rows[i] = i
+		}
+	}
+	hits := make([]Hit, len(rows))
+	for k, i := range rows {
+		hits[k] = Hit{ID: v.ids[i], Similarity: p.Exact(i)}
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Similarity, a.Similarity); c != 0 {
@@ -478,7 +509,7 @@ func LoadVectors(path string) (*Vectors, error) {
 			names[i], hashes[i], vecs[i] = doc.Metadata[metaName], doc.Metadata[metaHash], doc.Embedding
 		}
 		v := &Vectors{model: model}
-		if err := v.pack(ids, names, hashes, vecs, nil, nil); err != nil {
+		if err := v.pack(ids, names, hashes, vecs); err != nil {
 			return nil, fmt.Errorf("vector index %s: %w", path, err)
 		}
 		if v.n > 0 && v.dim != dim {

@@ -1,13 +1,16 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -374,28 +377,95 @@ func saveLoad(t *testing.T, v *Vectors) *Vectors {
 	return loaded
 }
 
-// TestAxpyBits pins the SIMD kernel to the plain loop's result bit for bit:
-// rankings, and so prompts, must not change with the kernel (a fused
-// multiply-add would round differently).
-func TestAxpyBits(t *testing.T) {
+// TestAxpyInt16Bits pins the SIMD kernel to the plain loop's result bit for
+// bit (a fused multiply-add would round differently), at every length
+// around the kernel's 32- and 8-wide steps.
+func TestAxpyInt16Bits(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 300; trial++ {
 		n := 1 + r.IntN(600)
+		if trial < 80 {
+			n = trial + 1
+		}
 		got, want := make([]float32, n), make([]float32, n)
-		col := make([]float32, n)
+		col := make([]int16, n+5)
 		for k := 0; k < 20; k++ {
 			for i := range col {
-				col[i] = r.Float32()*2 - 1
+				col[i] = int16(r.IntN(65535) - 32767)
 			}
-			x := r.Float32()*2 - 1
-			axpy(got, x, col)
-			for i := range want {
-				want[i] += x * col[i]
-			}
+			x := (r.Float32()*2 - 1) / quantScale
+			axpyInt16(got, x, col)
+			axpyInt16Go(want, x, col)
 		}
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("n=%d [%d]: %v, plain loop %v", n, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestPreparedBound: every approximation is within Bound of the exact
+// similarity, and Query, which rescoring only the candidates the bound
+// allows, returns exactly the top of an exhaustive ranking.
+func TestPreparedBound(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, dim := range []int{8, 64, 1024} {
+		var docs []VectorDoc
+		for i := range 300 {
+			docs = append(docs, vdoc(fmt.Sprintf("d%03d", i), fmt.Sprint(i)))
+		}
+		emb := randomEmbedder(dim)
+		v, _, err := BuildVectors(ctx, docs, "m", emb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for trial := range 12 {
+			q := make([]float32, dim)
+			for j := range q {
+				if r.IntN(4) == 0 || trial%3 == 0 {
+					q[j] = float32(r.NormFloat64())
+				}
+			}
+			q = unit(q)
+			p, err := v.Prepare(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			approx := make([]float64, v.Len())
+			if !p.Approximate(approx) {
+				t.Fatal("not approximated")
+			}
+			exact := make([]float64, v.Len())
+			if err := v.Similarities(q, exact); err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for i := range exact {
+				worst = max(worst, math.Abs(approx[i]-exact[i]))
+			}
+			if worst > p.Bound() {
+				t.Fatalf("dim %d: approximation off by %g, bound %g", dim, worst, p.Bound())
+			}
+			for _, n := range []int{1, 3, 10, 100} {
+				got, err := v.Query(ctx, q, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := make([]Hit, v.Len())
+				for i, id := range v.IDs() {
+					want[i] = Hit{ID: id, Similarity: exact[i]}
+				}
+				slices.SortFunc(want, func(a, b Hit) int {
+					if a.Similarity != b.Similarity {
+						return cmp.Compare(b.Similarity, a.Similarity)
+					}
+					return strings.Compare(a.ID, b.ID)
+				})
+				if !slices.Equal(got, want[:n]) {
+					t.Fatalf("dim %d, top %d: %v, exhaustive %v", dim, n, got, want[:n])
+				}
 			}
 		}
 	}

@@ -11,6 +11,7 @@ package router
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -45,13 +46,13 @@ func anchorPut(k anchorKey, ids []string) {
 }
 
 // catalogRanking returns the ranking a shortened catalog follows for msgs
-// (see the file comment); dec is the decision for the latest message.
-func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, strategy Strategy, dec *Decision, o *RewriteOptions) func() []string {
-	return func() []string {
+// (see the file comment); dec is the decision for the latest message, routed
+// with Query.Ranked depth. Memoised rankings are copies of their top only:
+// sharing the ranking's own array kept a whole-library array alive per
+// conversation.
+func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, strategy Strategy, dec *Decision, o *RewriteOptions, depth int) rankingFunc {
+	return func(deep bool) []string {
 		latest := capRanking(rankedIDs(dec.Ranked))
-		if o.CatalogPerTurn {
-			return latest
-		}
 		first, users := -1, 0
 		for i, m := range msgs {
 			if m.Role == "user" {
@@ -61,26 +62,60 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 				users++
 			}
 		}
-		if users == 0 {
+		if o.CatalogPerTurn || users == 0 {
+			if deep {
+				latest = r.deeperRanking(ctx, lib, latest, Query{Messages: msgs, Strategy: strategy})
+			}
 			return latest
 		}
 		k := anchorKey{r: r, lib: lib, strategy: strategy, conv: conversationID(msgs)}
-		if ids, ok := anchorGet(k); ok {
-			return ids
+		ids, ok := anchorGet(k)
+		if !ok {
+			ids = latest
+			if users > 1 {
+				ad := r.Route(ctx, Query{Messages: msgs[:first+1], Strategy: strategy, TopK: -1, Ranked: depth})
+				ids = capRanking(rankedIDs(ad.Ranked))
+			}
 		}
-		ids := latest
-		if users > 1 {
-			ad := r.Route(ctx, Query{Messages: msgs[:first+1], Strategy: strategy, TopK: -1})
-			ids = capRanking(rankedIDs(ad.Ranked))
+		if deep {
+			// The first user message ranks like the whole conversation
+			// did when it was the only one (ranking reads user turns).
+			ids = r.deeperRanking(ctx, lib, ids, Query{Messages: msgs[:first+1], Strategy: strategy})
 		}
-		anchorPut(k, ids)
+		if !ok || deep {
+			anchorPut(k, ids)
+		}
 		return ids
 	}
 }
 
+// deeperRanking extends ids, the top of q's ranking, to catalogRankMax ids
+// (fewer in a smaller library). ids stay first: a deeper ranking that fell
+// back to bm25 where the first did not must not reorder what was shown.
+func (r *Router) deeperRanking(ctx context.Context, lib *skillLib, ids []string, q Query) []string {
+	if len(ids) >= min(catalogRankMax, len(lib.skills)) {
+		return ids
+	}
+	q.TopK, q.Ranked = -1, catalogRankMax
+	out := slices.Clone(ids)
+	seen := make(map[string]bool, catalogRankMax)
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, sc := range r.Route(ctx, q).Ranked {
+		if !seen[sc.ID] {
+			seen[sc.ID] = true
+			out = append(out, sc.ID)
+		}
+	}
+	return capRanking(out)
+}
+
+// capRanking cuts ids to catalogRankMax, into a copy when it cuts (memoised
+// rankings must not keep the rest alive).
 func capRanking(ids []string) []string {
 	if len(ids) > catalogRankMax {
-		return ids[:catalogRankMax:catalogRankMax]
+		return slices.Clone(ids[:catalogRankMax])
 	}
 	return ids
 }

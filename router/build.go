@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +29,11 @@ type rankIndex struct {
 	emb    Embedder       // the (fitted) embedder the vectors were made with; nil = none
 	vec    *index.Vectors // nil when emb is nil or its build failed
 	vecRow []int          // list position of each vector row (vec.IDs order); -1 = not in list
+	rowOf  []int32        // vector row of each list position (-1 = none); nil when row i is skill i
 	vecErr error          // why vec is nil although emb is set
 	cache  *rankCache     // recent rankings; nil = off
 	cal    calibration
+	from   string // the prebuilt or warm index folder all of this was loaded from; "" = built here
 
 	// Incremental builds: what a rebuild reuses for skills whose text is
 	// unchanged (their BM25 counts, signatures and vectors), and how far
@@ -100,7 +103,7 @@ func truncateUTF8(s string, n int) string {
 func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex) (*rankIndex, error) {
 	start := time.Now()
 	list := snap.Skills()
-	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(len(list), r.opts.RankCache)}
+	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(r.opts.RankCache)}
 	for i, s := range list {
 		ix.pos[s.ID] = i
 	}
@@ -131,25 +134,47 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.base, ix.drift = prev.base, prev.drift+changed
 	}
 
+	var pre *prebuilt
+	if prev == nil {
+		pre = r.loadPrebuilt(list) // a reload has better: the previous index
+	}
 	// BM25 and the keyword baseline build while the vectors are embedded.
 	lexDone := make(chan struct{})
+	loadLexical, lexErr := pre.lexical(list), error(nil)
 	go func() {
 		defer close(lexDone)
-		ids := make([]string, len(list))
-		ix.stats = make([]*index.DocStats, len(list))
-		ix.sigs = make([]termSignature, len(list))
-		for i, s := range list {
-			ids[i] = s.ID
-			if j := kept[i]; j >= 0 && prev.stats != nil {
-				ix.stats[i], ix.sigs[i] = prev.stats[j], prev.sigs[j]
-				continue
-			}
-			ix.stats[i] = index.Analyze(index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}}, index.BM25Params{})
-			ix.sigs[i] = signatureOf(s)
-		}
-		ix.bm25 = index.NewBM25Stats(ids, ix.stats, index.BM25Params{})
 		ix.kw = newKeywordIndex(list)
 		ix.men = newMentionTable(list)
+		if loadLexical != nil {
+			if ix.bm25, ix.sigs, lexErr = loadLexical(); lexErr == nil {
+				return
+			}
+		}
+		// Skills whose text is unchanged keep their analysis and signature;
+		// the others are analysed on every core.
+		ids := make([]string, len(list))
+		ix.stats = make([]*index.DocStats, len(list))
+		known := make([]termSignature, len(list))
+		var todo []int
+		var docs []index.Doc
+		for i, s := range list {
+			ids[i] = s.ID
+			j := kept[i]
+			if j >= 0 && prev.sigs != nil {
+				known[i] = prev.sigs[j]
+			}
+			if j >= 0 && prev.stats != nil {
+				ix.stats[i] = prev.stats[j]
+				continue
+			}
+			todo = append(todo, i)
+			docs = append(docs, index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}})
+		}
+		for k, st := range index.AnalyzeAll(docs, index.BM25Params{}) {
+			ix.stats[todo[k]] = st
+		}
+		ix.bm25 = index.NewBM25Stats(ids, ix.stats, index.BM25Params{})
+		ix.sigs = signatures(list, known)
 	}()
 
 	vdocs := make([]index.VectorDoc, len(list))
@@ -160,10 +185,6 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		}
 	}
 	ix.emb = r.opts.Embedder
-	var pre *prebuilt
-	if prev == nil {
-		pre = r.loadPrebuilt(list) // a reload has better: the previous index
-	}
 	if restored := r.restoreFitted(pre); restored != nil {
 		ix.emb = restored
 	} else if r.opts.Fit != nil && !refresh && prev.emb != nil {
@@ -186,14 +207,24 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	}
 	if ix.vec != nil {
 		ix.vecRow = make([]int, ix.vec.Len())
+		ix.rowOf = slices.Repeat([]int32{-1}, len(list))
+		same := ix.vec.Len() == len(list)
 		for k, id := range ix.vec.IDs() {
 			ix.vecRow[k] = -1
 			if i, ok := ix.pos[id]; ok {
 				ix.vecRow[k] = i
+				ix.rowOf[i] = int32(k)
 			}
+			same = same && ix.vecRow[k] == k
+		}
+		if same {
+			ix.rowOf = nil
 		}
 	}
 	<-lexDone
+	if lexErr != nil && pre.matches {
+		pre.matches, pre.why = false, "lexical index: "+lexErr.Error()
+	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("router: building indexes: %w", ctx.Err())
 	}
@@ -209,6 +240,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.cal = prev.cal
 	default:
 		ix.cal = r.calibrate(ctx, ix)
+	}
+	if pre != nil && pre.matches {
+		ix.from = pre.dir
 	}
 	r.logPrebuilt(pre, prev, stats)
 	attrs := []any{"skills", len(list), "changed", changed, "took", time.Since(start).Round(time.Millisecond)}

@@ -33,6 +33,14 @@ func (s scale) apply(x float64) float64 {
 	return (x - s.noise) / (s.strong - s.noise)
 }
 
+// slope is how much apply(x) moves per unit of x.
+func (s scale) slope() float64 {
+	if s.strong-s.noise < 1e-9 {
+		return 1
+	}
+	return 1 / (s.strong - s.noise)
+}
+
 type calibration struct {
 	bm25          scale // raw BM25F with the bm25 strategy's field weights
 	bm25h, bm25nh scale // raw and ceiling-normalized BM25F with hybrid's

@@ -17,6 +17,34 @@ import (
 // rendering the same text.
 const catalogRankMax = 512
 
+// RankDepth is how many ranks (Query.Ranked) a rewrite with o asks for:
+// about as many skills as a catalog shortlist of o's budget lists (entries
+// cost 30 to 100 tokens; measured on the benchmark libraries the 1,500-token
+// shortlist takes 14 to 30 ranks), at least rankDepthMin, at most
+// catalogRankMax. The rare shortlist with room for more (short
+// descriptions, skills it skips ranked high) ranks deeper then, so the
+// catalog is always the one ranking the whole library gives.
+func RankDepth(o RewriteOptions) int {
+	if o.CatalogMode == CatalogAll {
+		return rankDepthMin // the catalog does not follow the ranking
+	}
+	budget := o.CatalogBudgetTokens
+	if budget <= 0 {
+		budget = DefaultCatalogBudgetTokens
+	}
+	return min(max(rankDepthMin, budget/rankDepthTokens), catalogRankMax)
+}
+
+const (
+	rankDepthMin    = 40
+	rankDepthTokens = 32
+)
+
+// rankingFunc yields skill ids in relevance order for a catalog shortlist:
+// the ranking the request was routed with, or, with deep, up to
+// catalogRankMax of them, ranking deeper if it has to.
+type rankingFunc func(deep bool) []string
+
 // catalogResult is the catalog chosen for one request.
 type catalogResult struct {
 	text      string // "" when not even an empty catalog fits the budget
@@ -51,7 +79,7 @@ func catalogFooter(hidden int, search bool) string {
 //     text on every request, so prompt caches hit); else with descriptions
 //     truncated at a word boundary; else pinned and ranked entries first,
 //     then the rest by id, as many as fit, and a footer counting the others.
-func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking func() []string, search bool) catalogResult {
+func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking rankingFunc, search bool) catalogResult {
 	if len(l.eligible) == 0 {
 		return catalogResult{} // nothing to offer: no catalog at all
 	}
@@ -106,10 +134,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 		}
 		inCands = func(s *skills.Skill) bool { return set[s.ID] }
 	}
-	rank := ranking()
-	if len(rank) > catalogRankMax {
-		rank = rank[:catalogRankMax]
-	}
+	rank := capRanking(ranking(false))
 	maxDesc := o.DescriptionLimit
 	// Token counts add up exactly over catalog entries (each starts on its
 	// own line; see countTokens), so the catalog's size is the empty
@@ -152,6 +177,15 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking fun
 		}
 		if !fits {
 			break
+		}
+	}
+	if fits && len(rank) < min(catalogRankMax, len(l.skills)) {
+		// The ranking ran out with room left: follow a deeper one. Its
+		// start is what was just taken, which consider skips.
+		for _, id := range capRanking(ranking(true)) {
+			if fits = consider(id); !fits {
+				break
+			}
 		}
 	}
 	if fits {

@@ -24,7 +24,7 @@ func norm(t testing.TB, o RewriteOptions) *RewriteOptions {
 	return &n
 }
 
-func fixed(ids ...string) func() []string { return func() []string { return ids } }
+func fixed(ids ...string) rankingFunc { return func(bool) []string { return ids } }
 
 var footerRE = regexp.MustCompile(`(?m)^(\d+) more skills? (?:are|is) not listed here`)
 

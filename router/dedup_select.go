@@ -2,7 +2,9 @@ package router
 
 import (
 	"hash/fnv"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
 	"github.com/skillrouter/skillrouter/skills"
@@ -40,6 +42,41 @@ func signatureOf(s *skills.Skill) termSignature {
 	}
 	slices.Sort(sig)
 	return slices.Clip(slices.Compact(sig))
+}
+
+// signatures returns the signature of every skill of list, on every core;
+// known[i], when not nil, is skill i's (its text is unchanged). known may
+// be nil.
+func signatures(list []*skills.Skill, known []termSignature) []termSignature {
+	sigs := make([]termSignature, len(list))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(list)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(list); i += workers {
+				if known != nil && known[i] != nil {
+					sigs[i] = known[i]
+					continue
+				}
+				sigs[i] = signatureOf(list[i])
+			}
+		}()
+	}
+	wg.Wait()
+	// One array for all: the per-skill slices were made among the text
+	// analysis' garbage, and left there they kept half-empty pages alive.
+	total := 0
+	for _, s := range sigs {
+		total += len(s)
+	}
+	all := make([]uint32, 0, total)
+	for i, s := range sigs {
+		all = append(all, s...)
+		sigs[i] = termSignature(all[len(all)-len(s) : len(all) : len(all)])
+	}
+	return sigs
 }
 
 // overlap is the Jaccard index of two signatures.

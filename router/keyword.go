@@ -3,6 +3,7 @@ package router
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
 	"github.com/skillrouter/skillrouter/skills"
@@ -13,7 +14,13 @@ import (
 // description, occurs in the message. Words are matched as written
 // (lowercased, no stemming, no weighting by rarity): exactly what the
 // baseline does, and what bm25 improves on.
+//
+// Few deployments rank with it, so it is built on first use: at 10,000
+// skills it is tens of thousands of small objects the collector would
+// otherwise walk on every cycle.
 type keywordIndex struct {
+	list     []*skills.Skill
+	once     sync.Once
 	names    []string         // per skill: lowercase name as words ("mcp builder")
 	keywords map[string][]int // description keyword -> skills having it
 }
@@ -23,7 +30,12 @@ type keywordIndex struct {
 const keywordNameScore = 2
 
 func newKeywordIndex(list []*skills.Skill) *keywordIndex {
-	k := &keywordIndex{names: make([]string, len(list)), keywords: map[string][]int{}}
+	return &keywordIndex{list: list}
+}
+
+func (k *keywordIndex) build() {
+	list := k.list
+	k.names, k.keywords = make([]string, len(list)), map[string][]int{}
 	for i, s := range list {
 		k.names[i] = strings.Join(analysis.Words(s.Name), " ")
 		seen := map[string]bool{}
@@ -35,12 +47,12 @@ func newKeywordIndex(list []*skills.Skill) *keywordIndex {
 			k.keywords[w] = append(k.keywords[w], i)
 		}
 	}
-	return k
 }
 
 // score returns per-skill scores: keywordNameScore for a name occurring in
 // the text, plus one per distinct description keyword occurring in it.
 func (k *keywordIndex) score(text string, scores []float64) {
+	k.once.Do(k.build)
 	words := analysis.Words(text)
 	padded := " " + strings.Join(words, " ") + " "
 	for i, n := range k.names {

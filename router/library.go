@@ -31,6 +31,23 @@ type skillLib struct {
 	catalogs  map[catalogKey]renderedText // whole-library catalogs
 	empties   map[emptyKey]int            // token counts of catalogs without entries
 	loadTool  map[bool]wire.ToolSpec      // load_skill by "enum stripped"
+	envBytes  int                         // held by envelopes and quoted
+}
+
+// envelopeCacheBytes bounds the rendered envelopes a library keeps (as text
+// and as JSON): the ones of a large library's every skill would be twice
+// its text. Past it the cache starts over.
+const envelopeCacheBytes = 32 << 20
+
+// noteEnvelopeBytes accounts n more bytes of cached envelopes, clearing the
+// caches first when they would pass envelopeCacheBytes. l.mu is held.
+func (l *skillLib) noteEnvelopeBytes(n int) {
+	if l.envBytes+n > envelopeCacheBytes {
+		clear(l.envelopes)
+		clear(l.quoted)
+		l.envBytes = 0
+	}
+	l.envBytes += n
 }
 
 type renderedText struct {
@@ -145,7 +162,10 @@ func (l *skillLib) envelope(s *skills.Skill) renderedText {
 	text := skills.Envelope(s)
 	e = renderedText{text: text, tokens: countTokens(text)}
 	l.mu.Lock()
-	l.envelopes[s.ID] = e
+	if _, ok := l.envelopes[s.ID]; !ok {
+		l.noteEnvelopeBytes(len(text))
+		l.envelopes[s.ID] = e
+	}
 	l.mu.Unlock()
 	return e
 }
@@ -162,7 +182,10 @@ func (l *skillLib) envelopeJSON(id, text string) []byte {
 	}
 	q = wire.Quote(text)
 	l.mu.Lock()
-	l.quoted[id] = q
+	if _, ok := l.quoted[id]; !ok {
+		l.noteEnvelopeBytes(len(q))
+		l.quoted[id] = q
+	}
 	l.mu.Unlock()
 	return q
 }

@@ -2,19 +2,24 @@ package router
 
 // A prebuilt index is a folder with everything building a router costs for
 // one library and embedder: the vectors, the embedder's fitted state (the
-// builtin's IDF and vocabulary) and the score calibration. `router index
-// build` writes it once (SavePrebuilt); replicas started with Options.Prebuilt
-// load it read-only instead of embedding the library each, when it matches
-// their library and embedder. When it does not match, the router says why
-// and builds as usual, reusing the vectors of skills whose text is unchanged.
+// builtin's IDF and vocabulary), the BM25 index and near-duplicate
+// signatures, and the score calibration. `router index build` writes it once
+// (SavePrebuilt); replicas started with Options.Prebuilt load it read-only
+// instead of embedding the library each, when it matches their library and
+// embedder. When it does not match, the router says why and builds as usual,
+// reusing the vectors of skills whose text is unchanged. A router with
+// Options.WarmDir keeps one of its own there (warm.go), so a restart with an
+// unchanged library loads instead of building.
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,8 +29,10 @@ import (
 )
 
 // prebuiltVersion changes whenever what a prebuilt index stores, or how
-// the library hash or the calibration is computed, changes.
-const prebuiltVersion = 1
+// the library hash or the calibration is computed, changes. Version 2 added
+// the lexical file and stores vectors in the binary form instead of a
+// chromem-go export (which took seconds to read at 10,000 skills).
+const prebuiltVersion = 2
 
 // prebuiltManifest is the folder's table of contents, one per embedder
 // provider (A/B arms with other providers share a folder).
@@ -38,6 +45,7 @@ type prebuiltManifest struct {
 	Model       string          `json:"model,omitempty"`      // vectorModel of the embedder the vectors were made with
 	Vectors     string          `json:"vectors,omitempty"`    // file name in the folder
 	State       string          `json:"state,omitempty"`      // the fitted embedder's state, file name
+	Lexical     string          `json:"lexical"`              // the BM25 index and signatures, file name
 	Calibration calibrationJSON `json:"calibration"`
 }
 
@@ -78,7 +86,7 @@ func safeFileName(s string) string {
 // documents are cut for embedding.
 func libraryHash(list []*skills.Skill) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "v%d %d %g\n", prebuiltVersion, docBodyChars, docBodyWeight)
+	fmt.Fprintf(h, "v%d %d %g %s\n", prebuiltVersion, docBodyChars, docBodyWeight, codeFingerprint())
 	for _, s := range list {
 		for _, f := range []string{s.ID, s.Name, s.Description, s.Body} {
 			h.Write([]byte(strconv.Itoa(len(f))))
@@ -93,18 +101,36 @@ func libraryHash(list []*skills.Skill) string {
 // made of it.
 type prebuilt struct {
 	dir     string
+	warm    bool      // the router's own (Options.WarmDir), not Options.Prebuilt
+	skipped *prebuilt // Options.Prebuilt, when it did not match and this warm index did
 	m       prebuiltManifest
 	matches bool   // the library and the configured embedder are the ones indexed
 	why     string // why it does not match
 }
 
-// loadPrebuilt reads the manifest for the configured embedder and compares
-// it with list. nil when no prebuilt index is configured.
+// loadPrebuilt returns the index to start from: Options.Prebuilt when it
+// matches list, else the warm index when that does; else Options.Prebuilt
+// (its vectors may still serve unchanged skills), else the warm one. nil
+// when neither folder is configured.
 func (r *Router) loadPrebuilt(list []*skills.Skill) *prebuilt {
-	dir := r.opts.Prebuilt
-	if dir == "" {
-		return nil
+	var p, w *prebuilt
+	if r.opts.Prebuilt != "" {
+		if p = r.readPrebuilt(r.opts.Prebuilt, list); p.matches {
+			return p
+		}
 	}
+	if r.opts.WarmDir != "" && r.opts.WarmDir != r.opts.Prebuilt {
+		if w = r.readPrebuilt(r.opts.WarmDir, list); w.matches || p == nil {
+			w.warm, w.skipped = true, p
+			return w
+		}
+	}
+	return p
+}
+
+// readPrebuilt reads dir's manifest for the configured embedder and
+// compares it with list.
+func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 	provider, base := "", ""
 	if r.opts.Embedder != nil {
 		provider, base = r.opts.Embedder.Name(), r.opts.Embedder.Model()
@@ -125,7 +151,9 @@ func (r *Router) loadPrebuilt(list []*skills.Skill) *prebuilt {
 	case p.m.Embedder != provider || p.m.BaseModel != base:
 		p.why = fmt.Sprintf("built with embedder %s/%s, configured %s/%s", p.m.Embedder, p.m.BaseModel, provider, base)
 	case p.m.Library != lib:
-		p.why = fmt.Sprintf("built for another library (%d skills then, %d now, or their text changed)", p.m.Skills, len(list))
+		p.why = fmt.Sprintf("built for another library or by another build (%d skills then, %d now, or their text changed)", p.m.Skills, len(list))
+	case p.m.Lexical == "":
+		p.why = "no lexical index in the manifest"
 	default:
 		p.matches = true
 	}
@@ -159,7 +187,11 @@ func prebuiltVectors(p *prebuilt, emb Embedder) *index.Vectors {
 	if !sameVectorModel(emb, p.m.Model) {
 		return nil // e.g. a builtin fitted to another library: nothing to reuse
 	}
-	v, err := index.LoadVectors(filepath.Join(p.dir, p.m.Vectors))
+	b, err := os.ReadFile(filepath.Join(p.dir, p.m.Vectors))
+	var v *index.Vectors
+	if err == nil {
+		v, err = index.ReadVectors(b)
+	}
 	if err != nil {
 		if p.matches {
 			p.matches, p.why = false, err.Error()
@@ -167,6 +199,23 @@ func prebuiltVectors(p *prebuilt, emb Embedder) *index.Vectors {
 		return nil
 	}
 	return v
+}
+
+// lexical returns a reader of the stored BM25 index and signatures of a
+// matching prebuilt index, nil when there is none. The reader runs beside
+// the vector loading, so it only reads p's fields as they are now.
+func (p *prebuilt) lexical(list []*skills.Skill) func() (*index.BM25, []termSignature, error) {
+	if p == nil || !p.matches {
+		return nil
+	}
+	path := filepath.Join(p.dir, p.m.Lexical)
+	return func() (*index.BM25, []termSignature, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return readLexical(b, len(list))
+	}
 }
 
 // storedCalibration is the calibration of a matching prebuilt index built
@@ -187,9 +236,20 @@ func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) 
 	if p == nil || prev != nil {
 		return
 	}
-	if p.matches {
+	if p.skipped != nil {
+		r.logPrebuilt(p.skipped, prev, st)
+	}
+	switch {
+	case p.matches && p.warm:
+		r.opts.Logger.Info("loaded the routing index kept from the last start", "dir", p.dir, "skills", p.m.Skills,
+			"embedder", p.m.Embedder, "model", p.m.Model)
+		return
+	case p.matches:
 		r.opts.Logger.Info("loaded the prebuilt routing index", "dir", p.dir, "skills", p.m.Skills,
 			"embedder", p.m.Embedder, "model", p.m.Model, "embedded", st.Embedded)
+		return
+	case p.warm:
+		r.opts.Logger.Info("building the routing index: the one kept from the last start is out of date", "dir", p.dir, "reason", p.why)
 		return
 	}
 	msg := "the prebuilt routing index does not match; building the index here (skills whose text is unchanged keep their stored vectors)"
@@ -209,15 +269,20 @@ func HasPrebuilt(dir string) bool {
 
 // SavePrebuilt writes the current indexes to dir as a prebuilt index for
 // Options.Prebuilt: the vectors, the fitted embedder's state (when it
-// implements encoding.BinaryMarshaler, as the builtin does) and the
-// calibration. The manifest is written last, so a reader never finds one
-// naming files that are not there yet. It fails when the vectors could not
-// be built (the embedder was down): a prebuilt index must be complete.
+// implements encoding.BinaryMarshaler, as the builtin does), the BM25 index
+// and signatures, and the calibration. The manifest is written last, so a
+// reader never finds one naming files that are not there yet. It fails
+// when the vectors could not be built (the embedder was down): a prebuilt
+// index must be complete.
 func (r *Router) SavePrebuilt(dir string) error {
 	ix := r.cur.Load()
 	if ix == nil {
 		return errors.New("router: no index to save")
 	}
+	return r.savePrebuilt(ix, dir)
+}
+
+func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	m := prebuiltManifest{
 		Version:     prebuiltVersion,
 		Library:     libraryHash(ix.list),
@@ -232,14 +297,11 @@ func (r *Router) SavePrebuilt(dir string) error {
 			return fmt.Errorf("router: the vector index could not be built: %w", ix.vecErr)
 		}
 		m.Embedder, m.BaseModel, m.Model = r.opts.Embedder.Name(), r.opts.Embedder.Model(), ix.vec.Model()
-		m.Vectors = index.FileName(m.Embedder)
-		if err := ix.vec.Save(filepath.Join(dir, m.Vectors)); err != nil {
-			return fmt.Errorf("router: saving vectors: %w", err)
-		}
+		m.Vectors = "vectors-" + safeFileName(m.Embedder) + ".bin"
 		// Replicas often run as another user than the one that built
-		// the index (an image layer, a volume).
-		if err := os.Chmod(filepath.Join(dir, m.Vectors), 0o644); err != nil {
-			return err
+		// the index (an image layer, a volume): files are readable by all.
+		if err := index.WriteFileAtomic(filepath.Join(dir, m.Vectors), ix.vec.WriteBinary); err != nil {
+			return fmt.Errorf("router: saving vectors: %w", err)
 		}
 		if bm, ok := ix.emb.(encoding.BinaryMarshaler); ok && r.opts.Fit != nil {
 			state, err := bm.MarshalBinary()
@@ -252,6 +314,12 @@ func (r *Router) SavePrebuilt(dir string) error {
 			}
 		}
 	}
+	m.Lexical = "lexical-" + safeFileName(cmp.Or(m.Embedder, "none")) + ".bin"
+	if err := index.WriteFileAtomic(filepath.Join(dir, m.Lexical), func(w io.Writer) error {
+		return writeLexical(w, ix.bm25, ix.sigs)
+	}); err != nil {
+		return fmt.Errorf("router: saving the lexical index: %w", err)
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -262,22 +330,8 @@ func (r *Router) SavePrebuilt(dir string) error {
 // writeFileAtomic writes through a temporary file and a rename: readers
 // (replicas sharing the folder) see the old file or the new one.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
+	return index.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-	}
-	return werr
+	})
 }

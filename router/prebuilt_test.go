@@ -229,7 +229,7 @@ func TestPrebuiltBuiltin(t *testing.T) {
 	if err := r1.SavePrebuilt(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"prebuilt-builtin.json", "state-builtin.bin", "vectors-builtin.gob.gz"} {
+	for _, f := range []string{"prebuilt-builtin.json", "state-builtin.bin", "vectors-builtin.bin", "lexical-builtin.bin"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("prebuilt index lacks %s: %v", f, err)
 		}

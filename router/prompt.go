@@ -62,7 +62,7 @@ type planInput struct {
 	lib         *skillLib
 	dec         *Decision
 	msgs        []Message
-	ranking     func() []string // catalog ranking; called only when the catalog must be cut
+	ranking     rankingFunc     // catalog ranking; called only when the catalog must be cut
 	clientNames map[string]bool // tool names the client defined (never shadowed)
 	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
 }
@@ -87,7 +87,7 @@ func BuildPrompt(ctx context.Context, snap *skills.Snapshot, dec *Decision, msgs
 		dec = &Decision{}
 	}
 	in := planInput{snap: snap, lib: libraryOf(snap), dec: dec, msgs: msgs}
-	in.ranking = func() []string { return rankedIDs(dec.Ranked) }
+	in.ranking = func(bool) []string { return rankedIDs(dec.Ranked) }
 	p, _ := planPrompt(ctx, in, &o)
 	return p, nil
 }
@@ -105,10 +105,13 @@ func (r *Router) Prompt(ctx context.Context, q Query, opts RewriteOptions) (*Pro
 	if snap == nil {
 		return nil, errors.New("router: no skill library loaded")
 	}
+	if q.Ranked == 0 {
+		q.Ranked = RankDepth(o)
+	}
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages}
-	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o)
+	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o, q.Ranked)
 	p, _ := planPrompt(ctx, in, &o)
 	return p, nil
 }

@@ -3,41 +3,53 @@ package router
 import (
 	"container/list"
 	"sync"
+	"unsafe"
 )
 
 // rankCache remembers recent rankings of one index. Agentic clients resend
 // the whole conversation on every tool round, so the latest user message —
 // and with it the ranking — repeats across many requests; a hit skips the
-// query embedding, the similarity scan, BM25 and the sort. It lives in the
-// rankIndex, so a library reload starts it empty. Rankings that fell back to
-// bm25 are not kept: the embedder may be back on the next request.
+// query embedding, the similarity scan, BM25 and the selection of the top.
+// It lives in the rankIndex, so a library reload starts it empty. Rankings
+// that fell back to bm25 are not kept: the embedder may be back on the next
+// request. A ranking holds only its top (rankResult), so the number kept
+// does not shrink as the library grows.
 type rankCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[rankKey]*list.Element
-	lru list.List // of *rankEntry, most recent first
+	mu    sync.Mutex
+	max   int // entries
+	bytes int // of the rankings kept
+	m     map[rankKey]*list.Element
+	lru   list.List // of *cachedRank, most recent first
 }
 
-type rankEntry struct {
+type cachedRank struct {
 	key rankKey
 	res *rankResult
 }
 
-// rankCacheBytes bounds the memory of one index's cache; a ranking holds
-// about six float64s per skill.
-const rankCacheBytes = 32 << 20
+// rankCacheBytes bounds the memory of one index's cache; rankCacheMax its
+// entries (a request keeps about a hundred ranks: ~7 KB).
+const (
+	rankCacheBytes = 32 << 20
+	rankCacheMax   = 1024
+)
 
-// newRankCache sizes a cache for a library of n skills: size entries when
-// size > 0, none when size < 0, else as many as rankCacheBytes allows
-// (16 to 1,024).
-func newRankCache(n, size int) *rankCache {
+// rankBytes estimates what one cached ranking holds.
+func rankBytes(res *rankResult) int {
+	return int(unsafe.Sizeof(*res)+unsafe.Sizeof(cachedRank{})) + 64 + len(res.top)*int(unsafe.Sizeof(rankEntry{}))
+}
+
+// newRankCache returns a cache of size entries when size > 0, none when
+// size < 0, else of up to rankCacheMax entries; either way it holds at most
+// rankCacheBytes of rankings.
+func newRankCache(size int) *rankCache {
 	switch {
 	case size < 0:
 		return nil
 	case size == 0:
-		size = min(max(rankCacheBytes/(max(n, 1)*6*8), 16), 1024)
+		size = rankCacheMax
 	}
-	return &rankCache{max: size, m: make(map[rankKey]*list.Element, size)}
+	return &rankCache{max: size, m: make(map[rankKey]*list.Element, min(size, 64))}
 }
 
 func (c *rankCache) get(k rankKey) *rankResult {
@@ -51,9 +63,10 @@ func (c *rankCache) get(k rankKey) *rankResult {
 		return nil
 	}
 	c.lru.MoveToFront(e)
-	return e.Value.(*rankEntry).res
+	return e.Value.(*cachedRank).res
 }
 
+// put keeps res under k, replacing a shallower ranking kept there.
 func (c *rankCache) put(k rankKey, res *rankResult) {
 	if c == nil || res.fallback != "" {
 		return
@@ -62,12 +75,20 @@ func (c *rankCache) put(k rankKey, res *rankResult) {
 	defer c.mu.Unlock()
 	if e, ok := c.m[k]; ok {
 		c.lru.MoveToFront(e)
-		return
+		cr := e.Value.(*cachedRank)
+		if len(res.top) > len(cr.res.top) {
+			c.bytes += rankBytes(res) - rankBytes(cr.res)
+			cr.res = res
+		}
+	} else {
+		c.m[k] = c.lru.PushFront(&cachedRank{key: k, res: res})
+		c.bytes += rankBytes(res)
 	}
-	c.m[k] = c.lru.PushFront(&rankEntry{key: k, res: res})
-	for c.lru.Len() > c.max {
+	for c.lru.Len() > c.max || c.bytes > rankCacheBytes && c.lru.Len() > 1 {
 		old := c.lru.Back()
+		cr := old.Value.(*cachedRank)
 		c.lru.Remove(old)
-		delete(c.m, old.Value.(*rankEntry).key)
+		delete(c.m, cr.key)
+		c.bytes -= rankBytes(cr.res)
 	}
 }

@@ -3,7 +3,7 @@ package router
 import "testing"
 
 func TestRankCacheEvictsLeastRecent(t *testing.T) {
-	c := newRankCache(10, 2)
+	c := newRankCache(2)
 	a, b, d := &rankResult{}, &rankResult{}, &rankResult{}
 	c.put(rankKey{1}, a)
 	c.put(rankKey{2}, b)
@@ -21,12 +21,21 @@ func TestRankCacheEvictsLeastRecent(t *testing.T) {
 	if c.get(rankKey{4}) != nil {
 		t.Error("fallback ranking cached")
 	}
-	for _, tc := range []struct{ n, size, want int }{{407, 0, 1024}, {10000, 0, 69}, {10_000_000, 0, 16}, {10, 5, 5}} {
-		if got := newRankCache(tc.n, tc.size).max; got != tc.want {
-			t.Errorf("newRankCache(%d, %d).max = %d, want %d", tc.n, tc.size, got, tc.want)
+	for _, tc := range []struct{ size, want int }{{0, rankCacheMax}, {5, 5}} {
+		if got := newRankCache(tc.size).max; got != tc.want {
+			t.Errorf("newRankCache(%d).max = %d, want %d", tc.size, got, tc.want)
 		}
 	}
-	if newRankCache(10, -1) != nil {
+	// Bytes bound the cache too: whole-library rankings of a large
+	// library are not kept by the thousand.
+	big := newRankCache(0)
+	for k := range 200 {
+		big.put(rankKey{uint64(k)}, &rankResult{n: 10000, top: make([]rankEntry, 10000)})
+	}
+	if big.bytes > rankCacheBytes || big.lru.Len() >= 200 || big.lru.Len() == 0 {
+		t.Errorf("%d rankings of 10,000 kept in %d bytes, bound %d", big.lru.Len(), big.bytes, rankCacheBytes)
+	}
+	if newRankCache(-1) != nil {
 		t.Error("size <0 should disable")
 	}
 }

@@ -71,7 +71,8 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	if snap == nil {
 		return nil, errors.New("router: no skill library loaded")
 	}
-	q := Query{Messages: req.Turns, Strategy: ov.Strategy}
+	depth := RankDepth(o)
+	q := Query{Messages: req.Turns, Strategy: ov.Strategy, Ranked: depth}
 	if ov.TopK != nil {
 		q.TopK = *ov.TopK
 		if q.TopK == 0 {
@@ -81,7 +82,7 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
-	in.ranking = r.catalogRanking(ctx, lib, req.Turns, ov.Strategy, dec, &o)
+	in.ranking = r.catalogRanking(ctx, lib, req.Turns, ov.Strategy, dec, &o, depth)
 	return finishRewrite(ctx, r, req, in, o, ov.Session), nil
 }
 
@@ -101,7 +102,7 @@ func RewriteWith(ctx context.Context, req *wire.Request, snap *skills.Snapshot, 
 		dec = &Decision{}
 	}
 	in := newPlanInput(snap, libraryOf(snap), dec, req)
-	in.ranking = func() []string { return capRanking(rankedIDs(dec.Ranked)) }
+	in.ranking = func(bool) []string { return capRanking(rankedIDs(dec.Ranked)) }
 	return finishRewrite(ctx, search, req, in, o, ""), nil
 }
 

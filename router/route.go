@@ -32,6 +32,10 @@ type Options struct {
 	// Restore rebuilds a fitted embedder from the state SavePrebuilt stored
 	// (the builtin's MarshalBinary); nil fits as usual.
 	Restore func(state []byte) (Embedder, error)
+	// WarmDir is a folder the router keeps its own prebuilt index in:
+	// written in the background after a build, loaded at the next start
+	// when the library and embedder are unchanged (warm.go). "" = none.
+	WarmDir string
 
 	// HistoryTurns is how many earlier user turns are blended into the query
 	// (default 2; <0 = none), each weighted HistoryDecay times the one after
@@ -125,6 +129,8 @@ type Router struct {
 	lastRetry atomic.Int64 // unix nanos
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
+
+	warm warmWriter // writes the index to Options.WarmDir
 }
 
 // vectorRetryEvery is how often Route may start a background rebuild of a
@@ -234,6 +240,7 @@ func (r *Router) builder() {
 		overtaken := errors.Is(context.Cause(ctx), errOvertaken)
 		if err == nil && !overtaken {
 			r.cur.Store(ix)
+			r.persistWarm(ix)
 		}
 		r.mu.Unlock()
 		cancel(nil)
@@ -278,6 +285,8 @@ func (r *Router) wait(ctx context.Context, gen uint64) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("router: building indexes: %w", ctx.Err())
+		case <-r.bgCtx.Done(): // closed: no build will settle gen
+			return fmt.Errorf("router: closed while building indexes: %w", context.Cause(r.bgCtx))
 		case <-ch:
 		}
 	}
@@ -312,6 +321,20 @@ func (r *Router) gone(ix *rankIndex) func(id string) bool {
 		return nil
 	}
 	return func(id string) bool { _, ok := latest.Get(id); return !ok }
+}
+
+// depthWithout is the ranking depth that leaves depth ranks once the skills
+// gone reports are left out (depth <= 0: the whole library).
+func depthWithout(ix *rankIndex, gone func(id string) bool, depth int) int {
+	if gone == nil || depth <= 0 {
+		return depth
+	}
+	for _, s := range ix.list {
+		if gone(s.ID) {
+			depth++
+		}
+	}
+	return depth
 }
 
 // Strategy is the default strategy.
@@ -350,26 +373,33 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 		return rest
 	})
 	d.Query = rq.latest
-	key := rq.key(strategy)
-	res := ix.cache.get(key)
-	if res != nil {
-		d.Cached = true
-	} else {
-		res = r.rank(ctx, ix, strategy, rq)
-		ix.cache.put(key, res)
-	}
-	d.Strategy = res.strategy
-	d.Fallback, d.FallbackReason, d.FallbackCode = res.fallback != "", res.fallback, res.fallbackCode
-	gone := r.gone(ix)
-	if gone != nil {
-		res = res.without(ix, gone)
-		pinned = slices.DeleteFunc(pinned, gone)
-	}
-	d.Ranked = res.scored(ix)
 	topK := q.TopK
 	if topK == 0 {
 		topK = r.opts.MaxAutoLoad
 	}
+	// Selection looks at topK+nearMisses skills past the pinned ones.
+	depth := q.Ranked
+	if depth > 0 {
+		depth = max(depth, max(topK, 0)+nearMisses) + len(pinned)
+	}
+	// Skills deleted since the indexes were built are left out at once
+	// (see Follow): rank deep enough that depth remain without them.
+	gone := r.gone(ix)
+	key := rq.key(strategy)
+	res := ix.cache.get(key)
+	if want := depthWithout(ix, gone, depth); res != nil && res.covers(want) {
+		d.Cached = true
+	} else {
+		res = r.rank(ctx, ix, strategy, rq, want)
+		ix.cache.put(key, res)
+	}
+	d.Strategy = res.strategy
+	d.Fallback, d.FallbackReason, d.FallbackCode = res.fallback != "", res.fallback, res.fallbackCode
+	if gone != nil {
+		res = res.without(ix, gone)
+		pinned = slices.DeleteFunc(pinned, gone)
+	}
+	d.Ranked = res.scored(ix, depth)
 	ix.selectSkills(d, res, pinned, topK, r.threshold(ix, res.strategy), r.opts.RelativeScore)
 	d.Latency = time.Since(start)
 	return d
@@ -383,15 +413,12 @@ func (r *Router) Search(ctx context.Context, query string, limit int) []Scored {
 		return nil
 	}
 	rq := newRankQuery([]Message{{Role: "user", Text: query}}, r.opts, nil)
-	res := r.rank(ctx, ix, r.opts.Strategy, rq)
-	if gone := r.gone(ix); gone != nil {
+	gone := r.gone(ix)
+	res := r.rank(ctx, ix, r.opts.Strategy, rq, depthWithout(ix, gone, limit))
+	if gone != nil {
 		res = res.without(ix, gone)
 	}
-	out := res.scored(ix)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out
+	return res.scored(ix, limit)
 }
 
 // noteFallback logs a fallback when its reason changes, so an embedder that

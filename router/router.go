@@ -53,6 +53,12 @@ type Query struct {
 	Messages []Message
 	Strategy Strategy
 	TopK     int // max skills to auto-load; 0 = default, <0 = none
+	// Ranked is how many of the best-ranked skills Decision.Ranked lists
+	// besides the pinned ones (at least what selection looks at); 0 lists
+	// the whole library. Ranking only the top costs a fraction of ranking
+	// everything in a large library: the proxy asks for what its catalog
+	// can show (see RankDepth).
+	Ranked int
 }
 
 // Decision is what the router decided for one query.
@@ -63,7 +69,7 @@ type Decision struct {
 	Fallback       bool              `json:"fallback"`
 	FallbackReason string            `json:"fallback_reason,omitempty"`
 	FallbackCode   FallbackCode      `json:"fallback_code,omitempty"` // FallbackReason's short form, safe to show clients
-	Ranked         []Scored          `json:"ranked"`
+	Ranked         []Scored          `json:"ranked"`                  // best first: the top Query.Ranked (and pinned) skills, all when 0
 	Selected       []string          `json:"selected"`
 	Pinned         []string          `json:"pinned,omitempty"`  // #id / /id mentions, in order
 	Reasons        map[string]string `json:"reasons,omitempty"` // id -> why it was not auto-loaded

@@ -31,16 +31,17 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 	auto := 0
 	best := -1.0
 	considered := 0
-	for _, i := range res.order {
+	for _, e := range res.top {
 		if considered >= max(topK, 0)+nearMisses {
 			break
 		}
+		i := int(e.i)
 		s := ix.list[i]
 		if picked[s.ID] {
 			continue
 		}
 		considered++
-		conf, score := res.conf[i], res.score[i]
+		conf, score := e.conf, e.score
 		dup := ix.duplicateOf(i, chosen)
 		switch {
 		case conf <= 0 && score <= 0:

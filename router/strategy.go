@@ -7,113 +7,191 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/skillrouter/skillrouter/index"
 )
 
-// rankResult is one ranking of the whole library. Component slices are
-// indexed like rankIndex.list and nil when the strategy did not compute them.
+// rankResult is one ranking of the library: the best-ranked skills with
+// their scores. It holds the top of the ranking only (see Query.Ranked), so
+// what a request allocates and the ranking cache keeps does not grow with
+// the library; the whole-library score arrays live in a rankScratch for the
+// duration of rank.
 type rankResult struct {
 	strategy     Strategy     // what actually ranked (bm25 after a fallback)
 	fallback     string       // why the requested strategy could not run; "" if it did
 	fallbackCode FallbackCode // fallback's short form
-	score        []float64
-	order        []int // skill indexes, best first
+	n            int          // skills ranked: the whole library
+	top          []rankEntry  // best first; all n of them when complete
+	comps        uint8        // components computed (1<<compKeyword, ...)
+}
 
-	keyword []float64
-	bm25    []float64 // raw BM25F
-	bm25n   []float64 // BM25F / query ceiling, in [0,1)
-	cosine  []float64
-
+// rankEntry is one skill of a rankResult. Component fields are zero when
+// the strategy did not compute them (see rankResult.comps).
+type rankEntry struct {
+	i     int32   // list position
+	score float64 // what the ranking orders by
 	// conf is the calibrated absolute match strength selection thresholds
 	// apply to. For bm25 and embedding it is the score; hybrid ranks by a
 	// mix that normalizes BM25 by the query's own ceiling (better order
 	// within a query) but selects by raw BM25 (comparable across queries:
 	// a short generic question fully "covered" by common words is not a
 	// strong match).
-	conf []float64
+	conf    float64
+	keyword float64
+	bm25    float64 // raw BM25F
+	bm25n   float64 // BM25F / query ceiling, in [0,1)
+	cosine  float64
 }
 
-// without returns res with the skills gone reports left out of its order
-// (scores stay indexed by position); res, which the cache may hold, is
-// not changed.
+// complete reports whether the result ranks the whole library.
+func (res *rankResult) complete() bool { return len(res.top) >= res.n }
+
+// covers reports whether the result holds the first depth ranks (depth <= 0:
+// all of them).
+func (res *rankResult) covers(depth int) bool {
+	return res.complete() || depth > 0 && len(res.top) >= depth
+}
+
+// without returns res with the skills gone reports left out of its top;
+// res, which the cache may hold, is not changed.
 func (res *rankResult) without(ix *rankIndex, gone func(id string) bool) *rankResult {
 	c := *res
-	c.order = make([]int, 0, len(res.order))
-	for _, i := range res.order {
-		if !gone(ix.list[i].ID) {
-			c.order = append(c.order, i)
+	c.top = make([]rankEntry, 0, len(res.top))
+	for _, e := range res.top {
+		if !gone(ix.list[e.i].ID) {
+			c.top = append(c.top, e)
 		}
 	}
+	c.n -= len(res.top) - len(c.top) // a complete ranking stays complete
 	return &c
 }
 
 // rank scores every skill with strategy, falling back to bm25 when the
-// strategy needs embeddings that are not available in time.
-func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q rankQuery) *rankResult {
+// strategy needs embeddings that are not available in time, and keeps the
+// best depth of them (depth <= 0: all).
+func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q rankQuery, depth int) *rankResult {
 	n := len(ix.list)
-	res := &rankResult{strategy: strategy, score: make([]float64, n)}
+	sc := getRankScratch(n)
+	defer rankScratches.Put(sc)
+	res := &rankResult{strategy: strategy, n: n}
+	score := sc.score
 	if strategy == StrategyKeyword {
-		res.keyword = make([]float64, n)
-		ix.kw.score(q.latest, res.keyword)
-		copy(res.score, res.keyword)
-		res.conf = res.score
-		res.sort(ix)
+		clear(sc.keyword)
+		ix.kw.score(q.latest, sc.keyword)
+		copy(score, sc.keyword)
+		res.comps = 1 << compKeyword
+		res.top = sc.topEntries(depth, res.comps, func(e *rankEntry) { e.conf = e.score })
 		return res
 	}
+	var cosine []float64
+	var approx *index.Prepared // set when cosine holds approximations (see topRescored)
 	if strategy == StrategyEmbedding || strategy == StrategyHybrid {
-		cos, code, reason := r.cosines(ctx, ix, q)
+		pq, code, reason := r.cosines(ctx, ix, q, sc, depth > 0 && depth < n && !hybridRRF)
 		if reason != "" {
 			res.fallback, res.fallbackCode = reason, code
 			res.strategy = StrategyBM25
 			r.noteFallback(reason)
 			r.maybeRetryVectors(ix)
 		} else {
-			res.cosine = cos
+			cosine, approx = sc.cosine, pq
+			res.comps |= 1 << compCosine
 			r.noteRecovered()
 		}
 	}
-	weights, bcal, ncal := hybridFieldWeights, ix.cal.bm25h, ix.cal.bm25nh
+	res.comps |= 1<<compBM25 | 1<<compBM25Norm
+	m := mixer{bcal: ix.cal.bm25h, ncal: ix.cal.bm25nh, ccal: ix.cal.cosine}
+	weights := hybridFieldWeights
 	if res.strategy == StrategyBM25 {
-		weights, bcal = bm25FieldWeights, ix.cal.bm25
+		weights, m.bcal = bm25FieldWeights, ix.cal.bm25
 	}
-	res.bm25 = make([]float64, n)
-	res.bm25n = make([]float64, n)
-	ix.bm25.ScoreWeighted(q.analysed(), weights, res.bm25)
-	if c := ix.bm25.Ceiling(q.analysed()); c > 0 {
-		for i, s := range res.bm25 {
-			res.bm25n[i] = s / c
-		}
-	}
-	res.conf = make([]float64, n)
+	bm25 := sc.bm25
+	clear(bm25)
+	ix.bm25.ScoreWeighted(q.analysed(), weights, bm25)
+	m.ceiling = ix.bm25.Ceiling(q.analysed())
+	// Every skill gets its score; the normalized BM25 and the confidence
+	// are worked out only for the skills kept (finish).
 	switch res.strategy {
 	case StrategyBM25:
-		for i, x := range res.bm25 {
-			res.score[i] = bcal.apply(x)
+		for i, x := range bm25 {
+			score[i] = m.bcal.apply(x)
 		}
-		res.conf = res.score
 	case StrategyEmbedding:
-		for i, x := range res.cosine {
-			res.score[i] = ix.cal.cosine.apply(x)
+		for i, x := range cosine {
+			score[i] = m.ccal.apply(x)
 		}
-		res.conf = res.score
 	case StrategyHybrid:
-		for i := range res.score {
-			b, c := bcal.apply(res.bm25[i]), ix.cal.cosine.apply(res.cosine[i])
-			res.conf[i] = hybridConfBM25Weight*b + (1-hybridConfBM25Weight)*c
-			res.score[i] = hybridBM25Weight*ncal.apply(res.bm25n[i]) + (1-hybridBM25Weight)*c
+		for i := range score {
+			score[i] = m.hybridScore(bm25[i], cosine[i])
 		}
+		res.comps |= 1 << compConfidence
 	}
 	if hybridRRF && res.strategy == StrategyHybrid {
-		rb, rc := ranksOf(res.bm25), ranksOf(res.cosine)
-		for i := range res.score {
-			res.score[i] = 1/(60+float64(rb[i])) + 1/(60+float64(rc[i]))
+		rb, rc := ranksOf(bm25), ranksOf(cosine)
+		for i := range score {
+			score[i] = 1/(60+float64(rb[i])) + 1/(60+float64(rc[i]))
 		}
 	}
-	res.sort(ix)
+	finish := func(e *rankEntry) {
+		e.bm25n = m.norm(e.bm25)
+		if res.strategy == StrategyHybrid {
+			e.conf = m.hybridConf(e.bm25, e.cosine)
+		} else {
+			e.conf = e.score
+		}
+	}
+	if approx == nil {
+		res.top = sc.topEntries(depth, res.comps, finish)
+		return res
+	}
+	// A score moves with the cosine by at most its calibrated weight.
+	delta := approx.Bound() * m.ccal.slope()
+	if res.strategy == StrategyHybrid {
+		delta *= 1 - hybridBM25Weight
+	}
+	res.top = sc.topRescored(depth, res.comps, finish, delta, func(i int) {
+		cosine[i] = 0
+		if k := ix.vectorRow(i); k >= 0 {
+			if c := approx.Exact(k); !math.IsNaN(c) {
+				cosine[i] = c
+			}
+		}
+		if res.strategy == StrategyHybrid {
+			score[i] = m.hybridScore(bm25[i], cosine[i])
+		} else {
+			score[i] = m.ccal.apply(cosine[i])
+		}
+	})
 	return res
+}
+
+// mixer turns a skill's components into its score, as the strategy mixes
+// them; the ranking, the exact rescoring of approximated skills and the
+// entries kept share it, so all compute the same bits.
+type mixer struct {
+	bcal, ncal, ccal scale   // raw bm25, ceiling-normalized bm25, cosine
+	ceiling          float64 // the query's BM25 ceiling (index.BM25.Ceiling)
+}
+
+// norm is BM25 divided by the query's ceiling, in [0,1) (0 without one).
+func (m *mixer) norm(bm25 float64) float64 {
+	if m.ceiling > 0 {
+		return bm25 / m.ceiling
+	}
+	return 0
+}
+
+// hybridScore is the hybrid ranking score: it normalizes BM25 by the
+// query's own ceiling (a better order within a query).
+func (m *mixer) hybridScore(bm25, cosine float64) float64 {
+	return hybridBM25Weight*m.ncal.apply(m.norm(bm25)) + (1-hybridBM25Weight)*m.ccal.apply(cosine)
+}
+
+// hybridConf is the hybrid confidence selection thresholds apply to: raw
+// BM25, comparable across queries (a short generic question fully
+// "covered" by common words is not a strong match).
+func (m *mixer) hybridConf(bm25, cosine float64) float64 {
+	return hybridConfBM25Weight*m.bcal.apply(bm25) + (1-hybridConfBM25Weight)*m.ccal.apply(cosine)
 }
 
 // ranksOf returns each index's 1-based rank by descending value.
@@ -153,16 +231,22 @@ var hybridRRF = false
 // selection thresholds apply to.
 var hybridConfBM25Weight = 0.5
 
-// cosines embeds the query within the latency budget and returns every
-// skill's cosine similarity, or why it could not (code and details).
-func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]float64, FallbackCode, string) {
+// cosines embeds the query within the latency budget and writes every
+// skill's cosine similarity into sc.cosine, or says why it could not (code
+// and details). With approx, it may write approximations instead and return
+// the prepared query that scores skills exactly (see index.Prepared); a nil
+// query means the cosines are exact.
+func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *rankScratch, approx bool) (*index.Prepared, FallbackCode, string) {
 	switch {
 	case ix.emb == nil:
 		return nil, FallbackNoEmbedder, "no embedder configured"
 	case ix.vec == nil:
 		return nil, FallbackVectorsUnavailable, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
-	case len(q.turns) == 0:
-		return make([]float64, len(ix.list)), "", ""
+	}
+	cos := sc.cosine
+	clear(cos)
+	if len(q.turns) == 0 {
+		return nil, "", ""
 	}
 	texts, weights := q.texts()
 	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout)
@@ -179,19 +263,46 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery) ([]flo
 	if isZero(qv) {
 		// Nothing in the message the embedder could use (only stop words):
 		// every similarity is zero.
-		return make([]float64, len(ix.list)), "", ""
+		return nil, "", ""
 	}
-	sims := make([]float64, ix.vec.Len())
-	if err := ix.vec.Similarities(qv, sims); err != nil {
+	pq, err := ix.vec.Prepare(qv)
+	if err != nil {
 		return nil, FallbackVectorQuery, fmt.Sprintf("vector query: %v", err)
 	}
-	cos := make([]float64, len(ix.list))
+	sims := cos // vector rows are list positions
+	if ix.rowOf != nil {
+		sims = sc.simsFor(ix.vec.Len())
+	}
+	if !approx || !pq.Approximate(sims) {
+		for k := range sims {
+			sims[k] = pq.Exact(k)
+		}
+		pq = nil
+	}
+	if ix.rowOf == nil {
+		if pq == nil { // exact values can be NaN; approximations never are
+			for i, sim := range cos {
+				if math.IsNaN(sim) {
+					cos[i] = 0
+				}
+			}
+		}
+		return pq, "", ""
+	}
 	for k, sim := range sims {
 		if i := ix.vecRow[k]; i >= 0 && !math.IsNaN(sim) {
 			cos[i] = sim
 		}
 	}
-	return cos, "", ""
+	return pq, "", ""
+}
+
+// vectorRow is the vector row of list position i, or -1.
+func (ix *rankIndex) vectorRow(i int) int {
+	if ix.rowOf == nil {
+		return i
+	}
+	return int(ix.rowOf[i])
 }
 
 // embedWithin runs the embedder with a deadline and stops waiting when it
@@ -273,103 +384,31 @@ func isZero(v []float32) bool {
 	return true
 }
 
-// sort orders skills by score, ties by id (the list order), for
-// deterministic output. It sorts plain uint64 keys (the score's float32
-// bits made order-preserving, then the index) rather than calling a
-// comparison function: a third of the cost for a whole library, and scores
-// that agree to float32 precision are a tie anyway. A radix sort on the
-// score half beats pdqsort's branchy partitions by ~10% of a whole Route.
-func (res *rankResult) sort(ix *rankIndex) {
-	n := len(res.score)
-	buf := sortBuffers.Get().(*[]uint64)
-	if cap(*buf) < 2*n {
-		*buf = make([]uint64, 2*n)
+// scored renders the first depth entries of the ranking (depth <= 0: all
+// it holds) with per-component scores, afresh for each caller (callers own
+// their Decision).
+func (res *rankResult) scored(ix *rankIndex, depth int) []Scored {
+	top := res.top
+	if depth > 0 && len(top) > depth {
+		top = top[:depth]
 	}
-	keys, tmp := (*buf)[:n], (*buf)[n:2*n]
-	for i, s := range res.score {
-		keys[i] = uint64(descendingKey(s))<<32 | uint64(uint32(i))
-	}
-	keys = radixHigh32(keys, tmp)
-	res.order = make([]int, n)
-	for k, key := range keys {
-		res.order[k] = int(uint32(key))
-	}
-	sortBuffers.Put(buf)
-}
-
-// sortBuffers recycles the keys of sort, which only the order outlives.
-var sortBuffers = sync.Pool{New: func() any { return new([]uint64) }}
-
-// radixHigh32 sorts keys by their high 32 bits, stably, 8 bits a pass: the
-// same order as sorting the whole keys when the low bits ascend in input
-// order (they are the list index). It returns whichever of keys and tmp
-// holds the result.
-func radixHigh32(keys, tmp []uint64) []uint64 {
-	if len(keys) < 2 {
-		return keys
-	}
-	for shift := uint(32); shift < 64; shift += 8 {
-		var count [257]int
-		for _, k := range keys {
-			count[(k>>shift)&0xff+1]++
-		}
-		if count[(keys[0]>>shift)&0xff+1] == len(keys) {
-			continue // every key has this byte: nothing to move
-		}
-		for i := 1; i < len(count); i++ {
-			count[i] += count[i-1]
-		}
-		for _, k := range keys {
-			b := (k >> shift) & 0xff
-			tmp[count[b]] = k
-			count[b]++
-		}
-		keys, tmp = tmp, keys
-	}
-	return keys
-}
-
-// descendingKey maps a score to a uint32 that sorts ascending as the score
-// sorts descending; NaN sorts last.
-func descendingKey(s float64) uint32 {
-	f := float32(s)
-	switch {
-	case f != f:
-		f = float32(math.Inf(-1))
-	case f == 0:
-		f = 0 // -0 ties with 0
-	}
-	b := math.Float32bits(f)
-	if b>>31 == 1 {
-		b = ^b // negative: flip all bits
-	} else {
-		b |= 1 << 31
-	}
-	return ^b
-}
-
-// scored renders the ranking with per-component scores, afresh for each
-// caller (callers own their Decision): rendering costs about what a copy of
-// a kept rendering would, and a ranking that is never hit again in the
-// cache is then built once rather than built and copied.
-func (res *rankResult) scored(ix *rankIndex) []Scored {
-	out := make([]Scored, len(res.order))
-	for k, i := range res.order {
+	out := make([]Scored, len(top))
+	for k, e := range top {
 		var c Components
-		if res.keyword != nil {
-			c.put(compKeyword, res.keyword[i])
+		if res.comps&(1<<compKeyword) != 0 {
+			c.put(compKeyword, e.keyword)
 		}
-		if res.bm25 != nil {
-			c.put(compBM25, round4(res.bm25[i]))
-			c.put(compBM25Norm, round4(res.bm25n[i]))
+		if res.comps&(1<<compBM25) != 0 {
+			c.put(compBM25, round4(e.bm25))
+			c.put(compBM25Norm, round4(e.bm25n))
 		}
-		if res.cosine != nil {
-			c.put(compCosine, round4(res.cosine[i]))
+		if res.comps&(1<<compCosine) != 0 {
+			c.put(compCosine, round4(e.cosine))
 		}
-		if res.strategy == StrategyHybrid {
-			c.put(compConfidence, round4(res.conf[i]))
+		if res.comps&(1<<compConfidence) != 0 {
+			c.put(compConfidence, round4(e.conf))
 		}
-		out[k] = Scored{ID: ix.list[i].ID, Score: round4(res.score[i]), Components: c}
+		out[k] = Scored{ID: ix.list[e.i].ID, Score: round4(e.score), Components: c}
 	}
 	return out
 }

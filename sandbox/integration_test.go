@@ -270,7 +270,7 @@ func TestProxyToolLoopRunsExecutableSkill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/v1/chat/completions",
 		bytes.NewReader([]byte(`{"model":"m","messages":[{"role":"user","content":"Add forty and two, please."}]}`)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Skillrouter-Top-K", "0")

@@ -114,7 +114,7 @@ cp -r examples/skills "$lib/skills"
 "${buildah[@]}" bud --quiet --layers=false --build-arg "BASE=$tag" -f deploy/library.Containerfile -t "$tag-library" "$lib" >/dev/null
 ctr="$("${buildah[@]}" from --quiet "$tag-library")"
 mnt="$("${buildah[@]}" mount "$ctr")"
-expect library-index "$(cd "$mnt" && ls index | tr '\n' ' ')" 'prebuilt-builtin.json state-builtin.bin vectors-builtin.gob.gz '
+expect library-index "$(cd "$mnt" && ls index | tr '\n' ' ')" 'lexical-builtin.bin prebuilt-builtin.json state-builtin.bin vectors-builtin.bin '
 expect library-skills "$(cd "$mnt" && ls skills/*/SKILL.md | wc -l)" "$(ls examples/skills/*/SKILL.md | wc -l)"
 libenv="$("${buildah[@]}" inspect --type image --format '{{range .OCIv1.Config.Env}}{{println .}}{{end}}' "$tag-library")"
 expect library-env "$(grep '^SKILLROUTER_ROUTING_PREBUILT_INDEX=' <<<"$libenv")" 'SKILLROUTER_ROUTING_PREBUILT_INDEX=/index'

@@ -10,8 +10,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"os"
@@ -25,6 +27,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
@@ -324,7 +327,7 @@ var configKeys = []configKey{
 	{path: "routing.strategy", flag: "strategy", kind: "string", help: "ranking strategy: " + oneOf(strategyNames), ptr: func(c *config) any { return &c.Routing.Strategy }, choices: strategyNames},
 	{path: "routing.max_auto_load", flag: "max-auto-load", kind: "int", help: "skills auto-loaded per request at most (0 = none)", ptr: func(c *config) any { return &c.Routing.MaxAutoLoad }},
 	{path: "routing.embed_timeout", flag: "embed-timeout", kind: "duration", help: "latency budget of the query embedding before falling back to bm25", ptr: func(c *config) any { return &c.Routing.EmbedTimeout }},
-	{path: "routing.index_dir", kind: "string", help: "where the vector index persists (remote embedders default to the cache folder)", ptr: func(c *config) any { return &c.Routing.IndexDir }},
+	{path: "routing.index_dir", kind: "string", help: "where the routing index persists, loaded instead of rebuilt at the next start with an unchanged library (default: a folder per library under embedder.cache_dir)", ptr: func(c *config) any { return &c.Routing.IndexDir }},
 	{path: "routing.prebuilt_index", flag: "index", kind: "string", help: "prebuilt routing index folder (router index build), read-only; loaded instead of embedding the library when it matches", ptr: func(c *config) any { return &c.Routing.Prebuilt }},
 	{path: "routing.rank_cache", kind: "int", help: "recent rankings remembered, reused while a conversation's user turns repeat (agent tool rounds); -1 = off", ptr: func(c *config) any { return &c.Routing.RankCache }},
 	{path: "rewrite.catalog_format", flag: "catalog-format", kind: "string", help: "catalog format: " + oneOf(formatNames), ptr: func(c *config) any { return &c.Rewrite.CatalogFormat }, choices: formatNames},
@@ -563,6 +566,36 @@ type configFlags struct {
 	printConfig bool
 	keyFlags    map[string]*keyFlag // by flag name
 	aliases     map[string][]string // flag name -> older names that set it too
+}
+
+// registerServing registers every key's flag and --print-config, for the
+// commands that serve (serve, mcp).
+func (cf *configFlags) registerServing(fs *pflag.FlagSet) {
+	cf.register(fs)
+	fs.BoolVar(&cf.printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
+}
+
+// runConfigured is the RunE of a serving command: it loads the
+// configuration, prints it for --print-config, else finds the skill roots
+// and calls run.
+func runConfigured(cf *configFlags, run func(ctx context.Context, cfg config, roots []string, logw io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		if cf.printConfig {
+			enc := yaml.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent(2)
+			defer enc.Close()
+			return enc.Encode(cfg.redacted())
+		}
+		roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
+	}
 }
 
 // register adds --config and the flags of the keys at paths to fs (every key

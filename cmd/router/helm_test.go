@@ -47,12 +47,11 @@ func helmBinary(t *testing.T) string {
 			helmPath = p
 			return
 		}
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			helmErr = err
+		if userCacheErr != nil {
+			helmErr = userCacheErr
 			return
 		}
-		dir := filepath.Join(cache, "skillrouter-ci", fmt.Sprintf("helm-%s-%s-%s", helmVersion, runtime.GOOS, runtime.GOARCH))
+		dir := filepath.Join(userCache, "skillrouter-ci", fmt.Sprintf("helm-%s-%s-%s", helmVersion, runtime.GOOS, runtime.GOARCH))
 		helmPath = filepath.Join(dir, "helm")
 		if _, err := os.Stat(helmPath); err == nil {
 			return

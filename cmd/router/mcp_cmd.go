@@ -10,12 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/mcpserver"
 	"github.com/skillrouter/skillrouter/router"
@@ -27,10 +25,7 @@ import (
 var version = "dev"
 
 func newMCPCmd() *cobra.Command {
-	var (
-		cf          configFlags
-		printConfig bool
-	)
+	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "mcp [--config FILE] [--skills DIR]...",
 		Short: "Serve the skill library to an MCP host over stdio",
@@ -46,26 +41,9 @@ func newMCPCmd() *cobra.Command {
 			"  router mcp --config examples/config.yaml --exec\n" +
 			"  claude mcp add skills -- router mcp --skills ~/skills",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
-			if err != nil {
-				return err
-			}
-			if printConfig {
-				enc := yaml.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent(2)
-				defer enc.Close()
-				return enc.Encode(cfg.redacted())
-			}
-			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
-			if err != nil {
-				return err
-			}
-			return runMCP(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
-		},
+		RunE: runConfigured(&cf, runMCP),
 	}
-	cf.register(cmd.Flags())
-	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
+	cf.registerServing(cmd.Flags())
 	cmd.Flags().SortFlags = false
 	return cmd
 }

@@ -20,15 +20,17 @@ import (
 var rankingKeys = []string{"skills", "routing.strategy", "routing.max_auto_load", "routing.embed_timeout",
 	"embedder.provider", "embedder.model", "embedder.base_url", "embedder.api_key"}
 
-// routeJSONMax caps the ranked list in --json output: a library of
-// thousands would otherwise print every skill, most with a zero score.
-const routeJSONMax = 50
+// routeRanked is how many ranked skills --json lists by default: a library
+// of thousands would otherwise print every skill, most with a zero score
+// (--ranked 0 lists them all).
+const routeRanked = 50
 
 func newRouteCmd() *cobra.Command {
 	var (
 		cf      configFlags
 		asJSON  bool
 		rows    int
+		ranked  int
 		verbose bool
 	)
 	cmd := &cobra.Command{
@@ -40,7 +42,7 @@ func newRouteCmd() *cobra.Command {
 			"(--config, SKILLROUTER_* variables, flags) is read as `router serve` reads it.\n\n" +
 			"--json prints {\"query\",\"strategy\",\"embedder\",\"fallback\",\"ranked\":[{\"id\",\"score\",\"components\"}],\n" +
 			"\"selected\":[ids]} (plus fallback_reason, fallback_code, pinned and reasons when set); ranked holds the\n" +
-			fmt.Sprintf("top %d skills.", routeJSONMax),
+			fmt.Sprintf("top %d skills (--ranked N: N of them, 0: the whole library).", routeRanked),
 		Example: "  router route --skills examples/skills \"my postgres query is slow\"\n" +
 			"  router route --skills builtin:examples --strategy bm25 --json \"use /regex-builder for ISO dates\"",
 		Args: cobra.ExactArgs(1),
@@ -67,9 +69,18 @@ func newRouteCmd() *cobra.Command {
 			}
 			defer r.Close()
 			printLibraryProblems(cmd.ErrOrStderr(), reg.Snapshot())
-			d := r.Route(cmd.Context(), router.Query{Messages: []router.Message{{Role: "user", Text: args[0]}}})
+			if ranked < 0 {
+				return fmt.Errorf("--ranked %d: must be 0 or more", ranked)
+			}
+			// Rank only what is printed, as the proxy ranks only what it
+			// uses: the whole library with --ranked 0.
+			depth := ranked
+			if !asJSON {
+				depth = max(rows, 1)
+			}
+			d := r.Route(cmd.Context(), router.Query{Messages: []router.Message{{Role: "user", Text: args[0]}}, Ranked: depth})
 			if asJSON {
-				return writeDecisionJSON(cmd.OutOrStdout(), d)
+				return writeDecisionJSON(cmd.OutOrStdout(), d, ranked)
 			}
 			return writeDecisionTable(cmd.OutOrStdout(), d, rows)
 		},
@@ -78,14 +89,15 @@ func newRouteCmd() *cobra.Command {
 	cf.alias(cmd.Flags(), "top-k", "max-auto-load")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
 	cmd.Flags().IntVar(&rows, "rows", 10, "ranked skills shown in the table")
+	cmd.Flags().IntVar(&ranked, "ranked", routeRanked, "ranked skills listed by --json (0 = the whole library)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log index building and calibration to stderr")
 	return cmd
 }
 
-func writeDecisionJSON(w io.Writer, d *router.Decision) error {
+func writeDecisionJSON(w io.Writer, d *router.Decision, ranked int) error {
 	out := *d
-	if len(out.Ranked) > routeJSONMax {
-		out.Ranked = out.Ranked[:routeJSONMax]
+	if ranked > 0 && len(out.Ranked) > ranked {
+		out.Ranked = out.Ranked[:ranked]
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

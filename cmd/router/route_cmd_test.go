@@ -134,3 +134,26 @@ func TestBuildRouterFollowsReloads(t *testing.T) {
 		t.Errorf("decision %+v", d)
 	}
 }
+
+// --ranked lists that many ranked skills in --json; 0 lists the whole
+// library.
+func TestRouteRanked(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want int
+	}{{"3", 3}, {"0", 8}, {"50", 8}} {
+		out, errOut, err := run(t, "route", "--skills", routeFixture, "--json", "--ranked", tc.flag, "slow sql query")
+		if err != nil {
+			t.Fatalf("--ranked %s: %v\n%s", tc.flag, err, errOut)
+		}
+		var d struct {
+			Ranked []json.RawMessage `json:"ranked"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Ranked) != tc.want {
+			t.Errorf("--ranked %s: %d ranked (%v), want %d", tc.flag, len(d.Ranked), err, tc.want)
+		}
+	}
+	if _, _, err := run(t, "route", "--skills", routeFixture, "--ranked", "-1", "x"); err == nil {
+		t.Error("--ranked -1 accepted")
+	}
+}

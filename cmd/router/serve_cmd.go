@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/mcpserver"
@@ -32,10 +30,7 @@ import (
 const watchDebounce = 300 * time.Millisecond
 
 func newServeCmd() *cobra.Command {
-	var (
-		cf          configFlags
-		printConfig bool
-	)
+	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen ADDR] [--upstream URL] [--skills DIR]...",
 		Short: "Run the proxy that selects skills for every request (Chat Completions, Responses, Anthropic Messages)",
@@ -65,26 +60,9 @@ func newServeCmd() *cobra.Command {
 			"  router serve --config examples/config.yaml --log-format json\n" +
 			"  SKILLROUTER_ROUTING_STRATEGY=bm25 router serve --print-config",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
-			if err != nil {
-				return err
-			}
-			if printConfig {
-				enc := yaml.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent(2)
-				defer enc.Close()
-				return enc.Encode(cfg.redacted())
-			}
-			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
-			if err != nil {
-				return err
-			}
-			return runServe(cmd.Context(), cfg, roots, cmd.ErrOrStderr())
-		},
+		RunE: runConfigured(&cf, runServe),
 	}
-	cf.register(cmd.Flags())
-	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
+	cf.registerServing(cmd.Flags())
 	cmd.Flags().SortFlags = false
 	return cmd
 }

@@ -6,7 +6,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
@@ -68,6 +71,9 @@ func loadRegistry(ctx context.Context, roots []string) (*skills.Registry, error)
 // with reg's reloads. wrap, if set, decorates every embedder the router
 // gets (tracing), fitted ones included.
 func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts router.Options, wrap func(router.Embedder) router.Embedder) (*router.Router, error) {
+	if opts.WarmDir == "" {
+		opts.WarmDir = warmDir(ec, opts.IndexDir, reg.Snapshot().Roots())
+	}
 	opts, err := withEmbedder(ec, opts)
 	if err != nil {
 		return nil, err
@@ -88,7 +94,9 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		}
 	}
 	snap := reg.Snapshot()
+	done := startRebuild()
 	r, err := router.New(ctx, snap, opts)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +106,15 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	// POST /v1/skills/reload waits for the build (syncedLibrary). Handed
 	// over before the swap: once the registry lists a skill as gone, the
 	// router no longer ranks it.
-	reg.OnSwap(func(s *skills.Snapshot) { r.Follow(s) })
+	// The memory cap is lifted until the build is in place (memory.go).
+	reg.OnSwap(func(s *skills.Snapshot) {
+		done := startRebuild()
+		r.Follow(s)
+		go func() {
+			defer done()
+			_ = r.Synced(context.Background()) // failures are the router's to log
+		}()
+	})
 	// A reload that swapped in between New and OnSwap was not seen.
 	if cur := reg.Snapshot(); cur != snap {
 		if err := r.Update(ctx, cur); err != nil {
@@ -106,4 +122,27 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		}
 	}
 	return r, nil
+}
+
+// warmDir is where a router keeps its index for the next start
+// (router.Options.WarmDir): routing.index_dir when set, else a folder per
+// library (its roots) in the cache folder, so processes serving different
+// libraries do not take turns overwriting one index. "" when the cache is
+// off.
+func warmDir(ec embed.Config, indexDir string, roots []string) string {
+	if indexDir != "" {
+		return indexDir
+	}
+	cache, err := embed.CacheDir(ec.CacheDir)
+	if err != nil || cache == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, root := range roots {
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		fmt.Fprintf(h, "%d:%s\x00", len(root), root)
+	}
+	return filepath.Join(cache, "routing", hex.EncodeToString(h.Sum(nil)[:8]))
 }

@@ -1,0 +1,312 @@
+package index
+
+// A compact binary form of the indexes, for a routing index saved next to
+// its library (a prebuilt or warm-start folder): raw little-endian arrays a
+// start-up reads back in one pass, where rebuilding them means analysing and
+// embedding every skill again. Each encoding starts with a magic string and
+// a format version; a reader refuses anything else, and every length is
+// checked against what is left, so a truncated or foreign file is an error,
+// never a panic.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"unsafe"
+)
+
+const (
+	bm25Magic    = "skillrouter-bm25\x00"
+	vectorsMagic = "skillrouter-vectors\x00"
+	binVersion   = 1
+)
+
+// errCorrupt is wrapped by every decoding error.
+var errCorrupt = errors.New("corrupt index file")
+
+// errBigEndian: the files hold native little-endian arrays; a big-endian
+// machine builds its indexes instead.
+var errBigEndian = errors.New("binary index files need a little-endian machine")
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// encoder appends little-endian values to a buffered writer; the first
+// error sticks.
+type encoder struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (e *encoder) bytes(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+func (e *encoder) u64(x uint64) { e.bytes(binary.LittleEndian.AppendUint64(nil, x)) }
+
+func (e *encoder) str(s string) {
+	e.u64(uint64(len(s)))
+	if e.err == nil {
+		_, e.err = e.w.WriteString(s)
+	}
+}
+
+func (e *encoder) strs(ss []string) {
+	e.u64(uint64(len(ss)))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
+// raw writes a slice of fixed-size values as their little-endian bytes
+// (every supported platform is little-endian; see rawBytes).
+func raw[T any](e *encoder, s []T) {
+	e.u64(uint64(len(s)))
+	e.bytes(rawBytes(s))
+}
+
+func rawBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// decoder reads what encoder wrote from one byte slice.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errCorrupt, what)
+	}
+}
+
+func (d *decoder) take(n uint64, what string) []byte {
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail(what)
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) u64(what string) uint64 {
+	b := d.take(8, what)
+	if b == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+
+func (d *decoder) str(what string) string { return string(d.take(d.u64(what), what)) }
+
+func (d *decoder) strs(what string) []string {
+	n := d.u64(what)
+	if n > uint64(len(d.b))/8 {
+		d.fail(what)
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.str(what)
+	}
+	return out
+}
+
+// unraw reads what raw wrote, into a new slice.
+func unraw[T any](d *decoder, what string) []T {
+	n := d.u64(what)
+	var zero T
+	size := uint64(unsafe.Sizeof(zero))
+	if d.err != nil || n > uint64(len(d.b))/size {
+		d.fail(what)
+		return nil
+	}
+	out := make([]T, n)
+	copy(rawBytes(out), d.take(n*size, what))
+	return out
+}
+
+func (d *decoder) magic(m string) {
+	if string(d.take(uint64(len(m)), "header")) != m {
+		d.fail("not this kind of index file")
+		return
+	}
+	if v := d.u64("version"); d.err == nil && v != binVersion {
+		d.err = fmt.Errorf("%w: format %d, this build reads %d", errCorrupt, v, binVersion)
+	}
+}
+
+// WriteBinary writes the index in its binary form.
+func (ix *BM25) WriteBinary(w io.Writer) error {
+	if !littleEndian {
+		return errBigEndian
+	}
+	e := &encoder{w: bufio.NewWriterSize(w, 1<<20)}
+	e.bytes([]byte(bm25Magic))
+	e.u64(binVersion)
+	e.u64(math.Float64bits(ix.k1))
+	for _, x := range ix.weights {
+		e.u64(math.Float64bits(x))
+	}
+	e.strs(ix.ids)
+	// Terms in index order, then each term's idf and posting counts, then
+	// all postings back to back.
+	terms := make([]string, len(ix.post))
+	for t, id := range ix.terms {
+		terms[id] = t
+	}
+	e.strs(terms)
+	idf := make([]float64, len(ix.post))
+	counts := make([]uint32, 2*len(ix.post))
+	for id, tp := range ix.post {
+		idf[id], counts[2*id], counts[2*id+1] = tp.idf, uint32(len(tp.full)), uint32(len(tp.body))
+	}
+	raw(e, idf)
+	raw(e, counts)
+	raw(e, ix.full)
+	raw(e, ix.body)
+	if e.err == nil {
+		e.err = e.w.Flush()
+	}
+	return e.err
+}
+
+// ReadBM25 reads an index written by WriteBinary.
+func ReadBM25(data []byte) (*BM25, error) {
+	if !littleEndian {
+		return nil, errBigEndian
+	}
+	d := &decoder{b: data}
+	d.magic(bm25Magic)
+	ix := &BM25{k1: math.Float64frombits(d.u64("k1"))}
+	for f := range ix.weights {
+		ix.weights[f] = math.Float64frombits(d.u64("weights"))
+	}
+	ix.ids = d.strs("ids")
+	terms := d.strs("terms")
+	idf := unraw[float64](d, "idf")
+	counts := unraw[uint32](d, "counts")
+	full := unraw[posting](d, "postings")
+	body := unraw[bodyPosting](d, "postings")
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(idf) != len(terms) || len(counts) != 2*len(terms) || len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: term tables disagree", errCorrupt)
+	}
+	ix.terms = make(map[string]int32, len(terms))
+	ix.post = make([]termPostings, len(terms))
+	ix.full, ix.body = full, body
+	for id, t := range terms {
+		nf, nb := uint64(counts[2*id]), uint64(counts[2*id+1])
+		if nf > uint64(len(full)) || nb > uint64(len(body)) {
+			return nil, fmt.Errorf("%w: postings", errCorrupt)
+		}
+		tp := &ix.post[id]
+		tp.idf, tp.full, tp.body = idf[id], full[:nf:nf], body[:nb:nb]
+		full, body = full[nf:], body[nb:]
+		for _, p := range tp.full {
+			if p.doc < 0 || int(p.doc) >= len(ix.ids) {
+				return nil, fmt.Errorf("%w: posting of document %d", errCorrupt, p.doc)
+			}
+		}
+		for _, p := range tp.body {
+			if p.doc < 0 || int(p.doc) >= len(ix.ids) {
+				return nil, fmt.Errorf("%w: posting of document %d", errCorrupt, p.doc)
+			}
+		}
+		ix.terms[t] = int32(id)
+	}
+	if len(full) != 0 || len(body) != 0 {
+		return nil, fmt.Errorf("%w: postings left over", errCorrupt)
+	}
+	ix.internTerms()
+	return ix, nil
+}
+
+// WriteBinary writes the vectors in their binary form: the float32 rows
+// exactly; the int16 columns are derived again on reading.
+func (v *Vectors) WriteBinary(w io.Writer) error {
+	if !littleEndian {
+		return errBigEndian
+	}
+	e := &encoder{w: bufio.NewWriterSize(w, 1<<20)}
+	e.bytes([]byte(vectorsMagic))
+	e.u64(binVersion)
+	e.str(v.model)
+	e.u64(uint64(v.dim))
+	e.strs(v.ids)
+	e.strs(v.names)
+	e.strs(v.hashes)
+	raw(e, v.rows)
+	if e.err == nil {
+		e.err = e.w.Flush()
+	}
+	return e.err
+}
+
+// ReadVectors reads vectors written by WriteBinary.
+func ReadVectors(data []byte) (*Vectors, error) {
+	if !littleEndian {
+		return nil, errBigEndian
+	}
+	d := &decoder{b: data}
+	d.magic(vectorsMagic)
+	v := &Vectors{model: d.str("model")}
+	dim := d.u64("dim")
+	v.ids, v.names, v.hashes = d.strs("ids"), d.strs("names"), d.strs("hashes")
+	v.rows = unraw[float32](d, "rows")
+	if d.err != nil {
+		return nil, d.err
+	}
+	v.n = len(v.ids)
+	if len(v.names) != v.n || len(v.hashes) != v.n || dim > 1<<20 || uint64(len(v.rows)) != uint64(v.n)*dim || len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: vector tables disagree", errCorrupt)
+	}
+	for i := 1; i < v.n; i++ {
+		if v.ids[i-1] >= v.ids[i] {
+			return nil, fmt.Errorf("%w: ids not sorted", errCorrupt)
+		}
+	}
+	v.dim = int(dim)
+	v.quant = quantize(v.rows, v.n, v.dim)
+	return v, nil
+}
+
+// WriteFileAtomic writes a file through a temporary one and a rename, so
+// readers (replicas sharing a folder, the next start) see the old file or
+// the new one, never a part; the file is readable by all.
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	werr := write(f)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+	}
+	return werr
+}

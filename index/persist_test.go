@@ -1,0 +1,120 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+)
+
+func encode(t testing.TB, write func(*bytes.Buffer) error) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func persistFixtures(t testing.TB) (*BM25, *Vectors) {
+	t.Helper()
+	bm := NewBM25(docs, BM25Params{})
+	var vdocs []VectorDoc
+	for i := range 40 {
+		vdocs = append(vdocs, vdoc(fmt.Sprintf("doc-%02d", i), fmt.Sprint("text ", i), "body"))
+	}
+	v, _, err := BuildVectors(context.Background(), vdocs, "model-x", randomEmbedder(32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bm, v
+}
+
+// A BM25 index and vectors read back from their binary form score exactly
+// as the originals, and keep everything a rebuild reuses.
+func TestBinaryRoundTrip(t *testing.T) {
+	bm, v := persistFixtures(t)
+	bm2, err := ReadBM25(encode(t, func(b *bytes.Buffer) error { return bm.WriteBinary(b) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"extract text from a PDF", "slow query plan", "release notes commits", "zebra"} {
+		terms := QueryTerms(nil, q, 1)
+		a, b := make([]float64, bm.Len()), make([]float64, bm2.Len())
+		bm.ScoreWeighted(terms, [NumFields]float64{3, 2, 0.5}, a)
+		bm2.ScoreWeighted(terms, [NumFields]float64{3, 2, 0.5}, b)
+		if !slices.Equal(a, b) || bm.Ceiling(terms) != bm2.Ceiling(terms) {
+			t.Errorf("%q: scores %v, read back %v", q, a, b)
+		}
+	}
+	if !slices.Equal(bm.ids, bm2.ids) || bm.k1 != bm2.k1 || bm.weights != bm2.weights {
+		t.Error("ids or parameters differ")
+	}
+	v2, err := ReadVectors(encode(t, func(b *bytes.Buffer) error { return v.WriteBinary(b) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.Model() != v.Model() || !slices.Equal(v2.IDs(), v.IDs()) || !slices.Equal(v2.hashes, v.hashes) || !slices.Equal(v2.names, v.names) {
+		t.Fatal("metadata differs")
+	}
+	if !slices.Equal(v2.rows, v.rows) || !slices.Equal(v2.cols, v.cols) || v2.maxErr != v.maxErr {
+		t.Fatal("vectors differ")
+	}
+	empty, err := ReadVectors(encode(t, func(b *bytes.Buffer) error { return (&Vectors{model: "m"}).WriteBinary(b) }))
+	if err != nil || empty.Len() != 0 {
+		t.Fatalf("empty index: %v, %d", err, empty.Len())
+	}
+}
+
+// Every truncation and a flipped header byte are errors, not panics.
+func TestBinaryCorrupt(t *testing.T) {
+	bm, v := persistFixtures(t)
+	for name, tc := range map[string]struct {
+		data []byte
+		read func([]byte) error
+	}{
+		"bm25":    {encode(t, func(b *bytes.Buffer) error { return bm.WriteBinary(b) }), func(d []byte) error { _, err := ReadBM25(d); return err }},
+		"vectors": {encode(t, func(b *bytes.Buffer) error { return v.WriteBinary(b) }), func(d []byte) error { _, err := ReadVectors(d); return err }},
+	} {
+		for n := 0; n < len(tc.data); n += 1 + n/50 {
+			if err := tc.read(tc.data[:n]); err == nil {
+				t.Fatalf("%s: %d of %d bytes read without error", name, n, len(tc.data))
+			}
+		}
+		bad := slices.Clone(tc.data)
+		bad[3] ^= 0xff
+		if err := tc.read(bad); err == nil {
+			t.Errorf("%s: bad magic accepted", name)
+		}
+		if err := tc.read(append(slices.Clone(tc.data), 0)); err == nil {
+			t.Errorf("%s: trailing byte accepted", name)
+		}
+	}
+}
+
+// FuzzReadIndexFiles: any bytes either fail to decode or decode into
+// indexes that can be queried without panicking.
+func FuzzReadIndexFiles(f *testing.F) {
+	bm, v := persistFixtures(f)
+	f.Add(encode(f, func(b *bytes.Buffer) error { return bm.WriteBinary(b) }))
+	f.Add(encode(f, func(b *bytes.Buffer) error { return v.WriteBinary(b) }))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if ix, err := ReadBM25(data); err == nil {
+			s := make([]float64, ix.Len())
+			ix.Score(QueryTerms(nil, "pdf query notes", 1), s)
+		}
+		if vs, err := ReadVectors(data); err == nil && vs.dim > 0 && vs.Len() > 0 {
+			q := make([]float32, vs.dim)
+			q[0] = 1
+			if p, err := vs.Prepare(q); err == nil {
+				sims := make([]float64, vs.Len())
+				p.Approximate(sims)
+				if vs.Len() > 0 && math.IsInf(p.Exact(0), 0) {
+					t.Log("infinite similarity")
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,128 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// TestShallowRankingSamePrompt: a rewrite that ranks only the top of the
+// library (RankDepth, and deeper only when the catalog runs out) plans
+// exactly what planning from the whole ranking gives, for every strategy and
+// for catalogs that skip most of the ranking (enabled mode).
+func TestShallowRankingSamePrompt(t *testing.T) {
+	const n = 300
+	snap := synthLibrary(t, n, func(i int) string { return wordsDesc(i, 6+i%9) })
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	var allow []string
+	for i := 0; i < n; i += 10 {
+		allow = append(allow, fmt.Sprintf("skill-%05d", i))
+	}
+	options := map[string]RewriteOptions{
+		"auto":           {},
+		"auto, small":    {CatalogBudgetTokens: 300},
+		"enabled, small": {CatalogMode: CatalogEnabled, Allowlist: allow, CatalogBudgetTokens: 300},
+		"all":            {CatalogMode: CatalogAll},
+	}
+	queries := []string{"parse the invoice table and export a chart", "deploy the model and monitor alerts",
+		"encrypt and sign the backup", "hello there", "#skill-00007 summarize this report"}
+	ctx := context.Background()
+	for _, strategy := range Strategies {
+		for _, name := range slices.Sorted(maps.Keys(options)) {
+			opts := options[name]
+			for _, text := range queries {
+				msgs := []Message{{Role: "system", Text: "s"}, {Role: "user", Text: text}}
+				shallow, err := r.Prompt(ctx, Query{Messages: msgs, Strategy: strategy}, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				full := r.Route(ctx, Query{Messages: msgs, Strategy: strategy})
+				if len(full.Ranked) != n {
+					t.Fatalf("Ranked 0 listed %d of %d skills", len(full.Ranked), n)
+				}
+				want, err := BuildPrompt(ctx, snap, full, msgs, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				what := fmt.Sprintf("%s, %s, %q", strategy, name, text)
+				if len(shallow.Decision.Ranked) >= n && name != "all" {
+					t.Errorf("%s: the rewrite ranked the whole library (%d)", what, len(shallow.Decision.Ranked))
+				}
+				if !slices.Equal(shallow.Decision.Ranked, full.Ranked[:len(shallow.Decision.Ranked)]) {
+					t.Errorf("%s: shallow ranking is not the start of the whole one", what)
+				}
+				if shallow.Catalog != want.Catalog || shallow.AddedTokens != want.AddedTokens ||
+					!slices.Equal(shallow.Decision.Selected, want.Decision.Selected) ||
+					!maps.Equal(shallow.Decision.Reasons, want.Decision.Reasons) {
+					t.Errorf("%s: shallow plan differs:\n got %v %v %d\nwant %v %v %d", what,
+						shallow.CatalogShown, shallow.Decision.Selected, shallow.AddedTokens,
+						want.CatalogShown, want.Decision.Selected, want.AddedTokens)
+				}
+			}
+		}
+	}
+}
+
+// TestShallowRankExact: the top of a shallow ranking, whose cosines are
+// approximated first and rescored exactly where they can matter, equals the
+// start of the whole ranking bit for bit.
+func TestShallowRankExact(t *testing.T) {
+	snap := synthLibrary(t, 400, func(i int) string { return wordsDesc(i, 5+i%11) })
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	ix := r.cur.Load()
+	ctx := context.Background()
+	for _, strategy := range Strategies {
+		for k := range 40 {
+			text := wordsDesc(k*31+7, 3+k%9)
+			q := func() rankQuery { return newRankQuery([]Message{{Role: "user", Text: text}}, r.opts, nil) }
+			all := r.rank(ctx, ix, strategy, q(), 0)
+			for _, depth := range []int{1, 5, 64, 399} {
+				got := r.rank(ctx, ix, strategy, q(), depth)
+				if !slices.Equal(got.top, all.top[:depth]) {
+					t.Fatalf("%s, %q, depth %d: shallow top differs from the whole ranking", strategy, text, depth)
+				}
+			}
+		}
+	}
+}
+
+// The rendered-envelope caches stay under envelopeCacheBytes however many
+// skills are loaded, and keep answering with the same text.
+func TestEnvelopeCacheBounded(t *testing.T) {
+	snap := fixture(t)
+	l := newLibrary(snap.Skills())
+	for round := range 3 {
+		for _, s := range l.skills {
+			e := l.envelope(s)
+			if e.text != skills.Envelope(s) {
+				t.Fatalf("%s: cached envelope differs", s.ID)
+			}
+			l.envelopeJSON(s.ID, e.text)
+		}
+		if round == 0 {
+			l.mu.Lock()
+			l.envBytes = envelopeCacheBytes - 1 // as if full
+			l.mu.Unlock()
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.envBytes > envelopeCacheBytes || len(l.envelopes) == 0 {
+		t.Errorf("%d bytes in %d envelopes, bound %d", l.envBytes, len(l.envelopes), envelopeCacheBytes)
+	}
+}

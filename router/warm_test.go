@@ -1,0 +1,116 @@
+package router_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// TestWarmStart: a router keeps its index in WarmDir; the next one started
+// on the same library loads it (no fitting, no embedding call, no BM25
+// analysis to speak of) and ranks exactly as the first; a changed library
+// is built again and kept anew; a damaged file is rebuilt, not trusted.
+func TestWarmStart(t *testing.T) {
+	lib := copyLibrary(t)
+	warm := t.TempDir()
+	base := fittedBuiltin(t, load(t, lib))
+	var fits atomic.Int64
+	builtin := func(logs *bytes.Buffer) router.Options {
+		b := embed.NewBuiltin(embed.Config{})
+		return router.Options{Embedder: b, WarmDir: warm,
+			Fit:     func(c []string) router.Embedder { fits.Add(1); return b.Fit(c) },
+			Restore: func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) },
+			Logger:  slog.New(slog.NewTextHandler(logs, nil))}
+	}
+	start := func(opts router.Options) *router.Router {
+		r, err := router.New(context.Background(), load(t, lib), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	queries := []string{"slow sql query", "write a regex for dates", "hello there", "deploy to kubernetes"}
+	rankings := func(r *router.Router) [][]string {
+		var out [][]string
+		for _, q := range queries {
+			for _, s := range router.Strategies {
+				d := route(r, s, q)
+				out = append(out, append(ranking(d), "|", strings.Join(d.Selected, ",")))
+			}
+		}
+		return out
+	}
+
+	var logs bytes.Buffer
+	r1 := start(builtin(&logs))
+	want := rankings(r1)
+	r1.Close() // waits for the background write
+	for _, f := range []string{"prebuilt-builtin.json", "state-builtin.bin", "vectors-builtin.bin", "lexical-builtin.bin"} {
+		if _, err := os.Stat(filepath.Join(warm, f)); err != nil {
+			t.Fatalf("warm index lacks %s: %v", f, err)
+		}
+	}
+
+	fits.Store(0)
+	logs.Reset()
+	r2 := start(builtin(&logs))
+	if n := fits.Load(); n != 0 {
+		t.Errorf("fitted %d times on a warm start, want 0", n)
+	}
+	if !strings.Contains(logs.String(), "loaded the routing index kept from the last start") {
+		t.Errorf("no warm-start log line:\n%s", logs.String())
+	}
+	if got := rankings(r2); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("warm start ranks differently:\n got %v\nwant %v", got, want)
+	}
+	r2.Close()
+
+	// A remote embedder makes no call at all on a warm start.
+	rlogs := &bytes.Buffer{}
+	remote := func(e *remoteFake) router.Options {
+		return router.Options{Embedder: e, WarmDir: warm, Logger: slog.New(slog.NewTextHandler(rlogs, nil))}
+	}
+	e1 := &remoteFake{b: base, model: "m1"}
+	start(remote(e1)).Close()
+	e2 := &remoteFake{b: base, model: "m1"}
+	r3 := start(remote(e2))
+	if n := e2.calls(); n != 0 {
+		t.Errorf("a remote embedder got %d calls on a warm start, want 0", n)
+	}
+	r3.Close()
+
+	// A changed library builds again (and is kept for the next start).
+	os.MkdirAll(filepath.Join(lib, "new-skill"), 0o755)
+	os.WriteFile(filepath.Join(lib, "new-skill", "SKILL.md"), []byte("---\nname: new-skill\ndescription: Brand new. Use when testing warm starts.\n---\nBody.\n"), 0o644)
+	fits.Store(0)
+	logs.Reset()
+	start(builtin(&logs)).Close()
+	if n := fits.Load(); n != 1 || !strings.Contains(logs.String(), "out of date") {
+		t.Errorf("changed library: fitted %d times, log:\n%s", n, logs.String())
+	}
+	fits.Store(0)
+	start(builtin(&logs)).Close()
+	if n := fits.Load(); n != 0 {
+		t.Errorf("fitted %d times after the changed library was kept, want 0", n)
+	}
+
+	// A damaged lexical file is rebuilt; rankings stay right.
+	lex := filepath.Join(warm, "lexical-builtin.bin")
+	b, _ := os.ReadFile(lex)
+	os.WriteFile(lex, b[:len(b)/2], 0o644)
+	logs.Reset()
+	r4 := start(builtin(&logs))
+	defer r4.Close()
+	if d := route(r4, router.StrategyHybrid, "slow sql query"); d.Fallback || len(d.Ranked) == 0 {
+		t.Fatalf("after a damaged warm index: %+v", d)
+	}
+}
