@@ -19,8 +19,8 @@ import (
 // by id, and selects the top skill when it shares at least two words.
 type wordRouter struct {
 	ranked map[int]int // calls by Query.Ranked
-	snap  *skills.Snapshot
-	calls int
+	snap   *skills.Snapshot
+	calls  int
 }
 
 func (w *wordRouter) Route(_ context.Context, q router.Query) *router.Decision {
