@@ -137,13 +137,21 @@ func (p *Prepared) Approximate(dst []float64) bool {
 	acc := (*accp)[:v.n]
 	clear(acc)
 	// A block of documents at a time, so its accumulators stay in the
-	// core's first-level cache while every column passes (~15% faster at
-	// 10,000 skills than whole columns).
+	// core's first-level cache while every column passes, and four columns
+	// a pass (fused multiply-adds; half the time of one column a pass).
 	for lo := 0; lo < v.n; lo += scanBlock {
 		hi := min(lo+scanBlock, v.n)
-		for k, j := range p.idx {
-			col := int(j) * v.n
-			axpyInt16(acc[lo:hi], p.val[k]/quantScale, v.cols[col+lo:col+hi])
+		col := func(k int) []int16 {
+			at := int(p.idx[k]) * v.n
+			return v.cols[at+lo : at+hi]
+		}
+		k := 0
+		for ; k+4 <= len(p.idx); k += 4 {
+			x := [4]float32{p.val[k] / quantScale, p.val[k+1] / quantScale, p.val[k+2] / quantScale, p.val[k+3] / quantScale}
+			axpy4Int16(acc[lo:hi], &x, col(k), col(k+1), col(k+2), col(k+3))
+		}
+		for ; k < len(p.idx); k++ {
+			axpyInt16(acc[lo:hi], p.val[k]/quantScale, col(k))
 		}
 	}
 	for i, a := range acc {

@@ -470,3 +470,37 @@ func TestPreparedBound(t *testing.T) {
 		}
 	}
 }
+
+// TestAxpy4Int16 checks the four-column kernel against float64 sums, at
+// every length around its 16- and 8-wide steps (it may round differently
+// from the plain loop, never by more than float32 rounding of the terms).
+func TestAxpy4Int16(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for n := 0; n < 200; n++ {
+		acc := make([]float32, n)
+		want := make([]float64, n)
+		cols := make([][]int16, 4)
+		for c := range cols {
+			cols[c] = make([]int16, n+3)
+			for i := range cols[c] {
+				cols[c][i] = int16(r.IntN(65535) - 32767)
+			}
+		}
+		for i := range acc {
+			acc[i] = r.Float32()
+			want[i] = float64(acc[i])
+		}
+		x := [4]float32{(r.Float32()*2 - 1) / quantScale, (r.Float32()*2 - 1) / quantScale, (r.Float32()*2 - 1) / quantScale, (r.Float32()*2 - 1) / quantScale}
+		axpy4Int16(acc, &x, cols[0], cols[1], cols[2], cols[3])
+		for i := range acc {
+			sum := math.Abs(want[i])
+			for c := range cols {
+				want[i] += float64(x[c]) * float64(cols[c][i])
+				sum += math.Abs(float64(x[c]) * float64(cols[c][i]))
+			}
+			if d := math.Abs(float64(acc[i]) - want[i]); d > 6*0x1p-24*sum+1e-30 {
+				t.Fatalf("n=%d [%d]: %v, want %v (off %g)", n, i, acc[i], want[i], d)
+			}
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"unsafe"
 
 	"github.com/skillrouter/skillrouter/index"
 	"github.com/skillrouter/skillrouter/skills"
@@ -87,11 +88,14 @@ func safeFileName(s string) string {
 func libraryHash(list []*skills.Skill) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "v%d %d %g %s\n", prebuiltVersion, docBodyChars, docBodyWeight, codeFingerprint())
+	var num []byte
 	for _, s := range list {
 		for _, f := range []string{s.ID, s.Name, s.Description, s.Body} {
-			h.Write([]byte(strconv.Itoa(len(f))))
-			h.Write([]byte{':'})
-			h.Write([]byte(f))
+			num = append(strconv.AppendInt(num[:0], int64(len(f)), 10), ':')
+			h.Write(num)
+			// The text itself is hashed in place: a copy of every body
+			// was 140 MB of garbage at 10,000 skills, on every start.
+			h.Write(unsafe.Slice(unsafe.StringData(f), len(f)))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -151,14 +151,33 @@ func topOrder(score []float64, depth int, keys, tmp []uint64) []uint64 {
 	for i := depth/2 - 1; i >= 0; i-- {
 		siftDown(heap, i)
 	}
+	// Most scores are far below the worst kept one: a float64 comparison
+	// with the float32 just below it (anything under rounds lower) skips
+	// them without making a key.
+	cut := below(score[uint32(heap[0])])
 	for i := depth; i < n; i++ {
+		if score[i] < cut {
+			continue
+		}
 		if k := rankKeyOf(score[i], i); k < heap[0] {
 			heap[0] = k
 			siftDown(heap, 0)
+			cut = below(score[uint32(heap[0])])
 		}
 	}
 	slices.Sort(heap)
 	return heap
+}
+
+// below returns the largest float32 less than s's float32, as a float64: a
+// score under it sorts strictly after s. NaN and -Inf give -Inf (nothing
+// is skipped).
+func below(s float64) float64 {
+	f := float32(s)
+	if f != f || math.IsInf(float64(f), -1) {
+		return math.Inf(-1)
+	}
+	return float64(math.Nextafter32(f, float32(math.Inf(-1))))
 }
 
 // siftDown restores the max-heap property of h below i.
