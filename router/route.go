@@ -46,8 +46,9 @@ type Options struct {
 	// MaxQueryChars caps each message's text used for ranking (default
 	// 4000); longer text keeps its start and end, where the ask usually is.
 	MaxQueryChars int
-	// RankCache is how many recent rankings each index remembers (0: as
-	// many as 32 MiB holds, 16 to 1,024; <0: none). See rankCache.
+	// RankCache is how many recent rankings each index remembers (0: up to
+	// 1,024, within 32 MiB; <0: none). Rankings keep only their top, so
+	// the default holds for any library size. See rankCache.
 	RankCache int
 
 	// RelativeScore: a skill after the best one is auto-loaded only when its

@@ -39,6 +39,10 @@ func run(m *testing.M) int {
 	if p, err := exec.LookPath("go"); err == nil {
 		goBin = p
 	}
+	// The routers these tests start keep their routing index (and the
+	// embedding cache) here, not in the user's cache: each test's library is
+	// a fresh folder, and would leave one index there per run.
+	os.Setenv("SKILLROUTER_EMBEDDER_CACHE_DIR", filepath.Join(dir, "cache"))
 	routerBin = filepath.Join(dir, "router")
 	cmd := exec.Command(goBin, "build", "-o", routerBin, "github.com/skillrouter/skillrouter/cmd/router")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   PromptListChangedNotificationSchema,
@@ -22,6 +22,12 @@ const transport = mode === 'stdio'
   ? new StdioClientTransport({
       command: target,
       args: ['mcp', '--skills', skillsDir, '--log-level', 'warn', ...(exec ? ['--exec', '--exec-timeout', '30s'] : [])],
+      // A host's default environment, plus where the test keeps the
+      // router's cache (its routing index) instead of the user's.
+      env: {
+        ...getDefaultEnvironment(),
+        ...(process.env.SKILLROUTER_EMBEDDER_CACHE_DIR ? { SKILLROUTER_EMBEDDER_CACHE_DIR: process.env.SKILLROUTER_EMBEDDER_CACHE_DIR } : {}),
+      },
       stderr: 'inherit',
     })
   : new StreamableHTTPClientTransport(new URL(target));
