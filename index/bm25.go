@@ -7,6 +7,7 @@ package index
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -113,10 +114,28 @@ type Term struct {
 // of a build, so a caller that rebuilds often (a library that changes one
 // skill at a time) keeps the DocStats of unchanged documents and passes
 // them to NewBM25Stats. A DocStats is not changed once made.
+//
+// The terms are one string and their end offsets, not a []string: a
+// library's DocStats are kept for as long as it serves, and at 10,000
+// skills millions of string headers were millions of pointers for every
+// garbage collection to trace (a third of a routed request's CPU).
 type DocStats struct {
 	Len   [NumFields]int32
-	Terms []string
-	TF    [][NumFields]uint32
+	terms string   // the distinct terms back to back
+	ends  []uint32 // ends[k]: where term k ends in terms
+	tf    [][NumFields]uint32
+}
+
+// NumTerms is the number of distinct terms.
+func (d *DocStats) NumTerms() int { return len(d.ends) }
+
+// Term returns distinct term k and its count per field.
+func (d *DocStats) Term(k int) (string, [NumFields]uint32) {
+	start := uint32(0)
+	if k > 0 {
+		start = d.ends[k-1]
+	}
+	return d.terms[start:d.ends[k]], d.tf[k]
 }
 
 // analyse splits a document into its distinct terms and their counts;
@@ -124,7 +143,8 @@ type DocStats struct {
 func analyse(d Doc, maxBody int, seen map[string]int) *DocStats {
 	out := &DocStats{}
 	clear(seen)
-	var buf []string
+	var buf, distinct []string
+	n := 0
 	for f := Field(0); f < NumFields; f++ {
 		text := d.Fields[f]
 		if f == FieldBody && maxBody > 0 && len(text) > maxBody {
@@ -135,14 +155,24 @@ func analyse(d Doc, maxBody int, seen map[string]int) *DocStats {
 		for _, t := range buf {
 			k, ok := seen[t]
 			if !ok {
-				k = len(out.Terms)
+				k = len(distinct)
 				seen[t] = k
-				out.Terms = append(out.Terms, t)
-				out.TF = append(out.TF, [NumFields]uint32{})
+				distinct = append(distinct, t)
+				out.tf = append(out.tf, [NumFields]uint32{})
+				n += len(t)
 			}
-			out.TF[k][f]++
+			out.tf[k][f]++
 		}
 	}
+	var b strings.Builder
+	b.Grow(n)
+	out.ends = make([]uint32, len(distinct))
+	for k, t := range distinct {
+		b.WriteString(t)
+		out.ends[k] = uint32(b.Len())
+	}
+	out.terms = b.String()
+	out.tf = slices.Clip(out.tf)
 	return out
 }
 
@@ -243,7 +273,8 @@ func newBM25Builder(n int, p BM25Params) *bm25Builder {
 func (b *bm25Builder) add(i int, a *DocStats) {
 	b.lengths[i] = a.Len
 	b.docStart[i] = len(b.rawTerm)
-	for k, t := range a.Terms {
+	for k := range a.NumTerms() {
+		t, counts := a.Term(k)
 		id, ok := b.ix.terms[t]
 		if !ok {
 			id = int32(len(b.df))
@@ -251,11 +282,11 @@ func (b *bm25Builder) add(i int, a *DocStats) {
 			b.df, b.full = append(b.df, 0), append(b.full, 0)
 		}
 		b.df[id]++
-		if c := a.TF[k]; c[FieldName] > 0 || c[FieldDescription] > 0 {
+		if counts[FieldName] > 0 || counts[FieldDescription] > 0 {
 			b.full[id]++
 		}
 		b.rawTerm = append(b.rawTerm, id)
-		b.rawCount = append(b.rawCount, a.TF[k])
+		b.rawCount = append(b.rawCount, counts)
 	}
 }
 

@@ -71,7 +71,13 @@ func (v *Vectors) Prepare(q []float32) (*Prepared, error) {
 	if len(q) != v.dim && v.n > 0 {
 		return nil, fmt.Errorf("query has %d dimensions, index %d", len(q), v.dim)
 	}
-	p := &Prepared{v: v}
+	nz := 0
+	for _, x := range q {
+		if x != 0 {
+			nz++
+		}
+	}
+	p := &Prepared{v: v, idx: make([]int32, 0, nz), val: make([]float32, 0, nz)}
 	var l1, l2 float64
 	for j, x := range q {
 		if x == 0 {

@@ -48,6 +48,7 @@ type rankingFunc func(deep bool) []string
 // catalogResult is the catalog chosen for one request.
 type catalogResult struct {
 	text      string // "" when not even an empty catalog fits the budget
+	json      []byte // text as a JSON string when assembled from quoted entries; nil: quote text
 	tokens    int
 	shown     []string // ids listed, in order
 	hidden    int      // eligible skills not listed
@@ -199,9 +200,9 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 		hidden := len(l.eligible) - n
 		if t := emptyCost(hidden) + costs[n]; t <= budget {
 			list := shown[:n]
-			text := l.renderCatalog(list, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
+			text, quoted := l.renderCatalog(list, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
 				MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)})
-			return catalogResult{text: text, tokens: t, shown: skillIDs(list), hidden: hidden, truncated: maxDesc > 0}
+			return catalogResult{text: text, json: quoted, tokens: t, shown: skillIDs(list), hidden: hidden, truncated: maxDesc > 0}
 		}
 	}
 	return catalogResult{hidden: len(l.eligible)}

@@ -1,8 +1,11 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/tokens"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 func norm(t testing.TB, o RewriteOptions) *RewriteOptions {
@@ -225,7 +229,9 @@ func TestCatalogHugeLibrary(t *testing.T) {
 }
 
 // TestRenderCatalogAssembled: catalogs assembled from cached entries are
-// byte-identical to skills.RenderCatalog.
+// byte-identical to skills.RenderCatalog, and so are their JSON strings to
+// quoting the whole catalog (escapes included: the fixture's descriptions
+// carry quotes, <, & and non-ASCII).
 func TestRenderCatalogAssembled(t *testing.T) {
 	l := libraryOf(fixture(t))
 	lists := [][]*skills.Skill{nil, l.skills[:1], l.skills, {l.skills[3], l.skills[0], l.skills[7]}}
@@ -235,8 +241,15 @@ func TestRenderCatalogAssembled(t *testing.T) {
 				{Format: f},
 				{Format: f, MaxDescription: 40, Priority: []string{"a", "b"}, Footer: catalogFooter(4, true)},
 			} {
-				if got, want := l.renderCatalog(list, opts), skills.RenderCatalog(list, opts); got != want {
+				got, quoted := l.renderCatalog(list, opts)
+				if want := skills.RenderCatalog(list, opts); got != want {
 					t.Fatalf("%s, %d skills: assembled catalog differs:\n%s\n---\n%s", f, len(list), got, want)
+				}
+				if quoted == nil {
+					t.Fatalf("%s, %d skills: no assembled JSON string", f, len(list))
+				}
+				if want := wire.Quote(got); !bytes.Equal(quoted, want) {
+					t.Fatalf("%s, %d skills: assembled JSON string differs:\n%s\n---\n%s", f, len(list), quoted, want)
 				}
 				if l.entry(l.skills[0], opts.Format, opts.MaxDescription).text == "" {
 					t.Fatalf("%s: entries do not split out of the catalog; assembly falls back to rendering", f)
@@ -267,5 +280,38 @@ func TestLibraryCacheIsWeak(t *testing.T) {
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRenderCatalogQuotedEscapes: the assembled JSON string equals quoting
+// the whole catalog when descriptions need escapes of every kind.
+func TestRenderCatalogQuotedEscapes(t *testing.T) {
+	dir := t.TempDir()
+	descs := []string{
+		`"Escape \"quotes\", <tags> & ampersands, back\\slash"`,
+		`"naïve café 日本語 \u2028 line separator, emoji 🚀"`,
+		`"tab\there, a control \u0001 char"`,
+	}
+	for i, d := range descs {
+		p := filepath.Join(dir, fmt.Sprintf("s%d", i))
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := fmt.Sprintf("---\nname: s%d\ndescription: %s\n---\nBody.\n", i, d)
+		if err := os.WriteFile(filepath.Join(p, "SKILL.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := skills.Load(context.Background(), []string{dir}, skills.Options{})
+	l := libraryOf(snap)
+	if len(l.skills) != len(descs) {
+		t.Fatalf("%d skills loaded: %v", len(l.skills), snap.Problems())
+	}
+	for _, f := range skills.Formats {
+		opts := skills.CatalogOptions{Format: f, Footer: catalogFooter(2, true)}
+		got, quoted := l.renderCatalog(l.skills, opts)
+		if want := wire.Quote(got); !bytes.Equal(quoted, want) {
+			t.Fatalf("%s: assembled JSON string differs:\n%s\n---\n%s", f, quoted, want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 	"weak"
 
@@ -193,6 +194,7 @@ func (l *skillLib) envelopeJSON(id, text string) []byte {
 // catalogEntry is one skill's part of a catalog and its token cost.
 type catalogEntry struct {
 	text string // "" when the catalog could not be split (see splitCatalog)
+	json []byte // text JSON-quoted, without the quotes (see quoteInner)
 	cost int
 }
 
@@ -225,6 +227,7 @@ func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) cat
 	e.cost = countTokens(one) - countTokens(empty)
 	if head, tail, ok := splitCatalog(empty); ok && strings.HasPrefix(one, head) && strings.HasSuffix(one, tail) && len(one) >= len(head)+len(tail) {
 		e.text = one[len(head) : len(one)-len(tail)]
+		e.json = quoteInner(e.text)
 	}
 	l.mu.Lock()
 	l.entries[k] = e
@@ -259,30 +262,57 @@ func (l *skillLib) entryCost(s *skills.Skill, format skills.Format, maxDesc int)
 
 // renderCatalog is skills.RenderCatalog assembled from cached entries; it
 // falls back to rendering when the layout does not split into head,
-// entries and tail.
-func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOptions) string {
+// entries and tail. It also returns the catalog as a JSON string, assembled
+// from the entries' quoted forms (nil when a part cannot be quoted apart):
+// quoting the whole catalog again on every request cost more than
+// assembling it.
+func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOptions) (string, []byte) {
 	head, tail, ok := splitCatalog(skills.RenderCatalog(nil, opts))
 	if !ok {
-		return skills.RenderCatalog(list, opts)
+		return skills.RenderCatalog(list, opts), nil
 	}
-	var b strings.Builder
-	n := len(head) + len(tail)
-	parts := make([]string, len(list))
+	qhead, qtail := l.quote(head), l.quote(tail)
+	quoted := len(qhead) >= 2 && len(qtail) >= 2 && utf8.ValidString(head) && utf8.ValidString(tail)
+	n, nq := len(head)+len(tail), len(qhead)+len(qtail)
+	parts := make([]catalogEntry, len(list))
 	for i, s := range list {
 		e := l.entry(s, opts.Format, opts.MaxDescription)
 		if e.text == "" {
-			return skills.RenderCatalog(list, opts)
+			return skills.RenderCatalog(list, opts), nil
 		}
-		parts[i] = e.text
+		parts[i] = e
 		n += len(e.text)
+		nq += len(e.json)
+		quoted = quoted && e.json != nil
 	}
+	var b strings.Builder
 	b.Grow(n)
 	b.WriteString(head)
 	for _, p := range parts {
-		b.WriteString(p)
+		b.WriteString(p.text)
 	}
 	b.WriteString(tail)
-	return b.String()
+	if !quoted {
+		return b.String(), nil
+	}
+	q := make([]byte, 0, nq)
+	q = append(q, qhead[:len(qhead)-1]...)
+	for _, p := range parts {
+		q = append(q, p.json...)
+	}
+	q = append(q, qtail[1:]...)
+	return b.String(), q
+}
+
+// quoteInner returns text as a JSON string without its quotes, or nil when
+// text is not valid UTF-8: JSON quoting is then not the same piecewise as
+// for the whole (an invalid sequence split across two parts).
+func quoteInner(text string) []byte {
+	if !utf8.ValidString(text) {
+		return nil
+	}
+	q := wire.Quote(text)
+	return q[1 : len(q)-1 : len(q)-1]
 }
 
 // renderCached renders a catalog of a whole subset of the library, which is

@@ -54,6 +54,8 @@ type PromptParts struct {
 	ToolTokens int             `json:"tool_tokens"`
 
 	AddedTokens int `json:"added_tokens"`
+
+	catalogJSON []byte // Catalog as a JSON string, when assembled quoted (nil: quote Catalog)
 }
 
 // planInput is what planPrompt needs besides the options.
@@ -151,6 +153,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	}
 	cat := lib.planCatalog(co, pinned, in.ranking, searchOK)
 	p.Catalog, p.CatalogTokens, p.CatalogShown, p.CatalogHidden, p.CatalogTruncated = cat.text, cat.tokens, cat.shown, cat.hidden, cat.truncated
+	p.catalogJSON = cat.json
 	if p.CatalogShown == nil {
 		p.CatalogShown = []string{}
 	}

@@ -144,7 +144,10 @@ func finishRewrite(ctx context.Context, search Searcher, req *wire.Request, in p
 		Tools:        wire.ToolSet{Withheld: gate.withheldIndexes(), Server: p.Tools},
 	}
 	if p.Catalog != "" {
-		plan.CatalogJSON = in.lib.quote(p.Catalog)
+		plan.CatalogJSON = p.catalogJSON
+		if plan.CatalogJSON == nil {
+			plan.CatalogJSON = in.lib.quote(p.Catalog)
+		}
 	}
 	for _, e := range p.Envelopes {
 		plan.Envelopes = append(plan.Envelopes, wire.Envelope{ID: e.ID, Text: e.Text, JSON: in.lib.envelopeJSON(e.ID, e.Text)})

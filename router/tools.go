@@ -32,7 +32,7 @@ var searchSkillsSpec = wire.ToolSpec{
 	Name:        ToolSearchSkills,
 	Description: "Search the whole skill library, including skills not listed in <available_skills>. Returns the id and description of the best matches; load one with load_skill.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What the task is about, in a few words."},"limit":{"type":"integer","description":"How many matches to return (default 5, at most 20).","minimum":1,"maximum":20}},"required":["query"]}`),
-}
+}.Rendered()
 
 // loadSkillSpec returns the load_skill tool for the eligible skills. When
 // the catalog leaves skills out, the id enum is dropped: search_skills hands
@@ -49,7 +49,7 @@ func (l *skillLib) loadSkillSpec(partial bool) wire.ToolSpec {
 	if partial {
 		list = nil
 	}
-	d = skills.LoadSkillSpec(list)
+	d = skills.LoadSkillSpec(list).Rendered()
 	l.mu.Lock()
 	l.loadTool[partial] = d
 	l.mu.Unlock()

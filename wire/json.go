@@ -22,11 +22,21 @@ func Marshal(v any) []byte {
 // Quote encodes s as a JSON string the way Marshal does.
 func Quote(s string) []byte { return Marshal(s) }
 
+// Rendered returns s with Function set.
+func (s ToolSpec) Rendered() ToolSpec {
+	s.Function = nil
+	s.Function = s.FunctionJSON()
+	return s
+}
+
 // FunctionJSON renders s as an OpenAI function tool,
 // {"type":"function","function":{"name","description","parameters"}}: the
 // Chat Completions tool shape, and the form in which the router counts a
 // tool's prompt tokens for every API.
 func (s ToolSpec) FunctionJSON() []byte {
+	if s.Function != nil {
+		return s.Function
+	}
 	params := s.Parameters
 	if len(bytes.TrimSpace(params)) == 0 {
 		params = json.RawMessage(`{"type":"object","properties":{}}`)

@@ -101,6 +101,11 @@ type ToolSpec struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage // a JSON Schema object
+
+	// Function, when set, is FunctionJSON precomputed (see
+	// ToolSpec.Rendered): the proxy's tools are the same on every request,
+	// and load_skill's id enum makes it kilobytes to re-encode each time.
+	Function json.RawMessage
 }
 
 // ToolSet is what a request offers the model: the client's tools except the

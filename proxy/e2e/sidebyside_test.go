@@ -13,7 +13,15 @@ package e2e
 // Knobs: SKILLROUTER_SBS_SECONDS (per target and round, default 5),
 // SKILLROUTER_SBS_ROUNDS (default 3; the table shows medians),
 // SKILLROUTER_SBS_CLIENTS (default "1,16,64"), SKILLROUTER_SBS_DELAY_MS
-// (the upstream's answer time, default 20).
+// (the upstream's answer time, default 20), SKILLROUTER_SBS_SKILLS (a
+// library size: the real skills first, then the synthetic variants of
+// `router bench --scale`; default: the 407 real skills) and
+// SKILLROUTER_SBS_BASELINE (another router binary, e.g. one built from
+// the previous commit: it runs as a fifth target, "baseline routing on",
+// for old/new figures alternated in one run), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
+// access log, with routing_ms, to stderr) and SKILLROUTER_SBS_TARGETS (comma-separated target names to run, e.g.
+// "direct,routing on" while taking a profile through
+// SKILLROUTER_DEBUG_LISTEN; default: all).
 
 import (
 	"bufio"
@@ -38,7 +46,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillrouter/skillrouter/bench"
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // bareProxyEnv makes this test binary a bare reverse proxy to its value
@@ -165,6 +175,10 @@ func TestSideBySide(t *testing.T) {
 		}
 	}
 	query := sbsQueries(t, dir)
+	skillsDir, nSkills := filepath.Join(dir, "skills"), 407
+	if n := envInt("SKILLROUTER_SBS_SKILLS", 0); n > 0 {
+		skillsDir, nSkills = sbsScaleLibrary(t, dir, n), n
+	}
 
 	up := fakeai.New()
 	defer up.Close()
@@ -188,37 +202,35 @@ func TestSideBySide(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/router").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	routerAddr := ln.Addr().String()
-	ln.Close()
-	rt := exec.Command(bin, "serve", "--skills", filepath.Join(dir, "skills"), "--upstream", up.BaseURL(),
-		"--listen", routerAddr, "--log-level", "warn")
-	rt.Stderr = os.Stderr
-	if err := rt.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rt.Process.Kill(); _ = rt.Wait() }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Get("http://" + routerAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("router not ready")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	rt, routerAddr := sbsStartRouter(t, bin, skillsDir, up.BaseURL())
 	readyRSS := procRSS(rt.Process.Pid)
 
+	var baseline []sbsTarget
+	if bin := os.Getenv("SKILLROUTER_SBS_BASELINE"); bin != "" {
+		bp, addr := sbsStartRouter(t, bin, skillsDir, up.BaseURL())
+		baseline = append(baseline, sbsTarget{name: "baseline routing on", base: "http://" + addr + "/v1", pid: bp.Process.Pid})
+	}
 	targets := []sbsTarget{
 		{name: "direct", base: up.BaseURL()},
 		{name: "bare Go proxy", base: "http://" + strings.TrimSpace(addr) + "/v1", pid: bare.Process.Pid},
 		{name: "skillrouter, routing off", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid, header: map[string]string{"X-Skillrouter-Disable": "true"}},
 		{name: "skillrouter, routing on", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
+	}
+	targets = append(targets, baseline...)
+	if only := os.Getenv("SKILLROUTER_SBS_TARGETS"); only != "" {
+		var keep []sbsTarget
+		for _, tg := range targets {
+			for _, name := range strings.Split(only, ",") {
+				if name = strings.TrimSpace(name); name != "" && strings.Contains(tg.name, name) {
+					keep = append(keep, tg)
+					break
+				}
+			}
+		}
+		if len(keep) == 0 || keep[0].name != "direct" {
+			keep = append([]sbsTarget{targets[0]}, keep...) // the added latency is measured against it
+		}
+		targets = keep
 	}
 	var seq atomic.Int64
 	run := func(tg sbsTarget, conc int) sbsResult {
@@ -292,12 +304,15 @@ func TestSideBySide(t *testing.T) {
 	msf := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nside by side: %d skills, upstream answers in %v, %v per target and round, median of %d rounds; router RSS after ready %.0f MB\n",
-		407, delay, seconds, rounds, readyRSS)
+		nSkills, delay, seconds, rounds, readyRSS)
 	fmt.Fprintf(&b, "| clients | target | added p50 / p99 | CPU per request | requests/s | RSS | CPU vs bare | requests/s vs bare |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range clients {
 		d := all[key("direct", c)]
 		dp50, dp99 := med(d, func(r sbsResult) float64 { return msf(r.p50) }), med(d, func(r sbsResult) float64 { return msf(r.p99) })
 		bare := all[key("bare Go proxy", c)]
+		if len(bare) == 0 {
+			bare = []sbsResult{{}}
+		}
 		bareCPU := med(bare, func(r sbsResult) float64 { return msf(r.cpu) })
 		bareRPS := med(bare, func(r sbsResult) float64 { return r.rps })
 		for _, tg := range targets[1:] {
@@ -311,6 +326,58 @@ func TestSideBySide(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// sbsStartRouter starts `bin serve` on the skills and upstream and waits
+// until it is ready; the test kills it at its end.
+func sbsStartRouter(t *testing.T, bin, skillsDir, upstream string) (*exec.Cmd, string) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	routerAddr := ln.Addr().String()
+	ln.Close()
+	rt := exec.Command(bin, "serve", "--skills", skillsDir, "--upstream", upstream,
+		"--listen", routerAddr, "--log-level", envOr("SKILLROUTER_SBS_LOG_LEVEL", "warn"))
+	rt.Stderr = os.Stderr
+	// A routing-index folder of its own: every run starts cold.
+	rt.Env = append(os.Environ(), "SKILLROUTER_ROUTING_INDEX_DIR="+t.TempDir())
+	start := time.Now()
+	if err := rt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Process.Kill(); _ = rt.Wait() })
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get("http://" + routerAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				t.Logf("%s: ready in %.1f s (cold start), RSS %.0f MB", bin, time.Since(start).Seconds(), procRSS(rt.Process.Pid))
+				return rt, routerAddr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("router not ready")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sbsScaleLibrary writes the scale library of n skills (as `router bench
+// --scale` builds it) into a temporary folder and returns it.
+func sbsScaleLibrary(t *testing.T, dir string, n int) string {
+	real := skills.Load(context.Background(), []string{filepath.Join(dir, "skills")}, skills.Options{})
+	qs, err := bench.LoadQueries(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expected []string
+	for _, q := range qs {
+		expected = append(expected, q.Expected...)
+	}
+	out := t.TempDir()
+	if err := bench.WriteLibrary(out, bench.ScaleLibrary(bench.ScaleOrder(real.Skills(), expected, 1), n, 1)); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func envOr(key, def string) string {

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -17,7 +18,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	first, last := r.msgs[0].at, r.msgs[len(r.msgs)-1].at
 
 	// The catalog's message: the first system/developer message, else new.
-	target, edited := -1, []byte(nil)
+	target, edited := -1, [][]byte(nil)
 	var newSystem []byte
 	if p.Catalog != "" {
 		for i, m := range r.msgs {
@@ -41,7 +42,10 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	// Size the output exactly enough (JSON escaping makes the quoted texts
 	// longer than the texts): growing a ~15 KB body mid-way copied it and
 	// doubled what a rewrite allocates.
-	n := len(body) + len(newSystem) + len(edited) + 64
+	n := len(body) + len(newSystem) + 64
+	for _, part := range edited {
+		n += len(part)
+	}
 	for _, e := range p.Envelopes {
 		n += len(e.JSON) + len(roleJSON) + 32
 	}
@@ -58,7 +62,9 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	if edited != nil {
 		at := r.msgs[target].at
 		out = append(out, body[first.Start:at.Start]...)
-		out = append(out, edited...)
+		for _, part := range edited {
+			out = append(out, part...)
+		}
 		out = append(out, body[at.End:last.End]...)
 	} else {
 		out = append(out, body[first.Start:last.End]...)
@@ -107,37 +113,44 @@ func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
 }
 
 // withCatalog returns message m with the catalog (given JSON-encoded)
-// appended to its content: "\n\n"+catalog for string content, a text part
-// for array content, the catalog itself for null or missing content. nil
-// means the content has another shape and m is left alone.
-func withCatalog(m message, quoted []byte) ([]byte, error) {
+// appended to its content, as parts to concatenate: "\n\n"+catalog for
+// string content, a text part for array content, the catalog itself for
+// null or missing content. nil means the content has another shape and m
+// is left alone. The common case, string content, is returned as slices of
+// m and the catalog, so that Render copies the ~10 KB catalog once, not
+// three times.
+func withCatalog(m message, quoted []byte) ([][]byte, error) {
 	ms, err := jsonspan.Members(m.raw)
 	if err != nil {
 		return nil, err
 	}
 	cs, ok := jsonspan.Value(ms, "content")
 	if !ok || jsonspan.IsNull(m.raw[cs.Start:cs.End]) {
-		return jsonspan.Set(m.raw, "content", quoted)
+		whole, err := jsonspan.Set(m.raw, "content", quoted)
+		return [][]byte{whole}, err
 	}
 	content := m.raw[cs.Start:cs.End]
-	var edited []byte
 	switch content[0] {
 	case '"':
-		sep := ""
-		if m.text != "" {
-			sep = `\n\n`
+		if len(content) < 2 || content[len(content)-1] != '"' || len(quoted) < 2 || quoted[0] != '"' {
+			return nil, errors.New("not a JSON string")
 		}
-		edited, err = jsonspan.AppendQuoted(content, sep, quoted)
+		sep := []byte(nil)
+		if m.text != "" {
+			sep = []byte(`\n\n`)
+		}
+		// The content up to its closing quote, the separator, the catalog
+		// from after its opening quote, the rest of the message.
+		return [][]byte{m.raw[:cs.End-1], sep, quoted[1:], m.raw[cs.End:]}, nil
 	case '[':
 		part := slices.Concat([]byte(`{"type":"text","text":`), quoted, []byte{'}'})
-		edited, err = jsonspan.Append(content, part)
-	default:
-		return nil, nil
+		edited, err := jsonspan.Append(content, part)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{jsonspan.Splice(m.raw, cs, edited)}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return jsonspan.Splice(m.raw, cs, edited), nil
+	return nil, nil
 }
 
 // withoutTools drops tools, tool_choice and parallel_tool_calls from a body
