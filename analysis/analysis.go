@@ -23,32 +23,70 @@ func Words(text string) []string {
 }
 
 // AppendWords is Words appending to dst, to reuse a buffer.
+//
+// Most words are plain lowercase ASCII ended by ASCII punctuation or
+// space: those are found by a byte scan and appended as slices of text,
+// without a copy (decoding runes and two allocations per word were a third
+// of analysing a library, done three times over at start-up, and of a
+// routed request's query analysis). Other words take the general path.
+// Callers that keep words beyond the life of text copy them.
 func AppendWords(dst []string, text string) []string {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if isLowerAlnum(c) {
+			j := i + 1
+			for j < len(text) && isLowerAlnum(text[j]) {
+				j++
+			}
+			if j == len(text) || text[j] < utf8.RuneSelf && !isASCIIWordByte(text[j]) && text[j] != '\'' {
+				dst = append(dst, text[i:j])
+				i = j
+				continue
+			}
+		} else if c < utf8.RuneSelf && !isASCIIWordByte(c) {
+			i++ // a separator
+			continue
+		}
+		dst, i = appendWord(dst, text, i)
+	}
+	return dst
+}
+
+// appendWord reads the word that starts at text[i] (or the separator
+// there) the general way, rune by rune, appends what emitWord makes of it,
+// and returns where it ended.
+func appendWord(dst []string, text string, i int) ([]string, int) {
 	var buf [64]rune
 	word := buf[:0]
-	for i := 0; i < len(text); {
+	for i < len(text) {
 		r, size := rune(text[i]), 1
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRuneInString(text[i:])
 		}
-		i += size
 		switch {
 		case isWordRune(r):
 			word = append(word, r)
-		case isApostrophe(r) && len(word) > 0 && i < len(text) && nextIsLetter(text[i:]):
+		case isApostrophe(r) && len(word) > 0 && i+size < len(text) && nextIsLetter(text[i+size:]):
 			// "don't", "user's": keep the word whole; "'s" is dropped below.
 			word = append(word, '\'')
 		default:
 			if len(word) > 0 {
-				dst = emitWord(dst, word)
-				word = word[:0]
+				return emitWord(dst, word), i + size
 			}
+			return dst, i + size // a separator
 		}
+		i += size
 	}
 	if len(word) > 0 {
 		dst = emitWord(dst, word)
 	}
-	return dst
+	return dst, i
+}
+
+func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func isASCIIWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 func isWordRune(r rune) bool {

@@ -129,3 +129,45 @@ func FuzzWords(f *testing.F) {
 		}
 	})
 }
+
+// appendWordsReference is AppendWords before its plain-ASCII fast path:
+// every word through emitWord.
+func appendWordsReference(dst []string, text string) []string {
+	var buf [64]rune
+	word := buf[:0]
+	for i := 0; i < len(text); {
+		r, size := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(text[i:])
+		}
+		i += size
+		switch {
+		case isWordRune(r):
+			word = append(word, r)
+		case isApostrophe(r) && len(word) > 0 && i < len(text) && nextIsLetter(text[i:]):
+			word = append(word, '\'')
+		default:
+			if len(word) > 0 {
+				dst = emitWord(dst, word)
+				word = word[:0]
+			}
+		}
+	}
+	if len(word) > 0 {
+		dst = emitWord(dst, word)
+	}
+	return dst
+}
+
+// FuzzWordsFastPath: the fast path gives the words every word through
+// emitWord gives.
+func FuzzWordsFastPath(f *testing.F) {
+	for _, s := range []string{"", "plain words only", "HTTPServer fooBar", "user's don't", "a/b.c-d_e 42x", "日本語 café", "\xff\xfe ab", "x’y", "end", "A"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Words(s), appendWordsReference(nil, s); !slices.Equal(got, want) {
+			t.Fatalf("Words(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package embed
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/analysis"
 )
@@ -68,7 +69,9 @@ func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf map[uint6
 			v.idfs = append(v.idfs, lookup(h))
 		}
 		e.n = uint32(len(grams))
-		v.index[x.w] = uint32(len(v.entries))
+		// A copy: x.w may be a slice of a skill's text (see
+		// analysis.AppendWords), which a fit kept across reloads would pin.
+		v.index[strings.Clone(x.w)] = uint32(len(v.entries))
 		v.entries = append(v.entries, e)
 	}
 	return v

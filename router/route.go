@@ -131,7 +131,8 @@ type Router struct {
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
 
-	warm warmWriter // writes the index to Options.WarmDir
+	warm    latestWriter // writes the index to Options.WarmDir
+	vecSave latestWriter // writes the vector file to Options.IndexDir
 }
 
 // vectorRetryEvery is how often Route may start a background rebuild of a

@@ -496,10 +496,11 @@ func TestIndexDirReusesVectors(t *testing.T) {
 	dir := t.TempDir()
 	b := fittedBuiltin(t, snap)
 	e1 := &stubEmbedder{Builtin: b, name: "ollama"}
-	newRouter(t, snap, router.Options{Embedder: e1, IndexDir: dir})
+	first := newRouter(t, snap, router.Options{Embedder: e1, IndexDir: dir})
 	if e1.docs.Load() == 0 {
 		t.Fatal("nothing embedded on the first build")
 	}
+	first.Close() // the file is written in the background; Close waits for it
 	if _, err := os.Stat(filepath.Join(dir, "vectors-ollama.gob.gz")); err != nil {
 		t.Fatalf("index not persisted: %v", err)
 	}

@@ -103,47 +103,58 @@ func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 
 // persistWarm writes ix to Options.WarmDir in the background unless it was
 // loaded from a matching index. Builds that follow each other quickly
-// (reloads) write only the newest: one writer runs at a time and skips
-// indexes already replaced. Close waits for a write under way, so a
-// short-lived process (router route) leaves a complete index behind.
+// (reloads) write only the newest (see latestWriter). Close waits for a
+// write under way, so a short-lived process (router route) leaves a
+// complete index behind.
 func (r *Router) persistWarm(ix *rankIndex) {
 	if r.opts.WarmDir == "" || ix.from != "" || (ix.emb != nil && ix.vec == nil) {
 		return
 	}
-	r.warm.Lock()
-	r.warm.next = ix
-	if r.warm.busy {
-		r.warm.Unlock()
-		return
-	}
-	r.warm.busy = true
-	r.warm.Unlock()
-	r.bg.Add(1)
-	go func() {
-		defer r.bg.Done()
-		for {
-			r.warm.Lock()
-			ix := r.warm.next
-			r.warm.next = nil
-			if ix == nil {
-				r.warm.busy = false
-				r.warm.Unlock()
-				return
-			}
-			r.warm.Unlock()
-			if r.cur.Load() != ix {
-				continue // replaced by a newer build
-			}
-			if err := r.savePrebuilt(ix, r.opts.WarmDir); err != nil {
-				r.opts.Logger.Warn("could not keep the routing index for the next start", "dir", r.opts.WarmDir, "err", err)
-			}
+	r.warm.write(&r.bg, func() {
+		if r.cur.Load() != ix {
+			return // replaced by a newer build
 		}
-	}()
+		if err := r.savePrebuilt(ix, r.opts.WarmDir); err != nil {
+			r.opts.Logger.Warn("could not keep the routing index for the next start", "dir", r.opts.WarmDir, "err", err)
+		}
+	})
 }
 
-// warmWriter is persistWarm's state.
-type warmWriter struct {
+// latestWriter runs writes in the background, one at a time, and only the
+// newest of those queued while one runs: a write of an index that a newer
+// build has already replaced is wasted work (at 10,000 skills, seconds of
+// CPU and ~100 MB), and could land after the newer one.
+type latestWriter struct {
 	sync.Mutex
-	next *rankIndex
+	next func()
 	busy bool
+}
+
+// write queues job, replacing any queued one, and starts a writer unless
+// one runs; bg tracks it.
+func (w *latestWriter) write(bg *sync.WaitGroup, job func()) {
+	w.Lock()
+	w.next = job
+	if w.busy {
+		w.Unlock()
+		return
+	}
+	w.busy = true
+	w.Unlock()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		for {
+			w.Lock()
+			job := w.next
+			w.next = nil
+			if job == nil {
+				w.busy = false
+				w.Unlock()
+				return
+			}
+			w.Unlock()
+			job()
+		}
+	}()
 }
