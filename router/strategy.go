@@ -149,17 +149,28 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	if res.strategy == StrategyHybrid {
 		delta *= 1 - hybridBM25Weight
 	}
-	res.top = sc.topRescored(depth, res.comps, finish, delta, func(i int) {
-		cosine[i] = 0
-		if k := ix.vectorRow(i); k >= 0 {
-			if c := approx.Exact(k); !math.IsNaN(c) {
-				cosine[i] = c
+	res.top = sc.topRescored(depth, res.comps, finish, delta, func(list []int32) {
+		rows, exact := sc.rescoreRows(len(list))
+		for _, i := range list {
+			cosine[i] = 0
+			if k := ix.vectorRow(int(i)); k >= 0 {
+				rows = append(rows, int32(k))
 			}
 		}
-		if res.strategy == StrategyHybrid {
-			score[i] = m.hybridScore(bm25[i], cosine[i])
-		} else {
-			score[i] = m.ccal.apply(cosine[i])
+		approx.ExactRows(rows, exact[:len(rows)])
+		at := 0
+		for _, i := range list {
+			if ix.vectorRow(int(i)) >= 0 {
+				if c := exact[at]; !math.IsNaN(c) {
+					cosine[i] = c
+				}
+				at++
+			}
+			if res.strategy == StrategyHybrid {
+				score[i] = m.hybridScore(bm25[i], cosine[i])
+			} else {
+				score[i] = m.ccal.apply(cosine[i])
+			}
 		}
 	})
 	return res

@@ -19,7 +19,8 @@ import (
 type rankScratch struct {
 	score, keyword, bm25, cosine, sims []float64
 	keys, tmp                          []uint64
-	cands                              []int32
+	cands, rows                        []int32
+	exact                              []float64
 }
 
 var rankScratches = sync.Pool{New: func() any { return new(rankScratch) }}
@@ -46,6 +47,15 @@ func (sc *rankScratch) simsFor(n int) []float64 {
 		sc.sims = make([]float64, n)
 	}
 	return sc.sims[:n]
+}
+
+// rescoreRows returns empty scratch for up to n vector rows and room for
+// their exact similarities.
+func (sc *rankScratch) rescoreRows(n int) ([]int32, []float64) {
+	if cap(sc.rows) < n {
+		sc.rows, sc.exact = make([]int32, 0, n), make([]float64, n)
+	}
+	return sc.rows[:0], sc.exact[:n]
 }
 
 // topEntries returns the depth best skills by sc.score (all when depth <=
@@ -79,15 +89,15 @@ func (sc *rankScratch) entries(order []uint64, comps uint8, finish func(*rankEnt
 
 // topRescored is topEntries for scores computed from approximate cosines,
 // each within delta of the exact score: it finds the skills whose exact
-// score can rank among the depth best, has rescore(i) replace their
-// approximate values in the scratch arrays with exact ones, and ranks
-// those. The result is the one exact scores everywhere would give.
+// score can rank among the depth best, has rescore replace their
+// approximate values in the scratch arrays with exact ones (all of them in
+// one call, which lets it score several at a time), and ranks those. The result is the one exact scores everywhere would give.
 //
 // The depth best approximations all score at least floor exactly. A skill
 // whose approximation plus delta still rounds to a float32 below floor's
 // (keys compare scores as float32) is behind all of them whatever its
 // exact score.
-func (sc *rankScratch) topRescored(depth int, comps uint8, finish func(*rankEntry), delta float64, rescore func(i int)) []rankEntry {
+func (sc *rankScratch) topRescored(depth int, comps uint8, finish func(*rankEntry), delta float64, rescore func(skills []int32)) []rankEntry {
 	score := sc.score
 	order := topOrder(score, depth, sc.keys, sc.tmp)
 	lowest := math.Inf(1)
@@ -106,16 +116,19 @@ func (sc *rankScratch) topRescored(depth int, comps uint8, finish func(*rankEntr
 			}
 		}
 	}
-	sc.cands = cands
 	if len(cands) > len(score)/2 || len(cands) < len(order) {
+		cands = cands[:0]
 		for i := range score {
-			rescore(i)
+			cands = append(cands, int32(i))
 		}
+		sc.cands = cands
+		rescore(cands)
 		return sc.topEntries(depth, comps, finish)
 	}
+	sc.cands = cands
+	rescore(cands)
 	keys := sc.keys[:len(cands)]
 	for k, i := range cands {
-		rescore(int(i))
 		keys[k] = rankKeyOf(score[i], int(i))
 	}
 	slices.Sort(keys)
