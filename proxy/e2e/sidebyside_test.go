@@ -319,10 +319,14 @@ func TestSideBySide(t *testing.T) {
 			rs := all[key(tg.name, c)]
 			cpu := med(rs, func(r sbsResult) float64 { return msf(r.cpu) })
 			rps := med(rs, func(r sbsResult) float64 { return r.rps })
-			fmt.Fprintf(&b, "| %d | %s | %+.2f / %+.2f ms | %.3f ms | %.0f (direct %.0f) | %.0f MB | %.1f× | %.0f%% |\n", c, tg.name,
+			vsCPU, vsRPS := "–", "–" // the bare proxy was not run
+			if bareCPU > 0 && bareRPS > 0 {
+				vsCPU, vsRPS = fmt.Sprintf("%.1f×", cpu/bareCPU), fmt.Sprintf("%.0f%%", 100*rps/bareRPS)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %+.2f / %+.2f ms | %.3f ms | %.0f (direct %.0f) | %.0f MB | %s | %s |\n", c, tg.name,
 				med(rs, func(r sbsResult) float64 { return msf(r.p50) })-dp50, med(rs, func(r sbsResult) float64 { return msf(r.p99) })-dp99,
 				cpu, rps, med(d, func(r sbsResult) float64 { return r.rps }), med(rs, func(r sbsResult) float64 { return r.rss }),
-				cpu/max(bareCPU, 1e-9), 100*rps/max(bareRPS, 1e-9))
+				vsCPU, vsRPS)
 		}
 	}
 	t.Log(b.String())
