@@ -125,8 +125,9 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 			df := new(u64Table)
 			words := make(map[string]int, 1024)
 			var fs featureSet
+			voc := counting()
 			for _, text := range corpus[lo:hi] {
-				fs.extract(text, &b.opts, nil)
+				fs.extract(text, &b.opts, voc)
 				for k := range fs.order {
 					for _, h := range fs.order[k] {
 						d, _ := df.ref(h)
@@ -397,7 +398,7 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 		if !seen {
 			i = len(fs.wseq)
 			fs.wpos[w] = i
-			fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, voc.get(w))
+			fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, voc.lookupOrAdd(w, o))
 		}
 		fs.wcount[i]++
 		if e := fs.wvocab[i]; e != nil {

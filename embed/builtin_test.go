@@ -322,3 +322,41 @@ func TestBuiltinParallelSame(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinFitCountingVocab: fitting with the counting vocabulary (a
+// word's stem and n-grams computed once per worker), with it capped, and
+// without it gives the same fitted state and vectors, bit for bit.
+func TestBuiltinFitCountingVocab(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	big := make([]string, 300)
+	for i := range big {
+		var b strings.Builder
+		for range 5 + r.IntN(60) {
+			b.WriteString(corpus[r.IntN(len(corpus))][:8+r.IntN(20)])
+			b.WriteString([]string{" ", "\n", ": ", "'s ", "—"}[r.IntN(5)])
+		}
+		big[i] = b.String()
+	}
+	fitEmbed := func(limit int) (*Builtin, [][]float32) {
+		defer func(old int) { maxCountingVocab = old }(maxCountingVocab)
+		maxCountingVocab = limit
+		b := NewBuiltin(Config{}).Fit(big)
+		v, err := b.Embed(context.Background(), big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, v
+	}
+	b0, v0 := fitEmbed(0)
+	for _, limit := range []int{7, 1 << 17} {
+		b, v := fitEmbed(limit)
+		if b.Model() != b0.Model() || !reflect.DeepEqual(b.idf, b0.idf) || !reflect.DeepEqual(b.vocab, b0.vocab) {
+			t.Fatalf("limit %d: fit differs: %s, without %s", limit, b.Model(), b0.Model())
+		}
+		for i := range v {
+			if !slices.Equal(v[i], v0[i]) {
+				t.Fatalf("limit %d, text %d: vectors differ", limit, i)
+			}
+		}
+	}
+}

@@ -24,6 +24,8 @@ type vocab struct {
 	entries []vocabEntry
 	hashes  []uint64 // char n-grams of all entries, back to back
 	idfs    []float32
+	grow    bool // counting (see counting)
+	scratch []uint64
 }
 
 type vocabEntry struct {
@@ -58,23 +60,49 @@ func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf map[uint6
 		}
 		return unknownIDF // a family Fit did not count: vector looks it up
 	}
-	var grams []uint64
 	for _, x := range all {
-		st := analysis.Stem(x.w)
-		uni := hashStr(famUnigram, st, "")
-		e := vocabEntry{stem: st, uni: uni, uniIDF: lookup(uni), off: uint32(len(v.hashes))}
-		grams = appendCharGrams(grams[:0], x.w, o.CharMin, o.CharMax)
-		for _, h := range grams {
-			v.hashes = append(v.hashes, h)
-			v.idfs = append(v.idfs, lookup(h))
-		}
-		e.n = uint32(len(grams))
 		// A copy: x.w may be a slice of a skill's text (see
 		// analysis.AppendWords), which a fit kept across reloads would pin.
-		v.index[strings.Clone(x.w)] = uint32(len(v.entries))
-		v.entries = append(v.entries, e)
+		v.add(strings.Clone(x.w), o, lookup)
 	}
+	v.scratch = nil
 	return v
+}
+
+// add computes word w's entry (IDFs from lookup) and indexes it.
+func (v *vocab) add(w string, o *BuiltinOptions, lookup func(uint64) float32) *vocabEntry {
+	st := analysis.Stem(w)
+	uni := hashStr(famUnigram, st, "")
+	e := vocabEntry{stem: st, uni: uni, uniIDF: lookup(uni), off: uint32(len(v.hashes))}
+	v.scratch = appendCharGrams(v.scratch[:0], w, o.CharMin, o.CharMax)
+	for _, h := range v.scratch {
+		v.hashes = append(v.hashes, h)
+		v.idfs = append(v.idfs, lookup(h))
+	}
+	e.n = uint32(len(v.scratch))
+	v.index[w] = uint32(len(v.entries))
+	v.entries = append(v.entries, e)
+	return &v.entries[len(v.entries)-1]
+}
+
+// counting returns an empty vocabulary that Fit's counting grows with every
+// word it meets (up to maxCountingVocab), without IDFs: a word's stem and
+// n-grams are then computed once per worker instead of once per document
+// that has it.
+func counting() *vocab {
+	return &vocab{index: map[string]uint32{}, grow: true}
+}
+
+// maxCountingVocab bounds a counting vocabulary (~200 bytes a word); a
+// variable for the test that fits with and without one.
+var maxCountingVocab = 1 << 17
+
+// lookupOrAdd is get, adding w first to a growing vocabulary.
+func (v *vocab) lookupOrAdd(w string, o *BuiltinOptions) *vocabEntry {
+	if e := v.get(w); e != nil || v == nil || !v.grow || len(v.entries) >= maxCountingVocab {
+		return e
+	}
+	return v.add(strings.Clone(w), o, func(uint64) float32 { return unknownIDF })
 }
 
 // get returns the entry of word w, or nil (also for a nil vocab).
