@@ -292,16 +292,7 @@ func denseVector(b *Builtin, text string) []float32 {
 // TestBuiltinParallelSame: fitting and embedding a library on several cores
 // gives the fitted state and vectors one core gives, bit for bit.
 func TestBuiltinParallelSame(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 12))
-	big := make([]string, 500)
-	for i := range big {
-		var b strings.Builder
-		for range 5 + r.IntN(60) {
-			b.WriteString(corpus[r.IntN(len(corpus))][:8+r.IntN(20)])
-			b.WriteByte(' ')
-		}
-		big[i] = b.String()
-	}
+	big := mixedCorpus(rand.New(rand.NewPCG(11, 12)), 500, " ")
 	fitEmbed := func(procs int) (*Builtin, [][]float32) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		b := NewBuiltin(Config{}).Fit(big)
@@ -327,16 +318,7 @@ func TestBuiltinParallelSame(t *testing.T) {
 // word's stem and n-grams computed once per worker), with it capped, and
 // without it gives the same fitted state and vectors, bit for bit.
 func TestBuiltinFitCountingVocab(t *testing.T) {
-	r := rand.New(rand.NewPCG(13, 14))
-	big := make([]string, 300)
-	for i := range big {
-		var b strings.Builder
-		for range 5 + r.IntN(60) {
-			b.WriteString(corpus[r.IntN(len(corpus))][:8+r.IntN(20)])
-			b.WriteString([]string{" ", "\n", ": ", "'s ", "—"}[r.IntN(5)])
-		}
-		big[i] = b.String()
-	}
+	big := mixedCorpus(rand.New(rand.NewPCG(13, 14)), 300, " ", "\n", ": ", "'s ", "—")
 	fitEmbed := func(limit int) (*Builtin, [][]float32) {
 		defer func(old int) { maxCountingVocab = old }(maxCountingVocab)
 		maxCountingVocab = limit
@@ -359,4 +341,19 @@ func TestBuiltinFitCountingVocab(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mixedCorpus makes n texts of pieces of the test corpus, joined by
+// separators picked from seps.
+func mixedCorpus(r *rand.Rand, n int, seps ...string) []string {
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for range 5 + r.IntN(60) {
+			b.WriteString(corpus[r.IntN(len(corpus))][:8+r.IntN(20)])
+			b.WriteString(seps[r.IntN(len(seps))])
+		}
+		out[i] = b.String()
+	}
+	return out
 }
