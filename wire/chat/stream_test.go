@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/streamtest"
 )
 
 func chunks(events ...string) []byte {
@@ -16,22 +17,9 @@ func chunks(events ...string) []byte {
 	return b.Bytes()
 }
 
+// runRound runs one upstream round through s (see streamtest.RunRound).
 func runRound(s *Stream, final bool, body []byte) (string, wire.RoundEnd) {
-	s.Round(final)
-	rd := wire.NewEventReader(bytes.NewReader(body))
-	var out []byte
-	for {
-		ev, err := rd.Next()
-		if err != nil {
-			break
-		}
-		var more bool
-		if out, more = s.Event(ev, out); !more {
-			break
-		}
-	}
-	out, end := s.End(out)
-	return string(out), end
+	return streamtest.RunRound(s, final, body)
 }
 
 func TestStreamTwoRounds(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/streamtest"
 )
 
 func plan() *wire.Plan {
@@ -167,22 +168,9 @@ func sse(events ...string) []byte {
 	return b.Bytes()
 }
 
+// runRound runs one upstream round through s (see streamtest.RunRound).
 func runRound(s *Stream, final bool, body []byte) (string, wire.RoundEnd) {
-	s.Round(final)
-	rd := wire.NewEventReader(bytes.NewReader(body))
-	var out []byte
-	for {
-		ev, err := rd.Next()
-		if err != nil {
-			break
-		}
-		var more bool
-		if out, more = s.Event(ev, out); !more {
-			break
-		}
-	}
-	out, end := s.End(out)
-	return string(out), end
+	return streamtest.RunRound(s, final, body)
 }
 
 func TestStream(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/streamtest"
 )
 
 func plan() *wire.Plan {
@@ -192,23 +193,9 @@ func sse(events ...string) []byte {
 	return b.Bytes()
 }
 
-func runRound(t *testing.T, s *Stream, final bool, body []byte) (string, wire.RoundEnd) {
-	t.Helper()
-	s.Round(final)
-	rd := wire.NewEventReader(bytes.NewReader(body))
-	var out []byte
-	for {
-		ev, err := rd.Next()
-		if err != nil {
-			break
-		}
-		var more bool
-		if out, more = s.Event(ev, out); !more {
-			break
-		}
-	}
-	out, end := s.End(out)
-	return string(out), end
+// runRound runs one upstream round through s (see streamtest.RunRound).
+func runRound(s *Stream, final bool, body []byte) (string, wire.RoundEnd) {
+	return streamtest.RunRound(s, final, body)
 }
 
 func TestStreamHidesTheProxysCallsAndRenumbers(t *testing.T) {
@@ -228,7 +215,7 @@ func TestStreamHidesTheProxysCallsAndRenumbers(t *testing.T) {
 		`{"type":"response.output_item.done","output_index":2,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}"}}`,
 		`{"type":"response.completed","response":{"id":"resp_1","output":[],"usage":{"input_tokens":5,"output_tokens":1,"total_tokens":6}}}`,
 	)
-	out1, end1 := runRound(t, s, false, round1)
+	out1, end1 := runRound(s, false, round1)
 	if end1.Loop == nil || len(end1.Loop.Calls) != 1 || string(end1.Loop.Calls[0].Arguments) != `{"skill_id":"pdf"}` || end1.Loop.ID != "resp_1" {
 		t.Fatalf("round 1 end %+v %+v", end1, end1.Loop)
 	}
@@ -245,7 +232,7 @@ func TestStreamHidesTheProxysCallsAndRenumbers(t *testing.T) {
 		`{"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_2","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}`,
 		`{"type":"response.completed","response":{"id":"resp_2","output":[{"type":"message"}],"usage":{"input_tokens":9,"output_tokens":2,"total_tokens":11}}}`,
 	)
-	out2, end2 := runRound(t, s, false, round2)
+	out2, end2 := runRound(s, false, round2)
 	if end2.Loop != nil {
 		t.Fatal("round 2 must be the answer")
 	}
@@ -321,7 +308,7 @@ func FuzzParse(f *testing.F) {
 func TestStreamIncomplete(t *testing.T) {
 	r, _ := Parse([]byte(`{"input":"x","stream":true}`))
 	s := r.NewStream(func(string) bool { return false })
-	_, end := runRound(t, s, false, sse(
+	_, end := runRound(s, false, sse(
 		`{"type":"response.created","response":{"id":"resp_1","output":[]}}`,
 		`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m","role":"assistant","content":[]}}`,
 	))
@@ -352,7 +339,7 @@ func TestReviewFixes(t *testing.T) {
 	// response.incomplete after a proxy call: the call is not shown, and counted dropped.
 	r, _ = Parse([]byte(`{"input":"x","stream":true}`))
 	s := r.NewStream(mine)
-	out, end := runRound(t, s, false, sse(
+	out, end := runRound(s, false, sse(
 		`{"type":"response.created","response":{"id":"resp_1","output":[]}}`,
 		`{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c1","name":"load_skill","arguments":""}}`,
 		`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c1","name":"load_skill","arguments":"{}"}}`,
