@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 )
 
 // openAI serves GET /v1/models as OpenAI does, and 404 elsewhere; with
@@ -147,7 +149,7 @@ func TestRunLogsChanges(t *testing.T) {
 		w.Write([]byte(`{"data":[{"id":"m"}]}`))
 	}))
 	defer s.Close()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	c, err := New(Config{Name: "upstream.url", URL: s.URL + "/v1", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -197,21 +199,4 @@ func TestNewRejectsBadURL(t *testing.T) {
 			t.Errorf("%q: %v", u, err)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/router"
@@ -27,29 +27,12 @@ import (
 // (X-Skillrouter-Session) through the real router, sandbox provider and the
 // proxy's server-side tool loop. No Node needed.
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // gateProxy serves the library at root through the proxy with tier-3 tools
 // from a sandbox provider configured by cfg; logs go to the returned buffer.
-func gateProxy(t *testing.T, root string, cfg sandbox.Config, opts router.RewriteOptions) (*fakeai.Server, string, *syncBuffer) {
+func gateProxy(t *testing.T, root string, cfg sandbox.Config, opts router.RewriteOptions) (*fakeai.Server, string, *syncbuf.Buffer) {
 	t.Helper()
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	tools, err := sandbox.New(cfg, log)
 	if err != nil {

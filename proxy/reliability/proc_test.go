@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 )
 
 // The suite runs the built binary, as an operator does: `router serve`
@@ -55,26 +56,9 @@ type proc struct {
 	t     *testing.T
 	cmd   *exec.Cmd
 	addr  string
-	logs  *lockedBuffer
+	logs  *syncbuf.Buffer
 	done  chan struct{}
 	state *os.ProcessState
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startProxy runs `router serve` with the YAML configuration cfg (listen
@@ -100,7 +84,7 @@ func startProxy(t *testing.T, cfg string, nofile int) *proc {
 	} else {
 		cmd = exec.Command(bin, "serve", "--config", path)
 	}
-	p := &proc{t: t, cmd: cmd, addr: addr, logs: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, addr: addr, logs: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	cmd.Env = append(os.Environ(), "SKILLROUTER_EMBEDDER_CACHE_DIR=-")
 	if err := cmd.Start(); err != nil {
