@@ -165,9 +165,9 @@ func runStrategy(ctx context.Context, lib *library, cfg Config, s router.Strateg
 		}
 		rq := toRouterQuery(q, s)
 		rq.Ranked = depth
-		cpu0, start := processCPU(), time.Now()
+		cpu0, start := ProcessCPU(), time.Now()
 		d := lib.router.Route(ctx, rq)
-		lat, cpu := time.Since(start), processCPU()-cpu0
+		lat, cpu := time.Since(start), ProcessCPU()-cpu0
 		if d == nil {
 			return Result{}, fmt.Errorf("bench: %s: router returned no decision for query %s", s, q.ID)
 		}

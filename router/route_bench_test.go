@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillrouter/skillrouter/bench"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -48,7 +49,7 @@ func BenchmarkRoute(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := bench.ProcessCPU()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
 				d := r.Route(ctx, router.Query{Messages: []router.Message{{Role: "user", Text: qs[i%len(qs)]}}, Strategy: s})
@@ -58,7 +59,7 @@ func BenchmarkRoute(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if cpu := processCPU() - cpu0; cpu > 0 {
+			if cpu := bench.ProcessCPU() - cpu0; cpu > 0 {
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 			}
 			slices.Sort(durs)

@@ -96,7 +96,7 @@ func BenchmarkRewriteScale(b *testing.B) {
 			bodies := scaleBodies(b, 4096)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := bench.ProcessCPU()
 			for i := 0; i < b.N; i++ {
 				req, err := chat.Parse(bodies[i%len(bodies)])
 				if err != nil {
@@ -111,7 +111,7 @@ func BenchmarkRewriteScale(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if cpu := processCPU() - cpu0; cpu > 0 {
+			if cpu := bench.ProcessCPU() - cpu0; cpu > 0 {
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 			}
 		})
