@@ -272,7 +272,7 @@ func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOption
 		return skills.RenderCatalog(list, opts), nil
 	}
 	qhead, qtail := l.quote(head), l.quote(tail)
-	quoted := len(qhead) >= 2 && len(qtail) >= 2 && utf8.ValidString(head) && utf8.ValidString(tail)
+	quoted := quotesPiecewise(head) && quotesPiecewise(tail)
 	n, nq := len(head)+len(tail), len(qhead)+len(qtail)
 	parts := make([]catalogEntry, len(list))
 	for i, s := range list {
@@ -305,15 +305,19 @@ func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOption
 }
 
 // quoteInner returns text as a JSON string without its quotes, or nil when
-// text is not valid UTF-8: JSON quoting is then not the same piecewise as
-// for the whole (an invalid sequence split across two parts).
+// it cannot be quoted apart from its neighbours (see quotesPiecewise).
 func quoteInner(text string) []byte {
-	if !utf8.ValidString(text) {
+	if !quotesPiecewise(text) {
 		return nil
 	}
 	q := wire.Quote(text)
 	return q[1 : len(q)-1 : len(q)-1]
 }
+
+// quotesPiecewise reports whether text, JSON-quoted on its own, quotes the
+// same as within a longer text: for valid UTF-8 it does, but an invalid
+// sequence split across two parts would not.
+func quotesPiecewise(text string) bool { return utf8.ValidString(text) }
 
 // renderCached renders a catalog of a whole subset of the library, which is
 // the same text on every request.

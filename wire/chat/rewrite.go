@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -132,16 +131,17 @@ func withCatalog(m message, quoted []byte) ([][]byte, error) {
 	content := m.raw[cs.Start:cs.End]
 	switch content[0] {
 	case '"':
-		if len(content) < 2 || content[len(content)-1] != '"' || len(quoted) < 2 || quoted[0] != '"' {
-			return nil, errors.New("not a JSON string")
+		open, rest, err := jsonspan.QuotedParts(content, quoted)
+		if err != nil {
+			return nil, err
 		}
 		sep := []byte(nil)
 		if m.text != "" {
 			sep = []byte(`\n\n`)
 		}
-		// The content up to its closing quote, the separator, the catalog
-		// from after its opening quote, the rest of the message.
-		return [][]byte{m.raw[:cs.End-1], sep, quoted[1:], m.raw[cs.End:]}, nil
+		// The message up to the content's closing quote, the separator, the
+		// catalog from after its opening quote, the rest of the message.
+		return [][]byte{m.raw[:cs.Start], open, sep, rest, m.raw[cs.End:]}, nil
 	case '[':
 		part := slices.Concat([]byte(`{"type":"text","text":`), quoted, []byte{'}'})
 		edited, err := jsonspan.Append(content, part)

@@ -278,13 +278,24 @@ func Append(b []byte, elems ...[]byte) ([]byte, error) {
 // original escapes byte for byte (re-encoding would, e.g., turn a lone
 // surrogate escape into U+FFFD).
 func AppendQuoted(b []byte, raw string, quoted []byte) ([]byte, error) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || len(quoted) < 2 || quoted[0] != '"' {
-		return nil, errors.New("not a JSON string")
+	open, rest, err := QuotedParts(b, quoted)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]byte, 0, len(b)+len(raw)+len(quoted))
-	out = append(out, b[:len(b)-1]...)
+	out = append(out, open...)
 	out = append(out, raw...)
-	return append(out, quoted[1:]...), nil
+	return append(out, rest...), nil
+}
+
+// QuotedParts returns AppendQuoted's pieces without copying them: b
+// without its closing quote and quoted without its opening one. A caller
+// that assembles a larger body appends open, the raw text and rest itself.
+func QuotedParts(b, quoted []byte) (open, rest []byte, err error) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || len(quoted) < 2 || quoted[0] != '"' {
+		return nil, nil, errors.New("not a JSON string")
+	}
+	return b[:len(b)-1], quoted[1:], nil
 }
 
 // IsNull reports whether the raw JSON value is the literal null.
