@@ -56,11 +56,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*Report, error) {
 		}
 	}
 	real := cfg.Snapshot.Skills()
-	var expected []string
-	for _, q := range cfg.Queries {
-		expected = append(expected, q.Expected...)
-	}
-	ordered := ScaleOrder(real, expected, cfg.Seed)
+	ordered := ScaleOrder(real, ExpectedIDs(cfg.Queries), cfg.Seed)
 	rep := &Report{
 		Dataset:   cfg.Dataset,
 		Skills:    len(real),

@@ -48,6 +48,16 @@ func ScaleOrder(real []*skills.Skill, expected []string, seed uint64) []*skills.
 	return append(out, rest...)
 }
 
+// ExpectedIDs lists the skills queries expect, in query order (repeats
+// kept): what ScaleOrder puts first.
+func ExpectedIDs(queries []Query) []string {
+	var out []string
+	for _, q := range queries {
+		out = append(out, q.Expected...)
+	}
+	return out
+}
+
 // ScaleLibrary returns the SKILL.md files of a library of size skills built
 // from ordered (see ScaleOrder).
 func ScaleLibrary(ordered []*skills.Skill, size int, seed uint64) []SkillFile {

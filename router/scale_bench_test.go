@@ -46,11 +46,11 @@ func scaleSizes() []int {
 func scaleLibrary(b *testing.B, size int) (*skills.Snapshot, string) {
 	dir := benchDir(b)
 	real := skills.Load(context.Background(), []string{filepath.Join(dir, "skills")}, skills.Options{})
-	var expected []string
-	for _, q := range readJSONL[labelled](b, filepath.Join(dir, "upstream-queries", "queries.jsonl")) {
-		expected = append(expected, q.Expected...)
+	qs, err := bench.LoadQueries(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	files := bench.ScaleLibrary(bench.ScaleOrder(real.Skills(), expected, 1), size, 1)
+	files := bench.ScaleLibrary(bench.ScaleOrder(real.Skills(), bench.ExpectedIDs(qs), 1), size, 1)
 	snap, tmp, missing, err := bench.Materialize(context.Background(), files)
 	if err != nil {
 		b.Fatal(err)

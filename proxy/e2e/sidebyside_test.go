@@ -373,12 +373,8 @@ func sbsScaleLibrary(t *testing.T, dir string, n int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var expected []string
-	for _, q := range qs {
-		expected = append(expected, q.Expected...)
-	}
 	out := t.TempDir()
-	if err := bench.WriteLibrary(out, bench.ScaleLibrary(bench.ScaleOrder(real.Skills(), expected, 1), n, 1)); err != nil {
+	if err := bench.WriteLibrary(out, bench.ScaleLibrary(bench.ScaleOrder(real.Skills(), bench.ExpectedIDs(qs), 1), n, 1)); err != nil {
 		t.Fatal(err)
 	}
 	return out
