@@ -124,19 +124,13 @@ func procRSS(pid int) float64 {
 // sbsQueries makes a different ~50-word query for every request from the
 // words of the upstream queries.
 func sbsQueries(t *testing.T, dir string) func(i int64) string {
-	f, err := os.Open(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
+	qs, err := bench.LoadQueries(filepath.Join(dir, "upstream-queries", "queries.jsonl"))
 	if err != nil {
 		t.Skip(err)
 	}
-	defer f.Close()
 	var words []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var q struct{ Query string }
-		if json.Unmarshal(sc.Bytes(), &q) == nil {
-			words = append(words, strings.Fields(q.Query)...)
-		}
+	for _, q := range qs {
+		words = append(words, strings.Fields(q.Text)...)
 	}
 	return func(i int64) string {
 		r := rand.New(rand.NewPCG(uint64(i), 7))
