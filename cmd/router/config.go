@@ -598,6 +598,18 @@ func runConfigured(cf *configFlags, run func(ctx context.Context, cfg config, ro
 	}
 }
 
+// configAndRoots loads the configuration as cmd's flags, the environment and
+// the file give it, and the skill roots it chooses (an error saying how to
+// get a library when there is none).
+func configAndRoots(cmd *cobra.Command, cf *configFlags, args []string) (config, []string, error) {
+	cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+	return cfg, roots, err
+}
+
 // register adds --config and the flags of the keys at paths to fs (every key
 // with a flag when paths is empty), each with its key, variable and default
 // in its help. "skills" adds the repeatable --skills.

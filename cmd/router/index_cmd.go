@@ -44,11 +44,7 @@ func newIndexBuildCmd() *cobra.Command {
 			if out == "" {
 				return fmt.Errorf("--out DIR is required: the folder to write the index to")
 			}
-			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
-			if err != nil {
-				return err
-			}
-			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			cfg, roots, err := configAndRoots(cmd, &cf, args)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -50,11 +49,7 @@ func newRouteCmd() *cobra.Command {
 			if strings.TrimSpace(args[0]) == "" {
 				return fmt.Errorf("MESSAGE is empty")
 			}
-			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
-			if err != nil {
-				return err
-			}
-			roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+			cfg, roots, err := configAndRoots(cmd, &cf, args)
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -38,11 +37,7 @@ func newSkillsCmd() *cobra.Command {
 // loadLibrary scans the roots the configuration chooses (--skills, the
 // config file's skills, else the defaults).
 func loadLibrary(cmd *cobra.Command, cf *configFlags, args []string) (*skills.Snapshot, error) {
-	cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	roots, err := requireRoots(&cfg, tryCommand(cmd, args))
+	_, roots, err := configAndRoots(cmd, cf, args)
 	if err != nil {
 		return nil, err
 	}
