@@ -123,7 +123,11 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 			defer wg.Done()
 			lo, hi := w*len(corpus)/workers, (w+1)*len(corpus)/workers
 			df := new(u64Table)
-			words := make(map[string]int, 1024)
+			df.reserve(32 * (hi - lo)) // about what a library has: no rehashing as it grows
+			// Word counts by vocabulary entry; a map only for words past
+			// the counting vocabulary's bound.
+			var counts []int
+			words := make(map[string]int)
 			var fs featureSet
 			voc := counting()
 			for _, text := range corpus[lo:hi] {
@@ -134,9 +138,19 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 						*d++
 					}
 				}
-				for i, w := range fs.wseq {
-					words[w] += fs.wcount[i]
+				for i, id := range fs.wid {
+					if id < 0 {
+						words[fs.wseq[i]] += fs.wcount[i]
+						continue
+					}
+					if int(id) >= len(counts) {
+						counts = append(counts, make([]int, len(voc.entries)-len(counts))...)
+					}
+					counts[id] += fs.wcount[i]
 				}
+			}
+			for x, id := range voc.index {
+				words[x] += counts[id]
 			}
 			dfs[w], wordss[w] = df, words
 		}()
@@ -350,6 +364,10 @@ type featureSet struct {
 	wpos   map[string]int        // word -> its position in wseq
 	wcount []int                 // per wseq word: occurrences
 	wvocab []*vocabEntry         // per wseq word: its vocabulary entry, or nil
+	wid    []int32               // per wseq word: its vocabulary entry's index, or -1
+	wgen   []uint32              // per vocabulary entry: gen when the text has it
+	wat    []int32               // per vocabulary entry: its position in wseq
+	gen    uint32                // the current text's stamp
 	pos    [numFamilies]u64Table // feature hash -> its index in order
 	order  [numFamilies][]uint64
 	tf     [numFamilies][]float64 // per order entry: the feature's count
@@ -389,16 +407,42 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	}
 	fs.words = analysis.AppendWords(fs.words[:0], text)
 	fs.terms = fs.terms[:0]
-	fs.wseq, fs.wcount, fs.wvocab = fs.wseq[:0], fs.wcount[:0], fs.wvocab[:0]
+	fs.wseq, fs.wcount, fs.wvocab, fs.wid = fs.wseq[:0], fs.wcount[:0], fs.wvocab[:0], fs.wid[:0]
+	fs.gen++
+	if fs.gen == 0 { // wrapped: stamps from 2^32 texts ago would look current
+		clear(fs.wgen)
+		fs.gen = 1
+	}
 	for _, w := range fs.words {
-		if analysis.IsStopWord(w) {
+		// A vocabulary word is found with one lookup, which also places it
+		// in this text (stamps by entry); the others go through wpos.
+		id, stop := voc.lookupOrAdd(w, o)
+		if stop {
 			continue
 		}
-		i, seen := fs.wpos[w]
-		if !seen {
-			i = len(fs.wseq)
-			fs.wpos[w] = i
-			fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, voc.lookupOrAdd(w, o))
+		var i int
+		if id >= 0 {
+			if id >= len(fs.wgen) {
+				n := max(id+1, len(voc.entries))
+				fs.wgen = append(fs.wgen, make([]uint32, n-len(fs.wgen))...)
+				fs.wat = append(fs.wat, make([]int32, n-len(fs.wat))...)
+			}
+			if fs.wgen[id] == fs.gen {
+				i = int(fs.wat[id])
+			} else {
+				i = len(fs.wseq)
+				fs.wgen[id], fs.wat[id] = fs.gen, int32(i)
+				fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, &voc.entries[id])
+				fs.wid = append(fs.wid, int32(id))
+			}
+		} else {
+			var seen bool
+			if i, seen = fs.wpos[w]; !seen {
+				i = len(fs.wseq)
+				fs.wpos[w] = i
+				fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, nil)
+				fs.wid = append(fs.wid, -1)
+			}
 		}
 		fs.wcount[i]++
 		if e := fs.wvocab[i]; e != nil {

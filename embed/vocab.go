@@ -97,24 +97,24 @@ func counting() *vocab {
 // variable for the test that fits with and without one.
 var maxCountingVocab = 1 << 17
 
-// lookupOrAdd is get, adding w first to a growing vocabulary.
-func (v *vocab) lookupOrAdd(w string, o *BuiltinOptions) *vocabEntry {
-	if e := v.get(w); e != nil || v == nil || !v.grow || len(v.entries) >= maxCountingVocab {
-		return e
+// lookupOrAdd returns the index of word w's entry, or -1, and whether w is
+// a stop word (never in a vocabulary); a growing vocabulary adds w first.
+// v may be nil. The vocabulary is looked up before the stop words: nearly
+// every word of a text is in it, and then one lookup is all it takes.
+func (v *vocab) lookupOrAdd(w string, o *BuiltinOptions) (id int, stop bool) {
+	if v != nil {
+		if i, ok := v.index[w]; ok {
+			return int(i), false
+		}
 	}
-	return v.add(strings.Clone(w), o, func(uint64) float32 { return unknownIDF })
-}
-
-// get returns the entry of word w, or nil (also for a nil vocab).
-func (v *vocab) get(w string) *vocabEntry {
-	if v == nil {
-		return nil
+	if analysis.IsStopWord(w) {
+		return -1, true
 	}
-	i, ok := v.index[w]
-	if !ok {
-		return nil
+	if v == nil || !v.grow || len(v.entries) >= maxCountingVocab {
+		return -1, false
 	}
-	return &v.entries[i]
+	v.add(strings.Clone(w), o, func(uint64) float32 { return unknownIDF })
+	return len(v.entries) - 1, false
 }
 
 // grams returns e's character n-gram hashes and their IDFs.
