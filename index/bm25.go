@@ -151,19 +151,59 @@ func (d *DocStats) Each(fn func(term []byte, tf [NumFields]uint32)) {
 // analyse splits a document into its distinct terms and their counts;
 // seen is scratch.
 func analyse(d Doc, maxBody int, seen map[string]int) *DocStats {
+	var terms [NumFields][]string
+	var buf []string
+	for f := Field(0); f < NumFields; f++ {
+		text := d.Fields[f]
+		if f == FieldBody {
+			text = bodyText(text, maxBody)
+		}
+		start := len(buf)
+		buf = analysis.AppendTerms(buf, text)
+		terms[f] = buf[start:len(buf):len(buf)]
+	}
+	return countTerms(&terms, seen)
+}
+
+// bodyText is the part of a body that is indexed: its first maxBody bytes
+// (0: all of it).
+func bodyText(body string, maxBody int) string {
+	if maxBody > 0 && len(body) > maxBody {
+		return body[:maxBody]
+	}
+	return body
+}
+
+// BodyText is the part of a document's body NewBM25 indexes with p.
+func (p BM25Params) BodyText(body string) string {
+	return bodyText(body, p.withDefaults().MaxBodyChars)
+}
+
+// TermCounter makes DocStats from documents already split into terms, for
+// a caller that needs the terms too (one analysis of the text, not two).
+// Its scratch is reused: one per goroutine.
+type TermCounter struct{ seen map[string]int }
+
+// Stats counts terms: per field, analysis.AppendTerms of the field's text,
+// the body cut by BM25Params.BodyText first. The result is what Analyze
+// gives for that document.
+func (c *TermCounter) Stats(terms *[NumFields][]string) *DocStats {
+	if c.seen == nil {
+		c.seen = map[string]int{}
+	}
+	return countTerms(terms, c.seen)
+}
+
+// countTerms counts each distinct term per field; seen is scratch.
+func countTerms(terms *[NumFields][]string, seen map[string]int) *DocStats {
 	out := &DocStats{}
 	clear(seen)
-	var buf, distinct []string
+	var distinct []string
 	var tfs [][NumFields]uint32
 	size := 0
 	for f := Field(0); f < NumFields; f++ {
-		text := d.Fields[f]
-		if f == FieldBody && maxBody > 0 && len(text) > maxBody {
-			text = text[:maxBody]
-		}
-		buf = analysis.AppendTerms(buf[:0], text)
-		out.Len[f] = int32(len(buf))
-		for _, t := range buf {
+		out.Len[f] = int32(len(terms[f]))
+		for _, t := range terms[f] {
 			k, ok := seen[t]
 			if !ok {
 				k = len(distinct)

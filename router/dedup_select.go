@@ -1,12 +1,13 @@
 package router
 
 import (
-	"hash/fnv"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/skillrouter/skillrouter/analysis"
+	"github.com/skillrouter/skillrouter/index"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -31,38 +32,77 @@ const (
 // termSignature is a skill's sorted, distinct term hashes.
 type termSignature []uint32
 
+// signatureOf is the definition of a skill's signature; analyseLexical
+// computes the same from the terms it shares with the BM25 analysis.
 func signatureOf(s *skills.Skill) termSignature {
-	terms := analysis.Terms(displayName(s) + "\n" + s.Description + "\n" + truncateUTF8(s.Body, dupBodyChars))
-	sig := make(termSignature, 0, len(terms))
-	h := fnv.New32a()
-	for _, t := range terms {
-		h.Reset()
-		h.Write([]byte(t))
-		sig = append(sig, h.Sum32())
+	return hashTerms(analysis.Terms(displayName(s) + "\n" + s.Description + "\n" + truncateUTF8(s.Body, dupBodyChars)))
+}
+
+// hashTerms is the signature of the terms of all parts: the distinct
+// FNV-1a (32-bit) hashes, sorted.
+func hashTerms(parts ...[]string) termSignature {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	sig := make(termSignature, 0, n)
+	for _, p := range parts {
+		for _, t := range p {
+			h := uint32(2166136261)
+			for i := 0; i < len(t); i++ {
+				h ^= uint32(t[i])
+				h *= 16777619
+			}
+			sig = append(sig, h)
+		}
 	}
 	slices.Sort(sig)
 	return slices.Clip(slices.Compact(sig))
 }
 
-// signatures returns the signature of every skill of list, on every core;
-// known[i], when not nil, is skill i's (its text is unchanged). known may
-// be nil.
-func signatures(list []*skills.Skill, known []termSignature) []termSignature {
-	sigs := make([]termSignature, len(list))
+// analyseLexical fills in, on every core, each skill's BM25 statistics
+// (stats[i], kept when not nil) and near-duplicate signature (sigs[i],
+// likewise), analysing its text once for both. The signature's terms (name,
+// description, the first dupBodyChars of the body) are the statistics'
+// first terms: the body is split at the last blank before the signature's
+// end, and a word never spans a blank, so the terms before the split serve
+// both and only the short stretch after it is analysed twice.
+func analyseLexical(list []*skills.Skill, stats []*index.DocStats, sigs []termSignature) {
+	var p index.BM25Params
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(list)/64))
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
+			var tc index.TermCounter
+			var buf, tail []string
 			for i := w; i < len(list); i += workers {
-				if known != nil && known[i] != nil {
-					sigs[i] = known[i]
+				if stats[i] != nil && sigs[i] != nil {
 					continue
 				}
-				sigs[i] = signatureOf(list[i])
+				s := list[i]
+				if stats[i] == nil {
+					body := p.BodyText(s.Body)
+					end := len(truncateUTF8(s.Body, dupBodyChars))
+					split := max(0, strings.LastIndexAny(s.Body[:min(end, len(body))], " \t\r\n"))
+					var terms [index.NumFields][]string
+					buf = analysis.AppendTerms(buf[:0], displayName(s))
+					nName := len(buf)
+					buf = analysis.AppendTerms(buf, s.Description)
+					nDesc := len(buf)
+					buf = analysis.AppendTerms(buf, body[:split])
+					nHead := len(buf)
+					buf = analysis.AppendTerms(buf, body[split:])
+					terms[index.FieldName], terms[index.FieldDescription], terms[index.FieldBody] = buf[:nName], buf[nName:nDesc], buf[nDesc:]
+					stats[i] = tc.Stats(&terms)
+					if sigs[i] == nil {
+						tail = analysis.AppendTerms(tail[:0], s.Body[split:end])
+						sigs[i] = hashTerms(buf[:nHead], tail)
+					}
+					continue
+				}
+				sigs[i] = signatureOf(s)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// One array for all: the per-skill slices were made among the text
@@ -76,7 +116,6 @@ func signatures(list []*skills.Skill, known []termSignature) []termSignature {
 		all = append(all, s...)
 		sigs[i] = termSignature(all[len(all)-len(s) : len(all) : len(all)])
 	}
-	return sigs
 }
 
 // overlap is the Jaccard index of two signatures.
