@@ -6,15 +6,22 @@ package main
 // collects: a 10,000-skill proxy held ~600 MB for ~260 MB of skills and
 // indexes. After every build, and then regularly (caches fill, a build's
 // leftovers go), the process therefore returns freed memory to the system
-// and, unless GOMEMLIMIT is set, caps its memory at what it holds plus
-// headroom for requests (docs/performance.md). During a rebuild the cap is
-// lifted: the old indexes serve while the new ones are built.
+// and, unless GOGC is set, lets the heap grow by a fixed headroom for
+// requests instead of by what is live (docs/performance.md). During a
+// rebuild the default pacing is back: the old indexes serve while the new
+// ones are built.
+//
+// The headroom is a GOGC percentage worked out from the live heap, not a
+// memory limit: a limit set from what the process held once stops
+// following the heap as caches fill (envelopes, token counts), and at
+// 10,000 skills the headroom under it shrank to ~20 MB, a collection every
+// ~170 requests and ~18% of the CPU. A percentage keeps the headroom in
+// proportion to what is live at every cycle.
 //
 // Settling costs a full collection: ~20 ms of CPU a minute at 10,000
 // skills.
 
 import (
-	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -24,12 +31,12 @@ import (
 
 // memoryHeadroomMin is the least headroom: requests allocate about a tenth
 // of a megabyte each, so the collector runs every few hundred requests, not
-// after each; an eighth of what is held above that.
+// after each; an eighth of what is live above that.
 const memoryHeadroomMin = 64 << 20
 
-// The cap follows what the process holds: again memorySettleFirst after
-// the first settling (a build's index is then written for the next start,
-// and its leftovers are gone), then every memorySettleEvery.
+// The pacing follows what is live: again memorySettleFirst after the first
+// settling (a build's index is then written for the next start, and its
+// leftovers are gone), then every memorySettleEvery.
 const (
 	memorySettleFirst = 10 * time.Second
 	memorySettleEvery = time.Minute
@@ -37,14 +44,15 @@ const (
 
 var (
 	memoryMu      sync.Mutex
-	userMemLimit  = os.Getenv("GOMEMLIMIT") != ""
+	userGOGC      = os.Getenv("GOGC") != ""
 	rebuildsGoing int
 	settleTicker  sync.Once
 )
 
-// settleMemory returns freed memory to the system and caps the runtime's
-// memory at what it holds then plus an eighth, at least memoryHeadroomMin
-// more. The first call starts settling again regularly.
+// settleMemory returns freed memory to the system and sets the collector's
+// percentage so that the heap grows by an eighth of what is live, at least
+// memoryHeadroomMin, between collections. The first call starts settling
+// again regularly.
 func settleMemory() {
 	settleTicker.Do(func() {
 		go func() {
@@ -61,19 +69,29 @@ func settleMemory() {
 		return
 	}
 	debug.FreeOSMemory()
-	if userMemLimit {
+	if userGOGC {
 		return
 	}
-	held := runtimeMemory()
-	debug.SetMemoryLimit(int64(held + max(held/8, memoryHeadroomMin)))
+	debug.SetGCPercent(gcPercent(liveHeap()))
 }
 
-// startRebuild lifts the cap until the returned func settles it again.
+// gcPercent is the GOGC that lets a heap of live bytes grow by
+// max(live/8, memoryHeadroomMin) before the next collection.
+func gcPercent(live uint64) int {
+	if live == 0 {
+		return 100
+	}
+	head := max(live/8, memoryHeadroomMin)
+	return int(min((100*head+live-1)/live, 1000))
+}
+
+// startRebuild restores the default pacing until the returned func settles
+// it again.
 func startRebuild() func() {
 	memoryMu.Lock()
 	rebuildsGoing++
-	if !userMemLimit {
-		debug.SetMemoryLimit(math.MaxInt64)
+	if !userGOGC {
+		debug.SetGCPercent(100)
 	}
 	memoryMu.Unlock()
 	return func() {
@@ -84,14 +102,13 @@ func startRebuild() func() {
 	}
 }
 
-// runtimeMemory is the memory the Go runtime holds from the system, what a
-// memory limit is compared with: everything it mapped minus what it
-// returned.
-func runtimeMemory() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+// liveHeap is the heap the last collection marked live (right after the
+// collection FreeOSMemory forces, what the process holds on to).
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
+	return s[0].Value.Uint64()
 }
