@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -410,9 +411,10 @@ func (v *Vectors) Query(ctx context.Context, q []float32, n int) ([]Hit, error) 
 }
 
 // Save writes the index to path atomically: a chromem-go collection,
-// exported into a temporary file, then renamed. Uncompressed: gzip halved
-// the file but took 5.6 times as long (1.4 s against 0.25 s for 10,000
-// vectors), and chromem's import reads either.
+// exported gzip'd into a temporary file, then renamed. The gzip is ours,
+// Huffman coding only: float components barely repeat, so chromem's own
+// gzip (default level) spent 2.7 s of CPU on 10,000 vectors for a file 5%
+// smaller than Huffman's in 0.7 s; chromem's import reads any gzip stream.
 func (v *Vectors) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -422,7 +424,11 @@ func (v *Vectors) Save(path string) error {
 		return fmt.Errorf("export vector index: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := db.ExportToWriter(&buf, false, "", col.Name); err != nil {
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.HuffmanOnly) // a valid level: no error
+	if err := db.ExportToWriter(zw, false, "", col.Name); err != nil {
+		return fmt.Errorf("export vector index: %w", err)
+	}
+	if err := zw.Close(); err != nil {
 		return fmt.Errorf("export vector index: %w", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
