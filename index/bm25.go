@@ -9,7 +9,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -534,6 +533,6 @@ func QueryTerms(dst []Term, text string, weight float64) []Term {
 		at[t] = len(dst)
 		dst = append(dst, Term{Text: t, Weight: w})
 	}
-	sort.Slice(dst, func(i, j int) bool { return dst[i].Text < dst[j].Text })
+	slices.SortFunc(dst, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
 	return dst
 }
