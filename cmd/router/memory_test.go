@@ -22,3 +22,22 @@ func TestGCPercent(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, overhead uint64
+		want           int64
+	}{
+		{60 * mib, 20 * mib, (60 + 64 + 16 + 20) * mib},   // 407 skills: the minimum headroom
+		{330 * mib, 50 * mib, (330 + 64 + 16 + 50) * mib}, // 10,000 skills
+		{1024 * mib, 0, (1024 + 128 + 32) * mib},          // an eighth
+	} {
+		if got := memoryLimit(c.live, c.overhead); got != c.want {
+			t.Errorf("memoryLimit(%d MiB, %d MiB) = %d MiB, want %d", c.live/mib, c.overhead/mib, got/mib, c.want/mib)
+		}
+		if goal := int64(c.live) * int64(100+gcPercent(c.live)) / 100; goal+int64(c.overhead) >= c.want {
+			t.Errorf("live %d MiB: GOGC's goal plus overhead %d MiB reaches the limit %d MiB", c.live/mib, (goal+int64(c.overhead))/mib, c.want/mib)
+		}
+	}
+}
