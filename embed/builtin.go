@@ -123,7 +123,7 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 			defer wg.Done()
 			lo, hi := w*len(corpus)/workers, (w+1)*len(corpus)/workers
 			df := new(u64Table)
-			df.reserve(32 * (hi - lo)) // about what a library has: no rehashing as it grows
+			df.reserve(min(32*(hi-lo), 1<<19)) // about what a library has (at most 16 MB): no rehashing as it grows
 			// Word counts by vocabulary entry; a map only for words past
 			// the counting vocabulary's bound.
 			var counts []int

@@ -44,7 +44,11 @@ func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf map[uint6
 	}
 	all := make([]wc, 0, len(counts))
 	for w, c := range counts {
-		all = append(all, wc{w, c})
+		// Never a stop word: extract takes a vocabulary word as a content
+		// word without asking (a restored state could predate a stop list).
+		if !analysis.IsStopWord(w) {
+			all = append(all, wc{w, c})
+		}
 	}
 	slices.SortFunc(all, func(a, b wc) int {
 		if c := cmp.Compare(b.c, a.c); c != 0 {

@@ -18,8 +18,10 @@ package main
 // process held shrank the headroom at 10,000 skills to ~20 MB, a collection
 // every ~170 requests and ~18% of the CPU.
 //
-// Settling costs a full collection: ~20 ms of CPU a minute at 10,000
-// skills; following the live heap in between costs a metrics read.
+// GOGC in the environment turns the pacing off (settling still returns
+// freed memory); GOMEMLIMIT replaces the limit. Settling costs a full
+// collection: ~20 ms of CPU a minute at 10,000 skills; following the live
+// heap in between costs a metrics read.
 
 import (
 	"math"
@@ -50,8 +52,7 @@ var (
 	userGOGC      = os.Getenv("GOGC") != ""
 	userMemLimit  = os.Getenv("GOMEMLIMIT") != ""
 	rebuildsGoing int
-	settled       bool   // pacing is set (no rebuild since the last settling)
-	memOverhead   uint64 // what the runtime holds beyond the live heap, at the last settling
+	settled       bool // pacing is set (no rebuild since the last settling)
 	settleTicker  sync.Once
 )
 
@@ -80,13 +81,8 @@ func settleMemory() {
 		return
 	}
 	debug.FreeOSMemory()
-	live, held := liveHeap(), runtimeMemory()
-	memOverhead = 0
-	if held > live {
-		memOverhead = held - live
-	}
 	settled = true
-	pace(live)
+	pace()
 }
 
 // followLiveHeap sets the pacing again for the heap the last collection
@@ -95,33 +91,40 @@ func followLiveHeap() {
 	memoryMu.Lock()
 	defer memoryMu.Unlock()
 	if settled {
-		pace(liveHeap())
+		pace()
 	}
 }
 
-// pace lets a heap of live bytes grow by headroom(live) before the next
-// collection, and caps the runtime's memory a quarter of that headroom
-// above what the heap then reaches plus the overhead; GOGC and GOMEMLIMIT
-// in the environment each replace their part.
-func pace(live uint64) {
-	if live == 0 {
+// pace lets the live heap grow by its headroom before the next collection,
+// and caps the runtime's memory above what that allows (memoryLimit). GOGC
+// in the environment turns both off (a limit worked out from this policy's
+// headroom would override it); GOMEMLIMIT replaces the cap.
+func pace() {
+	live, nonHeap := heapMemory()
+	if live == 0 || userGOGC {
 		return
 	}
-	if !userGOGC {
-		debug.SetGCPercent(gcPercent(live))
-	}
+	debug.SetGCPercent(gcPercent(live))
 	if !userMemLimit {
-		debug.SetMemoryLimit(memoryLimit(live, memOverhead))
+		debug.SetMemoryLimit(memoryLimit(live, nonHeap))
 	}
 }
 
-// memoryLimit is the cap for a heap of live bytes and the runtime's
-// overhead beyond it: the heap's goal plus a quarter of its headroom, so
-// the limit never paces the collector before GOGC does.
-func memoryLimit(live, overhead uint64) int64 {
+// memoryLimit is the cap for a heap of live bytes when the runtime holds
+// nonHeap bytes besides the heap's objects and free pages. Under a limit
+// the runtime aims the heap at 97% of the limit minus that memory, so the
+// cap is set where that aim is the heap's GOGC goal plus a quarter of the
+// headroom and memoryLimitSlack: the limit makes the runtime return freed
+// memory, and does not pace the collector ahead of GOGC unless stacks and
+// other non-heap memory grow by that much before the next follow.
+func memoryLimit(live, nonHeap uint64) int64 {
 	head := headroom(live)
-	return int64(live + head + head/4 + overhead)
+	return int64((live+head+head/4+memoryLimitSlack)*100/97 + nonHeap)
 }
+
+// memoryLimitSlack covers what GOGC's goal adds beyond the heap (stacks and
+// globals times GOGC) and non-heap growth between follows.
+const memoryLimitSlack = 16 << 20
 
 // headroom is how much the heap may grow between collections.
 func headroom(live uint64) uint64 { return max(live/8, memoryHeadroomMin) }
@@ -156,25 +159,29 @@ func startRebuild() func() {
 	}
 }
 
-// liveHeap is the heap the last collection marked live (right after the
-// collection FreeOSMemory forces, what the process holds on to).
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+// heapMemory returns the heap the last collection marked live, and the
+// memory the runtime holds from the system beyond the heap's objects and
+// free pages (stacks, metadata, fragmentation), as its memory limit counts
+// it.
+func heapMemory() (live, nonHeap uint64) {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
 	}
-	return s[0].Value.Uint64()
-}
-
-// runtimeMemory is the memory the Go runtime holds from the system, what a
-// memory limit is compared with: everything it mapped minus what it
-// returned.
-func runtimeMemory() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
+	var v [5]uint64
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0, 0
+		}
+		v[i] = s[i].Value.Uint64()
 	}
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
+	live = v[0]
+	if held := v[1] - v[2]; held > v[3]+v[4] {
+		nonHeap = held - v[3] - v[4]
+	}
+	return live, nonHeap
 }

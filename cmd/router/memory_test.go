@@ -23,21 +23,26 @@ func TestGCPercent(t *testing.T) {
 	}
 }
 
+// The limit must leave the collector to GOGC: the runtime aims the heap at
+// 97% of the limit minus the non-heap memory, which must stay above the
+// GOGC goal (with stacks and globals counted in, a few MiB) by a margin.
 func TestMemoryLimit(t *testing.T) {
 	const mib = 1 << 20
-	for _, c := range []struct {
-		live, overhead uint64
-		want           int64
-	}{
-		{60 * mib, 20 * mib, (60 + 64 + 16 + 20) * mib},   // 407 skills: the minimum headroom
-		{330 * mib, 50 * mib, (330 + 64 + 16 + 50) * mib}, // 10,000 skills
-		{1024 * mib, 0, (1024 + 128 + 32) * mib},          // an eighth
+	for _, c := range []struct{ live, nonHeap uint64 }{
+		{30 * mib, 15 * mib},  // 407 skills
+		{330 * mib, 50 * mib}, // 10,000 skills
+		{1024 * mib, 80 * mib},
+		{8192 * mib, 200 * mib},
 	} {
-		if got := memoryLimit(c.live, c.overhead); got != c.want {
-			t.Errorf("memoryLimit(%d MiB, %d MiB) = %d MiB, want %d", c.live/mib, c.overhead/mib, got/mib, c.want/mib)
+		limit := memoryLimit(c.live, c.nonHeap)
+		aim := float64(limit-int64(c.nonHeap)) * 0.97
+		gogc := float64(c.live) + float64(c.live+8*mib)*float64(gcPercent(c.live))/100 // 8 MiB of stacks and globals
+		if margin := float64(headroom(c.live)) / 5; aim < gogc+margin {
+			t.Errorf("live %d MiB: the limit aims the heap at %.0f MiB, within %.0f MiB of GOGC's goal %.0f MiB",
+				c.live/mib, aim/mib, margin/mib, gogc/mib)
 		}
-		if goal := int64(c.live) * int64(100+gcPercent(c.live)) / 100; goal+int64(c.overhead) >= c.want {
-			t.Errorf("live %d MiB: GOGC's goal plus overhead %d MiB reaches the limit %d MiB", c.live/mib, (goal+int64(c.overhead))/mib, c.want/mib)
+		if over := float64(limit) - gogc - float64(c.nonHeap); over > float64(headroom(c.live)/2+16*mib)+0.05*float64(c.live+headroom(c.live)) {
+			t.Errorf("live %d MiB: limit %d MiB leaves %.0f MiB over the heap's goal and overhead", c.live/mib, limit/mib, over/mib)
 		}
 	}
 }
