@@ -15,7 +15,8 @@ package e2e
 // SKILLROUTER_SBS_CLIENTS (default "1,16,64"), SKILLROUTER_SBS_DELAY_MS
 // (the upstream's answer time, default 20), SKILLROUTER_SBS_SKILLS (a
 // library size: the real skills first, then the synthetic variants of
-// `router bench --scale`; default: the 407 real skills) and
+// `router bench --scale`; default: the 407 real skills; a list, e.g.
+// "10000,407", adds a router per further size as a target of its own) and
 // SKILLROUTER_SBS_BASELINE (another router binary, e.g. one built from
 // the previous commit: it runs as a fifth target, "baseline routing on",
 // for old/new figures alternated in one run), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
@@ -169,10 +170,28 @@ func TestSideBySide(t *testing.T) {
 		}
 	}
 	query := sbsQueries(t, dir)
-	skillsDir, nSkills := filepath.Join(dir, "skills"), 407
-	if n := envInt("SKILLROUTER_SBS_SKILLS", 0); n > 0 {
-		skillsDir, nSkills = sbsScaleLibrary(t, dir, n), n
+	// Library sizes: the first is the main router's; each other one gets a
+	// router of its own as one more target, so that costs at two sizes
+	// alternate in the same rounds.
+	var sizes []int
+	for _, f := range strings.Split(os.Getenv("SKILLROUTER_SBS_SKILLS"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			sizes = append(sizes, n)
+		}
 	}
+	library := func(n int) string {
+		if n == 0 {
+			return filepath.Join(dir, "skills")
+		}
+		return sbsScaleLibrary(t, dir, n)
+	}
+	nSkills := 407
+	if len(sizes) > 0 {
+		nSkills = sizes[0]
+	} else {
+		sizes = []int{0}
+	}
+	skillsDir := library(sizes[0])
 
 	up := fakeai.New()
 	defer up.Close()
@@ -211,6 +230,10 @@ func TestSideBySide(t *testing.T) {
 		{name: "skillrouter, routing on", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
 	}
 	targets = append(targets, baseline...)
+	for _, n := range sizes[1:] {
+		p, addr := sbsStartRouter(t, bin, library(n), up.BaseURL())
+		targets = append(targets, sbsTarget{name: fmt.Sprintf("routing on, %d skills", n), base: "http://" + addr + "/v1", pid: p.Process.Pid})
+	}
 	if only := os.Getenv("SKILLROUTER_SBS_TARGETS"); only != "" {
 		var keep []sbsTarget
 		for _, tg := range targets {
