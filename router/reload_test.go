@@ -60,9 +60,12 @@ func (c *remoteCounter) Embed(ctx context.Context, texts []string) ([][]float32,
 	return c.Builtin.Embed(ctx, texts)
 }
 func (c *remoteCounter) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	// hold is read before the call is counted: a test that waits for the
+	// count and then clears hold must find this call already holding.
+	h := c.hold.Load()
 	c.docCalls.Add(1)
 	c.docTexts.Add(int64(len(texts)))
-	if h := c.hold.Load(); h != nil {
+	if h != nil {
 		select {
 		case <-*h:
 		case <-ctx.Done():
