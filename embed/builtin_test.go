@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -295,23 +296,11 @@ func TestBuiltinParallelSame(t *testing.T) {
 	big := mixedCorpus(rand.New(rand.NewPCG(11, 12)), 500, " ")
 	fitEmbed := func(procs int) (*Builtin, [][]float32) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		b := NewBuiltin(Config{}).Fit(big)
-		v, err := b.Embed(context.Background(), big)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b, v
+		return fitAndEmbed(t, big)
 	}
 	b1, v1 := fitEmbed(1)
 	b4, v4 := fitEmbed(4)
-	if b1.Model() != b4.Model() || !reflect.DeepEqual(b1.idf, b4.idf) || !reflect.DeepEqual(b1.vocab, b4.vocab) {
-		t.Fatalf("fits differ: %s and %s", b1.Model(), b4.Model())
-	}
-	for i := range v1 {
-		if !slices.Equal(v1[i], v4[i]) {
-			t.Fatalf("text %d: vectors differ", i)
-		}
-	}
+	requireSameFit(t, "4 cores against 1", b1, v1, b4, v4)
 }
 
 // TestBuiltinFitCountingVocab: fitting with the counting vocabulary (a
@@ -322,23 +311,36 @@ func TestBuiltinFitCountingVocab(t *testing.T) {
 	fitEmbed := func(limit int) (*Builtin, [][]float32) {
 		defer func(old int) { maxCountingVocab = old }(maxCountingVocab)
 		maxCountingVocab = limit
-		b := NewBuiltin(Config{}).Fit(big)
-		v, err := b.Embed(context.Background(), big)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b, v
+		return fitAndEmbed(t, big)
 	}
 	b0, v0 := fitEmbed(0)
 	for _, limit := range []int{7, 1 << 17} {
 		b, v := fitEmbed(limit)
-		if b.Model() != b0.Model() || !reflect.DeepEqual(b.idf, b0.idf) || !reflect.DeepEqual(b.vocab, b0.vocab) {
-			t.Fatalf("limit %d: fit differs: %s, without %s", limit, b.Model(), b0.Model())
-		}
-		for i := range v {
-			if !slices.Equal(v[i], v0[i]) {
-				t.Fatalf("limit %d, text %d: vectors differ", limit, i)
-			}
+		requireSameFit(t, fmt.Sprintf("counting vocabulary of %d against none", limit), b0, v0, b, v)
+	}
+}
+
+// fitAndEmbed fits a builtin to corpus and embeds the corpus with it.
+func fitAndEmbed(t *testing.T, corpus []string) (*Builtin, [][]float32) {
+	t.Helper()
+	b := NewBuiltin(Config{}).Fit(corpus)
+	v, err := b.Embed(context.Background(), corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, v
+}
+
+// requireSameFit fails unless two fits (model, IDF table, vocabulary) and
+// the vectors they gave are the same, bit for bit.
+func requireSameFit(t *testing.T, what string, a *Builtin, va [][]float32, b *Builtin, vb [][]float32) {
+	t.Helper()
+	if a.Model() != b.Model() || !reflect.DeepEqual(a.idf, b.idf) || !reflect.DeepEqual(a.vocab, b.vocab) {
+		t.Fatalf("%s: fits differ: %s and %s", what, a.Model(), b.Model())
+	}
+	for i := range va {
+		if !slices.Equal(va[i], vb[i]) {
+			t.Fatalf("%s, text %d: vectors differ", what, i)
 		}
 	}
 }

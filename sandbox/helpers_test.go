@@ -12,11 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -73,24 +73,13 @@ func copySkill(t testing.TB, id string) *skills.Skill {
 	return skillAt(id, dst)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+// syncBuffer is a goroutine-safe log sink that reads back JSON records.
+type syncBuffer struct{ syncbuf.Buffer }
 
 // records returns the JSON log records with the given message.
 func (b *syncBuffer) records(msg string) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var r map[string]any
