@@ -363,7 +363,6 @@ type featureSet struct {
 	wseq   []string              // distinct content words in first-occurrence order
 	wpos   map[string]int        // word -> its position in wseq
 	wcount []int                 // per wseq word: occurrences
-	wvocab []*vocabEntry         // per wseq word: its vocabulary entry, or nil
 	wid    []int32               // per wseq word: its vocabulary entry's index, or -1
 	wgen   []uint32              // per vocabulary entry: gen when the text has it
 	wat    []int32               // per vocabulary entry: its position in wseq
@@ -407,7 +406,7 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 	}
 	fs.words = analysis.AppendWords(fs.words[:0], text)
 	fs.terms = fs.terms[:0]
-	fs.wseq, fs.wcount, fs.wvocab, fs.wid = fs.wseq[:0], fs.wcount[:0], fs.wvocab[:0], fs.wid[:0]
+	fs.wseq, fs.wcount, fs.wid = fs.wseq[:0], fs.wcount[:0], fs.wid[:0]
 	fs.gen++
 	if fs.gen == 0 { // wrapped: stamps from 2^32 texts ago would look current
 		clear(fs.wgen)
@@ -432,20 +431,18 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 			} else {
 				i = len(fs.wseq)
 				fs.wgen[id], fs.wat[id] = fs.gen, int32(i)
-				fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, &voc.entries[id])
-				fs.wid = append(fs.wid, int32(id))
+				fs.wseq, fs.wcount, fs.wid = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wid, int32(id))
 			}
 		} else {
 			var seen bool
 			if i, seen = fs.wpos[w]; !seen {
 				i = len(fs.wseq)
 				fs.wpos[w] = i
-				fs.wseq, fs.wcount, fs.wvocab = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wvocab, nil)
-				fs.wid = append(fs.wid, -1)
+				fs.wseq, fs.wcount, fs.wid = append(fs.wseq, w), append(fs.wcount, 0), append(fs.wid, -1)
 			}
 		}
 		fs.wcount[i]++
-		if e := fs.wvocab[i]; e != nil {
+		if e := voc.entry(fs.wid[i]); e != nil {
 			fs.terms = append(fs.terms, e.stem)
 			if o.Unigram != 0 {
 				fs.add(famUnigram, e.uni, 1, e.uniIDF)
@@ -469,7 +466,7 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 		// repeated words are the bulk of long texts.
 		for i, w := range fs.wseq {
 			c := float64(fs.wcount[i])
-			if e := fs.wvocab[i]; e != nil {
+			if e := voc.entry(fs.wid[i]); e != nil {
 				hs, idfs := voc.grams(e)
 				for i, h := range hs {
 					fs.add(famChar, h, c, idfs[i])

@@ -73,8 +73,9 @@ func newVocab(counts map[string]int, limit int, o *BuiltinOptions, idf map[uint6
 	return v
 }
 
-// add computes word w's entry (IDFs from lookup) and indexes it.
-func (v *vocab) add(w string, o *BuiltinOptions, lookup func(uint64) float32) *vocabEntry {
+// add computes word w's entry (IDFs from lookup), indexes it and returns
+// its index.
+func (v *vocab) add(w string, o *BuiltinOptions, lookup func(uint64) float32) int {
 	st := analysis.Stem(w)
 	uni := hashStr(famUnigram, st, "")
 	e := vocabEntry{stem: st, uni: uni, uniIDF: lookup(uni), off: uint32(len(v.hashes))}
@@ -86,7 +87,15 @@ func (v *vocab) add(w string, o *BuiltinOptions, lookup func(uint64) float32) *v
 	e.n = uint32(len(v.scratch))
 	v.index[w] = uint32(len(v.entries))
 	v.entries = append(v.entries, e)
-	return &v.entries[len(v.entries)-1]
+	return len(v.entries) - 1
+}
+
+// entry returns the entry of index id, or nil for -1.
+func (v *vocab) entry(id int32) *vocabEntry {
+	if id < 0 {
+		return nil
+	}
+	return &v.entries[id]
 }
 
 // counting returns an empty vocabulary that Fit's counting grows with every
@@ -117,8 +126,7 @@ func (v *vocab) lookupOrAdd(w string, o *BuiltinOptions) (id int, stop bool) {
 	if v == nil || !v.grow || len(v.entries) >= maxCountingVocab {
 		return -1, false
 	}
-	v.add(strings.Clone(w), o, func(uint64) float32 { return unknownIDF })
-	return len(v.entries) - 1, false
+	return v.add(strings.Clone(w), o, func(uint64) float32 { return unknownIDF }), false
 }
 
 // grams returns e's character n-gram hashes and their IDFs.
