@@ -232,14 +232,6 @@ func Analyze(d Doc, p BM25Params) *DocStats {
 	return analyse(d, p.MaxBodyChars, map[string]int{})
 }
 
-// AnalyzeAll is Analyze for each of docs, on every core.
-func AnalyzeAll(docs []Doc, p BM25Params) []*DocStats {
-	p = p.withDefaults()
-	out := make([]*DocStats, len(docs))
-	analyseRange(docs, out, 0, len(docs), p.MaxBodyChars)
-	return out
-}
-
 // analyseRange analyses docs[lo:hi] into out[0:hi-lo] on every core.
 func analyseRange(docs []Doc, out []*DocStats, lo, hi, maxBody int) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), 8, hi-lo))

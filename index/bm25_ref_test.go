@@ -120,13 +120,25 @@ func TestBM25MatchesReference(t *testing.T) {
 	for name, docs := range sets {
 		got, want := NewBM25(docs, BM25Params{}), newRefBM25(docs, BM25Params{})
 		// The same index from analyses kept across builds (router reloads):
-		// some analysed one at a time, the rest together.
-		ids, stats := make([]string, len(docs)), AnalyzeAll(docs, BM25Params{})
+		// some analysed one at a time, the rest from terms split by the
+		// caller (a TermCounter, as the router's build does).
+		ids, stats := make([]string, len(docs)), make([]*DocStats, len(docs))
+		var tc TermCounter
 		for i, d := range docs {
 			ids[i] = d.ID
 			if i%3 == 0 {
 				stats[i] = Analyze(d, BM25Params{})
+				continue
 			}
+			var terms [NumFields][]string
+			for f := range terms {
+				text := d.Fields[f]
+				if Field(f) == FieldBody {
+					text = BM25Params{}.BodyText(text)
+				}
+				terms[f] = analysis.Terms(text)
+			}
+			stats[i] = tc.Stats(&terms)
 		}
 		kept := NewBM25Stats(ids, stats, BM25Params{})
 		for k := range 40 {

@@ -91,7 +91,8 @@ func (sc *rankScratch) entries(order []uint64, comps uint8, finish func(*rankEnt
 // each within delta of the exact score: it finds the skills whose exact
 // score can rank among the depth best, has rescore replace their
 // approximate values in the scratch arrays with exact ones (all of them in
-// one call, which lets it score several at a time), and ranks those. The result is the one exact scores everywhere would give.
+// one call, which lets it score several at a time), and ranks those. The
+// result is the one exact scores everywhere would give.
 //
 // The depth best approximations all score at least floor exactly. A skill
 // whose approximation plus delta still rounds to a float32 below floor's
