@@ -90,7 +90,7 @@ func (a *Accountant) StuffAll(snap *skills.Snapshot) Counts {
 	list := snap.Skills()
 	texts := make([]string, len(list))
 	for i, s := range list {
-		texts[i] = s.Content
+		texts[i] = s.Content()
 	}
 	return a.sum(texts...)
 }

@@ -44,7 +44,7 @@ func TestAccountantCounts(t *testing.T) {
 		c, _ := tokens.Get(e)
 		want := 0
 		for _, s := range list {
-			want += c.Count(s.Content)
+			want += c.Count(s.Content())
 		}
 		if stuffed[i] != want {
 			t.Errorf("%s: StuffAll %d, want %d", e, stuffed[i], want)

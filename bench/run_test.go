@@ -112,8 +112,8 @@ func TestMaterializeMetaTool(t *testing.T) {
 	if !ok {
 		t.Fatal("PDF&URLTool not loaded")
 	}
-	if s.Description != "Summarise a PDF document or a web page from its URL." || strings.TrimSpace(s.Body) != s.Description {
-		t.Fatalf("description %q body %q", s.Description, s.Body)
+	if s.Description != "Summarise a PDF document or a web page from its URL." || strings.TrimSpace(s.Body()) != s.Description {
+		t.Fatalf("description %q body %q", s.Description, s.Body())
 	}
 	q, _ := snap.Get("claude_helper")
 	if q.Description != `Answers "quoted" questions: with colons, and <angle> brackets.` {
@@ -189,7 +189,7 @@ func TestRun(t *testing.T) {
 	o200k, _ := tokens.Get(tokens.O200kBase)
 	stuff := 0
 	for _, s := range snap.Skills() {
-		stuff += o200k.Count(s.Content)
+		stuff += o200k.Count(s.Content())
 	}
 	if res.PromptTokens.StuffAll.Mean != float64(stuff) {
 		t.Fatalf("stuff-all %v, want %d", res.PromptTokens.StuffAll.Mean, stuff)

@@ -66,7 +66,7 @@ func ScaleLibrary(ordered []*skills.Skill, size int, seed uint64) []SkillFile {
 	}
 	out := make([]SkillFile, 0, size)
 	for _, s := range ordered[:min(size, len(ordered))] {
-		out = append(out, SkillFile{ID: s.ID, Content: s.Content})
+		out = append(out, SkillFile{ID: s.ID, Content: s.Content()})
 	}
 	for i := 0; len(out) < size; i++ {
 		out = append(out, Variant(ordered[i%len(ordered)], i+1, seed))
@@ -97,7 +97,7 @@ func Variant(base *skills.Skill, n int, seed uint64) SkillFile {
 	name := SkillName(fmt.Sprintf("%05d-%s", n, baseName))
 	note := fmt.Sprintf("Adapted for %s %s.", audience, setting)
 	desc := reword(strings.TrimSpace(base.Description), swaps) + " " + note
-	body := "> " + note + "\n\n" + reword(base.Body, swaps)
+	body := "> " + note + "\n\n" + reword(base.Body(), swaps)
 	return SkillFile{ID: "synthetic/" + name, Content: SkillMarkdown(name, desc, body)}
 }
 

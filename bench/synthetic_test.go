@@ -13,12 +13,10 @@ func realSkills(n int) []*skills.Skill {
 	out := make([]*skills.Skill, n)
 	for i := range out {
 		name := fmt.Sprintf("skill-%02d", i)
-		out[i] = &skills.Skill{
+		out[i] = (&skills.Skill{
 			ID: "src/" + name, Name: name,
 			Description: "Use this tool to analyze data files and create simple reports.",
-			Body:        "# Skill\n\nUse the CLI to run checks on Files. USE it when users need help.\n",
-			Content:     "---\nname: " + name + "\n---\nbody\n",
-		}
+		}).SetText("---\nname: "+name+"\n---\nbody\n", "# Skill\n\nUse the CLI to run checks on Files. USE it when users need help.\n")
 	}
 	return out
 }
@@ -54,7 +52,7 @@ func TestVariant(t *testing.T) {
 		t.Fatalf("content:\n%s", v1.Content)
 	}
 	// A skill with a name that breaks the rules still yields a valid name.
-	odd := &skills.Skill{ID: "x/Claude_Tool", Name: "Claude_Tool", Description: "d", Body: "b"}
+	odd := (&skills.Skill{ID: "x/Claude_Tool", Name: "Claude_Tool", Description: "d"}).SetText("", "b")
 	if v := Variant(odd, 3, 1); v.ID != "synthetic/00003-tool" {
 		t.Fatalf("odd id %q", v.ID)
 	}
@@ -80,7 +78,7 @@ func TestScaleOrderAndLibrary(t *testing.T) {
 	}
 
 	small := ScaleLibrary(ordered, 3, 9)
-	if len(small) != 3 || small[0].ID != "src/skill-04" || small[0].Content != real[4].Content {
+	if len(small) != 3 || small[0].ID != "src/skill-04" || small[0].Content != real[4].Content() {
 		t.Fatalf("small library: %v", small)
 	}
 	big := ScaleLibrary(ordered, 20, 9)

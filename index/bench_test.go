@@ -30,7 +30,7 @@ func BenchmarkBM25Query(b *testing.B) {
 	list := benchLibrary(b)
 	docs := make([]index.Doc, len(list))
 	for i, s := range list {
-		docs[i] = index.Doc{ID: s.ID, Fields: [index.NumFields]string{s.Name, s.Description, s.Body}}
+		docs[i] = index.Doc{ID: s.ID, Fields: [index.NumFields]string{s.Name, s.Description, s.Body()}}
 	}
 	ix := index.NewBM25(docs, index.DefaultBM25Params)
 	scores := make([]float64, ix.Len())

@@ -112,7 +112,7 @@ func TestBM25MatchesReference(t *testing.T) {
 		var real []Doc
 		for i, s := range skills.Load(context.Background(), []string{dir}, skills.Options{}).Skills() {
 			if i%4 == 0 { // a hundred real skills: the reference is slow under -race
-				real = append(real, Doc{ID: s.ID, Fields: [NumFields]string{s.Name, s.Description, s.Body}})
+				real = append(real, Doc{ID: s.ID, Fields: [NumFields]string{s.Name, s.Description, s.Body()}})
 			}
 		}
 		sets["bench"] = real

@@ -32,7 +32,7 @@ func (s *Server) applyResources(old, nv *view) {
 		s.srv.RemoveResources(gone...)
 	}
 	for uri, f := range nv.files {
-		if o, ok := old.files[uri]; ok && o.sig == f.sig && sameResource(o.res, f.res) {
+		if o, ok := old.files[uri]; ok && o.sameAs(f) {
 			continue
 		}
 		s.srv.AddResource(f.res, s.readResource)
@@ -51,11 +51,20 @@ func (s *Server) applyPrompts(old, nv *view) {
 		s.srv.RemovePrompts(gone...)
 	}
 	for name, p := range nv.prompts {
-		if o, ok := old.prompts[name]; ok && samePrompt(o.prompt, p.prompt) && o.skill.Content == p.skill.Content {
+		if o, ok := old.prompts[name]; ok && samePrompt(o.prompt, p.prompt) && skills.SameContent(o.skill, p.skill) {
 			continue
 		}
 		s.srv.AddPrompt(p.prompt, s.getPrompt)
 	}
+}
+
+// sameAs reports whether f publishes what o did: the same resource and,
+// as far as the view can tell, the same content.
+func (f *fileRef) sameAs(o *fileRef) bool {
+	if f.rel == skills.SkillFile && !skills.SameContent(f.skill.sk, o.skill.sk) {
+		return false
+	}
+	return o.sig == f.sig && sameResource(o.res, f.res)
 }
 
 func sameResource(a, b *mcp.Resource) bool {

@@ -50,7 +50,7 @@ type fileRef struct {
 	skill *servedSkill
 	rel   string // slash path inside the skill folder
 	res   *mcp.Resource
-	sig   string // changes when the file's published content may have changed
+	sig   string // changes when the file's published content may have changed (SKILL.md: see sameAs)
 }
 
 type promptEntry struct {
@@ -97,7 +97,7 @@ func buildView(snap *skills.Snapshot, descLimit int, log *slog.Logger) *view {
 		v.served = append(v.served, ss)
 		v.byURI[ss.uri] = ss
 		v.byID[sk.ID] = ss
-		v.addFile(ss, skills.SkillFile, size, sk.Content)
+		v.addFile(ss, skills.SkillFile, size, "") // compared by skills.SameContent
 		for _, r := range sk.Resources {
 			v.addFile(ss, r.Path, r.Size, fmt.Sprint(r.Size))
 		}

@@ -55,7 +55,7 @@ const refreshDrift = 0.1
 // sameText reports whether two versions of a skill rank alike: the text
 // every index reads is unchanged.
 func sameText(a, b *skills.Skill) bool {
-	return a == b || (a.ID == b.ID && a.Name == b.Name && a.Description == b.Description && a.Body == b.Body)
+	return a == b || (a.ID == b.ID && a.Name == b.Name && a.Description == b.Description && skills.SameBody(a, b))
 }
 
 // documentDoc splits a skill into the weighted texts its vector is made
@@ -67,7 +67,7 @@ func sameText(a, b *skills.Skill) bool {
 func documentDoc(s *skills.Skill) index.VectorDoc {
 	head := displayName(s) + "\n" + s.Description
 	parts := []index.Part{{Text: head, Weight: 1}}
-	if body := truncateUTF8(s.Body, docBodyChars); strings.TrimSpace(body) != "" {
+	if body := truncateUTF8(s.Body(), docBodyChars); strings.TrimSpace(body) != "" {
 		parts = append(parts, index.Part{Text: body, Weight: docBodyWeight})
 	}
 	return index.VectorDoc{ID: s.ID, Name: s.Name, Parts: parts}

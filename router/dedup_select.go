@@ -35,7 +35,7 @@ type termSignature []uint32
 // signatureOf is the definition of a skill's signature; analyseLexical
 // computes the same from the terms it shares with the BM25 analysis.
 func signatureOf(s *skills.Skill) termSignature {
-	return hashTerms(analysis.Terms(displayName(s) + "\n" + s.Description + "\n" + truncateUTF8(s.Body, dupBodyChars)))
+	return hashTerms(analysis.Terms(displayName(s) + "\n" + s.Description + "\n" + truncateUTF8(s.Body(), dupBodyChars)))
 }
 
 // hashTerms is the signature of the terms of all parts: the distinct
@@ -81,9 +81,10 @@ func analyseLexical(list []*skills.Skill, stats []*index.DocStats, sigs []termSi
 				}
 				s := list[i]
 				if stats[i] == nil {
-					body := p.BodyText(s.Body)
-					end := len(truncateUTF8(s.Body, dupBodyChars))
-					split := max(0, strings.LastIndexAny(s.Body[:min(end, len(body))], " \t\r\n"))
+					full := s.Body()
+					body := p.BodyText(full)
+					end := len(truncateUTF8(full, dupBodyChars))
+					split := max(0, strings.LastIndexAny(full[:min(end, len(body))], " \t\r\n"))
 					var terms [index.NumFields][]string
 					buf = analysis.AppendTerms(buf[:0], displayName(s))
 					nName := len(buf)
@@ -95,7 +96,7 @@ func analyseLexical(list []*skills.Skill, stats []*index.DocStats, sigs []termSi
 					terms[index.FieldName], terms[index.FieldDescription], terms[index.FieldBody] = buf[:nName], buf[nName:nDesc], buf[nDesc:]
 					stats[i] = tc.Stats(&terms)
 					if sigs[i] == nil {
-						tail = analysis.AppendTerms(tail[:0], s.Body[split:end])
+						tail = analysis.AppendTerms(tail[:0], full[split:end])
 						sigs[i] = hashTerms(buf[:nHead], tail)
 					}
 					continue

@@ -8,7 +8,7 @@ import (
 
 func TestOverlap(t *testing.T) {
 	sk := func(name, desc, body string) *skills.Skill {
-		return &skills.Skill{ID: name, Name: name, Description: desc, Body: body}
+		return (&skills.Skill{ID: name, Name: name, Description: desc}).SetText("", body)
 	}
 	base := sk("csv-clean", "Clean CSV files: fix delimiters, encodings and broken quotes.", "Detect the delimiter, re-encode to UTF-8, repair quoting.")
 	for _, tc := range []struct {

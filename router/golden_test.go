@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -54,34 +56,50 @@ func scored(ids ...string) []Scored {
 	return out
 }
 
+// TestGoldenRewrites renders each case from a fresh library and from one
+// whose text is packed (skills.Snapshot.Pack, as the server keeps it).
 func TestGoldenRewrites(t *testing.T) {
-	snap := fixture(t)
-	for _, tc := range goldenCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			in, err := os.ReadFile(filepath.Join("testdata", "requests", tc.name+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dec := tc.dec
-			rw, err := rewriteWithChat(context.Background(), in, snap, &dec, tc.opts, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Deterministic: a second run gives the same bytes.
-			dec2 := tc.dec
-			rw2, err := rewriteWithChat(context.Background(), in, snap, &dec2, tc.opts, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(rw.Body, rw2.Body) {
-				t.Fatal("two rewrites of the same request differ")
-			}
-			checkPreserved(t, in, rw.Body)
-			transcript := renderTranscript(t, in, rw)
-			compareGolden(t, filepath.Join("testdata", "golden", tc.name+".json"), rw.Body)
-			compareGolden(t, filepath.Join("testdata", "golden", tc.name+".txt"), []byte(transcript))
-		})
+	plain := fixture(t)
+	packed := skills.Load(context.Background(), []string{fixtureRoot}, skills.Options{})
+	if packed.Pack(context.Background()) == 0 {
+		t.Fatal("the fixture library packs nothing")
 	}
+	for _, tc := range goldenCases() {
+		for _, snap := range []*skills.Snapshot{plain, packed} {
+			testGolden(t, tc, snap, snap == packed)
+		}
+	}
+}
+
+func testGolden(t *testing.T, tc goldenCase, snap *skills.Snapshot, packed bool) {
+	name := tc.name
+	if packed {
+		name += "/packed"
+	}
+	t.Run(name, func(t *testing.T) {
+		in, err := os.ReadFile(filepath.Join("testdata", "requests", tc.name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := tc.dec
+		rw, err := rewriteWithChat(context.Background(), in, snap, &dec, tc.opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Deterministic: a second run gives the same bytes.
+		dec2 := tc.dec
+		rw2, err := rewriteWithChat(context.Background(), in, snap, &dec2, tc.opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rw.Body, rw2.Body) {
+			t.Fatal("two rewrites of the same request differ")
+		}
+		checkPreserved(t, in, rw.Body)
+		transcript := renderTranscript(t, in, rw)
+		compareGolden(t, filepath.Join("testdata", "golden", tc.name+".json"), rw.Body)
+		compareGolden(t, filepath.Join("testdata", "golden", tc.name+".txt"), []byte(transcript))
+	})
 }
 
 // checkPreserved asserts the rewrite kept the client's request: valid JSON,

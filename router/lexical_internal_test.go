@@ -19,7 +19,7 @@ func TestAnalyseLexical(t *testing.T) {
 	long := strings.Repeat("Deploy the chart with Helm, then roll back. ", 200) // ~9,000 bytes
 	var list []*skills.Skill
 	add := func(name, body string) {
-		list = append(list, &skills.Skill{ID: fmt.Sprintf("s%d", len(list)), Name: name, Description: "Review pull requests for risky changes.", Body: body})
+		list = append(list, (&skills.Skill{ID: fmt.Sprintf("s%d", len(list)), Name: name, Description: "Review pull requests for risky changes."}).SetText("", body))
 	}
 	add("empty-body", "")
 	add("short_body", "Run `go test ./...` and read the failures.")
@@ -42,7 +42,7 @@ func TestAnalyseLexical(t *testing.T) {
 		if want := signatureOf(s); !slices.Equal(sigs[i], want) {
 			t.Errorf("%s (%s): signature of %d hashes, want %d", s.ID, s.Name, len(sigs[i]), len(want))
 		}
-		want := index.Analyze(index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body}}, index.BM25Params{})
+		want := index.Analyze(index.Doc{ID: s.ID, Fields: [index.NumFields]string{displayName(s), s.Description, s.Body()}}, index.BM25Params{})
 		if got, w := dump(stats[i]), dump(want); got != w {
 			t.Errorf("%s (%s): stats differ:\n got %.300s\nwant %.300s", s.ID, s.Name, got, w)
 		}

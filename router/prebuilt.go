@@ -90,7 +90,7 @@ func libraryHash(list []*skills.Skill) string {
 	fmt.Fprintf(h, "v%d %d %g %s\n", prebuiltVersion, docBodyChars, docBodyWeight, codeFingerprint())
 	var num []byte
 	for _, s := range list {
-		for _, f := range []string{s.ID, s.Name, s.Description, s.Body} {
+		for _, f := range []string{s.ID, s.Name, s.Description, s.Body()} {
 			num = append(strconv.AppendInt(num[:0], int64(len(f)), 10), ':')
 			h.Write(num)
 			// The text itself is hashed in place: a copy of every body

@@ -37,7 +37,7 @@ func BenchmarkRebuildOneSkillOf1267(b *testing.B) {
 	// A skill that loads (some of the bench skills are skipped as broken).
 	var edited string
 	for _, s := range skills.Load(ctx, roots, skills.Options{}).Skills() {
-		if s.Root == extra && strings.Contains(s.Content, "\ndescription: ") {
+		if s.Root == extra && strings.Contains(s.Content(), "\ndescription: ") {
 			edited = s.Path
 			break
 		}

@@ -282,7 +282,7 @@ func (s *stubEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 func fittedBuiltin(t testing.TB, snap *skills.Snapshot) *embed.Builtin {
 	var corpus []string
 	for _, s := range snap.Skills() {
-		corpus = append(corpus, s.Name+"\n"+s.Description+"\n"+s.Body)
+		corpus = append(corpus, s.Name+"\n"+s.Description+"\n"+s.Body())
 	}
 	return embed.NewBuiltin(embed.Config{}).Fit(corpus)
 }

@@ -10,7 +10,7 @@ import (
 // with string keys, scalars as YAML resolves them, timestamps as written.
 // In-memory skills without a file have none (an error).
 func (s *Skill) Frontmatter() (map[string]any, error) {
-	first, rest, _ := strings.Cut(s.Content, "\n")
+	first, rest, _ := strings.Cut(s.Content(), "\n")
 	if strings.TrimRight(first, " \t\r") != "---" {
 		return nil, errors.New("skills: no frontmatter")
 	}

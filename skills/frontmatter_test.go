@@ -28,7 +28,7 @@ func TestFrontmatter(t *testing.T) {
 	if v := sk.Extra["x-custom"]; v != true {
 		t.Errorf("extra %v", sk.Extra)
 	}
-	if _, err := (&Skill{Body: "no file"}).Frontmatter(); err == nil {
+	if _, err := (&Skill{}).SetText("", "no file").Frontmatter(); err == nil {
 		t.Error("a skill without SKILL.md text has frontmatter")
 	}
 }

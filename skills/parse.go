@@ -54,7 +54,9 @@ func (is *issues) warnf(line int, format string, args ...any) {
 func parse(path, text, folder string, maxBody int64) *Skill {
 	s := &Skill{Path: path, Type: TypeContextual, Resources: []Resource{}}
 	is := &issues{path: path}
+	var content, body string // the skill's text, once known
 	defer func() {
+		s.SetText(content, body)
 		s.Problems = is.list
 		if s.Problems == nil {
 			s.Problems = []Problem{}
@@ -81,19 +83,19 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 		is.errorf(lineAt(text, i), "contains a NUL byte; SKILL.md must be a text file")
 		return s
 	}
-	s.Content = text
+	content = text
 
 	first, rest, _ := strings.Cut(text, "\n")
 	if strings.TrimRight(first, " \t\r") != "---" {
 		is.errorf(1, `missing YAML frontmatter: the first line must be "---", followed by name: and description: lines and a closing "---"`)
 		return s
 	}
-	fm, body, closeLine, ok := splitFrontmatter(rest)
+	fm, rest, closeLine, ok := splitFrontmatter(rest)
 	if !ok {
 		is.errorf(1, `unterminated frontmatter: no closing "---" line after the opening one`)
 		return s
 	}
-	s.Body = body
+	body = rest
 	s.BodyLine = closeLine + 1
 	if maxBody > 0 && int64(len(body)) > maxBody {
 		is.errorf(s.BodyLine, "body is %d bytes; the limit is %d bytes — move long material into references/ files", len(body), maxBody)

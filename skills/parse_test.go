@@ -124,8 +124,8 @@ func TestParseFields(t *testing.T) {
 		{"Dependencies", s.Dependencies, []string{"alpha"}},
 		{"Tags", s.Tags, []string{"data", "testing"}},
 		{"Extra", s.Extra, map[string]any{"x-custom": map[string]any{"nested": []any{1, 2}, "flag": "yes"}}},
-		{"Content", s.Content, string(text)},
-		{"Body", s.Body, "\n# Good skill\n\nRun `scripts/run.sh`.\n"},
+		{"Content", s.Content(), string(text)},
+		{"Body", s.Body(), "\n# Good skill\n\nRun `scripts/run.sh`.\n"},
 		{"BodyLine", s.BodyLine, 21},
 		{"OptedIn", s.OptedIn(), true},
 		{"Disabled", s.Disabled(), false},
@@ -145,11 +145,11 @@ func TestParseDefaultsAndNormalisation(t *testing.T) {
 	if s.Type != TypeContextual {
 		t.Errorf("Type = %q, want the contextual default", s.Type)
 	}
-	if strings.Contains(s.Content, "\r") || strings.HasPrefix(s.Content, "\uFEFF") {
-		t.Errorf("Content not normalised: %q", s.Content)
+	if strings.Contains(s.Content(), "\r") || strings.HasPrefix(s.Content(), "\uFEFF") {
+		t.Errorf("Content not normalised: %q", s.Content())
 	}
-	if s.Description != "line one\nline two" || s.Body != "Body\n" || s.BodyLine != 7 {
-		t.Errorf("Description %q Body %q BodyLine %d", s.Description, s.Body, s.BodyLine)
+	if s.Description != "line one\nline two" || s.Body() != "Body\n" || s.BodyLine != 7 {
+		t.Errorf("Description %q Body %q BodyLine %d", s.Description, s.Body(), s.BodyLine)
 	}
 	if s.Resources == nil || s.Problems == nil {
 		t.Error("Resources and Problems must be non-nil so JSON shows [] not null")
@@ -157,8 +157,8 @@ func TestParseDefaultsAndNormalisation(t *testing.T) {
 	// Numbers as names are still names; closing delimiter with trailing
 	// spaces and no final newline are accepted.
 	s = parse("p", "---\nname: 2048\ndescription: Game.\n---  ", "2048", 0)
-	if len(s.Problems) != 0 || s.Name != "2048" || s.Body != "" {
-		t.Errorf("got name %q body %q problems %s", s.Name, s.Body, problemList(s.Problems))
+	if len(s.Problems) != 0 || s.Name != "2048" || s.Body() != "" {
+		t.Errorf("got name %q body %q problems %s", s.Name, s.Body(), problemList(s.Problems))
 	}
 }
 

@@ -176,7 +176,7 @@ func TestRegistryWatch(t *testing.T) {
 	// Editing a skill inside a folder created after Watch started.
 	retry(t, "an edit in a new folder to be seen",
 		func() { writeSkill(t, newSkill, "edited") },
-		func() bool { s, ok := r.Snapshot().Get("src/nested/two"); return ok && s.Body == "edited" })
+		func() bool { s, ok := r.Snapshot().Get("src/nested/two"); return ok && s.Body() == "edited" })
 
 	// Removing a skill.
 	if err := os.RemoveAll(filepath.Join(root, "src", "one")); err != nil {

@@ -178,9 +178,9 @@ func ShortDescription(desc string, limit int) string {
 // folder and its files, and the execution directive. The layout is a
 // contract (issue 2); the text has no trailing newline.
 func Envelope(s *Skill) string {
-	content := s.Content
+	content := s.Content()
 	if content == "" {
-		content = s.Body // in-memory skills (benchmarks) have no file
+		content = s.Body() // in-memory skills (benchmarks) have no file
 	}
 	content = strings.TrimRight(content, "\n")
 	var b strings.Builder

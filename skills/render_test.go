@@ -53,8 +53,8 @@ func TestCatalogMatchesIssueTemplate(t *testing.T) {
 }
 
 func TestEnvelopeMatchesIssueTemplate(t *testing.T) {
-	s := &Skill{ID: "{{skill_id}}", Name: "{{skill_name}}", Content: "{{full_skill_markdown_content}}\n", Dir: "lib/x",
-		Resources: []Resource{{Path: "scripts/a.py", Size: 12, Kind: KindScript}}}
+	s := (&Skill{ID: "{{skill_id}}", Name: "{{skill_name}}", Dir: "lib/x",
+		Resources: []Resource{{Path: "scripts/a.py", Size: 12, Kind: KindScript}}}).SetText("{{full_skill_markdown_content}}\n", "")
 	want := strings.Replace(issueEnvelope, "RESOURCES",
 		"    <folder>lib/x</folder>\n    <resource path=\"scripts/a.py\" kind=\"script\" size=\"12\"/>\n", 1)
 	if got := Envelope(s); got != want {
@@ -112,7 +112,7 @@ func TestCatalogEscapesXML(t *testing.T) {
 	if !strings.Contains(q, `name="a&amp;b/&lt;x&gt;&quot;q&quot;"`) {
 		t.Errorf("qark attribute not escaped:\n%s", q)
 	}
-	env := Envelope(&Skill{ID: `x"y`, Name: "x", Content: "body <kept> & raw"})
+	env := Envelope((&Skill{ID: `x"y`, Name: "x"}).SetText("body <kept> & raw", ""))
 	if !strings.Contains(env, `id="x&quot;y"`) || !strings.Contains(env, "body <kept> & raw") {
 		t.Errorf("envelope must escape the id attribute and keep the content raw:\n%s", env)
 	}
@@ -151,7 +151,7 @@ func TestShortDescription(t *testing.T) {
 
 func TestEnvelopeEdgeCases(t *testing.T) {
 	// In-memory skill (benchmarks): no file, no folder, body only.
-	env := Envelope(&Skill{ID: "tools/weather", Body: "Get the weather."})
+	env := Envelope((&Skill{ID: "tools/weather"}).SetText("", "Get the weather."))
 	if !strings.Contains(env, "    Get the weather.\n  </instructions>") {
 		t.Errorf("body not used when Content is empty:\n%s", env)
 	}
@@ -161,8 +161,8 @@ func TestEnvelopeEdgeCases(t *testing.T) {
 	if !strings.Contains(env, "specialized weather protocol. \n") {
 		t.Errorf("skill name should fall back to the folder name:\n%s", env)
 	}
-	env = Envelope(&Skill{ID: "a", Name: "a", Dir: "lib/a", Content: "x\n", ResourcesOmitted: 7,
-		Resources: []Resource{{Path: "f.txt", Size: 1, Kind: KindOther}}})
+	env = Envelope((&Skill{ID: "a", Name: "a", Dir: "lib/a", ResourcesOmitted: 7,
+		Resources: []Resource{{Path: "f.txt", Size: 1, Kind: KindOther}}}).SetText("x\n", ""))
 	if !strings.Contains(env, `<omitted_resources count="7"/>`) {
 		t.Errorf("omitted resources not reported:\n%s", env)
 	}

@@ -189,8 +189,8 @@ func TestLoadDuplicateIDsAcrossRoots(t *testing.T) {
 		t.Fatalf("ids = %q", got)
 	}
 	s, _ := snap.Get("shared/tool")
-	if !strings.HasSuffix(s.Body, "first\n") || s.Root != first {
-		t.Errorf("the earlier root must win, got body %q root %q", s.Body, s.Root)
+	if !strings.HasSuffix(s.Body(), "first\n") || s.Root != first {
+		t.Errorf("the earlier root must win, got body %q root %q", s.Body(), s.Root)
 	}
 	p := mustProblem(t, s.Problems, SeverityWarning, "", "also defined at")
 	firstPath := filepath.Join(first, "shared", "tool", SkillFile)
@@ -461,7 +461,7 @@ func TestLoadSymlinks(t *testing.T) {
 		t.Errorf("resources = %v, want %v", s.Resources, want)
 	}
 	for _, sk := range snap.All() {
-		if strings.Contains(sk.Content, "PRIVATE KEY") {
+		if strings.Contains(sk.Content(), "PRIVATE KEY") {
 			t.Fatal("a file outside the skill folder leaked into content")
 		}
 	}

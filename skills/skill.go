@@ -77,9 +77,8 @@ type Skill struct {
 	Tags          []string       `json:"tags,omitempty"`
 	Extra         map[string]any `json:"extra,omitempty"` // unknown frontmatter fields, kept verbatim
 
-	Content  string `json:"-"` // the whole SKILL.md as read
-	Body     string `json:"-"` // Markdown after the frontmatter
-	BodyLine int    `json:"-"` // 1-based line where Body starts
+	text     textRef // the whole SKILL.md and its body: see Content, Body and text.go
+	BodyLine int     `json:"-"` // 1-based line where the body starts
 
 	Resources []Resource `json:"resources"`
 	// ResourcesOmitted counts files left out of Resources because the folder

@@ -164,7 +164,7 @@ func fingerprintSkill(h hash.Hash, sk *Skill) {
 	list(sk.Tags)
 	list(sk.Dependencies)
 	list(sk.AllowedTools)
-	str(sk.Content)
+	str(sk.Content())
 	str(strconv.Itoa(len(sk.Resources)))
 	for _, r := range sk.Resources {
 		str(r.Path)

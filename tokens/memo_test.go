@@ -68,8 +68,8 @@ func fixtureSkills() []*skills.Skill {
 	var out []*skills.Skill
 	for i, body := range bodies {
 		id := fmt.Sprintf("team/skill-%d", i)
-		out = append(out, &skills.Skill{ID: id, Name: fmt.Sprintf("skill-%d", i), Path: id + "/SKILL.md",
-			Description: fmt.Sprintf("Does thing %d.\n/ Use when the user asks about <x> & y; not for z.", i), Body: body})
+		out = append(out, (&skills.Skill{ID: id, Name: fmt.Sprintf("skill-%d", i), Path: id + "/SKILL.md",
+			Description: fmt.Sprintf("Does thing %d.\n/ Use when the user asks about <x> & y; not for z.", i)}).SetText("", body))
 	}
 	return out
 }
