@@ -55,8 +55,10 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 
-	mu   sync.Mutex // serialises Sync
-	view atomic.Pointer[view]
+	mu      sync.Mutex // serialises Sync and activation
+	view    atomic.Pointer[view]
+	active  atomic.Bool      // a client has connected: views are built
+	pending *skills.Snapshot // the newest snapshot while not active
 }
 
 // New builds a Server with no library; call Sync before serving.
@@ -113,7 +115,10 @@ const pageSize = 200
 
 // SDK returns the underlying SDK server (for transports other than stdio
 // and streamable HTTP, and in-memory tests).
-func (s *Server) SDK() *mcp.Server { return s.srv }
+func (s *Server) SDK() *mcp.Server {
+	s.activate()
+	return s.srv
+}
 
 // SetRouter makes tool calls answerable. The router must rank the library
 // given to Sync (it may lag a reload briefly).
@@ -143,6 +148,7 @@ func (s *Server) router(ctx context.Context) (*router.Router, error) {
 // RunStdio serves one session on stdin/stdout until the client disconnects
 // or ctx ends.
 func (s *Server) RunStdio(ctx context.Context) error {
+	s.activate()
 	err := s.srv.Run(ctx, &mcp.StdioTransport{})
 	if ctx.Err() != nil {
 		return nil
@@ -160,6 +166,7 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		defer cancel()
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
+		s.activate()
 		h.ServeHTTP(w, r.WithContext(rctx))
 	})
 }
@@ -179,12 +186,43 @@ func (s *Server) conversation(ss *mcp.ServerSession) string {
 // away are added, replaced or removed, which sends
 // notifications/resources/list_changed and notifications/prompts/list_changed
 // to connected sessions. Safe to call from a Registry.OnReload subscriber.
+//
+// Until the first client connects (Handler, RunStdio or SDK), Sync only
+// notes snap: the view of a large library holds ~10 MB and takes a stat of
+// every SKILL.md to build, which a server whose clients never use MCP
+// should not pay for. The first connection builds it.
 func (s *Server) Sync(snap *skills.Snapshot) {
 	if snap == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.active.Load() {
+		s.pending = snap
+		return
+	}
+	s.apply(snap)
+}
+
+// activate builds the view of the newest snapshot Sync was given, once.
+func (s *Server) activate() {
+	if s.active.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active.Load() {
+		return
+	}
+	if s.pending != nil {
+		s.apply(s.pending)
+		s.pending = nil
+	}
+	s.active.Store(true) // after apply: the fast path must see the view
+}
+
+// apply serves snap (see Sync). s.mu is held.
+func (s *Server) apply(snap *skills.Snapshot) {
 	old := s.view.Load()
 	nv := buildView(snap, s.cfg.Rewrite.DescriptionLimit, s.log)
 	s.view.Store(nv)
@@ -193,4 +231,7 @@ func (s *Server) Sync(snap *skills.Snapshot) {
 }
 
 // current returns the view being served.
-func (s *Server) current() *view { return s.view.Load() }
+func (s *Server) current() *view {
+	s.activate()
+	return s.view.Load()
+}

@@ -616,3 +616,20 @@ func TestStreamableHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestViewBuiltOnFirstClient: Sync only notes the snapshot until a client
+// connects; the first connection serves the newest one.
+func TestViewBuiltOnFirstClient(t *testing.T) {
+	f := newFixture(t, false)
+	if v := f.srv.view.Load(); len(v.served) != 0 || f.srv.pending == nil {
+		t.Fatalf("view built before any client: %d skills served", len(v.served))
+	}
+	cs := f.connect(t, nil)
+	res, err := cs.ListResources(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Resources) == 0 || f.srv.pending != nil {
+		t.Fatalf("first client sees %d resources", len(res.Resources))
+	}
+}
