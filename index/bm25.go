@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/skillrouter/skillrouter/analysis"
 )
@@ -95,6 +96,7 @@ type termPostings struct {
 type BM25 struct {
 	ids     []string
 	terms   map[string]int32 // term -> index in post
+	dict    *termTable       // the terms by index
 	post    []termPostings   // their postings are runs of full and body, in term order
 	full    []posting
 	body    []bodyPosting
@@ -120,10 +122,15 @@ type Term struct {
 // serves, and at 10,000 skills millions of string headers were millions of
 // pointers for every garbage collection to trace (a third of a routed
 // request's CPU), and twice the bytes.
+//
+// An index built from DocStats re-encodes them against its term table
+// (see NewBM25Stats): a term number and only the counts that are not zero,
+// half the bytes of the term's text and every count.
 type DocStats struct {
-	Len [NumFields]int32
-	n   int    // distinct terms
-	enc []byte // per term: uvarint length, the term, uvarint count per field
+	Len  [NumFields]int32
+	n    int    // distinct terms
+	enc  []byte // per term: uvarint length, the term, uvarint count per field; or, with dict, see encodeNumbered
+	dict *termTable
 }
 
 // NumTerms is the number of distinct terms.
@@ -133,6 +140,21 @@ func (d *DocStats) NumTerms() int { return d.n }
 // its count per field. term is only valid during the call.
 func (d *DocStats) Each(fn func(term []byte, tf [NumFields]uint32)) {
 	b := d.enc
+	if d.dict != nil {
+		for len(b) > 0 {
+			v, k := binary.Uvarint(b)
+			b = b[k:]
+			var tf [NumFields]uint32
+			for f := range tf {
+				if v&(1<<f) != 0 {
+					c, k := binary.Uvarint(b)
+					tf[f], b = uint32(c), b[k:]
+				}
+			}
+			fn(d.dict.term(int32(v>>NumFields)), tf)
+		}
+		return
+	}
 	for len(b) > 0 {
 		l, k := binary.Uvarint(b)
 		b = b[k:]
@@ -280,7 +302,10 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 }
 
 // NewBM25Stats indexes documents already analysed (see DocStats), in
-// order: the same index NewBM25 builds from the documents.
+// order: the same index NewBM25 builds from the documents. It replaces
+// each stats[i] with an equal DocStats numbered against the index's term
+// table, which is what a caller keeping them for the next build should
+// keep.
 func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
 	p = p.withDefaults()
 	b := newBM25Builder(len(ids), p)
@@ -288,7 +313,36 @@ func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
 	for i, st := range stats {
 		b.add(i, st)
 	}
-	return b.finish(p)
+	ix := b.finish(p)
+	b.encodeNumbered(stats)
+	return ix
+}
+
+// encodeNumbered re-encodes each document's terms as numbers into the
+// finished index's term table: per term uvarint(number<<NumFields | mask),
+// mask having bit f set when field f counts the term, then those counts
+// as uvarints, in the order the document had them.
+func (b *bm25Builder) encodeNumbered(stats []*DocStats) {
+	var enc []byte
+	for i, st := range stats {
+		enc = enc[:0]
+		for k := b.docStart[i]; k < b.docStart[i+1]; k++ {
+			c := b.rawCount[k]
+			mask := uint64(0)
+			for f := range c {
+				if c[f] > 0 {
+					mask |= 1 << f
+				}
+			}
+			enc = binary.AppendUvarint(enc, uint64(b.rawTerm[k])<<NumFields|mask)
+			for f := range c {
+				if c[f] > 0 {
+					enc = binary.AppendUvarint(enc, uint64(c[f]))
+				}
+			}
+		}
+		stats[i] = &DocStats{Len: st.Len, n: st.n, enc: slices.Clone(enc), dict: b.ix.dict}
+	}
 }
 
 // bm25Builder gathers each document's distinct terms as term numbers with
@@ -397,29 +451,48 @@ func (b *bm25Builder) finish(p BM25Params) *BM25 {
 
 // internTerms re-keys the term map with substrings of one string: a large
 // library has a hundred thousand distinct terms, each its own allocation
-// the collector would walk on every cycle.
+// the collector would walk on every cycle. The string holds the terms in
+// number order, so it is also the table from numbers to terms.
 func (ix *BM25) internTerms() {
-	var size int
-	for t := range ix.terms {
+	byNum := make([]string, len(ix.terms))
+	size := 0
+	for t, id := range ix.terms {
+		byNum[id] = t
 		size += len(t)
 	}
 	var b strings.Builder
 	b.Grow(size)
-	type span struct {
-		off, end int
-		id       int32
-	}
-	spans := make([]span, 0, len(ix.terms))
-	for t, id := range ix.terms {
-		spans = append(spans, span{b.Len(), b.Len() + len(t), id})
+	end := make([]uint32, len(byNum))
+	for id, t := range byNum {
 		b.WriteString(t)
+		end[id] = uint32(b.Len())
 	}
-	blob := b.String()
-	terms := make(map[string]int32, len(spans))
-	for _, s := range spans {
-		terms[blob[s.off:s.end]] = s.id
+	tt := &termTable{blob: b.String(), end: end}
+	terms := make(map[string]int32, len(byNum))
+	for id := range byNum {
+		terms[tt.text(int32(id))] = int32(id)
 	}
-	ix.terms = terms
+	ix.terms, ix.dict = terms, tt
+}
+
+// termTable is an index's terms by number, in one string.
+type termTable struct {
+	blob string
+	end  []uint32 // term i is blob[end[i-1]:end[i]]
+}
+
+func (t *termTable) text(id int32) string {
+	start := uint32(0)
+	if id > 0 {
+		start = t.end[id-1]
+	}
+	return t.blob[start:t.end[id]]
+}
+
+// term returns term id's bytes, which must not be changed.
+func (t *termTable) term(id int32) []byte {
+	s := t.text(id)
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // Len is the number of documents.

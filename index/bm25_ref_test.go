@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,7 +141,20 @@ func TestBM25MatchesReference(t *testing.T) {
 			}
 			stats[i] = tc.Stats(&terms)
 		}
+		orig := slices.Clone(stats)
 		kept := NewBM25Stats(ids, stats, BM25Params{})
+		// The kept analyses were renumbered against kept's term table; a
+		// build from them, in reverse order so terms get other numbers,
+		// is the same index again.
+		for i := range stats {
+			if stats[i].dict == nil || describe(stats[i]) != describe(orig[i]) {
+				t.Fatalf("%s: doc %d renumbered as\n%s\nwas\n%s", name, i, describe(stats[i]), describe(orig[i]))
+			}
+		}
+		rids, rstats := slices.Clone(ids), slices.Clone(stats)
+		slices.Reverse(rids)
+		slices.Reverse(rstats)
+		again := NewBM25Stats(rids, rstats, BM25Params{})
 		for k := range 40 {
 			q := QueryTerms(nil, words(1+k%12), 1)
 			if k%3 == 0 {
@@ -148,11 +162,16 @@ func TestBM25MatchesReference(t *testing.T) {
 			}
 			for _, w := range [][NumFields]float64{{3, 2, 0.2}, {3, 2, 0.5}, {1, 1, 1}, {3, 2, 0}} {
 				a, b := make([]float64, len(docs)), make([]float64, len(docs))
-				c := make([]float64, len(docs))
+				c, d := make([]float64, len(docs)), make([]float64, len(docs))
 				got.ScoreWeighted(q, w, a)
 				want.score(q, w, b)
 				kept.ScoreWeighted(q, w, c)
+				again.ScoreWeighted(q, w, d)
+				slices.Reverse(d)
 				for i := range a {
+					if math.Float64bits(d[i]) != math.Float64bits(b[i]) {
+						t.Fatalf("%s: NewBM25Stats from renumbered analyses: query %v, weights %v, doc %d: %v, reference %v", name, q, w, i, d[i], b[i])
+					}
 					if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
 						t.Fatalf("%s: query %v, weights %v, doc %d: %v, reference %v", name, q, w, i, a[i], b[i])
 					}
@@ -168,6 +187,14 @@ func TestBM25MatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// describe lists a DocStats' lengths, terms and counts.
+func describe(d *DocStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %d:", d.Len, d.NumTerms())
+	d.Each(func(term []byte, tf [NumFields]uint32) { fmt.Fprintf(&b, " %s%v", term, tf) })
+	return b.String()
 }
 
 func dirExists(dir string) bool {
