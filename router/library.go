@@ -26,6 +26,7 @@ type skillLib struct {
 
 	mu        sync.Mutex
 	envelopes map[string]renderedText     // id -> envelope
+	envTokens map[string]int              // id -> the envelope's token count, kept when envelopes is cleared
 	quoted    map[string][]byte           // id -> envelope as a JSON string
 	catalogQ  map[string][]byte           // catalog text -> as a JSON string
 	entries   map[entryKey]catalogEntry   // rendered catalog entries
@@ -105,6 +106,7 @@ func newLibrary(list []*skills.Skill) *skillLib {
 		skills:    list,
 		byID:      make(map[string]*skills.Skill, len(list)),
 		envelopes: map[string]renderedText{},
+		envTokens: map[string]int{},
 		quoted:    map[string][]byte{},
 		catalogQ:  map[string][]byte{},
 		entries:   map[entryKey]catalogEntry{},
@@ -160,9 +162,18 @@ func (l *skillLib) envelope(s *skills.Skill) renderedText {
 	if ok {
 		return e
 	}
+	// A count outlives its text: rendering an envelope again is cheap,
+	// counting it afresh (when the counter's memo has moved on) is ~2 ms.
 	text := skills.Envelope(s)
-	e = renderedText{text: text, tokens: countTokens(text)}
 	l.mu.Lock()
+	n, counted := l.envTokens[s.ID]
+	l.mu.Unlock()
+	if !counted {
+		n = countTokens(text)
+	}
+	e = renderedText{text: text, tokens: n}
+	l.mu.Lock()
+	l.envTokens[s.ID] = n
 	if _, ok := l.envelopes[s.ID]; !ok {
 		l.noteEnvelopeBytes(len(text))
 		l.envelopes[s.ID] = e
