@@ -123,6 +123,9 @@ func prepareLibrary(ctx context.Context, snap *skills.Snapshot, build Builder, a
 	}
 	lib.catOnly = acc.Count(skills.RenderCatalog(enabled, skills.CatalogOptions{}))
 	lib.stuffAll = acc.StuffAll(snap)
+	// The text is then kept as `router serve` keeps it (skills.Snapshot.Pack),
+	// so the figures per request and the RSS are the server's.
+	snap.Pack(ctx)
 	return lib, nil
 }
 

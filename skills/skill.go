@@ -57,7 +57,8 @@ const (
 	TypeComposite  Type = "composite"
 )
 
-// Skill is one parsed skill folder. Skills in a Snapshot are never mutated.
+// Skill is one parsed skill folder. Skills in a Snapshot are never mutated
+// (Snapshot.Pack changes how a skill holds its text, not what it reads).
 type Skill struct {
 	ID          string `json:"id"`   // slash path of the folder relative to its root
 	Name        string `json:"name"` // frontmatter name
