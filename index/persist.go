@@ -209,6 +209,9 @@ func ReadBM25(data []byte) (*BM25, error) {
 	ix.post = make([]termPostings, len(terms))
 	ix.full, ix.body = full, body
 	for id, t := range terms {
+		if _, dup := ix.terms[t]; dup {
+			return nil, fmt.Errorf("%w: term %q repeated", errCorrupt, t)
+		}
 		nf, nb := uint64(counts[2*id]), uint64(counts[2*id+1])
 		if nf > uint64(len(full)) || nb > uint64(len(body)) {
 			return nil, fmt.Errorf("%w: postings", errCorrupt)

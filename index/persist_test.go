@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -94,10 +95,32 @@ func TestBinaryCorrupt(t *testing.T) {
 	}
 }
 
+// TestReadBM25RepeatedTerm: a term table naming a term twice is corrupt
+// (the terms are numbered by their place in it).
+func TestReadBM25RepeatedTerm(t *testing.T) {
+	data := repeatedTermIndex(t)
+	if _, err := ReadBM25(data); !errors.Is(err, errCorrupt) {
+		t.Fatalf("read: %v", err)
+	}
+}
+
+// repeatedTermIndex is a BM25 file of two documents whose two terms were
+// made the same.
+func repeatedTermIndex(t testing.TB) []byte {
+	docs := []Doc{{ID: "d1", Fields: [NumFields]string{"zebraq"}}, {ID: "d2", Fields: [NumFields]string{"zebrax"}}}
+	bm := NewBM25(docs, BM25Params{})
+	data := encode(t, func(b *bytes.Buffer) error { return bm.WriteBinary(b) })
+	if bytes.Count(data, []byte("zebrax")) != 1 {
+		t.Fatalf("fixture: %q", data)
+	}
+	return bytes.ReplaceAll(data, []byte("zebrax"), []byte("zebraq"))
+}
+
 // FuzzReadIndexFiles: any bytes either fail to decode or decode into
 // indexes that can be queried without panicking.
 func FuzzReadIndexFiles(f *testing.F) {
 	bm, v := persistFixtures(f)
+	f.Add(repeatedTermIndex(f))
 	f.Add(encode(f, func(b *bytes.Buffer) error { return bm.WriteBinary(b) }))
 	f.Add(encode(f, func(b *bytes.Buffer) error { return v.WriteBinary(b) }))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -84,6 +84,9 @@ func (s *Skill) Body() string {
 	return unpack(t)[t.bodyAt:]
 }
 
+// Packed reports whether the skill's text is held packed (Snapshot.Pack).
+func (s *Skill) Packed() bool { return s.form().packed != nil }
+
 // SameContent reports whether a and b have the same Content, and SameBody
 // whether they have the same Body, without unpacking either.
 func SameContent(a, b *Skill) bool { return a.form().sum == b.form().sum }
@@ -132,6 +135,7 @@ var decoder = sync.OnceValue(func() *zstd.Decoder {
 // It returns the bytes saved. Readers see no difference; Pack is meant for
 // after the router has indexed the snapshot, which reads every body.
 func (s *Snapshot) Pack(ctx context.Context) (saved int) {
+	s.Fingerprint() // hashes every text: while it is at hand
 	// The fastest level: packing 110 MB takes ~1 s of one core at it, and
 	// better levels gain ~5%. The encoder (~4 MB of tables) lives for one
 	// call.

@@ -94,6 +94,7 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 		}
 		srv.SetRouter(r)
 		startWarm(ctx, cfg, reg, tools)
+		packText(ctx, log, reg, r)
 		log.Info("skillrouter MCP server ready", "skills", len(reg.Snapshot().Skills()), "since_start", time.Since(start).Round(time.Millisecond))
 		built <- r
 	}()

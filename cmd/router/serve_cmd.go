@@ -309,6 +309,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 		return nil, nil, nil, nil, err
 	}
 	build := func(ctx context.Context) error {
+		var routers []*router.Router
 		for _, lr := range late {
 			r, err := newRouter(ctx, reg, embedders[lr], ropts, wrapEmbedder)
 			if err != nil {
@@ -318,6 +319,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 				return err
 			}
 			lib.add(r)
+			routers = append(routers, r)
 			rw := proxy.NewRewriter(r, rwOpts)
 			warmUp(ctx, rw, providerName(embedders[lr]) == embed.ProviderBuiltin)
 			lr.set(rw)
@@ -328,6 +330,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 		// Learn executable skills' schemas (--help-json) off the request
 		// path: now for the loaded library, and again after every reload.
 		startWarm(ctx, cfg, reg, tools)
+		packText(ctx, log, reg, routers...)
 		return nil
 	}
 	return srv, reg, mcpSrv, build, nil

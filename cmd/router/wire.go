@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
@@ -98,15 +99,9 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	snap := reg.Snapshot()
 	done := startRebuild()
 	r, err := router.New(ctx, snap, opts)
-	// Once indexed, the library's text is packed (skills.Snapshot.Pack:
-	// ~1 s of one core at 10,000 skills) and the memory settled (a full
-	// collection, ~0.3 s): beside the first requests, not before them.
-	go func() {
-		if err == nil {
-			packText(ctx, opts.Logger, reg, snap)
-		}
-		done()
-	}()
+	// Settling is a full collection (~0.3 s at 10,000 skills): beside the
+	// first requests, not before them.
+	go done()
 	if err != nil {
 		return nil, err
 	}
@@ -122,9 +117,7 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 		r.Follow(s)
 		go func() {
 			defer done()
-			if r.Synced(context.Background()) == nil { // failures are the router's to log
-				packText(ctx, opts.Logger, reg, s)
-			}
+			_ = r.Synced(context.Background()) // failures are the router's to log
 		}()
 	})
 	// A reload that swapped in between New and OnSwap was not seen.
@@ -136,18 +129,38 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	return r, nil
 }
 
-// packText packs the text of snap (skills.Snapshot.Pack) unless the
-// registry has moved on from it.
-func packText(ctx context.Context, log *slog.Logger, reg *skills.Registry, snap *skills.Snapshot) {
-	if reg.Snapshot() != snap {
-		return
+// packText keeps the library's text packed (skills.Snapshot.Pack, ~1 s of
+// one core at 10,000 skills) once every router serving it has indexed it,
+// for the current snapshot and after every swap; a newer snapshot cancels
+// the waiting for, or packing of, an older one. Packing while a router still builds would
+// make the build unpack what it reads. Call it after the routers subscribed
+// to reg (newRouter), for long-running commands only.
+func packText(ctx context.Context, log *slog.Logger, reg *skills.Registry, routers ...*router.Router) {
+	var mu sync.Mutex
+	stop := func() {}
+	run := func(snap *skills.Snapshot) {
+		mu.Lock()
+		stop() // OnSwap runs before the swap: snap is the newest
+		pctx, cancel := context.WithCancel(ctx)
+		stop = cancel
+		mu.Unlock()
+		go func() {
+			defer cancel()
+			for _, r := range routers {
+				if r.Synced(pctx) != nil {
+					return // cancelled: a newer snapshot's run packs that one
+				}
+			}
+			start := time.Now()
+			saved := snap.Pack(pctx)
+			log.Debug("skill text packed", "skills", len(snap.Skills()), "saved_mb", saved>>20,
+				"took", time.Since(start).Round(time.Millisecond), "whole", pctx.Err() == nil)
+		}()
 	}
-	start := time.Now()
-	saved := snap.Pack(ctx)
-	if log == nil {
-		return
-	}
-	log.Debug("skill text packed", "skills", len(snap.Skills()), "saved_mb", saved>>20, "took", time.Since(start).Round(time.Millisecond))
+	// In this order a swap in between is missed (its text stays as read
+	// until the next one) rather than an old snapshot packed after it.
+	run(reg.Snapshot())
+	reg.OnSwap(run)
 }
 
 // warmDir is where a router keeps its index for the next start
