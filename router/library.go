@@ -158,6 +158,7 @@ func libraryOf(snap *skills.Snapshot) *skillLib {
 func (l *skillLib) envelope(s *skills.Skill) renderedText {
 	l.mu.Lock()
 	e, ok := l.envelopes[s.ID]
+	n, counted := l.envTokens[s.ID]
 	l.mu.Unlock()
 	if ok {
 		return e
@@ -165,9 +166,6 @@ func (l *skillLib) envelope(s *skills.Skill) renderedText {
 	// A count outlives its text: rendering an envelope again is cheap,
 	// counting it afresh (when the counter's memo has moved on) is ~2 ms.
 	text := skills.Envelope(s)
-	l.mu.Lock()
-	n, counted := l.envTokens[s.ID]
-	l.mu.Unlock()
 	if !counted {
 		n = countTokens(text)
 	}

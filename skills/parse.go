@@ -90,12 +90,11 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 		is.errorf(1, `missing YAML frontmatter: the first line must be "---", followed by name: and description: lines and a closing "---"`)
 		return s
 	}
-	fm, rest, closeLine, ok := splitFrontmatter(rest)
+	fm, body, closeLine, ok := splitFrontmatter(rest)
 	if !ok {
 		is.errorf(1, `unterminated frontmatter: no closing "---" line after the opening one`)
 		return s
 	}
-	body = rest
 	s.BodyLine = closeLine + 1
 	if maxBody > 0 && int64(len(body)) > maxBody {
 		is.errorf(s.BodyLine, "body is %d bytes; the limit is %d bytes — move long material into references/ files", len(body), maxBody)

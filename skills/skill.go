@@ -4,7 +4,10 @@
 // tool definition.
 package skills
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Severity grades a Problem: an error skips the skill, a warning does not.
 type Severity string
@@ -78,8 +81,8 @@ type Skill struct {
 	Tags          []string       `json:"tags,omitempty"`
 	Extra         map[string]any `json:"extra,omitempty"` // unknown frontmatter fields, kept verbatim
 
-	text     textRef // the whole SKILL.md and its body: see Content, Body and text.go
-	BodyLine int     `json:"-"` // 1-based line where the body starts
+	text     atomic.Pointer[skillText] // the whole SKILL.md and its body: see Content, Body and text.go
+	BodyLine int                       `json:"-"` // 1-based line where the body starts
 
 	Resources []Resource `json:"resources"`
 	// ResourcesOmitted counts files left out of Resources because the folder

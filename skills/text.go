@@ -14,7 +14,6 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
@@ -43,22 +42,19 @@ func sumOf(text string) textSum {
 	return textSum{len(text), [2]uint64{maphash.String(textSeeds[0], text), maphash.String(textSeeds[1], text)}}
 }
 
-// textRef holds a skill's current text form; Skill embeds it.
-type textRef struct{ p atomic.Pointer[skillText] }
-
 // SetText sets the skill's text: content is the whole SKILL.md as read
 // ("" for skills made in memory, which have no file), body the Markdown
 // after its frontmatter. Parsing sets both; use it for skills made in
 // memory, before they are shared. It returns s.
 func (s *Skill) SetText(content, body string) *Skill {
-	s.text.p.Store(&skillText{content: content, body: body, sum: sumOf(content), bodySum: sumOf(body)})
+	s.text.Store(&skillText{content: content, body: body, sum: sumOf(content), bodySum: sumOf(body)})
 	return s
 }
 
 // form returns the skill's text form; a skill never given one has the
 // empty text.
 func (s *Skill) form() *skillText {
-	if t := s.text.p.Load(); t != nil {
+	if t := s.text.Load(); t != nil {
 		return t
 	}
 	return &emptyText
@@ -97,13 +93,13 @@ func SameBody(a, b *Skill) bool { return a.form().bodySum == b.form().bodySum }
 // whose body is not the end of their content (made in memory) stay as they
 // are. buf is scratch; pack returns it for the next call.
 func (s *Skill) pack(enc *zstd.Encoder, buf []byte) []byte {
-	t := s.text.p.Load()
+	t := s.text.Load()
 	if t == nil || t.packed != nil || len(t.content) < minPackBytes || !strings.HasSuffix(t.content, t.body) {
 		return buf
 	}
 	buf = enc.EncodeAll(unsafe.Slice(unsafe.StringData(t.content), len(t.content)), buf[:0])
 	if len(buf) < len(t.content) {
-		s.text.p.Store(&skillText{packed: bytes.Clone(buf), bodyAt: len(t.content) - len(t.body), sum: t.sum, bodySum: t.bodySum})
+		s.text.Store(&skillText{packed: bytes.Clone(buf), bodyAt: len(t.content) - len(t.body), sum: t.sum, bodySum: t.bodySum})
 	}
 	return buf
 }
@@ -150,9 +146,9 @@ func (s *Snapshot) Pack(ctx context.Context) (saved int) {
 		if ctx.Err() != nil {
 			return saved
 		}
-		before := sk.text.p.Load()
+		before := sk.text.Load()
 		buf = sk.pack(enc, buf)
-		if after := sk.text.p.Load(); after != before {
+		if after := sk.text.Load(); after != before {
 			saved += len(before.content) - len(after.packed)
 		}
 	}

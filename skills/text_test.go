@@ -28,7 +28,7 @@ func TestPackKeepsText(t *testing.T) {
 			plain := (&Skill{}).SetText(content, body)
 			snap := newSnapshot(nil, []*Skill{s}, nil)
 			saved := snap.Pack(context.Background())
-			if packed := s.text.p.Load() != nil && s.text.p.Load().packed != nil; packed != tc.wantPacked {
+			if packed := s.text.Load() != nil && s.text.Load().packed != nil; packed != tc.wantPacked {
 				t.Fatalf("packed = %v, want %v", packed, tc.wantPacked)
 			}
 			if (saved > 0) != tc.wantPacked {

@@ -132,9 +132,9 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 // packText keeps the library's text packed (skills.Snapshot.Pack, ~1 s of
 // one core at 10,000 skills) once every router serving it has indexed it,
 // for the current snapshot and after every swap; a newer snapshot cancels
-// the waiting for, or packing of, an older one. Packing while a router still builds would
-// make the build unpack what it reads. Call it after the routers subscribed
-// to reg (newRouter), for long-running commands only.
+// the waiting for, or packing of, an older one. Packing while a router
+// still builds would make the build unpack what it reads. Call it after the
+// routers subscribed to reg (newRouter), for long-running commands only.
 func packText(ctx context.Context, log *slog.Logger, reg *skills.Registry, routers ...*router.Router) {
 	var mu sync.Mutex
 	stop := func() {}
