@@ -239,7 +239,7 @@ func ReadBM25(data []byte) (*BM25, error) {
 }
 
 // WriteBinary writes the vectors in their binary form: the float32 rows
-// exactly; the int16 columns are derived again on reading.
+// exactly; the int8 columns are derived again on reading.
 func (v *Vectors) WriteBinary(w io.Writer) error {
 	if !littleEndian {
 		return errBigEndian

@@ -60,7 +60,7 @@ func TestBinaryRoundTrip(t *testing.T) {
 	if v2.Model() != v.Model() || !slices.Equal(v2.IDs(), v.IDs()) || !slices.Equal(v2.hashes, v.hashes) || !slices.Equal(v2.names, v.names) {
 		t.Fatal("metadata differs")
 	}
-	if !slices.Equal(v2.rows, v.rows) || !slices.Equal(v2.cols, v.cols) || v2.maxErr != v.maxErr {
+	if !slices.Equal(v2.rows, v.rows) || !slices.Equal(v2.cols, v.cols) || !slices.Equal(v2.maxErr, v.maxErr) || !slices.Equal(v2.scale, v.scale) {
 		t.Fatal("vectors differ")
 	}
 	empty, err := ReadVectors(encode(t, func(b *bytes.Buffer) error { return (&Vectors{model: "m"}).WriteBinary(b) }))

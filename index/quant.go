@@ -2,14 +2,18 @@ package index
 
 // Scanning a large library's vectors. A sparse query (the builtin
 // embedder's touches a few hundred of 1,024 components) against dense
-// document vectors costs non-zero components × documents multiply-adds,
-// and at 10,000 skills the float32 columns it reads (12 MB a query) no
-// longer come from the core's cache: the scan waits on memory. The columns
-// are therefore kept as int16 (each component times 32767, half the bytes)
-// for a first pass whose error is bounded (Prepared.Bound); a caller that
-// wants the top of a ranking rescores exactly, from the float32 rows, only
-// the documents whose bound reaches it. Rankings, scores and ties are the
-// exact ones.
+// document vectors costs non-zero components × documents multiply-adds.
+// The columns the scan reads are kept in as few bytes as a useful first
+// pass allows: int8, each row scaled by its own largest component (a
+// quarter of float32's bytes, half of int16's). At 10,000 skills an int16
+// scan waited on the last-level cache; the int8 one is bound by its own
+// instructions (widening, converting, multiply-adding), hence the 512-bit
+// kernel where there is one. Each row's error is bounded
+// (Prepared.RowBound); a caller that wants the top of a ranking rescores
+// exactly, from the float32 rows, only the documents whose bound reaches
+// it, so rankings, scores and ties are the exact ones. On the 10,000-skill
+// scale library that leaves 70–120 rows (median) to rescore for a top 46,
+// at most ~530 (docs/performance.md).
 
 import (
 	"fmt"
@@ -18,52 +22,87 @@ import (
 	"sync"
 )
 
-// quantScale maps a component of a unit vector, in [-1, 1], to int16.
-const quantScale = 32767
+// quantMax is the largest int8 magnitude used: a row's largest component
+// maps to ±127.
+const quantMax = 127
 
 // scanBlock is how many documents Approximate scans at a time.
 const scanBlock = 4096
 
-// quant is the int16 column-major copy of a Vectors' rows.
+// quant is the int8 column-major copy of a Vectors' rows, with what bounds
+// each row's error.
 type quant struct {
-	cols   []int16 // dim×n: cols[j*n+i] = round(rows[i*dim+j]·quantScale)
-	maxErr float64 // largest |cols/quantScale − rows| of any component
-	maxRes float64 // largest L2 norm of a row's quantization errors
-	maxLen float64 // largest L2 norm of a row
-	exact  bool    // a row is not finite or not about within [-1, 1]: no approximation
+	cols  []int8    // dim×n: cols[j*n+i] = round(rows[i*dim+j] / scale[i])
+	zero  []int8    // n zeros: the missing columns of a last group of four
+	scale []float32 // per row: a component is about cols·scale
+	// Per row, rounded up: the largest |cols·scale − rows| of a component,
+	// the L2 norm of those errors, and the row's L2 norm.
+	maxErr, resNorm, rowNorm []float32
+	// The largest of each, for a bound over all rows.
+	maxErrAll, resNormAll, rowNormAll float64
+	exact                             bool // a row is not finite: no approximation
 }
 
-// quantize makes the int16 columns of n rows of dim components.
+// quantize makes the int8 columns of n rows of dim components.
 func quantize(rows []float32, n, dim int) quant {
-	q := quant{cols: make([]int16, n*dim)}
+	q := quant{
+		cols: make([]int8, n*dim), zero: make([]int8, n), scale: make([]float32, n),
+		maxErr: make([]float32, n), resNorm: make([]float32, n), rowNorm: make([]float32, n),
+	}
 	for i := range n {
-		var res, norm float64
-		for j, x := range rows[i*dim : (i+1)*dim] {
+		row := rows[i*dim : (i+1)*dim]
+		var top float64
+		for _, x := range row {
 			f := float64(x)
-			if math.IsNaN(f) || math.Abs(f) > 1.001 {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
 				return quant{exact: true}
 			}
-			// A unit vector's component can round to just over 1.
-			c := min(max(math.Round(f*quantScale), -quantScale), quantScale)
-			q.cols[j*n+i] = int16(c)
-			e := math.Abs(c/quantScale - f)
-			q.maxErr = max(q.maxErr, e)
+			top = max(top, math.Abs(f))
+		}
+		s := float32(top / quantMax)
+		if s == 0 || math.IsInf(float64(s), 0) {
+			s = 1 // an all-zero row (or one too small to scale): zeros, no error
+		}
+		var maxErr, res, norm float64
+		for j, x := range row {
+			f := float64(x)
+			c := min(max(math.Round(f/float64(s)), -quantMax), quantMax)
+			q.cols[j*n+i] = int8(c)
+			// c·s and its difference from f are exact in float64.
+			e := math.Abs(c*float64(s) - f)
+			maxErr = max(maxErr, e)
 			res += e * e
 			norm += f * f
 		}
-		q.maxRes = max(q.maxRes, math.Sqrt(res))
-		q.maxLen = max(q.maxLen, math.Sqrt(norm))
+		q.scale[i] = s
+		q.maxErr[i] = roundUp32(maxErr)
+		q.resNorm[i] = roundUp32(math.Sqrt(res) * (1 + 1e-12))
+		q.rowNorm[i] = roundUp32(math.Sqrt(norm) * (1 + 1e-12))
+		q.maxErrAll = max(q.maxErrAll, float64(q.maxErr[i]))
+		q.resNormAll = max(q.resNormAll, float64(q.resNorm[i]))
+		q.rowNormAll = max(q.rowNormAll, float64(q.rowNorm[i]))
 	}
 	return q
+}
+
+// roundUp32 is the smallest float32 not below x (x >= 0).
+func roundUp32(x float64) float32 {
+	f := float32(x)
+	if float64(f) < x {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
 }
 
 // Prepared is a query vector ready to score against one Vectors: its
 // non-zero components in ascending order. It is not safe for concurrent use.
 type Prepared struct {
-	v     *Vectors
-	idx   []int32   // non-zero components of the query, ascending
-	val   []float32 // their values
-	bound float64
+	v      *Vectors
+	idx    []int32   // non-zero components of the query, ascending
+	val    []float32 // their values
+	l1, l2 float64   // the query's norms
+	gamma  float64   // the relative rounding of the float32 sums (errorBound)
+	bound  float64   // the bound over all rows
 }
 
 // Prepare readies q for scoring.
@@ -78,41 +117,72 @@ func (v *Vectors) Prepare(q []float32) (*Prepared, error) {
 		}
 	}
 	p := &Prepared{v: v, idx: make([]int32, 0, nz), val: make([]float32, 0, nz)}
-	var l1, l2 float64
+	var l2 float64
 	for j, x := range q {
 		if x == 0 {
 			continue
 		}
 		p.idx = append(p.idx, int32(j))
 		p.val = append(p.val, x)
-		l1 += math.Abs(float64(x))
+		p.l1 += math.Abs(float64(x))
 		l2 += float64(x) * float64(x)
 	}
-	p.bound = v.errorBound(len(p.idx), l1, math.Sqrt(l2))
+	p.l2 = math.Sqrt(l2)
+	const u = 0x1p-24
+	m := float64(len(p.idx) + 1)
+	// γ(m+1) for either float32 sum, and one more rounding for the
+	// approximation's multiplication by its row's scale.
+	p.gamma = m*u/(1-m*u) + u*(1+m*u/(1-m*u))
+	p.bound = p.errorBound(v.maxErrAll, v.resNormAll, v.rowNormAll)
 	return p, nil
 }
 
-// errorBound bounds |approximation − exact| (both float32 sums; see
-// Approximate) for a query of m non-zero components with L1 and L2 norms
-// l1 and l2. With u the float32 unit roundoff:
+// errorBound bounds |approximation − exact| (see Approximate and Exact) for
+// a row whose components are off by at most maxErr, whose errors have L2
+// norm res and whose own norm is at most norm. With u the float32 unit
+// roundoff and a query of m non-zero components with norms l1 and l2:
 //
-//   - quantization: |Σ q·(c/s − x)| ≤ min(maxErr·l1, l2·maxRes);
-//   - the scaled query components q/s are rounded: u·l1·(1+maxErr);
+//   - quantization: |Σ q·(c·s − x)| ≤ min(maxErr·l1, l2·res);
 //   - each float32 sum of m products is off its real value by at most
-//     γ(m+1)·Σ|q·x| (Higham), and Σ|q·x| ≤ l2·maxLen for the exact rows, ≤
-//     l2·maxLen + l1·maxErr for the quantized ones.
+//     γ(m+1)·Σ|q·x| (Higham), and Σ|q·x| ≤ l2·norm for the exact row, ≤
+//     l2·norm + l1·maxErr for the quantized one, whose final
+//     multiplication by the row's scale adds u of that again.
 //
-// A tiny absolute slack covers the float64 arithmetic of the bound itself.
-func (v *Vectors) errorBound(m int, l1, l2 float64) float64 {
-	const u = 0x1p-24
-	g := float64(m+1) * u / (1 - float64(m+1)*u)
-	quantErr := min(v.maxErr*l1, l2*v.maxRes)
-	return quantErr + u*l1*(1+v.maxErr) + g*(2*l2*v.maxLen+l1*v.maxErr) + 1e-12
+// A tiny slack covers the float64 arithmetic of the bound itself.
+func (p *Prepared) errorBound(maxErr, res, norm float64) float64 {
+	b := min(maxErr*p.l1, p.l2*res) + p.gamma*(2*p.l2*norm+p.l1*maxErr)
+	return b*(1+1e-9) + 1e-12
 }
 
 // Bound is the largest difference between an approximate similarity
-// (Approximate) and the exact one (Exact) for this query.
+// (Approximate) and the exact one (Exact) of any row, for this query.
 func (p *Prepared) Bound() float64 { return p.bound }
+
+// MaxAbs bounds the magnitude of every similarity of this query, exact or
+// approximate.
+func (p *Prepared) MaxAbs() float64 {
+	return p.l2*p.v.rowNormAll*(1+p.gamma) + p.bound
+}
+
+// finite reports whether no float32 sum of the scan or of Exact can
+// overflow for this query, which the bound assumes: the scan's
+// accumulators hold about similarity/scale, up to 127·l1.
+func (p *Prepared) finite() bool {
+	const most = math.MaxFloat32 / 2
+	v := p.v
+	return 127*p.l1*(1+p.gamma) < most && (p.l2*v.rowNormAll+p.l1*v.maxErrAll)*(1+p.gamma) < most
+}
+
+// RowBound is the largest difference between row i's approximate and exact
+// similarities, at most Bound and usually well under it: rows differ in
+// how their largest component scales the others.
+func (p *Prepared) RowBound(i int) float64 {
+	q := &p.v.quant
+	if q.exact {
+		return math.Inf(1)
+	}
+	return p.errorBound(float64(q.maxErr[i]), float64(q.resNorm[i]), float64(q.rowNorm[i]))
+}
 
 // Exact returns the similarity of document row i: the float32 sum, in
 // ascending component order, of the query's non-zero components times the
@@ -127,12 +197,33 @@ func (p *Prepared) Exact(i int) float64 {
 	return float64(acc)
 }
 
-// ExactRows sets dst[k] to Exact(rows[k]) for every k. Each row's value is
-// the same float32 additions in the same order as Exact's, so the bits are
-// the same; four rows go at a time, so that their additions overlap instead
-// of each waiting on the one before (a float add's latency, not memory,
-// bounds a single row's sum).
+// ExactRows sets dst[k] to Exact(rows[k]) for every k, with the same bits:
+// each row's float32 additions in Exact's order. Rows go eight at a time, a
+// SIMD lane each (AVX2 gathers), or four at a time in plain Go, so that
+// their additions overlap instead of each waiting on the one before (a
+// float add's latency, not memory, bounds a single row's sum).
 func (p *Prepared) ExactRows(rows []int32, dst []float64) {
+	dim := p.v.dim
+	k := 0
+	for ; k+8 <= len(rows) && int64(p.v.n)*int64(dim) <= math.MaxInt32; k += 8 {
+		var off [8]int32
+		var out [8]float32
+		for r := range off {
+			_ = p.v.rows[int(rows[k+r])*dim] // the kernel does not check its reads
+			off[r] = rows[k+r] * int32(dim)
+		}
+		if !exactRows8(p.v.rows, &off, p.idx, p.val, &out) {
+			break
+		}
+		for r, x := range out {
+			dst[k+r] = float64(x)
+		}
+	}
+	p.exactRows4(rows[k:], dst[k:])
+}
+
+// exactRows4 is ExactRows four rows at a time.
+func (p *Prepared) exactRows4(rows []int32, dst []float64) {
 	dim, all := p.v.dim, p.v.rows
 	k := 0
 	for ; k+4 <= len(rows); k += 4 {
@@ -156,12 +247,13 @@ func (p *Prepared) ExactRows(rows []int32, dst []float64) {
 }
 
 // Approximate writes every document's approximate similarity, within
-// Bound() of Exact, into dst (len Len()). It returns false, writing
-// nothing, when the index cannot be approximated (a vector out of range) or
-// the query is not finite; callers then score exactly.
+// RowBound of Exact, into dst (len Len()). It returns false, writing
+// nothing, when the index cannot be approximated (a vector not finite) or
+// the query is not finite, or large enough to overflow float32 sums);
+// callers then score exactly.
 func (p *Prepared) Approximate(dst []float64) bool {
 	v := p.v
-	if v.exact || len(dst) != v.n || math.IsNaN(p.bound) || math.IsInf(p.bound, 0) {
+	if v.exact || len(dst) != v.n || math.IsNaN(p.bound) || math.IsInf(p.bound, 0) || !p.finite() {
 		return false
 	}
 	accp := accs.Get().(*[]float32)
@@ -172,24 +264,24 @@ func (p *Prepared) Approximate(dst []float64) bool {
 	clear(acc)
 	// A block of documents at a time, so its accumulators stay in the
 	// core's first-level cache while every column passes, and four columns
-	// a pass (fused multiply-adds; half the time of one column a pass).
+	// a pass (fused multiply-adds), a last group padded with zeros.
 	for lo := 0; lo < v.n; lo += scanBlock {
 		hi := min(lo+scanBlock, v.n)
-		col := func(k int) []int16 {
+		col := func(k int) []int8 {
+			if k >= len(p.idx) {
+				return v.zero[lo:hi]
+			}
 			at := int(p.idx[k]) * v.n
 			return v.cols[at+lo : at+hi]
 		}
-		k := 0
-		for ; k+4 <= len(p.idx); k += 4 {
-			x := [4]float32{p.val[k] / quantScale, p.val[k+1] / quantScale, p.val[k+2] / quantScale, p.val[k+3] / quantScale}
-			axpy4Int16(acc[lo:hi], &x, col(k), col(k+1), col(k+2), col(k+3))
-		}
-		for ; k < len(p.idx); k++ {
-			axpyInt16(acc[lo:hi], p.val[k]/quantScale, col(k))
+		for k := 0; k < len(p.idx); k += 4 {
+			var x [4]float32
+			copy(x[:], p.val[k:min(k+4, len(p.val))])
+			axpy4Int8(acc[lo:hi], &x, col(k), col(k+1), col(k+2), col(k+3))
 		}
 	}
 	for i, a := range acc {
-		dst[i] = float64(a)
+		dst[i] = float64(a * v.scale[i])
 	}
 	accs.Put(accp)
 	return true
@@ -199,10 +291,10 @@ func (p *Prepared) Approximate(dst []float64) bool {
 var accs = sync.Pool{New: func() any { return new([]float32) }}
 
 // Candidates returns the rows whose exact similarity can be among the n
-// best, given approximations within bound of it: every row whose
-// approximation is not below the n-th best one by more than twice the
-// bound. dst is reused.
-func (p *Prepared) Candidates(approx []float64, n int, bound float64, dst []int) []int {
+// best, given approximations within RowBound of it: every row whose
+// approximation plus its bound reaches the lowest lower bound of the n
+// best approximations. dst is reused.
+func (p *Prepared) Candidates(approx []float64, n int, dst []int) []int {
 	dst = dst[:0]
 	if n <= 0 {
 		return dst
@@ -213,9 +305,13 @@ func (p *Prepared) Candidates(approx []float64, n int, bound float64, dst []int)
 		}
 		return dst
 	}
-	floor := nthLargest(approx, n) - bound // all n best reach it exactly
+	lower := make([]float64, len(approx))
 	for i, a := range approx {
-		if !(a+bound < floor) {
+		lower[i] = a - p.RowBound(i)
+	}
+	floor := nthLargest(lower, n) // n rows reach it exactly
+	for i, a := range approx {
+		if !(a+p.RowBound(i) < floor) {
 			dst = append(dst, i)
 		}
 	}

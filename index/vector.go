@@ -56,10 +56,11 @@ type EmbedFunc func(ctx context.Context, texts []string) ([][]float32, error)
 
 // Vectors is an immutable vector index over one library for one embedding
 // model. Queries score from two copies of the vectors: the exact float32
-// rows, and a column-major int16 copy that a query scans in one pass of
-// contiguous memory, half the bytes of float32 columns (see Prepared: the
-// scan finds the few rows that can rank near the top, which are then scored
-// exactly from the rows, so results are the exact ones).
+// rows, and a column-major int8 copy (each row scaled by its own largest
+// component) that a query scans in one pass of contiguous memory, a quarter
+// of the bytes of float32 columns (see Prepared: the scan finds the few rows
+// that can rank near the top, which are then scored exactly from the rows,
+// so results are the exact ones).
 // chromem-go is the storage format: Save writes a chromem collection (one
 // document per skill, its content hash and name as metadata) and
 // LoadVectors reads one back. chromem's own Query fans out goroutines and
@@ -76,7 +77,7 @@ type Vectors struct {
 	n      int
 	dim    int       // vector dimension
 	rows   []float32 // n×dim, row-major: rows[i*dim+j] is component j of document i
-	quant            // the int16 columns (quant.go)
+	quant            // the int8 columns (quant.go)
 }
 
 // BuildStats says what a build reused and what it had to embed.
@@ -390,7 +391,7 @@ func (v *Vectors) Query(ctx context.Context, q []float32, n int) ([]Hit, error) 
 	sims := make([]float64, v.n)
 	var rows []int
 	if n < v.n/2 && p.Approximate(sims) {
-		rows = p.Candidates(sims, n, p.Bound(), nil)
+		rows = p.Candidates(sims, n, nil)
 	} else {
 		rows = make([]int, v.n)
 		for i := range rows {

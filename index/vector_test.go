@@ -377,34 +377,6 @@ func saveLoad(t *testing.T, v *Vectors) *Vectors {
 	return loaded
 }
 
-// TestAxpyInt16Bits pins the SIMD kernel to the plain loop's result bit for
-// bit (a fused multiply-add would round differently), at every length
-// around the kernel's 32- and 8-wide steps.
-func TestAxpyInt16Bits(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for trial := 0; trial < 300; trial++ {
-		n := 1 + r.IntN(600)
-		if trial < 80 {
-			n = trial + 1
-		}
-		got, want := make([]float32, n), make([]float32, n)
-		col := make([]int16, n+5)
-		for k := 0; k < 20; k++ {
-			for i := range col {
-				col[i] = int16(r.IntN(65535) - 32767)
-			}
-			x := (r.Float32()*2 - 1) / quantScale
-			axpyInt16(got, x, col)
-			axpyInt16Go(want, x, col)
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("n=%d [%d]: %v, plain loop %v", n, i, got[i], want[i])
-			}
-		}
-	}
-}
-
 // TestPreparedBound: every approximation is within Bound of the exact
 // similarity, and Query, which rescoring only the candidates the bound
 // allows, returns exactly the top of an exhaustive ranking.
@@ -416,7 +388,23 @@ func TestPreparedBound(t *testing.T) {
 		for i := range 300 {
 			docs = append(docs, vdoc(fmt.Sprintf("d%03d", i), fmt.Sprint(i)))
 		}
-		emb := randomEmbedder(dim)
+		// Half the rows are spiky: one large component scales the rest
+		// of the row, which then round coarsely.
+		emb := func(ctx context.Context, texts []string) ([][]float32, error) {
+			out, err := randomEmbedder(dim)(ctx, texts)
+			for i, v := range out {
+				if i%2 == 0 {
+					v[i%dim] *= 40
+					for j := range v {
+						if j%5 == 1 {
+							v[j] = 0
+						}
+					}
+					unit(v)
+				}
+			}
+			return out, err
+		}
 		v, _, err := BuildVectors(ctx, docs, "m", emb, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -441,12 +429,11 @@ func TestPreparedBound(t *testing.T) {
 			if err := v.Similarities(q, exact); err != nil {
 				t.Fatal(err)
 			}
-			worst := 0.0
 			for i := range exact {
-				worst = max(worst, math.Abs(approx[i]-exact[i]))
-			}
-			if worst > p.Bound() {
-				t.Fatalf("dim %d: approximation off by %g, bound %g", dim, worst, p.Bound())
+				off, rb := math.Abs(approx[i]-exact[i]), p.RowBound(i)
+				if off > rb || rb > p.Bound() {
+					t.Fatalf("dim %d, row %d: approximation off by %g, row bound %g, bound %g", dim, i, off, rb, p.Bound())
+				}
 			}
 			for _, n := range []int{1, 3, 10, 100} {
 				got, err := v.Query(ctx, q, n)
@@ -471,27 +458,34 @@ func TestPreparedBound(t *testing.T) {
 	}
 }
 
-// TestAxpy4Int16 checks the four-column kernel against float64 sums, at
-// every length around its 16- and 8-wide steps (it may round differently
-// from the plain loop, never by more than float32 rounding of the terms).
-func TestAxpy4Int16(t *testing.T) {
+// TestAxpy4Int8 checks the four-column kernel against float64 sums, at
+// every length around its 64-, 32- and 8-wide steps (it may round
+// differently from the plain loop, never by more than float32 rounding of
+// the terms).
+func TestAxpy4Int8(t *testing.T) {
+	checkAxpy4Int8(t, axpy4Int8)
+	checkAxpy4Int8(t, axpy4Int8Go)
+}
+
+func checkAxpy4Int8(t *testing.T, kernel func([]float32, *[4]float32, []int8, []int8, []int8, []int8)) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(9, 10))
-	for n := 0; n < 200; n++ {
+	for n := 0; n < 300; n++ {
 		acc := make([]float32, n)
 		want := make([]float64, n)
-		cols := make([][]int16, 4)
+		cols := make([][]int8, 4)
 		for c := range cols {
-			cols[c] = make([]int16, n+3)
+			cols[c] = make([]int8, n+3)
 			for i := range cols[c] {
-				cols[c][i] = int16(r.IntN(65535) - 32767)
+				cols[c][i] = int8(r.IntN(255) - 127)
 			}
 		}
 		for i := range acc {
 			acc[i] = r.Float32()
 			want[i] = float64(acc[i])
 		}
-		x := [4]float32{(r.Float32()*2 - 1) / quantScale, (r.Float32()*2 - 1) / quantScale, (r.Float32()*2 - 1) / quantScale, (r.Float32()*2 - 1) / quantScale}
-		axpy4Int16(acc, &x, cols[0], cols[1], cols[2], cols[3])
+		x := [4]float32{r.Float32()*2 - 1, r.Float32()*2 - 1, r.Float32()*2 - 1, r.Float32()*2 - 1}
+		kernel(acc, &x, cols[0], cols[1], cols[2], cols[3])
 		for i := range acc {
 			sum := math.Abs(want[i])
 			for c := range cols {
@@ -540,5 +534,54 @@ func TestExactRows(t *testing.T) {
 				t.Fatalf("%d rows: row %d = %v, Exact %v", n, row, got[k], want)
 			}
 		}
+	}
+}
+
+// TestApproximateEdgeRows: rows of zeros, of subnormal components and of
+// one dominant component stay within their bounds, and a query large enough
+// to overflow the scan's float32 sums is scored exactly instead.
+func TestApproximateEdgeRows(t *testing.T) {
+	const dim = 16
+	r := rand.New(rand.NewPCG(11, 12))
+	rows := [][]float32{make([]float32, dim), make([]float32, dim), make([]float32, dim), make([]float32, dim)}
+	for j := range dim {
+		rows[1][j] = float32(r.IntN(7)-3) * 1e-42 // subnormal
+		rows[2][j] = float32(r.NormFloat64()) * 1e-3
+		rows[3][j] = float32(r.NormFloat64())
+	}
+	rows[2][5] = 1
+	unit(rows[3])
+	ids := []string{"a", "b", "c", "d"}
+	v := &Vectors{}
+	if err := v.pack(ids, ids, ids, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, scale := range []float32{1, 1e-30, 1e30} {
+		q := make([]float32, dim)
+		for j := range q {
+			q[j] = float32(r.NormFloat64()) * scale
+		}
+		p, err := v.Prepare(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approx := make([]float64, v.Len())
+		if !p.Approximate(approx) {
+			t.Fatalf("scale %g: not approximated", scale)
+		}
+		for i := range approx {
+			if off := math.Abs(approx[i] - p.Exact(i)); off > p.RowBound(i) {
+				t.Fatalf("scale %g, row %d: off by %g, bound %g", scale, i, off, p.RowBound(i))
+			}
+		}
+	}
+	q := make([]float32, dim)
+	q[0], q[1], q[2] = 3e38, -3e38, 1
+	p, err := v.Prepare(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Approximate(make([]float64, v.Len())) {
+		t.Fatal("a query that overflows float32 sums was approximated")
 	}
 }

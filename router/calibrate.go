@@ -33,6 +33,14 @@ func (s scale) apply(x float64) float64 {
 	return (x - s.noise) / (s.strong - s.noise)
 }
 
+// affine returns o and d with apply(x) = (x-o)/d.
+func (s scale) affine() (o, d float64) {
+	if s.strong-s.noise < 1e-9 {
+		return 0, 1
+	}
+	return s.noise, s.strong - s.noise
+}
+
 // slope is how much apply(x) moves per unit of x.
 func (s scale) slope() float64 {
 	if s.strong-s.noise < 1e-9 {

@@ -100,6 +100,7 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 		}
 	}
 	res.comps |= 1<<compBM25 | 1<<compBM25Norm
+	var slack float64 // how far score may be from the exact mix (affine)
 	m := mixer{bcal: ix.cal.bm25h, ncal: ix.cal.bm25nh, ccal: ix.cal.cosine}
 	weights := hybridFieldWeights
 	if res.strategy == StrategyBM25 {
@@ -121,8 +122,18 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 			score[i] = m.ccal.apply(x)
 		}
 	case StrategyHybrid:
-		for i := range score {
-			score[i] = m.hybridScore(bm25[i], cosine[i])
+		if approx != nil {
+			// Approximate scores, rescored exactly where they can matter:
+			// the affine form spares two divisions a skill.
+			var a, b, c float64
+			a, b, c, slack = m.affine(approx.MaxAbs())
+			for i := range score {
+				score[i] = a*bm25[i] + b*cosine[i] + c
+			}
+		} else {
+			for i := range score {
+				score[i] = m.hybridScore(bm25[i], cosine[i])
+			}
 		}
 		res.comps |= 1 << compConfidence
 	}
@@ -145,11 +156,17 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 		return res
 	}
 	// A score moves with the cosine by at most its calibrated weight.
-	delta := approx.Bound() * m.ccal.slope()
+	weight := m.ccal.slope()
 	if res.strategy == StrategyHybrid {
-		delta *= 1 - hybridBM25Weight
+		weight *= math.Abs(1 - hybridBM25Weight)
 	}
-	res.top = sc.topRescored(depth, res.comps, finish, delta, func(list []int32) {
+	rowDelta := func(i int32) float64 {
+		if k := ix.vectorRow(int(i)); k >= 0 {
+			return approx.RowBound(k)*weight + slack
+		}
+		return slack // no vector: its cosine is exactly 0
+	}
+	res.top = sc.topRescored(depth, res.comps, finish, approx.Bound()*weight+slack, rowDelta, func(list []int32) {
 		rows, exact := sc.rescoreRows(len(list))
 		for _, i := range list {
 			cosine[i] = 0
@@ -196,6 +213,23 @@ func (m *mixer) norm(bm25 float64) float64 {
 // query's own ceiling (a better order within a query).
 func (m *mixer) hybridScore(bm25, cosine float64) float64 {
 	return hybridBM25Weight*m.ncal.apply(m.norm(bm25)) + (1-hybridBM25Weight)*m.ccal.apply(cosine)
+}
+
+// affine returns hybridScore as a·bm25 + b·cosine + c, and a bound on how
+// far the two can differ for cosines of magnitude at most cmax: each rounds
+// its few operations on terms of at most terms in magnitude (BM25 over its
+// ceiling is below 1).
+func (m *mixer) affine(cmax float64) (a, b, c, slack float64) {
+	w := hybridBM25Weight
+	no, nd := m.ncal.affine()
+	co, cd := m.ccal.affine()
+	if m.ceiling > 0 {
+		a = w / (m.ceiling * nd)
+	}
+	b = (1 - w) / cd
+	c = -w*no/nd - (1-w)*co/cd
+	terms := math.Abs(w)*(2+math.Abs(no))/math.Abs(nd) + math.Abs(1-w)*(2*max(1, cmax)+math.Abs(co))/math.Abs(cd)
+	return a, b, c, 64 * 0x1p-53 * terms
 }
 
 // hybridConf is the hybrid confidence selection thresholds apply to: raw

@@ -88,31 +88,37 @@ func (sc *rankScratch) entries(order []uint64, comps uint8, finish func(*rankEnt
 }
 
 // topRescored is topEntries for scores computed from approximate cosines,
-// each within delta of the exact score: it finds the skills whose exact
-// score can rank among the depth best, has rescore replace their
-// approximate values in the scratch arrays with exact ones (all of them in
-// one call, which lets it score several at a time), and ranks those. The
-// result is the one exact scores everywhere would give.
+// each within rowDelta(i) of skill i's exact score and all within delta:
+// it finds the skills whose exact score can rank among the depth best, has
+// rescore replace their approximate values in the scratch arrays with exact
+// ones (all of them in one call, which lets it score several at a time),
+// and ranks those. The result is the one exact scores everywhere would give.
 //
-// The depth best approximations all score at least floor exactly. A skill
-// whose approximation plus delta still rounds to a float32 below floor's
+// The depth best approximations all score at least floor exactly, the
+// lowest of their approximations less their bounds. A skill whose
+// approximation plus its bound still rounds to a float32 below floor's
 // (keys compare scores as float32) is behind all of them whatever its
-// exact score.
-func (sc *rankScratch) topRescored(depth int, comps uint8, finish func(*rankEntry), delta float64, rescore func(skills []int32)) []rankEntry {
+// exact score. The shared delta rules out most skills without working out
+// their own bound.
+func (sc *rankScratch) topRescored(depth int, comps uint8, finish func(*rankEntry), delta float64, rowDelta func(i int32) float64, rescore func(skills []int32)) []rankEntry {
 	score := sc.score
 	order := topOrder(score, depth, sc.keys, sc.tmp)
-	lowest := math.Inf(1)
+	floor := math.Inf(1)
 	for _, key := range order {
-		lowest = min(lowest, score[int(uint32(key))])
+		i := int32(uint32(key))
+		s := score[i]
+		floor = min(floor, s-rowDelta(i)-roundSlack(s))
 	}
-	floor := lowest - delta - roundSlack(lowest)
 	// A score whose bound is at most the float32 just below floor's
 	// rounds below it, so it sorts after all of them.
 	below := float64(math.Nextafter32(float32(floor), float32(math.Inf(-1))))
 	cands := sc.cands[:0]
 	if !math.IsNaN(floor) && !math.IsInf(below, -1) {
 		for i, s := range score {
-			if s+delta+roundSlack(s) > below {
+			if s+delta+roundSlack(s) <= below {
+				continue
+			}
+			if s+rowDelta(int32(i))+roundSlack(s) > below {
 				cands = append(cands, int32(i))
 			}
 		}

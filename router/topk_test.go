@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -125,4 +127,39 @@ func TestEnvelopeCacheBounded(t *testing.T) {
 	if l.envBytes > envelopeCacheBytes || len(l.envelopes) == 0 {
 		t.Errorf("%d bytes in %d envelopes, bound %d", l.envBytes, len(l.envelopes), envelopeCacheBytes)
 	}
+}
+
+// TestMixerAffine: the affine form of the hybrid score stays within its
+// slack of hybridScore, for calibrations as built and degenerate ones.
+func TestMixerAffine(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	scales := []scale{{0.1, 0.6}, {-0.2, 0.05}, {0, 0}, {0.3, 0.3 + 1e-10}, {2, 40}}
+	worst := 0.0
+	defer SetHybridBM25Weight(0.4)()
+	for trial := range 2000 {
+		SetHybridBM25Weight([]float64{0.4, 0, 1, 0.75}[trial%4])
+		m := mixer{ncal: scales[trial%len(scales)], ccal: scales[(trial/len(scales))%len(scales)]}
+		if trial%7 != 0 {
+			m.ceiling = 1 + r.Float64()*50
+		}
+		cmax := []float64{1.1, 3, 40}[trial%3]
+		a, b, c, slack := m.affine(cmax)
+		if !(slack > 0) {
+			t.Fatalf("%+v: slack %g", m, slack)
+		}
+		for range 50 {
+			bm25 := r.Float64() * max(m.ceiling, 1)
+			if m.ceiling == 0 {
+				bm25 = 0 // BM25 never exceeds its ceiling
+			}
+			cos := (r.Float64()*2 - 1) * cmax
+			got, want := a*bm25+b*cos+c, m.hybridScore(bm25, cos)
+			if d := math.Abs(got - want); d > slack {
+				t.Fatalf("%+v, bm25 %v, cosine %v: affine %v, exact %v (off %g, slack %g)", m, bm25, cos, got, want, d, slack)
+			} else {
+				worst = max(worst, d/slack)
+			}
+		}
+	}
+	t.Logf("largest difference: %.3f of the slack", worst)
 }
