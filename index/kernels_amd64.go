@@ -2,9 +2,10 @@ package index
 
 import "golang.org/x/sys/cpu"
 
-// axpy4Int8 adds x[0]·c0[i] + … + x[3]·c3[i] to acc[i] with AVX2 fused
-// multiply-adds, thirty-two accumulators at a time, each loaded and stored
-// once for the four columns.
+// axpy4Int8 adds x[0]·c0[i] + … + x[3]·c3[i] to acc[i] with fused
+// multiply-adds, each accumulator loaded and stored once for the four
+// columns: sixty-four at a time in 512-bit registers where the CPU has
+// AVX-512, thirty-two at a time with AVX2 otherwise and for the rest.
 func axpy4Int8(acc []float32, x *[4]float32, c0, c1, c2, c3 []int8) {
 	n := len(acc)
 	if !useFMA || n == 0 {

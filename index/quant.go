@@ -60,8 +60,8 @@ func quantize(rows []float32, n, dim int) quant {
 			top = max(top, math.Abs(f))
 		}
 		s := float32(top / quantMax)
-		if s == 0 || math.IsInf(float64(s), 0) {
-			s = 1 // an all-zero row (or one too small to scale): zeros, no error
+		if s == 0 {
+			s = 1 // an all-zero row (or one too small to scale): zeros, tiny errors
 		}
 		var maxErr, res, norm float64
 		for j, x := range row {
@@ -205,7 +205,7 @@ func (p *Prepared) Exact(i int) float64 {
 func (p *Prepared) ExactRows(rows []int32, dst []float64) {
 	dim := p.v.dim
 	k := 0
-	for ; k+8 <= len(rows) && int64(p.v.n)*int64(dim) <= math.MaxInt32; k += 8 {
+	for ; k+8 <= len(rows) && len(p.idx) > 0 && int64(p.v.n)*int64(dim) <= math.MaxInt32; k += 8 {
 		var off [8]int32
 		var out [8]float32
 		for r := range off {
@@ -249,7 +249,7 @@ func (p *Prepared) exactRows4(rows []int32, dst []float64) {
 // Approximate writes every document's approximate similarity, within
 // RowBound of Exact, into dst (len Len()). It returns false, writing
 // nothing, when the index cannot be approximated (a vector not finite) or
-// the query is not finite, or large enough to overflow float32 sums);
+// the query is not finite or large enough to overflow float32 sums;
 // callers then score exactly.
 func (p *Prepared) Approximate(dst []float64) bool {
 	v := p.v
@@ -292,8 +292,8 @@ var accs = sync.Pool{New: func() any { return new([]float32) }}
 
 // Candidates returns the rows whose exact similarity can be among the n
 // best, given approximations within RowBound of it: every row whose
-// approximation plus its bound reaches the lowest lower bound of the n
-// best approximations. dst is reused.
+// approximation plus its bound reaches the n-th highest lower bound
+// (approximation less bound) of all rows. dst is reused.
 func (p *Prepared) Candidates(approx []float64, n int, dst []int) []int {
 	dst = dst[:0]
 	if n <= 0 {

@@ -216,9 +216,10 @@ func (m *mixer) hybridScore(bm25, cosine float64) float64 {
 }
 
 // affine returns hybridScore as a·bm25 + b·cosine + c, and a bound on how
-// far the two can differ for cosines of magnitude at most cmax: each rounds
-// its few operations on terms of at most terms in magnitude (BM25 over its
-// ceiling is below 1).
+// far the two can differ for cosines of magnitude at most cmax. Each form
+// rounds a few operations on values no larger than terms (BM25 over its
+// ceiling is below 1), so each is within a few units of rounding of terms
+// from the real value.
 func (m *mixer) affine(cmax float64) (a, b, c, slack float64) {
 	w := hybridBM25Weight
 	no, nd := m.ncal.affine()
