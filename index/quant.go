@@ -305,13 +305,14 @@ func (p *Prepared) Candidates(approx []float64, n int, dst []int) []int {
 		}
 		return dst
 	}
-	lower := make([]float64, len(approx))
+	bound, lower := make([]float64, len(approx)), make([]float64, len(approx))
 	for i, a := range approx {
-		lower[i] = a - p.RowBound(i)
+		bound[i] = p.RowBound(i)
+		lower[i] = a - bound[i]
 	}
 	floor := nthLargest(lower, n) // n rows reach it exactly
 	for i, a := range approx {
-		if !(a+p.RowBound(i) < floor) {
+		if !(a+bound[i] < floor) {
 			dst = append(dst, i)
 		}
 	}

@@ -27,13 +27,12 @@ import (
 type scale struct{ noise, strong float64 }
 
 func (s scale) apply(x float64) float64 {
-	if s.strong-s.noise < 1e-9 {
-		return x
-	}
-	return (x - s.noise) / (s.strong - s.noise)
+	o, d := s.affine()
+	return (x - o) / d
 }
 
-// affine returns o and d with apply(x) = (x-o)/d.
+// affine returns o and d with apply(x) = (x-o)/d: a scale whose strong
+// score is not above its noise maps x to itself.
 func (s scale) affine() (o, d float64) {
 	if s.strong-s.noise < 1e-9 {
 		return 0, 1
@@ -43,10 +42,8 @@ func (s scale) affine() (o, d float64) {
 
 // slope is how much apply(x) moves per unit of x.
 func (s scale) slope() float64 {
-	if s.strong-s.noise < 1e-9 {
-		return 1
-	}
-	return 1 / (s.strong - s.noise)
+	_, d := s.affine()
+	return 1 / d
 }
 
 type calibration struct {

@@ -5,7 +5,7 @@ package skills
 // indexed a snapshot the text is read only to render an envelope or answer
 // a read, and the router caches those. Snapshot.Pack therefore keeps each
 // skill's text zstd-compressed (~2.4× smaller); Content and Body decompress
-// it on demand (~20 µs for a 12 KB SKILL.md). Packing changes nothing a
+// it on demand (~10 µs for a 12 KB SKILL.md, BenchmarkUnpack). Packing changes nothing a
 // reader can see, so it may run while the snapshot is in use.
 
 import (

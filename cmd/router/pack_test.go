@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,11 +18,8 @@ import (
 func TestPackTextFollowsSwaps(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) {
-		os.MkdirAll(filepath.Join(dir, name), 0o755)
 		text := "---\nname: " + name + "\ndescription: Skill " + name + " for testing.\n---\n" + strings.Repeat(body+" ", 80)
-		if err := os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeSkillFile(t, filepath.Join(dir, name, "SKILL.md"), text)
 	}
 	write("alpha", "Review the migration plan.")
 	write("beta", "Resize the images in the folder.")
