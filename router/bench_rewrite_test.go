@@ -74,16 +74,24 @@ func BenchmarkRewriteWith(b *testing.B) {
 	}
 }
 
-func BenchmarkRewriteChat(b *testing.B) { benchRewriteChat(b, false) }
+func BenchmarkRewriteChat(b *testing.B) { benchRewriteChat(b, false, 0) }
 
 // BenchmarkRewriteChatCold is BenchmarkRewriteChat with the CPU caches
 // flushed before each request, as they are when the proxy idles between
 // requests waiting on the model: what a request costs when the index has to
 // come from memory. The untimed flush (64 MB) dominates the run time; use
 // -benchtime 1000x.
-func BenchmarkRewriteChatCold(b *testing.B) { benchRewriteChat(b, true) }
+func BenchmarkRewriteChatCold(b *testing.B) { benchRewriteChat(b, true, 0) }
 
-func benchRewriteChat(b *testing.B, cold bool) {
+// BenchmarkRewriteChatIdle is BenchmarkRewriteChat with 20 ms of idle
+// (untimed) before each request, as one client of a model answering in 20
+// ms leaves the proxy: the caches are as the rest of the machine left them,
+// and the core may have slept. Use -benchtime 500x.
+func BenchmarkRewriteChatIdle(b *testing.B) { benchRewriteChat(b, false, 20*time.Millisecond) }
+
+// benchRewriteChat rewrites the upstream queries one after another, the
+// caches flushed (cold) or the process idle for idle before each.
+func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
 	snap := benchLibrary(b)
 	bodies := chatBodies(b, upstreamQueries(b))
 	emb := embed.NewBuiltin(embed.Config{})
@@ -107,6 +115,11 @@ func benchRewriteChat(b *testing.B, cold bool) {
 				flush[j]++
 				sink += flush[j]
 			}
+			b.StartTimer()
+		}
+		if idle > 0 {
+			b.StopTimer()
+			time.Sleep(idle)
 			b.StartTimer()
 		}
 		start := time.Now()

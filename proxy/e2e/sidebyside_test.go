@@ -19,7 +19,9 @@ package e2e
 // "10000,407", adds a router per further size as a target of its own) and
 // SKILLROUTER_SBS_BASELINE (another router binary, e.g. one built from
 // the previous commit: it runs as a fifth target, "baseline routing on",
-// for old/new figures alternated in one run), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
+// for old/new figures alternated in one run; with it or a second size the
+// main router's CPU per request against each is also printed round by
+// round), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
 // access log, with routing_ms, to stderr) and SKILLROUTER_SBS_TARGETS (comma-separated target names to run, e.g.
 // "direct,routing on" while taking a profile through
 // SKILLROUTER_DEBUG_LISTEN; default: all).
@@ -344,6 +346,31 @@ func TestSideBySide(t *testing.T) {
 				med(rs, func(r sbsResult) float64 { return msf(r.p50) })-dp50, med(rs, func(r sbsResult) float64 { return msf(r.p99) })-dp99,
 				cpu, rps, med(d, func(r sbsResult) float64 { return r.rps }), med(rs, func(r sbsResult) float64 { return r.rss }),
 				vsCPU, vsRPS)
+		}
+	}
+	// Ratios of CPU per request round by round: the targets of a round
+	// share the machine's state, so these move less than ratios of medians.
+	main := "skillrouter, routing on"
+	for _, tg := range targets {
+		if tg.name == main || !strings.Contains(tg.name, "routing on") {
+			continue
+		}
+		for _, c := range clients {
+			num, den := all[key(main, c)], all[key(tg.name, c)]
+			if len(num) == 0 || len(num) != len(den) {
+				continue
+			}
+			ratios := make([]float64, len(num))
+			var each []string
+			for i := range num {
+				if den[i].cpu > 0 {
+					ratios[i] = float64(num[i].cpu) / float64(den[i].cpu)
+				}
+				each = append(each, fmt.Sprintf("%.3f×", ratios[i]))
+			}
+			slices.Sort(ratios)
+			fmt.Fprintf(&b, "CPU per request, %s (%d skills) against %s, %d clients, round by round: %s; median %.3f×\n",
+				main, nSkills, tg.name, c, strings.Join(each, ", "), ratios[len(ratios)/2])
 		}
 	}
 	t.Log(b.String())
