@@ -19,12 +19,14 @@ package e2e
 // "10000,407", adds a router per further size as a target of its own) and
 // SKILLROUTER_SBS_BASELINE (another router binary, e.g. one built from
 // the previous commit: it runs as a fifth target, "baseline routing on",
-// for old/new figures alternated in one run; with it or a second size the
-// main router's CPU per request against each is also printed round by
-// round), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
+// for old/new figures alternated in one run), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
 // access log, with routing_ms, to stderr) and SKILLROUTER_SBS_TARGETS (comma-separated target names to run, e.g.
 // "direct,routing on" while taking a profile through
 // SKILLROUTER_DEBUG_LISTEN; default: all).
+//
+// With a baseline or a second size, the router of the first size (the
+// main one) also gets its CPU per request against each of them printed
+// round by round.
 
 import (
 	"bufio"
@@ -53,6 +55,9 @@ import (
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/skills"
 )
+
+// sbsMainTarget names the router of the first library size, routing on.
+const sbsMainTarget = "skillrouter, routing on"
 
 // bareProxyEnv makes this test binary a bare reverse proxy to its value
 // (the upstream's base URL), listening on the address it prints first.
@@ -229,7 +234,7 @@ func TestSideBySide(t *testing.T) {
 		{name: "direct", base: up.BaseURL()},
 		{name: "bare Go proxy", base: "http://" + strings.TrimSpace(addr) + "/v1", pid: bare.Process.Pid},
 		{name: "skillrouter, routing off", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid, header: map[string]string{"X-Skillrouter-Disable": "true"}},
-		{name: "skillrouter, routing on", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
+		{name: sbsMainTarget, base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
 	}
 	targets = append(targets, baseline...)
 	for _, n := range sizes[1:] {
@@ -348,29 +353,32 @@ func TestSideBySide(t *testing.T) {
 				vsCPU, vsRPS)
 		}
 	}
-	// Ratios of CPU per request round by round: the targets of a round
-	// share the machine's state, so these move less than ratios of medians.
-	main := "skillrouter, routing on"
+	// Ratios of CPU per request round by round: the targets of a round run
+	// back to back, so they share the machine's state (other load, cache
+	// and frequency) more than runs minutes apart do.
 	for _, tg := range targets {
-		if tg.name == main || !strings.Contains(tg.name, "routing on") {
+		if tg.name == sbsMainTarget || !strings.Contains(tg.name, "routing on") {
 			continue
 		}
 		for _, c := range clients {
-			num, den := all[key(main, c)], all[key(tg.name, c)]
-			if len(num) == 0 || len(num) != len(den) {
+			num, den := all[key(sbsMainTarget, c)], all[key(tg.name, c)]
+			var ratios []float64
+			var each []string
+			for i := range min(len(num), len(den)) {
+				if num[i].cpu <= 0 || den[i].cpu <= 0 {
+					each = append(each, "–") // no request succeeded in the round
+					continue
+				}
+				r := float64(num[i].cpu) / float64(den[i].cpu)
+				ratios = append(ratios, r)
+				each = append(each, fmt.Sprintf("%.3f×", r))
+			}
+			if len(ratios) == 0 {
 				continue
 			}
-			ratios := make([]float64, len(num))
-			var each []string
-			for i := range num {
-				if den[i].cpu > 0 {
-					ratios[i] = float64(num[i].cpu) / float64(den[i].cpu)
-				}
-				each = append(each, fmt.Sprintf("%.3f×", ratios[i]))
-			}
 			slices.Sort(ratios)
-			fmt.Fprintf(&b, "CPU per request, %s (%d skills) against %s, %d clients, round by round: %s; median %.3f×\n",
-				main, nSkills, tg.name, c, strings.Join(each, ", "), ratios[len(ratios)/2])
+			fmt.Fprintf(&b, "CPU per request of %q (%d skills) against %q, %d clients, round by round: %s; median %.3f×\n",
+				sbsMainTarget, nSkills, tg.name, c, strings.Join(each, ", "), ratios[len(ratios)/2])
 		}
 	}
 	t.Log(b.String())
