@@ -378,9 +378,9 @@ func saveLoad(t *testing.T, v *Vectors) *Vectors {
 }
 
 // TestPreparedBound: every approximation is within its RowBound (itself
-// within Bound) of the exact
-// similarity, and Query, which rescoring only the candidates the bound
-// allows, returns exactly the top of an exhaustive ranking.
+// within Bound) of the exact similarity, and Query, rescoring only the
+// candidates the bounds allow, returns exactly the top of an exhaustive
+// ranking.
 func TestPreparedBound(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(5, 6))
@@ -501,8 +501,8 @@ func checkAxpy4Int8(t *testing.T, kernel func([]float32, *[4]float32, []int8, []
 }
 
 // TestExactRows: scoring rows eight at a time (SIMD lanes) and four at a
-// time gives Exact's bits for every
-// row, whatever the count and order of the rows.
+// time gives Exact's bits for every row, whatever the count and order of
+// the rows.
 func TestExactRows(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
