@@ -6,6 +6,7 @@ package index
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -82,8 +83,9 @@ type bodyPosting struct {
 	tf  float32
 }
 
-// termPostings are the documents having one term, each list in document
-// order.
+// termPostings are the documents having one term, each list in strictly
+// increasing document order (so a document appears once in each, which
+// the body kernel's scatter relies on).
 type termPostings struct {
 	idf  float64
 	full []posting
@@ -530,6 +532,11 @@ func (ix *BM25) Score(query []Term, scores []float64) {
 // weighted frequency is w[body]·tf, exactly what the sum over all three
 // fields gives when the other two are zero.
 func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float64) {
+	if len(scores) < len(ix.ids) {
+		// The body kernel does not check its stores; every posting's
+		// document is below len(ix.ids) (built so, checked on reading).
+		panic(fmt.Sprintf("index: %d scores for %d documents", len(scores), len(ix.ids)))
+	}
 	k1 := ix.k1
 	for _, q := range query {
 		id, ok := ix.terms[q.Text]
@@ -544,12 +551,20 @@ func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float
 				scores[p.doc] += qw * tf / (k1 + tf)
 			}
 		}
-		wb := w[FieldBody]
-		for _, p := range tp.body {
-			tf := wb * float64(p.tf)
-			if tf > 0 {
-				scores[p.doc] += qw * tf / (k1 + tf)
-			}
+		addBody(scores, tp.body, &[3]float64{w[FieldBody], qw, k1})
+	}
+}
+
+// addBodyGo adds each body posting's term score to its document's:
+// qw·tf/(k1 + tf) for tf = wb·p.tf > 0, c = {wb, qw, k1}. It is the
+// portable form of addBody and the reference its kernel is tested
+// against, bit for bit.
+func addBodyGo(scores []float64, body []bodyPosting, c *[3]float64) {
+	wb, qw, k1 := c[0], c[1], c[2]
+	for _, p := range body {
+		tf := wb * float64(p.tf)
+		if tf > 0 {
+			scores[p.doc] += qw * tf / (k1 + tf)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package index
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -106,4 +108,59 @@ func TestBM25Empty(t *testing.T) {
 	if s[0] != 0 {
 		t.Error("empty document scored")
 	}
+}
+
+// TestAddBody: the body kernel gives addBodyGo's bits for every score,
+// whatever the count of postings (around its eight-wide steps), the
+// frequencies (zero, subnormal, large) and the weights (a zero body weight
+// adds nothing), on a machine with AVX-512 and in Go elsewhere.
+func TestAddBody(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const n = 300
+	for _, c := range []*[3]float64{{0.5, 3.7, 1.2}, {0.2, 0.01, 1.2}, {0, 2, 1.2}, {1e300, 1e-300, 0}} {
+		for count := 0; count <= 41; count++ {
+			// A strictly increasing subset of the documents, as built.
+			var body []bodyPosting
+			for _, d := range r.Perm(n)[:count] {
+				body = append(body, bodyPosting{doc: int32(d)})
+			}
+			slices.SortFunc(body, func(a, b bodyPosting) int { return int(a.doc - b.doc) })
+			for k := range body {
+				switch r.IntN(6) {
+				case 0:
+					body[k].tf = 0
+				case 1:
+					body[k].tf = math.SmallestNonzeroFloat32 * float32(1+r.IntN(9))
+				case 2:
+					body[k].tf = float32(r.ExpFloat64() * 1e30)
+				default:
+					body[k].tf = float32(r.ExpFloat64())
+				}
+			}
+			got, want := make([]float64, n), make([]float64, n)
+			for i := range got {
+				got[i] = r.Float64() * 10
+				want[i] = got[i]
+			}
+			addBody(got, body, c)
+			addBodyGo(want, body, c)
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("weights %v, %d postings, document %d: %v, want %v", *c, count, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestScoreWeightedShortScores: scores shorter than the documents panic
+// before the kernel could write past them.
+func TestScoreWeightedShortScores(t *testing.T) {
+	ix := NewBM25(docs, BM25Params{})
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	ix.Score(QueryTerms(nil, "pdf forms", 1), make([]float64, ix.Len()-1))
 }

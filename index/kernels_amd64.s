@@ -188,3 +188,44 @@ loop64:
 done:
 	VZEROUPPER
 	RET
+
+// func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *[3]float64)
+// addBodyGo for n postings, n a multiple of 8, eight a pass: each lane
+// computes tf = wb·tf, then qw·tf / (k1 + tf) where tf > 0, as Go does
+// (multiply, add, divide; nothing fused), and the lanes' scores are
+// gathered, added to and scattered back under the tf > 0 mask.
+TEXT ·addBodyAVX512(SB), NOSPLIT, $0-32
+	MOVQ scores+0(FP), DI
+	MOVQ body+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ c+24(FP), BX
+	VBROADCASTSD 0(BX), Z10  // wb
+	VBROADCASTSD 8(BX), Z12  // qw
+	VBROADCASTSD 16(BX), Z13 // k1
+	VPXORQ Z11, Z11, Z11
+	SHLQ $3, CX
+	ADDQ SI, CX              // the end of the postings (8 bytes each)
+
+loop8:
+	CMPQ SI, CX
+	JGE  done
+	VMOVDQU64 (SI), Z0       // eight {doc int32, tf float32}
+	VPMOVQD Z0, Y1           // the documents
+	VPSRLQ $32, Z0, Z2
+	VPMOVQD Z2, Y2           // the frequencies
+	VCVTPS2PD Y2, Z3
+	VMULPD Z10, Z3, Z3       // tf = wb·tf
+	VCMPPD $30, Z11, Z3, K1  // tf > 0 (ordered: not NaN)
+	VMULPD Z12, Z3, Z4
+	VADDPD Z13, Z3, Z5
+	VDIVPD Z5, Z4, Z4        // qw·tf / (k1 + tf)
+	KMOVW K1, K2             // a gather clears its mask
+	VGATHERDPD (DI)(Y1*8), K2, Z6
+	VADDPD Z4, Z6, Z6
+	VSCATTERDPD Z6, K1, (DI)(Y1*8)
+	ADDQ $64, SI
+	JMP  loop8
+
+done:
+	VZEROUPPER
+	RET

@@ -219,15 +219,11 @@ func ReadBM25(data []byte) (*BM25, error) {
 		tp := &ix.post[id]
 		tp.idf, tp.full, tp.body = idf[id], full[:nf:nf], body[:nb:nb]
 		full, body = full[nf:], body[nb:]
-		for _, p := range tp.full {
-			if p.doc < 0 || int(p.doc) >= len(ix.ids) {
-				return nil, fmt.Errorf("%w: posting of document %d", errCorrupt, p.doc)
-			}
+		if err := checkDocs(tp.full, func(p posting) int32 { return p.doc }, len(ix.ids)); err != nil {
+			return nil, err
 		}
-		for _, p := range tp.body {
-			if p.doc < 0 || int(p.doc) >= len(ix.ids) {
-				return nil, fmt.Errorf("%w: posting of document %d", errCorrupt, p.doc)
-			}
+		if err := checkDocs(tp.body, func(p bodyPosting) int32 { return p.doc }, len(ix.ids)); err != nil {
+			return nil, err
 		}
 		ix.terms[t] = int32(id)
 	}
@@ -236,6 +232,20 @@ func ReadBM25(data []byte) (*BM25, error) {
 	}
 	ix.internTerms()
 	return ix, nil
+}
+
+// checkDocs reports a term's postings that do not name documents below n
+// in strictly increasing order (as built): scoring relies on both.
+func checkDocs[P any](list []P, doc func(P) int32, n int) error {
+	last := int32(-1)
+	for _, p := range list {
+		d := doc(p)
+		if d <= last || int(d) >= n {
+			return fmt.Errorf("%w: posting of document %d after %d", errCorrupt, d, last)
+		}
+		last = d
+	}
+	return nil
 }
 
 // WriteBinary writes the vectors in their binary form: the float32 rows
