@@ -309,6 +309,11 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 // table, which is what a caller keeping them for the next build should
 // keep.
 func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
+	if len(stats) != len(ids) {
+		// A missing document's postings would run into the next one's,
+		// naming a document twice in one term.
+		panic(fmt.Sprintf("index: %d documents' statistics for %d ids", len(stats), len(ids)))
+	}
 	p = p.withDefaults()
 	b := newBM25Builder(len(ids), p)
 	copy(b.ix.ids, ids)
@@ -551,18 +556,25 @@ func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float
 				scores[p.doc] += qw * tf / (k1 + tf)
 			}
 		}
-		addBody(scores, tp.body, &[3]float64{w[FieldBody], qw, k1})
+		addBody(scores, tp.body, &bodyTerm{wb: w[FieldBody], qw: qw, k1: k1})
 	}
 }
 
+// bodyTerm is what scoring one query term's body postings needs: the body
+// weight, the term's weight (query weight · idf · (k1 + 1)) and k1. The
+// assembly reads the fields at offsets 0, 8 and 16.
+type bodyTerm struct{ wb, qw, k1 float64 }
+
 // addBodyGo adds each body posting's term score to its document's:
-// qw·tf/(k1 + tf) for tf = wb·p.tf > 0, c = {wb, qw, k1}. It is the
-// portable form of addBody and the reference its kernel is tested
-// against, bit for bit.
-func addBodyGo(scores []float64, body []bodyPosting, c *[3]float64) {
-	wb, qw, k1 := c[0], c[1], c[2]
+// qw·tf/(k1 + tf) for tf = wb·p.tf > 0. It is the portable form of addBody
+// and the reference its kernel is tested against, bit for bit.
+func addBodyGo(scores []float64, body []bodyPosting, c *bodyTerm) {
+	wb, qw, k1 := c.wb, c.qw, c.k1
 	for _, p := range body {
-		tf := wb * float64(p.tf)
+		// The conversion rounds wb·tf before k1 is added: built with
+		// GOAMD64=v3 the compiler would otherwise fuse the two, and the
+		// kernel's lanes (and earlier builds) round twice.
+		tf := float64(wb * float64(p.tf))
 		if tf > 0 {
 			scores[p.doc] += qw * tf / (k1 + tf)
 		}

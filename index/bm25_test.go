@@ -112,12 +112,16 @@ func TestBM25Empty(t *testing.T) {
 
 // TestAddBody: the body kernel gives addBodyGo's bits for every score,
 // whatever the count of postings (around its eight-wide steps), the
-// frequencies (zero, subnormal, large) and the weights (a zero body weight
-// adds nothing), on a machine with AVX-512 and in Go elsewhere.
+// frequencies (zero, subnormal, huge, infinite, NaN) and the weights (a
+// zero body weight adds nothing; 0.2 rounds wb·tf, which a fused
+// multiply-add would not), from scores of zero or not.
 func TestAddBody(t *testing.T) {
+	if !useAVX512 {
+		t.Log("no AVX-512: addBody is addBodyGo")
+	}
 	r := rand.New(rand.NewPCG(13, 14))
 	const n = 300
-	for _, c := range []*[3]float64{{0.5, 3.7, 1.2}, {0.2, 0.01, 1.2}, {0, 2, 1.2}, {1e300, 1e-300, 0}} {
+	for _, c := range []*bodyTerm{{0.5, 3.7, 1.2}, {0.2, 3.7, 1.2}, {0.2, 0.01, 1.2}, {0, 2, 1.2}, {1e300, 1e-300, 0}} {
 		for count := 0; count <= 41; count++ {
 			// A strictly increasing subset of the documents, as built.
 			var body []bodyPosting
@@ -126,27 +130,31 @@ func TestAddBody(t *testing.T) {
 			}
 			slices.SortFunc(body, func(a, b bodyPosting) int { return int(a.doc - b.doc) })
 			for k := range body {
-				switch r.IntN(6) {
+				switch r.IntN(8) {
 				case 0:
 					body[k].tf = 0
 				case 1:
 					body[k].tf = math.SmallestNonzeroFloat32 * float32(1+r.IntN(9))
 				case 2:
 					body[k].tf = float32(r.ExpFloat64() * 1e30)
+				case 3:
+					body[k].tf = [...]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1}[r.IntN(4)]
 				default:
 					body[k].tf = float32(r.ExpFloat64())
 				}
 			}
 			got, want := make([]float64, n), make([]float64, n)
 			for i := range got {
-				got[i] = r.Float64() * 10
+				if r.IntN(2) == 0 {
+					got[i] = r.Float64() * 10
+				}
 				want[i] = got[i]
 			}
 			addBody(got, body, c)
 			addBodyGo(want, body, c)
 			for i := range got {
 				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-					t.Fatalf("weights %v, %d postings, document %d: %v, want %v", *c, count, i, got[i], want[i])
+					t.Fatalf("weights %+v, %d postings, document %d: %v, want %v", *c, count, i, got[i], want[i])
 				}
 			}
 		}

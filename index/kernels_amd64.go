@@ -38,10 +38,9 @@ func exactRows8(rows []float32, off *[8]int32, idx []int32, val []float32, out *
 // the CPU has AVX-512 (the same multiplications, addition and division in
 // each lane; the scores gathered, added to and scattered back), the rest
 // in Go. ScoreWeighted checks that scores covers every document; a term's
-// postings name each document once, so no two lanes write one score. About
-// a quarter faster at 10,000 skills (docs/performance.md): a posting costs
-// its gather and scatter, not its division.
-func addBody(scores []float64, body []bodyPosting, c *[3]float64) {
+// postings name each document once, so no two lanes write one score.
+// docs/performance.md ("Seventh pass") has what it saves and where.
+func addBody(scores []float64, body []bodyPosting, c *bodyTerm) {
 	if n := len(body) &^ 7; useAVX512 && n > 0 {
 		addBodyAVX512(&scores[0], &body[0], n, c)
 		body = body[n:]
@@ -66,4 +65,4 @@ func exactRows8AVX2(rows *float32, off *[8]int32, idx *int32, val *float32, m in
 func axpy4Int8FMA(acc []float32, x *[4]float32, c0, c1, c2, c3 *int8)
 
 //go:noescape
-func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *[3]float64)
+func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)

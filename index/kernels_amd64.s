@@ -189,7 +189,7 @@ done:
 	VZEROUPPER
 	RET
 
-// func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *[3]float64)
+// func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)
 // addBodyGo for n postings, n a multiple of 8, eight a pass: each lane
 // computes tf = wb·tf, then qw·tf / (k1 + tf) where tf > 0, as Go does
 // (multiply, add, divide; nothing fused), and the lanes' scores are
@@ -208,7 +208,7 @@ TEXT ·addBodyAVX512(SB), NOSPLIT, $0-32
 
 loop8:
 	CMPQ SI, CX
-	JGE  done
+	JAE  done
 	VMOVDQU64 (SI), Z0       // eight {doc int32, tf float32}
 	VPMOVQD Z0, Y1           // the documents
 	VPSRLQ $32, Z0, Z2

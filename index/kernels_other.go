@@ -11,4 +11,7 @@ func axpy4Int8(acc []float32, x *[4]float32, c0, c1, c2, c3 []int8) {
 func exactRows8([]float32, *[8]int32, []int32, []float32, *[8]float32) bool { return false }
 
 // addBody adds each body posting's term score to its document's.
-func addBody(scores []float64, body []bodyPosting, c *[3]float64) { addBodyGo(scores, body, c) }
+func addBody(scores []float64, body []bodyPosting, c *bodyTerm) { addBodyGo(scores, body, c) }
+
+// useAVX512: addBody is the Go loop here.
+const useAVX512 = false

@@ -240,7 +240,10 @@ func checkDocs[P any](list []P, doc func(P) int32, n int) error {
 	last := int32(-1)
 	for _, p := range list {
 		d := doc(p)
-		if d <= last || int(d) >= n {
+		if int(d) >= n {
+			return fmt.Errorf("%w: posting of document %d of %d", errCorrupt, d, n)
+		}
+		if d <= last {
 			return fmt.Errorf("%w: posting of document %d after %d", errCorrupt, d, last)
 		}
 		last = d

@@ -141,3 +141,28 @@ func FuzzReadIndexFiles(f *testing.F) {
 		}
 	})
 }
+
+// TestReadBM25PostingOrder: a term's postings that repeat a document or go
+// back to an earlier one (never built; the body kernel's scatter relies on
+// each document once per term) do not load.
+func TestReadBM25PostingOrder(t *testing.T) {
+	docs := []Doc{
+		{ID: "d1", Fields: [NumFields]string{"a", "", "zebra one"}},
+		{ID: "d2", Fields: [NumFields]string{"b", "", "zebra two"}},
+		{ID: "d3", Fields: [NumFields]string{"c", "", "zebra three"}},
+	}
+	for name, docsOf := range map[string][3]int32{"repeated": {0, 1, 1}, "decreasing": {0, 2, 1}} {
+		bm := NewBM25(docs, BM25Params{})
+		tp := &bm.post[bm.terms["zebra"]]
+		if len(tp.body) != 3 {
+			t.Fatalf("fixture: %d body postings", len(tp.body))
+		}
+		for k := range tp.body {
+			tp.body[k].doc = docsOf[k]
+		}
+		data := encode(t, func(b *bytes.Buffer) error { return bm.WriteBinary(b) })
+		if _, err := ReadBM25(data); !errors.Is(err, errCorrupt) {
+			t.Fatalf("%s: read: %v", name, err)
+		}
+	}
+}
