@@ -310,8 +310,8 @@ func NewBM25(docs []Doc, p BM25Params) *BM25 {
 // keep.
 func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
 	if len(stats) != len(ids) {
-		// A missing document's postings would run into the next one's,
-		// naming a document twice in one term.
+		// With fewer statistics than ids, the last document would be
+		// credited with every posting of the missing ones, twice in a term.
 		panic(fmt.Sprintf("index: %d documents' statistics for %d ids", len(stats), len(ids)))
 	}
 	p = p.withDefaults()
@@ -562,7 +562,7 @@ func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float
 
 // bodyTerm is what scoring one query term's body postings needs: the body
 // weight, the term's weight (query weight · idf · (k1 + 1)) and k1. The
-// assembly reads the fields at offsets 0, 8 and 16.
+// assembly reads the fields by the offsets go_asm.h gives.
 type bodyTerm struct{ wb, qw, k1 float64 }
 
 // addBodyGo adds each body posting's term score to its document's:

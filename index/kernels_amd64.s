@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "go_asm.h"
 
 // COLUMN32 adds one int8 column times its broadcast factor x to the 32
 // accumulators Y0-Y3: widen 32 bytes at c+AX to int32, convert, multiply-add.
@@ -199,9 +200,9 @@ TEXT ·addBodyAVX512(SB), NOSPLIT, $0-32
 	MOVQ body+8(FP), SI
 	MOVQ n+16(FP), CX
 	MOVQ c+24(FP), BX
-	VBROADCASTSD 0(BX), Z10  // wb
-	VBROADCASTSD 8(BX), Z12  // qw
-	VBROADCASTSD 16(BX), Z13 // k1
+	VBROADCASTSD bodyTerm_wb(BX), Z10
+	VBROADCASTSD bodyTerm_qw(BX), Z12
+	VBROADCASTSD bodyTerm_k1(BX), Z13
 	VPXORQ Z11, Z11, Z11
 	SHLQ $3, CX
 	ADDQ SI, CX              // the end of the postings (8 bytes each)
