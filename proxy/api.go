@@ -54,8 +54,9 @@ type apiStream interface {
 	// ErrorEvent renders an error as the stream's final event.
 	ErrorEvent(e *wire.Error) []byte
 	// Relayed notes an event passed on without Event (a stream without
-	// the proxy's tools), so that a later ErrorEvent follows on from it.
-	Relayed(ev *wire.Event)
+	// the proxy's tools), so that a later ErrorEvent follows on from it,
+	// and reports whether the event ends the API's stream.
+	Relayed(ev *wire.Event) (final bool)
 	// UpstreamErrorEvent turns an upstream error answer met after the
 	// stream started into its final event, and the message for the log.
 	UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string)

@@ -1,12 +1,17 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/wire"
@@ -48,7 +53,49 @@ func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
 		}
 		return nil, wire.BadRequest("invalid_body", "", "reading request body: %v", err)
 	}
-	return body, nil
+	return decodeBody(r, body, limit, tooLarge)
+}
+
+// decodeBody undoes a request Content-Encoding (Codex CLI sends zstd
+// bodies, other clients gzip), within limit, and drops the header: the
+// body the proxy parses and forwards is the plain one.
+func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error) ([]byte, *wire.Error) {
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc == "" || enc == "identity" {
+		r.Header.Del("Content-Encoding")
+		return body, nil
+	}
+	var zr io.Reader
+	var err error
+	switch enc {
+	case "gzip", "x-gzip":
+		zr, err = gzip.NewReader(bytes.NewReader(body))
+	case "deflate":
+		zr, err = zlib.NewReader(bytes.NewReader(body))
+	case "zstd":
+		var d *zstd.Decoder
+		// MaxMemory bounds the window a frame may ask for.
+		d, err = zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(max(limit, 8<<20))))
+		if err == nil {
+			defer d.Close()
+			zr = d
+		}
+	default:
+		return nil, &wire.Error{Status: http.StatusUnsupportedMediaType, Kind: wire.KindInvalidRequest, Code: "unsupported_content_encoding",
+			Message: fmt.Sprintf("request Content-Encoding %q is not supported (want gzip, deflate or zstd)", enc)}
+	}
+	var plain []byte
+	if err == nil {
+		plain, err = io.ReadAll(io.LimitReader(zr, limit+1))
+	}
+	if err != nil {
+		return nil, wire.BadRequest("invalid_body", "", "request body is not valid %s data: %v", enc, err)
+	}
+	if int64(len(plain)) > limit {
+		return nil, tooLarge
+	}
+	r.Header.Del("Content-Encoding")
+	return plain, nil
 }
 
 // headerError is a 400 about an X-Skillrouter-* request header.

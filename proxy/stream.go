@@ -175,6 +175,7 @@ func (sr *streamRelay) checkEvent(ev *wire.Event) error {
 func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wire.RoundEnd, error) {
 	tr.Round(final)
 	rd := wire.NewEventReader(body)
+	ended := false // relayed as it comes: the API's final event was seen
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
@@ -191,7 +192,7 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 		}
 		if sr.sess == nil {
 			sr.out = append(sr.out[:0], ev.Raw...)
-			tr.Relayed(ev)
+			ended = tr.Relayed(ev) || ended
 			sr.emit()
 			continue
 		}
@@ -203,7 +204,7 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 		}
 	}
 	if sr.sess == nil {
-		return wire.RoundEnd{}, sr.writeErr
+		return wire.RoundEnd{Incomplete: !ended}, sr.writeErr
 	}
 	var end wire.RoundEnd
 	sr.out, end = tr.End(sr.out[:0])

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/tidwall/gjson"
 )
 
 // MaxEventSize bounds one server-sent event; a larger one fails the stream
@@ -27,6 +29,15 @@ type Event struct {
 	// proxy's banner) is malformed. An event of stray lines only is
 	// skipped whole; its lines are counted with the next event's.
 	Stray int
+}
+
+// Type is the event's type as the OpenAI Responses and Anthropic Messages
+// streams name it: the data's "type" member, else the event: field.
+func (ev *Event) Type() string {
+	if t := gjson.GetBytes(ev.Data, "type").String(); t != "" {
+		return t
+	}
+	return ev.Event
 }
 
 // EventReader splits a text/event-stream into events (WHATWG HTML §9.2.6):

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
 )
@@ -43,5 +45,23 @@ func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, 
 }
 
 // Relayed notes an event relayed unchanged around the translator (a stream
-// without the proxy's tools): nothing to track for chat.
-func (s *Stream) Relayed(*wire.Event) {}
+// without the proxy's tools) and reports whether the stream is complete
+// with it, as End judges a round: data: [DONE], a choice's finish_reason,
+// or an error chunk.
+func (s *Stream) Relayed(ev *wire.Event) (final bool) {
+	if !ev.HasData {
+		return false
+	}
+	if isDone(ev.Data) {
+		return true
+	}
+	if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
+		return true
+	}
+	gjson.GetBytes(ev.Data, "choices").ForEach(func(_, c gjson.Result) bool {
+		f := c.Get("finish_reason")
+		final = f.Exists() && f.Type != gjson.Null && f.String() != ""
+		return !final
+	})
+	return final
+}

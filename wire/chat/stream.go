@@ -62,7 +62,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		s.out = append(s.out, ev.Raw...)
 		return s.out, true
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]")) {
+	if isDone(ev.Data) {
 		s.done = true
 		return s.out, false
 	}
@@ -94,6 +94,9 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 // decide settles a round at its finish: loop when the proxy has calls to
 // answer and is still allowed to; otherwise the round is the client's answer.
 func (s *Stream) decide(st *roundState) {
+	if st.finished { // decided already, or ended by an error chunk
+		return
+	}
 	st.finished = true
 	if s.mine == nil || st.proxyCalls == 0 {
 		return
@@ -239,7 +242,14 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if hasUsage {
 		s.usage.Add(ch.Usage)
 	}
-	if len(ch.Error) > 0 || s.mine == nil {
+	if len(ch.Error) > 0 && !bytes.Equal(bytes.TrimSpace(ch.Error), []byte("null")) {
+		// The upstream's error ends the answer (the SDKs raise it): the
+		// round is settled as the client's, never looped on, and not cut.
+		st.finished = true
+		s.out = append(s.out, ev.Raw...)
+		return
+	}
+	if s.mine == nil {
 		s.out = append(s.out, ev.Raw...)
 		return
 	}
@@ -494,3 +504,6 @@ func (s *Stream) writeData(data []byte) {
 	s.out = append(s.out, data...)
 	s.out = append(s.out, "\n\n"...)
 }
+
+// isDone reports whether an event's data is the stream's end marker.
+func isDone(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) }

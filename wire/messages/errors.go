@@ -71,5 +71,12 @@ func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, 
 }
 
 // Relayed notes an event relayed unchanged around the translator (a stream
-// without the proxy's tools): Anthropic events carry no sequence.
-func (s *Stream) Relayed(*wire.Event) {}
+// without the proxy's tools; Anthropic events carry no sequence) and
+// reports whether it ends the stream: message_stop, or an error event.
+func (s *Stream) Relayed(ev *wire.Event) (final bool) {
+	if !ev.HasData {
+		return false
+	}
+	t := ev.Type()
+	return t == "message_stop" || t == "error"
+}

@@ -95,12 +95,14 @@ func Parse(body []byte) (*Request, error) {
 	}
 	if raw, _, ok := get("metadata"); ok {
 		var md struct {
-			UserID string `json:"user_id"`
+			UserID json.RawMessage `json:"user_id"`
 		}
 		if raw[0] != '{' || json.Unmarshal(raw, &md) != nil {
 			return nil, wire.TypeError("metadata", "an object", raw)
 		}
-		v.User = md.UserID
+		if len(md.UserID) > 0 && !jsonspan.IsNull(md.UserID) && json.Unmarshal(md.UserID, &v.User) != nil {
+			return nil, wire.TypeError("metadata.user_id", "a string", md.UserID)
+		}
 	}
 	if s, ok := jsonspan.Value(ms, "system"); ok {
 		r.system, r.hasSystem = s, true

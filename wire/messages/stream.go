@@ -44,6 +44,7 @@ type roundState struct {
 	loop       bool
 	deltaSeen  bool
 	stopped    bool // message_stop or an error event was seen
+	errored    bool // an error event ended the round: it never loops
 }
 
 // streamBlock is one content block of a round.
@@ -85,10 +86,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		return s.out, true
 	}
 	data := ev.Data
-	typ := gjson.GetBytes(data, "type").String()
-	if typ == "" {
-		typ = ev.Event
-	}
+	typ := ev.Type()
 	rd := s.rd
 	switch typ {
 	case "message_start":
@@ -138,7 +136,9 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		}
 		return s.out, false
 	case "error":
-		rd.stopped = true
+		// The client's SDK raises it and stops reading: the round is over,
+		// whatever calls it held (their input may be cut short anyway).
+		rd.stopped, rd.errored, rd.loop = true, true, false
 		s.emit(typ, data)
 		return s.out, false
 	default: // ping and events to come
@@ -210,7 +210,7 @@ func setStopReason(data []byte) []byte {
 func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	s.out = out
 	rd := s.rd
-	if !rd.deltaSeen {
+	if !rd.deltaSeen && !rd.errored {
 		rd.loop = rd.Loops() // the upstream ended without message_delta
 	}
 	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped}

@@ -45,14 +45,20 @@ func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, 
 
 // Relayed notes an event relayed unchanged around the translator (a stream
 // without the proxy's tools), so that an ErrorEvent after it carries the
-// next sequence_number.
-func (s *Stream) Relayed(ev *wire.Event) {
+// next sequence_number, and reports whether it ends the stream: the
+// response's terminal event, or an error event.
+func (s *Stream) Relayed(ev *wire.Event) (final bool) {
 	if !ev.HasData {
-		return
+		return false
 	}
 	if n := gjson.GetBytes(ev.Data, "sequence_number"); n.Type == gjson.Number {
 		s.seq = int(n.Int()) + 1
-		return
+	} else {
+		s.seq++
 	}
-	s.seq++
+	switch ev.Type() {
+	case "response.completed", "response.failed", "response.incomplete", "error":
+		return true
+	}
+	return false
 }

@@ -86,10 +86,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		return s.out, true
 	}
 	data := ev.Data
-	typ := gjson.GetBytes(data, "type").String()
-	if typ == "" {
-		typ = ev.Event
-	}
+	typ := ev.Type()
 	rd := s.rd
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+const msgStream = `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"make me a pdf"}]}`
+
+// An upstream Messages stream that fails with an error event while the
+// model is calling load_skill must end the client's stream there: no
+// further tool round after the error event the client already got.
+func TestStreamErrorEventEndsToolLoopMessages(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "toolu_1", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
+			Fail: &fakeai.Failure{After: 4, Type: "overloaded_error", Message: "Overloaded"}}),
+		fakeai.Reply(fakeai.Turn{Content: "second round answer"}),
+	)
+	resp, b := h.do("POST", "/v1/messages", msgStream, map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+	body := string(b)
+	t.Logf("status %d\n%s", resp.StatusCode, body)
+	if n := len(h.up.Requests()); n != 1 {
+		t.Errorf("upstream got %d requests after a mid-stream error, want 1", n)
+	}
+	i := strings.Index(body, "event: error")
+	if i < 0 {
+		t.Fatalf("no error event")
+	}
+	if rest := strings.TrimSpace(body[i:]); strings.Count(rest, "event:") > 1 {
+		t.Errorf("events after the error event:\n%s", rest)
+	}
+}
+
+// The same for Chat: an upstream that reports an error chunk mid-stream
+// (vLLM, LiteLLM: data: {"error":...} then data: [DONE]) while a
+// load_skill call was streaming must not be looped on.
+func TestStreamErrorChunkEndsToolLoopChat(t *testing.T) {
+	h := newHarness(t, nil)
+	sse := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+
+data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill"}}]},"finish_reason":null}]}
+
+data: {"error":{"message":"backend overloaded","type":"server_error","code":"overloaded"}}
+
+data: [DONE]
+
+`
+	h.up.Script(fakeai.Raw(200, "text/event-stream", sse), fakeai.Reply(fakeai.Turn{Content: "second round answer"}))
+	resp, b := h.chat(streamChat(""), nil)
+	body := string(b)
+	t.Logf("status %d\n%s", resp.StatusCode, body)
+	if n := len(h.up.Requests()); n != 1 {
+		t.Errorf("upstream got %d requests after a mid-stream error, want 1", n)
+	}
+	if strings.Contains(body, "second round") {
+		t.Errorf("a second round followed the error chunk")
+	}
+}
+
+// Codex CLI (ChatGPT sign-in; enable_request_compression, on by default)
+// sends /v1/responses bodies zstd-compressed with Content-Encoding: zstd,
+// and other clients gzip them; upstreams accept such bodies. The proxy
+// must decode them (or pass them on), not answer 400 "not a JSON object".
+func TestCompressedRequestBody(t *testing.T) {
+	for _, enc := range []string{"gzip", "zstd"} {
+		t.Run(enc, func(t *testing.T) {
+			h := newHarness(t, nil)
+			plain := `{"model":"m","input":"make me a pdf"}`
+			var buf bytes.Buffer
+			switch enc {
+			case "gzip":
+				zw := gzip.NewWriter(&buf)
+				zw.Write([]byte(plain))
+				zw.Close()
+			case "zstd":
+				zw, _ := zstd.NewWriter(&buf)
+				zw.Write([]byte(plain))
+				zw.Close()
+			}
+			resp, b := h.do("POST", "/v1/responses", buf.String(), map[string]string{"Content-Encoding": enc, "Content-Type": "application/json"})
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			reqs := h.up.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("upstream got %d requests", len(reqs))
+			}
+			if ce := reqs[0].Header.Get("Content-Encoding"); ce != "" {
+				t.Errorf("upstream got Content-Encoding %q with a plain body", ce)
+			}
+			if !strings.Contains(string(reqs[0].Body), "make me a pdf") || !strings.Contains(string(reqs[0].Body), "CATALOG") {
+				t.Errorf("upstream body not the rewritten request: %.200s", reqs[0].Body)
+			}
+		})
+	}
+}
+
+// metadata.user_id of the wrong type: the 400 must name it, not say
+// "'metadata' must be an object, got an object".
+func TestMessagesMetadataUserIDType(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, b := h.do("POST", "/v1/messages", `{"model":"m","max_tokens":5,"metadata":{"user_id":5},"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+	if resp.StatusCode != 400 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if strings.Contains(string(b), "got an object") || !strings.Contains(string(b), "user_id") {
+		t.Errorf("misleading error: %s", b)
+	}
+}
+
+// docs/proxy.md ("Streams that break"): an upstream that closes a stream
+// cleanly before its final event gets upstream_stream_incomplete, and "this
+// holds for streams the proxy relays untouched too (routing disabled or
+// failed)"; a stream that did end is relayed with nothing added.
+func TestRelayedStreamIncomplete(t *testing.T) {
+	anthropic := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+	apis := []struct {
+		name, path, body string
+		hdr              map[string]string
+		cut              string // a stream cut before its final event
+	}{
+		{"chat", "/v1/chat/completions", streamChat(""), nil,
+			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"half an ans"},"finish_reason":null}]}` + "\n\n"},
+		{"responses", "/v1/responses", `{"model":"m","input":"make me a pdf","stream":true}`, nil,
+			"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n" +
+				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"half\"}\n\n"},
+		{"messages", "/v1/messages", msgStream, anthropic,
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n" +
+				"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"},
+	}
+	for _, api := range apis {
+		for _, routing := range []string{"routed", "routing disabled"} {
+			for _, cut := range []bool{true, false} {
+				name := api.name + "/" + routing + "/complete"
+				if cut {
+					name = api.name + "/" + routing + "/cut"
+				}
+				t.Run(name, func(t *testing.T) {
+					h := newHarness(t, nil)
+					if cut {
+						h.up.Script(fakeai.Raw(200, "text/event-stream", api.cut))
+					} else {
+						h.up.Script(fakeai.Reply(fakeai.Turn{Content: "a whole answer"}))
+					}
+					hdr := map[string]string{}
+					for k, v := range api.hdr {
+						hdr[k] = v
+					}
+					if routing == "routing disabled" {
+						hdr[HeaderDisable] = "true"
+					}
+					resp, b := h.do("POST", api.path, api.body, hdr)
+					if resp.StatusCode != 200 {
+						t.Fatalf("status %d: %s", resp.StatusCode, b)
+					}
+					// Anthropic's error envelope has no code, only the message.
+					if got := strings.Contains(string(b), "ended before its final event"); got != cut {
+						t.Errorf("incomplete stream reported: %v, want %v:\n%s", got, cut, b)
+					}
+				})
+			}
+		}
+	}
+}
