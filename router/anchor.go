@@ -13,6 +13,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 const anchorMax = 4096 // conversations remembered before the memo is cleared
@@ -49,8 +51,11 @@ func anchorPut(k anchorKey, ids []string) {
 // (see the file comment); dec is the decision for the latest message, routed
 // with Query.Ranked depth. Memoised rankings are copies of their top only:
 // sharing the ranking's own array kept a whole-library array alive per
-// conversation.
-func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, strategy Strategy, dec *Decision, o *RewriteOptions, depth int) rankingFunc {
+// conversation. settled says dec was ranked by the indexes of lib's own
+// snapshot; while a reload's indexes are still building it is false, and
+// nothing is memoised, or the conversation would keep the old indexes'
+// shortlist under the new library's key after they are in place.
+func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, strategy Strategy, dec *Decision, o *RewriteOptions, depth int, settled bool) rankingFunc {
 	return func(deep bool) []string {
 		latest := capRanking(rankedIDs(dec.Ranked))
 		first, users := -1, 0
@@ -82,7 +87,7 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 			// did when it was the only one (ranking reads user turns).
 			ids = r.deeperRanking(ctx, lib, ids, Query{Messages: msgs[:first+1], Strategy: strategy})
 		}
-		if !ok || deep {
+		if (!ok || deep) && settled {
 			anchorPut(k, ids)
 		}
 		return ids
@@ -109,6 +114,14 @@ func (r *Router) deeperRanking(ctx context.Context, lib *skillLib, ids []string,
 		}
 	}
 	return capRanking(out)
+}
+
+// servesSnapshot reports whether the indexes in place were built from snap
+// (see catalogRanking). Called before routing: a newer index installed
+// meanwhile is built from a newer snapshot still.
+func (r *Router) servesSnapshot(snap *skills.Snapshot) bool {
+	ix := r.cur.Load()
+	return ix != nil && ix.snap == snap
 }
 
 // capRanking cuts ids to catalogRankMax, into a copy when it cuts (memoised

@@ -110,10 +110,11 @@ func (r *Router) Prompt(ctx context.Context, q Query, opts RewriteOptions) (*Pro
 	if q.Ranked == 0 {
 		q.Ranked = RankDepth(o)
 	}
+	settled := r.servesSnapshot(snap)
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages}
-	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o, q.Ranked)
+	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o, q.Ranked, settled)
 	p, _ := planPrompt(ctx, in, &o)
 	return p, nil
 }

@@ -79,10 +79,11 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 			q.TopK = -1 // an explicit 0 means none, not the default
 		}
 	}
+	settled := r.servesSnapshot(snap)
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
-	in.ranking = r.catalogRanking(ctx, lib, req.Turns, ov.Strategy, dec, &o, depth)
+	in.ranking = r.catalogRanking(ctx, lib, req.Turns, ov.Strategy, dec, &o, depth, settled)
 	return finishRewrite(ctx, r, req, in, o, ov.Session), nil
 }
 
