@@ -343,6 +343,14 @@ func (v *Vectors) WithModel(model string) *Vectors {
 // Len is the number of documents.
 func (v *Vectors) Len() int { return v.n }
 
+// Dim is the size of the vectors (0 when there are none).
+func (v *Vectors) Dim() int {
+	if v.n == 0 {
+		return 0
+	}
+	return v.dim
+}
+
 // Hit is one document's cosine similarity to a query.
 type Hit struct {
 	ID         string

@@ -331,9 +331,17 @@ type documentEmbedder interface {
 }
 
 // maybeRetryVectors starts one background rebuild of a vector index that
-// failed to build, at most every vectorRetryEvery.
+// failed to build, or that holds vectors of another size than the embedder
+// now answers with, at most every vectorRetryEvery. The second happens when
+// a remote embedder's stored vectors were reused at any size before it knew
+// its own (see sameVectorModel) and no skill changed, so nothing was
+// embedded to find out; once its size is known the rebuild does not reuse
+// them.
 func (r *Router) maybeRetryVectors(ix *rankIndex) {
-	if ix.vecErr == nil || ix.emb == nil {
+	if ix.emb == nil {
+		return
+	}
+	if ix.vecErr == nil && (ix.vec == nil || ix.vec.Dim() == 0 || ix.emb.Dimensions() == 0 || ix.vec.Dim() == ix.emb.Dimensions()) {
 		return
 	}
 	if time.Since(time.Unix(0, r.lastRetry.Load())) < vectorRetryEvery || !r.retrying.CompareAndSwap(false, true) {
