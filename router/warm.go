@@ -26,12 +26,14 @@ import (
 // codeFingerprint identifies how this build turns a library into indexes
 // beyond what prebuiltVersion and the embedder's model name say: the text
 // analysis (measured on a probe text, so a new stemmer or stop-word list
-// shows), the BM25 parameters, the signature cut and the calibration probes.
+// shows), the BM25 parameters and field weights (the stored calibration is
+// measured with them), the signature cut and the calibration probes.
 var codeFingerprint = sync.OnceValue(func() string {
 	h := sha256.New()
 	probe := "Running the Deployments' CONFIGURATION: naïve façade, e-mail/URLs, camelCaseWords and snake_case_words; " +
 		"the quick brown fox jumps over 13 lazy dogs — reviewing pull-requests, analysing PDFs, querying databases."
-	fmt.Fprintf(h, "%q\n%+v\n%d %d\n%q\n", analysis.Terms(probe), index.DefaultBM25Params, dupBodyChars, calibrationSelfQueries, calibrationProbes)
+	fmt.Fprintf(h, "%q\n%+v %v %v\n%d %d\n%q\n", analysis.Terms(probe), index.DefaultBM25Params, bm25FieldWeights, hybridFieldWeights,
+		dupBodyChars, calibrationSelfQueries, calibrationProbes)
 	return hex.EncodeToString(h.Sum(nil)[:8])
 })
 
