@@ -32,3 +32,10 @@ func SetCodeWeight(w float64) func() {
 	codeWeight = w
 	return func() { codeWeight = old }
 }
+
+// SetStaleAfter changes how long index files no manifest names are kept.
+func SetStaleAfter(d time.Duration) func() {
+	old := staleAfter
+	staleAfter = d
+	return func() { staleAfter = old }
+}

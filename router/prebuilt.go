@@ -23,6 +23,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/skillrouter/skillrouter/index"
@@ -295,29 +297,41 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	var state []byte
 	if ix.emb != nil {
 		if ix.vec == nil {
 			return fmt.Errorf("router: the vector index could not be built: %w", ix.vecErr)
 		}
 		m.Embedder, m.BaseModel, m.Model = r.opts.Embedder.Name(), r.opts.Embedder.Model(), ix.vec.Model()
-		m.Vectors = "vectors-" + safeFileName(m.Embedder) + ".bin"
+		if bm, ok := ix.emb.(encoding.BinaryMarshaler); ok && r.opts.Fit != nil {
+			var err error
+			if state, err = bm.MarshalBinary(); err != nil {
+				return fmt.Errorf("router: saving the embedder's state: %w", err)
+			}
+		}
+	}
+	// The files are named for what they hold (see generation), and the
+	// manifest, written last, names them: two routers saving different
+	// indexes to one folder (a restart beside a `router route`, replicas
+	// sharing a warm folder), or a save cut short, never leave a manifest
+	// naming files of another index.
+	gen := generation(m, state)
+	provider := safeFileName(cmp.Or(m.Embedder, "none"))
+	if ix.emb != nil {
+		m.Vectors = "vectors-" + provider + "-" + gen + ".bin"
 		// Replicas often run as another user than the one that built
 		// the index (an image layer, a volume): files are readable by all.
 		if err := index.WriteFileAtomic(filepath.Join(dir, m.Vectors), ix.vec.WriteBinary); err != nil {
 			return fmt.Errorf("router: saving vectors: %w", err)
 		}
-		if bm, ok := ix.emb.(encoding.BinaryMarshaler); ok && r.opts.Fit != nil {
-			state, err := bm.MarshalBinary()
-			if err != nil {
-				return fmt.Errorf("router: saving the embedder's state: %w", err)
-			}
-			m.State = "state-" + safeFileName(m.Embedder) + ".bin"
+		if state != nil {
+			m.State = "state-" + provider + "-" + gen + ".bin"
 			if err := writeFileAtomic(filepath.Join(dir, m.State), state); err != nil {
 				return err
 			}
 		}
 	}
-	m.Lexical = "lexical-" + safeFileName(cmp.Or(m.Embedder, "none")) + ".bin"
+	m.Lexical = "lexical-" + provider + "-" + gen + ".bin"
 	if err := index.WriteFileAtomic(filepath.Join(dir, m.Lexical), func(w io.Writer) error {
 		return writeLexical(w, ix.bm25, ix.sigs)
 	}); err != nil {
@@ -327,7 +341,60 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, manifestName(m.Embedder)), append(b, '\n'))
+	if err := writeFileAtomic(filepath.Join(dir, manifestName(m.Embedder)), append(b, '\n')); err != nil {
+		return err
+	}
+	removeStale(dir, m.Embedder, time.Now().Add(-staleAfter))
+	return nil
+}
+
+// generation names the files of one index: a digest of what determines
+// their contents (the library and code, the vectors' model, the fitted
+// state), so the same index saved twice keeps its names (an image built
+// twice is the same) and a different one never takes them.
+func generation(m prebuiltManifest, state []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n%s\n%s\n%s\n", m.Version, m.Library, m.Embedder, m.Model)
+	h.Write(state)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+func isGeneration(s string) bool {
+	_, err := hex.DecodeString(s)
+	return len(s) == 16 && err == nil
+}
+
+// staleAfter is how long files no manifest names are kept: a router that
+// read the previous manifest a moment ago may still be opening its files.
+var staleAfter = time.Minute
+
+// removeStale deletes provider's index files in dir that its manifest no
+// longer names and that were written before cutoff, those of earlier
+// versions (fixed names) included. It reads the manifest again, so a save
+// by another router that finished meanwhile keeps its files; errors are
+// ignored (a file left behind costs only space).
+func removeStale(dir, provider string, cutoff time.Time) {
+	b, err := os.ReadFile(filepath.Join(dir, manifestName(provider)))
+	var m prebuiltManifest
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return
+	}
+	keep := map[string]bool{m.Vectors: true, m.State: true, m.Lexical: true}
+	p := safeFileName(cmp.Or(provider, "none"))
+	for _, kind := range []string{"vectors-", "state-", "lexical-"} {
+		names, _ := filepath.Glob(filepath.Join(dir, kind+p+"-*.bin"))
+		names = append(names, filepath.Join(dir, kind+p+".bin"))
+		for _, path := range names {
+			name := filepath.Base(path)
+			gen := strings.TrimSuffix(strings.TrimPrefix(name, kind+p+"-"), ".bin")
+			if keep[name] || name != kind+p+".bin" && !isGeneration(gen) {
+				continue // in use, or another provider's whose name starts with p
+			}
+			if fi, err := os.Stat(path); err == nil && fi.ModTime().Before(cutoff) {
+				os.Remove(path)
+			}
+		}
+	}
 }
 
 // writeFileAtomic writes through a temporary file and a rename: readers

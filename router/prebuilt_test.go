@@ -3,6 +3,7 @@ package router_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -229,7 +230,7 @@ func TestPrebuiltBuiltin(t *testing.T) {
 	if err := r1.SavePrebuilt(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"prebuilt-builtin.json", "state-builtin.bin", "vectors-builtin.bin", "lexical-builtin.bin"} {
+	for _, f := range indexFiles(t, dir, "builtin") {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("prebuilt index lacks %s: %v", f, err)
 		}
@@ -255,5 +256,104 @@ func TestPrebuiltBuiltin(t *testing.T) {
 	}
 	if n := fits.Load(); n != 1 {
 		t.Errorf("fitted %d times after the library changed, want 1", n)
+	}
+}
+
+// indexFiles returns the files of provider's index in dir: its manifest,
+// then the state, vectors and lexical files the manifest names.
+func indexFiles(t *testing.T, dir, provider string) []string {
+	t.Helper()
+	manifest := "prebuilt-" + provider + ".json"
+	b, err := os.ReadFile(filepath.Join(dir, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ State, Vectors, Lexical string }
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.State == "" || m.Vectors == "" || m.Lexical == "" {
+		t.Fatalf("manifest names no state, vectors or lexical file: %s", b)
+	}
+	return []string{manifest, m.State, m.Vectors, m.Lexical}
+}
+
+// TestPrebuiltFilesTiedToManifest: an index saved to a folder that holds
+// another one (a warm folder two routers share, a restart after a library
+// change) writes its files under names of its own, so a router that read
+// the previous manifest still finds that manifest's files, and never a mix;
+// the same index saved again keeps its names; files no manifest names are
+// removed once they are older than the grace period.
+func TestPrebuiltFilesTiedToManifest(t *testing.T) {
+	dir := t.TempDir()
+	lib1 := t.TempDir()
+	for i, d := range []string{"Tune slow SQL queries and indexes.", "Write regular expressions for dates.", "Deploy services to Kubernetes."} {
+		writeSkill(t, lib1, fmt.Sprintf("skill-%d", i), d)
+	}
+	snap1 := skills.Load(context.Background(), []string{lib1}, skills.Options{})
+	opts := func() router.Options {
+		return router.Options{Embedder: embed.NewBuiltin(embed.Config{}), Fit: func(c []string) router.Embedder { return embed.NewBuiltin(embed.Config{}).Fit(c) }}
+	}
+	r1 := newRouter(t, snap1, opts())
+	if err := r1.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	first := indexFiles(t, dir, "builtin")
+	oldManifest, _ := os.ReadFile(filepath.Join(dir, first[0]))
+	if err := r1.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	if again := indexFiles(t, dir, "builtin"); !slices.Equal(again, first) {
+		t.Errorf("the same index saved again changed its files: %v, then %v", first, again)
+	}
+
+	writeSkill(t, lib1, "skill-new", "Design GraphQL schemas.")
+	snap2 := skills.Load(context.Background(), []string{lib1}, skills.Options{})
+	r2 := newRouter(t, snap2, opts())
+	if err := r2.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	second := indexFiles(t, dir, "builtin")
+	for i := 1; i < len(first); i++ {
+		if second[i] == first[i] {
+			t.Errorf("another library's index reused the file name %s", first[i])
+		}
+		if _, err := os.Stat(filepath.Join(dir, first[i])); err != nil {
+			t.Errorf("the previous manifest's %s is gone within the grace period: %v", first[i], err)
+		}
+	}
+	// A router that read the previous manifest loads that index whole:
+	// its library's, with nothing built.
+	old := t.TempDir()
+	os.WriteFile(filepath.Join(old, first[0]), oldManifest, 0o644)
+	for _, f := range first[1:] {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(old, f), b, 0o644)
+	}
+	var logs bytes.Buffer
+	o := opts()
+	o.Prebuilt, o.Logger = old, slog.New(slog.NewTextHandler(&logs, nil))
+	newRouter(t, snap1, o)
+	if !strings.Contains(logs.String(), "loaded the prebuilt routing index") {
+		t.Errorf("the previous manifest's index did not load:\n%s", logs.String())
+	}
+
+	defer router.SetStaleAfter(0)()
+	if err := r2.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	want := slices.Clone(second)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("after the grace period the folder holds %v, want only %v", names, want)
 	}
 }

@@ -54,7 +54,7 @@ func TestWarmStart(t *testing.T) {
 	r1 := start(builtin(&logs))
 	want := rankings(r1)
 	r1.Close() // waits for the background write
-	for _, f := range []string{"prebuilt-builtin.json", "state-builtin.bin", "vectors-builtin.bin", "lexical-builtin.bin"} {
+	for _, f := range indexFiles(t, warm, "builtin") {
 		if _, err := os.Stat(filepath.Join(warm, f)); err != nil {
 			t.Fatalf("warm index lacks %s: %v", f, err)
 		}
@@ -104,7 +104,7 @@ func TestWarmStart(t *testing.T) {
 	}
 
 	// A damaged lexical file is rebuilt; rankings stay right.
-	lex := filepath.Join(warm, "lexical-builtin.bin")
+	lex := filepath.Join(warm, indexFiles(t, warm, "builtin")[3])
 	b, _ := os.ReadFile(lex)
 	os.WriteFile(lex, b[:len(b)/2], 0o644)
 	logs.Reset()

@@ -114,7 +114,8 @@ cp -r examples/skills "$lib/skills"
 "${buildah[@]}" bud --quiet --layers=false --build-arg "BASE=$tag" -f deploy/library.Containerfile -t "$tag-library" "$lib" >/dev/null
 ctr="$("${buildah[@]}" from --quiet "$tag-library")"
 mnt="$("${buildah[@]}" mount "$ctr")"
-expect library-index "$(cd "$mnt" && ls index | tr '\n' ' ')" 'lexical-builtin.bin prebuilt-builtin.json state-builtin.bin vectors-builtin.bin '
+# Index files are named by generation (a 16-hex digest), which the manifest names.
+expect library-index "$(cd "$mnt" && ls index | sed -E 's/-[0-9a-f]{16}\.bin$/-GEN.bin/' | tr '\n' ' ')" 'lexical-builtin-GEN.bin prebuilt-builtin.json state-builtin-GEN.bin vectors-builtin-GEN.bin '
 expect library-skills "$(cd "$mnt" && ls skills/*/SKILL.md | wc -l)" "$(ls examples/skills/*/SKILL.md | wc -l)"
 libenv="$("${buildah[@]}" inspect --type image --format '{{range .OCIv1.Config.Env}}{{println .}}{{end}}' "$tag-library")"
 expect library-env "$(grep '^SKILLROUTER_ROUTING_PREBUILT_INDEX=' <<<"$libenv")" 'SKILLROUTER_ROUTING_PREBUILT_INDEX=/index'
