@@ -170,3 +170,34 @@ func TestRelayedStreamIncomplete(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that reports usage in every chunk, cumulatively for its
+// round (vLLM with stream_options.continuous_usage_stats), through a tool
+// loop: the usage the client reads last is the two rounds' final figures
+// added, not every chunk's.
+func TestStreamCumulativeUsageAcrossRounds(t *testing.T) {
+	chunk := func(id, choices, usage string) string {
+		return `data: {"id":"` + id + `","object":"chat.completion.chunk","created":1,"model":"m","choices":` + choices + `,"usage":` + usage + "}\n\n"
+	}
+	round0 := chunk("c0", `[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`, `{"prompt_tokens":100,"completion_tokens":0,"total_tokens":100}`) +
+		chunk("c0", `[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"demo/xlsx\"}"}}]},"finish_reason":null}]`, `{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105}`) +
+		chunk("c0", `[{"index":0,"delta":{},"finish_reason":"tool_calls"}]`, `{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}`) +
+		chunk("c0", `[]`, `{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}`) + "data: [DONE]\n\n"
+	round1 := chunk("c1", `[{"index":0,"delta":{"role":"assistant","content":"Here"},"finish_reason":null}]`, `{"prompt_tokens":400,"completion_tokens":1,"total_tokens":401}`) +
+		chunk("c1", `[{"index":0,"delta":{},"finish_reason":"stop"}]`, `{"prompt_tokens":400,"completion_tokens":5,"total_tokens":405}`) +
+		chunk("c1", `[]`, `{"prompt_tokens":400,"completion_tokens":5,"total_tokens":405}`) + "data: [DONE]\n\n"
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Raw(200, "text/event-stream", round0), fakeai.Raw(200, "text/event-stream", round1))
+	_, b := h.chat(streamChat(`,"stream_options":{"include_usage":true,"continuous_usage_stats":true}`), nil)
+	if n := len(h.up.Requests()); n != 2 {
+		t.Fatalf("upstream got %d requests, want 2 (one tool round)", n)
+	}
+	a := assemble(t, b)
+	if len(a.Usage) == 0 {
+		t.Fatalf("no usage:\n%s", b)
+	}
+	last := a.Usage[len(a.Usage)-1]
+	if last["prompt_tokens"] != 500.0 || last["completion_tokens"] != 12.0 || last["total_tokens"] != 512.0 {
+		t.Errorf("last usage %v, want prompt 500, completion 12, total 512:\n%s", last, b)
+	}
+}

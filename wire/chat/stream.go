@@ -32,7 +32,7 @@ import (
 type Stream struct {
 	mine  func(name string) bool // the proxy's tools
 	id    string                 // the first round's completion id, shown for every round
-	usage wire.Usage
+	usage wire.Usage             // the earlier rounds' usage, summed
 	round int
 	st    *roundState
 	done  bool // the round's data: [DONE] was seen
@@ -48,6 +48,9 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 // Round starts upstream round n (0, 1, ...); final: the round limit forbids
 // another.
 func (s *Stream) Round(final bool) {
+	if s.st != nil {
+		s.usage.Add(s.st.usage)
+	}
 	s.round++
 	s.st = &roundState{calls: map[int]*callState{}, final: final}
 	s.done = false
@@ -204,6 +207,9 @@ type roundState struct {
 	dropped       int           // proxy calls dropped
 	id            string        // this round's completion id
 	content       []contentPart // the round's text, decoded only if the round loops
+	// The round's usage as last reported: an upstream may report it in
+	// every chunk, cumulatively (vLLM's continuous_usage_stats).
+	usage json.RawMessage
 }
 
 // contentPart is text of a round: decoded already, or the raw chunk it is in.
@@ -240,7 +246,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	}
 	hasUsage := len(ch.Usage) > 0 && !bytes.Equal(ch.Usage, []byte("null"))
 	if hasUsage {
-		s.usage.Add(ch.Usage)
+		st.usage = ch.Usage
 	}
 	if len(ch.Error) > 0 && !bytes.Equal(bytes.TrimSpace(ch.Error), []byte("null")) {
 		// The upstream's error ends the answer (the SDKs raise it): the
@@ -259,7 +265,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			return
 		}
 		if hasUsage && round > 0 {
-			s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) { top["usage"] = s.usage.JSON() })
+			s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) { top["usage"] = s.totalUsage() })
 			return
 		}
 		s.writeRaw(ev, ch.ID, round)
@@ -319,9 +325,18 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			}
 		})
 		if patchUsage {
-			top["usage"] = s.usage.JSON()
+			top["usage"] = s.totalUsage()
 		}
 	})
+}
+
+// totalUsage is the usage of all rounds so far, the current one's as last
+// reported.
+func (s *Stream) totalUsage() json.RawMessage {
+	var t wire.Usage
+	t.Add(s.usage.JSON())
+	t.Add(s.st.usage)
+	return t.JSON()
 }
 
 // trackToolDelta accumulates a tool-call fragment by index and decides, once
