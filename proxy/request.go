@@ -60,10 +60,12 @@ func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
 // bodies, other clients gzip), within limit, and drops the header: the
 // body the proxy parses and forwards is the plain one.
 func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error) ([]byte, *wire.Error) {
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
-	if enc == "" || enc == "identity" {
+	// Every Content-Encoding field counts: a list names codings applied in
+	// turn, which the proxy does not undo (415), rather than one of them.
+	enc := strings.ToLower(strings.TrimSpace(strings.Join(r.Header.Values("Content-Encoding"), ",")))
+	if enc == "" || enc == "identity" || len(body) == 0 {
 		r.Header.Del("Content-Encoding")
-		return body, nil
+		return body, nil // an empty body is reported as such by the parser
 	}
 	var zr io.Reader
 	var err error
@@ -82,7 +84,7 @@ func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error)
 		}
 	default:
 		return nil, &wire.Error{Status: http.StatusUnsupportedMediaType, Kind: wire.KindInvalidRequest, Code: "unsupported_content_encoding",
-			Message: fmt.Sprintf("request Content-Encoding %q is not supported (want gzip, deflate or zstd)", enc)}
+			Message: fmt.Sprintf("request Content-Encoding %q is not supported (want one of gzip, deflate or zstd)", enc)}
 	}
 	var plain []byte
 	if err == nil {

@@ -3,6 +3,9 @@ package proxy
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -40,33 +43,39 @@ func TestStreamErrorEventEndsToolLoopMessages(t *testing.T) {
 
 // The same for Chat: an upstream that reports an error chunk mid-stream
 // (vLLM, LiteLLM: data: {"error":...} then data: [DONE]) while a
-// load_skill call was streaming must not be looped on.
+// load_skill call was streaming, or right after the round's finish, must
+// not be looped on.
 func TestStreamErrorChunkEndsToolLoopChat(t *testing.T) {
-	h := newHarness(t, nil)
-	sse := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
-
-data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill"}}]},"finish_reason":null}]}
-
-data: {"error":{"message":"backend overloaded","type":"server_error","code":"overloaded"}}
-
-data: [DONE]
-
-`
-	h.up.Script(fakeai.Raw(200, "text/event-stream", sse), fakeai.Reply(fakeai.Turn{Content: "second round answer"}))
-	resp, b := h.chat(streamChat(""), nil)
-	body := string(b)
-	t.Logf("status %d\n%s", resp.StatusCode, body)
-	if n := len(h.up.Requests()); n != 1 {
-		t.Errorf("upstream got %d requests after a mid-stream error, want 1", n)
-	}
-	if strings.Contains(body, "second round") {
-		t.Errorf("a second round followed the error chunk")
+	const (
+		role  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}` + "\n\n"
+		call  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"demo/xlsx\"}"}}]},"finish_reason":null}]}` + "\n\n"
+		half  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill"}}]},"finish_reason":null}]}` + "\n\n"
+		fin   = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n"
+		fault = `data: {"error":{"message":"backend overloaded","type":"server_error","code":"overloaded"}}` + "\n\n"
+		done  = "data: [DONE]\n\n"
+	)
+	for _, tc := range []struct{ name, sse string }{
+		{"during the call", role + half + fault + done},
+		{"after the finish", role + call + fin + fault + done},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(fakeai.Raw(200, "text/event-stream", tc.sse), fakeai.Reply(fakeai.Turn{Content: "second round answer"}))
+			_, b := h.chat(streamChat(""), nil)
+			body := string(b)
+			if n := len(h.up.Requests()); n != 1 {
+				t.Errorf("upstream got %d requests after a mid-stream error, want 1", n)
+			}
+			if strings.Contains(body, "second round") || !strings.Contains(body, "backend overloaded") {
+				t.Errorf("want the error chunk and no second round:\n%s", body)
+			}
+		})
 	}
 }
 
-// Codex CLI (ChatGPT sign-in; enable_request_compression, on by default)
-// sends /v1/responses bodies zstd-compressed with Content-Encoding: zstd,
-// and other clients gzip them; upstreams accept such bodies. The proxy
+// Codex CLI (its enable_request_compression feature) sends /v1/responses
+// bodies zstd-compressed with Content-Encoding: zstd, and other clients
+// gzip them; upstreams accept such bodies. The proxy
 // must decode them (or pass them on), not answer 400 "not a JSON object".
 func TestCompressedRequestBody(t *testing.T) {
 	for _, enc := range []string{"gzip", "zstd"} {
@@ -97,6 +106,49 @@ func TestCompressedRequestBody(t *testing.T) {
 			}
 			if !strings.Contains(string(reqs[0].Body), "make me a pdf") || !strings.Contains(string(reqs[0].Body), "CATALOG") {
 				t.Errorf("upstream body not the rewritten request: %.200s", reqs[0].Body)
+			}
+		})
+	}
+}
+
+// Content-Encoding edge cases: a list of codings (or two fields) is not
+// undone, so it is a 415, not a misleading "not JSON" 400; an empty body
+// with a coding is reported as empty, like one without.
+func TestCompressedRequestBodyEdges(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"model":"m","input":"hi"}`))
+	zw.Close()
+	for _, tc := range []struct {
+		name, body string
+		enc        []string
+		status     int
+		text       string
+	}{
+		{"two fields", gz.String(), []string{"gzip", "gzip"}, 415, "unsupported_content_encoding"},
+		{"a list", gz.String(), []string{"gzip, zstd"}, 415, "unsupported_content_encoding"},
+		{"brotli", gz.String(), []string{"br"}, 415, "unsupported_content_encoding"},
+		{"empty gzip", "", []string{"gzip"}, 400, "empty"},
+		{"not gzip", "plain text", []string{"gzip"}, 400, "not valid gzip data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			req, _ := http.NewRequest("POST", h.ts.URL+"/v1/responses", strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			for _, e := range tc.enc {
+				req.Header.Add("Content-Encoding", e)
+			}
+			resp, err := h.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.text) {
+				t.Errorf("status %d, body %s; want %d mentioning %q", resp.StatusCode, b, tc.status, tc.text)
+			}
+			if n := len(h.up.Requests()); n != 0 {
+				t.Errorf("forwarded %d requests", n)
 			}
 		})
 	}
@@ -199,5 +251,32 @@ func TestStreamCumulativeUsageAcrossRounds(t *testing.T) {
 	last := a.Usage[len(a.Usage)-1]
 	if last["prompt_tokens"] != 500.0 || last["completion_tokens"] != 12.0 || last["total_tokens"] != 512.0 {
 		t.Errorf("last usage %v, want prompt 500, completion 12, total 512:\n%s", last, b)
+	}
+}
+
+// A relayed stream of several answers (n=2 goes through the tool loop's
+// relay) is complete once every answer finished, or at [DONE]: a stream
+// cut after the first answer's finish is incomplete.
+func TestRelayedStreamIncompleteSeveralAnswers(t *testing.T) {
+	choice := func(i int, delta, finish string) string {
+		return fmt.Sprintf(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":%d,"delta":%s,"finish_reason":%s}]}`+"\n\n", i, delta, finish)
+	}
+	start := choice(0, `{"role":"assistant","content":"a"}`, "null") + choice(1, `{"role":"assistant","content":"b"}`, "null")
+	for _, tc := range []struct {
+		name, sse string
+		cut       bool
+	}{
+		{"cut after one answer", start + choice(0, `{}`, `"stop"`), true},
+		{"both answers finished", start + choice(0, `{}`, `"stop"`) + choice(1, `{}`, `"stop"`), false},
+		{"done", start + choice(0, `{}`, `"stop"`) + "data: [DONE]\n\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(fakeai.Raw(200, "text/event-stream", tc.sse))
+			_, b := h.do("POST", "/v1/chat/completions", `{"model":"m","n":2,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
+			if got := strings.Contains(string(b), "ended before its final event"); got != tc.cut {
+				t.Errorf("incomplete stream reported: %v, want %v:\n%s", got, tc.cut, b)
+			}
+		})
 	}
 }

@@ -361,8 +361,8 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 			return // an Update got there first
 		}
 		next, err := r.build(ctx, ix.snap, ix)
-		if err == nil && next.vec != nil {
-			r.cur.CompareAndSwap(ix, next)
+		if err == nil && next.vec != nil && r.cur.CompareAndSwap(ix, next) {
+			r.persistWarm(next) // or the next start would begin from ix's again
 		}
 	}()
 }

@@ -341,11 +341,29 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	if err != nil {
 		return err
 	}
+	retire(dir, m)
 	if err := writeFileAtomic(filepath.Join(dir, manifestName(m.Embedder)), append(b, '\n')); err != nil {
 		return err
 	}
 	removeStale(dir, m.Embedder, time.Now().Add(-staleAfter))
 	return nil
+}
+
+// retire marks the files of the manifest m replaces as written now, so
+// their grace period (staleAfter) starts when they stop being named, not
+// when they were written.
+func retire(dir string, m prebuiltManifest) {
+	b, err := os.ReadFile(filepath.Join(dir, manifestName(m.Embedder)))
+	var old prebuiltManifest
+	if err != nil || json.Unmarshal(b, &old) != nil {
+		return
+	}
+	now := time.Now()
+	for _, f := range []string{old.Vectors, old.State, old.Lexical} {
+		if f != "" && f != m.Vectors && f != m.State && f != m.Lexical && filepath.Base(f) == f {
+			os.Chtimes(filepath.Join(dir, f), now, now)
+		}
+	}
 }
 
 // generation names the files of one index: a digest of what determines
@@ -364,13 +382,14 @@ func isGeneration(s string) bool {
 	return len(s) == 16 && err == nil
 }
 
-// staleAfter is how long files no manifest names are kept: a router that
-// read the previous manifest a moment ago may still be opening its files.
+// staleAfter is how long files are kept once no manifest names them: a
+// router that read the previous manifest a moment ago may still be opening
+// its files.
 var staleAfter = time.Minute
 
 // removeStale deletes provider's index files in dir that its manifest no
-// longer names and that were written before cutoff, those of earlier
-// versions (fixed names) included. It reads the manifest again, so a save
+// longer names and that were written (or retired) before cutoff, those of
+// earlier versions (fixed names) included. It reads the manifest again, so a save
 // by another router that finished meanwhile keeps its files; errors are
 // ignored (a file left behind costs only space).
 func removeStale(dir, provider string, cutoff time.Time) {

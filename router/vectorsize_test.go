@@ -54,4 +54,16 @@ func TestKeptVectorsOfAnotherSize(t *testing.T) {
 			t.Errorf("%q: fell back to bm25 after the rebuild: %s", q, d.FallbackReason)
 		}
 	}
+
+	// The rebuild is what the next start finds: vectors at the model's
+	// size, nothing to embed, no fallback.
+	r2.Close() // waits for the warm index to be written
+	again := &remoteFake{b: full.b, model: "m"}
+	r3 := newRouter(t, snap, router.Options{Embedder: again, WarmDir: warm})
+	if d := route(r3, router.StrategyHybrid, "slow sql query"); d.Fallback {
+		t.Errorf("after a restart: fell back to bm25: %s", d.FallbackReason)
+	}
+	if n := again.docs.Load(); n != 0 {
+		t.Errorf("after a restart: embedded documents again (%d calls)", n)
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
 )
@@ -46,8 +44,8 @@ func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, 
 
 // Relayed notes an event relayed unchanged around the translator (a stream
 // without the proxy's tools) and reports whether the stream is complete
-// with it, as End judges a round: data: [DONE], a choice's finish_reason,
-// or an error chunk.
+// with it, by the rules End and relayChunk apply to a round: data: [DONE],
+// an error chunk, or a finish_reason for every answer asked for (n).
 func (s *Stream) Relayed(ev *wire.Event) (final bool) {
 	if !ev.HasData {
 		return false
@@ -55,13 +53,23 @@ func (s *Stream) Relayed(ev *wire.Event) (final bool) {
 	if isDone(ev.Data) {
 		return true
 	}
-	if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
+	if plainDelta(ev.Data) {
+		return false // no finish, usage or error: most of any stream
+	}
+	var ch chunk
+	if json.Unmarshal(ev.Data, &ch) != nil {
+		return false
+	}
+	if ch.errored() {
 		return true
 	}
-	gjson.GetBytes(ev.Data, "choices").ForEach(func(_, c gjson.Result) bool {
-		f := c.Get("finish_reason")
-		final = f.Exists() && f.Type != gjson.Null && f.String() != ""
-		return !final
-	})
-	return final
+	for i := range ch.Choices {
+		if c := &ch.Choices[i]; c.finished() {
+			if s.relayFinished == nil {
+				s.relayFinished = map[int]bool{}
+			}
+			s.relayFinished[c.Index] = true
+		}
+	}
+	return len(s.relayFinished) >= s.n
 }

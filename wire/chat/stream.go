@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
 
 // Stream translates the upstream's chat.completion.chunk events of one
@@ -30,19 +31,23 @@ import (
 //     reads one completion. With stream_options.include_usage the final
 //     usage chunk carries the sum over all rounds.
 type Stream struct {
-	mine  func(name string) bool // the proxy's tools
-	id    string                 // the first round's completion id, shown for every round
-	usage wire.Usage             // the earlier rounds' usage, summed
-	round int
-	st    *roundState
-	done  bool // the round's data: [DONE] was seen
-	out   []byte
+	mine func(name string) bool // the proxy's tools
+	n    int                    // the answers asked for (n)
+	// relayFinished holds the answers (choice indexes) finished in a
+	// stream relayed without the translator (see Relayed).
+	relayFinished map[int]bool
+	id            string     // the first round's completion id, shown for every round
+	usage         wire.Usage // the earlier rounds' usage, summed
+	round         int
+	st            *roundState
+	done          bool // the round's data: [DONE] was seen
+	out           []byte
 }
 
 // NewStream starts translating a streamed answer; mine reports the tools
 // the proxy answers (nil: none; events are then relayed as they are).
 func (r *Request) NewStream(mine func(name string) bool) *Stream {
-	return &Stream{mine: mine, round: -1}
+	return &Stream{mine: mine, round: -1, n: max(r.view.Choices, 1)}
 }
 
 // Round starts upstream round n (0, 1, ...); final: the round limit forbids
@@ -148,18 +153,27 @@ func (st *roundState) answer(round int) *wire.Answer {
 
 // chunk is what the relay reads of a chat.completion.chunk.
 type chunk struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string         `json:"content"`
-			ToolCalls []toolCallDelta `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	ID      string          `json:"id"`
+	Choices []choiceChunk   `json:"choices"`
+	Usage   json.RawMessage `json:"usage"`
+	Error   json.RawMessage `json:"error"`
 }
+
+// choiceChunk is one choice of a chunk.
+type choiceChunk struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content   *string         `json:"content"`
+		ToolCalls []toolCallDelta `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// finished reports whether the choice ends with this chunk.
+func (c *choiceChunk) finished() bool { return c.FinishReason != nil && *c.FinishReason != "" }
+
+// errored reports whether the chunk is the upstream's error report.
+func (ch *chunk) errored() bool { return len(ch.Error) > 0 && !jsonspan.IsNull(ch.Error) }
 
 // toolCallDelta is one fragment of a streamed tool call. The first fragment
 // of a call carries index, id, type and function.name; later ones carry
@@ -248,10 +262,14 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if hasUsage {
 		st.usage = ch.Usage
 	}
-	if len(ch.Error) > 0 && !bytes.Equal(bytes.TrimSpace(ch.Error), []byte("null")) {
+	if ch.errored() {
 		// The upstream's error ends the answer (the SDKs raise it): the
-		// round is settled as the client's, never looped on, and not cut.
+		// round is settled as the client's, never looped on (even when its
+		// finish came first), and not cut.
 		st.finished = true
+		if st.loop {
+			st.loop, st.dropped = false, st.proxyCalls
+		}
 		s.out = append(s.out, ev.Raw...)
 		return
 	}
@@ -283,7 +301,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if c0.Delta.Content != nil && *c0.Delta.Content != "" {
 		st.content = append(st.content, contentPart{text: *c0.Delta.Content})
 	}
-	finishing := c0.FinishReason != nil && *c0.FinishReason != ""
+	finishing := c0.finished()
 	if finishing {
 		s.decide(st)
 	}
