@@ -156,6 +156,14 @@ func forbidden(code, format string, args ...any) *wire.Error {
 // hostAllowed reports whether the Host header names this server: an IP
 // literal, localhost, or a configured name.
 func (s *Server) hostAllowed(hostport string) bool {
+	return HostAllowed(hostport, s.cfg.Access.AllowedHosts)
+}
+
+// HostAllowed reports whether a request's Host may be served: no Host
+// (HTTP/1.0), an IP address, localhost and *.localhost, or one of allowed
+// ("*", a name, "*.suffix"). Any other name may be a web page that rebound
+// its own name to this machine (DNS rebinding) to read the answers.
+func HostAllowed(hostport string, allowed []string) bool {
 	if hostport == "" {
 		return true // HTTP/1.0 without Host: no browser sends that
 	}
@@ -167,7 +175,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 	if net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
-	for _, a := range s.cfg.Access.AllowedHosts {
+	for _, a := range allowed {
 		a = strings.ToLower(strings.TrimSuffix(a, "."))
 		switch {
 		case a == "*" || a == host:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ type Config struct {
 	Queue       int // executions waiting for a slot before new ones are refused; default 2×Concurrency; <0 = none wait
 
 	// OutputRoot holds one directory per conversation (working directory,
-	// HOME and TMPDIR of its scripts); default os.TempDir()/skillrouter-out.
+	// HOME and TMPDIR of its scripts); default DefaultOutputRoot().
 	OutputRoot string
 	// OutputTTL removes conversation directories unused for this long;
 	// default 24h; <0 keeps them forever.
@@ -99,7 +100,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.OutputTTL = DefaultOutputTTL
 	}
 	if c.OutputRoot == "" {
-		c.OutputRoot = filepath.Join(os.TempDir(), "skillrouter-out")
+		c.OutputRoot = DefaultOutputRoot()
 	}
 	abs, err := filepath.Abs(c.OutputRoot)
 	if err != nil {
@@ -131,4 +132,11 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// DefaultOutputRoot is the output root when none is configured: a folder
+// per user in the temporary directory, so users of one machine do not
+// share one (New refuses a root another user owns or can write to).
+func DefaultOutputRoot() string {
+	return filepath.Join(os.TempDir(), "skillrouter-out-"+strconv.Itoa(os.Getuid()))
 }

@@ -186,6 +186,9 @@ func (p *Provider) helpJSON(ctx context.Context, s *skills.Skill, r resolved, cm
 
 // scratchDirs is a throw-away directory set for --help-json runs.
 func (p *Provider) scratchDirs() (*convDirs, func(), error) {
+	if err := checkPrivate(p.cfg.OutputRoot); err != nil {
+		return nil, nil, err
+	}
 	root, err := os.MkdirTemp(p.cfg.OutputRoot, ".help-")
 	if err != nil {
 		return nil, nil, err

@@ -51,6 +51,11 @@ func handledWrites(abi int) uint64 {
 	return a
 }
 
+// writableDevices are the device files (and /dev/pts, the pseudo-terminals)
+// a confined script may write to.
+var writableDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+	"/dev/tty", "/dev/ptmx", "/dev/pts"}
+
 // restrictWrites confines the calling thread (and what it forks or execs
 // afterwards) to writing only beneath the writable directories. The caller
 // must have locked its goroutine to the OS thread and set no_new_privs.
@@ -92,15 +97,20 @@ func restrictWrites(abi int, writable []string) error {
 			return err
 		}
 	}
-	// Writing to existing devices (/dev/null, /dev/tty) is ordinary; creating
-	// device nodes is not. POSIX shared memory (Python multiprocessing) needs
-	// files in /dev/shm.
+	// Writing to the ordinary character devices (/dev/null, /dev/tty) and
+	// pseudo-terminals is allowed; not the rest of /dev: a script of a proxy
+	// running as root owns the disks' block devices (root:root 0600) and
+	// could rewrite the file system, the skill folder included. Creating
+	// device nodes is never allowed. POSIX shared memory (Python
+	// multiprocessing) needs files in /dev/shm.
 	dev := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE)
 	if abi >= 3 {
 		dev |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 	}
-	if err := add("/dev", dev); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for _, p := range writableDevices {
+		if err := add(p, dev); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		shm := handled &^ uint64(unix.LANDLOCK_ACCESS_FS_MAKE_CHAR|unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK)

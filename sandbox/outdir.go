@@ -62,6 +62,11 @@ func (p *Provider) conversationDirs(conv string) (*convDirs, error) {
 			return nil, fmt.Errorf("sandbox: conversation directory: %w", err)
 		}
 	}
+	// Checked on every use, not only at start-up: a root removed meanwhile
+	// (tmpfiles cleaning /tmp) may have been re-created by someone else.
+	if err := checkPrivate(p.cfg.OutputRoot); err != nil {
+		return nil, err
+	}
 	marker := filepath.Join(root, convMarker)
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		return nil, fmt.Errorf("sandbox: conversation directory: %w", err)

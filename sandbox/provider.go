@@ -90,6 +90,9 @@ func New(cfg Config, logger *slog.Logger) (*Provider, error) {
 	if err := os.MkdirAll(c.OutputRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: output root: %w", err)
 	}
+	if err := checkPrivate(c.OutputRoot); err != nil {
+		return nil, err
+	}
 	logger.Info("sandbox: skill script execution enabled",
 		"confinement", p.runner.confinement(), "timeout", c.Timeout, "output_limit", c.OutputLimit,
 		"concurrency", c.Concurrency, "queue", c.Queue, "output_root", c.OutputRoot)

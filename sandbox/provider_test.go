@@ -165,7 +165,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if c.Timeout != DefaultTimeout || c.OutputLimit != DefaultOutputLimit || c.ReadLimit != DefaultReadLimit ||
 		c.Concurrency < 2 || c.Queue != 2*c.Concurrency || c.OutputTTL != DefaultOutputTTL || c.Confinement != ConfineAuto ||
-		!strings.HasSuffix(c.OutputRoot, "skillrouter-out") {
+		c.OutputRoot != DefaultOutputRoot() || !strings.Contains(c.OutputRoot, "skillrouter-out-") {
 		t.Errorf("defaults %+v", c)
 	}
 	if c, _ := (Config{Queue: -1, Timeout: time.Second}).withDefaults(); c.Queue != 0 || c.Timeout != time.Second {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -245,9 +244,6 @@ func sandboxRow(cfg *config) checkRow {
 		return checkRow{name: "sandbox", status: checkSkip, detail: "exec.enabled is false (tier 3 off)"}
 	}
 	sc := cfg.sandboxConfig(nil)
-	if sc.OutputRoot == "" {
-		sc.OutputRoot = filepath.Join(os.TempDir(), "skillrouter-out")
-	}
 	p, err := sandbox.New(sc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return checkRow{name: "sandbox", status: checkFail, detail: err.Error(),

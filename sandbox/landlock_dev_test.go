@@ -1,0 +1,56 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestLandlockDevBlockDevices: with Landlock everything but the
+// conversation's folders and a few character devices is read-only, even
+// for root. A rule granting writes beneath all of /dev let a script of a
+// proxy running as root (capabilities dropped, but still the owner of
+// root:root 0600 device nodes) open block devices, the disks holding the
+// skill folder, for writing. The test only opens and closes one; it never
+// writes.
+func TestLandlockDevBlockDevices(t *testing.T) {
+	requireProgram(t, "python3")
+	if os.Geteuid() != 0 {
+		t.Skip("needs to run as root, as the docs' 'even for root' case")
+	}
+	var dev string
+	entries, _ := os.ReadDir("/dev")
+	for _, e := range entries {
+		p := filepath.Join("/dev", e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == 0 && fi.Mode().Perm()&0o200 != 0 {
+			dev = p
+			break
+		}
+	}
+	if dev == "" {
+		t.Skip("no root-owned block device in /dev")
+	}
+	p, _ := newTestProvider(t, nil)
+	if p.runner.confinement() == "none" {
+		t.Skip("no Landlock here")
+	}
+	dir := filepath.Join(t.TempDir(), "skills", "devwrite")
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: devwrite\ndescription: d\n---\nx\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "scripts", "open.py"), []byte(
+		"import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY)\nos.close(fd)\nprint('opened-for-write', sys.argv[1])\n"), 0o644)
+	res := execute(t, p, skillAt("devwrite", dir), "c-dev", "scripts/open.py", dev)
+	if strings.Contains(res.Stdout, "opened-for-write") {
+		t.Fatalf("a confined script (%s) opened the block device %s for writing: the disk is writable from the sandbox", p.runner.confinement(), dev)
+	}
+}
