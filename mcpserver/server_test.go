@@ -595,7 +595,7 @@ func TestStreamableHTTP(t *testing.T) {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { onRes() },
 	})
 	registerExtension(t, c)
-	for _, version := range []string{"", "2025-11-25"} { // the new protocol, and the initialize handshake
+	for _, version := range []string{"", "2025-11-25"} { // the client's default (2025-11-25 over HTTP, see TestHTTPProtocolVersion), and asked for
 		t.Run("protocol"+version, func(t *testing.T) {
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -126,9 +127,32 @@ func (s *Server) routerTool(name string) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(err.Error()), nil
 		}
-		out := sess.Call(ctx, "", name, req.Params.Arguments).Content
+		var out string
+		if name == ToolExecute && !sess.Handles(ToolExecute) {
+			// No skill of that id (or none given): the session offers no
+			// skill_execute and would answer "not a tool"; the sandbox's
+			// own tool refuses the call as the proxy does.
+			out = s.refuseExecute(ctx, sess.Conversation(), req.Params.Arguments)
+		}
+		if out == "" {
+			out = sess.Call(ctx, "", name, req.Params.Arguments).Content
+		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: failed(name, out)}, nil
 	}
+}
+
+// refuseExecute answers a skill_execute call whose skill is not in the
+// library with the sandbox's refusal (unknown_skill, invalid_arguments);
+// "" if the sandbox offers no skill_execute.
+func (s *Server) refuseExecute(ctx context.Context, conversation string, args json.RawMessage) string {
+	for _, t := range s.cfg.Sandbox.Tools(ctx, nil) {
+		if t.Name() == ToolExecute {
+			if out, err := t.Call(ctx, router.ToolCall{Conversation: conversation, Arguments: args}); err == nil {
+				return out
+			}
+		}
+	}
+	return ""
 }
 
 // failed recognises the error answers of the router's and the sandbox's
@@ -227,7 +251,8 @@ func (s *Server) readSkillResource(ctx context.Context, req *mcp.CallToolRequest
 		Path    string `json:"path"`
 	}
 	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &a); err != nil {
-		return errorResult(`arguments must be a JSON object {"skill_id": "<id>", "path": "<file>"}: ` + err.Error()), nil
+		out := sandbox.InvalidArgumentsResult(`arguments must be a JSON object {"skill_id": "<id>", "path": "<file>"}: %v`, err)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: true}, nil
 	}
 	r, err := s.router(ctx)
 	if err != nil {

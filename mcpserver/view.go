@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path"
 	"slices"
@@ -94,6 +95,14 @@ func buildView(snap *skills.Snapshot, descLimit int, log *slog.Logger) *view {
 		}
 		ss := &servedSkill{sk: sk, base: skillBase(spath)}
 		ss.uri = ss.base + "/" + skills.SkillFile
+		// The SDK refuses (panics on) a resource URI net/url cannot parse:
+		// in the first segment, the authority, Go accepts percent-escapes
+		// of non-ASCII bytes only (a folder "My Team" or "a:b" cannot be
+		// written there).
+		if _, err := url.Parse(ss.uri); err != nil {
+			unserved = append(unserved, sk.ID+": its URI "+ss.uri+" is not one the SDK accepts (the first folder's name needs escaping in the URI authority)")
+			continue
+		}
 		v.served = append(v.served, ss)
 		v.byURI[ss.uri] = ss
 		v.byID[sk.ID] = ss

@@ -64,6 +64,12 @@ func DisabledResult(name string) string {
 		name).result()
 }
 
+// InvalidArgumentsResult is the refusal of a call whose arguments do not
+// decode, for callers that decode them before reaching a Provider.
+func InvalidArgumentsResult(format string, a ...any) string {
+	return newError(CodeInvalidArguments, format, a...).result()
+}
+
 // mustJSON marshals values built from plain structs, strings and raw JSON
 // that was validated before, which cannot fail.
 func mustJSON(v any) string {

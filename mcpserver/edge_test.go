@@ -1,0 +1,142 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func writeSkill(t testing.TB, dir, name, desc string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: "+desc+"\n---\nBody.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTopFolderNeedingEscapes: a library whose first folder level has a
+// space (or ':' / '@', which docs/mcp.md says are escaped in the first
+// segment) must still be served: the first client must not crash the server.
+func TestTopFolderNeedingEscapes(t *testing.T) {
+	for _, folder := range []string{"My Team", "team:a", "ops@corp"} {
+		t.Run(folder, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSkill(t, filepath.Join(dir, folder, "pdf-tool"), "pdf-tool", "Work with PDF files.")
+			writeSkill(t, filepath.Join(dir, "sql-tuning"), "sql-tuning", "Tune slow SQL queries.")
+			f := newFixtureAt(t, dir, false)
+			var cs *mcp.ClientSession
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("the first client connection panicked (router mcp would crash at start): %v", p)
+					}
+				}()
+				cs = f.connect(t, nil)
+			}()
+			ctx := context.Background()
+			n := 0
+			for r, err := range cs.Resources(ctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.URI}); err != nil {
+					t.Errorf("read %s: %v", r.URI, err)
+				}
+			}
+			if n == 0 {
+				t.Error("no resources")
+			}
+			res, text := call(t, cs, "load_skill", map[string]any{"skill_id": folder + "/pdf-tool"})
+			if res.IsError {
+				t.Errorf("load_skill: %s", text)
+			}
+		})
+	}
+}
+
+// TestExecuteUnknownSkill: skill_execute with a skill id that is not
+// in the library (a typo, a name, or none) must be refused as the sandbox
+// refuses it ({"ok":false,"error":{"code":"unknown_skill"|"invalid_arguments"}}),
+// not told "skill_execute is not a tool".
+func TestExecuteUnknownSkill(t *testing.T) {
+	f := newFixture(t, true)
+	cs := f.connect(t, nil)
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"skill_id": "team/pdf-formz", "command": "scripts/fields.py"}, `"code":"unknown_skill"`},
+		{map[string]any{"command": "scripts/fields.py"}, `"code":"invalid_arguments"`},
+	} {
+		res, text := call(t, cs, "skill_execute", tc.args)
+		if !res.IsError || !strings.HasPrefix(text, `{"ok":false`) || !strings.Contains(text, tc.want) {
+			t.Errorf("%v: isError=%v %s; want {\"ok\":false,...%s}", tc.args, res.IsError, text, tc.want)
+		}
+	}
+}
+
+// TestReloadWithFolderNeedingEscapes: a reload that brings a skill under a
+// top-level folder with a space (legal on disk, RFC 3986 reg-name allows its
+// percent-encoding) must not stop the other changes of that reload from
+// being published.
+func TestReloadWithFolderNeedingEscapes(t *testing.T) {
+	f := newFixture(t, false)
+	cs := f.connect(t, nil)
+	ctx := context.Background()
+	writeSkill(t, filepath.Join(f.dir, "My Team", "pdf-tool"), "pdf-tool", "Work with PDF files.")
+	writeSkill(t, filepath.Join(f.dir, "regex-builder"), "regex-builder", "Build and test regular expressions.")
+	f.reg.Reload(ctx) // subscribers run before it returns
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "regex-builder"}); err != nil {
+		t.Errorf("prompt of the new skill regex-builder: %v", err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://regex-builder/SKILL.md"}); err != nil {
+		t.Errorf("resource of the new skill regex-builder: %v", err)
+	}
+}
+
+// TestHTTPProtocolVersion: docs/mcp.md says /mcp negotiates up to
+// 2025-11-25 (the SDK serves 2026-07-28 over HTTP only without sessions):
+// a client asking for 2026-07-28 falls back, and works. Should a new SDK
+// change this, the test says so, and the docs need changing.
+func TestHTTPProtocolVersion(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(f.srv.Handler(ctx))
+	defer ts.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("over streamable HTTP a client asking for 2026-07-28 got %s; docs/mcp.md says 2025-11-25", v)
+	}
+	if r, text := call(t, cs, "search_skills", map[string]any{"query": "slow postgres query"}); r.IsError || !strings.Contains(text, `"id":"sql-tuning"`) {
+		t.Errorf("search over the negotiated protocol: %s", text)
+	}
+}
+
+// TestReadResourceBadTypes: docs/mcp.md's table: read_skill_resource
+// fails as {"ok":false,"error":{"code":...}}, invalid_arguments among the
+// codes. Arguments of the wrong type get a plain-text message instead.
+func TestReadResourceBadTypes(t *testing.T) {
+	f := newFixture(t, false)
+	cs := f.connect(t, nil)
+	for _, a := range []string{`{"skill_id":5,"path":"SKILL.md"}`, `{"skill_id":"sql-tuning","path":5}`, `[1]`} {
+		res, text := call(t, cs, "read_skill_resource", json.RawMessage(a))
+		if !res.IsError || !strings.HasPrefix(text, `{"ok":false`) || !strings.Contains(text, `"invalid_arguments"`) {
+			t.Errorf("%s: isError=%v %s", a, res.IsError, text)
+		}
+	}
+}
