@@ -1077,6 +1077,16 @@ func (c config) redacted() config {
 		arms[i] = a
 	}
 	c.AB.Arms = arms
+	// exec.env NAME=value entries set a value for scripts, often a token;
+	// NAME alone passes the proxy's own and shows nothing.
+	env := make([]string, len(c.Exec.Env))
+	for i, e := range c.Exec.Env {
+		if name, _, ok := strings.Cut(e, "="); ok {
+			e = name + "=REDACTED"
+		}
+		env[i] = e
+	}
+	c.Exec.Env = env
 	return c
 }
 

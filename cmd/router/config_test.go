@@ -279,6 +279,7 @@ func TestPrintConfigRedacts(t *testing.T) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	t.Setenv("SKILLROUTER_UPSTREAM_API_KEY", "sk-secret")
+	t.Setenv("SKILLROUTER_EXEC_ENV", "GITHUB_TOKEN=ghp-secret,MODE")
 	cmd.SetArgs([]string{"--print-config", "--strategy", "bm25"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -286,6 +287,10 @@ func TestPrintConfigRedacts(t *testing.T) {
 	s := out.String()
 	if strings.Contains(s, "sk-secret") || !strings.Contains(s, "api_key: REDACTED") || !strings.Contains(s, "strategy: bm25") {
 		t.Fatalf("print-config:\n%s", s)
+	}
+	// exec.env values set for scripts are often tokens; names passed through are not secrets.
+	if strings.Contains(s, "ghp-secret") || !strings.Contains(s, "GITHUB_TOKEN=REDACTED") || !strings.Contains(s, "- MODE") {
+		t.Fatalf("print-config exec.env:\n%s", s)
 	}
 	// What it prints loads back.
 	p := writeFile(t, "printed.yaml", strings.ReplaceAll(s, "REDACTED", ""))
