@@ -60,6 +60,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $server := default (dict) $cfg.server -}}
 {{- $hosts := concat (default (list) $server.allowed_hosts) (list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace)) -}}
 {{- $_ := set $server "allowed_hosts" $hosts -}}
+{{- if and .Values.serviceMonitor.enabled (not $server.metrics_listen) -}}
+{{- $_ := set $server "metrics_listen" (printf "0.0.0.0:%d" (int .Values.serviceMonitor.port)) -}}
+{{- end -}}
 {{- $_ := set $cfg "server" $server -}}
 {{- if ne .Values.index.source "none" -}}
 {{- $routing := default (dict) $cfg.routing -}}
@@ -138,6 +141,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end -}}
 
+{{/* The image sets SKILLROUTER_LISTEN, SKILLROUTER_SKILLS (and the exec
+image SKILLROUTER_EXEC_ENABLED); the environment beats the configuration
+file, so the chart sets them to what it wrote in config.yaml. */}}
+{{- define "skillrouter.imageEnv" -}}
+- name: SKILLROUTER_LISTEN
+  value: {{ printf "0.0.0.0:%d" (int .Values.service.port) | quote }}
+- name: SKILLROUTER_SKILLS
+  value: {{ include "skillrouter.skillsRoot" . | quote }}
+- name: SKILLROUTER_EXEC_ENABLED
+  value: {{ dig "exec" "enabled" false (.Values.config | default dict) | toString | quote }}
+{{- end -}}
+
 {{/* Secret-backed environment. */}}
 {{- define "skillrouter.secretEnv" -}}
 {{- $name := include "skillrouter.secretName" . -}}
@@ -164,4 +179,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
       name: {{ $name }}
       key: {{ $k }}
 {{- end }}
+{{- end -}}
+
+{{/* The port /metrics is served on when not with the API
+(server.metrics_listen, set for the ServiceMonitor); empty otherwise. */}}
+{{- define "skillrouter.metricsPort" -}}
+{{- $server := default (dict) (.Values.config | default dict).server -}}
+{{- if $server.metrics_listen -}}
+{{- splitList ":" $server.metrics_listen | last -}}
+{{- else if .Values.serviceMonitor.enabled -}}
+{{- .Values.serviceMonitor.port -}}
+{{- end -}}
 {{- end -}}

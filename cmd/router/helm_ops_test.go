@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// containerfileEnv returns the ENV of each stage of the Containerfile, by
+// stage name: what a pod started from that image has before the chart's
+// own env entries are applied over it.
+func containerfileEnv(t *testing.T, path string) map[string]map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]map[string]string{}
+	var cur map[string]string
+	var logical []string
+	var acc strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			acc.WriteString(strings.TrimSuffix(line, "\\") + " ")
+			continue
+		}
+		acc.WriteString(line)
+		logical = append(logical, acc.String())
+		acc.Reset()
+	}
+	for _, l := range logical {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "FROM":
+			cur = map[string]string{}
+			if len(f) >= 4 && strings.EqualFold(f[2], "AS") {
+				stages[f[3]] = cur
+			}
+		case "ENV":
+			for _, kv := range f[1:] {
+				if k, v, ok := strings.Cut(kv, "="); ok && cur != nil {
+					cur[k] = v
+				}
+			}
+		}
+	}
+	return stages
+}
+
+// TestHelmChartImageEnvironment loads the configuration a pod really runs
+// with: the image's ENV (Containerfile), then the container's env from the
+// chart, over the chart's config.yaml. The chart decides listen, skills and
+// exec.enabled in the file; the image's SKILLROUTER_LISTEN,
+// SKILLROUTER_SKILLS and SKILLROUTER_EXEC_ENABLED must not override them
+// (environment beats the file).
+func TestHelmChartImageEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	images := containerfileEnv(t, "../../Containerfile")
+	for _, c := range []struct {
+		name  string
+		stage string
+		args  []string
+	}{
+		{"gitSync", "exec", []string{"-f", filepath.Join(chartDir, "ci/gitsync-remote-embedder-values.yaml")}},
+		{"service.port", "runtime", []string{"--set", "service.port=9090"}},
+		{"skills.path", "runtime", []string{"-f", filepath.Join(chartDir, "ci/configmap-pvc-index-values.yaml"), "--set", "skills.path=/library"}},
+		{"exec image, exec off", "exec", []string{"--set", "config.exec.enabled=false"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai"}, c.args...)...))
+			spec := get(docs["Deployment/r-skillrouter"], "spec", "template", "spec")
+			ctr := byName(list(spec, "containers"), "router")
+			env := map[string]string{}
+			for k, v := range images[c.stage] {
+				env[k] = v
+			}
+			for _, e := range list(ctr, "env") {
+				env[str(e, "name")] = str(e, "value")
+			}
+			text := str(docs["ConfigMap/r-skillrouter"], "data", "config.yaml")
+			var file struct {
+				Listen string   `yaml:"listen"`
+				Skills []string `yaml:"skills"`
+				Exec   struct {
+					Enabled bool `yaml:"enabled"`
+				} `yaml:"exec"`
+			}
+			if err := yaml.Unmarshal([]byte(text), &file); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := loadFor(t, []string{"--config", path}, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.Skills, file.Skills) {
+				t.Errorf("the pod serves skills %v, the chart configured %v (image ENV SKILLROUTER_SKILLS=%q wins over the file)", cfg.Skills, file.Skills, env["SKILLROUTER_SKILLS"])
+			}
+			if cfg.Listen != file.Listen {
+				t.Errorf("the pod listens on %s, the chart configured %s and points containerPort/probes there (image ENV SKILLROUTER_LISTEN=%q wins)", cfg.Listen, file.Listen, env["SKILLROUTER_LISTEN"])
+			}
+			if cfg.Exec.Enabled != file.Exec.Enabled {
+				t.Errorf("exec.enabled %v in the pod, %v in the chart's config (image ENV SKILLROUTER_EXEC_ENABLED=%q wins)", cfg.Exec.Enabled, file.Exec.Enabled, env["SKILLROUTER_EXEC_ENABLED"])
+			}
+		})
+	}
+}
+
+// TestHelmValuesEnvNames: every SKILLROUTER_* variable the chart's example
+// values pass (secrets.extraEnv, env) is one the binary reads; a misspelt
+// one is silently ignored by the binary.
+func TestHelmValuesEnvNames(t *testing.T) {
+	known := map[string]bool{"SKILLROUTER_CONFIG": true}
+	for _, k := range configKeys {
+		known[k.env()] = true
+		if a := envAliases[k.path]; a != "" {
+			known[a] = true
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(chartDir, "ci", "*.yaml"))
+	files = append(files, filepath.Join(chartDir, "values.yaml"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Secrets struct {
+				ExtraEnv map[string]any `yaml:"extraEnv"`
+			} `yaml:"secrets"`
+			Env []struct {
+				Name string `yaml:"name"`
+			} `yaml:"env"`
+		}
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		names := slices.Collect(func(yield func(string) bool) {
+			for n := range v.Secrets.ExtraEnv {
+				if !yield(n) {
+					return
+				}
+			}
+			for _, e := range v.Env {
+				if !yield(e.Name) {
+					return
+				}
+			}
+		})
+		for _, n := range names {
+			if strings.HasPrefix(n, "SKILLROUTER_") && !known[n] {
+				t.Errorf("%s: %s is not a variable router reads (ignored without a word)", filepath.Base(f), n)
+			}
+		}
+	}
+}
+
+// TestHelmSecretChangeRollsPods: the keys reach the pods as environment
+// variables, read once at start; `helm upgrade --set
+// secrets.upstreamApiKey=NEW` must change the pod template, else the pods
+// keep the old key until something else restarts them.
+func TestHelmSecretChangeRollsPods(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	template := func(key string) any {
+		docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "secrets.upstreamApiKey="+key))
+		return get(docs["Deployment/r-skillrouter"], "spec", "template", "metadata", "annotations")
+	}
+	a, b := template("sk-old"), template("sk-new")
+	if fmt.Sprint(a) == fmt.Sprint(b) {
+		t.Errorf("a new upstream key leaves the pod template unchanged (annotations %v): the pods keep the old key", a)
+	}
+}
+
+// TestHelmServiceMonitorWithClientKeys: with client keys (the documented
+// secrets.extraEnv SKILLROUTER_AUTH_API_KEYS), /metrics on the API port
+// answers 401 without a key (docs/security.md), so the ServiceMonitor must
+// either send credentials or scrape a port that asks none
+// (server.metrics_listen); otherwise every scrape fails and the
+// PrometheusRule's ratios have no data, so its alerts never fire.
+func TestHelmServiceMonitorWithClientKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true",
+		"--set", "secrets.extraEnv.SKILLROUTER_AUTH_API_KEYS=sk-team"))
+	sm := docs["ServiceMonitor/r-skillrouter"]
+	ep := get(sm, "spec", "endpoints", 0)
+	hasAuth := get(ep, "authorization") != nil || get(ep, "bearerTokenSecret") != nil || get(ep, "basicAuth") != nil
+	if !hasAuth && str(ep, "port") == "http" {
+		t.Errorf("ServiceMonitor scrapes %s on port http without credentials, where the pods ask a client key (auth.api_keys): every scrape is 401", str(ep, "path"))
+	}
+	// The port it scrapes is the pods' metrics listener, on the Service and
+	// the container alike.
+	cfg := checkDeployment(t, docs)
+	if cfg.Server.MetricsListen != "0.0.0.0:9090" {
+		t.Errorf("server.metrics_listen %q, want 0.0.0.0:9090", cfg.Server.MetricsListen)
+	}
+	svc := byName(list(docs["Service/r-skillrouter"], "spec", "ports"), str(ep, "port"))
+	c := byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers"), "router")
+	if cp := byName(list(c, "ports"), "metrics"); svc == nil || svc["targetPort"] != "metrics" || cp == nil || cp["containerPort"] != 9090 {
+		t.Errorf("Service port %v, container port %v: want a metrics port 9090 on both", svc, cp)
+	}
+}
+
+// TestHelmIndexJobGetsExtraEnv: the index build Job must read the
+// configuration the pods read ("build the index with the configuration the
+// replicas use", docs/deploy.md); a setting passed in env (say
+// SKILLROUTER_EMBEDDER_MODEL) that the Job lacks gives an index that does
+// not match, and every pod embeds the library itself.
+func TestHelmIndexJobGetsExtraEnv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set", "index.source=pvc", "--set", "index.buildJob.enabled=true",
+		"--set", "env[0].name=SKILLROUTER_EMBEDDER_MODEL", "--set", "env[0].value=other-model"))
+	c := get(docs["Job/r-skillrouter-index-build"], "spec", "template", "spec", "containers", 0)
+	if byName(list(c, "env"), "SKILLROUTER_EMBEDDER_MODEL") == nil {
+		t.Errorf("the index build Job lacks the pods' env SKILLROUTER_EMBEDDER_MODEL: it builds with another embedder model than the replicas use")
+	}
+}
