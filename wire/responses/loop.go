@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/ownership"
@@ -87,9 +89,24 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		default:
 			r.pending = append(r.pending, raw)
 		}
-		turn = append(turn, raw)
+		if !unresolvable(r.unstored, raw) {
+			turn = append(turn, raw)
+		}
 	}
 	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID}, resp.Usage, true
+}
+
+// unresolvable reports whether an output item cannot go back as input in
+// the next round: a reasoning item without encrypted_content (the client
+// did not include reasoning.encrypted_content) of a response that was not
+// stored (store: false) refers to nothing the API kept, which it rejects
+// ("Items are not persisted when store is set to false"). The next round
+// then reasons afresh.
+func unresolvable(unstored bool, raw []byte) bool {
+	if !unstored || gjson.GetBytes(raw, "type").String() != "reasoning" {
+		return false
+	}
+	return gjson.GetBytes(raw, "encrypted_content").String() == ""
 }
 
 // kind maps an output item type to what the ownership rules need.

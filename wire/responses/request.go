@@ -52,6 +52,8 @@ type Request struct {
 	hasTools    bool
 	clientTools [][]byte
 
+	unstored bool // "store": false (see unresolvable)
+
 	// State of the tool loop across rounds (non-streaming): the items of
 	// looping rounds the client gets in the final response, and this
 	// round's until it is known to loop.
@@ -76,16 +78,24 @@ func Parse(body []byte) (*Request, error) {
 		return body[s.Start:s.End], s, true
 	}
 	var prev string
+	var background bool
+	store := true
 	for _, f := range []struct {
 		key, want string
 		v         any
 	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}, {"user", "a string", &v.User},
-		{"previous_response_id", "a string", &prev}} {
+		{"previous_response_id", "a string", &prev}, {"background", "a boolean", &background}, {"store", "a boolean", &store}} {
 		if err := jsonspan.Decode(body, ms, f.key, f.v, f.want); err != nil {
 			return nil, err
 		}
 	}
 	v.Stateful = prev != ""
+	r.unstored = !store
+	// A non-streaming background response is answered "queued" at once and
+	// read later with GET /v1/responses/{id}, passed through: the tool
+	// loop never sees the model's answer, so it cannot take the proxy's
+	// tools (a call to them would reach the client).
+	v.NoTools = background && !v.Stream
 	if raw, s, ok := get("instructions"); ok {
 		r.instructions, r.hasInstructions = s, true
 		if !jsonspan.IsNull(raw) {

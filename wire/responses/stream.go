@@ -27,14 +27,15 @@ import (
 //     one carries every item the client was shown, across rounds, and the
 //     usage summed over all rounds.
 type Stream struct {
-	mine    func(name string) bool
-	seq     int // the client's next sequence_number
-	nextIdx int // the client's next output_index
-	visible [][]byte
-	usage   wire.Usage
-	n       int // rounds started
-	rd      *roundState
-	out     []byte
+	mine     func(name string) bool
+	unstored bool // the request's store: false (see unresolvable)
+	seq      int  // the client's next sequence_number
+	nextIdx  int  // the client's next output_index
+	visible  [][]byte
+	usage    wire.Usage
+	n        int // rounds started
+	rd       *roundState
+	out      []byte
 }
 
 // roundState is one upstream stream.
@@ -59,7 +60,7 @@ type streamItem struct {
 // NewStream starts translating a streamed response; mine reports the tools
 // the proxy answers.
 func (r *Request) NewStream(mine func(name string) bool) *Stream {
-	return &Stream{mine: mine}
+	return &Stream{mine: mine, unstored: r.unstored}
 }
 
 // Round starts the next upstream round; final: the round limit forbids
@@ -206,7 +207,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 			}
 			ans.Calls = append(ans.Calls, wire.ToolCall{ID: id, Name: it.name, Arguments: json.RawMessage(orEmptyObject(args))})
 		}
-		if raw != nil {
+		if raw != nil && !unresolvable(s.unstored, raw) {
 			turn = append(turn, raw)
 		}
 	}
