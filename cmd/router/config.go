@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
@@ -396,6 +397,73 @@ var envAliases = map[string]string{
 	"embedder.model":    "SKILLROUTER_EMBED_MODEL",
 	"embedder.base_url": "SKILLROUTER_EMBED_URL",
 	"embedder.api_key":  "SKILLROUTER_EMBED_KEY",
+}
+
+// misspelledEnv returns, for each SKILLROUTER_* variable in environ that no
+// configuration key reads but that looks like the name of one (a typo, or
+// the key's name without its section: SKILLROUTER_ADMIN_TOKEN), that
+// variable and the name meant. Other SKILLROUTER_ variables (those the
+// tests and scripts use) are left alone. Unknown keys in a file are errors;
+// a variable cannot be, as anything may share the prefix.
+func misspelledEnv(environ []string) [][2]string {
+	known := map[string]bool{"SKILLROUTER_CONFIG": true}
+	for _, k := range configKeys {
+		known[k.env()] = true
+	}
+	for _, name := range envAliases {
+		known[name] = true
+	}
+	var out [][2]string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, "SKILLROUTER_")
+		if !ok || known[name] || rest == "" {
+			continue
+		}
+		best, bestD := "", 3 // at most two edits
+		for k := range known {
+			d := editDistance(name, k)
+			if strings.HasSuffix(k, "_"+rest) {
+				d = 1 // the section left out
+			}
+			if d < bestD || d == bestD && k < best {
+				best, bestD = k, d
+			}
+		}
+		if best != "" {
+			out = append(out, [2]string{name, best})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// warnMisspelledEnv logs misspelledEnv's findings for the running process.
+func warnMisspelledEnv(log *slog.Logger) {
+	for _, m := range misspelledEnv(os.Environ()) {
+		log.Warn("environment variable not read by skillrouter; did you mean another?", "variable", m[0], "did_you_mean", m[1])
+	}
 }
 
 func keyByPath(path string) (configKey, bool) {

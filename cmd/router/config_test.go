@@ -346,3 +346,21 @@ func TestServeWiring(t *testing.T) {
 		t.Fatalf("readyz %d", r.StatusCode)
 	}
 }
+
+func TestMisspelledEnv(t *testing.T) {
+	env := []string{
+		"SKILLROUTER_ADMIN_TOKEN=x",          // the section left out
+		"SKILLROUTER_UPSTREAM_URLL=http://h", // a typo
+		"SKILLROUTER_UPSTREAM_URL=http://h",  // known
+		"SKILLROUTER_STRATEGY=bm25",          // an alias
+		"SKILLROUTER_CONFIG=f.yaml",          // not a key, read all the same
+		"SKILLROUTER_SBS_SECONDS=30",         // a test's, like no key
+		"SKILLROUTER_=x",
+		"PATH=/bin",
+	}
+	got := misspelledEnv(env)
+	want := [][2]string{{"SKILLROUTER_ADMIN_TOKEN", "SKILLROUTER_AUTH_ADMIN_TOKEN"}, {"SKILLROUTER_UPSTREAM_URLL", "SKILLROUTER_UPSTREAM_URL"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("misspelledEnv = %v, want %v", got, want)
+	}
+}

@@ -54,6 +54,7 @@ func newMCPCmd() *cobra.Command {
 func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	start := time.Now()
 	log := newLogger(cfg.Log, logw)
+	warnMisspelledEnv(log)
 	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
 		return err

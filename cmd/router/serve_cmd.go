@@ -93,6 +93,7 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 // changes and shown in /readyz's body.
 func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
+	warnMisspelledEnv(log)
 	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log})
 	if err != nil {
 		return err
