@@ -121,7 +121,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, e := range c.Env {
 		name, _, _ := strings.Cut(e, "=")
 		if !envNameRE.MatchString(name) {
-			return c, fmt.Errorf("sandbox: env %q: not a valid variable name", e)
+			return c, fmt.Errorf("sandbox: env entry %q: not a valid variable name", name) // the value may be a secret
 		}
 		if strings.HasPrefix(strings.ToUpper(name), "SKILLROUTER_") {
 			return c, fmt.Errorf("sandbox: env %q: SKILLROUTER_* variables are the proxy's own settings and are never passed to scripts", name)

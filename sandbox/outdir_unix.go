@@ -26,7 +26,7 @@ func checkPrivate(dir string) error {
 		return fmt.Errorf("sandbox: output root %s belongs to uid %d, not to this user (uid %d): another user may control it; set exec.output_dir to a folder of this user's", dir, st.Uid, os.Geteuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("sandbox: output root %s is writable by other users (mode %v): chmod go-w it or set exec.output_dir", dir, fi.Mode().Perm())
+		return fmt.Errorf("sandbox: output root %s is writable by other users (mode %v): chmod go-w it, or set exec.output_dir to a folder inside it that does not exist yet (it is created 0700)", dir, fi.Mode().Perm())
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/npmcache"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
@@ -406,11 +407,10 @@ var envAliases = map[string]string{
 // tests and scripts use) are left alone. Unknown keys in a file are errors;
 // a variable cannot be, as anything may share the prefix.
 func misspelledEnv(environ []string) [][2]string {
-	known := map[string]bool{"SKILLROUTER_CONFIG": true}
-	for _, k := range configKeys {
-		known[k.env()] = true
-	}
-	for _, name := range envAliases {
+	known := configEnv()
+	// Read elsewhere: the cache of the real-client tests, and what the
+	// sandbox sets for scripts (a script may run router itself).
+	for _, name := range []string{npmcache.EnvRoot, "SKILLROUTER_OUTPUT_DIR", "SKILLROUTER_SKILL_DIR"} {
 		known[name] = true
 	}
 	var out [][2]string
@@ -420,22 +420,38 @@ func misspelledEnv(environ []string) [][2]string {
 		if !ok || known[name] || rest == "" {
 			continue
 		}
-		best, bestD := "", 3 // at most two edits
+		best, bestD, tie := "", 3, false // at most two edits; a tie names none
 		for k := range known {
 			d := editDistance(name, k)
 			if strings.HasSuffix(k, "_"+rest) {
 				d = 1 // the section left out
 			}
-			if d < bestD || d == bestD && k < best {
-				best, bestD = k, d
+			switch {
+			case d < bestD:
+				best, bestD, tie = k, d, false
+			case d == bestD:
+				tie = true
 			}
 		}
-		if best != "" {
+		if best != "" && !tie {
 			out = append(out, [2]string{name, best})
 		}
 	}
 	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	return out
+}
+
+// configEnv is the set of SKILLROUTER_* variables the configuration reads:
+// one per key, the older aliases, and SKILLROUTER_CONFIG.
+func configEnv() map[string]bool {
+	known := map[string]bool{"SKILLROUTER_CONFIG": true}
+	for _, k := range configKeys {
+		known[k.env()] = true
+	}
+	for _, name := range envAliases {
+		known[name] = true
+	}
+	return known
 }
 
 // editDistance is the Levenshtein distance between a and b (bytes).

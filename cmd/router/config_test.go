@@ -355,6 +355,8 @@ func TestMisspelledEnv(t *testing.T) {
 		"SKILLROUTER_STRATEGY=bm25",          // an alias
 		"SKILLROUTER_CONFIG=f.yaml",          // not a key, read all the same
 		"SKILLROUTER_SBS_SECONDS=30",         // a test's, like no key
+		"SKILLROUTER_OUTPUT_DIR=/tmp/x",      // set for scripts
+		"SKILLROUTER_API_KEY=k",              // several keys end so: no guess
 		"SKILLROUTER_=x",
 		"PATH=/bin",
 	}

@@ -28,8 +28,7 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) (string, err
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	listenHost, _, _ := net.SplitHostPort(addr)
-	hs := &http.Server{Handler: debugHostCheck(mux, listenHost), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: debugHostCheck(mux, ownHosts(addr)), ReadHeaderTimeout: 10 * time.Second}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		log.Warn("debug profiles are served on a non-loopback address: anyone who reaches it can read the process's memory profile", "addr", ln.Addr().String())
 	}
@@ -46,16 +45,12 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) (string, err
 	return ln.Addr().String(), nil
 }
 
-// debugHostCheck refuses requests whose Host is a name other than localhost
-// or the one in debug.listen, by the API listener's rule (see
-// proxy.HostAllowed): a web page that rebinds its own name to 127.0.0.1
-// could otherwise read the profiles, and /debug/pprof/cmdline holds the
-// command line (keys given as flags).
-func debugHostCheck(next http.Handler, listenHost string) http.Handler {
-	var allowed []string
-	if listenHost != "" {
-		allowed = []string{listenHost}
-	}
+// debugHostCheck refuses requests whose Host is a name other than localhost,
+// the one in debug.listen or this machine's, by the API listener's rule
+// (see proxy.HostAllowed): a web page that rebinds its own name to
+// 127.0.0.1 could otherwise read the profiles, and /debug/pprof/cmdline
+// holds the command line (keys given as flags).
+func debugHostCheck(next http.Handler, allowed []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !proxy.HostAllowed(r.Host, allowed) {
 			http.Error(w, "Host not served here (protection against DNS rebinding)", http.StatusForbidden)

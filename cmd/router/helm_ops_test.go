@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -129,13 +130,7 @@ func TestHelmChartImageEnvironment(t *testing.T) {
 // values pass (secrets.extraEnv, env) is one the binary reads; a misspelt
 // one is silently ignored by the binary.
 func TestHelmValuesEnvNames(t *testing.T) {
-	known := map[string]bool{"SKILLROUTER_CONFIG": true}
-	for _, k := range configKeys {
-		known[k.env()] = true
-		if a := envAliases[k.path]; a != "" {
-			known[a] = true
-		}
-	}
+	known := configEnv()
 	files, _ := filepath.Glob(filepath.Join(chartDir, "ci", "*.yaml"))
 	files = append(files, filepath.Join(chartDir, "values.yaml"))
 	for _, f := range files {
@@ -239,5 +234,33 @@ func TestHelmIndexJobGetsExtraEnv(t *testing.T) {
 	c := get(docs["Job/r-skillrouter-index-build"], "spec", "template", "spec", "containers", 0)
 	if byName(list(c, "env"), "SKILLROUTER_EMBEDDER_MODEL") == nil {
 		t.Errorf("the index build Job lacks the pods' env SKILLROUTER_EMBEDDER_MODEL: it builds with another embedder model than the replicas use")
+	}
+}
+
+// TestHelmEdgeValues: an empty exec section still renders (and leaves
+// exec off); a metrics_listen on loopback exposes no port, and with the
+// ServiceMonitor it is an error rather than scrapes that never connect.
+func TestHelmEdgeValues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	empty := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(empty, []byte("config:\n  exec:\n    # nothing set\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "-f", empty))
+	c := get(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers", 0)
+	if e := byName(list(c, "env"), "SKILLROUTER_EXEC_ENABLED"); e == nil || e["value"] != "false" {
+		t.Errorf("SKILLROUTER_EXEC_ENABLED with an empty exec section: %v", e)
+	}
+
+	docs = parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "config.server.metrics_listen=127.0.0.1:9191"))
+	if p := byName(list(docs["Service/r-skillrouter"], "spec", "ports"), "metrics"); p != nil {
+		t.Errorf("a loopback metrics_listen got a Service port: %v", p)
+	}
+	out, err := exec.Command(helmBinary(t), "template", "r", chartDir, "--set", "serviceMonitor.enabled=true",
+		"--set", "config.server.metrics_listen=127.0.0.1:9191").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "loopback") {
+		t.Errorf("a loopback metrics_listen with the ServiceMonitor rendered: %v\n%s", err, out)
 	}
 }

@@ -58,6 +58,23 @@ func capConnections(limit int, log *slog.Logger) int {
 
 // accessConfig is the proxy's Access from the server and auth sections;
 // the API keys file is read here (one key a line, # comments).
+// ownHosts are the Host names a listener on listen serves besides IP
+// addresses and localhost: the listen address's name and this machine's,
+// which a rebinding attacker controls neither of.
+func ownHosts(listen string) []string {
+	var hosts []string
+	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" && net.ParseIP(h) == nil {
+		hosts = append(hosts, h)
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+		if short, _, ok := strings.Cut(h, "."); ok {
+			hosts = append(hosts, short)
+		}
+	}
+	return hosts
+}
+
 func accessConfig(cfg config, listen string) (proxy.Access, error) {
 	a := proxy.Access{
 		AllowedOrigins: cfg.Server.AllowedOrigins,
@@ -66,17 +83,7 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 		AdminToken:     cfg.Auth.AdminToken,
 		BodyTimeout:    cfg.Server.BodyTimeout,
 	}
-	// The listen address's name and this machine's: a rebinding attacker
-	// controls neither.
-	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" && net.ParseIP(h) == nil {
-		a.AllowedHosts = append(a.AllowedHosts, h)
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		a.AllowedHosts = append(a.AllowedHosts, h)
-		if short, _, ok := strings.Cut(h, "."); ok {
-			a.AllowedHosts = append(a.AllowedHosts, short)
-		}
-	}
+	a.AllowedHosts = append(a.AllowedHosts, ownHosts(listen)...)
 	if f := cfg.Auth.APIKeysFile; f != "" {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -145,12 +145,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 image SKILLROUTER_EXEC_ENABLED); the environment beats the configuration
 file, so the chart sets them to what it wrote in config.yaml. */}}
 {{- define "skillrouter.imageEnv" -}}
+{{- $cfg := fromYaml (include "skillrouter.config" .) -}}
+{{- $exec := $cfg.exec | default dict -}}
 - name: SKILLROUTER_LISTEN
-  value: {{ printf "0.0.0.0:%d" (int .Values.service.port) | quote }}
+  value: {{ $cfg.listen | quote }}
 - name: SKILLROUTER_SKILLS
-  value: {{ include "skillrouter.skillsRoot" . | quote }}
+  value: {{ first $cfg.skills | quote }}
 - name: SKILLROUTER_EXEC_ENABLED
-  value: {{ dig "exec" "enabled" false (.Values.config | default dict) | toString | quote }}
+  value: {{ ternary "true" "false" (eq (toString $exec.enabled) "true") | quote }}
 {{- end -}}
 
 {{/* Secret-backed environment. */}}
@@ -184,10 +186,19 @@ file, so the chart sets them to what it wrote in config.yaml. */}}
 {{/* The port /metrics is served on when not with the API
 (server.metrics_listen, set for the ServiceMonitor); empty otherwise. */}}
 {{- define "skillrouter.metricsPort" -}}
-{{- $server := default (dict) (.Values.config | default dict).server -}}
-{{- if $server.metrics_listen -}}
-{{- splitList ":" $server.metrics_listen | last -}}
-{{- else if .Values.serviceMonitor.enabled -}}
-{{- .Values.serviceMonitor.port -}}
+{{- $server := (fromYaml (include "skillrouter.config" .)).server | default dict -}}
+{{- with $server.metrics_listen -}}
+{{- $port := splitList ":" . | last -}}
+{{- $host := trimSuffix (printf ":%s" $port) . | trimPrefix "[" | trimSuffix "]" -}}
+{{- if not (regexMatch "^[0-9]+$" $port) -}}
+{{- fail (printf "config.server.metrics_listen %q: want host:port" .) -}}
+{{- end -}}
+{{- if or (eq $host "localhost") (hasPrefix "127." $host) (eq $host "::1") -}}
+{{- if $.Values.serviceMonitor.enabled -}}
+{{- fail (printf "config.server.metrics_listen %q listens on loopback only: the ServiceMonitor cannot reach it; use 0.0.0.0:PORT" .) -}}
+{{- end -}}
+{{- else -}}
+{{- $port -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
