@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/internal/editdistance"
 )
 
 // MaxSuggestions is how many close ids NotFound offers.
@@ -87,9 +89,9 @@ func Suggest(id string, list []*Skill, n int) []string {
 			c.tier = 3
 			c.score = len(words(cid)) - len(qWords)
 		default:
-			d := min(editDistance(q, cid), editDistance(qLast, last))
+			d := min(editdistance.Of(q, cid), editdistance.Of(qLast, last))
 			if name != "" {
-				d = min(d, editDistance(qLast, name))
+				d = min(d, editdistance.Of(qLast, name))
 			}
 			if d <= maxDist {
 				c.tier, c.score = 4, d
@@ -152,38 +154,4 @@ func abs(x int) int {
 		return -x
 	}
 	return x
-}
-
-// editDistance is the optimal-string-alignment distance over runes:
-// Levenshtein plus adjacent transpositions ("pfd" is one edit from "pdf").
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) == 0 {
-		return len(rb)
-	}
-	if len(rb) == 0 {
-		return len(ra)
-	}
-	// Three rows: two back for transpositions.
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

@@ -55,21 +55,6 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3},
-		{"flaw", "lawn", 2}, {"héllo", "hello", 1}, {"same", "same", 0}, {"pfd", "pdf", 1}, {"ca", "abc", 3},
-	}
-	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 func TestNotFoundNilSnapshot(t *testing.T) {
 	out := NotFound("x<y", nil)
 	if !strings.Contains(out, `id="x&lt;y"`) || !strings.Contains(out, "no skill has this id") {

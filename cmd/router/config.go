@@ -33,6 +33,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/editdistance"
 	"github.com/skillrouter/skillrouter/internal/npmcache"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
@@ -422,7 +423,7 @@ func misspelledEnv(environ []string) [][2]string {
 		}
 		best, bestD, tie := "", 3, false // at most two edits; a tie names none
 		for k := range known {
-			d := editDistance(name, k)
+			d := editdistance.Of(name, k)
 			if strings.HasSuffix(k, "_"+rest) {
 				d = 1 // the section left out
 			}
@@ -452,27 +453,6 @@ func configEnv() map[string]bool {
 		known[name] = true
 	}
 	return known
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // warnMisspelledEnv logs misspelledEnv's findings for the running process.
