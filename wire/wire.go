@@ -301,3 +301,11 @@ func (t *ToolSet) Changed() bool { return len(t.Withheld) > 0 || len(t.Server) >
 // ago, so it is said as a comment (ignored by SDKs, visible to curl), and
 // in the trailer at the end.
 const ExhaustedComment = ": skillrouter: tool rounds exhausted; the proxy's own tool calls in this answer are dropped\n\n"
+
+// EmptyAnswerText is the text an answer gets when dropping the proxy's own
+// calls left it with no content at all (the model kept loading skills up to
+// the round limit): an assistant turn without content, kept in the
+// client's history, makes the next request invalid (Anthropic refuses
+// empty content, OpenAI an assistant message with neither content nor
+// tool calls).
+const EmptyAnswerText = "[skillrouter: the model was still loading skills when the tool-round limit was reached, and gave no answer. Ask again to continue.]"

@@ -157,6 +157,10 @@ func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]b
 			if len(kept) == 0 {
 				delete(msg, "tool_calls")
 				choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
+				var text *string
+				if len(calls) > 0 && (json.Unmarshal(msg["content"], &text) != nil || text == nil || *text == "") {
+					msg["content"] = wire.Quote(wire.EmptyAnswerText) // see wire.EmptyAnswerText
+				}
 			} else {
 				msg["tool_calls"] = wire.Marshal(kept)
 			}

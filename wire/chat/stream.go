@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
@@ -31,8 +33,9 @@ import (
 //     reads one completion. With stream_options.include_usage the final
 //     usage chunk carries the sum over all rounds.
 type Stream struct {
-	mine func(name string) bool // the proxy's tools
-	n    int                    // the answers asked for (n)
+	mine      func(name string) bool // the proxy's tools
+	n         int                    // the answers asked for (n)
+	textShown bool                   // some round's text went to the client
 	// relayFinished holds the answers (choice indexes) finished in a
 	// stream relayed without the translator (see Relayed).
 	relayFinished map[int]bool
@@ -243,6 +246,9 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	// usage or error. Relayed without decoding; its text is decoded only if
 	// the round turns out to loop.
 	if st.id != "" && plainDelta(ev.Data) {
+		if !s.textShown && gjson.GetBytes(ev.Data, "choices.0.delta.content").String() != "" {
+			s.textShown = true
+		}
 		st.content = append(st.content, contentPart{raw: append([]byte(nil), ev.Data...)})
 		s.writeRaw(ev, st.id, round)
 		return
@@ -300,6 +306,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	}
 	if c0.Delta.Content != nil && *c0.Delta.Content != "" {
 		st.content = append(st.content, contentPart{text: *c0.Delta.Content})
+		s.textShown = true
 	}
 	finishing := c0.finished()
 	if finishing {
@@ -340,6 +347,10 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			}
 			if stripped {
 				choice["finish_reason"] = json.RawMessage(`"stop"`)
+				if !s.textShown { // only the proxy's calls, now dropped: see wire.EmptyAnswerText
+					delta["content"] = wire.Quote(wire.EmptyAnswerText)
+					s.textShown = true
+				}
 			}
 		})
 		if patchUsage {

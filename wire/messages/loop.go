@@ -164,6 +164,9 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			}
 			kept = append(kept, c)
 		}
+		if len(kept) == 0 && strip != nil {
+			kept = append(kept, textBlock(wire.Quote(wire.EmptyAnswerText)))
+		}
 		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))
 		if strip != nil && toolUses == 0 && msg.StopReason != nil && *msg.StopReason == "tool_use" {
 			if out, err = jsonspan.Set(out, "stop_reason", []byte(`"end_turn"`)); err != nil {

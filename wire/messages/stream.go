@@ -159,6 +159,15 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 		return
 	}
 	rd.ShowPending()
+	if rd.ProxyCalls > 0 && s.next == 0 {
+		// Only the proxy's calls, now dropped: the client's message would
+		// have no content (see wire.EmptyAnswerText).
+		i := strconv.Itoa(s.next)
+		s.next++
+		s.emit("content_block_start", []byte(`{"type":"content_block_start","index":`+i+`,"content_block":{"type":"text","text":""}}`))
+		s.emit("content_block_delta", []byte(`{"type":"content_block_delta","index":`+i+`,"delta":{"type":"text_delta","text":`+string(wire.Quote(wire.EmptyAnswerText))+`}}`))
+		s.emit("content_block_stop", []byte(`{"type":"content_block_stop","index":`+i+`}`))
+	}
 	patched := data
 	if s.n > 1 && !s.usage.Empty() {
 		patched, _ = jsonspan.Set(patched, "usage", s.usage.JSON())
