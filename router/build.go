@@ -341,7 +341,8 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 	if ix.emb == nil {
 		return
 	}
-	if ix.vecErr == nil && (ix.vec == nil || ix.vec.Dim() == 0 || ix.emb.Dimensions() == 0 || ix.vec.Dim() == ix.emb.Dimensions()) {
+	otherSize := ix.vec != nil && ix.vec.Dim() != 0 && ix.emb.Dimensions() != 0 && ix.vec.Dim() != ix.emb.Dimensions()
+	if ix.vecErr == nil && !otherSize {
 		return
 	}
 	if time.Since(time.Unix(0, r.lastRetry.Load())) < vectorRetryEvery || !r.retrying.CompareAndSwap(false, true) {

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,11 +69,24 @@ func (c calibrationJSON) calibration() calibration {
 
 // manifestName is the manifest's file name for a provider ("" = none).
 func manifestName(provider string) string {
-	if provider == "" {
-		provider = "none"
-	}
-	return "prebuilt-" + safeFileName(provider) + ".json"
+	return "prebuilt-" + fileStem(provider) + ".json"
 }
+
+// fileStem is a provider's part of its index files' names ("" = none).
+func fileStem(provider string) string { return safeFileName(cmp.Or(provider, "none")) }
+
+// readManifest reads dir's manifest for provider.
+func readManifest(dir, provider string) (prebuiltManifest, error) {
+	var m prebuiltManifest
+	b, err := os.ReadFile(filepath.Join(dir, manifestName(provider)))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	return m, err
+}
+
+// files are the index files m names ("" for those it has none of).
+func (m prebuiltManifest) files() []string { return []string{m.Vectors, m.State, m.Lexical} }
 
 func safeFileName(s string) string {
 	b := []byte(s)
@@ -142,10 +156,8 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 		provider, base = r.opts.Embedder.Name(), r.opts.Embedder.Model()
 	}
 	p := &prebuilt{dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, manifestName(provider)))
-	if err == nil {
-		err = json.Unmarshal(b, &p.m)
-	}
+	var err error
+	p.m, err = readManifest(dir, provider)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		p.why = fmt.Sprintf("no index for embedder %q in the folder (%s missing)", provider, manifestName(provider))
@@ -316,7 +328,7 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	// sharing a warm folder), or a save cut short, never leave a manifest
 	// naming files of another index.
 	gen := generation(m, state)
-	provider := safeFileName(cmp.Or(m.Embedder, "none"))
+	provider := fileStem(m.Embedder)
 	if ix.emb != nil {
 		m.Vectors = "vectors-" + provider + "-" + gen + ".bin"
 		// Replicas often run as another user than the one that built
@@ -353,14 +365,13 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 // their grace period (staleAfter) starts when they stop being named, not
 // when they were written.
 func retire(dir string, m prebuiltManifest) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName(m.Embedder)))
-	var old prebuiltManifest
-	if err != nil || json.Unmarshal(b, &old) != nil {
+	old, err := readManifest(dir, m.Embedder)
+	if err != nil {
 		return
 	}
 	now := time.Now()
-	for _, f := range []string{old.Vectors, old.State, old.Lexical} {
-		if f != "" && f != m.Vectors && f != m.State && f != m.Lexical && filepath.Base(f) == f {
+	for _, f := range old.files() {
+		if f != "" && !slices.Contains(m.files(), f) && filepath.Base(f) == f {
 			os.Chtimes(filepath.Join(dir, f), now, now)
 		}
 	}
@@ -393,20 +404,18 @@ var staleAfter = time.Minute
 // by another router that finished meanwhile keeps its files; errors are
 // ignored (a file left behind costs only space).
 func removeStale(dir, provider string, cutoff time.Time) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName(provider)))
-	var m prebuiltManifest
-	if err != nil || json.Unmarshal(b, &m) != nil {
+	m, err := readManifest(dir, provider)
+	if err != nil {
 		return
 	}
-	keep := map[string]bool{m.Vectors: true, m.State: true, m.Lexical: true}
-	p := safeFileName(cmp.Or(provider, "none"))
+	p := fileStem(provider)
 	for _, kind := range []string{"vectors-", "state-", "lexical-"} {
 		names, _ := filepath.Glob(filepath.Join(dir, kind+p+"-*.bin"))
 		names = append(names, filepath.Join(dir, kind+p+".bin"))
 		for _, path := range names {
 			name := filepath.Base(path)
 			gen := strings.TrimSuffix(strings.TrimPrefix(name, kind+p+"-"), ".bin")
-			if keep[name] || name != kind+p+".bin" && !isGeneration(gen) {
+			if slices.Contains(m.files(), name) || name != kind+p+".bin" && !isGeneration(gen) {
 				continue // in use, or another provider's whose name starts with p
 			}
 			if fi, err := os.Stat(path); err == nil && fi.ModTime().Before(cutoff) {

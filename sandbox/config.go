@@ -134,6 +134,14 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// The variables a script gets besides PATH, HOME, LANG and TMPDIR: its
+// conversation's out/ folder (also its working directory) and its skill's
+// folder.
+const (
+	EnvOutputDir = "SKILLROUTER_OUTPUT_DIR"
+	EnvSkillDir  = "SKILLROUTER_SKILL_DIR"
+)
+
 // DefaultOutputRoot is the output root when none is configured: a folder
 // per user in the temporary directory, so users of one machine do not
 // share one (New refuses a root another user owns or can write to).

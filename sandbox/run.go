@@ -145,8 +145,8 @@ func (p *Provider) scriptEnv(d *convDirs, skillDir string, python bool) []string
 		"HOME=" + d.home,
 		"LANG=" + lang,
 		"TMPDIR=" + d.tmp,
-		"SKILLROUTER_OUTPUT_DIR=" + d.out,
-		"SKILLROUTER_SKILL_DIR=" + skillDir,
+		EnvOutputDir + "=" + d.out,
+		EnvSkillDir + "=" + skillDir,
 	}
 	if python {
 		// Importing a module beside the script would otherwise write

@@ -411,7 +411,7 @@ func misspelledEnv(environ []string) [][2]string {
 	known := configEnv()
 	// Read elsewhere: the cache of the real-client tests, and what the
 	// sandbox sets for scripts (a script may run router itself).
-	for _, name := range []string{npmcache.EnvRoot, "SKILLROUTER_OUTPUT_DIR", "SKILLROUTER_SKILL_DIR"} {
+	for _, name := range []string{npmcache.EnvRoot, sandbox.EnvOutputDir, sandbox.EnvSkillDir} {
 		known[name] = true
 	}
 	var out [][2]string

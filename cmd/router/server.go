@@ -56,8 +56,6 @@ func capConnections(limit int, log *slog.Logger) int {
 	return limit
 }
 
-// accessConfig is the proxy's Access from the server and auth sections;
-// the API keys file is read here (one key a line, # comments).
 // ownHosts are the Host names a listener on listen serves besides IP
 // addresses and localhost: the listen address's name and this machine's,
 // which a rebinding attacker controls neither of.
@@ -75,6 +73,8 @@ func ownHosts(listen string) []string {
 	return hosts
 }
 
+// accessConfig is the proxy's Access from the server and auth sections;
+// the API keys file is read here (one key a line, # comments).
 func accessConfig(cfg config, listen string) (proxy.Access, error) {
 	a := proxy.Access{
 		AllowedOrigins: cfg.Server.AllowedOrigins,
