@@ -226,6 +226,24 @@ func TestRegistryWatchMissingRoot(t *testing.T) {
 	}
 }
 
+// TestRegistryWatchRootCreatedBeforeWatch: a root missing when the
+// library was loaded and created before Watch started (so no watch saw it
+// appear) is loaded when watching starts, with no further change to it.
+func TestRegistryWatchRootCreatedBeforeWatch(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := filepath.Join(t.TempDir(), "skills")
+	r := quietRegistry([]string{root})
+	writeSkill(t, filepath.Join(root, "early"), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	retry(t, "a root created before Watch started", func() {}, func() bool { _, ok := r.Snapshot().Get("early"); return ok })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRegistryWatchNotStarved: a file rewritten faster than the debounce
 // still lets reloads through (bounded by the maximum wait).
 func TestRegistryWatchNotStarved(t *testing.T) {

@@ -41,8 +41,13 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	for i, root := range r.roots {
 		roots[i] = filepath.Clean(root)
 	}
-	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}}
-	r.addWatches(ws, roots)
+	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}}
+	// Roots the library was loaded without: one that exists by the time
+	// its watch is added appeared unseen, and needs a reload.
+	for _, p := range r.Snapshot().LibraryProblems() {
+		ws.missing[filepath.Clean(p.Path)] = true
+	}
+	appeared := r.addWatches(ws, roots)
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -59,6 +64,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		}
 		timer.Reset(max(0, min(debounce, maxWait-now.Sub(pendingSince))))
 	}
+	if appeared {
+		schedule()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -73,6 +81,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
 					r.watchTree(ws, ev.Name, nil, map[string]bool{})
+					delete(ws.missing, ev.Name) // a root seen appearing
 				}
 			}
 			schedule()
@@ -90,7 +99,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			// Folders created while the scan ran (or a root that appeared)
 			// get watches now, and watches left on folders a swapped link
 			// no longer leads to move to the new ones.
-			r.addWatches(ws, roots)
+			if r.addWatches(ws, roots) {
+				schedule()
+			}
 		}
 	}
 }
@@ -115,6 +126,8 @@ type watchState struct {
 	// links are symlinks on the roots' own paths; replacing one swaps the
 	// library (their parent folders are watched).
 	links map[string]bool
+	// missing are the roots that were not there when last looked at.
+	missing map[string]bool
 }
 
 // relevant drops events that cannot change the library: permission changes
@@ -144,8 +157,9 @@ func relevant(ev fsnotify.Event, roots []string, links map[string]bool) bool {
 // does not exist yet is covered by watching its parent, so creating it is
 // noticed; so is the parent of each symlink on a root's path, so its
 // replacement is. Watches whose path now leads to another folder are
-// moved there first.
-func (r *Registry) addWatches(ws *watchState, roots []string) {
+// moved there first. It reports whether a root that was missing is there
+// now without an event having said so: the caller reloads.
+func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 	seen := map[string]bool{}
 	for _, p := range ws.w.WatchList() {
 		if old, ok := ws.watched[p]; ok {
@@ -164,16 +178,26 @@ func (r *Registry) addWatches(ws *watchState, roots []string) {
 				r.add(ws, parent, seen)
 			}
 		}
-		if info, err := os.Stat(root); err == nil && info.IsDir() {
-			r.watchTree(ws, root, nil, seen)
-			continue
-		}
-		if parent := filepath.Dir(root); !seen[parent] {
-			if info, err := os.Stat(parent); err == nil && info.IsDir() {
-				r.add(ws, parent, seen)
+		if info, err := os.Stat(root); err != nil || !info.IsDir() {
+			if parent := filepath.Dir(root); !seen[parent] {
+				if info, err := os.Stat(parent); err == nil && info.IsDir() {
+					r.add(ws, parent, seen)
+				}
 			}
 		}
+		// Looked at (again) with the parent watched: a root created before,
+		// or while its parent's watch was added, sent its event to no one.
+		if info, err := os.Stat(root); err == nil && info.IsDir() {
+			r.watchTree(ws, root, nil, seen)
+			if ws.missing[root] {
+				delete(ws.missing, root)
+				appeared = true
+			}
+			continue
+		}
+		ws.missing[root] = true
 	}
+	return appeared
 }
 
 // linksOnPath returns the symlinks among path and its ancestors.
