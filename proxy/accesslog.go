@@ -33,9 +33,12 @@ type reqInfo struct {
 	rounds         int
 	exhausted      bool
 	toolCalls      int
-	err            string
-	outcome        string // how the request ended (outcome* constants); set by observe when the handler did not
-	query          string // logged at debug level only
+	// droppedAnswered counts calls of an earlier answer that the proxy had
+	// removed and answered when stored state was continued (state.go).
+	droppedAnswered int
+	err             string
+	outcome         string // how the request ended (outcome* constants); set by observe when the handler did not
+	query           string // logged at debug level only
 }
 
 const infoKey = "skillrouter.info"
@@ -171,6 +174,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		)
 		if info.fallbackReason != "" {
 			attrs = append(attrs, slog.String("fallback_reason", info.fallbackReason))
+		}
+		if info.droppedAnswered > 0 {
+			attrs = append(attrs, slog.Int("dropped_calls_answered", info.droppedAnswered))
 		}
 		if info.exhausted {
 			attrs = append(attrs, slog.Bool("tool_rounds_exhausted", true))

@@ -24,6 +24,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	body := rt.body
 	sess := rt.session
 	var usage wire.Usage
+	retried := false // answerDropped ran
 	for round := 0; ; round++ {
 		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
@@ -32,6 +33,14 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			return
 		}
 		info.upstreamStatus = resp.StatusCode
+		if round == 0 && !retried {
+			if next := s.answerDropped(ctx, rt, r, resp, body, info); next != nil {
+				resp.Body.Close()
+				body, retried = next, true
+				round--
+				continue
+			}
+		}
 		// Upstream errors and answers the proxy has nothing to do with go back unchanged.
 		if sess == nil || resp.StatusCode != http.StatusOK {
 			s.relayResponse(ctx, w, info, resp)

@@ -22,7 +22,7 @@ func TestPassThroughPaths(t *testing.T) {
 		{"model by id with query", "GET", "/v1/models/gpt-4o?x=1&y=%2F", "", "/v1/models/gpt-4o", "x=1&y=%2F", 404, "unknown path"},
 		{"embeddings", "POST", "/v1/embeddings", `{"model":"e","input":"hi"}`, "/v1/embeddings", "", 200, `"embedding"`},
 		{"completions", "POST", "/v1/completions", `{"model":"m","prompt":"hi"}`, "/v1/completions", "", 200, `"hello world"`},
-		{"stored response", "GET", "/v1/responses/resp_1", "", "/v1/responses/resp_1", "", 404, "unknown path"},
+		{"stored response", "GET", "/v1/responses/resp_1", "", "/v1/responses/resp_1", "", 404, "Response with id 'resp_1' not found"},
 		{"message batches", "POST", "/v1/messages/batches", `{"requests":[]}`, "/v1/messages/batches", "", 404, "unknown path"},
 		{"delete", "DELETE", "/v1/files/file-1", "", "/v1/files/file-1", "", 404, "unknown path"},
 	}

@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 )
@@ -32,5 +35,222 @@ func TestResponsesStoreFalseReasoningWithoutEncryptedContent(t *testing.T) {
 				ToolCalls: []fakeai.Call{{ID: "call_1", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
 			fakeai.Reply(fakeai.Turn{Content: "done"}),
 		)
+	}
+}
+
+// completedResponse returns the id of the response a client gets (JSON, or
+// the response.completed event of a stream) and its calls' call_ids.
+func completedResponse(t *testing.T, b []byte) (id string, calls []string) {
+	t.Helper()
+	raw := b
+	if !strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
+		raw = nil
+		for _, d := range sseData(t, b) {
+			if gjson.Get(d, "type").Str == "response.completed" {
+				raw = []byte(gjson.Get(d, "response").Raw)
+			}
+		}
+	}
+	resp := gjson.ParseBytes(raw)
+	if !resp.Get("output").IsArray() {
+		t.Fatalf("no response in %s", b)
+	}
+	resp.Get("output").ForEach(func(_, it gjson.Result) bool {
+		if strings.HasSuffix(it.Get("type").Str, "call") {
+			calls = append(calls, it.Get("call_id").Str)
+		}
+		return true
+	})
+	return resp.Get("id").Str, calls
+}
+
+// A conversation stored upstream (store defaults to true), continued with
+// previous_response_id or the conversation parameter: when the proxy
+// removed its own calls from the answer the client got (a client call was
+// streamed before them, or the round limit was reached), the stored state
+// still holds them unanswered, and the client's next turn, which answers
+// only what it was shown, is refused until the proxy answers them.
+func TestResponsesContinueAfterDroppedProxyCall(t *testing.T) {
+	weather := []fakeai.Call{
+		{ID: "call_w", Name: "get_weather", Arguments: `{"city":"Oslo"}`},
+		{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/weather"}`}}
+	for _, tc := range []struct {
+		name         string
+		stream       bool
+		rounds       int
+		conversation bool
+	}{
+		{"previous_response_id, stream, client call relayed first", true, 0, false},
+		{"previous_response_id, json, round limit", false, 1, false},
+		{"previous_response_id, stream, round limit", true, 1, false},
+		{"conversation, stream, client call relayed first", true, 0, true},
+		{"conversation, json, round limit", false, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				if tc.rounds != 0 {
+					c.MaxToolRounds = tc.rounds
+				}
+			})
+			conv := ""
+			if tc.conversation {
+				resp, b := h.do("POST", "/v1/conversations", `{}`, nil)
+				if resp.StatusCode != 200 {
+					t.Fatalf("create conversation: %d %s", resp.StatusCode, b)
+				}
+				conv = `,"conversation":"` + gjson.GetBytes(b, "id").Str + `"`
+			}
+			if tc.rounds > 0 { // a first round that loads a skill, then the limit
+				h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l0", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}))
+			}
+			h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: weather}))
+			tools := `[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+			first := `{"model":"m","stream":` + strconv.FormatBool(tc.stream) + `,"tools":` + tools + conv + `,"input":"weather in Oslo?"}`
+			resp, b := h.do("POST", "/v1/responses", first, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("first turn: %d %s", resp.StatusCode, b)
+			}
+			id, calls := completedResponse(t, b)
+			if len(calls) != 1 || calls[0] != "call_w" {
+				t.Fatalf("client shown calls %v, want [call_w]", calls)
+			}
+			// The client answers what it was shown, continuing the state.
+			cont := `"previous_response_id":"` + id + `"`
+			if tc.conversation {
+				cont = conv[1:]
+			}
+			// The refused request takes a scripted answer too.
+			sunny := fakeai.Reply(fakeai.Turn{Content: "It is sunny."})
+			h.up.Script(sunny, sunny)
+			second := `{"model":"m",` + cont + `,"tools":` + tools +
+				`,"input":[{"type":"function_call_output","call_id":"call_w","output":"sunny"}]}`
+			resp, b = h.do("POST", "/v1/responses", second, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("next turn refused: %d %s", resp.StatusCode, b)
+			}
+			if got := gjson.GetBytes(b, "output.0.content.0.text").Str; got != "It is sunny." {
+				t.Errorf("answer %q: %s", got, b)
+			}
+			// What went upstream last: the dropped call answered first, as not run.
+			reqs := h.up.Requests()
+			last := reqs[len(reqs)-1]
+			in := gjson.GetBytes(last.Body, "input").Array()
+			if len(in) < 2 || in[0].Get("call_id").Str != "call_l" || !strings.Contains(in[0].Get("output").Str, "not run") ||
+				in[1].Get("call_id").Str != "call_w" {
+				t.Errorf("retried input %s", gjson.GetBytes(last.Body, "input").Raw)
+			}
+			if !strings.Contains(h.logText(), `"dropped_calls_answered":1`) {
+				t.Errorf("the log does not say a dropped call was answered:\n%s", h.logText())
+			}
+		})
+	}
+}
+
+// A refusal of a request that continues stored state but has nothing of
+// the proxy's to answer goes back to the client as it came.
+func TestResponsesRefusalWithoutDroppedCallsRelayed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "hello"}))
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","input":"hi"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	id := gjson.GetBytes(b, "id").Str
+	// An output for a call that never was: the client's own mistake.
+	resp, b = h.do("POST", "/v1/responses", `{"model":"m","previous_response_id":"`+id+`","input":[{"type":"function_call_output","call_id":"call_x","output":"?"}]}`, nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "No tool call found") {
+		t.Fatalf("want the upstream's 400, got %d %s", resp.StatusCode, b)
+	}
+	var posts int
+	for _, r := range h.up.Requests() {
+		if r.Method == "POST" {
+			posts++
+		}
+	}
+	if posts != 2 {
+		t.Errorf("%d model requests, want 2 (no retry)", posts)
+	}
+}
+
+// A hidden round in a conversation stored upstream: the conversation
+// already holds the turn's input and the round's items, so the follow-up
+// sends only the outputs, and a client call the round dropped gets one
+// too (else the conversation could not go on). After one client turn the
+// conversation holds each item once, every call answered.
+func TestResponsesConversationHiddenRound(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run("stream="+strconv.FormatBool(stream), func(t *testing.T) {
+			h := newHarness(t, nil)
+			resp, b := h.do("POST", "/v1/conversations", `{}`, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("create conversation: %d %s", resp.StatusCode, b)
+			}
+			cid := gjson.GetBytes(b, "id").Str
+			h.up.Script(
+				fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{
+					{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`},
+					{ID: "call_w", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}}),
+				fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."}),
+			)
+			tools := `[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]`
+			resp, b = h.do("POST", "/v1/responses", `{"model":"m","stream":`+strconv.FormatBool(stream)+`,"tools":`+tools+`,"conversation":{"id":"`+cid+`"},"input":[{"role":"user","content":"make me a pdf"}]}`, nil)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "Here is your pdf.") {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			items := h.up.Conversation(cid)
+			seen := map[string]int{}
+			outputs := map[string]bool{}
+			for _, it := range items {
+				seen[it]++
+				if g := gjson.Parse(it); g.Get("type").Str == "function_call_output" {
+					outputs[g.Get("call_id").Str] = true
+				}
+			}
+			for it, n := range seen {
+				if n > 1 {
+					t.Errorf("the conversation holds this item %d times: %.160s", n, it)
+				}
+			}
+			if !outputs["call_l"] || !outputs["call_w"] {
+				t.Errorf("calls without outputs in the conversation: %v", outputs)
+			}
+			if t.Failed() {
+				for i, it := range items {
+					t.Logf("conversation[%d] %.140s", i, it)
+				}
+			}
+			// And the conversation can go on.
+			h.up.Script(fakeai.Reply(fakeai.Turn{Content: "ok"}))
+			resp, b = h.do("POST", "/v1/responses", `{"model":"m","conversation":"`+cid+`","input":"thanks"}`, nil)
+			if resp.StatusCode != 200 {
+				t.Errorf("next turn: %d %s", resp.StatusCode, b)
+			}
+		})
+	}
+}
+
+// A client's custom (free-form) tool call — Codex's apply_patch — in a
+// round that loops is held back like a function call: the follow-up must
+// not carry it without its output.
+func TestResponsesCustomToolCallHeld(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run("stream="+strconv.FormatBool(stream), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(
+				fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{
+					{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`},
+					{ID: "call_p", Name: "apply_patch", Arguments: "*** Begin Patch\n*** End Patch", Custom: true}}}),
+				fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_p2", Name: "apply_patch", Arguments: "*** Begin Patch\n*** End Patch", Custom: true}}}),
+			)
+			tools := `[{"type":"custom","name":"apply_patch","description":"patch files"}]`
+			resp, b := h.do("POST", "/v1/responses", `{"model":"m","store":false,"stream":`+strconv.FormatBool(stream)+`,"tools":`+tools+`,"input":"fix the bug"}`, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			_, calls := completedResponse(t, b)
+			if len(calls) != 1 || calls[0] != "call_p2" {
+				t.Errorf("client shown calls %v, want [call_p2]: %s", calls, b)
+			}
+		})
 	}
 }

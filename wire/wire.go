@@ -79,7 +79,8 @@ type Request struct {
 	// called, without repeats.
 	Called []string
 	// Stateful: the request continues a conversation stored upstream
-	// (Responses previous_response_id): Turns hold only the new input.
+	// (Responses previous_response_id or conversation): Turns hold only
+	// the new input.
 	Stateful bool
 }
 

@@ -37,8 +37,11 @@ func checkDecisionHeaders(t *testing.T, h map[string]string) {
 }
 
 func TestRealClientsThroughProxyResponses(t *testing.T) {
-	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load"} {
+	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load", "chained-dropped"} {
 		for _, mode := range []string{"create", "stream", "helper"} {
+			if kase == "chained-dropped" && mode == "create" {
+				continue // a JSON answer holds the client's call back and answers the proxy's
+			}
 			t.Run(kase+"/"+mode, func(t *testing.T) {
 				t.Parallel()
 				e := setup(t)
@@ -57,6 +60,17 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 					e.up.Script(
 						fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`}}}),
 						fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
+					script = "chained"
+				case "chained-dropped":
+					// The client's call is streamed before the proxy's, so the
+					// turn is the client's and load_skill is dropped from it; the
+					// stored response still holds it, and the client's next turn
+					// is refused until the proxy answers it (the refused request
+					// takes a scripted answer too).
+					turn := weatherCall()
+					turn.ToolCalls = append(turn.ToolCalls, fakeai.Call{ID: "call_dropped", Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`})
+					sunny := fakeai.Reply(fakeai.Turn{Content: sunnyAnswer})
+					e.up.Script(fakeai.Reply(turn), sunny, sunny)
 					script = "chained"
 				default:
 					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
@@ -102,6 +116,16 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 					if len(outs) != 1 || !strings.Contains(stringOf(outs[0]["output"]), `<skill_context id="commit-message">`) {
 						t.Fatalf("follow-up outputs %v", outs)
 					}
+				case "chained-dropped":
+					// first turn, the refused second, GET of the stored response, the second again
+					if r.Text != sunnyAnswer || len(r.Steps) != 2 || len(reqs) != 4 || reqs[2].Method != "GET" ||
+						reqs[2].Path != "/v1/responses/"+r.Steps[0].ID {
+						t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+					}
+					outs := itemsOf(reqs[3], "function_call_output")
+					if len(outs) != 2 || outs[0]["call_id"] != "call_dropped" || !strings.Contains(stringOf(outs[0]["output"]), "not run") {
+						t.Fatalf("retried outputs %v", outs)
+					}
 				default:
 					if r.Text != sunnyAnswer || len(r.Steps) != 2 || len(reqs) != 2 {
 						t.Fatalf("got %+v; %d requests", r, len(reqs))
@@ -130,6 +154,17 @@ func TestRealClientsThroughProxyMessages(t *testing.T) {
 				case "load":
 					loadRound(e.up, helloAnswer)
 					script = "plain"
+				case "chained-dropped":
+					// The client's call is streamed before the proxy's, so the
+					// turn is the client's and load_skill is dropped from it; the
+					// stored response still holds it, and the client's next turn
+					// is refused until the proxy answers it (the refused request
+					// takes a scripted answer too).
+					turn := weatherCall()
+					turn.ToolCalls = append(turn.ToolCalls, fakeai.Call{ID: "call_dropped", Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`})
+					sunny := fakeai.Reply(fakeai.Turn{Content: sunnyAnswer})
+					e.up.Script(fakeai.Reply(turn), sunny, sunny)
+					script = "chained"
 				default:
 					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
 				}

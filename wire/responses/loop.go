@@ -78,6 +78,9 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	for i, raw := range resp.Output {
 		switch owners[i] {
 		case ownership.Held:
+			if r.conversation != "" {
+				turn = appendNotRun(turn, items[i].Type, callID(items[i], rnd, i))
+			}
 			continue
 		case ownership.Proxy, ownership.Pending:
 			if items[i].Type == "function_call" {
@@ -89,7 +92,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		default:
 			r.pending = append(r.pending, raw)
 		}
-		if !unresolvable(r.unstored, raw) {
+		if r.conversation == "" && !unresolvable(r.unstored, raw) {
 			turn = append(turn, raw)
 		}
 	}
@@ -112,7 +115,9 @@ func unresolvable(unstored bool, raw []byte) bool {
 // kind maps an output item type to what the ownership rules need.
 func kind(typ string) ownership.Kind {
 	switch typ {
-	case "function_call":
+	case "function_call", "custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call":
+		// Calls the client runs and answers with an output item; only
+		// function calls can be the proxy's.
 		return ownership.Call
 	case "reasoning":
 		return ownership.Reasoning
@@ -129,7 +134,9 @@ func orEmptyObject(args string) string {
 
 // FollowUp returns the request for the next round: the round's items (but
 // the held client calls) and one function_call_output per result are
-// appended to input, and tools is set to ts.
+// appended to input, and tools is set to ts. In a conversation, which
+// already holds the input and the round's items, the input is only the
+// outputs (see state.go).
 func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
 	if len(results) == 0 {
 		return body, nil
@@ -164,9 +171,11 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	switch {
 	case !ok || jsonspan.IsNull(body[in.Start:in.End]):
 		out, err = jsonspan.Set(body, "input", jsonspan.Array(items))
+	case r.conversation != "":
+		// The conversation holds the input and the round's items already.
+		out = jsonspan.Splice(body, in, jsonspan.Array(items))
 	case body[in.Start] == '"':
-		first := append(append([]byte(`{"role":"user","content":`), body[in.Start:in.End]...), '}')
-		out = jsonspan.Splice(body, in, jsonspan.Array(append([][]byte{first}, items...)))
+		out = jsonspan.Splice(body, in, jsonspan.Array(append([][]byte{userMessage(body[in.Start:in.End])}, items...)))
 	default:
 		var arr []byte
 		if arr, err = jsonspan.Append(body[in.Start:in.End], items...); err == nil {

@@ -54,6 +54,11 @@ type Request struct {
 
 	unstored bool // "store": false (see unresolvable)
 
+	// The state stored upstream that the request continues: the previous
+	// response or the conversation (see state.go).
+	previousID   string
+	conversation string
+
 	// State of the tool loop across rounds (non-streaming): the items of
 	// looping rounds the client gets in the final response, and this
 	// round's until it is known to loop.
@@ -89,7 +94,12 @@ func Parse(body []byte) (*Request, error) {
 			return nil, err
 		}
 	}
-	v.Stateful = prev != ""
+	conv, err := conversationID(body, ms)
+	if err != nil {
+		return nil, err
+	}
+	r.previousID, r.conversation = prev, conv
+	v.Stateful = prev != "" || conv != ""
 	r.unstored = !store
 	// A non-streaming background response is answered "queued" at once and
 	// read later with GET /v1/responses/{id}, passed through: the tool

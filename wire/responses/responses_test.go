@@ -63,6 +63,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"input":"x","instructions":1}`, "instructions", "must be a string"},
 		{`{"input":"x","tools":{}}`, "tools", "must be an array"},
 		{`{"input":"x","stream":"yes"}`, "stream", "must be a boolean"},
+		{`{"input":"x","conversation":5}`, "conversation", "must be a string or an object with an id, got a number"},
+		{`{"input":"x","conversation":{"id":5}}`, "conversation", "must be a string or an object with an id"},
 	} {
 		_, err := Parse([]byte(tt.body))
 		we, ok := err.(*wire.Error)
@@ -347,5 +349,65 @@ func TestReviewFixes(t *testing.T) {
 	))
 	if end.Loop != nil || end.Dropped != 1 || end.Incomplete || strings.Contains(out, "load_skill") || !strings.Contains(out, "response.incomplete") {
 		t.Fatalf("end %+v\n%s", end, out)
+	}
+}
+
+func TestStatePath(t *testing.T) {
+	for _, tt := range []struct{ body, path, query string }{
+		{`{"input":"x"}`, "", ""},
+		{`{"input":"x","previous_response_id":"resp_1"}`, "/v1/responses/resp_1", ""},
+		{`{"input":"x","previous_response_id":"a/b?c"}`, "/v1/responses/a%2Fb%3Fc", ""},
+		{`{"input":"x","conversation":"conv_1"}`, "/v1/conversations/conv_1/items", "order=desc&limit=100"},
+		{`{"input":"x","conversation":{"id":"conv_2"}}`, "/v1/conversations/conv_2/items", "order=desc&limit=100"},
+		{`{"input":"x","conversation":null}`, "", ""},
+	} {
+		r, err := Parse([]byte(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, q := r.StatePath(); p != tt.path || q != tt.query {
+			t.Errorf("%s: %q %q, want %q %q", tt.body, p, q, tt.path, tt.query)
+		}
+		if got := r.View().Stateful; got != (tt.path != "") {
+			t.Errorf("%s: Stateful %v", tt.body, got)
+		}
+	}
+}
+
+func TestAnswerDropped(t *testing.T) {
+	mine := func(name string) bool { return name == "load_skill" }
+	notRun := `{"type":"function_call_output","call_id":"c_l","output":"` + notRunOutput + `"}`
+	response := `{"id":"resp_1","output":[{"type":"function_call","call_id":"c_w","name":"get_weather","arguments":"{}"},` +
+		`{"type":"function_call","call_id":"c_l","name":"load_skill","arguments":"{}"}]}`
+	for _, tt := range []struct {
+		name, body, state, want string
+		n                       int
+	}{
+		{"array input", `{"previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"c_w","output":"ok"}]}`, response,
+			`{"previous_response_id":"resp_1","input":[` + notRun + `,{"type":"function_call_output","call_id":"c_w","output":"ok"}]}`, 1},
+		{"string input", `{"previous_response_id":"resp_1","input":"and now?"}`, response,
+			`{"previous_response_id":"resp_1","input":[` + notRun + `,{"role":"user","content":"and now?"}]}`, 1},
+		{"no input", `{"previous_response_id":"resp_1"}`, response,
+			`{"previous_response_id":"resp_1","input":[` + notRun + `]}`, 1},
+		{"null input", `{"previous_response_id":"resp_1","input":null}`, response,
+			`{"previous_response_id":"resp_1","input":[` + notRun + `]}`, 1},
+		{"answered by the client", `{"previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"c_l","output":"x"}]}`, response,
+			`{"previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"c_l","output":"x"}]}`, 0},
+		{"conversation items, answered", `{"conversation":"conv_1","input":"hi"}`,
+			`{"object":"list","data":[{"type":"function_call_output","call_id":"c_l","output":"x"},{"type":"function_call","call_id":"c_l","name":"load_skill","arguments":"{}"}]}`,
+			`{"conversation":"conv_1","input":"hi"}`, 0},
+		{"conversation items, unanswered", `{"conversation":"conv_1","input":"hi"}`,
+			`{"object":"list","data":[{"type":"function_call","call_id":"c_l","name":"load_skill","arguments":"{}"},{"type":"message","role":"user","content":"x"}]}`,
+			`{"conversation":"conv_1","input":[` + notRun + `,{"role":"user","content":"hi"}]}`, 1},
+		{"not a state", `{"previous_response_id":"resp_1","input":"hi"}`, `{"error":{}}`, `{"previous_response_id":"resp_1","input":"hi"}`, 0},
+	} {
+		r, err := Parse([]byte(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, n, err := r.AnswerDropped(r.Body(), []byte(tt.state), mine)
+		if err != nil || n != tt.n || string(out) != tt.want {
+			t.Errorf("%s: %d %v\n%s\nwant %d\n%s", tt.name, n, err, out, tt.n, tt.want)
+		}
 	}
 }

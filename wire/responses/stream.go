@@ -27,15 +27,16 @@ import (
 //     one carries every item the client was shown, across rounds, and the
 //     usage summed over all rounds.
 type Stream struct {
-	mine     func(name string) bool
-	unstored bool // the request's store: false (see unresolvable)
-	seq      int  // the client's next sequence_number
-	nextIdx  int  // the client's next output_index
-	visible  [][]byte
-	usage    wire.Usage
-	n        int // rounds started
-	rd       *roundState
-	out      []byte
+	mine         func(name string) bool
+	unstored     bool // the request's store: false (see unresolvable)
+	conversation bool // the request continues a conversation (see state.go)
+	seq          int  // the client's next sequence_number
+	nextIdx      int  // the client's next output_index
+	visible      [][]byte
+	usage        wire.Usage
+	n            int // rounds started
+	rd           *roundState
+	out          []byte
 }
 
 // roundState is one upstream stream.
@@ -60,7 +61,7 @@ type streamItem struct {
 // NewStream starts translating a streamed response; mine reports the tools
 // the proxy answers.
 func (r *Request) NewStream(mine func(name string) bool) *Stream {
-	return &Stream{mine: mine, unstored: r.unstored}
+	return &Stream{mine: mine, unstored: r.unstored, conversation: r.conversation != ""}
 }
 
 // Round starts the next upstream round; final: the round limit forbids
@@ -187,6 +188,9 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	for _, i := range rd.Order() {
 		it := rd.items[i]
 		if it.Owner == ownership.Held {
+			if s.conversation {
+				turn = appendNotRun(turn, it.typ, it.callID)
+			}
 			continue
 		}
 		raw := it.done
@@ -207,7 +211,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 			}
 			ans.Calls = append(ans.Calls, wire.ToolCall{ID: id, Name: it.name, Arguments: json.RawMessage(orEmptyObject(args))})
 		}
-		if raw != nil && !unresolvable(s.unstored, raw) {
+		if raw != nil && !s.conversation && !unresolvable(s.unstored, raw) {
 			turn = append(turn, raw)
 		}
 	}

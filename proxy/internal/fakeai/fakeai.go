@@ -89,7 +89,10 @@ func (r Request) ToolNames() []string {
 type Call struct {
 	ID        string
 	Name      string
-	Arguments string // JSON text
+	Arguments string // JSON text; a custom tool's free-form input
+	// Custom: a call of a custom (free-form) tool, Responses only
+	// ("custom_tool_call", answered with a custom_tool_call_output).
+	Custom bool
 }
 
 // Usage is the usage block of an answer. Chat writes it as it is; Responses
@@ -179,6 +182,7 @@ type Server struct {
 	answers     int
 	stored      map[string]storedResponse // Responses kept for previous_response_id
 	storedOrder []string                  // their ids, oldest first
+	convs       map[string]*conversation  // Conversations API
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -228,7 +232,7 @@ func (f *Server) StopRecording() {
 func (f *Server) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reqs, f.script, f.stored, f.storedOrder = nil, nil, nil, nil
+	f.reqs, f.script, f.stored, f.storedOrder, f.convs = nil, nil, nil, nil, nil
 }
 
 // modelPaths are the endpoints answered from the script queue.
@@ -288,7 +292,12 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"usage": map[string]int{"prompt_tokens": 2, "total_tokens": 2}})
 	case "/v1/completions":
 		completions(w, rec, n)
+	case pathConversations:
+		f.createConversation(w, rec, n)
 	default:
+		if f.readState(w, r) {
+			return
+		}
 		Status(404, "unknown path "+r.URL.Path)(w, r, rec)
 	}
 }

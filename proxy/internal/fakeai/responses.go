@@ -46,10 +46,13 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// storedResponse is what a later previous_response_id needs to know.
+// storedResponse is what a later previous_response_id (or GET
+// /v1/responses/{id}) needs to know. A conversation is read into one too:
+// its calls, and those still without an output.
 type storedResponse struct {
-	calls    []string // call ids of every function_call in the chain up to this response
-	outCalls []string // call ids of this response's own function_call items
+	calls    []string // call ids of every call (function or custom) in the chain up to this response
+	outCalls []string // call ids of this response's own calls (a conversation's: those unanswered)
+	object   []byte   // the response object, for GET
 }
 
 // responsesReq is the part of a Responses request the fake reads.
@@ -318,8 +321,12 @@ func (q responsesReq) validateInput(prev *storedResponse) *apiErr {
 			err = missing(p + ".type")
 		case "message":
 			err = validateMessageItem(p, it)
-		case "function_call":
-			for _, f := range []string{"call_id", "name", "arguments"} {
+		case "function_call", "custom_tool_call":
+			args := "arguments"
+			if typ.Str == "custom_tool_call" {
+				args = "input"
+			}
+			for _, f := range []string{"call_id", "name", args} {
 				if v := it.Get(f); v.Type != gjson.String {
 					if !v.Exists() {
 						err = missing(p + "." + f)
@@ -332,7 +339,7 @@ func (q responsesReq) validateInput(prev *storedResponse) *apiErr {
 			id := it.Get("call_id").Str
 			known = append(known, id)
 			pending = append(pending, id)
-		case "function_call_output":
+		case "function_call_output", "custom_tool_call_output":
 			id := it.Get("call_id")
 			if id.Type != gjson.String {
 				err = missing(p + ".call_id")
@@ -438,6 +445,11 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 		perr.write(w)
 		return
 	}
+	conv, cerr := a.f.requestConversation(q)
+	if cerr != nil {
+		cerr.write(w)
+		return
+	}
 	var prev *storedResponse
 	if q.prev.Type == gjson.String {
 		if a.f != nil {
@@ -448,6 +460,9 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 				param: "previous_response_id", code: "previous_response_not_found"}).write(w)
 			return
 		}
+	}
+	if conv != nil {
+		prev = conv
 	}
 	if verr := q.validate(prev); verr != nil {
 		verr.write(w)
@@ -465,6 +480,9 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 	b := newResponseBuilder(turn, q, rec.Body, a.n)
 	if a.f != nil && q.store.Type != gjson.False {
 		a.f.storeResponse(b.id, b.stored(prev, q))
+	}
+	if conv != nil {
+		a.f.addToConversation(q, b.items)
 	}
 	header := http.Header{"X-Request-Id": {fmt.Sprintf("req_fake_%d", a.n)}}
 	if !streamed {
@@ -576,6 +594,10 @@ func (b *responseBuilder) messageItem(i int, status string, content []any) order
 }
 
 func (b *responseBuilder) callItem(i int, c Call, args, status string) ordered {
+	if c.Custom {
+		return ordered{"id", fmt.Sprintf("ctc_fake_%d_%d", b.n, i), "type", "custom_tool_call", "status", status,
+			"call_id", c.ID, "input", args, "name", c.Name}
+	}
 	return ordered{"id", fmt.Sprintf("fc_fake_%d_%d", b.n, i), "type", "function_call", "status", status,
 		"arguments", args, "call_id", c.ID, "name", c.Name}
 }
@@ -662,6 +684,14 @@ func (b *responseBuilder) events() []event {
 			}
 			add("response.output_text.done", "item_id", id, "output_index", i, "content_index", 0, "text", t.Content, "logprobs", []any{})
 			add("response.content_part.done", "item_id", id, "output_index", i, "content_index", 0, "part", outputText(t.Content))
+		case "custom_tool_call":
+			id := item[1]
+			c := t.ToolCalls[i-(len(b.items)-len(t.ToolCalls))]
+			add("response.output_item.added", "output_index", i, "item", b.callItem(i, c, "", "in_progress"))
+			for _, frag := range splitN(c.Arguments, 2) {
+				add("response.custom_tool_call_input.delta", "item_id", id, "output_index", i, "delta", frag)
+			}
+			add("response.custom_tool_call_input.done", "item_id", id, "output_index", i, "input", c.Arguments)
 		case "function_call":
 			id := item[1]
 			c := t.ToolCalls[i-(len(b.items)-len(t.ToolCalls))]
@@ -707,7 +737,7 @@ func (b *responseBuilder) stored(prev *storedResponse, q responsesReq) storedRes
 		s.calls = slices.Clone(prev.calls)
 	}
 	q.input.ForEach(func(_, it gjson.Result) bool {
-		if it.Get("type").Str == "function_call" {
+		if t := it.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
 			s.calls = append(s.calls, it.Get("call_id").Str)
 		}
 		return true
@@ -716,6 +746,7 @@ func (b *responseBuilder) stored(prev *storedResponse, q responsesReq) storedRes
 		s.calls = append(s.calls, c.ID)
 		s.outCalls = append(s.outCalls, c.ID)
 	}
+	s.object = appendJSON(nil, b.response("completed", b.items, true))
 	return s
 }
 

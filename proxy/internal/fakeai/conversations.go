@@ -1,0 +1,183 @@
+package fakeai
+
+// The Conversations API, as far as Responses uses it (public reference):
+// POST /v1/conversations creates one ({"id":"conv_…","object":
+// "conversation","created_at","metadata"}); a Responses request names it
+// with "conversation" (an id, or {"id": …}; not with
+// previous_response_id): "Items from this conversation are prepended to
+// input_items for this response request. Input items and output items from
+// this response are automatically added to this conversation after this
+// response completes." GET /v1/conversations/{id}/items lists them
+// ({"object":"list","data":[…],"first_id","last_id","has_more"}; order asc
+// or desc, limit 1–100, default 20). GET /v1/responses/{id} returns a
+// stored response.
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+const pathConversations = "/v1/conversations"
+
+// conversation is one conversation's items, as compact JSON, oldest first.
+type conversation struct {
+	items []string
+}
+
+func (f *Server) createConversation(w http.ResponseWriter, rec Request, n int) {
+	if rec.Method != http.MethodPost {
+		Status(405, "method not allowed")(w, nil, rec)
+		return
+	}
+	id := fmt.Sprintf("conv_fake_%d", n)
+	f.mu.Lock()
+	if f.convs == nil {
+		f.convs = map[string]*conversation{}
+	}
+	f.convs[id] = &conversation{}
+	f.mu.Unlock()
+	writeOrdered(w, 200, nil, ordered{"id", id, "object", "conversation", "created_at", time.Now().Unix(), "metadata", ordered{}})
+}
+
+// requestConversation returns what a Responses request's conversation
+// holds, read as a stored response (its calls and the unanswered ones);
+// nil without one.
+func (f *Server) requestConversation(q responsesReq) (*storedResponse, *apiErr) {
+	c := q.conversation
+	if !c.Exists() || c.Type == gjson.Null {
+		return nil, nil
+	}
+	if q.prev.Exists() && q.prev.Type != gjson.Null {
+		return nil, oaiErr("Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.", "conversation", "mutually_exclusive_parameters")
+	}
+	id := c.Str
+	if c.IsObject() {
+		id = c.Get("id").Str
+	}
+	if id == "" {
+		return nil, invalidType("conversation", "a string or an object with an id", c)
+	}
+	if f == nil {
+		return nil, &apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id), param: "conversation"}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cv := f.convs[id]
+	if cv == nil {
+		return nil, &apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id), param: "conversation"}
+	}
+	s := &storedResponse{}
+	for _, it := range cv.items {
+		g := gjson.Parse(it)
+		id := g.Get("call_id").Str
+		switch g.Get("type").Str {
+		case "function_call", "custom_tool_call":
+			s.calls = append(s.calls, id)
+			s.outCalls = append(s.outCalls, id)
+		case "function_call_output", "custom_tool_call_output":
+			s.outCalls = slices.DeleteFunc(s.outCalls, func(c string) bool { return c == id })
+		}
+	}
+	return s, nil
+}
+
+// addToConversation adds a completed response's input and output items to
+// its conversation.
+func (f *Server) addToConversation(q responsesReq, output []ordered) {
+	id := q.conversation.Str
+	if q.conversation.IsObject() {
+		id = q.conversation.Get("id").Str
+	}
+	var add []string
+	if q.input.Type == gjson.String {
+		add = append(add, string(appendJSON(nil, ordered{"type", "message", "role", "user", "content", q.input.Str})))
+	} else if q.input.IsArray() {
+		q.input.ForEach(func(_, it gjson.Result) bool {
+			add = append(add, it.Raw)
+			return true
+		})
+	}
+	for _, o := range output {
+		add = append(add, string(appendJSON(nil, o)))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cv := f.convs[id]; cv != nil {
+		cv.items = append(cv.items, add...)
+	}
+}
+
+// Conversation returns the items of a conversation, oldest first, as
+// compact JSON (nil if there is none).
+func (f *Server) Conversation(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cv := f.convs[id]; cv != nil {
+		return slices.Clone(cv.items)
+	}
+	return nil
+}
+
+// readState answers GET /v1/responses/{id} and GET
+// /v1/conversations/{id}/items; false for other requests.
+func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	if id, ok := strings.CutPrefix(r.URL.Path, pathResponses+"/"); ok && !strings.Contains(id, "/") {
+		s := f.storedResponse(id)
+		if s == nil || s.object == nil {
+			(&apiErr{status: 404, message: fmt.Sprintf("Response with id '%s' not found.", id)}).write(w)
+			return true
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.object)
+		return true
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, pathConversations+"/")
+	id, ok2 := strings.CutSuffix(rest, "/items")
+	if !ok || !ok2 || strings.Contains(id, "/") {
+		return false
+	}
+	f.mu.Lock()
+	var items []string
+	cv := f.convs[id]
+	if cv != nil {
+		items = slices.Clone(cv.items)
+	}
+	f.mu.Unlock()
+	if cv == nil {
+		(&apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id)}).write(w)
+		return true
+	}
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			oaiErr("Invalid 'limit': integer below minimum value or above maximum value (1 to 100).", "limit", "integer_out_of_range").write(w)
+			return true
+		}
+		limit = n
+	}
+	if r.URL.Query().Get("order") != "asc" { // desc is the default
+		slices.Reverse(items)
+	}
+	more := len(items) > limit
+	items = items[:min(limit, len(items))]
+	data := make([]any, len(items))
+	for i, it := range items {
+		data[i] = rawJSON(it)
+	}
+	first, last := any(nil), any(nil)
+	if len(items) > 0 {
+		first, last = gjson.Get(items[0], "id").Value(), gjson.Get(items[len(items)-1], "id").Value()
+	}
+	writeOrdered(w, 200, nil, ordered{"object", "list", "data", data, "first_id", first, "last_id", last, "has_more", more})
+	return true
+}

@@ -1,0 +1,84 @@
+package fakeai
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func get(t *testing.T, f *Server, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(f.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestConversationsAndStoredResponses(t *testing.T) {
+	f := New()
+	defer f.Close()
+	code, _, b := post(t, f, "/v1/conversations", `{}`, nil)
+	cid := gjson.GetBytes(b, "id").Str
+	if code != 200 || !strings.HasPrefix(cid, "conv_") {
+		t.Fatalf("create: %d %s", code, b)
+	}
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		msg        string
+	}{
+		{"unknown conversation", `{"model":"m","conversation":"conv_nope","input":"hi"}`, 404, "Conversation with id 'conv_nope' not found."},
+		{"with previous_response_id", `{"model":"m","conversation":"` + cid + `","previous_response_id":"resp_1","input":"hi"}`, 400, "Mutually exclusive parameters"},
+		{"bad type", `{"model":"m","conversation":5,"input":"hi"}`, 400, "Invalid type for 'conversation'"},
+	} {
+		code, _, b := post(t, f, "/v1/responses", tt.body, nil)
+		if code != tt.status || !strings.Contains(string(b), tt.msg) {
+			t.Errorf("%s: %d %s", tt.name, code, b)
+		}
+	}
+	f.Script(Reply(Turn{ToolCalls: []Call{{ID: "call_1", Name: "get_weather", Arguments: `{}`}}}))
+	code, _, b = post(t, f, "/v1/responses", `{"model":"m","conversation":{"id":"`+cid+`"},"input":"weather?"}`, nil)
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	respID := gjson.GetBytes(b, "id").Str
+	// The call is stored unanswered: a turn without its output is refused.
+	code, _, b = post(t, f, "/v1/responses", `{"model":"m","conversation":"`+cid+`","input":"and?"}`, nil)
+	if code != 400 || !strings.Contains(string(b), "No tool output found for function call call_1.") {
+		t.Errorf("unanswered call: %d %s", code, b)
+	}
+	code, _, b = post(t, f, "/v1/responses", `{"model":"m","conversation":"`+cid+`","input":[{"type":"function_call_output","call_id":"call_1","output":"sunny"}]}`, nil)
+	if code != 200 {
+		t.Errorf("answered call: %d %s", code, b)
+	}
+	code, b = get(t, f, "/v1/conversations/"+cid+"/items?order=desc&limit=2")
+	data := gjson.GetBytes(b, "data").Array()
+	if code != 200 || len(data) != 2 || data[0].Get("type").Str != "message" || data[1].Get("type").Str != "function_call_output" ||
+		!gjson.GetBytes(b, "has_more").Bool() {
+		t.Errorf("items desc: %d %s", code, b)
+	}
+	code, b = get(t, f, "/v1/conversations/"+cid+"/items?order=asc")
+	data = gjson.GetBytes(b, "data").Array()
+	if code != 200 || len(data) != 4 || data[0].Get("content").Str != "weather?" || data[1].Get("call_id").Str != "call_1" {
+		t.Errorf("items asc: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/conversations/"+cid+"/items?limit=0"); code != 400 {
+		t.Errorf("limit 0: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/conversations/conv_nope/items"); code != 404 {
+		t.Errorf("unknown conversation items: %d %s", code, b)
+	}
+	code, b = get(t, f, "/v1/responses/"+respID)
+	if code != 200 || gjson.GetBytes(b, "id").Str != respID || gjson.GetBytes(b, "output.0.call_id").Str != "call_1" {
+		t.Errorf("stored response: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/responses/resp_nope"); code != 404 {
+		t.Errorf("unknown response: %d %s", code, b)
+	}
+}

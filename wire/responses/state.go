@@ -1,0 +1,182 @@
+package responses
+
+// State stored upstream. A Responses request can continue a response the
+// API kept (previous_response_id) or a conversation (the Conversations API's
+// "conversation" parameter). Two things follow for the proxy's tool loop:
+//
+//   - in a conversation, each response's input and output items are added
+//     to it once the response completes, so a hidden round's follow-up
+//     sends only what is new: the outputs of the round's calls. The
+//     client's calls the round dropped are stored there too, so they get an
+//     output saying they were not run (notRunOutput), or the conversation
+//     could not be continued;
+//   - the proxy's calls removed from an answer the client got (a client
+//     call was streamed before them, or the round limit was reached) stay
+//     in the stored response or conversation without outputs, and the API
+//     refuses to continue it ("No tool output found for function call").
+//     When the upstream refuses a request that continues stored state, the
+//     proxy reads that state (StatePath) and answers those calls in the
+//     request's input (AnswerDropped), once. Nothing is kept in the proxy,
+//     so this works across replicas and restarts, and costs nothing on
+//     requests the upstream accepts.
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+)
+
+// notRunOutput is the output given to a call the proxy dropped from a turn
+// that stored state still holds: the model reads it as that call's result.
+const notRunOutput = "[skillrouter: this call was not run. Call the tool again if it is still needed.]"
+
+// stateItems is how many of a conversation's latest items the proxy reads
+// to find its unanswered calls: they are at most a turn or two old.
+const stateItems = 100
+
+// conversationID returns the id of the "conversation" parameter: a string,
+// or an object with an "id"; "" when absent or null.
+func conversationID(body []byte, ms []jsonspan.Member) (string, error) {
+	s, ok := jsonspan.Value(ms, "conversation")
+	if !ok {
+		return "", nil
+	}
+	v := gjson.ParseBytes(body[s.Start:s.End])
+	switch {
+	case v.Type == gjson.Null:
+		return "", nil
+	case v.Type == gjson.String:
+		return v.Str, nil
+	case v.IsObject() && v.Get("id").Type == gjson.String:
+		return v.Get("id").Str, nil
+	}
+	return "", wire.TypeError("conversation", "a string or an object with an id", body[s.Start:s.End])
+}
+
+// StatePath returns the path and query (under the client's /v1) at which
+// the state the request continues can be read: the previous response, or
+// the latest items of the conversation, newest first. path is "" when the
+// request continues no stored state.
+func (r *Request) StatePath() (path, query string) {
+	switch {
+	case r.previousID != "":
+		return "/v1/responses/" + url.PathEscape(r.previousID), ""
+	case r.conversation != "":
+		return "/v1/conversations/" + url.PathEscape(r.conversation) + "/items", "order=desc&limit=" + strconv.Itoa(stateItems)
+	}
+	return "", ""
+}
+
+// AnswerDropped returns body with an output put first in its input for
+// each of the proxy's calls (mine) that state holds and neither state nor
+// body answers; state is what StatePath reads: a response object (its
+// "output") or a page of conversation items (its "data"). n is how many
+// calls were answered; with none, body is returned unchanged.
+func (r *Request) AnswerDropped(body, state []byte, mine func(name string) bool) (out []byte, n int, err error) {
+	st := gjson.ParseBytes(state)
+	items := st.Get("output")
+	if !items.IsArray() {
+		items = st.Get("data")
+	}
+	answered := map[string]bool{}
+	var calls []string
+	note := func(it gjson.Result) {
+		typ := it.Get("type").Str
+		id := it.Get("call_id").Str
+		switch {
+		case id == "":
+		case typ == "function_call" && mine(it.Get("name").Str):
+			calls = append(calls, id)
+		case isOutput(typ):
+			answered[id] = true
+		}
+	}
+	items.ForEach(func(_, it gjson.Result) bool { note(it); return true })
+	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool { note(it); return true })
+	var outputs [][]byte
+	seen := map[string]bool{}
+	for _, id := range calls {
+		if answered[id] || seen[id] {
+			continue
+		}
+		seen[id] = true
+		outputs = append(outputs, callOutput("function_call", id, notRunOutput))
+	}
+	if len(outputs) == 0 {
+		return body, 0, nil
+	}
+	out, err = prependInput(body, outputs)
+	return out, len(outputs), err
+}
+
+// isOutput reports whether an item type is the output of a call.
+func isOutput(typ string) bool {
+	switch typ {
+	case "function_call_output", "custom_tool_call_output", "computer_call_output",
+		"local_shell_call_output", "shell_call_output", "apply_patch_call_output":
+		return true
+	}
+	return false
+}
+
+// callOutput renders the output item of a call of type typ: a function's
+// or a custom tool's; "" for other call types, whose outputs are not text.
+func callOutput(typ, callID, text string) []byte {
+	var outType string
+	switch typ {
+	case "function_call":
+		outType = "function_call_output"
+	case "custom_tool_call":
+		outType = "custom_tool_call_output"
+	default:
+		return nil
+	}
+	return wire.Marshal(struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+	}{outType, callID, text})
+}
+
+// prependInput puts items first in body's input; a string input becomes
+// the user message it stands for, after them.
+func prependInput(body []byte, items [][]byte) ([]byte, error) {
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, err
+	}
+	in, ok := jsonspan.Value(ms, "input")
+	if !ok || jsonspan.IsNull(body[in.Start:in.End]) {
+		return jsonspan.Set(body, "input", jsonspan.Array(items))
+	}
+	raw := body[in.Start:in.End]
+	if raw[0] == '"' {
+		return jsonspan.Splice(body, in, jsonspan.Array(append(items, userMessage(raw)))), nil
+	}
+	els, err := jsonspan.Elements(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range els {
+		items = append(items, raw[e.Start:e.End])
+	}
+	return jsonspan.Splice(body, in, jsonspan.Array(items)), nil
+}
+
+// userMessage is the message item a string input stands for.
+func userMessage(quoted []byte) []byte {
+	return append(append([]byte(`{"role":"user","content":`), quoted...), '}')
+}
+
+// appendNotRun appends to a conversation's follow-up the output of a
+// client call its round dropped, which the conversation stores.
+func appendNotRun(turn [][]byte, typ, callID string) [][]byte {
+	if o := callOutput(typ, callID, notRunOutput); o != nil {
+		turn = append(turn, o)
+	}
+	return turn
+}
