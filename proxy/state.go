@@ -40,7 +40,9 @@ func (s *Server) answerDropped(ctx context.Context, rt *routed, in *http.Request
 	if err != nil {
 		return nil
 	}
-	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: query}, Header: in.Header}
+	h := in.Header.Clone()
+	h.Set("Accept", "application/json") // not the event stream a streaming client asked for
+	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: query}, Header: h}
 	sresp, _, err := s.send(ctx, rt.api.target(s), get, http.NoBody, 0, true, exchangeAnswer)
 	if err != nil {
 		return nil
