@@ -90,7 +90,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // could otherwise mint a new series with every path it makes up.
 func metricPath(p string) string {
 	switch p {
-	case "/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens",
+	case "/v1/chat/completions", "/v1/responses", "/v1/responses/input_tokens", "/v1/messages", "/v1/messages/count_tokens",
 		"/healthz", "/readyz", "/metrics", "/v1/skills", "/v1/skills/route", "/v1/skills/reload":
 		return p
 	}

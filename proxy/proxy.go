@@ -253,6 +253,9 @@ func (s *Server) routes() *echo.Echo {
 	// Only POST: GET /v1/responses/{id} and the other methods are stored
 	// responses, passed through.
 	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
+	// Counted as rewritten, so the count matches what a request with the
+	// same body sends upstream (as /v1/messages/count_tokens).
+	e.POST("/v1/responses/input_tokens", s.serveAPI(responsesAPI{}))
 	// Anthropic Messages; the query string (Claude Code's ?beta=true) is
 	// forwarded as it is. Other /v1/messages/* paths (batches) pass through
 	// to the Anthropic upstream.

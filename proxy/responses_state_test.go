@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,5 +253,26 @@ func TestResponsesCustomToolCallHeld(t *testing.T) {
 				t.Errorf("client shown calls %v, want [call_p2]: %s", calls, b)
 			}
 		})
+	}
+}
+
+// POST /v1/responses/input_tokens counts the rewritten request, as
+// Messages' count_tokens does: what a responses.create with the same body
+// sends upstream.
+func TestResponsesInputTokensCountsTheRewrite(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, b := h.do("POST", "/v1/responses/input_tokens", `{"model":"m","input":"make me a pdf"}`, nil)
+	if resp.StatusCode != 200 || gjson.GetBytes(b, "object").Str != "response.input_tokens" || gjson.GetBytes(b, "input_tokens").Int() == 0 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1/responses/input_tokens" || reqs[0].Instructions() != "CATALOG" ||
+		!slices.Contains(reqs[0].ToolNames(), "load_skill") {
+		t.Fatalf("upstream got %+v", reqs)
+	}
+	// A bad body gets the API's own error, not an upstream round trip.
+	resp, b = h.do("POST", "/v1/responses/input_tokens", `{"input":5}`, nil)
+	if resp.StatusCode != 400 || gjson.GetBytes(b, "error.param").Str != "input" || len(h.up.Requests()) != 1 {
+		t.Errorf("%d %s", resp.StatusCode, b)
 	}
 }

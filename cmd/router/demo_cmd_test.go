@@ -85,6 +85,7 @@ func TestDemoModelAPIs(t *testing.T) {
 		{"/v1/messages", `{"model":"m","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
 			[]string{"event: message_start", "event: content_block_delta", `"stop_reason":"end_turn"`, "event: message_stop"}},
 		{"/v1/messages/count_tokens", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, []string{`"input_tokens":`}},
+		{"/v1/responses/input_tokens", `{"model":"m","input":"hi"}`, []string{`"object":"response.input_tokens"`, `"input_tokens":`}},
 		{"/v1/messages", `{"model":"m"}`, []string{`"type":"error"`, `"invalid_request_error"`}},
 	}
 	for _, tt := range tests {

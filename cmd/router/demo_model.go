@@ -47,10 +47,14 @@ func serveDemoModel(w http.ResponseWriter, r *http.Request) {
 			view = req.View()
 			encode = func(rep wire.Reply) []byte { return chat.EncodeReply(rep, view.Stream, req.IncludeUsage()) }
 		}
-	case "/v1/responses":
+	case "/v1/responses", "/v1/responses/input_tokens":
 		var req *responses.Request
 		if req, err = responses.Parse(body); err == nil {
 			view = req.View()
+			if strings.HasSuffix(r.URL.Path, "/input_tokens") {
+				writeDemo(w, http.StatusOK, "application/json", wire.Marshal(map[string]any{"object": "response.input_tokens", "input_tokens": len(body) / 4}))
+				return
+			}
 			encode = func(rep wire.Reply) []byte { return responses.EncodeReply(rep, view.Stream) }
 		}
 	case "/v1/messages", "/v1/messages/count_tokens":

@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,10 +38,13 @@ func checkDecisionHeaders(t *testing.T, h map[string]string) {
 }
 
 func TestRealClientsThroughProxyResponses(t *testing.T) {
-	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load", "chained-dropped"} {
+	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load", "chained-dropped", "count"} {
 		for _, mode := range []string{"create", "stream", "helper"} {
 			if kase == "chained-dropped" && mode == "create" {
 				continue // a JSON answer holds the client's call back and answers the proxy's
+			}
+			if kase == "count" && mode != "create" {
+				continue
 			}
 			t.Run(kase+"/"+mode, func(t *testing.T) {
 				t.Parallel()
@@ -115,6 +119,11 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 					outs := itemsOf(reqs[1], "function_call_output")
 					if len(outs) != 1 || !strings.Contains(stringOf(outs[0]["output"]), `<skill_context id="commit-message">`) {
 						t.Fatalf("follow-up outputs %v", outs)
+					}
+				case "count":
+					// The count is the rewritten request's (the fake: its bytes / 4 + 1).
+					if len(reqs) != 1 || first.Path != "/v1/responses/input_tokens" || r.Text != strconv.Itoa(len(first.Body)/4+1) {
+						t.Fatalf("got %+v; upstream %d requests", r, len(reqs))
 					}
 				case "chained-dropped":
 					// first turn, the refused second, GET of the stored response, the second again

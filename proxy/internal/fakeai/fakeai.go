@@ -242,6 +242,7 @@ const (
 	pathResponses   = "/v1/responses"
 	pathMessages    = "/v1/messages"
 	pathCountTokens = "/v1/messages/count_tokens"
+	pathInputTokens = "/v1/responses/input_tokens"
 )
 
 // answerKey carries the server and the answer's number to responders, which
@@ -280,7 +281,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch r.URL.Path {
-	case "/v1/chat/completions", pathResponses, pathMessages, pathCountTokens:
+	case "/v1/chat/completions", pathResponses, pathMessages, pathCountTokens, pathInputTokens:
 		Reply(Turn{Content: "ok"})(w, r, rec)
 	case "/v1/models":
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
@@ -370,8 +371,8 @@ func Raw(status int, contentType, body string) Responder {
 }
 
 // Reply answers with t in the shape of the API the request was sent to
-// (by its path: /v1/responses, /v1/messages, /v1/messages/count_tokens,
-// else chat completions): for chat a chat.completion object, or an SSE
+// (by its path: /v1/responses, /v1/responses/input_tokens, /v1/messages,
+// /v1/messages/count_tokens, else chat completions): for chat a chat.completion object, or an SSE
 // stream when the request has "stream": true; see replyResponses and
 // replyMessages for the others.
 func Reply(turn Turn) Responder {
@@ -385,6 +386,9 @@ func Reply(turn Turn) Responder {
 			return
 		case pathCountTokens:
 			countTokens(w, r, rec)
+			return
+		case pathInputTokens:
+			inputTokens(w, r, rec)
 			return
 		}
 		// Defaults are filled in per request: the closure serves many.

@@ -445,26 +445,11 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 		perr.write(w)
 		return
 	}
-	conv, cerr := a.f.requestConversation(q)
-	if cerr != nil {
-		cerr.write(w)
-		return
+	prev, conv, verr := a.continued(q)
+	if verr == nil {
+		verr = q.validate(prev)
 	}
-	var prev *storedResponse
-	if q.prev.Type == gjson.String {
-		if a.f != nil {
-			prev = a.f.storedResponse(q.prev.Str)
-		}
-		if prev == nil {
-			(&apiErr{status: 400, message: fmt.Sprintf("Previous response with id '%s' not found.", q.prev.Str),
-				param: "previous_response_id", code: "previous_response_not_found"}).write(w)
-			return
-		}
-	}
-	if conv != nil {
-		prev = conv
-	}
-	if verr := q.validate(prev); verr != nil {
+	if verr != nil {
 		verr.write(w)
 		return
 	}
@@ -490,6 +475,44 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 		return
 	}
 	writeEvents(w, r, header, turn, b.events())
+}
+
+// continued returns what a request continues: the stored response of
+// previous_response_id or the conversation (conv non-nil), as prev.
+func (a answerInfo) continued(q responsesReq) (prev, conv *storedResponse, err *apiErr) {
+	if conv, err = a.f.requestConversation(q); err != nil || conv != nil {
+		return conv, conv, err
+	}
+	if q.prev.Type == gjson.String {
+		if a.f != nil {
+			prev = a.f.storedResponse(q.prev.Str)
+		}
+		if prev == nil {
+			return nil, nil, &apiErr{status: 400, message: fmt.Sprintf("Previous response with id '%s' not found.", q.prev.Str),
+				param: "previous_response_id", code: "previous_response_not_found"}
+		}
+	}
+	return prev, nil, nil
+}
+
+// inputTokens answers POST /v1/responses/input_tokens: a Responses request
+// (model optional) validated as one, and its token count.
+func inputTokens(w http.ResponseWriter, r *http.Request, rec Request) {
+	q, perr := parseResponsesReq(rec.Body)
+	if perr == nil {
+		if !q.model.Exists() {
+			q.model = gjson.Result{Type: gjson.String}
+		}
+		var prev *storedResponse
+		if prev, _, perr = answerOf(r).continued(q); perr == nil {
+			perr = q.validate(prev)
+		}
+	}
+	if perr != nil {
+		perr.write(w)
+		return
+	}
+	writeOrdered(w, 200, nil, ordered{"object", "response.input_tokens", "input_tokens", len(rec.Body)/4 + 1})
 }
 
 func (f *Server) storedResponse(id string) *storedResponse {

@@ -9,6 +9,7 @@
 //                   (stateless); reports both steps
 //         chained   like two-step, but the second request continues the first
 //                   with previous_response_id and sends only the outputs
+//         count     responses.inputTokens.count (the mode is not used)
 //   mode: create    responses.create (JSON)
 //         stream    responses.create({stream: true}), raw events
 //         helper    the SDK's responses.stream() accumulator (finalResponse)
@@ -21,7 +22,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { args, base, apiKey, model, weatherTool, weather, question, headersOf, report } from './clients-lib.mjs';
 
-const [kase, mode] = args(['plain', 'tool', 'two-step', 'chained'], ['create', 'stream', 'helper']);
+const [kase, mode] = args(['plain', 'tool', 'two-step', 'chained', 'count'], ['create', 'stream', 'helper']);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 60_000 });
 const tools = [{ type: 'function', ...weatherTool, strict: true }];
 
@@ -92,7 +93,12 @@ function step(r) {
 }
 
 let last;
-if (kase === 'plain') {
+if (kase === 'count') {
+  // responses.inputTokens.count: text is the count the client got.
+  const { data, response } = await client.responses.inputTokens.count({ model, input: question, tools }).withResponse();
+  assert.equal(data.object, 'response.input_tokens');
+  last = { text: String(data.input_tokens), toolCalls: [], headers: headersOf(response.headers), events: [], deltas: 0 };
+} else if (kase === 'plain') {
   last = step(await send({ model, instructions: 'You are a terse assistant.', input: 'Say hello.' }));
 } else {
   const input = [
