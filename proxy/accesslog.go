@@ -32,6 +32,7 @@ type reqInfo struct {
 	routing        time.Duration
 	rounds         int
 	exhausted      bool
+	truncated      bool // the proxy's calls were dropped: the answer stopped at the output-token limit
 	toolCalls      int
 	// droppedAnswered counts calls of an earlier answer that the proxy had
 	// removed and answered when stored state was continued (state.go).
@@ -180,6 +181,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		}
 		if info.exhausted {
 			attrs = append(attrs, slog.Bool("tool_rounds_exhausted", true))
+		}
+		if info.truncated {
+			attrs = append(attrs, slog.Bool("truncated_at_token_limit", true))
 		}
 	}
 	if info.err != "" {

@@ -15,7 +15,8 @@ import (
 
 // complete serves a non-streaming request: forward, and while the answer
 // holds tool calls the session answers, execute them, append the results
-// (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds.
+// (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds and
+// never on an answer that stopped at the output-token limit.
 func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
 	ctx, done := s.requestContext(r.Context())
@@ -67,10 +68,15 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, nil)
 			return
 		}
-		if round >= s.cfg.MaxToolRounds {
-			info.exhausted = true
+		if ans.Truncated || round >= s.cfg.MaxToolRounds {
+			// The answer is the client's: the round limit forbids another
+			// round, or the answer stopped at the output-token limit (its
+			// calls may be cut, and another round would stop there again).
+			// The proxy's calls are dropped from it.
+			info.exhausted = round >= s.cfg.MaxToolRounds
+			info.truncated = ans.Truncated
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(ans.Calls)))
-			s.writeFinal(w, rt, info, resp.Header, raw, round, true, &usage, sess.Handles)
+			s.writeFinal(w, rt, info, resp.Header, raw, round, info.exhausted, &usage, sess.Handles)
 			return
 		}
 		// Client tools called in the same turn are dropped here: the model

@@ -90,6 +90,9 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if end.Exhausted {
 			info.exhausted = true
 		}
+		if end.Truncated && end.Dropped > 0 {
+			info.truncated = true
+		}
 		if end.Loop == nil || sr.sess == nil {
 			sr.finishTrailers()
 			return

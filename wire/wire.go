@@ -181,6 +181,15 @@ type Answer struct {
 	// ID is the upstream's id of the answer (Responses: the response to
 	// chain a stored conversation from).
 	ID string
+	// Truncated: the answer stopped at the output-token limit (Chat
+	// finish_reason "length"; Responses status "incomplete", for
+	// max_output_tokens or a content filter; Messages stop_reason
+	// "max_tokens" or "model_context_window_exceeded"). It is
+	// the client's answer whatever calls it holds: the last call's
+	// arguments are likely cut, and another round would run into the same
+	// limit. The proxy runs no round on it and drops its own calls from
+	// it, as at the round limit, keeping the truncation signal.
+	Truncated bool
 }
 
 // RoundEnd is how one streamed round ended.
@@ -192,6 +201,9 @@ type RoundEnd struct {
 	// reached (Exhausted), or the client's calls had been relayed first.
 	Dropped   int
 	Exhausted bool
+	// Truncated: the round stopped at the output-token limit (see
+	// Answer.Truncated): it never loops, and its proxy calls are dropped.
+	Truncated bool
 	// Incomplete: the upstream's stream ended before its final event
 	// (Chat: no finish_reason and no [DONE]; Responses: no
 	// response.completed, .failed or .incomplete; Messages: no
@@ -310,3 +322,18 @@ const ExhaustedComment = ": skillrouter: tool rounds exhausted; the proxy's own 
 // empty content, OpenAI an assistant message with neither content nor
 // tool calls).
 const EmptyAnswerText = "[skillrouter: the model was still loading skills when the tool-round limit was reached, and gave no answer. Ask again to continue.]"
+
+// TruncatedAnswerText is EmptyAnswerText for an answer that stopped at the
+// output-token limit while the model was calling the proxy's tools (see
+// Answer.Truncated).
+const TruncatedAnswerText = "[skillrouter: the model's answer reached the output-token limit while it was still loading skills, and gave no answer. Raise the limit or ask again to continue.]"
+
+// NoAnswerText is the text for an answer left with no content once the
+// proxy's calls are dropped: TruncatedAnswerText when the answer stopped at
+// the output-token limit, else EmptyAnswerText.
+func NoAnswerText(truncated bool) string {
+	if truncated {
+		return TruncatedAnswerText
+	}
+	return EmptyAnswerText
+}

@@ -27,16 +27,22 @@ type completion struct {
 			Content   json.RawMessage `json:"content"`
 			ToolCalls []toolCall      `json:"tool_calls"`
 		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage json.RawMessage `json:"usage"`
 }
 
 func callID(id string, round, i int) string { return wire.CallID(id, "call", round, i) }
 
+// truncated reports whether an answer stopped at the output-token limit,
+// by its finish_reason (see wire.Answer.Truncated).
+func truncated(finishReason string) bool { return finishReason == "length" }
+
 // ReadAnswer reads a non-streaming answer of round: its usage, and the
 // proxy's calls in choice 0 (those mine claims) with the assistant turn to
-// append before their results. ans is nil when there is no call of the
-// proxy's; ok is false when raw is not a chat completion with choices.
+// append before their results, and whether it stopped at the output-token
+// limit. ans is nil when there is no call of the proxy's; ok is false when
+// raw is not a chat completion with choices.
 func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var cmp completion
 	if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
@@ -53,7 +59,9 @@ func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool)
 	if len(calls) == 0 {
 		return nil, cmp.Usage, true
 	}
-	return answerOf(msg.Content, calls), cmp.Usage, true
+	ans = answerOf(msg.Content, calls)
+	ans.Truncated = truncated(cmp.Choices[0].FinishReason)
+	return ans, cmp.Usage, true
 }
 
 // answerOf builds the Answer for the proxy's calls and the text beside them.
@@ -124,8 +132,8 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 
 // Final patches the last answer of a tool loop: usage (when non-nil)
 // replaces the answer's, and when strip is set the proxy's own calls are
-// removed from choice 0 (finish_reason becomes "stop" if no call is left).
-// Unknown fields are kept.
+// removed from choice 0 (a finish_reason "tool_calls" becomes "stop" if no
+// call is left; "length" stays). Unknown fields are kept.
 func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
@@ -156,10 +164,14 @@ func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]b
 			}
 			if len(kept) == 0 {
 				delete(msg, "tool_calls")
-				choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
+				var finish string
+				_ = json.Unmarshal(choices[0]["finish_reason"], &finish)
+				if finish == "tool_calls" {
+					choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
+				}
 				var text *string
 				if len(calls) > 0 && (json.Unmarshal(msg["content"], &text) != nil || text == nil || *text == "") {
-					msg["content"] = wire.Quote(wire.EmptyAnswerText) // see wire.EmptyAnswerText
+					msg["content"] = wire.Quote(wire.NoAnswerText(truncated(finish))) // see wire.EmptyAnswerText
 				}
 			} else {
 				msg["tool_calls"] = wire.Marshal(kept)

@@ -91,7 +91,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		end.Incomplete = !s.done
 		s.decide(st) // the upstream ended without a finish_reason
 	}
-	end.Dropped, end.Exhausted = st.dropped, st.exhausted
+	end.Dropped, end.Exhausted, end.Truncated = st.dropped, st.exhausted, st.truncated
 	if st.loop {
 		end.Loop = st.answer(s.round)
 		return s.out, end
@@ -103,7 +103,8 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 }
 
 // decide settles a round at its finish: loop when the proxy has calls to
-// answer and is still allowed to; otherwise the round is the client's answer.
+// answer and is still allowed to; otherwise (the round limit, a client call
+// relayed first, the output-token limit) the round is the client's answer.
 func (s *Stream) decide(st *roundState) {
 	if st.finished { // decided already, or ended by an error chunk
 		return
@@ -112,7 +113,7 @@ func (s *Stream) decide(st *roundState) {
 	if s.mine == nil || st.proxyCalls == 0 {
 		return
 	}
-	if st.late || st.final {
+	if st.late || st.final || st.truncated {
 		st.exhausted = st.final
 		st.dropped = st.proxyCalls
 		return
@@ -221,6 +222,7 @@ type roundState struct {
 	finished      bool // finish_reason seen and handled
 	exhaustedSaid bool
 	exhausted     bool          // calls dropped at the round limit
+	truncated     bool          // the finish said the output-token limit stopped the round
 	dropped       int           // proxy calls dropped
 	id            string        // this round's completion id
 	content       []contentPart // the round's text, decoded only if the round loops
@@ -310,6 +312,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	}
 	finishing := c0.finished()
 	if finishing {
+		st.truncated = truncated(*c0.FinishReason)
 		s.decide(st)
 	}
 	if st.loop && finishing {
@@ -327,9 +330,15 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 		})
 		return
 	}
-	stripped := finishing && st.proxyCalls > 0 && st.clientShown == 0 && *c0.FinishReason == "tool_calls"
+	// A finish that does not loop, in a round whose only calls were the
+	// proxy's, now dropped: "tool_calls" becomes "stop" (other reasons,
+	// "length" among them, stay), and an answer without text gets one (see
+	// wire.EmptyAnswerText).
+	emptied := finishing && st.proxyCalls > 0 && st.clientShown == 0
+	stripped := emptied && *c0.FinishReason == "tool_calls"
+	filled := emptied && !s.textShown
 	patchUsage := hasUsage && round > 0
-	if !toolsTouched && !stripped && !patchUsage {
+	if !toolsTouched && !stripped && !filled && !patchUsage {
 		s.writeRaw(ev, ch.ID, round)
 		return
 	}
@@ -347,10 +356,10 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			}
 			if stripped {
 				choice["finish_reason"] = json.RawMessage(`"stop"`)
-				if !s.textShown { // only the proxy's calls, now dropped: see wire.EmptyAnswerText
-					delta["content"] = wire.Quote(wire.EmptyAnswerText)
-					s.textShown = true
-				}
+			}
+			if filled {
+				delta["content"] = wire.Quote(wire.NoAnswerText(st.truncated))
+				s.textShown = true
 			}
 		})
 		if patchUsage {

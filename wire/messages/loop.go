@@ -19,6 +19,21 @@ type message struct {
 	Usage      json.RawMessage   `json:"usage"`
 }
 
+// truncated reports whether a message stopped at the output-token limit, by
+// its stop_reason: "max_tokens", or "model_context_window_exceeded" (the
+// answer filled the context window; see wire.Answer.Truncated).
+func truncated(stopReason string) bool {
+	return stopReason == "max_tokens" || stopReason == "model_context_window_exceeded"
+}
+
+// stopReason is a message's stop_reason, "" when it has none.
+func (m *message) stopReason() string {
+	if m.StopReason == nil {
+		return ""
+	}
+	return *m.StopReason
+}
+
 // kind maps a content block type to what the ownership rules need.
 // Thinking is the client's, even before a proxy call: the API wants the
 // assistant turn that ends in a tool_use to open with the thinking block
@@ -35,8 +50,9 @@ func kind(typ string) ownership.Kind {
 
 // ReadAnswer reads a non-streaming message of round: its usage and the
 // proxy's tool_use blocks, with the assistant message to append before
-// their results. ans is nil when the round is the client's answer; ok is
-// false when raw is not a message.
+// their results, and whether it stopped at the output-token limit. ans is
+// nil when the round is the client's answer; ok is false when raw is not a
+// message.
 func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var msg message
 	if json.Unmarshal(raw, &msg) != nil || msg.Type != "message" {
@@ -89,7 +105,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		content = append(content, c)
 	}
 	turn := append(append([]byte(`{"role":"assistant","content":`), jsonspan.Array(content)...), '}')
-	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID}, msg.Usage, true
+	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID, Truncated: truncated(msg.stopReason())}, msg.Usage, true
 }
 
 // FollowUp returns the request for the next round: the answer's assistant
@@ -133,8 +149,8 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 // Final patches the message the client gets: the blocks of earlier rounds
 // that were the client's come first, the proxy's tool_use blocks are
 // removed when strip is set (a stop_reason "tool_use" becomes "end_turn"
-// when no tool_use is left), and usage (when non-nil) replaces the
-// message's.
+// when no tool_use is left; "max_tokens" stays), and usage (when non-nil)
+// replaces the message's.
 func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil {
@@ -165,10 +181,10 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			kept = append(kept, c)
 		}
 		if len(kept) == 0 && strip != nil {
-			kept = append(kept, textBlock(wire.Quote(wire.EmptyAnswerText)))
+			kept = append(kept, textBlock(wire.Quote(wire.NoAnswerText(truncated(msg.stopReason())))))
 		}
 		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))
-		if strip != nil && toolUses == 0 && msg.StopReason != nil && *msg.StopReason == "tool_use" {
+		if strip != nil && toolUses == 0 && msg.stopReason() == "tool_use" {
 			if out, err = jsonspan.Set(out, "stop_reason", []byte(`"end_turn"`)); err != nil {
 				return nil, err
 			}

@@ -42,6 +42,7 @@ type roundState struct {
 	id         string
 	startUsage json.RawMessage
 	loop       bool
+	truncated  bool // message_delta's stop_reason said the output-token limit (see truncated)
 	deltaSeen  bool
 	stopped    bool // message_stop or an error event was seen
 	errored    bool // an error event ended the round: it never loops
@@ -149,12 +150,15 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 
 // messageDelta ends a round's content: withheld when the round loops, else
 // passed on with the summed usage (and stop_reason fixed when the proxy's
-// dropped calls were the only ones).
+// dropped calls were the only ones). A round that stopped at the
+// output-token limit never loops.
 func (s *Stream) messageDelta(typ string, data []byte) {
 	rd := s.rd
 	rd.deltaSeen = true
 	s.usage.Add(roundUsage(rd.startUsage, json.RawMessage(gjson.GetBytes(data, "usage").Raw)))
-	rd.loop = rd.Loops()
+	stop := gjson.GetBytes(data, "delta.stop_reason").String()
+	rd.truncated = truncated(stop)
+	rd.loop = !rd.truncated && rd.Loops()
 	if rd.loop {
 		return
 	}
@@ -165,14 +169,14 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 		i := strconv.Itoa(s.next)
 		s.next++
 		s.emit("content_block_start", []byte(`{"type":"content_block_start","index":`+i+`,"content_block":{"type":"text","text":""}}`))
-		s.emit("content_block_delta", []byte(`{"type":"content_block_delta","index":`+i+`,"delta":{"type":"text_delta","text":`+string(wire.Quote(wire.EmptyAnswerText))+`}}`))
+		s.emit("content_block_delta", []byte(`{"type":"content_block_delta","index":`+i+`,"delta":{"type":"text_delta","text":`+string(wire.Quote(wire.NoAnswerText(rd.truncated)))+`}}`))
 		s.emit("content_block_stop", []byte(`{"type":"content_block_stop","index":`+i+`}`))
 	}
 	patched := data
 	if s.n > 1 && !s.usage.Empty() {
 		patched, _ = jsonspan.Set(patched, "usage", s.usage.JSON())
 	}
-	if rd.ProxyCalls > 0 && rd.ClientCalls() == 0 && gjson.GetBytes(data, "delta.stop_reason").String() == "tool_use" {
+	if rd.ProxyCalls > 0 && rd.ClientCalls() == 0 && stop == "tool_use" {
 		patched = setStopReason(patched)
 	}
 	s.emit(typ, patched)
@@ -222,7 +226,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.deltaSeen && !rd.errored {
 		rd.loop = rd.Loops() // the upstream ended without message_delta
 	}
-	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped}
+	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped, Truncated: rd.truncated}
 	if !rd.loop {
 		end.Dropped = rd.ProxyCalls
 		rd.ShowPending()

@@ -15,9 +15,16 @@ import (
 // response is what the tool loop reads of a response object.
 type response struct {
 	ID     string            `json:"id"`
+	Status string            `json:"status"`
 	Output []json.RawMessage `json:"output"`
 	Usage  json.RawMessage   `json:"usage"`
 }
+
+// truncated reports whether a response stopped short, by its status:
+// "incomplete" (incomplete_details.reason "max_output_tokens", or
+// "content_filter"), which a stream ends with response.incomplete (see
+// wire.Answer.Truncated).
+func truncated(status string) bool { return status == "incomplete" }
 
 // item is what the tool loop reads of an output item.
 type item struct {
@@ -37,9 +44,9 @@ func callID(it item, round, i int) string {
 }
 
 // ReadAnswer reads a non-streaming response of round: its usage and the
-// proxy's function calls, with the items to append before their outputs.
-// ans is nil when the round is the client's answer; ok is false when raw is
-// not a response object.
+// proxy's function calls, with the items to append before their outputs,
+// and whether it stopped short. ans is nil when the round is the client's
+// answer; ok is false when raw is not a response object.
 func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var resp response
 	if json.Unmarshal(raw, &resp) != nil || resp.Output == nil {
@@ -96,7 +103,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			turn = append(turn, raw)
 		}
 	}
-	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID}, resp.Usage, true
+	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Truncated: truncated(resp.Status)}, resp.Usage, true
 }
 
 // unresolvable reports whether an output item cannot go back as input in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -42,10 +43,11 @@ type Stream struct {
 // roundState is one upstream stream.
 type roundState struct {
 	ownership.Tracker
-	items    map[int]*streamItem
-	id       string
-	finished bool // a terminal event was seen
-	loop     bool
+	items     map[int]*streamItem
+	id        string
+	finished  bool // a terminal event was seen
+	truncated bool // it was response.incomplete (see truncated)
+	loop      bool
 }
 
 // streamItem is one output item of a round.
@@ -153,7 +155,8 @@ func (s *Stream) completed(typ string, data []byte) {
 	if u := resp.Get("usage"); u.Exists() {
 		s.usage.Add(json.RawMessage(u.Raw))
 	}
-	rd.loop = typ == "response.completed" && rd.Loops()
+	rd.truncated = truncated(strings.TrimPrefix(typ, "response.")) // the terminal event names the status
+	rd.loop = typ == "response.completed" && !rd.truncated && rd.Loops()
 	if rd.loop {
 		return
 	}
@@ -177,7 +180,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.finished {
 		rd.loop = rd.Loops() // the upstream ended without response.completed
 	}
-	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.finished}
+	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.finished, Truncated: rd.truncated}
 	if !rd.loop {
 		end.Dropped = rd.ProxyCalls
 		rd.ShowPending()

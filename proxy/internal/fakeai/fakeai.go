@@ -145,6 +145,18 @@ type Turn struct {
 	Model        string // default: the request's model
 	Thinking     *Thinking
 	Fail         *Failure // Responses and Messages only
+	// Truncated: the answer stops at the output-token limit, said as each
+	// API says it: Chat finish_reason "length" (unless FinishReason is
+	// set); Responses status "incomplete" with incomplete_details.reason
+	// "max_output_tokens", the last output item "incomplete" too, and
+	// streamed, response.incomplete instead of response.completed;
+	// Messages stop_reason "max_tokens" (unless FinishReason is set). The
+	// last call's Arguments are then what the model had written when it
+	// was cut, usually not valid JSON: streams send it as it is, in
+	// fragments; Chat and Responses answers carry it as their arguments
+	// string; a Messages answer, whose tool_use input is always an
+	// object, carries {} for input that does not parse.
+	Truncated bool
 
 	// Streaming shape.
 	ContentChunks int             // pieces the content is split into (default: one per word)
@@ -427,7 +439,10 @@ func Reply(turn Turn) Responder {
 		}
 		if t.FinishReason == "" {
 			t.FinishReason = "stop"
-			if len(t.ToolCalls) > 0 {
+			switch {
+			case t.Truncated:
+				t.FinishReason = "length"
+			case len(t.ToolCalls) > 0:
 				t.FinishReason = "tool_calls"
 			}
 		}

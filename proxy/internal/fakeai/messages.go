@@ -453,7 +453,10 @@ func newMessageBuilder(turn Turn, q messagesReq, body []byte, n int) *messageBui
 	}
 	if t.FinishReason == "" {
 		t.FinishReason = "end_turn"
-		if len(t.ToolCalls) > 0 {
+		switch {
+		case t.Truncated:
+			t.FinishReason = "max_tokens"
+		case len(t.ToolCalls) > 0:
 			t.FinishReason = "tool_use"
 		}
 	}
@@ -465,8 +468,10 @@ func newMessageBuilder(turn Turn, q messagesReq, body []byte, n int) *messageBui
 	return &messageBuilder{t: t, n: n, id: fmt.Sprintf("msg_fake_%d", n), u: usageFor(t, body)}
 }
 
+// toolInput is a tool_use block's input: {} for none, and for arguments
+// that are not a JSON object (a call cut at the output-token limit).
 func toolInput(args string) rawJSON {
-	if strings.TrimSpace(args) == "" {
+	if !gjson.Valid(args) || !gjson.Parse(args).IsObject() {
 		return "{}"
 	}
 	return rawJSON(args)
@@ -512,6 +517,7 @@ func (b *messageBuilder) events() []event {
 	var evs []event
 	add := func(name string, kv ...any) { evs = append(evs, event{name, append(ordered{"type", name}, kv...)}) }
 	add("message_start", "message", b.message([]any{}, nil, b.usage(1)))
+	calls := 0 // tool_use blocks so far
 	for i, blk := range b.blocks() {
 		o := blk.(ordered)
 		// A ping follows the first block's start, as on the real server.
@@ -538,7 +544,12 @@ func (b *messageBuilder) events() []event {
 		case "tool_use":
 			start(ordered{"type", "tool_use", "id", o[3], "name", o[5], "input", ordered{}})
 			add("content_block_delta", "index", i, "delta", ordered{"type", "input_json_delta", "partial_json", ""})
-			args := string(o[7].(rawJSON))
+			// As the model wrote them: cut short, they stream as they were cut.
+			args := t.ToolCalls[calls].Arguments
+			calls++
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			}
 			n := t.ArgChunks
 			if n <= 0 {
 				n = 3

@@ -24,7 +24,11 @@ package fakeai
 // response.reasoning_summary_part.added, response.reasoning_summary_text.delta…,
 // .done, response.reasoning_summary_part.done), response.output_item.done,
 // and response.completed with the whole response. Every event carries a
-// sequence_number counting from 0; item events carry output_index.
+// sequence_number counting from 0; item events carry output_index. An
+// answer cut at the output-token limit (Turn.Truncated) has status
+// "incomplete" and incomplete_details {"reason":"max_output_tokens"}, its
+// last item status "incomplete", and ends its stream with
+// response.incomplete.
 //
 // Validation (400 {"error":{"message","type","param","code"}}): the body is
 // a JSON object; model is a string; input is present (unless
@@ -471,7 +475,7 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 	}
 	header := http.Header{"X-Request-Id": {fmt.Sprintf("req_fake_%d", a.n)}}
 	if !streamed {
-		writeOrdered(w, 200, header, b.response("completed", b.output(), true))
+		writeOrdered(w, 200, header, b.response(b.status(), b.output(), true))
 		return
 	}
 	writeEvents(w, r, header, turn, b.events())
@@ -588,7 +592,24 @@ func (b *responseBuilder) output() []ordered {
 	for _, c := range t.ToolCalls {
 		out = append(out, b.callItem(len(out), c, c.Arguments, "completed"))
 	}
+	if last := len(out) - 1; t.Truncated && last >= 0 && out[last][3] != "reasoning" {
+		// The item the output-token limit cut.
+		for k := 0; k+1 < len(out[last]); k += 2 {
+			if out[last][k] == "status" {
+				out[last][k+1] = "incomplete"
+			}
+		}
+	}
 	return out
+}
+
+// status is the finished response's: "incomplete" when the output-token
+// limit cut it.
+func (b *responseBuilder) status() string {
+	if b.t.Truncated {
+		return "incomplete"
+	}
+	return "completed"
 }
 
 func outputText(text string) ordered {
@@ -652,9 +673,12 @@ func (b *responseBuilder) response(status string, output []ordered, withUsage bo
 	for _, o := range output {
 		out = append(out, o)
 	}
-	var completedAt any
-	if status == "completed" {
+	var completedAt, incomplete any
+	switch status {
+	case "completed":
 		completedAt = b.created
+	case "incomplete":
+		incomplete = ordered{"reason", "max_output_tokens"}
 	}
 	instructions := any(nil)
 	if q.instr.Exists() {
@@ -662,7 +686,7 @@ func (b *responseBuilder) response(status string, output []ordered, withUsage bo
 	}
 	return ordered{
 		"id", b.id, "object", "response", "created_at", b.created, "status", status, "background", false,
-		"completed_at", completedAt, "error", nil, "incomplete_details", nil, "instructions", instructions,
+		"completed_at", completedAt, "error", nil, "incomplete_details", incomplete, "instructions", instructions,
 		"max_output_tokens", orRaw(q.maxOut, nil), "model", b.t.Model, "output", out,
 		"parallel_tool_calls", orRaw(q.parallel, true), "previous_response_id", orRaw(q.prev, nil),
 		"reasoning", orRaw(q.reasoning, ordered{"effort", nil, "summary", nil}), "store", store,
@@ -730,7 +754,7 @@ func (b *responseBuilder) events() []event {
 		}
 		add("response.output_item.done", "output_index", i, "item", item)
 	}
-	add("response.completed", "response", b.response("completed", b.items, true))
+	add("response."+b.status(), "response", b.response(b.status(), b.items, true))
 	if t.Fail != nil && t.Fail.After < len(evs) {
 		evs = evs[:t.Fail.After]
 		seq = t.Fail.After
