@@ -443,9 +443,10 @@ func misspelledEnv(environ []string) [][2]string {
 }
 
 // configEnv is the set of SKILLROUTER_* variables the configuration reads:
-// one per key, the older aliases, and SKILLROUTER_CONFIG.
+// one per key, the older aliases, SKILLROUTER_CONFIG and
+// SKILLROUTER_DEFAULTS.
 func configEnv() map[string]bool {
-	known := map[string]bool{"SKILLROUTER_CONFIG": true}
+	known := map[string]bool{"SKILLROUTER_CONFIG": true, envDefaults: true}
 	for _, k := range configKeys {
 		known[k.env()] = true
 	}
@@ -735,6 +736,11 @@ func (cf *configFlags) changed(fs *pflag.FlagSet, flag string) string {
 // value was written (file:line, variable or flag) and what is accepted.
 func loadConfig(fs *pflag.FlagSet, cf *configFlags, getenv func(string) (string, bool)) (config, error) {
 	cfg := defaultConfig()
+	if path, _ := getenv(envDefaults); path != "" {
+		if err := loadDefaultsFile(path, &cfg); err != nil {
+			return cfg, err
+		}
+	}
 	path := cf.config
 	if path == "" {
 		path, _ = getenv("SKILLROUTER_CONFIG")
@@ -787,6 +793,26 @@ func loadConfig(fs *pflag.FlagSet, cf *configFlags, getenv func(string) (string,
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// envDefaults names a YAML file of defaults: a config file read before
+// the real one, whose values count as defaults. The container images set it
+// (deploy/image), so that a container listens on every interface and serves
+// /skills unless a config file, a variable or a flag says otherwise; set as
+// SKILLROUTER_LISTEN and the like, those defaults would beat the config file.
+const envDefaults = "SKILLROUTER_DEFAULTS"
+
+// loadDefaultsFile decodes the defaults file over cfg. What it sets is not
+// the config file's: provenance still reports it as a default.
+func loadDefaultsFile(path string, cfg *config) error {
+	src := cfg.src
+	cfg.src = newProvenance()
+	err := loadConfigFile(path, cfg)
+	cfg.src = src
+	if err != nil {
+		return fmt.Errorf("%s: %w", envDefaults, err)
+	}
+	return nil
 }
 
 // loadConfigFile decodes a YAML file over cfg. Every error names the file

@@ -87,6 +87,19 @@ func TestServeConfigPrecedence(t *testing.T) {
 			func(c config) bool { return strings.Join(c.Skills, "|") == "x|y" }},
 		{"exec env list", nil, map[string]string{"SKILLROUTER_EXEC_ENV": "LANG, TZ=UTC"},
 			func(c config) bool { return strings.Join(c.Exec.Env, "|") == "LANG|TZ=UTC" }},
+		// The container images' defaults file: below the config file, the
+		// environment and flags (the file sets listen, not skills or exec).
+		{"image defaults alone", nil, map[string]string{"SKILLROUTER_DEFAULTS": "../../deploy/image/defaults-exec.yaml"},
+			func(c config) bool {
+				return c.Listen == "0.0.0.0:8080" && strings.Join(c.Skills, "|") == "/skills" && c.Exec.Enabled &&
+					c.src.where("listen") == "" && !c.src.fromFile("listen")
+			}},
+		{"config file over image defaults", []string{"--config", file}, map[string]string{"SKILLROUTER_DEFAULTS": "../../deploy/image/defaults-exec.yaml"},
+			func(c config) bool {
+				return c.Listen == "127.0.0.1:9000" && strings.Join(c.Skills, "|") == "/skills" && c.Exec.Enabled && c.ToolRounds == 2
+			}},
+		{"env over image defaults", nil, map[string]string{"SKILLROUTER_DEFAULTS": "../../deploy/image/defaults-exec.yaml", "SKILLROUTER_EXEC_ENABLED": "false"},
+			func(c config) bool { return c.Listen == "0.0.0.0:8080" && !c.Exec.Enabled }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,5 +377,31 @@ func TestMisspelledEnv(t *testing.T) {
 	want := [][2]string{{"SKILLROUTER_ADMIN_TOKEN", "SKILLROUTER_AUTH_ADMIN_TOKEN"}, {"SKILLROUTER_UPSTREAM_URLL", "SKILLROUTER_UPSTREAM_URL"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("misspelledEnv = %v, want %v", got, want)
+	}
+}
+
+// The exec image's defaults turn tier 3 on; a config file that turns it off
+// is obeyed (the images once set SKILLROUTER_EXEC_ENABLED, which beat it),
+// and a broken defaults file is reported with its variable, file and line.
+func TestImageDefaultsFile(t *testing.T) {
+	env := map[string]string{"SKILLROUTER_DEFAULTS": "../../deploy/image/defaults-exec.yaml"}
+	off := writeFile(t, "c.yaml", "exec:\n  enabled: false\nskills: [/library]\n")
+	cfg, err := loadFor(t, []string{"--config", off}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Exec.Enabled || strings.Join(cfg.Skills, "|") != "/library" || cfg.Listen != "0.0.0.0:8080" {
+		t.Errorf("exec %v, skills %v, listen %s", cfg.Exec.Enabled, cfg.Skills, cfg.Listen)
+	}
+	bad := writeFile(t, "d.yaml", "listen: 0.0.0.0:8080\nexec:\n  enabled: maybe\n")
+	_, err = loadFor(t, nil, map[string]string{"SKILLROUTER_DEFAULTS": bad})
+	if err == nil || !strings.Contains(err.Error(), "SKILLROUTER_DEFAULTS: config "+bad+":3") {
+		t.Errorf("bad defaults file: %v", err)
+	}
+	if _, err = loadFor(t, nil, map[string]string{"SKILLROUTER_DEFAULTS": "/nonexistent/defaults.yaml"}); err == nil {
+		t.Error("a missing defaults file is not an error")
+	}
+	if m := misspelledEnv([]string{"SKILLROUTER_DEFAULTS=/etc/skillrouter/defaults.yaml"}); len(m) != 0 {
+		t.Errorf("SKILLROUTER_DEFAULTS taken for a misspelling: %v", m)
 	}
 }

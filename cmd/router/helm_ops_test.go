@@ -63,11 +63,10 @@ func containerfileEnv(t *testing.T, path string) map[string]map[string]string {
 }
 
 // TestHelmChartImageEnvironment loads the configuration a pod really runs
-// with: the image's ENV (Containerfile), then the container's env from the
-// chart, over the chart's config.yaml. The chart decides listen, skills and
-// exec.enabled in the file; the image's SKILLROUTER_LISTEN,
-// SKILLROUTER_SKILLS and SKILLROUTER_EXEC_ENABLED must not override them
-// (environment beats the file).
+// with: the image's ENV (Containerfile) and defaults file, then the
+// container's env from the chart, over the chart's config.yaml. The chart
+// decides listen, skills and exec.enabled in the file; the image must not
+// override them.
 func TestHelmChartImageEnvironment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds helm on first use")
@@ -91,6 +90,11 @@ func TestHelmChartImageEnvironment(t *testing.T) {
 			for k, v := range images[c.stage] {
 				env[k] = v
 			}
+			// The image's defaults file, as the Containerfile copies it there.
+			if env[envDefaults] != "/etc/skillrouter/defaults.yaml" {
+				t.Fatalf("the %s image's %s is %q", c.stage, envDefaults, env[envDefaults])
+			}
+			env[envDefaults] = map[string]string{"runtime": "../../deploy/image/defaults.yaml", "exec": "../../deploy/image/defaults-exec.yaml"}[c.stage]
 			for _, e := range list(ctr, "env") {
 				env[str(e, "name")] = str(e, "value")
 			}
