@@ -264,3 +264,95 @@ func TestHelmEdgeValues(t *testing.T) {
 		t.Errorf("a loopback metrics_listen with the ServiceMonitor rendered: %v\n%s", err, out)
 	}
 }
+
+// TestHelmIndexJobPodsOutsideSelectors: the index build Job's pod must not
+// be one of the router's pods: the Service would send it requests (it
+// serves none) and the PodDisruptionBudget would count it. The
+// Deployment's selector stays as it was: it is immutable, and a changed one
+// fails every `helm upgrade` of an existing release.
+func TestHelmIndexJobPodsOutsideSelectors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "-f", filepath.Join(chartDir, "ci/configmap-pvc-index-values.yaml")))
+	if sel := fmt.Sprint(get(docs["Deployment/r-skillrouter"], "spec", "selector")); sel != "map[matchLabels:map[app.kubernetes.io/instance:r app.kubernetes.io/name:skillrouter]]" {
+		t.Errorf("Deployment selector %s changed: existing releases cannot be upgraded (spec.selector is immutable)", sel)
+	}
+	if _, ok := docs["PodDisruptionBudget/r-skillrouter"]; !ok {
+		t.Fatal("no PodDisruptionBudget")
+	}
+	jobPod := get(docs["Job/r-skillrouter-index-build"], "spec", "template", "metadata", "labels")
+	if str(jobPod, "app.kubernetes.io/component") != "index-build" {
+		t.Errorf("index Job pod labels %v: want app.kubernetes.io/component index-build", jobPod)
+	}
+	if c := str(get(docs["Deployment/r-skillrouter"], "spec", "template", "metadata", "labels"), "app.kubernetes.io/component"); c != "router" {
+		t.Errorf("router pods' component label %q, want router", c)
+	}
+	checkSelectors(t, docs)
+}
+
+// checkSelectors: the Deployment's, Service's and PodDisruptionBudget's
+// selectors match the router's pods and no Job's pod.
+func checkSelectors(t *testing.T, docs map[string]manifest) {
+	t.Helper()
+	routerPod := get(docs["Deployment/r-skillrouter"], "spec", "template", "metadata", "labels")
+	selectors := map[string]any{
+		"Deployment":          get(docs["Deployment/r-skillrouter"], "spec", "selector"),
+		"Service":             map[string]any{"matchLabels": get(docs["Service/r-skillrouter"], "spec", "selector")},
+		"PodDisruptionBudget": get(docs["PodDisruptionBudget/r-skillrouter"], "spec", "selector"),
+	}
+	for kind, sel := range selectors {
+		if sel == nil {
+			continue // no PDB with one replica
+		}
+		if !selectorMatches(t, sel, routerPod) {
+			t.Errorf("%s selector %v does not match the router's pods %v", kind, sel, routerPod)
+		}
+		for key, d := range docs {
+			if str(d, "kind") != "Job" {
+				continue
+			}
+			if pod := get(d, "spec", "template", "metadata", "labels"); selectorMatches(t, sel, pod) {
+				t.Errorf("%s selector %v matches the pods of %s (%v)", kind, sel, key, pod)
+			}
+		}
+	}
+}
+
+// selectorMatches evaluates a LabelSelector (matchLabels, matchExpressions)
+// against a pod's labels.
+func selectorMatches(t *testing.T, sel, labels any) bool {
+	t.Helper()
+	lm, _ := labels.(map[string]any)
+	ml, _ := get(sel, "matchLabels").(map[string]any)
+	for k, v := range ml {
+		if lm[k] == nil || fmt.Sprint(lm[k]) != fmt.Sprint(v) {
+			return false
+		}
+	}
+	for _, e := range list(sel, "matchExpressions") {
+		v, has := lm[str(e, "key")]
+		in := slices.ContainsFunc(list(e, "values"), func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) })
+		switch str(e, "operator") {
+		case "In":
+			if !has || !in {
+				return false
+			}
+		case "NotIn":
+			if has && in {
+				return false
+			}
+		case "Exists":
+			if !has {
+				return false
+			}
+		case "DoesNotExist":
+			if has {
+				return false
+			}
+		default:
+			t.Fatalf("selector operator %q", str(e, "operator"))
+		}
+	}
+	return true
+}

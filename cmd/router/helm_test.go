@@ -398,6 +398,7 @@ func checkDeployment(t *testing.T, docs map[string]manifest) config {
 			t.Errorf("skills root %s is not mounted", root)
 		}
 	}
+	checkSelectors(t, docs)
 	var printed bytes.Buffer
 	enc := yaml.NewEncoder(&printed)
 	if err := enc.Encode(cfg.redacted()); err != nil {

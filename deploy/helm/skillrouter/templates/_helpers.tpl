@@ -17,10 +17,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "skillrouter.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "skillrouter.commonLabels" . }}
 {{ include "skillrouter.selectorLabels" . }}
+{{- end -}}
+
+{{- define "skillrouter.commonLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* The index build Job's pods. The Deployment, Service and PDB select
+name and instance; another name keeps these pods out of all three (no
+traffic, not counted as available) without touching the Deployment's
+selector, which is immutable: a changed one fails `helm upgrade`. */}}
+{{- define "skillrouter.indexJobLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-index-build" (include "skillrouter.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: index-build
+app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- end -}}
 
 {{- define "skillrouter.image" -}}
