@@ -265,6 +265,107 @@ func TestHelmEdgeValues(t *testing.T) {
 	}
 }
 
+// helmTemplate renders the chart with args and returns the output and
+// helm's error (a render the chart should refuse with `fail`).
+func helmTemplate(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(helmBinary(t), append([]string{"template", "r", chartDir, "--namespace", "ai"}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// routerContainer is the router container of the rendered Deployment.
+func routerContainer(docs map[string]manifest) map[string]any {
+	return byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers"), "router")
+}
+
+// TestHelmIndexClaimAccessModes: the index claim is written by the build
+// Job and read by every replica, which may run on different nodes. A
+// ReadWriteOnce volume attaches to one node: a second node's pod waits in
+// ContainerCreating (Multi-Attach error). The default must work with the
+// default replicas, and a claim that cannot is refused at render time.
+func TestHelmIndexClaimAccessModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	pvc := []string{"--set", "index.source=pvc"}
+	docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai", "--set", "index.buildJob.enabled=true"}, pvc...)...))
+	if modes := fmt.Sprint(get(docs["PersistentVolumeClaim/r-skillrouter-index"], "spec", "accessModes")); modes != "[ReadWriteMany]" {
+		t.Errorf("default index claim access modes %s, want [ReadWriteMany] (one writer, replicas on any node)", modes)
+	}
+	// docs/deploy.md says what the default is.
+	b, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "`index.pvc.accessModes` defaults to `ReadWriteMany`") {
+		t.Error("docs/deploy.md does not state the index claim's default access mode (ReadWriteMany)")
+	}
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}"}, false},                                                                    // 2 replicas
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "autoscaling.enabled=true", "--set", "replicaCount=1"}, false},    // the HPA adds pods
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "replicaCount=1", "--set", "index.buildJob.enabled=true"}, false}, // the Job is a second pod
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "replicaCount=1"}, true},
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "index.pvc.singleNode=true", "--set", "index.buildJob.enabled=true"}, true},
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOncePod}", "--set", "index.pvc.singleNode=true"}, false}, // one pod, whatever the node
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOncePod}", "--set", "replicaCount=1"}, false},            // a rolling update's new pod never starts
+		{[]string{"--set", "index.pvc.accessModes={ReadOnlyMany}", "--set", "index.buildJob.enabled=true"}, false},   // the Job cannot write it
+		{[]string{"--set", "index.pvc.accessModes={ReadOnlyMany}"}, true},                                            // filled by your own pipeline
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "index.pvc.existingClaim=idx"}, true},   // not the chart's claim
+	} {
+		out, err := helmTemplate(t, append(pvc, c.args...)...)
+		if c.ok && err != nil {
+			t.Errorf("%v: %v\n%s", c.args, err, out)
+		}
+		if !c.ok && (err == nil || !strings.Contains(out, "index.pvc.accessModes")) {
+			t.Errorf("%v rendered, or failed without naming index.pvc.accessModes: %v\n%s", c.args, err, out)
+		}
+	}
+	// One replica on ReadWriteOnce renders, with a warning: a rolling
+	// update's new pod on another node waits for the old one's volume.
+	if n := helmNotes(t, append(pvc, "--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "replicaCount=1")...); !strings.Contains(n, "WARNING") || !strings.Contains(n, "ReadWriteOnce") {
+		t.Errorf("NOTES without a warning for a ReadWriteOnce index claim:\n%s", n)
+	}
+	if n := helmNotes(t, pvc...); strings.Contains(n, "WARNING") {
+		t.Errorf("NOTES warn with the default claim:\n%s", n)
+	}
+}
+
+// helmNotes renders the chart's NOTES.txt, which helm template leaves out:
+// in a copy of the chart, as a named template shown in a rendered file.
+func helmNotes(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "skillrouter")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"_notes_test.tpl": `{{- define "notes-test" -}}` + string(notes) + `{{- end -}}`,
+		"notes-test.yaml": "notes: {{ include \"notes-test\" . | toJson }}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "templates", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := runHelm(t, append([]string{"template", "r", dir, "--namespace", "ai", "--show-only", "templates/notes-test.yaml"}, args...)...)
+	var v struct {
+		Notes string `yaml:"notes"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &v); err != nil || v.Notes == "" {
+		t.Fatalf("rendered NOTES: %v\n%s", err, out)
+	}
+	return v.Notes
+}
+
 // TestHelmIndexJobPodsOutsideSelectors: the index build Job's pod must not
 // be one of the router's pods: the Service would send it requests (it
 // serves none) and the PodDisruptionBudget would count it. The

@@ -106,6 +106,53 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- if and .Values.index.buildJob.enabled (eq .Values.skills.source "gitSync") -}}
 {{- fail "index.buildJob cannot read a git-sync library; build the index in CI (router index build) and ship it in an image" -}}
 {{- end -}}
+{{- include "skillrouter.validateIndexClaim" . -}}
+{{- end -}}
+
+{{/* The index claim the chart creates is written by the build Job and read
+by every replica, on whatever node each runs. A ReadWriteOnce volume
+attaches to one node: a pod elsewhere waits in ContainerCreating
+(Multi-Attach error), so more than one pod needs ReadWriteMany.
+ReadOnlyMany suits a claim filled out of band, never the Job. With one
+replica, ReadWriteOnce is left to a warning in NOTES: a rolling update's
+new pod on another node waits until the old one is gone. */}}
+{{- define "skillrouter.validateIndexClaim" -}}
+{{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) -}}
+{{- $modes := .Values.index.pvc.accessModes | default list -}}
+{{- $job := .Values.index.buildJob.enabled -}}
+{{- $who := list -}}
+{{- if .Values.autoscaling.enabled -}}
+{{- $who = append $who (printf "up to %v replicas (HPA)" .Values.autoscaling.maxReplicas) -}}
+{{- else if gt (int .Values.replicaCount) 1 -}}
+{{- $who = append $who (printf "%v replicas" .Values.replicaCount) -}}
+{{- else -}}
+{{- $who = append $who "the replica" -}}
+{{- end -}}
+{{- if $job -}}
+{{- $who = append $who "the index build Job" -}}
+{{- end -}}
+{{- $many := or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1) $job -}}
+{{- $rwo := or (has "ReadWriteOnce" $modes) (has "ReadWriteOncePod" $modes) -}}
+{{- if not $modes -}}
+{{- fail "index.pvc.accessModes is empty: want [ReadWriteMany]" -}}
+{{- else if has "ReadWriteMany" $modes -}}
+{{- else if and (has "ReadOnlyMany" $modes) (not $job) -}}
+{{- else if not $rwo -}}
+{{- fail (printf "index.pvc.accessModes %v: the index build Job writes the claim; want [ReadWriteMany]" $modes) -}}
+{{- else if not (has "ReadWriteOnce" $modes) -}}
+{{- fail (printf "index.pvc.accessModes %v: ReadWriteOncePod lets one pod mount the claim, and %s mount it (a rolling update also starts the new pod before the old one stops); want [ReadWriteMany]" $modes (join " and " $who)) -}}
+{{- else if and $many (not .Values.index.pvc.singleNode) -}}
+{{- fail (printf "index.pvc.accessModes %v: a ReadWriteOnce volume attaches to one node, and %s mount it (a pod on another node waits with a Multi-Attach error); want [ReadWriteMany], or set index.pvc.singleNode=true if every pod runs on one node" $modes (join " and " $who)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the chart's index claim is ReadWriteOnce only (NOTES warns). */}}
+{{- define "skillrouter.indexClaimRWO" -}}
+{{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) (not .Values.index.pvc.singleNode) -}}
+{{- $modes := .Values.index.pvc.accessModes | default list -}}
+{{- if and (has "ReadWriteOnce" $modes) (not (has "ReadWriteMany" $modes)) (not (has "ReadOnlyMany" $modes)) -}}true{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The skills volume (pod spec volumes entry), when one is mounted. */}}
