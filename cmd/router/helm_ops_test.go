@@ -281,6 +281,43 @@ func routerContainer(docs map[string]manifest) map[string]any {
 	return byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers"), "router")
 }
 
+// TestHelmPreStopDelay: an endpoint's removal reaches kube-proxy and
+// ingress controllers some time after the pod is marked terminating;
+// SIGTERM at once makes the router close its listener while new
+// connections still arrive (refused). A preStop sleep keeps it serving
+// meanwhile. The default image is FROM scratch, with no sleep binary, so
+// the default is the kubelet's own sleep action (Kubernetes >= 1.30), and
+// an exec hook is for the exec image only.
+func TestHelmPreStopDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	if base := containerfileBase(t, "../../Containerfile", "runtime"); base != "scratch" {
+		t.Logf("runtime image base %q", base)
+	} else if a := helmDefault(t, "lifecycle", "preStopAction"); a != "sleep" {
+		t.Errorf("default lifecycle.preStopAction %v: the default image (FROM scratch) has no sleep binary to exec", a)
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai"))
+	if s := get(routerContainer(docs), "lifecycle", "preStop", "sleep", "seconds"); s != 5 {
+		t.Errorf("default preStop %v, want the native sleep action of 5 s", get(routerContainer(docs), "lifecycle"))
+	}
+	docs = parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set", "lifecycle.preStopAction=exec", "--set", "lifecycle.preStopSleepSeconds=8"))
+	if cmd := fmt.Sprint(get(routerContainer(docs), "lifecycle", "preStop", "exec", "command")); cmd != "[sleep 8]" {
+		t.Errorf("exec preStop %v, want [sleep 8]", get(routerContainer(docs), "lifecycle"))
+	}
+	docs = parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "lifecycle.preStopSleepSeconds=0"))
+	if l := get(routerContainer(docs), "lifecycle"); l != nil {
+		t.Errorf("preStopSleepSeconds 0 still renders a hook: %v", l)
+	}
+	if out, err := helmTemplate(t, "--set", "lifecycle.preStopAction=httpGet"); err == nil || !strings.Contains(out, "lifecycle.preStopAction") {
+		t.Errorf("an unknown preStopAction rendered: %v\n%s", err, out)
+	}
+	if out, err := helmTemplate(t, "--set", "lifecycle.preStopSleepSeconds=2.5"); err == nil || !strings.Contains(out, "lifecycle.preStopSleepSeconds") {
+		t.Errorf("a fractional preStopSleepSeconds rendered: %v\n%s", err, out)
+	}
+}
+
 // TestHelmIndexClaimAccessModes: the index claim is written by the build
 // Job and read by every replica, which may run on different nodes. A
 // ReadWriteOnce volume attaches to one node: a second node's pod waits in
@@ -456,4 +493,35 @@ func selectorMatches(t *testing.T, sel, labels any) bool {
 		}
 	}
 	return true
+}
+
+// containerfileBase is the base image of a Containerfile stage.
+func containerfileBase(t *testing.T, path, stage string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && strings.EqualFold(f[0], "FROM") && strings.EqualFold(f[2], "AS") && f[3] == stage {
+			return f[1]
+		}
+	}
+	t.Fatalf("no stage %s in %s", stage, path)
+	return ""
+}
+
+// helmDefault reads a key of the chart's values.yaml.
+func helmDefault(t *testing.T, path ...any) any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return get(v, path...)
 }

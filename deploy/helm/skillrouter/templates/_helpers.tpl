@@ -107,6 +107,7 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- fail "index.buildJob cannot read a git-sync library; build the index in CI (router index build) and ship it in an image" -}}
 {{- end -}}
 {{- include "skillrouter.validateIndexClaim" . -}}
+{{- include "skillrouter.validatePreStop" . -}}
 {{- end -}}
 
 {{/* The index claim the chart creates is written by the build Job and read
@@ -143,6 +144,47 @@ new pod on another node waits until the old one is gone. */}}
 {{- fail (printf "index.pvc.accessModes %v: ReadWriteOncePod lets one pod mount the claim, and %s mount it (a rolling update also starts the new pod before the old one stops); want [ReadWriteMany]" $modes (join " and " $who)) -}}
 {{- else if and $many (not .Values.index.pvc.singleNode) -}}
 {{- fail (printf "index.pvc.accessModes %v: a ReadWriteOnce volume attaches to one node, and %s mount it (a pod on another node waits with a Multi-Attach error); want [ReadWriteMany], or set index.pvc.singleNode=true if every pod runs on one node" $modes (join " and " $who)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The preStop sleep in whole seconds (0: no hook). */}}
+{{- define "skillrouter.preStopSeconds" -}}
+{{- $v := (.Values.lifecycle | default dict).preStopSleepSeconds -}}
+{{- if or (kindIs "invalid" $v) (eq (toString $v) "") -}}
+0
+{{- else if regexMatch "^[0-9]+$" (toString $v) -}}
+{{- toString $v -}}
+{{- else -}}
+{{- fail (printf "lifecycle.preStopSleepSeconds %v: want whole seconds, 0 or more" $v) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skillrouter.preStopAction" -}}
+{{- (.Values.lifecycle | default dict).preStopAction | default "sleep" -}}
+{{- end -}}
+
+{{/* No check of .Capabilities.KubeVersion for the sleep action (1.30+):
+helm template and lint assume v1.20 unless told, and an older API server
+refuses the Pod loudly anyway ("must specify a handler type"). */}}
+{{- define "skillrouter.validatePreStop" -}}
+{{- $action := include "skillrouter.preStopAction" . -}}
+{{- if not (has $action (list "sleep" "exec")) -}}
+{{- fail (printf "lifecycle.preStopAction %q: want sleep or exec" $action) -}}
+{{- end -}}
+{{- $_ := include "skillrouter.preStopSeconds" . -}}
+{{- end -}}
+
+{{/* The router container's preStop handler, empty for none. */}}
+{{- define "skillrouter.preStop" -}}
+{{- $s := atoi (include "skillrouter.preStopSeconds" .) -}}
+{{- if gt $s 0 -}}
+{{- if eq (include "skillrouter.preStopAction" .) "exec" -}}
+exec:
+  command: ["sleep", "{{ $s }}"]
+{{- else -}}
+sleep:
+  seconds: {{ $s }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
