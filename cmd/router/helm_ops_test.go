@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -315,6 +317,66 @@ func TestHelmPreStopDelay(t *testing.T) {
 	}
 	if out, err := helmTemplate(t, "--set", "lifecycle.preStopSleepSeconds=2.5"); err == nil || !strings.Contains(out, "lifecycle.preStopSleepSeconds") {
 		t.Errorf("a fractional preStopSleepSeconds rendered: %v\n%s", err, out)
+	}
+}
+
+// TestHelmTerminationGrace: the kubelet kills the container
+// terminationGracePeriodSeconds after it starts stopping it, preStop sleep
+// included; the router gives in-flight requests server.shutdown_grace after
+// SIGTERM, then up to 5 s to drain and 5 s to export traces. Left empty,
+// the period is derived from both; set, it must leave the router its grace.
+func TestHelmTerminationGrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	tgps := func(args ...string) any {
+		t.Helper()
+		docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai"}, args...)...))
+		return get(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "terminationGracePeriodSeconds")
+	}
+	// Go durations as serve reads them: the chart's parse agrees with Go's.
+	for _, d := range []string{"30s", "1m30s", "2m", "1h", "1.5s", "500ms", ".5m", "1m0.25s", "1h2m3s4ms5us6ns"} {
+		gd, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 5 + int(math.Ceil(gd.Seconds())) + 10
+		if got := tgps("--set-string", "config.server.shutdown_grace="+d); got != want {
+			t.Errorf("shutdown_grace %s: terminationGracePeriodSeconds %v, want %d (preStop 5 + grace + 10)", d, got, want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 45}, // serve's default grace, 30 s
+		{[]string{"--set", "lifecycle.preStopSleepSeconds=0"}, 40},
+		{[]string{"--set", "lifecycle.preStopSleepSeconds=12", "--set", "config.server.shutdown_grace=1m"}, 82},
+		// The environment beats the file (env, as the chart passes it).
+		{[]string{"--set", "env[0].name=SKILLROUTER_SERVER_SHUTDOWN_GRACE", "--set", "env[0].value=2m"}, 135},
+		{[]string{"--set", "terminationGracePeriodSeconds=300"}, 300},
+		{[]string{"--set", "terminationGracePeriodSeconds=35"}, 35}, // 5 + 30: the margin is the operator's call
+		{[]string{"--set", "terminationGracePeriodSeconds=null"}, 45},
+	} {
+		if got := tgps(c.args...); got != c.want {
+			t.Errorf("%v: terminationGracePeriodSeconds %v, want %d", c.args, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--set", "terminationGracePeriodSeconds=30"}, "terminationGracePeriodSeconds 30"},
+		{[]string{"--set", "config.server.shutdown_grace=2m", "--set", "terminationGracePeriodSeconds=100"}, "terminationGracePeriodSeconds 100"},
+		{[]string{"--set", "config.server.shutdown_grace=30"}, "config.server.shutdown_grace"},
+		{[]string{"--set", "config.server.shutdown_grace=soon"}, "config.server.shutdown_grace"},
+		{[]string{"--set", "config.server.shutdown_grace=0s"}, "config.server.shutdown_grace"},
+		{[]string{"--set", "lifecycle.preStopSleepSeconds=-1"}, "lifecycle.preStopSleepSeconds"},
+		{[]string{"--set", "terminationGracePeriodSeconds=1.5"}, "terminationGracePeriodSeconds"},
+	} {
+		if out, err := helmTemplate(t, c.args...); err == nil || !strings.Contains(out, c.msg) {
+			t.Errorf("%v rendered, or failed without naming %s: %v\n%s", c.args, c.msg, err, out)
+		}
 	}
 }
 

@@ -189,6 +189,64 @@ sleep:
 {{- end -}}
 {{- end -}}
 
+{{/* server.shutdown_grace in whole seconds, rounded up: the env entry
+SKILLROUTER_SERVER_SHUTDOWN_GRACE beats config.server.shutdown_grace (as
+in serve), whose default is 30s. serve reads a Go duration
+(time.ParseDuration); this reads the unsigned forms of one: 30s, 1m30s,
+1.5m, 500ms. Anything else fails here as it would fail serve. */}}
+{{- define "skillrouter.shutdownGraceSeconds" -}}
+{{- $key := "config.server.shutdown_grace" -}}
+{{- $d := dig "server" "shutdown_grace" "30s" (.Values.config | default dict) -}}
+{{- range (.Values.env | default list) -}}
+{{- if and (kindIs "map" .) (eq (toString .name) "SKILLROUTER_SERVER_SHUTDOWN_GRACE") (hasKey . "value") -}}
+{{- $d = .value -}}
+{{- $key = "env SKILLROUTER_SERVER_SHUTDOWN_GRACE" -}}
+{{- end -}}
+{{- end -}}
+{{- $num := `([0-9]+(\.[0-9]*)?|\.[0-9]+)` -}}
+{{- $unit := `(ns|us|µs|μs|ms|s|m|h)` -}}
+{{- if not (and (kindIs "string" $d) (regexMatch (printf "^(%s%s)+$" $num $unit) $d)) -}}
+{{- fail (printf "%s %v: want a Go duration such as 30s or 1m30s" $key $d) -}}
+{{- end -}}
+{{- /* Sub-second units divide, so whole numbers of them stay exact. */ -}}
+{{- $mul := dict "ns" 1 "us" 1 "µs" 1 "μs" 1 "ms" 1 "s" 1 "m" 60 "h" 3600 -}}
+{{- $div := dict "ns" 1000000000 "us" 1000000 "µs" 1000000 "μs" 1000000 "ms" 1000 "s" 1 "m" 1 "h" 1 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll (printf "%s%s" $num $unit) $d -1 -}}
+{{- $n := regexFind `^[0-9.]+` . -}}
+{{- $u := trimPrefix $n . -}}
+{{- $total = addf $total (divf (mulf (float64 $n) (get $mul $u)) (get $div $u)) -}}
+{{- end -}}
+{{- if le $total 0.0 -}}
+{{- fail (printf "%s %v: want a positive duration such as 30s" $key $d) -}}
+{{- end -}}
+{{- ceil $total | int -}}
+{{- end -}}
+
+{{/* The pod's terminationGracePeriodSeconds. The kubelet counts the
+preStop sleep in it; after shutdown_grace the router takes up to 5 s to
+end what is left and 5 s to export traces, hence the 10 s margin. An
+explicit value may drop the margin, not the sleep or the grace. */}}
+{{- define "skillrouter.terminationGracePeriodSeconds" -}}
+{{- $pre := atoi (include "skillrouter.preStopSeconds" .) -}}
+{{- $grace := atoi (include "skillrouter.shutdownGraceSeconds" .) -}}
+{{- $derived := add $pre $grace 10 -}}
+{{- $v := .Values.terminationGracePeriodSeconds -}}
+{{- $s := toString $v -}}
+{{- if and (kindIs "float64" $v) (eq $v (floor $v)) -}}
+{{- $s = printf "%d" (int64 $v) -}}
+{{- end -}}
+{{- if or (kindIs "invalid" $v) (eq $s "") -}}
+{{- $derived -}}
+{{- else if not (regexMatch "^[0-9]+$" $s) -}}
+{{- fail (printf "terminationGracePeriodSeconds %v: want whole seconds, or leave it empty for %d (preStop + shutdown_grace + 10)" $v $derived) -}}
+{{- else if lt (atoi $s) (add $pre $grace) -}}
+{{- fail (printf "terminationGracePeriodSeconds %s is shorter than lifecycle.preStopSleepSeconds (%d s) + server.shutdown_grace (%d s): the kubelet would kill requests the router still lets finish; raise it, or leave it empty for %d" $s $pre $grace $derived) -}}
+{{- else -}}
+{{- $s -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Whether the chart's index claim is ReadWriteOnce only (NOTES warns). */}}
 {{- define "skillrouter.indexClaimRWO" -}}
 {{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) (not .Values.index.pvc.singleNode) -}}
