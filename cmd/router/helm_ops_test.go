@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -267,4 +269,325 @@ func TestHelmEdgeValues(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "loopback") {
 		t.Errorf("a loopback metrics_listen with the ServiceMonitor rendered: %v\n%s", err, out)
 	}
+}
+
+// helmTemplate renders the chart with args and returns the output and
+// helm's error (a render the chart should refuse with `fail`).
+func helmTemplate(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(helmBinary(t), append([]string{"template", "r", chartDir, "--namespace", "ai"}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// routerContainer is the router container of the rendered Deployment.
+func routerContainer(docs map[string]manifest) map[string]any {
+	return byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers"), "router")
+}
+
+// TestHelmPreStopDelay: an endpoint's removal reaches kube-proxy and
+// ingress controllers some time after the pod is marked terminating;
+// SIGTERM at once makes the router close its listener while new
+// connections still arrive (refused). A preStop sleep keeps it serving
+// meanwhile. The default image is FROM scratch, with no sleep binary, so
+// the default is the kubelet's own sleep action (Kubernetes >= 1.30), and
+// an exec hook is for the exec image only.
+func TestHelmPreStopDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	if base := containerfileBase(t, "../../Containerfile", "runtime"); base != "scratch" {
+		t.Logf("runtime image base %q", base)
+	} else if a := helmDefault(t, "lifecycle", "preStopAction"); a != "sleep" {
+		t.Errorf("default lifecycle.preStopAction %v: the default image (FROM scratch) has no sleep binary to exec", a)
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai"))
+	if s := get(routerContainer(docs), "lifecycle", "preStop", "sleep", "seconds"); s != 5 {
+		t.Errorf("default preStop %v, want the native sleep action of 5 s", get(routerContainer(docs), "lifecycle"))
+	}
+	docs = parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set", "lifecycle.preStopAction=exec", "--set", "lifecycle.preStopSleepSeconds=8"))
+	if cmd := fmt.Sprint(get(routerContainer(docs), "lifecycle", "preStop", "exec", "command")); cmd != "[sleep 8]" {
+		t.Errorf("exec preStop %v, want [sleep 8]", get(routerContainer(docs), "lifecycle"))
+	}
+	docs = parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "lifecycle.preStopSleepSeconds=0"))
+	if l := get(routerContainer(docs), "lifecycle"); l != nil {
+		t.Errorf("preStopSleepSeconds 0 still renders a hook: %v", l)
+	}
+	if out, err := helmTemplate(t, "--set", "lifecycle.preStopAction=httpGet"); err == nil || !strings.Contains(out, "lifecycle.preStopAction") {
+		t.Errorf("an unknown preStopAction rendered: %v\n%s", err, out)
+	}
+	if out, err := helmTemplate(t, "--set", "lifecycle.preStopSleepSeconds=2.5"); err == nil || !strings.Contains(out, "lifecycle.preStopSleepSeconds") {
+		t.Errorf("a fractional preStopSleepSeconds rendered: %v\n%s", err, out)
+	}
+}
+
+// TestHelmTerminationGrace: the kubelet kills the container
+// terminationGracePeriodSeconds after it starts stopping it, preStop sleep
+// included; the router gives in-flight requests server.shutdown_grace after
+// SIGTERM, then up to 5 s to drain and 5 s to export traces. Left empty,
+// the period is derived from both; set, it must leave the router its grace.
+func TestHelmTerminationGrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	tgps := func(args ...string) any {
+		t.Helper()
+		docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai"}, args...)...))
+		return get(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "terminationGracePeriodSeconds")
+	}
+	// Go durations as serve reads them: the chart's parse agrees with Go's.
+	for _, d := range []string{"30s", "1m30s", "2m", "1h", "1.5s", "500ms", ".5m", "1m0.25s", "1h2m3s4ms5us6ns"} {
+		gd, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 5 + int(math.Ceil(gd.Seconds())) + 10
+		if got := tgps("--set-string", "config.server.shutdown_grace="+d); got != want {
+			t.Errorf("shutdown_grace %s: terminationGracePeriodSeconds %v, want %d (preStop 5 + grace + 10)", d, got, want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 45}, // serve's default grace, 30 s
+		{[]string{"--set", "lifecycle.preStopSleepSeconds=0"}, 40},
+		{[]string{"--set", "lifecycle.preStopSleepSeconds=12", "--set", "config.server.shutdown_grace=1m"}, 82},
+		// The environment beats the file (env, as the chart passes it).
+		{[]string{"--set", "env[0].name=SKILLROUTER_SERVER_SHUTDOWN_GRACE", "--set", "env[0].value=2m"}, 135},
+		{[]string{"--set", "terminationGracePeriodSeconds=300"}, 300},
+		{[]string{"--set", "terminationGracePeriodSeconds=35"}, 35}, // 5 + 30: the margin is the operator's call
+		{[]string{"--set", "terminationGracePeriodSeconds=null"}, 45},
+	} {
+		if got := tgps(c.args...); got != c.want {
+			t.Errorf("%v: terminationGracePeriodSeconds %v, want %d", c.args, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--set", "terminationGracePeriodSeconds=30"}, "terminationGracePeriodSeconds 30"},
+		{[]string{"--set", "config.server.shutdown_grace=2m", "--set", "terminationGracePeriodSeconds=100"}, "terminationGracePeriodSeconds 100"},
+		{[]string{"--set", "config.server.shutdown_grace=30"}, "config.server.shutdown_grace"},
+		{[]string{"--set", "config.server.shutdown_grace=soon"}, "config.server.shutdown_grace"},
+		{[]string{"--set", "config.server.shutdown_grace=0s"}, "config.server.shutdown_grace"},
+		{[]string{"--set", "lifecycle.preStopSleepSeconds=-1"}, "lifecycle.preStopSleepSeconds"},
+		{[]string{"--set", "terminationGracePeriodSeconds=1.5"}, "terminationGracePeriodSeconds"},
+	} {
+		if out, err := helmTemplate(t, c.args...); err == nil || !strings.Contains(out, c.msg) {
+			t.Errorf("%v rendered, or failed without naming %s: %v\n%s", c.args, c.msg, err, out)
+		}
+	}
+}
+
+// TestHelmIndexClaimAccessModes: the index claim is written by the build
+// Job and read by every replica, which may run on different nodes. A
+// ReadWriteOnce volume attaches to one node: a second node's pod waits in
+// ContainerCreating (Multi-Attach error). The default must work with the
+// default replicas, and a claim that cannot is refused at render time.
+func TestHelmIndexClaimAccessModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	pvc := []string{"--set", "index.source=pvc"}
+	docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai", "--set", "index.buildJob.enabled=true"}, pvc...)...))
+	if modes := fmt.Sprint(get(docs["PersistentVolumeClaim/r-skillrouter-index"], "spec", "accessModes")); modes != "[ReadWriteMany]" {
+		t.Errorf("default index claim access modes %s, want [ReadWriteMany] (one writer, replicas on any node)", modes)
+	}
+	// docs/deploy.md says what the default is.
+	b, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "`index.pvc.accessModes` defaults to `ReadWriteMany`") {
+		t.Error("docs/deploy.md does not state the index claim's default access mode (ReadWriteMany)")
+	}
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}"}, false},                                                                    // 2 replicas
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "autoscaling.enabled=true", "--set", "replicaCount=1"}, false},    // the HPA adds pods
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "replicaCount=1", "--set", "index.buildJob.enabled=true"}, false}, // the Job is a second pod
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "replicaCount=1"}, true},
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "index.pvc.singleNode=true", "--set", "index.buildJob.enabled=true"}, true},
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOncePod}", "--set", "index.pvc.singleNode=true"}, false}, // one pod, whatever the node
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOncePod}", "--set", "replicaCount=1"}, false},            // a rolling update's new pod never starts
+		{[]string{"--set", "index.pvc.accessModes={ReadOnlyMany}", "--set", "index.buildJob.enabled=true"}, false},   // the Job cannot write it
+		{[]string{"--set", "index.pvc.accessModes={ReadOnlyMany}"}, true},                                            // filled by your own pipeline
+		{[]string{"--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "index.pvc.existingClaim=idx"}, true},   // not the chart's claim
+	} {
+		out, err := helmTemplate(t, append(pvc, c.args...)...)
+		if c.ok && err != nil {
+			t.Errorf("%v: %v\n%s", c.args, err, out)
+		}
+		if !c.ok && (err == nil || !strings.Contains(out, "index.pvc.accessModes")) {
+			t.Errorf("%v rendered, or failed without naming index.pvc.accessModes: %v\n%s", c.args, err, out)
+		}
+	}
+	// One replica on ReadWriteOnce renders, with a warning: a rolling
+	// update's new pod on another node waits for the old one's volume.
+	if n := helmNotes(t, append(pvc, "--set", "index.pvc.accessModes={ReadWriteOnce}", "--set", "replicaCount=1")...); !strings.Contains(n, "WARNING") || !strings.Contains(n, "ReadWriteOnce") {
+		t.Errorf("NOTES without a warning for a ReadWriteOnce index claim:\n%s", n)
+	}
+	if n := helmNotes(t, pvc...); strings.Contains(n, "WARNING") {
+		t.Errorf("NOTES warn with the default claim:\n%s", n)
+	}
+}
+
+// helmNotes renders the chart's NOTES.txt, which helm template leaves out:
+// in a copy of the chart, as a named template shown in a rendered file.
+func helmNotes(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "skillrouter")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"_notes_test.tpl": `{{- define "notes-test" -}}` + string(notes) + `{{- end -}}`,
+		"notes-test.yaml": "notes: {{ include \"notes-test\" . | toJson }}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "templates", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := runHelm(t, append([]string{"template", "r", dir, "--namespace", "ai", "--show-only", "templates/notes-test.yaml"}, args...)...)
+	var v struct {
+		Notes string `yaml:"notes"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &v); err != nil || v.Notes == "" {
+		t.Fatalf("rendered NOTES: %v\n%s", err, out)
+	}
+	return v.Notes
+}
+
+// TestHelmIndexJobPodsOutsideSelectors: the index build Job's pod must not
+// be one of the router's pods: the Service would send it requests (it
+// serves none) and the PodDisruptionBudget would count it. The
+// Deployment's selector stays as it was: it is immutable, and a changed one
+// fails every `helm upgrade` of an existing release.
+func TestHelmIndexJobPodsOutsideSelectors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "-f", filepath.Join(chartDir, "ci/configmap-pvc-index-values.yaml")))
+	if sel := fmt.Sprint(get(docs["Deployment/r-skillrouter"], "spec", "selector")); sel != "map[matchLabels:map[app.kubernetes.io/instance:r app.kubernetes.io/name:skillrouter]]" {
+		t.Errorf("Deployment selector %s changed: existing releases cannot be upgraded (spec.selector is immutable)", sel)
+	}
+	if _, ok := docs["PodDisruptionBudget/r-skillrouter"]; !ok {
+		t.Fatal("no PodDisruptionBudget")
+	}
+	jobPod := get(docs["Job/r-skillrouter-index-build"], "spec", "template", "metadata", "labels")
+	if str(jobPod, "app.kubernetes.io/component") != "index-build" {
+		t.Errorf("index Job pod labels %v: want app.kubernetes.io/component index-build", jobPod)
+	}
+	if c := str(get(docs["Deployment/r-skillrouter"], "spec", "template", "metadata", "labels"), "app.kubernetes.io/component"); c != "router" {
+		t.Errorf("router pods' component label %q, want router", c)
+	}
+	checkSelectors(t, docs)
+}
+
+// checkSelectors: the Deployment's, Service's and PodDisruptionBudget's
+// selectors match the router's pods and no Job's pod.
+func checkSelectors(t *testing.T, docs map[string]manifest) {
+	t.Helper()
+	routerPod := get(docs["Deployment/r-skillrouter"], "spec", "template", "metadata", "labels")
+	selectors := map[string]any{
+		"Deployment":          get(docs["Deployment/r-skillrouter"], "spec", "selector"),
+		"Service":             map[string]any{"matchLabels": get(docs["Service/r-skillrouter"], "spec", "selector")},
+		"PodDisruptionBudget": get(docs["PodDisruptionBudget/r-skillrouter"], "spec", "selector"),
+	}
+	for kind, sel := range selectors {
+		if sel == nil {
+			continue // no PDB with one replica
+		}
+		if !selectorMatches(t, sel, routerPod) {
+			t.Errorf("%s selector %v does not match the router's pods %v", kind, sel, routerPod)
+		}
+		for key, d := range docs {
+			if str(d, "kind") != "Job" {
+				continue
+			}
+			if pod := get(d, "spec", "template", "metadata", "labels"); selectorMatches(t, sel, pod) {
+				t.Errorf("%s selector %v matches the pods of %s (%v)", kind, sel, key, pod)
+			}
+		}
+	}
+}
+
+// selectorMatches evaluates a LabelSelector (matchLabels, matchExpressions)
+// against a pod's labels.
+func selectorMatches(t *testing.T, sel, labels any) bool {
+	t.Helper()
+	lm, _ := labels.(map[string]any)
+	ml, _ := get(sel, "matchLabels").(map[string]any)
+	for k, v := range ml {
+		if lm[k] == nil || fmt.Sprint(lm[k]) != fmt.Sprint(v) {
+			return false
+		}
+	}
+	for _, e := range list(sel, "matchExpressions") {
+		v, has := lm[str(e, "key")]
+		in := slices.ContainsFunc(list(e, "values"), func(x any) bool { return fmt.Sprint(x) == fmt.Sprint(v) })
+		switch str(e, "operator") {
+		case "In":
+			if !has || !in {
+				return false
+			}
+		case "NotIn":
+			if has && in {
+				return false
+			}
+		case "Exists":
+			if !has {
+				return false
+			}
+		case "DoesNotExist":
+			if has {
+				return false
+			}
+		default:
+			t.Fatalf("selector operator %q", str(e, "operator"))
+		}
+	}
+	return true
+}
+
+// containerfileBase is the base image of a Containerfile stage.
+func containerfileBase(t *testing.T, path, stage string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && strings.EqualFold(f[0], "FROM") && strings.EqualFold(f[2], "AS") && f[3] == stage {
+			return f[1]
+		}
+	}
+	t.Fatalf("no stage %s in %s", stage, path)
+	return ""
+}
+
+// helmDefault reads a key of the chart's values.yaml.
+func helmDefault(t *testing.T, path ...any) any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return get(v, path...)
 }

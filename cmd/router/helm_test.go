@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -398,6 +400,17 @@ func checkDeployment(t *testing.T, docs map[string]manifest) config {
 			t.Errorf("skills root %s is not mounted", root)
 		}
 	}
+	// The kubelet kills the container terminationGracePeriodSeconds after
+	// it starts stopping it, preStop sleep included: the router's
+	// shutdown_grace (as serve reads it) must fit after the sleep.
+	preStop, _ := get(c, "lifecycle", "preStop", "sleep", "seconds").(int)
+	if cmd := list(c, "lifecycle", "preStop", "exec", "command"); len(cmd) == 2 && cmd[0] == "sleep" {
+		preStop, _ = strconv.Atoi(fmt.Sprint(cmd[1]))
+	}
+	if tgps, _ := get(spec, "terminationGracePeriodSeconds").(int); float64(tgps) < float64(preStop)+math.Ceil(cfg.Server.ShutdownGrace.Seconds()) {
+		t.Errorf("terminationGracePeriodSeconds %d < preStop %d s + shutdown_grace %s: streams are killed before the grace ends", tgps, preStop, cfg.Server.ShutdownGrace)
+	}
+	checkSelectors(t, docs)
 	var printed bytes.Buffer
 	enc := yaml.NewEncoder(&printed)
 	if err := enc.Encode(cfg.redacted()); err != nil {

@@ -17,10 +17,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "skillrouter.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "skillrouter.commonLabels" . }}
 {{ include "skillrouter.selectorLabels" . }}
+{{- end -}}
+
+{{- define "skillrouter.commonLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* The index build Job's pods. The Deployment, Service and PDB select
+name and instance; another name keeps these pods out of all three (no
+traffic, not counted as available) without touching the Deployment's
+selector, which is immutable: a changed one fails `helm upgrade`. */}}
+{{- define "skillrouter.indexJobLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-index-build" (include "skillrouter.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: index-build
+app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- end -}}
 
 {{- define "skillrouter.image" -}}
@@ -90,6 +105,153 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- if and .Values.index.buildJob.enabled (eq .Values.skills.source "gitSync") -}}
 {{- fail "index.buildJob cannot read a git-sync library; build the index in CI (router index build) and ship it in an image" -}}
+{{- end -}}
+{{- include "skillrouter.validateIndexClaim" . -}}
+{{- include "skillrouter.validatePreStop" . -}}
+{{- end -}}
+
+{{/* The index claim the chart creates is written by the build Job and read
+by every replica, on whatever node each runs. A ReadWriteOnce volume
+attaches to one node: a pod elsewhere waits in ContainerCreating
+(Multi-Attach error), so more than one pod needs ReadWriteMany.
+ReadOnlyMany suits a claim filled out of band, never the Job. With one
+replica, ReadWriteOnce is left to a warning in NOTES: a rolling update's
+new pod on another node waits until the old one is gone. */}}
+{{- define "skillrouter.validateIndexClaim" -}}
+{{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) -}}
+{{- $modes := .Values.index.pvc.accessModes | default list -}}
+{{- $job := .Values.index.buildJob.enabled -}}
+{{- $who := list -}}
+{{- if .Values.autoscaling.enabled -}}
+{{- $who = append $who (printf "up to %v replicas (HPA)" .Values.autoscaling.maxReplicas) -}}
+{{- else if gt (int .Values.replicaCount) 1 -}}
+{{- $who = append $who (printf "%v replicas" .Values.replicaCount) -}}
+{{- else -}}
+{{- $who = append $who "the replica" -}}
+{{- end -}}
+{{- if $job -}}
+{{- $who = append $who "the index build Job" -}}
+{{- end -}}
+{{- $many := or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1) $job -}}
+{{- $rwo := or (has "ReadWriteOnce" $modes) (has "ReadWriteOncePod" $modes) -}}
+{{- if not $modes -}}
+{{- fail "index.pvc.accessModes is empty: want [ReadWriteMany]" -}}
+{{- else if has "ReadWriteMany" $modes -}}
+{{- else if and (has "ReadOnlyMany" $modes) (not $job) -}}
+{{- else if not $rwo -}}
+{{- fail (printf "index.pvc.accessModes %v: the index build Job writes the claim; want [ReadWriteMany]" $modes) -}}
+{{- else if not (has "ReadWriteOnce" $modes) -}}
+{{- fail (printf "index.pvc.accessModes %v: ReadWriteOncePod lets one pod mount the claim, and %s mount it (a rolling update also starts the new pod before the old one stops); want [ReadWriteMany]" $modes (join " and " $who)) -}}
+{{- else if and $many (not .Values.index.pvc.singleNode) -}}
+{{- fail (printf "index.pvc.accessModes %v: a ReadWriteOnce volume attaches to one node, and %s mount it (a pod on another node waits with a Multi-Attach error); want [ReadWriteMany], or set index.pvc.singleNode=true if every pod runs on one node" $modes (join " and " $who)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The preStop sleep in whole seconds (0: no hook). */}}
+{{- define "skillrouter.preStopSeconds" -}}
+{{- $v := (.Values.lifecycle | default dict).preStopSleepSeconds -}}
+{{- if or (kindIs "invalid" $v) (eq (toString $v) "") -}}
+0
+{{- else if regexMatch "^[0-9]+$" (toString $v) -}}
+{{- toString $v -}}
+{{- else -}}
+{{- fail (printf "lifecycle.preStopSleepSeconds %v: want whole seconds, 0 or more" $v) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skillrouter.preStopAction" -}}
+{{- (.Values.lifecycle | default dict).preStopAction | default "sleep" -}}
+{{- end -}}
+
+{{/* No check of .Capabilities.KubeVersion for the sleep action (1.30+):
+helm template and lint assume v1.20 unless told, and an older API server
+refuses the Pod loudly anyway ("must specify a handler type"). */}}
+{{- define "skillrouter.validatePreStop" -}}
+{{- $action := include "skillrouter.preStopAction" . -}}
+{{- if not (has $action (list "sleep" "exec")) -}}
+{{- fail (printf "lifecycle.preStopAction %q: want sleep or exec" $action) -}}
+{{- end -}}
+{{- $_ := include "skillrouter.preStopSeconds" . -}}
+{{- end -}}
+
+{{/* The router container's preStop handler, empty for none. */}}
+{{- define "skillrouter.preStop" -}}
+{{- $s := atoi (include "skillrouter.preStopSeconds" .) -}}
+{{- if gt $s 0 -}}
+{{- if eq (include "skillrouter.preStopAction" .) "exec" -}}
+exec:
+  command: ["sleep", "{{ $s }}"]
+{{- else -}}
+sleep:
+  seconds: {{ $s }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* server.shutdown_grace in whole seconds, rounded up: the env entry
+SKILLROUTER_SERVER_SHUTDOWN_GRACE beats config.server.shutdown_grace (as
+in serve), whose default is 30s. serve reads a Go duration
+(time.ParseDuration); this reads the unsigned forms of one: 30s, 1m30s,
+1.5m, 500ms. Anything else fails here as it would fail serve. */}}
+{{- define "skillrouter.shutdownGraceSeconds" -}}
+{{- $key := "config.server.shutdown_grace" -}}
+{{- $d := dig "server" "shutdown_grace" "30s" (.Values.config | default dict) -}}
+{{- range (.Values.env | default list) -}}
+{{- if and (kindIs "map" .) (eq (toString .name) "SKILLROUTER_SERVER_SHUTDOWN_GRACE") (hasKey . "value") -}}
+{{- $d = .value -}}
+{{- $key = "env SKILLROUTER_SERVER_SHUTDOWN_GRACE" -}}
+{{- end -}}
+{{- end -}}
+{{- $num := `([0-9]+(\.[0-9]*)?|\.[0-9]+)` -}}
+{{- $unit := `(ns|us|µs|μs|ms|s|m|h)` -}}
+{{- if not (and (kindIs "string" $d) (regexMatch (printf "^(%s%s)+$" $num $unit) $d)) -}}
+{{- fail (printf "%s %v: want a Go duration such as 30s or 1m30s" $key $d) -}}
+{{- end -}}
+{{- /* Sub-second units divide, so whole numbers of them stay exact. */ -}}
+{{- $mul := dict "ns" 1 "us" 1 "µs" 1 "μs" 1 "ms" 1 "s" 1 "m" 60 "h" 3600 -}}
+{{- $div := dict "ns" 1000000000 "us" 1000000 "µs" 1000000 "μs" 1000000 "ms" 1000 "s" 1 "m" 1 "h" 1 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll (printf "%s%s" $num $unit) $d -1 -}}
+{{- $n := regexFind `^[0-9.]+` . -}}
+{{- $u := trimPrefix $n . -}}
+{{- $total = addf $total (divf (mulf (float64 $n) (get $mul $u)) (get $div $u)) -}}
+{{- end -}}
+{{- if le $total 0.0 -}}
+{{- fail (printf "%s %v: want a positive duration such as 30s" $key $d) -}}
+{{- end -}}
+{{- ceil $total | int -}}
+{{- end -}}
+
+{{/* The pod's terminationGracePeriodSeconds. The kubelet counts the
+preStop sleep in it; after shutdown_grace the router takes up to 5 s to
+end what is left and 5 s to export traces, hence the 10 s margin. An
+explicit value may drop the margin, not the sleep or the grace. */}}
+{{- define "skillrouter.terminationGracePeriodSeconds" -}}
+{{- $pre := atoi (include "skillrouter.preStopSeconds" .) -}}
+{{- $grace := atoi (include "skillrouter.shutdownGraceSeconds" .) -}}
+{{- $derived := add $pre $grace 10 -}}
+{{- $v := .Values.terminationGracePeriodSeconds -}}
+{{- $s := toString $v -}}
+{{- if and (kindIs "float64" $v) (eq $v (floor $v)) -}}
+{{- $s = printf "%d" (int64 $v) -}}
+{{- end -}}
+{{- if or (kindIs "invalid" $v) (eq $s "") -}}
+{{- $derived -}}
+{{- else if not (regexMatch "^[0-9]+$" $s) -}}
+{{- fail (printf "terminationGracePeriodSeconds %v: want whole seconds, or leave it empty for %d (preStop + shutdown_grace + 10)" $v $derived) -}}
+{{- else if lt (atoi $s) (add $pre $grace) -}}
+{{- fail (printf "terminationGracePeriodSeconds %s is shorter than lifecycle.preStopSleepSeconds (%d s) + server.shutdown_grace (%d s): the kubelet would kill requests the router still lets finish; raise it, or leave it empty for %d" $s $pre $grace $derived) -}}
+{{- else -}}
+{{- $s -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the chart's index claim is ReadWriteOnce only (NOTES warns). */}}
+{{- define "skillrouter.indexClaimRWO" -}}
+{{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) (not .Values.index.pvc.singleNode) -}}
+{{- $modes := .Values.index.pvc.accessModes | default list -}}
+{{- if and (has "ReadWriteOnce" $modes) (not (has "ReadWriteMany" $modes)) (not (has "ReadOnlyMany" $modes)) -}}true{{- end -}}
 {{- end -}}
 {{- end -}}
 
