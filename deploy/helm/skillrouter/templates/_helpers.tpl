@@ -303,9 +303,10 @@ explicit value may drop the margin, not the sleep or the grace. */}}
 {{- end }}
 {{- end -}}
 
-{{/* The image sets SKILLROUTER_LISTEN, SKILLROUTER_SKILLS (and the exec
-image SKILLROUTER_EXEC_ENABLED); the environment beats the configuration
-file, so the chart sets them to what it wrote in config.yaml. */}}
+{{/* Images built before SKILLROUTER_DEFAULTS set SKILLROUTER_LISTEN,
+SKILLROUTER_SKILLS (and the exec image SKILLROUTER_EXEC_ENABLED), which beat
+the configuration file; the chart sets them to what it wrote in config.yaml,
+so any image runs the chart's configuration. */}}
 {{- define "skillrouter.imageEnv" -}}
 {{- $cfg := fromYaml (include "skillrouter.config" .) -}}
 {{- $exec := $cfg.exec | default dict -}}
