@@ -25,7 +25,6 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	body := rt.body
 	sess := rt.session
 	var usage wire.Usage
-	retried := false // answerDropped ran
 	for round := 0; ; round++ {
 		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
@@ -33,15 +32,10 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			s.fail(w, rt.api, info, classify(ctx, err))
 			return
 		}
-		info.upstreamStatus = resp.StatusCode
-		if round == 0 && !retried {
-			if next := s.answerDropped(ctx, rt, r, resp, body, info); next != nil {
-				resp.Body.Close()
-				body, retried = next, true
-				round--
-				continue
-			}
+		if round == 0 {
+			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeAnswer, info)
 		}
+		info.upstreamStatus = resp.StatusCode
 		// Upstream errors and answers the proxy has nothing to do with go back unchanged.
 		if sess == nil || resp.StatusCode != http.StatusOK {
 			s.relayResponse(ctx, w, info, resp)
@@ -68,10 +62,11 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, nil)
 			return
 		}
-		if ans.Truncated || round >= s.cfg.MaxToolRounds {
+		if ans.Truncated || ans.Late || round >= s.cfg.MaxToolRounds {
 			// The answer is the client's: the round limit forbids another
 			// round, or the answer stopped at the output-token limit (its
-			// calls may be cut, and another round would stop there again).
+			// calls may be cut, and another round would stop there again),
+			// or its client calls cannot wait for another round.
 			// The proxy's calls are dropped from it.
 			info.exhausted = round >= s.cfg.MaxToolRounds
 			info.truncated = ans.Truncated

@@ -32,6 +32,7 @@ type metrics struct {
 	toolCalls       *prometheus.CounterVec   // tool, arm
 	toolRounds      *prometheus.HistogramVec // arm
 	exhausted       *prometheus.CounterVec   // arm
+	storedRepairs   *prometheus.CounterVec   // outcome (state.go)
 	droppedCalls    *prometheus.CounterVec   // arm
 	upstreamErrors  *prometheus.CounterVec   // kind
 	strayLines      *prometheus.CounterVec   // api
@@ -103,6 +104,11 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 			Namespace: metricsNamespace, Name: "tool_rounds_exhausted_total",
 			Help: "Requests that hit the tool-round limit.",
 		}, []string{"arm"}),
+		storedRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "stored_state_repairs_total",
+			Help: "Upstream refusals (400) of requests continuing Responses state stored upstream, by outcome: repaired (the proxy's dropped calls answered, the retry accepted), " +
+				"nothing_to_answer, read_failed (the state could not be read), retry_failed, retry_refused.",
+		}, []string{"outcome"}),
 		droppedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_dropped_total",
 			Help: "Server-side tool calls not answered (round limit, or a stream whose client tool calls were already relayed).",
@@ -119,7 +125,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.upstreamErrors, m.strayLines}
+		m.droppedCalls, m.storedRepairs, m.upstreamErrors, m.strayLines}
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -63,6 +64,11 @@ type Config struct {
 	// MaxToolRounds bounds server-side tool rounds per request (default 4;
 	// negative = none: the first answer is final).
 	MaxToolRounds int
+	// ProxyTool reports whether a tool name is one the proxy offers on some
+	// turn (default router.IsTool; the server adds the sandbox's): its
+	// calls left unanswered in state stored upstream are the proxy's to
+	// answer (state.go), whatever this turn offers.
+	ProxyTool func(name string) bool
 	// BodyLimit bounds chat request bodies in bytes (default 8 MiB); larger → 413.
 	BodyLimit int64
 	// Upstream timeouts (each → 504 upstream_timeout). There is no bound on
@@ -140,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Rewriter == nil {
 		return nil, errors.New("proxy: Config.Rewriter is required")
+	}
+	if cfg.ProxyTool == nil {
+		cfg.ProxyTool = router.IsTool
 	}
 	if cfg.MaxToolRounds == 0 {
 		cfg.MaxToolRounds = DefaultMaxToolRounds

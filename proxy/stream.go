@@ -34,7 +34,6 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	tr := rt.req.NewStream(mine)
 	sr.tr = tr
 	body := rt.body
-	retried := false // answerDropped ran
 	for round := 0; ; round++ {
 		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeStream)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
@@ -47,15 +46,10 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			}
 			return
 		}
-		info.upstreamStatus = resp.StatusCode
-		if round == 0 && !retried {
-			if next := s.answerDropped(ctx, rt, r, resp, body, info); next != nil {
-				resp.Body.Close()
-				body, retried = next, true
-				round--
-				continue
-			}
+		if round == 0 {
+			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeStream, info)
 		}
+		info.upstreamStatus = resp.StatusCode
 		if !isEventStream(resp) {
 			if !sr.started {
 				// An error, or an upstream that ignored stream:true: relay as is.

@@ -21,6 +21,10 @@ const (
 	ToolSearchSkills = "search_skills"
 )
 
+// IsTool reports whether name is one of the router's own tools, offered on
+// some turn or other.
+func IsTool(name string) bool { return name == ToolLoadSkill || name == ToolSearchSkills }
+
 // Limits of search_skills.
 const (
 	SearchDefaultLimit = 5

@@ -190,6 +190,11 @@ type Answer struct {
 	// limit. The proxy runs no round on it and drops its own calls from
 	// it, as at the round limit, keeping the truncation signal.
 	Truncated bool
+	// Late: the answer is the client's although it holds the proxy's calls,
+	// because it also holds client calls that cannot wait for another
+	// round (see ownership.Round.NoHold); the proxy's calls are dropped
+	// from it, as at the round limit.
+	Late bool
 }
 
 // RoundEnd is how one streamed round ended.

@@ -100,6 +100,7 @@ func (c *config) proxyConfig() proxy.Config {
 		APIKey:            c.Upstream.APIKey,
 		OverrideAuth:      c.Upstream.OverrideAuth,
 		MaxToolRounds:     countOrNone(c.ToolRounds),
+		ProxyTool:         func(name string) bool { return router.IsTool(name) || sandbox.IsTool(name) },
 		BodyLimit:         int64(c.BodyLimit),
 		UpstreamTimeout:   c.Upstream.Timeout,
 		ConnectTimeout:    c.Upstream.ConnectTimeout,

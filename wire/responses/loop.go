@@ -53,7 +53,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		return nil, nil, false
 	}
 	items := make([]item, len(resp.Output))
-	rd := ownership.Round{Mine: mine, Whole: true}
+	rd := ownership.Round{Mine: mine, Whole: true, NoHold: r.conversation != ""}
 	for i, raw := range resp.Output {
 		_ = json.Unmarshal(raw, &items[i])
 		rd.ProxyAhead = rd.ProxyAhead || (items[i].Type == "function_call" && mine(items[i].Name))
@@ -74,6 +74,9 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		}
 	}
 	if !rd.Loops() {
+		if rd.ProxyCalls > 0 { // late (see ownership.Round.NoHold): the proxy's calls are dropped
+			return &wire.Answer{Calls: calls, ID: resp.ID, Late: true, Truncated: truncated(resp.Status)}, resp.Usage, true
+		}
 		return nil, resp.Usage, true
 	}
 	// The items the next request carries: all but the held client calls
@@ -85,9 +88,6 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	for i, raw := range resp.Output {
 		switch owners[i] {
 		case ownership.Held:
-			if r.conversation != "" {
-				turn = appendNotRun(turn, items[i].Type, callID(items[i], rnd, i))
-			}
 			continue
 		case ownership.Proxy, ownership.Pending:
 			if items[i].Type == "function_call" {
@@ -121,13 +121,11 @@ func unresolvable(unstored bool, raw []byte) bool {
 
 // kind maps an output item type to what the ownership rules need.
 func kind(typ string) ownership.Kind {
-	switch typ {
-	case "function_call", "custom_tool_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call":
-		// Calls the client runs and answers with an output item; only
-		// function calls can be the proxy's.
-		return ownership.Call
-	case "reasoning":
+	if typ == "reasoning" {
 		return ownership.Reasoning
+	}
+	if _, ok := outputTypes[typ]; ok { // a call, answered with an output item
+		return ownership.Call
 	}
 	return ownership.Other
 }
@@ -154,11 +152,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	}
 	var outputs [][]byte
 	for _, res := range ordered {
-		outputs = append(outputs, wire.Marshal(struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		}{"function_call_output", res.CallID, res.Content}))
+		outputs = append(outputs, functionOutput(res.CallID, res.Content))
 	}
 	ms, err := jsonspan.Members(body)
 	if err != nil {

@@ -354,12 +354,12 @@ func TestReviewFixes(t *testing.T) {
 
 func TestStatePath(t *testing.T) {
 	for _, tt := range []struct{ body, path, query string }{
-		{`{"input":"x"}`, "", ""},
 		{`{"input":"x","previous_response_id":"resp_1"}`, "/v1/responses/resp_1", ""},
-		{`{"input":"x","previous_response_id":"a/b?c"}`, "/v1/responses/a%2Fb%3Fc", ""},
+		{`{"input":"x","previous_response_id":"a b?c"}`, "/v1/responses/a b?c", ""},
+		{`{"input":"x","previous_response_id":"a/b"}`, "", ""},
+		{`{"input":"x","previous_response_id":".."}`, "", ""},
 		{`{"input":"x","conversation":"conv_1"}`, "/v1/conversations/conv_1/items", "order=desc&limit=100"},
 		{`{"input":"x","conversation":{"id":"conv_2"}}`, "/v1/conversations/conv_2/items", "order=desc&limit=100"},
-		{`{"input":"x","conversation":null}`, "", ""},
 	} {
 		r, err := Parse([]byte(tt.body))
 		if err != nil {
@@ -368,8 +368,20 @@ func TestStatePath(t *testing.T) {
 		if p, q := r.StatePath(); p != tt.path || q != tt.query {
 			t.Errorf("%s: %q %q, want %q %q", tt.body, p, q, tt.path, tt.query)
 		}
-		if got := r.View().Stateful; got != (tt.path != "") {
+		if got := r.View().Stateful; !got {
 			t.Errorf("%s: Stateful %v", tt.body, got)
+		}
+	}
+}
+
+func TestStatePathNone(t *testing.T) {
+	for _, body := range []string{`{"input":"x"}`, `{"input":"x","conversation":null}`, `{"input":"x","previous_response_id":""}`} {
+		r, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := r.StatePath(); p != "" || r.View().Stateful {
+			t.Errorf("%s: path %q, Stateful %v", body, p, r.View().Stateful)
 		}
 	}
 }

@@ -6,10 +6,11 @@ package responses
 //
 //   - in a conversation, each response's input and output items are added
 //     to it once the response completes, so a hidden round's follow-up
-//     sends only what is new: the outputs of the round's calls. The
-//     client's calls the round dropped are stored there too, so they get an
-//     output saying they were not run (notRunOutput), or the conversation
-//     could not be continued;
+//     sends only what is new: the outputs of the round's calls. A client
+//     call cannot be held back for a later round there (the conversation
+//     would keep it unanswered), so a round with client calls is the
+//     client's and the proxy's calls in it are dropped
+//     (ownership.Round.NoHold);
 //   - the proxy's calls removed from an answer the client got (a client
 //     call was streamed before them, or the round limit was reached) stay
 //     in the stored response or conversation without outputs, and the API
@@ -21,8 +22,8 @@ package responses
 //     requests the upstream accepts.
 
 import (
-	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -57,18 +58,24 @@ func conversationID(body []byte, ms []jsonspan.Member) (string, error) {
 	return "", wire.TypeError("conversation", "a string or an object with an id", body[s.Start:s.End])
 }
 
-// StatePath returns the path and query (under the client's /v1) at which
-// the state the request continues can be read: the previous response, or
-// the latest items of the conversation, newest first. path is "" when the
-// request continues no stored state.
+// StatePath returns the path (under the client's /v1, not escaped) and
+// query at which the state the request continues can be read: the previous
+// response, or the latest items of the conversation, newest first. path is
+// "" when the request continues no stored state, or names it with an id
+// that is not one path segment.
 func (r *Request) StatePath() (path, query string) {
 	switch {
-	case r.previousID != "":
-		return "/v1/responses/" + url.PathEscape(r.previousID), ""
-	case r.conversation != "":
-		return "/v1/conversations/" + url.PathEscape(r.conversation) + "/items", "order=desc&limit=" + strconv.Itoa(stateItems)
+	case r.previousID != "" && segment(r.previousID):
+		return "/v1/responses/" + r.previousID, ""
+	case r.conversation != "" && segment(r.conversation):
+		return "/v1/conversations/" + r.conversation + "/items", "order=desc&limit=" + strconv.Itoa(stateItems)
 	}
 	return "", ""
+}
+
+// segment reports whether an id can be one segment of a path.
+func segment(id string) bool {
+	return id != "." && id != ".." && !strings.ContainsAny(id, "/\\")
 }
 
 // AnswerDropped returns body with an output put first in its input for
@@ -104,7 +111,7 @@ func (r *Request) AnswerDropped(body, state []byte, mine func(name string) bool)
 			continue
 		}
 		seen[id] = true
-		outputs = append(outputs, callOutput("function_call", id, notRunOutput))
+		outputs = append(outputs, functionOutput(id, notRunOutput))
 	}
 	if len(outputs) == 0 {
 		return body, 0, nil
@@ -113,33 +120,34 @@ func (r *Request) AnswerDropped(body, state []byte, mine func(name string) bool)
 	return out, len(outputs), err
 }
 
+// outputTypes maps each kind of call a client runs to the type of the item
+// that answers it. Only function calls can be the proxy's.
+var outputTypes = map[string]string{
+	"function_call":    "function_call_output",
+	"custom_tool_call": "custom_tool_call_output",
+	"computer_call":    "computer_call_output",
+	"local_shell_call": "local_shell_call_output",
+	"shell_call":       "shell_call_output",
+	"apply_patch_call": "apply_patch_call_output",
+}
+
 // isOutput reports whether an item type is the output of a call.
 func isOutput(typ string) bool {
-	switch typ {
-	case "function_call_output", "custom_tool_call_output", "computer_call_output",
-		"local_shell_call_output", "shell_call_output", "apply_patch_call_output":
-		return true
+	for _, out := range outputTypes {
+		if typ == out {
+			return true
+		}
 	}
 	return false
 }
 
-// callOutput renders the output item of a call of type typ: a function's
-// or a custom tool's; "" for other call types, whose outputs are not text.
-func callOutput(typ, callID, text string) []byte {
-	var outType string
-	switch typ {
-	case "function_call":
-		outType = "function_call_output"
-	case "custom_tool_call":
-		outType = "custom_tool_call_output"
-	default:
-		return nil
-	}
+// functionOutput renders the function_call_output item answering a call.
+func functionOutput(callID, text string) []byte {
 	return wire.Marshal(struct {
 		Type   string `json:"type"`
 		CallID string `json:"call_id"`
 		Output string `json:"output"`
-	}{outType, callID, text})
+	}{"function_call_output", callID, text})
 }
 
 // prependInput puts items first in body's input; a string input becomes
@@ -170,13 +178,4 @@ func prependInput(body []byte, items [][]byte) ([]byte, error) {
 // userMessage is the message item a string input stands for.
 func userMessage(quoted []byte) []byte {
 	return append(append([]byte(`{"role":"user","content":`), quoted...), '}')
-}
-
-// appendNotRun appends to a conversation's follow-up the output of a
-// client call its round dropped, which the conversation stores.
-func appendNotRun(turn [][]byte, typ, callID string) [][]byte {
-	if o := callOutput(typ, callID, notRunOutput); o != nil {
-		turn = append(turn, o)
-	}
-	return turn
 }

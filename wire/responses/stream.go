@@ -71,7 +71,7 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 func (s *Stream) Round(final bool) {
 	s.n++
 	rd := &roundState{items: map[int]*streamItem{}}
-	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.nextIdx,
+	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final, NoHold: s.conversation}, Next: &s.nextIdx,
 		Emit: func(it *ownership.Item, data []byte) {
 			typ := gjson.GetBytes(data, "type").String()
 			if typ == "response.output_item.done" {
@@ -191,9 +191,6 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	for _, i := range rd.Order() {
 		it := rd.items[i]
 		if it.Owner == ownership.Held {
-			if s.conversation {
-				turn = appendNotRun(turn, it.typ, it.callID)
-			}
 			continue
 		}
 		raw := it.done

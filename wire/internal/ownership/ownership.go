@@ -32,6 +32,8 @@ const (
 //     after the proxy's results); in a stream, a client call already
 //     relayed before the first proxy call makes the round the client's
 //     ("late": the proxy's calls in it are dropped instead);
+//   - with NoHold, client calls are never held: a round with one is the
+//     client's, whatever the order, and the proxy's calls in it are dropped;
 //   - reasoning goes with the item that follows it: hidden before a proxy
 //     call or a held call (the client, or the follow-up, would otherwise
 //     send reasoning without its item, which the API rejects), shown
@@ -45,10 +47,14 @@ type Round struct {
 	// answers), and ProxyAhead says whether it holds a proxy call, so a
 	// client call before it is held rather than shown.
 	Whole, ProxyAhead bool
+	// NoHold: a client call cannot wait for another round. A Responses
+	// conversation stores every item of every round, so a held call would
+	// stay there unanswered.
+	NoHold bool
 
 	ProxyCalls  int
 	clientCalls int  // client calls shown
-	late        bool // a proxy call came after client calls were shown
+	late        bool // proxy and client calls in a round that cannot hold the client's: the proxy's are dropped
 	pending     []int
 }
 
@@ -67,12 +73,15 @@ func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown 
 		}
 		resolved, r.pending = r.pending, nil
 		return Proxy, resolved, false
-	case k == Call && !r.Final && !r.late && (r.ProxyCalls > 0 || (r.Whole && r.ProxyAhead)):
+	case k == Call && !r.Final && !r.late && !r.NoHold && (r.ProxyCalls > 0 || (r.Whole && r.ProxyAhead)):
 		resolved, r.pending = r.pending, nil
 		return Held, resolved, false
 	}
 	if k == Call {
 		r.clientCalls++
+		if r.ProxyCalls > 0 && !r.Final {
+			r.late = true // NoHold: the round is the client's
+		}
 	}
 	resolved, r.pending = r.pending, nil
 	return Client, resolved, true

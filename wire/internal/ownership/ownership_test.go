@@ -31,6 +31,36 @@ func TestRound(t *testing.T) {
 		{"reasoning before a client call is shown", []item{R, C, R, L}, false, false, []Owner{Client, Client, Proxy, Proxy}, false, 1},
 		{"reasoning before a held call is held with it", []item{R, L, R, C}, false, false, []Owner{Proxy, Proxy, Held, Held}, true, 0},
 	}
+	noHold := []struct {
+		name    string
+		items   []item
+		whole   bool
+		want    []Owner
+		loops   bool
+		dropped int
+	}{
+		{"no hold: client call after proxy call makes the round the client's", []item{T, L, R, C}, false, []Owner{Client, Proxy, Client, Client}, false, 1},
+		{"no hold, whole: client call first", []item{C, L}, true, []Owner{Client, Proxy}, false, 1},
+		{"no hold, whole: proxy call first", []item{R, L, C}, true, []Owner{Proxy, Proxy, Client}, false, 1},
+		{"no hold: proxy calls alone still loop", []item{R, L, T}, true, []Owner{Proxy, Proxy, Client}, true, 0},
+	}
+	for _, nh := range noHold {
+		r := Round{Mine: mine, Whole: nh.whole, NoHold: true, ProxyAhead: true}
+		got := make([]Owner, len(nh.items))
+		for i, it := range nh.items {
+			o, resolved, shown := r.Add(i, it.k, it.name)
+			got[i] = o
+			for _, j := range resolved {
+				got[j] = Client
+				if !shown {
+					got[j] = o
+				}
+			}
+		}
+		if !slices.Equal(got, nh.want) || r.Loops() != nh.loops || r.Dropped() != nh.dropped {
+			t.Errorf("%s: owners %v loops %v dropped %d, want %v %v %d", nh.name, got, r.Loops(), r.Dropped(), nh.want, nh.loops, nh.dropped)
+		}
+	}
 	for _, tt := range tests {
 		r := Round{Mine: mine, Final: tt.final, Whole: tt.whole}
 		for _, it := range tt.items {
