@@ -211,17 +211,23 @@ func Set(b []byte, key string, value []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	e := SetEdit(b, ms, key, value)
+	return Splice(b, e.At, e.With), nil
+}
+
+// SetEdit is Set as an edit of object b, whose members are ms, for Apply
+// with other edits of b (at most one of them may add a member).
+func SetEdit(b []byte, ms []Member, key string, value []byte) Edit {
 	if s, ok := Value(ms, key); ok {
-		return Splice(b, s, value), nil
+		return Edit{At: s, With: value}
 	}
-	kv := append(wire.Quote(key), ':')
-	kv = append(kv, value...)
-	if len(ms) == 0 {
-		open := skipWS(b, 0)
-		return Splice(b, Span{open + 1, open + 1}, kv), nil
+	at, nonEmpty := End(b, ms)
+	var kv []byte
+	if nonEmpty {
+		kv = append(kv, ',')
 	}
-	end := ms[len(ms)-1].Value.End
-	return Splice(b, Span{end, end}, append([]byte{','}, kv...)), nil
+	kv = append(append(append(kv, wire.Quote(key)...), ':'), value...)
+	return Edit{At: at, With: kv}
 }
 
 // Remove drops every member named key from object b.

@@ -73,6 +73,13 @@ func TestEdits(t *testing.T) {
 			"{\n  \"a\": 1\n}", "{\n  \"a\": 1,\"t\":[]\n}"},
 		{"set in empty", func(b []byte) ([]byte, error) { return Set(b, "t", []byte(`1`)) },
 			`{ }`, `{"t":1 }`},
+		{"set edit added after an edit of the last value", func(b []byte) ([]byte, error) {
+			ms, err := Members(b)
+			if err != nil {
+				return nil, err
+			}
+			return Apply(b, Edit{At: ms[len(ms)-1].Value, With: []byte(`9`)}, SetEdit(b, ms, "t", []byte(`[]`))), nil
+		}, `{"a":1 }`, `{"a":9,"t":[] }`},
 		{"remove middle", func(b []byte) ([]byte, error) { return Remove(b, "b") },
 			`{"a":1, "b":2, "c":3}`, `{"a":1, "c":3}`},
 		{"remove last", func(b []byte) ([]byte, error) { return Remove(b, "c") },
