@@ -34,8 +34,13 @@ type apiRequest interface {
 	// body is not an answer of the API.
 	ReadAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool)
 	// Final patches the answer the client gets after rounds tool rounds:
-	// summed usage (non-nil), the proxy's calls stripped (strip non-nil).
+	// summed usage (non-nil), the proxy's calls stripped (strip non-nil),
+	// the request's echoes made the client's (when Echoes).
 	Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error)
+	// Echoes reports whether the API's answers echo parts of the request
+	// that the rewrite changed (Responses: instructions, tools), which
+	// Final puts back as the client sent them, even after no tool round.
+	Echoes() bool
 	// FollowUp builds the next round's request from the current one.
 	FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error)
 	// NewStream translates a streamed answer round after round.
@@ -87,6 +92,9 @@ func (r chatRequest) Final(raw []byte, _ int, usage json.RawMessage, strip func(
 
 func (r chatRequest) NewStream(mine func(string) bool) apiStream { return r.Request.NewStream(mine) }
 
+// Echoes: a chat completion echoes nothing of the request but the model.
+func (chatRequest) Echoes() bool { return false }
+
 // responsesAPI is OpenAI Responses (package wire/responses).
 type responsesAPI struct{}
 
@@ -135,3 +143,6 @@ type messagesRequest struct{ *messages.Request }
 func (r messagesRequest) NewStream(mine func(string) bool) apiStream {
 	return r.Request.NewStream(mine)
 }
+
+// Echoes: a message echoes nothing of the request but the model.
+func (messagesRequest) Echoes() bool { return false }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,5 +69,55 @@ func BenchmarkSSERelay(b *testing.B) {
 			b.StopTimer()
 			up.Reset()
 		})
+	}
+}
+
+// BenchmarkResponsesRelay answers a Responses request with instructions
+// and tools through the proxy (tool loop on: the request gets the catalog
+// and load_skill), streamed (1,000 text deltas) and as JSON; "direct" reads
+// the same answer from the upstream for reference. One op = one request.
+//
+//	go test -run '^$' -bench Responses ./proxy
+func BenchmarkResponsesRelay(b *testing.B) {
+	instr := strings.Repeat("You are a coding agent. Follow the repository's conventions. ", 80)
+	tools := `[{"type":"function","name":"shell","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}},{"type":"function","name":"apply_patch","parameters":{"type":"object","properties":{"patch":{"type":"string"}}}}]`
+	for _, stream := range []bool{true, false} {
+		for _, mode := range []string{"direct", "tool-loop"} {
+			name := map[bool]string{true: "stream", false: "json"}[stream] + "/" + mode
+			b.Run(name, func(b *testing.B) {
+				up := fakeai.New()
+				defer up.Close()
+				up.StopRecording()
+				up.Handle("/v1/responses", fakeai.Reply(fakeai.Turn{Content: strings.Repeat("tok ", 1000), ContentChunks: 1000}))
+				u, _ := url.Parse(up.BaseURL())
+				srv, err := New(Config{Upstream: u, Rewriter: newFakeRewriter(), Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ps := httptest.NewServer(srv)
+				defer ps.Close()
+				defer srv.transport.(*http.Transport).CloseIdleConnections()
+				target := ps.URL + "/v1/responses"
+				if mode == "direct" {
+					target = up.BaseURL() + "/responses"
+				}
+				body := `{"model":"m","store":false,"stream":` + strconv.FormatBool(stream) + `,"instructions":` + jsonString(instr) +
+					`,"tools":` + tools + `,"input":"make me a pdf"}`
+				client := ps.Client()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					resp, err := client.Post(target, "application/json", strings.NewReader(body))
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, _ := io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || n < 4000 {
+						b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+					}
+				}
+			})
+		}
 	}
 }

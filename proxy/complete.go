@@ -113,10 +113,11 @@ func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []wire.To
 }
 
 // writeFinal sends the last upstream answer, patched when tool rounds ran
-// (summed usage) or when the proxy's own calls must be stripped.
+// (summed usage), when the proxy's own calls must be stripped, or when it
+// echoes what the rewrite changed in the request.
 func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, upstream http.Header, raw []byte, rounds int, exhausted bool, usage *wire.Usage, strip func(string) bool) {
 	out, patched := raw, false
-	if rounds > 0 || strip != nil {
+	if rounds > 0 || strip != nil || rt.req.Echoes() {
 		var u []byte
 		if rounds > 0 && !usage.Empty() {
 			u = usage.JSON()

@@ -109,6 +109,22 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// Gating that withholds every client tool drops tools and tool_choice,
+// also when they are the body's last members (the edits once overlapped
+// on the comma between them and Render panicked).
+func TestRenderWithholdsAll(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"bash","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan()
+	p.Tools = wire.ToolSet{Withheld: []int{0}}
+	got, err := r.Render(p)
+	if want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},` + env + `],"system":"CAT"}`; err != nil || string(got) != want {
+		t.Fatalf("\n got %s\nwant %s (%v)", got, want, err)
+	}
+}
+
 const answerWithCall = `{"id":"msg_1","type":"message","role":"assistant","content":[` +
 	`{"type":"thinking","thinking":"I need the pdf skill.","signature":"SIG"},` +
 	`{"type":"text","text":"Loading."},` +

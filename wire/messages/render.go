@@ -71,11 +71,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		tools := r.toolsJSON(p.Tools)
 		switch {
 		case tools == nil: // gating emptied the tools
-			for _, m := range r.members {
-				if m.Key == "tools" || m.Key == "tool_choice" {
-					edits = append(edits, jsonspan.Removal(r.members, m))
-				}
-			}
+			edits = append(edits, jsonspan.Removals(r.members, "tools", "tool_choice")...)
 		case r.hasTools:
 			edits = append(edits, jsonspan.Edit{At: r.tools, With: tools})
 		default:

@@ -189,19 +189,23 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	// The round's visible items are the client's from now on.
 	r.visible = append(r.visible, r.pending...)
 	r.pending = nil
+	if ts.Changed() {
+		r.rewrote("tools")
+	}
 	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
 // Final patches the response the client gets: the output items of earlier
 // rounds that were the client's come first, the proxy's calls (and the
-// reasoning before them) are removed when strip is set, and usage (when
-// non-nil) replaces the response's.
+// reasoning before them) are removed when strip is set, usage (when
+// non-nil) replaces the response's, and the echoed request parameters the
+// proxy changed are the client's again (see echo.go).
 func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil {
 		return nil, err
 	}
-	out := raw
+	edits := r.echoEdits(ms)
 	if s, ok := jsonspan.Value(ms, "output"); ok && (len(r.visible) > 0 || strip != nil) {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw[s.Start:s.End], &items); err != nil {
@@ -232,12 +236,13 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		for i, k := range kept {
 			els[i] = k
 		}
-		out = jsonspan.Splice(raw, s, jsonspan.Array(els))
+		edits = append(edits, jsonspan.Edit{At: s, With: jsonspan.Array(els)})
 	}
 	if usage != nil {
-		if out, err = jsonspan.Set(out, "usage", usage); err != nil {
-			return nil, err
-		}
+		edits = append(edits, jsonspan.SetEdit(raw, ms, "usage", usage))
 	}
-	return out, nil
+	if len(edits) == 0 {
+		return raw, nil
+	}
+	return jsonspan.Apply(raw, edits...), nil
 }

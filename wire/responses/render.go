@@ -26,6 +26,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	}
 
 	if p.Catalog != "" {
+		r.rewrote("instructions")
 		switch {
 		case r.instructionsStr:
 			sep := ""
@@ -64,16 +65,13 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 	}
 
 	if p.Tools.Changed() {
+		r.rewrote("tools")
 		tools := r.toolsJSON(p.Tools)
 		switch {
 		case tools == nil: // gating emptied the tools
-			for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
-				for _, m := range r.members {
-					if m.Key == k {
-						edits = append(edits, jsonspan.Removal(r.members, m))
-					}
-				}
-			}
+			r.rewrote("tool_choice")
+			r.rewrote("parallel_tool_calls")
+			edits = append(edits, jsonspan.Removals(r.members, "tools", "tool_choice", "parallel_tool_calls")...)
 		case r.hasTools:
 			edits = append(edits, jsonspan.Edit{At: r.tools, With: tools})
 		default:

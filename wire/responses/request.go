@@ -59,6 +59,10 @@ type Request struct {
 	previousID   string
 	conversation string
 
+	// echoes are the parameters a response object echoes that the proxy
+	// changed, with the client's values (see echo.go).
+	echoes []echoed
+
 	// State of the tool loop across rounds (non-streaming): the items of
 	// looping rounds the client gets in the final response, and this
 	// round's until it is known to loop.

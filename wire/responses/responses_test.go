@@ -110,6 +110,15 @@ func TestRenderWithholdsAll(t *testing.T) {
 	if err != nil || string(got) != `{"input":"x","store":false}` {
 		t.Fatalf("%s %v", got, err)
 	}
+	// The members last in the body, with the catalog added after them
+	// (the edits once overlapped on the commas between them: a panic).
+	r, _ = Parse([]byte(`{"input":"x","tools":[{"type":"function","name":"bash","parameters":{}}],"tool_choice":"auto","parallel_tool_calls":false}`))
+	p := plan()
+	p.Envelopes, p.Tools = nil, wire.ToolSet{Withheld: []int{0}}
+	got, err = r.Render(p)
+	if err != nil || string(got) != `{"input":"x","instructions":"CAT"}` {
+		t.Fatalf("%s %v", got, err)
+	}
 }
 
 const answerWithCall = `{"id":"resp_1","object":"response","output":[` +

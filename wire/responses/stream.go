@@ -26,18 +26,19 @@ import (
 //     reasoning events wait until the next item decides their fate;
 //   - the response.completed of a round that loops is withheld; the final
 //     one carries every item the client was shown, across rounds, and the
-//     usage summed over all rounds.
+//     usage summed over all rounds;
+//   - the response object of every event that carries one echoes the
+//     client's request, not the proxy's (see echo.go).
 type Stream struct {
-	mine         func(name string) bool
-	unstored     bool // the request's store: false (see unresolvable)
-	conversation bool // the request continues a conversation (see state.go)
-	seq          int  // the client's next sequence_number
-	nextIdx      int  // the client's next output_index
-	visible      [][]byte
-	usage        wire.Usage
-	n            int // rounds started
-	rd           *roundState
-	out          []byte
+	mine    func(name string) bool
+	req     *Request // store: false, and the echoes to restore
+	seq     int      // the client's next sequence_number
+	nextIdx int      // the client's next output_index
+	visible [][]byte
+	usage   wire.Usage
+	n       int // rounds started
+	rd      *roundState
+	out     []byte
 }
 
 // roundState is one upstream stream.
@@ -63,7 +64,7 @@ type streamItem struct {
 // NewStream starts translating a streamed response; mine reports the tools
 // the proxy answers.
 func (r *Request) NewStream(mine func(name string) bool) *Stream {
-	return &Stream{mine: mine, unstored: r.unstored, conversation: r.conversation != ""}
+	return &Stream{mine: mine, req: r}
 }
 
 // Round starts the next upstream round; final: the round limit forbids
@@ -71,7 +72,7 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 func (s *Stream) Round(final bool) {
 	s.n++
 	rd := &roundState{items: map[int]*streamItem{}}
-	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final, NoHold: s.conversation}, Next: &s.nextIdx,
+	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final, NoHold: s.req.conversation != ""}, Next: &s.nextIdx,
 		Emit: func(it *ownership.Item, data []byte) {
 			typ := gjson.GetBytes(data, "type").String()
 			if typ == "response.output_item.done" {
@@ -98,7 +99,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			rd.id = id
 		}
 		if s.n == 1 {
-			s.emit(typ, data, -1)
+			s.emit(typ, s.patchResponse(data, nil), -1)
 		}
 	case "response.output_item.added":
 		i := int(gjson.GetBytes(data, "output_index").Int())
@@ -161,16 +162,47 @@ func (s *Stream) completed(typ string, data []byte) {
 		return
 	}
 	rd.ShowPending() // reasoning left pending goes with the answer
-	patched := data
-	if out := resp.Get("output"); out.Exists() && (s.n > 1 || rd.ProxyCalls > 0) {
-		els := make([][]byte, len(s.visible))
-		copy(els, s.visible)
-		patched = setPath(patched, []string{"response", "output"}, jsonspan.Array(els))
+	s.emit(typ, s.patchResponse(data, func(resp []byte, ms []jsonspan.Member) []jsonspan.Edit {
+		var edits []jsonspan.Edit
+		if out, ok := jsonspan.Value(ms, "output"); ok && (s.n > 1 || rd.ProxyCalls > 0) {
+			edits = append(edits, jsonspan.Edit{At: out, With: jsonspan.Array(s.visible)})
+		}
+		if s.n > 1 && !s.usage.Empty() {
+			edits = append(edits, jsonspan.SetEdit(resp, ms, "usage", s.usage.JSON()))
+		}
+		return edits
+	}), -1)
+}
+
+// patchResponse returns the data of an event that carries a response
+// object with the object's echoes of the request made the client's (see
+// echo.go) and the edits more returns (nil: none) made; the data as it
+// came when nothing changes.
+func (s *Stream) patchResponse(data []byte, more func(resp []byte, ms []jsonspan.Member) []jsonspan.Edit) []byte {
+	if !s.req.Echoes() && more == nil {
+		return data
 	}
-	if s.n > 1 && !s.usage.Empty() {
-		patched = setPath(patched, []string{"response", "usage"}, s.usage.JSON())
+	top, err := jsonspan.Members(data)
+	if err != nil {
+		return data
 	}
-	s.emit(typ, patched, -1)
+	at, ok := jsonspan.Value(top, "response")
+	if !ok {
+		return data
+	}
+	resp := data[at.Start:at.End]
+	ms, err := jsonspan.Members(resp)
+	if err != nil { // not an object
+		return data
+	}
+	edits := s.req.echoEdits(ms)
+	if more != nil {
+		edits = append(edits, more(resp, ms)...)
+	}
+	if len(edits) == 0 {
+		return data
+	}
+	return jsonspan.Splice(data, at, jsonspan.Apply(resp, edits...))
 }
 
 // End settles the round once its stream ended.
@@ -211,7 +243,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 			}
 			ans.Calls = append(ans.Calls, wire.ToolCall{ID: id, Name: it.name, Arguments: json.RawMessage(orEmptyObject(args))})
 		}
-		if raw != nil && !s.conversation && !unresolvable(s.unstored, raw) {
+		if raw != nil && s.req.conversation == "" && !unresolvable(s.req.unstored, raw) {
 			turn = append(turn, raw)
 		}
 	}
@@ -229,24 +261,4 @@ func (s *Stream) emit(typ string, data []byte, idx int) {
 	}
 	s.seq++
 	s.out = wire.AppendEvent(s.out, typ, data)
-}
-
-// setPath sets the member at a path of object keys, leaving the rest as it is.
-func setPath(b []byte, path []string, value []byte) []byte {
-	ms, err := jsonspan.Members(b)
-	if err != nil {
-		return b
-	}
-	if len(path) == 1 {
-		out, err := jsonspan.Set(b, path[0], value)
-		if err != nil {
-			return b
-		}
-		return out
-	}
-	sp, ok := jsonspan.Value(ms, path[0])
-	if !ok {
-		return b
-	}
-	return jsonspan.Splice(b, sp, setPath(b[sp.Start:sp.End], path[1:], value))
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -210,49 +211,32 @@ func Set(b []byte, key string, value []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	e := SetEdit(b, ms, key, value)
+	return Splice(b, e.At, e.With), nil
+}
+
+// SetEdit is Set as an edit of object b, whose members are ms, for Apply
+// with other edits of b (at most one of them may add a member).
+func SetEdit(b []byte, ms []Member, key string, value []byte) Edit {
 	if s, ok := Value(ms, key); ok {
-		return Splice(b, s, value), nil
+		return Edit{At: s, With: value}
 	}
-	kv := append(wire.Quote(key), ':')
-	kv = append(kv, value...)
-	if len(ms) == 0 {
-		open := skipWS(b, 0)
-		return Splice(b, Span{open + 1, open + 1}, kv), nil
+	at, nonEmpty := End(b, ms)
+	var kv []byte
+	if nonEmpty {
+		kv = append(kv, ',')
 	}
-	end := ms[len(ms)-1].Value.End
-	return Splice(b, Span{end, end}, append([]byte{','}, kv...)), nil
+	kv = append(append(append(kv, wire.Quote(key)...), ':'), value...)
+	return Edit{At: at, With: kv}
 }
 
 // Remove drops every member named key from object b.
 func Remove(b []byte, key string) ([]byte, error) {
-	for {
-		ms, err := Members(b)
-		if err != nil {
-			return nil, err
-		}
-		idx := -1
-		for i, m := range ms {
-			if m.Key == key {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			return b, nil
-		}
-		// Cut from this key to the next key, or from the end of the previous
-		// value to the end of this one, so the separators stay valid.
-		var cut Span
-		switch {
-		case idx+1 < len(ms):
-			cut = Span{ms[idx].KeyStart, ms[idx+1].KeyStart}
-		case idx > 0:
-			cut = Span{ms[idx-1].Value.End, ms[idx].Value.End}
-		default:
-			cut = Span{ms[idx].KeyStart, ms[idx].Value.End}
-		}
-		b = Splice(b, cut, nil)
+	ms, err := Members(b)
+	if err != nil {
+		return nil, err
 	}
+	return Apply(b, Removals(ms, key)...), nil
 }
 
 // Append adds elems at the end of array b.
@@ -497,22 +481,33 @@ func Array(els [][]byte) []byte {
 	return append(out, ']')
 }
 
-// Removal is the edit that removes member m of the object whose members
-// are ms: from its key to the next key, or from the end of the previous
-// value when it is the last, so the separators stay valid.
-func Removal(ms []Member, m Member) Edit {
-	for i := range ms {
-		if ms[i].KeyStart != m.KeyStart {
+// Removals are the edits that remove every member named one of keys from
+// the object whose members are ms, for one Apply: each run of adjacent
+// such members goes from its first key to the next key, or, at the end of
+// the object, from the end of the value before it, so the separators stay
+// valid and no two edits overlap (removing two adjacent members one by one
+// would cut the comma between them twice).
+func Removals(ms []Member, keys ...string) []Edit {
+	var edits []Edit
+	for i := 0; i < len(ms); i++ {
+		if !slices.Contains(keys, ms[i].Key) {
 			continue
 		}
-		switch {
-		case i+1 < len(ms):
-			return Edit{At: Span{m.KeyStart, ms[i+1].KeyStart}}
-		case i > 0:
-			return Edit{At: Span{ms[i-1].Value.End, m.Value.End}}
+		j := i // the run is ms[i..j]
+		for j+1 < len(ms) && slices.Contains(keys, ms[j+1].Key) {
+			j++
 		}
+		switch {
+		case j+1 < len(ms):
+			edits = append(edits, Edit{At: Span{ms[i].KeyStart, ms[j+1].KeyStart}})
+		case i > 0:
+			edits = append(edits, Edit{At: Span{ms[i-1].Value.End, ms[j].Value.End}})
+		default:
+			edits = append(edits, Edit{At: Span{ms[i].KeyStart, ms[j].Value.End}})
+		}
+		i = j
 	}
-	return Edit{At: Span{m.KeyStart, m.Value.End}}
+	return edits
 }
 
 // Decode decodes the value of member key of the object whose members are ms

@@ -73,6 +73,13 @@ func TestEdits(t *testing.T) {
 			"{\n  \"a\": 1\n}", "{\n  \"a\": 1,\"t\":[]\n}"},
 		{"set in empty", func(b []byte) ([]byte, error) { return Set(b, "t", []byte(`1`)) },
 			`{ }`, `{"t":1 }`},
+		{"set edit added after an edit of the last value", func(b []byte) ([]byte, error) {
+			ms, err := Members(b)
+			if err != nil {
+				return nil, err
+			}
+			return Apply(b, Edit{At: ms[len(ms)-1].Value, With: []byte(`9`)}, SetEdit(b, ms, "t", []byte(`[]`))), nil
+		}, `{"a":1 }`, `{"a":9,"t":[] }`},
 		{"remove middle", func(b []byte) ([]byte, error) { return Remove(b, "b") },
 			`{"a":1, "b":2, "c":3}`, `{"a":1, "c":3}`},
 		{"remove last", func(b []byte) ([]byte, error) { return Remove(b, "c") },
@@ -89,6 +96,14 @@ func TestEdits(t *testing.T) {
 			`[ ]`, `[3 ]`},
 		{"append to string keeps escapes", func(b []byte) ([]byte, error) { return AppendQuoted(b, `\n`, wire.Quote("<x> \"y\"\n")) },
 			`"a\ud800\u00e9"`, `"a\ud800\u00e9\n<x> \"y\"\n"`},
+		{"remove adjacent members at the end", removals("t", "c", "p"),
+			`{"a":1, "t":[2] ,"c":"x", "p":true }`, `{"a":1 }`},
+		{"remove adjacent members in the middle", removals("t", "c"),
+			`{"a":1,"c":"x","t":[2],"b":3}`, `{"a":1,"b":3}`},
+		{"remove members apart", removals("t", "c"),
+			`{"t":1,"a":2,"c":3}`, `{"a":2}`},
+		{"remove every member", removals("t", "c"),
+			`{"t":1,"c":3}`, `{}`},
 		{"remove path", func(b []byte) ([]byte, error) { return RemovePath(b, "f", "p", "enum") },
 			`{"f":{"p":{"type":"string","enum":["a"]}},"g":1}`, `{"f":{"p":{"type":"string"}},"g":1}`},
 		{"remove missing path", func(b []byte) ([]byte, error) { return RemovePath(b, "f", "nope", "enum") },
@@ -106,6 +121,17 @@ func TestEdits(t *testing.T) {
 		if !json.Valid(got) {
 			t.Errorf("%s: result is not valid JSON: %s", tt.name, got)
 		}
+	}
+}
+
+// removals edits with Removals.
+func removals(keys ...string) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) {
+		ms, err := Members(b)
+		if err != nil {
+			return nil, err
+		}
+		return Apply(b, Removals(ms, keys...)...), nil
 	}
 }
 
