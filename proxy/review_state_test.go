@@ -42,7 +42,7 @@ func (h *harness) setHandles(names ...string) {
 	h.rw.mu.Unlock()
 }
 
-// Defect: answerDropped decides which stored calls are the proxy's with the
+// Regression (review of the stored-state repair): answerDropped decides which stored calls are the proxy's with the
 // session of the request being refused (rt.session.Handles). That session
 // is built from the new input only (stateful turns), so a tool the proxy
 // offered on the earlier turn and does not offer now — the tier-3 tools
@@ -67,7 +67,7 @@ func TestReviewDroppedCallOfToolNotOfferedThisTurn(t *testing.T) {
 	}
 }
 
-// Defect: with no session for the continuing request (the replica is still
+// Regression (review of the stored-state repair): with no session for the continuing request (the replica is still
 // building its index, a rewrite error, X-Skillrouter-Disable, n>1)
 // answerDropped does nothing, though it needs nothing of the session but a
 // way to tell the proxy's calls: docs/proxy.md promises the recovery works
@@ -88,7 +88,7 @@ func TestReviewDroppedCallOnReplicaNotReady(t *testing.T) {
 	}
 }
 
-// Defect: the state read drops the client's query string. Model requests
+// Regression (review of the stored-state repair): the state read drops the client's query string. Model requests
 // go upstream with the client's query (send uses in.URL.RawQuery), which
 // is how Azure OpenAI's api-version (required by its preview and
 // api-version routes, and by Foundry's ?api-version=v1) reaches the
@@ -122,7 +122,7 @@ func TestReviewStateReadKeepsClientQuery(t *testing.T) {
 	}
 }
 
-// Defect: StatePath escapes the id (url.PathEscape) and answerDropped puts
+// Regression (review of the stored-state repair): StatePath escapes the id (url.PathEscape) and answerDropped puts
 // the result in url.URL.Path, which holds the unescaped path and is
 // escaped again when the request is written: an id with a character that
 // needs escaping reaches the upstream as %25XX, a different id.
@@ -141,7 +141,7 @@ func TestReviewStateReadPathEscapedOnce(t *testing.T) {
 	t.Fatal("no state read")
 }
 
-// Defect: the retry fires on any 400 of a stateful request, and when the
+// Regression (review of the stored-state repair): the retry fires on any 400 of a stateful request, and when the
 // retried request is refused too, that second refusal goes to the client:
 // it is about the body the proxy made (outputs prepended to input), so its
 // param points at the wrong item (input[1] for the client's input[0]),
@@ -162,7 +162,7 @@ func TestReviewRetriedRefusalNamesClientItems(t *testing.T) {
 	}
 }
 
-// Defect: the state read is an exchangeAnswer, bounded by UpstreamTimeout
+// Regression (review of the stored-state repair): the state read is an exchangeAnswer, bounded by UpstreamTimeout
 // (10 minutes by default) also on a streamed request, whose wait for
 // headers is otherwise bounded by HeaderTimeout (1 minute): a state read
 // that hangs holds back the client's 400 for UpstreamTimeout.
@@ -184,7 +184,7 @@ func TestReviewStateReadBoundedForStreams(t *testing.T) {
 	}
 }
 
-// Defect: a failed state read (upstream 5xx, 401, timeout, unparsable
+// Regression (review of the stored-state repair): a failed state read (upstream 5xx, 401, timeout, unparsable
 // body) is swallowed: answerDropped returns nil and the 400 is relayed with
 // nothing in the access log or the metrics to say the recovery was tried
 // and failed, so an operator cannot tell why conversations stay stuck.

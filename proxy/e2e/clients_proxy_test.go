@@ -163,17 +163,6 @@ func TestRealClientsThroughProxyMessages(t *testing.T) {
 				case "load":
 					loadRound(e.up, helloAnswer)
 					script = "plain"
-				case "chained-dropped":
-					// The client's call is streamed before the proxy's, so the
-					// turn is the client's and load_skill is dropped from it; the
-					// stored response still holds it, and the client's next turn
-					// is refused until the proxy answers it (the refused request
-					// takes a scripted answer too).
-					turn := weatherCall()
-					turn.ToolCalls = append(turn.ToolCalls, fakeai.Call{ID: "call_dropped", Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`})
-					sunny := fakeai.Reply(fakeai.Turn{Content: sunnyAnswer})
-					e.up.Script(fakeai.Reply(turn), sunny, sunny)
-					script = "chained"
 				default:
 					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
 				}

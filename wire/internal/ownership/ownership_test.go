@@ -15,54 +15,28 @@ func TestRound(t *testing.T) {
 	mine := func(n string) bool { return n == "load_skill" }
 	R, C, T, L := item{Reasoning, ""}, item{Call, "bash"}, item{Other, ""}, item{Call, "load_skill"}
 	tests := []struct {
-		name         string
-		items        []item
-		final, whole bool
-		want         []Owner // after resolving pending reasoning
-		loops        bool
-		dropped      int
+		name                 string
+		items                []item
+		final, whole, noHold bool
+		want                 []Owner // after resolving pending reasoning
+		loops                bool
+		dropped              int
 	}{
-		{"no calls", []item{R, T}, false, false, []Owner{Client, Client}, false, 0},
-		{"proxy call loops, reasoning goes with it", []item{R, L}, false, false, []Owner{Proxy, Proxy}, true, 0},
-		{"client call after proxy call is held", []item{T, L, C}, false, false, []Owner{Client, Proxy, Held}, true, 0},
-		{"client call first in a stream: late, proxy's dropped", []item{C, L}, false, false, []Owner{Client, Proxy}, false, 1},
-		{"client call first in a whole answer: held", []item{C, L}, false, true, []Owner{Held, Proxy}, true, 0},
-		{"round limit: proxy's dropped, client's shown", []item{L, C}, true, false, []Owner{Proxy, Client}, false, 1},
-		{"reasoning before a client call is shown", []item{R, C, R, L}, false, false, []Owner{Client, Client, Proxy, Proxy}, false, 1},
-		{"reasoning before a held call is held with it", []item{R, L, R, C}, false, false, []Owner{Proxy, Proxy, Held, Held}, true, 0},
-	}
-	noHold := []struct {
-		name    string
-		items   []item
-		whole   bool
-		want    []Owner
-		loops   bool
-		dropped int
-	}{
-		{"no hold: client call after proxy call makes the round the client's", []item{T, L, R, C}, false, []Owner{Client, Proxy, Client, Client}, false, 1},
-		{"no hold, whole: client call first", []item{C, L}, true, []Owner{Client, Proxy}, false, 1},
-		{"no hold, whole: proxy call first", []item{R, L, C}, true, []Owner{Proxy, Proxy, Client}, false, 1},
-		{"no hold: proxy calls alone still loop", []item{R, L, T}, true, []Owner{Proxy, Proxy, Client}, true, 0},
-	}
-	for _, nh := range noHold {
-		r := Round{Mine: mine, Whole: nh.whole, NoHold: true, ProxyAhead: true}
-		got := make([]Owner, len(nh.items))
-		for i, it := range nh.items {
-			o, resolved, shown := r.Add(i, it.k, it.name)
-			got[i] = o
-			for _, j := range resolved {
-				got[j] = Client
-				if !shown {
-					got[j] = o
-				}
-			}
-		}
-		if !slices.Equal(got, nh.want) || r.Loops() != nh.loops || r.Dropped() != nh.dropped {
-			t.Errorf("%s: owners %v loops %v dropped %d, want %v %v %d", nh.name, got, r.Loops(), r.Dropped(), nh.want, nh.loops, nh.dropped)
-		}
+		{"no calls", []item{R, T}, false, false, false, []Owner{Client, Client}, false, 0},
+		{"proxy call loops, reasoning goes with it", []item{R, L}, false, false, false, []Owner{Proxy, Proxy}, true, 0},
+		{"client call after proxy call is held", []item{T, L, C}, false, false, false, []Owner{Client, Proxy, Held}, true, 0},
+		{"client call first in a stream: late, proxy's dropped", []item{C, L}, false, false, false, []Owner{Client, Proxy}, false, 1},
+		{"client call first in a whole answer: held", []item{C, L}, false, true, false, []Owner{Held, Proxy}, true, 0},
+		{"round limit: proxy's dropped, client's shown", []item{L, C}, true, false, false, []Owner{Proxy, Client}, false, 1},
+		{"reasoning before a client call is shown", []item{R, C, R, L}, false, false, false, []Owner{Client, Client, Proxy, Proxy}, false, 1},
+		{"reasoning before a held call is held with it", []item{R, L, R, C}, false, false, false, []Owner{Proxy, Proxy, Held, Held}, true, 0},
+		{"no hold: client call after proxy call makes the round the client's", []item{T, L, R, C}, false, false, true, []Owner{Client, Proxy, Client, Client}, false, 1},
+		{"no hold, whole: client call first", []item{C, L}, false, true, true, []Owner{Client, Proxy}, false, 1},
+		{"no hold, whole: proxy call first", []item{R, L, C}, false, true, true, []Owner{Proxy, Proxy, Client}, false, 1},
+		{"no hold: proxy calls alone still loop", []item{R, L, T}, false, true, true, []Owner{Proxy, Proxy, Client}, true, 0},
 	}
 	for _, tt := range tests {
-		r := Round{Mine: mine, Final: tt.final, Whole: tt.whole}
+		r := Round{Mine: mine, Final: tt.final, Whole: tt.whole, NoHold: tt.noHold}
 		for _, it := range tt.items {
 			r.ProxyAhead = r.ProxyAhead || (it.k == Call && mine(it.name))
 		}
