@@ -38,7 +38,7 @@ func checkDecisionHeaders(t *testing.T, h map[string]string) {
 }
 
 func TestRealClientsThroughProxyResponses(t *testing.T) {
-	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load", "chained-dropped", "count"} {
+	for _, kase := range []string{"plain", "tool", "two-step", "chained", "load", "chained-load", "chained-dropped", "conversation-load", "count"} {
 		for _, mode := range []string{"create", "stream", "helper"} {
 			if kase == "chained-dropped" && mode == "create" {
 				continue // a JSON answer holds the client's call back and answers the proxy's
@@ -65,6 +65,13 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 						fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`}}}),
 						fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
 					script = "chained"
+				case "conversation-load":
+					// As chained-load, in a conversation: the hidden round's
+					// follow-up sends only its output.
+					e.up.Script(
+						fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`}}}),
+						fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
+					script = "conversation"
 				case "chained-dropped":
 					// The client's call is streamed before the proxy's, so the
 					// turn is the client's and load_skill is dropped from it; the
@@ -81,6 +88,9 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 				}
 				r := runNode(t, "responses.mjs", e.proxy.URL, nil, script, mode)
 				reqs := e.up.Requests()
+				if reqs[0].Path == "/v1/conversations" { // conversations.create, passed through
+					reqs = reqs[1:]
+				}
 				first := reqs[0]
 				if !strings.Contains(first.Instructions(), "<available_skills>") {
 					t.Fatalf("no catalog in instructions: %.300s", first.Instructions())
@@ -119,6 +129,23 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 					outs := itemsOf(reqs[1], "function_call_output")
 					if len(outs) != 1 || !strings.Contains(stringOf(outs[0]["output"]), `<skill_context id="commit-message">`) {
 						t.Fatalf("follow-up outputs %v", outs)
+					}
+				case "conversation-load":
+					if r.Text != sunnyAnswer || len(r.Steps) != 2 || len(reqs) != 3 {
+						t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+					}
+					if in := reqs[1].InputItems(); len(in) != 1 || in[0]["type"] != "function_call_output" {
+						t.Fatalf("the hidden round's follow-up input %v, want its output alone", in)
+					}
+					seen := map[string]bool{}
+					for _, it := range e.up.Conversation(gjsonString(first.Body, "conversation")) {
+						if seen[it] {
+							t.Errorf("the conversation holds this item twice: %.160s", it)
+						}
+						seen[it] = true
+					}
+					if len(seen) == 0 {
+						t.Error("the conversation is empty")
 					}
 				case "count":
 					// The count is the rewritten request's (the fake: its bytes / 4 + 1).

@@ -9,6 +9,7 @@
 //                   (stateless); reports both steps
 //         chained   like two-step, but the second request continues the first
 //                   with previous_response_id and sends only the outputs
+//         conversation  like chained, in a conversation (conversations.create)
 //         count     responses.inputTokens.count (the mode is not used)
 //   mode: create    responses.create (JSON)
 //         stream    responses.create({stream: true}), raw events
@@ -22,7 +23,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { args, base, apiKey, model, weatherTool, weather, question, headersOf, report } from './clients-lib.mjs';
 
-const [kase, mode] = args(['plain', 'tool', 'two-step', 'chained', 'count'], ['create', 'stream', 'helper']);
+const [kase, mode] = args(['plain', 'tool', 'two-step', 'chained', 'conversation', 'count'], ['create', 'stream', 'helper']);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 60_000 });
 const tools = [{ type: 'function', ...weatherTool, strict: true }];
 
@@ -105,14 +106,18 @@ if (kase === 'count') {
     { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Answer weather questions with the tool.' }] },
     { type: 'message', role: 'user', content: [{ type: 'input_text', text: question }] },
   ];
-  const first = await send({ model, input, tools });
+  // conversation: both turns in a conversation made with conversations.create.
+  const conversation = kase === 'conversation' ? (await client.conversations.create({})).id : undefined;
+  const first = await send({ model, input, tools, conversation });
   last = step(first);
   if (kase !== 'tool') {
     assert.ok(last.toolCalls.length > 0, 'the first answer must call get_weather');
     const outputs = outputsFor(first.response);
     const next = kase === 'two-step'
       ? { model, tools, input: [...input, ...first.response.output, ...outputs] }
-      : { model, tools, previous_response_id: first.response.id, input: outputs };
+      : kase === 'conversation'
+        ? { model, tools, conversation, input: outputs }
+        : { model, tools, previous_response_id: first.response.id, input: outputs };
     last = step(await send(next));
   }
 }
