@@ -32,7 +32,7 @@ type reqInfo struct {
 	routing        time.Duration
 	rounds         int
 	exhausted      bool
-	truncated      bool // the proxy's calls were dropped: the answer stopped at the output-token limit
+	truncated      bool // the proxy's calls were dropped: the answer stopped short (wire.Answer.Truncated)
 	toolCalls      int
 	// droppedAnswered counts calls of an earlier answer that the proxy had
 	// removed and answered when stored state was continued (state.go).
@@ -183,7 +183,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 			attrs = append(attrs, slog.Bool("tool_rounds_exhausted", true))
 		}
 		if info.truncated {
-			attrs = append(attrs, slog.Bool("truncated_at_token_limit", true))
+			attrs = append(attrs, slog.Bool("stopped_short", true))
 		}
 	}
 	if info.err != "" {

@@ -50,11 +50,12 @@
 // When the limit is reached and the last answer still calls the proxy's
 // tools, that answer is returned with the proxy's calls removed (finish_reason
 // "stop" if no call is left) and X-Skillrouter-Tool-Rounds-Exhausted: true.
-// An answer that stopped at the output-token limit (wire.Answer.Truncated,
-// wire.RoundEnd.Truncated) is returned the same way, whatever round it is,
-// with its finish_reason "length" (status "incomplete", stop_reason
-// "max_tokens") kept: its calls may be cut, and another round would stop at
-// the same limit.
+// An answer that stopped short (wire.Answer.Truncated,
+// wire.RoundEnd.Truncated: the output-token limit, a content filter or a
+// refusal) is returned the same way, whatever round it is, with its
+// finish_reason ("length", "content_filter"), status ("incomplete") or
+// stop_reason ("max_tokens", "refusal") kept: its calls may be cut, and
+// another round would stop the same way.
 //
 // # Streaming
 //

@@ -255,7 +255,7 @@ func TestTruncatedProxyCallRunsNoRound(t *testing.T) {
 			}
 			// Chat and Messages refuse an assistant turn with no content in
 			// the client's next request (see wire.EmptyAnswerText).
-			if tc.api != wire.APIResponses && !strings.Contains(v.text, "output-token limit") {
+			if tc.api != wire.APIResponses && !strings.Contains(v.text, "stopped short") {
 				t.Errorf("the answer left without the proxy's call has text %q, want one that says it was cut at the output-token limit", v.text)
 			}
 			if rounds, exhausted := roundHeader(resp); rounds != "0" || exhausted {
@@ -318,7 +318,7 @@ func TestTruncatedAnswerAfterRounds(t *testing.T) {
 func checkTruncatedLog(t *testing.T, h *harness, path string) {
 	t.Helper()
 	waitFor(t, func() bool { return strings.Contains(h.logText(), `"msg":"request"`) })
-	if line := logLine(t, h.logText(), path); !strings.Contains(line, `"truncated_at_token_limit":true`) ||
+	if line := logLine(t, h.logText(), path); !strings.Contains(line, `"stopped_short":true`) ||
 		strings.Contains(line, "tool_rounds_exhausted") {
 		t.Errorf("the log line does not say the answer was cut at the token limit: %s", line)
 	}
@@ -344,14 +344,14 @@ func TestTruncatedAnswerAtRoundLimit(t *testing.T) {
 			if v.stop != tc.stop || len(v.calls) > 0 {
 				t.Errorf("client got stop %q, calls %v; want %q and none:\n%s", v.stop, v.calls, tc.stop, b)
 			}
-			if tc.api != wire.APIResponses && !strings.Contains(v.text, "output-token limit") {
+			if tc.api != wire.APIResponses && !strings.Contains(v.text, "stopped short") {
 				t.Errorf("text %q does not say the answer was cut at the output-token limit", v.text)
 			}
 			if rounds, exhausted := roundHeader(resp); rounds != "1" || !exhausted {
 				t.Errorf("tool rounds %q, exhausted %v; want 1, true", rounds, exhausted)
 			}
 			waitFor(t, func() bool { return strings.Contains(h.logText(), `"msg":"request"`) })
-			if line := logLine(t, h.logText(), tc.path); !strings.Contains(line, `"truncated_at_token_limit":true`) {
+			if line := logLine(t, h.logText(), tc.path); !strings.Contains(line, `"stopped_short":true`) {
 				t.Errorf("the log line does not say the answer was cut at the token limit: %s", line)
 			}
 		})

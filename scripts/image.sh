@@ -58,8 +58,8 @@ else
 fi
 echo 'skillrouter:x:65532:65532:skillrouter:/nonexistent:/sbin/nologin' >"$rootfs/etc/passwd"
 echo 'skillrouter:x:65532:' >"$rootfs/etc/group"
-mkdir -p "$rootfs/etc/skillrouter" "$ctx/out/exec"
-cp deploy/image/defaults.yaml "$rootfs/etc/skillrouter/defaults.yaml"
+mkdir -p "$rootfs/usr/share/skillrouter" "$ctx/out/exec"
+cp deploy/image/defaults.yaml "$rootfs/usr/share/skillrouter/defaults.yaml"
 cp deploy/image/defaults-exec.yaml "$ctx/out/exec/defaults.yaml"
 
 # An empty folder as the build context: the runtime stage copies only from
@@ -87,7 +87,7 @@ expect cmd "$(inspect '{{range .OCIv1.Config.Cmd}}[{{.}}]{{end}}')" '[serve]'
 expect user "$(inspect '{{.OCIv1.Config.User}}')" '65532:65532'
 expect ports "$(inspect '{{range $p, $v := .OCIv1.Config.ExposedPorts}}[{{$p}}]{{end}}')" '[8080/tcp]'
 env="$(inspect '{{range .OCIv1.Config.Env}}{{println .}}{{end}}')"
-expect defaults-env "$(grep '^SKILLROUTER_DEFAULTS=' <<<"$env")" 'SKILLROUTER_DEFAULTS=/etc/skillrouter/defaults.yaml'
+expect defaults-env "$(grep '^SKILLROUTER_DEFAULTS=' <<<"$env")" 'SKILLROUTER_DEFAULTS=/usr/share/skillrouter/defaults.yaml'
 expect no-override-env "$(grep -c '^SKILLROUTER_\(LISTEN\|SKILLS\|EXEC_ENABLED\)=' <<<"$env")" '0'
 
 # The root filesystem: mount the image and look (no container runs).
@@ -99,13 +99,13 @@ bin="$mnt/usr/local/bin/router"
 expect cgo "$(go version -m "$bin" | awk '$2 ~ /^CGO_ENABLED=/ {print $2}')" 'CGO_ENABLED=0'
 expect tmp-mode "$(stat -c %a "$mnt/tmp")" '1777'
 expect cache-owner "$(stat -c %u:%g "$mnt/var/cache/skillrouter")" '65532:65532'
-expect files "$(cd "$mnt" && find . -type f | sort | tr '\n' ' ')" './etc/group ./etc/passwd ./etc/skillrouter/defaults.yaml ./etc/ssl/certs/ca-certificates.crt ./usr/local/bin/router '
+expect files "$(cd "$mnt" && find . -type f | sort | tr '\n' ' ')" './etc/group ./etc/passwd ./etc/ssl/certs/ca-certificates.crt ./usr/local/bin/router ./usr/share/skillrouter/defaults.yaml '
 # The binary, with the image's environment only (its defaults file read
 # from the mounted image), reads the configuration a container would:
 # listening on every interface, skills from /skills; and a config file
 # still decides over those defaults.
 envargs=()
-while IFS= read -r line; do [ -n "$line" ] && envargs+=("${line/=\/etc\//=$mnt/etc/}"); done <<<"$env"
+while IFS= read -r line; do [ -n "$line" ] && envargs+=("${line/=\/usr\/share\//=$mnt/usr/share/}"); done <<<"$env"
 printed="$(env -i "${envargs[@]}" "$bin" serve --print-config)"
 expect print-config-listen "$(grep '^listen:' <<<"$printed")" 'listen: 0.0.0.0:8080'
 expect print-config-skills "$(grep -A1 '^skills:' <<<"$printed" | tail -1 | tr -d ' ')" '-/skills'

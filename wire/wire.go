@@ -181,14 +181,15 @@ type Answer struct {
 	// ID is the upstream's id of the answer (Responses: the response to
 	// chain a stored conversation from).
 	ID string
-	// Truncated: the answer stopped at the output-token limit (Chat
-	// finish_reason "length"; Responses status "incomplete", for
-	// max_output_tokens or a content filter; Messages stop_reason
-	// "max_tokens" or "model_context_window_exceeded"). It is
-	// the client's answer whatever calls it holds: the last call's
-	// arguments are likely cut, and another round would run into the same
-	// limit. The proxy runs no round on it and drops its own calls from
-	// it, as at the round limit, keeping the truncation signal.
+	// Truncated: the answer stopped short: at the output-token limit (Chat
+	// finish_reason "length"; Responses status "incomplete"; Messages
+	// stop_reason "max_tokens" or "model_context_window_exceeded"), or
+	// stopped by a content filter or a refusal (Chat "content_filter";
+	// Responses "incomplete" with reason content_filter; Messages
+	// "refusal"). It is the client's answer whatever calls it holds: the
+	// last call's arguments are likely cut, and another round would stop
+	// the same way. The proxy runs no round on it and drops its own calls
+	// from it, as at the round limit, keeping the stop signal.
 	Truncated bool
 	// Late: the answer is the client's although it holds the proxy's calls,
 	// because it also holds client calls that cannot wait for another
@@ -206,8 +207,7 @@ type RoundEnd struct {
 	// reached (Exhausted), or the client's calls had been relayed first.
 	Dropped   int
 	Exhausted bool
-	// Truncated: the round stopped at the output-token limit (see
-	// Answer.Truncated): it never loops, and its proxy calls are dropped.
+	// Truncated: the round stopped short (see Answer.Truncated): it never loops, and its proxy calls are dropped.
 	Truncated bool
 	// Incomplete: the upstream's stream ended before its final event
 	// (Chat: no finish_reason and no [DONE]; Responses: no
@@ -328,14 +328,13 @@ const ExhaustedComment = ": skillrouter: tool rounds exhausted; the proxy's own 
 // tool calls).
 const EmptyAnswerText = "[skillrouter: the model was still loading skills when the tool-round limit was reached, and gave no answer. Ask again to continue.]"
 
-// TruncatedAnswerText is EmptyAnswerText for an answer that stopped at the
-// output-token limit while the model was calling the proxy's tools (see
-// Answer.Truncated).
-const TruncatedAnswerText = "[skillrouter: the model's answer reached the output-token limit while it was still loading skills, and gave no answer. Raise the limit or ask again to continue.]"
+// TruncatedAnswerText is EmptyAnswerText for an answer that stopped short
+// while the model was calling the proxy's tools (see Answer.Truncated).
+const TruncatedAnswerText = "[skillrouter: the model's answer stopped short (output-token limit, content filter or refusal) while it was still loading skills, and gave no answer. Raise the output-token limit or ask again to continue.]"
 
 // NoAnswerText is the text for an answer left with no content once the
-// proxy's calls are dropped: TruncatedAnswerText when the answer stopped at
-// the output-token limit, else EmptyAnswerText.
+// proxy's calls are dropped: TruncatedAnswerText when the answer stopped
+// short, else EmptyAnswerText.
 func NoAnswerText(truncated bool) string {
 	if truncated {
 		return TruncatedAnswerText

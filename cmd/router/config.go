@@ -551,6 +551,10 @@ type provenance struct {
 	file   string            // the config file as given; "" when none
 	lines  map[string]int    // key path -> line in file (ab.arms[0].strategy, routing.min_score.bm25, ...)
 	origin map[string]string // key path -> "environment X" or "flag --x", when set after the file
+	// The defaults file (SKILLROUTER_DEFAULTS) and its lines: named in
+	// errors, though its values count as defaults (fromFile is false).
+	defaultsFile  string
+	defaultsLines map[string]int
 	// skillsWritten holds the skills entries as written, parallel to
 	// config.Skills (which holds them resolved).
 	skillsWritten []string
@@ -571,6 +575,9 @@ func (p *provenance) where(key string) string {
 	}
 	if l, ok := p.lines[key]; ok {
 		return fmt.Sprintf("config %s:%d", p.file, l)
+	}
+	if l, ok := p.defaultsLines[key]; ok {
+		return fmt.Sprintf("%s %s:%d", envDefaults, p.defaultsFile, l)
 	}
 	return ""
 }
@@ -808,6 +815,8 @@ func loadDefaultsFile(path string, cfg *config) error {
 	src := cfg.src
 	cfg.src = newProvenance()
 	err := loadConfigFile(path, cfg)
+	src.defaultsFile, src.defaultsLines = path, cfg.src.lines
+	src.skillsWritten = cfg.src.skillsWritten
 	cfg.src = src
 	if err != nil {
 		return fmt.Errorf("%s: %w", envDefaults, err)

@@ -92,7 +92,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 		{"image defaults alone", nil, map[string]string{"SKILLROUTER_DEFAULTS": "../../deploy/image/defaults-exec.yaml"},
 			func(c config) bool {
 				return c.Listen == "0.0.0.0:8080" && strings.Join(c.Skills, "|") == "/skills" && c.Exec.Enabled &&
-					c.src.where("listen") == "" && !c.src.fromFile("listen")
+					strings.HasPrefix(c.src.where("listen"), "SKILLROUTER_DEFAULTS ../../deploy/image/defaults-exec.yaml:") && !c.src.fromFile("listen")
 			}},
 		{"config file over image defaults", []string{"--config", file}, map[string]string{"SKILLROUTER_DEFAULTS": "../../deploy/image/defaults-exec.yaml"},
 			func(c config) bool {
@@ -401,7 +401,7 @@ func TestImageDefaultsFile(t *testing.T) {
 	if _, err = loadFor(t, nil, map[string]string{"SKILLROUTER_DEFAULTS": "/nonexistent/defaults.yaml"}); err == nil {
 		t.Error("a missing defaults file is not an error")
 	}
-	if m := misspelledEnv([]string{"SKILLROUTER_DEFAULTS=/etc/skillrouter/defaults.yaml"}); len(m) != 0 {
+	if m := misspelledEnv([]string{"SKILLROUTER_DEFAULTS=/usr/share/skillrouter/defaults.yaml"}); len(m) != 0 {
 		t.Errorf("SKILLROUTER_DEFAULTS taken for a misspelling: %v", m)
 	}
 }

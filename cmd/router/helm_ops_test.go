@@ -93,7 +93,7 @@ func TestHelmChartImageEnvironment(t *testing.T) {
 				env[k] = v
 			}
 			// The image's defaults file, as the Containerfile copies it there.
-			if env[envDefaults] != "/etc/skillrouter/defaults.yaml" {
+			if env[envDefaults] != "/usr/share/skillrouter/defaults.yaml" {
 				t.Fatalf("the %s image's %s is %q", c.stage, envDefaults, env[envDefaults])
 			}
 			env[envDefaults] = map[string]string{"runtime": "../../deploy/image/defaults.yaml", "exec": "../../deploy/image/defaults-exec.yaml"}[c.stage]

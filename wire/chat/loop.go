@@ -34,9 +34,12 @@ type completion struct {
 
 func callID(id string, round, i int) string { return wire.CallID(id, "call", round, i) }
 
-// truncated reports whether an answer stopped at the output-token limit,
-// by its finish_reason (see wire.Answer.Truncated).
-func truncated(finishReason string) bool { return finishReason == "length" }
+// truncated reports whether an answer stopped short, by its finish_reason:
+// the output-token limit ("length") or a content filter (see
+// wire.Answer.Truncated).
+func truncated(finishReason string) bool {
+	return finishReason == "length" || finishReason == "content_filter"
+}
 
 // ReadAnswer reads a non-streaming answer of round: its usage, and the
 // proxy's calls in choice 0 (those mine claims) with the assistant turn to

@@ -19,11 +19,12 @@ type message struct {
 	Usage      json.RawMessage   `json:"usage"`
 }
 
-// truncated reports whether a message stopped at the output-token limit, by
-// its stop_reason: "max_tokens", or "model_context_window_exceeded" (the
-// answer filled the context window; see wire.Answer.Truncated).
+// truncated reports whether a message stopped short, by its stop_reason:
+// "max_tokens", "model_context_window_exceeded" (the answer filled the
+// context window), or "refusal" (the API's classifiers stopped it; another
+// round on that turn would be refused again; see wire.Answer.Truncated).
 func truncated(stopReason string) bool {
-	return stopReason == "max_tokens" || stopReason == "model_context_window_exceeded"
+	return stopReason == "max_tokens" || stopReason == "model_context_window_exceeded" || stopReason == "refusal"
 }
 
 // stopReason is a message's stop_reason, "" when it has none.

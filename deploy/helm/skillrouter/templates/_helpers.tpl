@@ -120,6 +120,9 @@ new pod on another node waits until the old one is gone. */}}
 {{- define "skillrouter.validateIndexClaim" -}}
 {{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) -}}
 {{- $modes := .Values.index.pvc.accessModes | default list -}}
+{{- if not (kindIs "slice" $modes) -}}
+{{- fail (printf "index.pvc.accessModes %v: want a list, such as [ReadWriteMany]" $modes) -}}
+{{- end -}}
 {{- $job := .Values.index.buildJob.enabled -}}
 {{- $who := list -}}
 {{- if .Values.autoscaling.enabled -}}
@@ -138,8 +141,10 @@ new pod on another node waits until the old one is gone. */}}
 {{- fail "index.pvc.accessModes is empty: want [ReadWriteMany]" -}}
 {{- else if has "ReadWriteMany" $modes -}}
 {{- else if and (has "ReadOnlyMany" $modes) (not $job) -}}
-{{- else if not $rwo -}}
+{{- else if has "ReadOnlyMany" $modes -}}
 {{- fail (printf "index.pvc.accessModes %v: the index build Job writes the claim; want [ReadWriteMany]" $modes) -}}
+{{- else if not $rwo -}}
+{{- fail (printf "index.pvc.accessModes %v: no access mode Kubernetes knows (ReadWriteMany, ReadOnlyMany, ReadWriteOnce, ReadWriteOncePod); want [ReadWriteMany]" $modes) -}}
 {{- else if not (has "ReadWriteOnce" $modes) -}}
 {{- fail (printf "index.pvc.accessModes %v: ReadWriteOncePod lets one pod mount the claim, and %s mount it (a rolling update also starts the new pod before the old one stops); want [ReadWriteMany]" $modes (join " and " $who)) -}}
 {{- else if and $many (not .Values.index.pvc.singleNode) -}}
@@ -189,14 +194,24 @@ sleep:
 {{- end -}}
 {{- end -}}
 
-{{/* server.shutdown_grace in whole seconds, rounded up: the env entry
-SKILLROUTER_SERVER_SHUTDOWN_GRACE beats config.server.shutdown_grace (as
-in serve), whose default is 30s. serve reads a Go duration
-(time.ParseDuration); this reads the unsigned forms of one: 30s, 1m30s,
-1.5m, 500ms. Anything else fails here as it would fail serve. */}}
+{{/* server.shutdown_grace in whole seconds, rounded up, read as serve
+reads it: an env entry SKILLROUTER_SERVER_SHUTDOWN_GRACE beats the same
+variable in secrets.extraEnv (env beats envFrom), which beats
+config.server.shutdown_grace, whose default (also for null) is 30s. serve
+reads a Go duration (time.ParseDuration); this reads the unsigned forms of
+one: 30s, 1m30s, 1.5m, 500ms. Anything else fails here as it would fail
+serve. */}}
 {{- define "skillrouter.shutdownGraceSeconds" -}}
 {{- $key := "config.server.shutdown_grace" -}}
-{{- $d := dig "server" "shutdown_grace" "30s" (.Values.config | default dict) -}}
+{{- $d := dig "server" "shutdown_grace" "" (.Values.config | default dict) -}}
+{{- if or (kindIs "invalid" $d) (eq (toString $d) "") -}}
+{{- $d = "30s" -}}
+{{- end -}}
+{{- $secrets := .Values.secrets | default dict -}}
+{{- if and (not $secrets.existingSecret) (hasKey ($secrets.extraEnv | default dict) "SKILLROUTER_SERVER_SHUTDOWN_GRACE") -}}
+{{- $d = get $secrets.extraEnv "SKILLROUTER_SERVER_SHUTDOWN_GRACE" -}}
+{{- $key = "secrets.extraEnv SKILLROUTER_SERVER_SHUTDOWN_GRACE" -}}
+{{- end -}}
 {{- range (.Values.env | default list) -}}
 {{- if and (kindIs "map" .) (eq (toString .name) "SKILLROUTER_SERVER_SHUTDOWN_GRACE") (hasKey . "value") -}}
 {{- $d = .value -}}
@@ -251,7 +266,7 @@ explicit value may drop the margin, not the sleep or the grace. */}}
 {{- define "skillrouter.indexClaimRWO" -}}
 {{- if and (eq .Values.index.source "pvc") (not .Values.index.pvc.existingClaim) (not .Values.index.pvc.singleNode) -}}
 {{- $modes := .Values.index.pvc.accessModes | default list -}}
-{{- if and (has "ReadWriteOnce" $modes) (not (has "ReadWriteMany" $modes)) (not (has "ReadOnlyMany" $modes)) -}}true{{- end -}}
+{{- if and (kindIs "slice" $modes) (has "ReadWriteOnce" $modes) (not (has "ReadWriteMany" $modes)) (not (has "ReadOnlyMany" $modes)) -}}true{{- end -}}
 {{- end -}}
 {{- end -}}
 
