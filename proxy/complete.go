@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -125,6 +126,9 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 		if p, err := rt.req.Final(raw, rounds, u, strip); err == nil {
 			out, patched = p, true
 		}
+	}
+	if _, ok := rt.req.(stateRefs); ok {
+		s.rememberPresence(rt, gjson.GetBytes(raw, "id").Str)
 	}
 	h := w.Header()
 	copyResponseHeader(h, upstream, false)

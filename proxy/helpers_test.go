@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,7 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 		if h == nil {
 			h = []string{"load_skill", "search_skills"}
 		}
-		s := &fakeSession{handles: h, fail: f.followErr}
+		s := &fakeSession{handles: h, fail: f.followErr, active: append(slices.Clone(ov.Present), sel...)}
 		f.sessions = append(f.sessions, s)
 		rw.Session = s
 	}
@@ -92,6 +93,13 @@ type fakeSession struct {
 	handles []string
 	calls   []string // name(args)
 	fail    error    // answer with a call id the follow-up cannot match
+	active  []string // skills active at the end (router.Session.Active)
+}
+
+func (s *fakeSession) Active() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.active)
 }
 
 func (s *fakeSession) Handles(name string) bool {

@@ -127,6 +127,7 @@ type Server struct {
 	ab        *splitter
 	echo      *echo.Echo
 	arms      []*armState // every configured arm, for readiness
+	presence  presence    // skills active in state stored upstream (presence.go)
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context

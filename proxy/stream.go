@@ -88,6 +88,9 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			info.truncated = true
 		}
 		if end.Loop == nil || sr.sess == nil {
+			if end.Loop == nil && !end.Incomplete {
+				s.rememberPresence(rt, end.ID)
+			}
 			sr.finishTrailers()
 			return
 		}

@@ -67,6 +67,7 @@ type planInput struct {
 	ranking     rankingFunc     // catalog ranking; called only when the catalog must be cut
 	clientNames map[string]bool // tool names the client defined (never shadowed)
 	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
+	present     []string        // skills held where msgs cannot show them (Overrides.Present)
 }
 
 // serverTools is what the session needs to answer the offered tools.
@@ -167,8 +168,8 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	// Tier 2: pinned first (forced, whatever their size), then the router's
 	// selection within the auto-load budget; nothing already present.
 	present := map[string]bool{}
-	for _, id := range envelopesIn(in.msgs) {
-		if s, ok := lib.byID[id]; ok {
+	for _, id := range append(envelopesIn(in.msgs), in.present...) {
+		if s, ok := lib.byID[id]; ok && !present[id] {
 			present[id] = true
 			p.Active = append(p.Active, s.ID)
 		}

@@ -26,6 +26,12 @@ type Overrides struct {
 	// conversation's opening, so two conversations that open alike but are
 	// named differently do not share files. "" keeps the opening alone.
 	Session string
+	// Present lists skills the conversation holds already where the
+	// request cannot show them: state stored upstream (Responses
+	// previous_response_id, conversation), whose earlier turns the request
+	// does not carry. They are not auto-loaded again, and count as active
+	// (allowed-tools, tier-3 tools), as envelopes in the request would.
+	Present []string
 }
 
 // Rewrite is the plan for one request plus the state the tool loop needs.
@@ -83,6 +89,7 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
+	in.present = ov.Present
 	in.ranking = r.catalogRanking(ctx, lib, req.Turns, ov.Strategy, dec, &o, depth, settled)
 	return finishRewrite(ctx, r, req, in, o, ov.Session), nil
 }
@@ -138,6 +145,7 @@ func finishRewrite(ctx context.Context, search Searcher, req *wire.Request, in p
 	gate.record(p.Decision)
 	toolsOK := !o.NoTools && !in.noTools
 	sess := newSession(search, in.snap, in.lib, o, p, ts, toolsOK, in.clientNames)
+	sess.remember(in.present, in.msgs)
 	sess.gate = gate
 	plan := &wire.Plan{
 		Catalog:      p.Catalog,

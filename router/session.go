@@ -41,8 +41,13 @@ type Session struct {
 	offered     map[string]bool // every tool name offered in any round
 	active      []string        // skills whose envelope is in the conversation
 	activeSet   map[string]bool
-	loaded      []string       // skills loaded by load_skill in this session
-	calls       map[string]int // calls answered, by tool name
+	// remembered are active skills known only from state stored upstream
+	// (Overrides.Present), whose bodies the request does not show: a
+	// load_skill of one answers with the body (the upstream may have
+	// truncated it away), once.
+	remembered map[string]bool
+	loaded     []string       // skills loaded by load_skill in this session
+	calls      map[string]int // calls answered, by tool name
 }
 
 // ToolResult is the answer to one server-side tool call.
@@ -63,6 +68,22 @@ func newSession(s Searcher, snap *skills.Snapshot, lib *skillLib, o RewriteOptio
 	}
 	sess.toolsGen = len(sess.active)
 	return sess
+}
+
+// remember marks the present skills msgs do not show as remembered.
+func (s *Session) remember(present []string, msgs []Message) {
+	if len(present) == 0 {
+		return
+	}
+	shown := envelopesIn(msgs)
+	for _, id := range present {
+		if s.activeSet[id] && !slices.Contains(shown, id) {
+			if s.remembered == nil {
+				s.remembered = map[string]bool{}
+			}
+			s.remembered[id] = true
+		}
+	}
 }
 
 func (s *Session) activate(id string) {
@@ -237,6 +258,12 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 		return skills.NotFound(want, s.snap)
 	}
 	s.mu.Lock()
+	if s.remembered[sk.ID] {
+		delete(s.remembered, sk.ID)
+		s.loaded = append(s.loaded, sk.ID)
+		s.mu.Unlock()
+		return s.lib.envelope(sk).text
+	}
 	if s.activeSet[sk.ID] {
 		s.mu.Unlock()
 		return alreadyActive(sk.ID)

@@ -207,6 +207,9 @@ type RoundEnd struct {
 	// reached (Exhausted), or the client's calls had been relayed first.
 	Dropped   int
 	Exhausted bool
+	// ID is the upstream's id of the round's answer, where the stream
+	// names one the client can continue from (Responses: the response id).
+	ID string
 	// Truncated: the round stopped short (see Answer.Truncated): it never loops, and its proxy calls are dropped.
 	Truncated bool
 	// Incomplete: the upstream's stream ended before its final event

@@ -58,6 +58,13 @@ func conversationID(body []byte, ms []jsonspan.Member) (string, error) {
 	return "", wire.TypeError("conversation", "a string or an object with an id", body[s.Start:s.End])
 }
 
+// StateRefs names the state stored upstream that the request continues
+// (the previous response, the conversation; "" when none) and whether its
+// own answer is stored (store is not false).
+func (r *Request) StateRefs() (previous, conversation string, stored bool) {
+	return r.previousID, r.conversation, !r.unstored
+}
+
 // StatePath returns the path (under the client's /v1, not escaped) and
 // query at which the state the request continues can be read: the previous
 // response, or the latest items of the conversation, newest first. path is

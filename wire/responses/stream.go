@@ -212,7 +212,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if !rd.finished {
 		rd.loop = rd.Loops() // the upstream ended without response.completed
 	}
-	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.finished, Truncated: rd.truncated}
+	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.finished, Truncated: rd.truncated, ID: rd.id}
 	if !rd.loop {
 		end.Dropped = rd.ProxyCalls
 		rd.ShowPending()

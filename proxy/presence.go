@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"container/list"
+	"slices"
+	"sync"
+
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// A Responses request that continues state stored upstream
+// (previous_response_id, conversation) carries only its new input, so the
+// router cannot see the skills earlier turns loaded there and would load
+// them again, each turn adding the same bodies to the stored conversation.
+// presence remembers, per stored response and per conversation, the skills
+// its turns made active; the next turn passes them to the router as
+// Overrides.Present. It is a per-process memory: a turn served by another
+// replica, or after a restart, loads what it selects, as without it.
+
+// presenceEntries bounds the memory: about 200 bytes an entry.
+const presenceEntries = 16384
+
+type presence struct {
+	mu    sync.Mutex
+	byKey map[string]*list.Element
+	lru   list.List // of *presenceEntry, most recent first
+}
+
+type presenceEntry struct {
+	key string
+	ids []string
+}
+
+// get returns the skills remembered for key (nil if none).
+func (p *presence) get(key string) []string {
+	if key == "" {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	el, ok := p.byKey[key]
+	if !ok {
+		return nil
+	}
+	p.lru.MoveToFront(el)
+	return slices.Clone(el.Value.(*presenceEntry).ids)
+}
+
+// put remembers ids for key, forgetting the least recently used entry
+// beyond presenceEntries.
+func (p *presence) put(key string, ids []string) {
+	if key == "" || len(ids) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byKey == nil {
+		p.byKey = map[string]*list.Element{}
+	}
+	if el, ok := p.byKey[key]; ok {
+		el.Value.(*presenceEntry).ids = ids
+		p.lru.MoveToFront(el)
+		return
+	}
+	p.byKey[key] = p.lru.PushFront(&presenceEntry{key: key, ids: ids})
+	for p.lru.Len() > presenceEntries {
+		old := p.lru.Back()
+		p.lru.Remove(old)
+		delete(p.byKey, old.Value.(*presenceEntry).key)
+	}
+}
+
+// stateRefs is implemented by requests that can continue state stored
+// upstream (Responses).
+type stateRefs interface {
+	// StateRefs names the state the request continues (previous response,
+	// conversation; "" when none) and whether its answer is stored.
+	StateRefs() (previous, conversation string, stored bool)
+}
+
+// presenceKey is the key of what the request continues ("" when nothing).
+func presenceKey(req apiRequest) string {
+	st, ok := req.(stateRefs)
+	if !ok {
+		return ""
+	}
+	prev, conv, _ := st.StateRefs()
+	switch {
+	case prev != "":
+		return "response " + prev
+	case conv != "":
+		return "conversation " + conv
+	}
+	return ""
+}
+
+// activeSkills is implemented by tool sessions that know the skills active
+// at the end of a request (*router.Session).
+type activeSkills interface{ Active() []string }
+
+// rememberPresence records, once a stored answer with id responseID is
+// final, the skills active in it: those the request was given as present
+// and those it made active (auto-loaded, loaded with load_skill), under the
+// response and the conversation it continues.
+func (s *Server) rememberPresence(rt *routed, responseID string) {
+	st, ok := rt.req.(stateRefs)
+	act, ok2 := rt.session.(activeSkills)
+	if !ok || !ok2 {
+		return
+	}
+	_, conv, stored := st.StateRefs()
+	if !stored {
+		return
+	}
+	ids := act.Active()
+	for _, id := range rt.present {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if responseID != "" {
+		s.presence.put("response "+responseID, ids)
+	}
+	if conv != "" {
+		s.presence.put("conversation "+conv, ids)
+	}
+}
+
+var _ activeSkills = (*router.Session)(nil)
