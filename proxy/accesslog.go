@@ -40,6 +40,7 @@ type reqInfo struct {
 	err             string
 	outcome         string // how the request ended (outcome* constants); set by observe when the handler did not
 	query           string // logged at debug level only
+	clientKey       string // the client's key when the proxy checked and dropped it; never logged
 }
 
 const infoKey = "skillrouter.info"

@@ -128,7 +128,10 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 		}
 	}
 	if _, ok := rt.req.(stateRefs); ok {
-		s.rememberPresence(rt, gjson.GetBytes(raw, "id").Str)
+		// Only a response (not an input_tokens count) adds to stored state.
+		if res := gjson.GetManyBytes(raw, "object", "id"); res[0].Str == "response" && res[1].Str != "" {
+			s.rememberPresence(rt, res[1].Str)
+		}
 	}
 	h := w.Header()
 	copyResponseHeader(h, upstream, false)

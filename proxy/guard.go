@@ -64,6 +64,7 @@ var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
 func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r, w := c.Request(), c.Response()
+		key, _ := clientKey(r)
 		werr := s.admit(w, r)
 		if werr == errPreflightServed {
 			requestInfo(c).status = http.StatusNoContent
@@ -74,6 +75,9 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 			info.status, info.err = werr.Status, werr.Message
 			writeError(w, apiForPath(r.URL.Path), werr)
 			return nil
+		}
+		if key != "" && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" {
+			requestInfo(c).clientKey = key // admit dropped it: the proxy's own key (presence.go)
 		}
 		return next(c)
 	}

@@ -25,6 +25,7 @@ type routed struct {
 	session ToolSession // nil: no server-side tool loop
 	rwErr   error
 	present []string // skills the stored state it continues holds (presence.go)
+	scope   string   // whose stored state it is (presence.go)
 }
 
 // route parses body once, picks the arm, plans the rewrite and renders it.
@@ -58,14 +59,15 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		ov.Strategy = arm.strategy
 	}
 	ov.Session = sessionKey(h, view)
-	ov.Present = s.presence.get(presenceKey(parsed))
+	scope := presenceScope(parsed, h, info.clientKey)
+	ov.Present = s.presence.get(presenceKey(parsed, scope))
 	info.arm = label
 	info.routed = true
 	if s.log.Enabled(ctx, slog.LevelDebug) { // the query is message content
 		info.query = view.FirstUserText()
 	}
 
-	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present}
+	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope}
 	if !arm.rw.Ready() {
 		// Starting up (the index is being built): forwarded unmodified and
 		// said so, but not a rewrite error; /readyz tells load balancers.

@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"slices"
 	"sync"
 
@@ -78,8 +81,25 @@ type stateRefs interface {
 	StateRefs() (previous, conversation string, stored bool)
 }
 
+// presenceScope names whose stored state a request reaches: a digest of
+// the credential it is served with (the client's own key for the proxy, else
+// the one it forwards), so that a client naming another's response id is
+// not ranked with what that conversation holds. "" for requests that cannot
+// continue stored state.
+func presenceScope(req apiRequest, h http.Header, clientKey string) string {
+	if _, ok := req.(stateRefs); !ok {
+		return ""
+	}
+	cred := clientKey
+	if cred == "" {
+		cred = h.Get("Authorization") + "\x00" + h.Get("X-Api-Key") + "\x00" + h.Get("Api-Key")
+	}
+	sum := sha256.Sum256([]byte(cred))
+	return hex.EncodeToString(sum[:8])
+}
+
 // presenceKey is the key of what the request continues ("" when nothing).
-func presenceKey(req apiRequest) string {
+func presenceKey(req apiRequest, scope string) string {
 	st, ok := req.(stateRefs)
 	if !ok {
 		return ""
@@ -87,9 +107,9 @@ func presenceKey(req apiRequest) string {
 	prev, conv, _ := st.StateRefs()
 	switch {
 	case prev != "":
-		return "response " + prev
+		return scope + " response " + prev
 	case conv != "":
-		return "conversation " + conv
+		return scope + " conversation " + conv
 	}
 	return ""
 }
@@ -119,10 +139,10 @@ func (s *Server) rememberPresence(rt *routed, responseID string) {
 		}
 	}
 	if responseID != "" {
-		s.presence.put("response "+responseID, ids)
+		s.presence.put(rt.scope+" response "+responseID, ids)
 	}
 	if conv != "" {
-		s.presence.put("conversation "+conv, ids)
+		s.presence.put(rt.scope+" conversation "+conv, ids)
 	}
 }
 
