@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"slices"
 	"sync"
 
+	"github.com/skillrouter/skillrouter/internal/lru"
 	"github.com/skillrouter/skillrouter/router"
 )
 
@@ -24,14 +24,13 @@ import (
 const presenceEntries = 16384
 
 type presence struct {
-	mu    sync.Mutex
-	byKey map[string]*list.Element
-	lru   list.List // of *presenceEntry, most recent first
+	once sync.Once
+	c    *lru.Cache[string, []string]
 }
 
-type presenceEntry struct {
-	key string
-	ids []string
+func (p *presence) cache() *lru.Cache[string, []string] {
+	p.once.Do(func() { p.c = lru.New[string, []string](presenceEntries, 0, nil) })
+	return p.c
 }
 
 // get returns the skills remembered for key (nil if none).
@@ -39,38 +38,16 @@ func (p *presence) get(key string) []string {
 	if key == "" {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	el, ok := p.byKey[key]
-	if !ok {
-		return nil
-	}
-	p.lru.MoveToFront(el)
-	return slices.Clone(el.Value.(*presenceEntry).ids)
+	ids, _ := p.cache().Get(key)
+	return slices.Clone(ids)
 }
 
-// put remembers ids for key, forgetting the least recently used entry
-// beyond presenceEntries.
+// put remembers ids for key.
 func (p *presence) put(key string, ids []string) {
 	if key == "" || len(ids) == 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byKey == nil {
-		p.byKey = map[string]*list.Element{}
-	}
-	if el, ok := p.byKey[key]; ok {
-		el.Value.(*presenceEntry).ids = ids
-		p.lru.MoveToFront(el)
-		return
-	}
-	p.byKey[key] = p.lru.PushFront(&presenceEntry{key: key, ids: ids})
-	for p.lru.Len() > presenceEntries {
-		old := p.lru.Back()
-		p.lru.Remove(old)
-		delete(p.byKey, old.Value.(*presenceEntry).key)
-	}
+	p.cache().Put(key, ids, nil)
 }
 
 // stateRefs is implemented by requests that can continue state stored

@@ -71,7 +71,7 @@ func TestPresenceOnlyForStoredResponses(t *testing.T) {
 		t.Errorf("an unstored response %q remembered: %s", id, b)
 	}
 	h.chat(`{"model":"m","messages":[{"role":"user","content":"make me a pdf"}]}`, nil)
-	if n := h.srv.presence.lru.Len(); n != 0 {
+	if n := h.srv.presence.cache().Len(); n != 0 {
 		t.Errorf("%d entries remembered", n)
 	}
 }
@@ -85,8 +85,8 @@ func TestPresenceBounded(t *testing.T) {
 			p.get("k0") // used again just before the memory is full: kept
 		}
 	}
-	if p.lru.Len() != presenceEntries || p.get("k0") == nil || p.get("k1") != nil || p.get("k"+strconv.Itoa(presenceEntries+9)) == nil {
-		t.Errorf("len %d, k0 %v, k1 %v", p.lru.Len(), p.get("k0"), p.get("k1"))
+	if p.cache().Len() != presenceEntries || p.get("k0") == nil || p.get("k1") != nil || p.get("k"+strconv.Itoa(presenceEntries+9)) == nil {
+		t.Errorf("len %d, k0 %v, k1 %v", p.cache().Len(), p.get("k0"), p.get("k1"))
 	}
 	if strings.Join(p.get("k0"), "") != "s" {
 		t.Error("value lost")

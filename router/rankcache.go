@@ -1,9 +1,9 @@
 package router
 
 import (
-	"container/list"
-	"sync"
 	"unsafe"
+
+	"github.com/skillrouter/skillrouter/internal/lru"
 )
 
 // rankCache remembers recent rankings of one index. Agentic clients resend
@@ -15,16 +15,7 @@ import (
 // request. A ranking holds only its top (rankResult), so the number kept
 // does not shrink as the library grows.
 type rankCache struct {
-	mu    sync.Mutex
-	max   int // entries
-	bytes int // of the rankings kept
-	m     map[rankKey]*list.Element
-	lru   list.List // of *cachedRank, most recent first
-}
-
-type cachedRank struct {
-	key rankKey
-	res *rankResult
+	c *lru.Cache[rankKey, *rankResult]
 }
 
 // rankCacheBytes bounds the memory of one index's cache; rankCacheMax its
@@ -36,7 +27,11 @@ const (
 
 // rankBytes estimates what one cached ranking holds.
 func rankBytes(res *rankResult) int {
-	return int(unsafe.Sizeof(*res)+unsafe.Sizeof(cachedRank{})) + 64 + len(res.top)*int(unsafe.Sizeof(rankEntry{}))
+	entry := unsafe.Sizeof(struct {
+		k rankKey
+		r *rankResult
+	}{})
+	return int(unsafe.Sizeof(*res)+entry) + 64 + len(res.top)*int(unsafe.Sizeof(rankEntry{}))
 }
 
 // newRankCache returns a cache of size entries when size > 0, none when
@@ -49,21 +44,15 @@ func newRankCache(size int) *rankCache {
 	case size == 0:
 		size = rankCacheMax
 	}
-	return &rankCache{max: size, m: make(map[rankKey]*list.Element, min(size, 64))}
+	return &rankCache{c: lru.New[rankKey, *rankResult](size, rankCacheBytes, rankBytes)}
 }
 
 func (c *rankCache) get(k rankKey) *rankResult {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[k]
-	if !ok {
-		return nil
-	}
-	c.lru.MoveToFront(e)
-	return e.Value.(*cachedRank).res
+	res, _ := c.c.Get(k)
+	return res
 }
 
 // put keeps res under k, replacing a shallower ranking kept there.
@@ -71,24 +60,8 @@ func (c *rankCache) put(k rankKey, res *rankResult) {
 	if c == nil || res.fallback != "" {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.lru.MoveToFront(e)
-		cr := e.Value.(*cachedRank)
-		if len(res.top) > len(cr.res.top) {
-			c.bytes += rankBytes(res) - rankBytes(cr.res)
-			cr.res = res
-		}
-	} else {
-		c.m[k] = c.lru.PushFront(&cachedRank{key: k, res: res})
-		c.bytes += rankBytes(res)
-	}
-	for c.lru.Len() > c.max || c.bytes > rankCacheBytes && c.lru.Len() > 1 {
-		old := c.lru.Back()
-		cr := old.Value.(*cachedRank)
-		c.lru.Remove(old)
-		delete(c.m, cr.key)
-		c.bytes -= rankBytes(cr.res)
-	}
+	c.c.Put(k, res, deeper)
 }
+
+// deeper reports whether ranking res keeps more of the top than old.
+func deeper(old, res *rankResult) bool { return len(res.top) > len(old.top) }
