@@ -196,12 +196,10 @@ func TestReviewStateReadFailureLogged(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	var line string
-	for _, l := range strings.Split(h.logText(), "\n") {
-		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"path":"/v1/responses"`) {
-			line = l
-		}
-	}
+	// The line is written once the handler returns, which may be after the
+	// client has read the relayed refusal.
+	waitFor(t, func() bool { return strings.Contains(h.logText(), `"path":"/v1/responses"`) })
+	line := logLine(t, h.logText(), "/v1/responses")
 	if e := gjson.Get(line, "error").Str; !strings.Contains(e, "500") {
 		t.Errorf("the access log does not say the state read failed (500):\n%s", line)
 	}
