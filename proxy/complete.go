@@ -17,7 +17,7 @@ import (
 // complete serves a non-streaming request: forward, and while the answer
 // holds tool calls the session answers, execute them, append the results
 // (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds and
-// never on an answer that stopped at the output-token limit.
+// never on an answer that stopped short (wire.Answer.Truncated).
 func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
 	ctx, done := s.requestContext(r.Context())
@@ -65,8 +65,9 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		if ans.Truncated || ans.Late || round >= s.cfg.MaxToolRounds {
 			// The answer is the client's: the round limit forbids another
-			// round, or the answer stopped at the output-token limit (its
-			// calls may be cut, and another round would stop there again),
+			// round, or the answer stopped short (the output-token limit, a
+			// content filter, a refusal: its calls may be cut, and another
+			// round would stop the same way),
 			// or its client calls cannot wait for another round.
 			// The proxy's calls are dropped from it.
 			info.exhausted = round >= s.cfg.MaxToolRounds
