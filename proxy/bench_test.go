@@ -37,16 +37,9 @@ func BenchmarkSSERelay(b *testing.B) {
 			up := fakeai.New()
 			defer up.Close()
 			up.Handle("/v1/chat/completions", fakeai.Raw(200, "text/event-stream", stream))
-			u, _ := url.Parse(up.BaseURL())
 			rw := newFakeRewriter()
 			rw.noTools = mode == "plain"
-			srv, err := New(Config{Upstream: u, Rewriter: rw, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ps := httptest.NewServer(srv)
-			defer ps.Close()
-			defer srv.transport.(*http.Transport).CloseIdleConnections()
+			ps := benchProxy(b, up, rw)
 			target := ps.URL + "/v1/chat/completions"
 			if mode == "direct" {
 				target = up.BaseURL() + "/chat/completions"
@@ -89,14 +82,7 @@ func BenchmarkResponsesRelay(b *testing.B) {
 				defer up.Close()
 				up.StopRecording()
 				up.Handle("/v1/responses", fakeai.Reply(fakeai.Turn{Content: strings.Repeat("tok ", 1000), ContentChunks: 1000}))
-				u, _ := url.Parse(up.BaseURL())
-				srv, err := New(Config{Upstream: u, Rewriter: newFakeRewriter(), Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ps := httptest.NewServer(srv)
-				defer ps.Close()
-				defer srv.transport.(*http.Transport).CloseIdleConnections()
+				ps := benchProxy(b, up, newFakeRewriter())
 				target := ps.URL + "/v1/responses"
 				if mode == "direct" {
 					target = up.BaseURL() + "/responses"
@@ -120,4 +106,21 @@ func BenchmarkResponsesRelay(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchProxy serves a proxy in front of up with rw, without logs, until
+// the benchmark ends.
+func benchProxy(b *testing.B, up *fakeai.Server, rw Rewriter) *httptest.Server {
+	b.Helper()
+	u, _ := url.Parse(up.BaseURL())
+	srv, err := New(Config{Upstream: u, Rewriter: rw, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	b.Cleanup(func() {
+		srv.transport.(*http.Transport).CloseIdleConnections()
+		ps.Close()
+	})
+	return ps
 }

@@ -88,7 +88,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			info.truncated = true
 		}
 		if end.Loop == nil || sr.sess == nil {
-			if end.Loop == nil && !end.Incomplete {
+			if end.Loop == nil { // an incomplete stream has returned above
 				s.rememberPresence(rt, end.ID)
 			}
 			sr.finishTrailers()

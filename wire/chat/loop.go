@@ -43,9 +43,9 @@ func truncated(finishReason string) bool {
 
 // ReadAnswer reads a non-streaming answer of round: its usage, and the
 // proxy's calls in choice 0 (those mine claims) with the assistant turn to
-// append before their results, and whether it stopped at the output-token
-// limit. ans is nil when there is no call of the proxy's; ok is false when
-// raw is not a chat completion with choices.
+// append before their results, and whether it stopped short. ans is nil
+// when there is no call of the proxy's; ok is false when raw is not a chat
+// completion with choices.
 func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var cmp completion
 	if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
@@ -136,7 +136,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 // Final patches the last answer of a tool loop: usage (when non-nil)
 // replaces the answer's, and when strip is set the proxy's own calls are
 // removed from choice 0 (a finish_reason "tool_calls" becomes "stop" if no
-// call is left; "length" stays). Unknown fields are kept.
+// call is left; "length" and "content_filter" stay). Unknown fields are kept.
 func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {

@@ -104,7 +104,8 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 
 // decide settles a round at its finish: loop when the proxy has calls to
 // answer and is still allowed to; otherwise (the round limit, a client call
-// relayed first, the output-token limit) the round is the client's answer.
+// relayed first, an answer that stopped short) the round is the client's
+// answer.
 func (s *Stream) decide(st *roundState) {
 	if st.finished { // decided already, or ended by an error chunk
 		return
@@ -222,7 +223,7 @@ type roundState struct {
 	finished      bool // finish_reason seen and handled
 	exhaustedSaid bool
 	exhausted     bool          // calls dropped at the round limit
-	truncated     bool          // the finish said the output-token limit stopped the round
+	truncated     bool          // the finish_reason says the round stopped short (see truncated)
 	dropped       int           // proxy calls dropped
 	id            string        // this round's completion id
 	content       []contentPart // the round's text, decoded only if the round loops

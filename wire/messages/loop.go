@@ -51,9 +51,8 @@ func kind(typ string) ownership.Kind {
 
 // ReadAnswer reads a non-streaming message of round: its usage and the
 // proxy's tool_use blocks, with the assistant message to append before
-// their results, and whether it stopped at the output-token limit. ans is
-// nil when the round is the client's answer; ok is false when raw is not a
-// message.
+// their results, and whether it stopped short. ans is nil when the round
+// is the client's answer; ok is false when raw is not a message.
 func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var msg message
 	if json.Unmarshal(raw, &msg) != nil || msg.Type != "message" {
@@ -150,7 +149,7 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 // Final patches the message the client gets: the blocks of earlier rounds
 // that were the client's come first, the proxy's tool_use blocks are
 // removed when strip is set (a stop_reason "tool_use" becomes "end_turn"
-// when no tool_use is left; "max_tokens" stays), and usage (when non-nil)
+// when no tool_use is left; "max_tokens" and "refusal" stay), and usage (when non-nil)
 // replaces the message's.
 func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	ms, err := jsonspan.Members(raw)

@@ -42,7 +42,7 @@ type roundState struct {
 	id         string
 	startUsage json.RawMessage
 	loop       bool
-	truncated  bool // message_delta's stop_reason said the output-token limit (see truncated)
+	truncated  bool // message_delta's stop_reason says the round stopped short (see truncated)
 	deltaSeen  bool
 	stopped    bool // message_stop or an error event was seen
 	errored    bool // an error event ended the round: it never loops
@@ -150,8 +150,8 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 
 // messageDelta ends a round's content: withheld when the round loops, else
 // passed on with the summed usage (and stop_reason fixed when the proxy's
-// dropped calls were the only ones). A round that stopped at the
-// output-token limit never loops.
+// dropped calls were the only ones). A round that stopped short never
+// loops.
 func (s *Stream) messageDelta(typ string, data []byte) {
 	rd := s.rd
 	rd.deltaSeen = true

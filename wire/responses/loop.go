@@ -99,24 +99,29 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		default:
 			r.pending = append(r.pending, raw)
 		}
-		if r.conversation == "" && !unresolvable(r.unstored, raw) {
+		if r.resent(raw) {
 			turn = append(turn, raw)
 		}
 	}
 	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Truncated: truncated(resp.Status)}, resp.Usage, true
 }
 
-// unresolvable reports whether an output item cannot go back as input in
-// the next round: a reasoning item without encrypted_content (the client
-// did not include reasoning.encrypted_content) of a response that was not
-// stored (store: false) refers to nothing the API kept, which it rejects
-// ("Items are not persisted when store is set to false"). The next round
-// then reasons afresh.
-func unresolvable(unstored bool, raw []byte) bool {
-	if !unstored || gjson.GetBytes(raw, "type").String() != "reasoning" {
+// resent reports whether an output item of a round that loops goes back
+// as input in the next round. Not in a conversation, which holds the
+// round's items already (see state.go); and not a reasoning item without
+// encrypted_content (the client did not include
+// reasoning.encrypted_content) of a response that was not stored (store:
+// false): it refers to nothing the API kept, which it rejects ("Items are
+// not persisted when store is set to false"), and the next round reasons
+// afresh.
+func (r *Request) resent(raw []byte) bool {
+	if r.conversation != "" {
 		return false
 	}
-	return gjson.GetBytes(raw, "encrypted_content").String() == ""
+	if !r.unstored || gjson.GetBytes(raw, "type").String() != "reasoning" {
+		return true
+	}
+	return gjson.GetBytes(raw, "encrypted_content").String() != ""
 }
 
 // kind maps an output item type to what the ownership rules need.

@@ -52,7 +52,7 @@ type Request struct {
 	hasTools    bool
 	clientTools [][]byte
 
-	unstored bool // "store": false (see unresolvable)
+	unstored bool // "store": false (see resent)
 
 	// The state stored upstream that the request continues: the previous
 	// response or the conversation (see state.go).

@@ -243,7 +243,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 			}
 			ans.Calls = append(ans.Calls, wire.ToolCall{ID: id, Name: it.name, Arguments: json.RawMessage(orEmptyObject(args))})
 		}
-		if raw != nil && s.req.conversation == "" && !unresolvable(s.req.unstored, raw) {
+		if raw != nil && s.req.resent(raw) {
 			turn = append(turn, raw)
 		}
 	}

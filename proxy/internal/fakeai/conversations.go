@@ -56,44 +56,55 @@ func (f *Server) requestConversation(q responsesReq) (*storedResponse, *apiErr) 
 	if q.prev.Exists() && q.prev.Type != gjson.Null {
 		return nil, oaiErr("Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.", "conversation", "mutually_exclusive_parameters")
 	}
-	id := c.Str
-	if c.IsObject() {
-		id = c.Get("id").Str
-	}
+	id := conversationID(q)
 	if id == "" {
 		return nil, invalidType("conversation", "a string or an object with an id", c)
 	}
-	if f == nil {
-		return nil, &apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id), param: "conversation"}
+	var cv *conversation
+	if f != nil {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		cv = f.convs[id]
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	cv := f.convs[id]
 	if cv == nil {
 		return nil, &apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id), param: "conversation"}
 	}
 	s := &storedResponse{}
 	for _, it := range cv.items {
 		g := gjson.Parse(it)
-		id := g.Get("call_id").Str
-		switch g.Get("type").Str {
-		case "function_call", "custom_tool_call":
+		id, typ := g.Get("call_id").Str, g.Get("type").Str
+		switch {
+		case isCall(typ):
 			s.calls = append(s.calls, id)
 			s.outCalls = append(s.outCalls, id)
-		case "function_call_output", "custom_tool_call_output":
+		case isCallOutput(typ):
 			s.outCalls = slices.DeleteFunc(s.outCalls, func(c string) bool { return c == id })
 		}
 	}
 	return s, nil
 }
 
+// conversationID is the id of a request's conversation: the string, or
+// the object's id.
+func conversationID(q responsesReq) string {
+	if q.conversation.IsObject() {
+		return q.conversation.Get("id").Str
+	}
+	return q.conversation.Str
+}
+
+// isCall and isCallOutput tell the call items the fake pairs with their
+// outputs (function and custom tool calls), and those outputs.
+func isCall(typ string) bool { return typ == "function_call" || typ == "custom_tool_call" }
+
+func isCallOutput(typ string) bool {
+	return typ == "function_call_output" || typ == "custom_tool_call_output"
+}
+
 // addToConversation adds a completed response's input and output items to
 // its conversation.
 func (f *Server) addToConversation(q responsesReq, output []ordered) {
-	id := q.conversation.Str
-	if q.conversation.IsObject() {
-		id = q.conversation.Get("id").Str
-	}
+	id := conversationID(q)
 	var add []string
 	if q.input.Type == gjson.String {
 		add = append(add, string(appendJSON(nil, ordered{"type", "message", "role", "user", "content", q.input.Str})))

@@ -784,7 +784,7 @@ func (b *responseBuilder) stored(prev *storedResponse, q responsesReq) storedRes
 		s.calls = slices.Clone(prev.calls)
 	}
 	q.input.ForEach(func(_, it gjson.Result) bool {
-		if t := it.Get("type").Str; t == "function_call" || t == "custom_tool_call" {
+		if isCall(it.Get("type").Str) {
 			s.calls = append(s.calls, it.Get("call_id").Str)
 		}
 		return true
