@@ -320,3 +320,15 @@ func TestConversationID(t *testing.T) {
 		t.Fatal("ids must not collide on shifted boundaries")
 	}
 }
+
+// TestReviewF15SearchLimitNotWhole: search_skills with "limit": 2.5 (MCP
+// hosts and models send it) answered `argument "limit" must be a number,
+// got number 2.5`: the value is a number, the message contradicts itself.
+// It must say a whole number is wanted.
+func TestReviewF15SearchLimitNotWhole(t *testing.T) {
+	rw := rewriteFixture(t, chat(t, "user", "db"), Decision{}, RewriteOptions{CatalogBudgetTokens: 200}, &fakeSearch{})
+	res := rw.Session.Call(context.Background(), "c", ToolSearchSkills, json.RawMessage(`{"query":"db","limit":2.5}`))
+	if !strings.Contains(res.Content, `argument \"limit\" must be a whole number, got number 2.5`) {
+		t.Errorf("search_skills limit 2.5: %s", res.Content)
+	}
+}
