@@ -88,7 +88,9 @@ func toolArgs(raw json.RawMessage, v any) error {
 		if errors.As(err, &te) && te.Field != "" {
 			want := te.Type.Kind().String()
 			switch te.Type.Kind() {
-			case reflect.Int, reflect.Int64, reflect.Float64:
+			case reflect.Int, reflect.Int64:
+				want = "a whole number"
+			case reflect.Float64:
 				want = "a number"
 			case reflect.String:
 				want = "a string"
