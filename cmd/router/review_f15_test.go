@@ -60,3 +60,31 @@ func TestReviewF15ABPercentsCheckedWithConfig(t *testing.T) {
 		t.Errorf("doctor with arms adding up to 120: exit %d, want 1 with the config row failing:\n%s", exitStatus(err), out)
 	}
 }
+
+// TestReviewF15ServeHelpExplainsFileOnlyKeys: README says "`router serve
+// --help` documents every key". It lists every key, but the description a
+// key carries (configKeys' help) is printed only for keys with a flag: the
+// twenty-odd file/env-only keys (auth.api_keys, auth.admin_token,
+// exec.env, embedder.dimensions, rewrite.description_limit,
+// server.idle_timeout, ...) appear as a bare name and default, and the
+// format of list variables is nowhere in the output: SKILLROUTER_SKILLS
+// takes folders separated by ":" (os.PathListSeparator), which no help
+// text or doc says (SKILLROUTER_SKILLS=a,b is read as one folder "a,b").
+func TestReviewF15ServeHelpExplainsFileOnlyKeys(t *testing.T) {
+	help, _, err := run(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, k := range configKeys {
+		if k.flag == "" && k.help != "" && !strings.Contains(help, k.help) {
+			missing = append(missing, k.path)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("serve --help shows no description for %d file/env-only keys: %s", len(missing), strings.Join(missing, ", "))
+	}
+	if !strings.Contains(help, "SKILLROUTER_SKILLS") || !strings.Contains(help, "separated by :") {
+		t.Errorf("serve --help does not say how SKILLROUTER_SKILLS lists several folders")
+	}
+}
