@@ -56,13 +56,49 @@ type splitter struct {
 	seed   string
 }
 
+// CheckArms reports the first mistake in an A/B split's arms: fewer than
+// two, a missing, reserved or repeated name, a percent outside 0–100, an
+// unknown strategy, or percents that do not add up to 100. It is the one
+// rule for arms: the proxy applies it when it starts, and configuration
+// checks call it so a bad split is refused where it was written.
+func CheckArms(arms []Arm) error {
+	if len(arms) == 0 {
+		return nil
+	}
+	if len(arms) < 2 {
+		return errors.New("an A/B split needs at least two arms")
+	}
+	var total float64
+	seen := map[string]bool{}
+	for i, a := range arms {
+		switch {
+		case a.Name == "":
+			return fmt.Errorf("A/B arm %d has no name", i+1)
+		case a.Name == defaultArmLabel || a.Name == explicitArmLabel:
+			return fmt.Errorf("A/B arm name %q is reserved", a.Name)
+		case seen[a.Name]:
+			return fmt.Errorf("A/B arm %q appears twice", a.Name)
+		case a.Percent < 0 || a.Percent > 100 || math.IsNaN(a.Percent):
+			return fmt.Errorf("A/B arm %q: percent %v must be between 0 and 100", a.Name, a.Percent)
+		case a.Strategy != "" && !router.ValidStrategy(a.Strategy):
+			return fmt.Errorf("A/B arm %q: unknown strategy %q", a.Name, a.Strategy)
+		}
+		seen[a.Name] = true
+		total += a.Percent
+	}
+	if math.Abs(total-100) > 1e-6 {
+		return fmt.Errorf("A/B arm percents add up to %v, want 100", total)
+	}
+	return nil
+}
+
 func newSplitter(cfg *ABConfig, def Rewriter) (*splitter, error) {
 	s := &splitter{def: &armState{rw: def}}
 	if cfg == nil || len(cfg.Arms) == 0 {
 		return s, nil
 	}
-	if len(cfg.Arms) < 2 {
-		return nil, errors.New("proxy: an A/B split needs at least two arms")
+	if err := CheckArms(cfg.Arms); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	s.header = http.CanonicalHeaderKey(cfg.HashHeader)
 	if s.header == "" {
@@ -70,22 +106,7 @@ func newSplitter(cfg *ABConfig, def Rewriter) (*splitter, error) {
 	}
 	s.seed = cfg.Seed
 	var total float64
-	seen := map[string]bool{}
-	for i, a := range cfg.Arms {
-		switch {
-		case a.Name == "":
-			return nil, fmt.Errorf("proxy: A/B arm %d has no name", i+1)
-		case a.Name == defaultArmLabel || a.Name == explicitArmLabel:
-			return nil, fmt.Errorf("proxy: A/B arm name %q is reserved", a.Name)
-		case seen[a.Name]:
-			return nil, fmt.Errorf("proxy: A/B arm %q appears twice", a.Name)
-		case a.Percent < 0 || math.IsNaN(a.Percent):
-			return nil, fmt.Errorf("proxy: A/B arm %q: percent %v must be between 0 and 100", a.Name, a.Percent)
-		}
-		if a.Strategy != "" && !router.ValidStrategy(a.Strategy) {
-			return nil, fmt.Errorf("proxy: A/B arm %q: unknown strategy %q", a.Name, a.Strategy)
-		}
-		seen[a.Name] = true
+	for _, a := range cfg.Arms {
 		total += a.Percent
 		rw := a.Rewriter
 		if rw == nil {
@@ -95,9 +116,6 @@ func newSplitter(cfg *ABConfig, def Rewriter) (*splitter, error) {
 			name: a.Name, strategy: a.Strategy, rw: rw,
 			upper: uint64(math.Round(total * abBuckets / 100)),
 		})
-	}
-	if math.Abs(total-100) > 1e-6 {
-		return nil, fmt.Errorf("proxy: A/B arm percents add up to %v, want 100", total)
 	}
 	s.arms[len(s.arms)-1].upper = abBuckets
 	return s, nil

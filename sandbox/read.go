@@ -25,7 +25,7 @@ func (p *Provider) ReadSkillResource(id string, s *skills.Skill, path string) st
 		return p.refuse(ToolReadResource, newError(CodeInvalidArguments, "skill_id is required"))
 	case s == nil:
 		e := newError(CodeUnknownSkill, "there is no skill %q", id)
-		e.SkillID = id
+		e.SkillID, e.Path = id, path
 		return p.refuse(ToolReadResource, e)
 	case s.Dir == "":
 		return p.refuse(ToolReadResource, newError(CodeUnknownSkill, "skill %q has no folder", id))

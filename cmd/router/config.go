@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -1066,8 +1067,15 @@ func (c *config) validate() error {
 			return &valueError{"upstream.anthropic_url", c.Upstream.AnthropicURL, "want an absolute http(s) URL such as https://api.anthropic.com/v1"}
 		}
 	}
-	if c.Listen == "" {
-		return &valueError{"listen", c.Listen, "want host:port, such as " + defaultListen}
+	for _, l := range []struct{ key, v string }{
+		{"listen", c.Listen}, {"server.metrics_listen", c.Server.MetricsListen}, {"debug.listen", c.Debug.Listen},
+	} {
+		if l.v == "" && l.key != "listen" {
+			continue // off
+		}
+		if _, port, err := net.SplitHostPort(l.v); err != nil || port == "" {
+			return &valueError{l.key, l.v, "want host:port, such as " + defaultListen}
+		}
 	}
 	for _, k := range configKeys {
 		if k.choices == nil {
@@ -1093,8 +1101,9 @@ func (c *config) validate() error {
 			}
 		}
 	}
-	if c.BodyLimit <= 0 {
-		return &valueError{"body_limit", formatSize(int64(c.BodyLimit)), "want a positive size, such as " + formatSize(proxy.DefaultBodyLimit)}
+	if c.BodyLimit < 1024 {
+		// A bare number is bytes: "8" meant as 8 MiB would refuse every request.
+		return &valueError{"body_limit", formatSize(int64(c.BodyLimit)), "want at least 1KiB (a number without a unit is bytes), such as " + formatSize(proxy.DefaultBodyLimit)}
 	}
 	for _, d := range []struct {
 		key       string
@@ -1116,7 +1125,7 @@ func (c *config) validate() error {
 	if c.Server.MaxConnections <= 0 {
 		return &valueError{"server.max_connections", strconv.Itoa(c.Server.MaxConnections), "want a positive number, such as " + strconv.Itoa(defaultMaxConnections)}
 	}
-	if c.Server.MetricsListen != "" && c.Server.MetricsListen == c.Listen {
+	if c.Server.MetricsListen != "" && c.Server.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
 		return &valueError{"server.metrics_listen", c.Server.MetricsListen, "must differ from listen"}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Routing.MinScore)) {
@@ -1124,9 +1133,7 @@ func (c *config) validate() error {
 			return &valueError{"routing.min_score." + k, k, "a strategy: want " + oneOf(strategyNames)}
 		}
 	}
-	if n := len(c.AB.Arms); n == 1 {
-		return &valueError{"ab.arms", "1 arm", "an A/B split needs at least two arms"}
-	}
+	arms := make([]proxy.Arm, len(c.AB.Arms))
 	for i, a := range c.AB.Arms {
 		if a.Strategy != "" && !router.ValidStrategy(router.Strategy(a.Strategy)) {
 			return &valueError{fmt.Sprintf("ab.arms[%d].strategy", i), a.Strategy, "want " + oneOf(strategyNames)}
@@ -1134,6 +1141,10 @@ func (c *config) validate() error {
 		if a.Embedder != nil && a.Embedder.Provider != "" && !slices.Contains(providerNames, a.Embedder.Provider) {
 			return &valueError{fmt.Sprintf("ab.arms[%d].embedder.provider", i), a.Embedder.Provider, "want " + oneOf(providerNames)}
 		}
+		arms[i] = proxy.Arm{Name: a.Name, Percent: a.Percent, Strategy: router.Strategy(a.Strategy)}
+	}
+	if err := proxy.CheckArms(arms); err != nil {
+		return &keyError{"ab.arms", err}
 	}
 	// The embedders' own checks (dimensions, base URL); building one
 	// contacts nothing.
@@ -1215,6 +1226,13 @@ func configHelp() string {
 	fmt.Fprintln(tw, "  routing.min_score\t-\t-\tcalibrated (map strategy: score)")
 	fmt.Fprintln(tw, "  ab.arms\t-\t-\tnone (list of name, percent, strategy, embedder)")
 	tw.Flush()
+	// Keys with a flag are described under Flags; the others here.
+	b.WriteString("\nKeys without a flag of their own:\n")
+	for _, k := range configKeys {
+		if k.flag == "" && k.help != "" {
+			fmt.Fprintf(&b, "  %s: %s\n", k.path, k.help)
+		}
+	}
 	b.WriteString("\nDurations use Go syntax (250ms, 30s, 10m, 1h30m); sizes take a unit (8MiB, 512KB).\n" +
 		"Relative folders in a config file are relative to the file's folder.\n")
 	return b.String()

@@ -62,6 +62,8 @@ func newDemoCmd() *cobra.Command {
 		},
 	}
 	addSkillsFlag(cmd.Flags(), &dirs)
+	// demo's default is the built-in library, not the ecosystem's folders.
+	cmd.Flags().Lookup("skills").Usage = "skill library folder; repeat for several (default: " + builtinExamples + ", the example library built into this binary)"
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address of the demo proxy")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep serving after the sample requests (Ctrl-C to stop)")
 	return cmd

@@ -224,8 +224,11 @@ func unwrapPath(err error) error {
 func listenRow(cfg *config) checkRow {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return checkRow{name: "listen", status: checkWarn, detail: cfg.Listen + ": " + unwrapNet(err),
-			fix: "another process (a running proxy?) holds it: stop it or choose --listen"}
+		fix := "choose another address with --listen"
+		if errors.Is(err, syscall.EADDRINUSE) {
+			fix = "another process (a running proxy?) holds it: stop it or choose --listen"
+		}
+		return checkRow{name: "listen", status: checkWarn, detail: cfg.Listen + ": " + unwrapNet(err), fix: fix}
 	}
 	ln.Close()
 	return checkRow{name: "listen", status: checkOK, detail: cfg.Listen + " is free"}

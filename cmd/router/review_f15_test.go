@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -56,7 +57,7 @@ func TestReviewF15ABPercentsCheckedWithConfig(t *testing.T) {
 	up := modelsUpstream(t)
 	f = writeFile(t, "c.yaml", "ab:\n  arms:\n    - {name: a, percent: 70, strategy: bm25}\n    - {name: b, percent: 50}\n")
 	out, _, err := run(t, "doctor", "--config", f, "--skills", examples, "--upstream", up.URL+"/v1", "--listen", freeAddr(t))
-	if exitStatus(err) != 1 || !strings.Contains(out, "config    FAIL") {
+	if exitStatus(err) != 1 || !regexp.MustCompile(`(?m)^config\s+FAIL\s`).MatchString(out) {
 		t.Errorf("doctor with arms adding up to 120: exit %d, want 1 with the config row failing:\n%s", exitStatus(err), out)
 	}
 }

@@ -44,7 +44,12 @@ func newRouteCmd() *cobra.Command {
 			fmt.Sprintf("top %d skills (--ranked N: N of them, 0: the whole library).", routeRanked),
 		Example: "  router route --skills examples/skills \"my postgres query is slow\"\n" +
 			"  router route --skills builtin:examples --strategy bm25 --json \"use /regex-builder for ISO dates\"",
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("want one MESSAGE to route (quote it), got %d arguments; e.g. router route \"my postgres query is slow\"", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[0]) == "" {
 				return fmt.Errorf("MESSAGE is empty")

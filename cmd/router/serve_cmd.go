@@ -144,8 +144,17 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	ln = newLimitListener(ln, capConnections(cfg.Server.MaxConnections, log), "api", log, srv.Registry())
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
+	if len(snap.Skills()) == 0 {
+		// Requests pass through unrouted; most likely a wrong or empty mount.
+		log.Warn("the skill library is empty: requests are forwarded without skills until a skill appears",
+			"roots", strings.Join(roots, ","), "problems", len(snap.Problems()))
+	}
+	metricsAddr := "with the API"
+	if metricsSrv != nil {
+		metricsAddr = "http://" + metricsSrv.ln.Addr().String() + "/metrics"
+	}
 	log.Info("skillrouter proxy listening; building the routing index",
-		"addr", "http://"+ln.Addr().String()+"/v1", "upstream", redactURL(cfg.Upstream.URL),
+		"addr", "http://"+ln.Addr().String()+"/v1", "metrics", metricsAddr, "upstream", redactURL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
