@@ -54,3 +54,67 @@ func TestReviewResp15BackgroundStreamResumableByCreatedID(t *testing.T) {
 		t.Errorf("a streamed background request went upstream with the proxy's tools %v (the non-streaming one goes without)", names)
 	}
 }
+
+// Review resp15: with store left at its default (true), every hidden round
+// is a response the upstream keeps (30 days at OpenAI) holding the client's
+// whole input, the catalog and the skill bodies, that the client never gets
+// an id for (JSON answers carry the last round's id only) and so can never
+// read back, list or DELETE. OpenAI's reference: store is "whether to store
+// the generated model response for later retrieval via API" and DELETE
+// /v1/responses/{id} deletes "a model response with the given ID": a client
+// that deletes the response it got (data retention, a user's erasure
+// request) leaves the proxy's intermediate responses behind. The follow-up
+// carries the round's items in its input (it never chains from the round's
+// response), so nothing needs the intermediate response once the round is
+// over.
+func TestReviewResp15HiddenRoundLeavesNoOrphanStoredResponse(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: "final answer"}),
+	)
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","input":"my tax id is 123-45-6789, make me a pdf"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	id := gjson.GetBytes(b, "id").Str
+	if id != "resp_fake_2" {
+		t.Fatalf("client got response %q, want the second round's", id)
+	}
+	// The first round's response: stored upstream, unknown to the client.
+	resp, got := h.do("GET", "/v1/responses/resp_fake_1", "", nil)
+	if resp.StatusCode != 404 {
+		t.Errorf("the hidden round's response resp_fake_1 is still stored upstream (the client only knows %s and cannot delete it): %d %.300s", id, resp.StatusCode, got)
+	}
+}
+
+// Review resp15: the client's Idempotency-Key goes upstream unchanged on
+// every hidden round (and on the stored-state repair's retry), each time
+// with a different body. Idempotency keys name one request: the IETF
+// draft (draft-ietf-httpapi-idempotency-key-header, section 2.7) has a
+// server answer a reused key with a different payload with 422, and
+// servers that implement it (gateways in front of the model, Stripe-style
+// APIs) replay the first answer instead: the follow-up would get round 1's
+// load_skill call back, or a 422, instead of the model's answer.
+func TestReviewResp15IdempotencyKeyNotReusedAcrossRounds(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: "final answer"}),
+	)
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","input":"make me a pdf"}`, map[string]string{"Idempotency-Key": "stainless-node-retry-1"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests", len(reqs))
+	}
+	k0, k1 := reqs[0].Header.Get("Idempotency-Key"), reqs[1].Header.Get("Idempotency-Key")
+	if k0 != "stainless-node-retry-1" {
+		t.Errorf("first round's key %q, want the client's", k0)
+	}
+	if k1 != "" && k1 == k0 {
+		t.Errorf("the hidden round's follow-up (a different body) reuses the client's Idempotency-Key %q", k1)
+	}
+}
