@@ -55,8 +55,13 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 		return &Rewrite{Decision: &router.Decision{}}, nil
 	}
 	sel := f.selected
-	plan := &wire.Plan{Catalog: "CATALOG", CatalogJSON: []byte(`"CATALOG"`), EnvelopeRole: "user", Changed: true,
-		Tools: wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}}
+	// As the router: a request that cannot take the proxy's tools
+	// (wire.Request.NoTools) gets none, and no session.
+	noTools := f.noTools || req.NoTools
+	plan := &wire.Plan{Catalog: "CATALOG", CatalogJSON: []byte(`"CATALOG"`), EnvelopeRole: "user", Changed: true}
+	if !req.NoTools {
+		plan.Tools = wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}
+	}
 	for _, id := range sel {
 		text := "<skill_context id=\"" + id + "\">BODY</skill_context>"
 		plan.Envelopes = append(plan.Envelopes, wire.Envelope{ID: id, Text: text, JSON: wire.Quote(text)})
@@ -68,7 +73,7 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 	rw := &Rewrite{Plan: plan, AddedTokens: 42 * (len(sel) + 1),
 		Decision: &router.Decision{Strategy: strategy, Selected: append([]string{}, sel...), Embedder: "fake", Cached: f.cached,
 			Fallback: f.fallback != "", FallbackCode: f.fallback, FallbackReason: f.reason}}
-	if !f.noTools {
+	if !noTools {
 		h := f.handles
 		if h == nil {
 			h = []string{"load_skill", "search_skills"}

@@ -105,11 +105,12 @@ func Parse(body []byte) (*Request, error) {
 	r.previousID, r.conversation = prev, conv
 	v.Stateful = prev != "" || conv != ""
 	r.unstored = !store
-	// A non-streaming background response is answered "queued" at once and
-	// read later with GET /v1/responses/{id}, passed through: the tool
-	// loop never sees the model's answer, so it cannot take the proxy's
-	// tools (a call to them would reach the client).
-	v.NoTools = background && !v.Stream
+	// A background response is read later with GET /v1/responses/{id}
+	// (polled, or resumed as a stream from a sequence_number after a
+	// dropped connection) and cancelled by its id, passed through: the tool
+	// loop never sees that answer, so it cannot take the proxy's tools (a
+	// call to them would reach the client), streamed or not.
+	v.NoTools = background
 	if raw, s, ok := get("instructions"); ok {
 		r.instructions, r.hasInstructions = s, true
 		if !jsonspan.IsNull(raw) {
