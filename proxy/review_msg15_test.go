@@ -155,3 +155,52 @@ func msg15Blocks(t *testing.T, b []byte, stream bool) (types []string, thinking 
 	}
 	return types, thinking
 }
+
+// Automatic prompt caching: a request with a top-level "cache_control"
+// ({"type":"ephemeral"}) has the API put the breakpoint "to the last
+// cacheable block and move it forward as conversations grow" (Anthropic,
+// prompt caching, "Automatic caching"): each turn writes the cache at its
+// last block, and the next turn reads it when the prefix up to that block is
+// unchanged. The proxy appends the auto-loaded skill bodies as the last
+// message, so the breakpoint lands on them; they are not in the client's
+// history, so turn 2's prompt never repeats turn 1's cached prefix and every
+// turn re-processes the whole conversation (docs/prompt-caching.md promises
+// the client's history stays a cached prefix).
+func TestReviewMsg15AutomaticCachingBreakpointSurvivesEnvelope(t *testing.T) {
+	h := newHarness(t, nil)
+	turn1 := `{"model":"m","max_tokens":100,"cache_control":{"type":"ephemeral"},"system":"You are terse.",` +
+		`"messages":[{"role":"user","content":"make me a pdf"}]}`
+	turn2 := `{"model":"m","max_tokens":100,"cache_control":{"type":"ephemeral"},"system":"You are terse.",` +
+		`"messages":[{"role":"user","content":"make me a pdf"},{"role":"assistant","content":"ok"},{"role":"user","content":"now a second page"}]}`
+	for _, b := range []string{turn1, turn2} {
+		if resp, out := h.do("POST", "/v1/messages", b, msg15Anthropic); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, out)
+		}
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests", len(reqs))
+	}
+	msgs := func(r fakeai.Request) []string {
+		var m struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(r.Body, &m)
+		var out []string
+		for _, x := range m.Messages {
+			out = append(out, string(x))
+		}
+		return out
+	}
+	m1, m2 := msgs(reqs[0]), msgs(reqs[1])
+	// Turn 1 is cached up to its last block (automatic breakpoint, no
+	// explicit one): a hit on turn 2 needs all of turn 1's messages, as
+	// sent, to open turn 2's.
+	hit := len(m1) <= len(m2)
+	for i := 0; hit && i < len(m1); i++ {
+		hit = m1[i] == m2[i]
+	}
+	if !hit && !strings.Contains(string(reqs[0].Body), `"content":[{"type":"text","text":"make me a pdf","cache_control"`) {
+		t.Errorf("turn 1's automatic cache breakpoint sits on the proxy's envelope message, which turn 2 does not repeat: no cache hit on the conversation\nturn 1 messages: %v\nturn 2 messages: %v", m1, m2)
+	}
+}
