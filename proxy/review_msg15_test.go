@@ -243,3 +243,39 @@ func TestReviewMsg15HiddenRoundKeepsCodeExecutionContainer(t *testing.T) {
 		t.Errorf("the follow-up does not reuse round 1's code execution container (container = %s)", follow.Container)
 	}
 }
+
+// With thinking on (Claude Code always sends it), an answer that only
+// thinks and keeps loading skills up to the round limit reaches the client
+// as a message holding nothing but a thinking block (stop_reason
+// "end_turn"): the notice docs/proxy.md promises for "an answer that had
+// nothing but those calls" ([skillrouter: the model was still loading
+// skills ...]) is left out because the thinking block counts as content, so
+// the user gets an empty answer (Claude Code's -p result is ""; with
+// display "omitted" the thinking holds no text either) and no hint to ask
+// again.
+func TestReviewMsg15RoundLimitWithThinkingStillSaysSo(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		name := map[bool]string{false: "json", true: "stream"}[stream]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.MaxToolRounds = 1 })
+			for i := 0; i < 2; i++ {
+				h.up.Script(fakeai.Reply(fakeai.Turn{Thinking: &fakeai.Thinking{Text: "need the pdf skill"},
+					ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}))
+			}
+			body := `{"model":"m","max_tokens":4000,` + map[bool]string{true: `"stream":true,`}[stream] +
+				`"thinking":{"type":"enabled","budget_tokens":2000},"messages":[{"role":"user","content":"make me a pdf"}]}`
+			resp, b := h.do("POST", "/v1/messages", body, msg15Anthropic)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			types, _ := msg15Blocks(t, b, stream)
+			hasText := false
+			for _, typ := range types {
+				hasText = hasText || typ == "text" || typ == "tool_use"
+			}
+			if !hasText {
+				t.Errorf("the client got an answer with no text and no call (blocks %v), without the round-limit notice:\n%s", types, b)
+			}
+		})
+	}
+}
