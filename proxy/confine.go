@@ -27,7 +27,7 @@ func (s *Server) confine(next echo.HandlerFunc) echo.HandlerFunc {
 		if werr := checkTarget(r); werr != nil {
 			info := requestInfo(c)
 			info.status, info.err = werr.Status, werr.Message
-			writeError(c.Response(), apiForPath(r.URL.Path), werr)
+			writeError(c.Response(), apiFor(r), werr)
 			return nil
 		}
 		return next(c)

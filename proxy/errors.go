@@ -16,14 +16,21 @@ func writeError(w http.ResponseWriter, a api, e *wire.Error) {
 	_, _ = w.Write(a.errorJSON(e))
 }
 
-// apiForPath is the API whose error envelope a path's errors use: Anthropic's
-// under /v1/messages, OpenAI's everywhere else (the proxy's own endpoints
-// included).
-func apiForPath(p string) api {
-	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") {
+// apiFor is the API a request belongs to: Anthropic's for /v1/messages...
+// and for any request carrying anthropic-version (the Anthropic SDKs send
+// it on every call: models, files, batches), OpenAI's otherwise (the
+// proxy's own endpoints included). It picks the error envelope, which key
+// header is the client's, and where a passed-through request goes.
+func apiFor(r *http.Request) api {
+	if anthropicRequest(r) {
 		return messagesAPI{}
 	}
 	return chatAPI{}
+}
+
+func anthropicRequest(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || r.Header.Get("Anthropic-Version") != ""
 }
 
 // statusClientClosed is logged (never sent) when the client went away, as nginx does.

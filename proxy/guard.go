@@ -36,8 +36,8 @@ type Access struct {
 	// sends Host: evil.example. Other names get 403.
 	AllowedHosts []string
 	// APIKeys, when not empty, are the keys clients must present:
-	// "Authorization: Bearer KEY", or "x-api-key: KEY" on the Anthropic
-	// paths (/v1/messages...). The client's key is removed before the
+	// "Authorization: Bearer KEY", or "x-api-key: KEY" on Anthropic
+	// requests (/v1/messages..., or any with anthropic-version). The client's key is removed before the
 	// request goes upstream, where the upstream key (Config.APIKey) is
 	// sent. /healthz, /readyz and CORS preflights need none.
 	APIKeys []string
@@ -73,7 +73,7 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		if werr != nil {
 			info := requestInfo(c)
 			info.status, info.err = werr.Status, werr.Message
-			writeError(w, apiForPath(r.URL.Path), werr)
+			writeError(w, apiFor(r), werr)
 			return nil
 		}
 		if key != "" && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" {
@@ -139,7 +139,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 	} else if len(a.APIKeys) > 0 && !openPaths[r.URL.Path] {
 		if !s.clientKeyValid(r) {
 			e := &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
-				Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r.URL.Path)}
+				Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r)}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillrouter"`)
 			return e
 		}
@@ -198,12 +198,12 @@ func originAllowed(allowed []string, origin string) bool {
 }
 
 // clientKey returns the key the client presented: Bearer, or x-api-key on
-// the Anthropic paths (where Claude Code sends it).
+// Anthropic requests (where Claude Code and the Anthropic SDKs send it).
 func clientKey(r *http.Request) (string, bool) {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return strings.TrimSpace(v), true
 	}
-	if anthropicPath(r.URL.Path) {
+	if anthropicRequest(r) {
 		if v := r.Header.Get("X-Api-Key"); v != "" {
 			return v, true
 		}
@@ -211,12 +211,8 @@ func clientKey(r *http.Request) (string, bool) {
 	return "", false
 }
 
-func anthropicPath(p string) bool {
-	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/")
-}
-
-func keyHeaders(p string) string {
-	if anthropicPath(p) {
+func keyHeaders(r *http.Request) string {
+	if anthropicRequest(r) {
 		return "x-api-key: KEY or Authorization: Bearer KEY"
 	}
 	return "Authorization: Bearer KEY"
@@ -259,7 +255,7 @@ func (s *Server) adminAllowed(r *http.Request) *wire.Error {
 	}
 	if len(a.APIKeys) > 0 && !s.clientKeyValid(r) {
 		return &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
-			Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r.URL.Path)}
+			Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r)}
 	}
 	return nil
 }

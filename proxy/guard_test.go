@@ -108,6 +108,9 @@ func TestClientKeys(t *testing.T) {
 		{"messages with x-api-key", "/v1/messages", anth, map[string]string{"X-Api-Key": "sk-client-1", "Anthropic-Version": "2023-06-01"}, 200, "sk-upstream"},
 		{"messages with Bearer", "/v1/messages", anth, map[string]string{"Authorization": "Bearer sk-client-1", "Anthropic-Version": "2023-06-01"}, 200, "sk-upstream"},
 		{"messages without key", "/v1/messages", anth, nil, 401, ""},
+		// The Anthropic SDKs' other calls (models.list) carry anthropic-version.
+		{"anthropic models with x-api-key", "/v1/models", "", map[string]string{"X-Api-Key": "sk-client-1", "Anthropic-Version": "2023-06-01"}, 200, "sk-upstream"},
+		{"anthropic models, wrong key", "/v1/models", "", map[string]string{"X-Api-Key": "sk-nope", "Anthropic-Version": "2023-06-01"}, 401, ""},
 		{"metrics", "/metrics", "", nil, 401, ""},
 		{"healthz is open", "/healthz", "", nil, 200, "-"},
 		{"readyz is open", "/readyz", "", nil, 200, "-"},
@@ -124,7 +127,7 @@ func TestClientKeys(t *testing.T) {
 				t.Fatalf("%d %s", resp.StatusCode, b)
 			}
 			if tc.status == 401 {
-				if strings.HasPrefix(tc.path, "/v1/messages") {
+				if strings.HasPrefix(tc.path, "/v1/messages") || tc.hdr["Anthropic-Version"] != "" {
 					mustContain(t, string(b), `"type":"authentication_error"`)
 				} else {
 					mustContain(t, string(b), `"code":"invalid_api_key"`)

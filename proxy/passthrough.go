@@ -22,7 +22,7 @@ func (s *Server) passthrough(c echo.Context) error {
 	if r.ContentLength == 0 {
 		body = http.NoBody
 	}
-	a := apiForPath(r.URL.Path)
+	a := apiFor(r)
 	resp, elapsed, err := s.send(ctx, a.target(s), r, body, r.ContentLength, false, exchangePass)
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {

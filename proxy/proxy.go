@@ -304,7 +304,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)
 	}
-	writeError(c.Response(), apiForPath(c.Request().URL.Path), &wire.Error{Status: status, Kind: kind, Code: code, Message: msg})
+	writeError(c.Response(), apiFor(c.Request()), &wire.Error{Status: status, Kind: kind, Code: code, Message: msg})
 }
 
 // NewTransport is the transport New uses when Config.Transport is nil:
