@@ -90,23 +90,4 @@ func TestReviewF15ServeHelpExplainsFileOnlyKeys(t *testing.T) {
 	}
 }
 
-// TestReviewF15HelmRefusesConfigTypos: the chart renders values.config
-// into the pods' config.yaml as given. A misspelt key or a bad value
-// (config.routng.strategy, config.routing.strategy=hybird) renders and
-// installs cleanly; every pod then exits at start ("config
-// /etc/skillrouter/config.yaml:N: unknown key ...") and the release sits
-// in CrashLoopBackOff. serve's checks are known at render time (the chart
-// already fails a bad server.shutdown_grace); a values.schema.json for
-// config (generated from configKeys) would make helm refuse them.
-func TestReviewF15HelmRefusesConfigTypos(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds helm on first use")
-	}
-	for _, set := range []string{"config.routng.strategy=bm25", "config.routing.strategy=hybird", "config.upstream.timout=5m"} {
-		if out, err := helmTemplate(t, "--set", set); err == nil {
-			docs := parseManifests(t, out)
-			cfg, _ := get(docs["ConfigMap/r-skillrouter"], "data", "config.yaml").(string)
-			t.Errorf("--set %s renders; the pods would read a config serve refuses:\n%s", set, cfg)
-		}
-	}
-}
+// The chart refusing config typos: TestHelmRefusesConfigTypos (helm_schema_test.go).
