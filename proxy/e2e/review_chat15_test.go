@@ -191,3 +191,71 @@ func TestReviewChat15PredictionRequestGetsNoTools(t *testing.T) {
 		t.Errorf("a request with prediction went upstream with tools %v, which OpenAI refuses (function calling is not supported with Predicted Outputs)", names)
 	}
 }
+
+// sse15 answers with a hand-written chat completion stream.
+func sse15(events ...string) fakeai.Responder {
+	var b strings.Builder
+	for _, ev := range events {
+		b.WriteString("data: " + ev + "\n\n")
+	}
+	b.WriteString("data: [DONE]\n\n")
+	return fakeai.Raw(200, "text/event-stream", b.String())
+}
+
+// Upstreams that omit "index" on streamed tool-call deltas, each call whole
+// in one delta: Ollama's OpenAI endpoint did (ollama/ollama#7881, "The
+// streamed chat-completion response ... does not populate
+// .choices[].delta.tool_calls[].index"), Gemini's OpenAI-compatible
+// endpoint and several gateways still do (openai/openai-python#2806;
+// @ai-sdk/openai-compatible accepts it since vercel/ai#7240). The proxy
+// reads a missing index as 0, so two calls of one answer collapse into one
+// (the fix other clients made: term-llm#314 "we previously unmarshaled
+// missing indexes as 0, so multiple tool calls were merged"): the proxy's
+// load_skill gets the client call's name and both argument strings,
+// the client's call is lost, and two client calls reach the client as one
+// call with concatenated arguments.
+func TestReviewChat15StreamToolCallsWithoutIndexCollapse(t *testing.T) {
+	head := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":`
+	tail := `,"finish_reason":null}]}`
+	fin := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
+	call := func(id, name, args string) string {
+		return head + `{"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + jsonQuote15(args) + `}}]}` + tail
+	}
+	role := head + `{"role":"assistant","content":""}` + tail
+	const req = `{"model":"m","stream":true,"messages":[{"role":"user","content":"weather in Paris and Rome, as a CSV report"}],"tools":[` + weatherTool15 + `]}`
+
+	t.Run("client calls", func(t *testing.T) {
+		e := chat15(t)
+		e.up.Script(sse15(role, call("call_1", "get_weather", `{"city":"Paris"}`), call("call_2", "get_weather", `{"city":"Rome"}`), fin))
+		_, b := e.post(t, req)
+		calls := clientCalls15(t, b)
+		if len(calls) != 2 || calls[0][1] != `{"city":"Paris"}` || calls[1][1] != `{"city":"Rome"}` {
+			t.Errorf("the client got %v, want two get_weather calls (Paris, Rome)\n%s", calls, b)
+		}
+	})
+	t.Run("load_skill then client call", func(t *testing.T) {
+		e := chat15(t)
+		e.up.Script(sse15(role, call("call_1", "load_skill", `{"skill_id":"csv-report"}`), call("call_2", "get_weather", `{"city":"Paris"}`), fin),
+			fakeai.Reply(fakeai.Turn{Content: "done"}))
+		_, b := e.post(t, req)
+		reqs := e.up.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d upstream requests, want 2 (a hidden load_skill round); client got %s", len(reqs), b)
+		}
+		msgs := reqs[1].Messages()
+		asst := msgs[len(msgs)-2]
+		calls, _ := asst["tool_calls"].([]any)
+		if len(calls) != 1 {
+			t.Fatalf("follow-up assistant calls %v", asst)
+		}
+		fn := calls[0].(map[string]any)["function"].(map[string]any)
+		if fn["name"] != "load_skill" || fn["arguments"] != `{"skill_id":"csv-report"}` {
+			t.Errorf("the hidden round answered a merged call %v (name and arguments of two calls collapsed)", fn)
+		}
+	})
+}
+
+func jsonQuote15(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
