@@ -259,3 +259,55 @@ func jsonQuote15(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// Ollama's OpenAI endpoint puts "role":"assistant" in every chunk and sends
+// a tool-call-only answer as one chunk holding role and tool_calls
+// together (ollama openai/openai.go toChunk). When that call is the
+// proxy's load_skill, the proxy withholds the whole chunk, role included,
+// and strips the role from every plain chunk of the next round (a later
+// round "opens with its own role delta: the client has had one"): the
+// client's stream carries no role until the final finish chunk. The Chat
+// Completions streaming reference puts delta.role on the first chunk, and
+// the SDK helpers depend on it: openai@6's chat.completions.stream() emits
+// 'content' / 'content.delta' only for a choice whose snapshot role is
+// 'assistant' (openai/lib/ChatCompletionStream.js _addChunk; openai-python
+// lib/streaming/chat/_completions.py does the same), so a chat UI built on
+// them shows no text while the answer streams; had the finish chunk no
+// role either, finalChatCompletion() would throw "missing role for choice
+// 0". Direct to the same upstream, every content event arrives.
+func TestReviewChat15OllamaStreamLoadSkillFirstChunkLosesRole(t *testing.T) {
+	e := chat15(t)
+	requireNode(t)
+	ch := func(delta, finish string) string {
+		return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"fake-model","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+	}
+	e.up.Script(
+		sse15(ch(`{"role":"assistant","content":"","tool_calls":[{"id":"call_x1","index":0,"type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"csv-report\"}"}}]}`, "null"),
+			ch(`{"role":"assistant","content":""}`, `"tool_calls"`)),
+		sse15(ch(`{"role":"assistant","content":"Here is "}`, "null"), ch(`{"role":"assistant","content":"the report."}`, "null"),
+			ch(`{"role":"assistant","content":""}`, `"stop"`)),
+	)
+	var got struct {
+		OK      bool   `json:"ok"`
+		Content string `json:"content"`
+		Error   string `json:"error"`
+	}
+	e.run(t, "review-chat15-helper.mjs", &got)
+	if n := len(e.up.Requests()); n != 2 {
+		t.Fatalf("%d upstream requests, want 2 (one hidden load_skill round)", n)
+	}
+	// Control: the same client straight at an upstream streaming that shape.
+	e.up.Script(sse15(ch(`{"role":"assistant","content":"Here is "}`, "null"), ch(`{"role":"assistant","content":"the report."}`, "null"),
+		ch(`{"role":"assistant","content":""}`, `"stop"`)))
+	var direct struct {
+		OK      bool   `json:"ok"`
+		Content string `json:"content"`
+	}
+	(&env{up: e.up, proxy: e.up.Server}).run(t, "review-chat15-helper.mjs", &direct)
+	if !direct.OK || direct.Content != "Here is the report." {
+		t.Fatalf("control failed: %+v", direct)
+	}
+	if !got.OK || got.Content != "Here is the report." {
+		t.Errorf("openai@6 chat.completions.stream() through the proxy: ok=%v content %q error %q", got.OK, got.Content, got.Error)
+	}
+}
