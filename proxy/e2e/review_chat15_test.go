@@ -311,3 +311,79 @@ func TestReviewChat15OllamaStreamLoadSkillFirstChunkLosesRole(t *testing.T) {
 		t.Errorf("openai@6 chat.completions.stream() through the proxy: ok=%v content %q error %q", got.OK, got.Content, got.Error)
 	}
 }
+
+// deepSeekThinking15 answers as DeepSeek's thinking mode does: the model's
+// reasoning in message.reasoning_content (delta.reasoning_content when
+// streamed) beside its tool calls; and it refuses, as DeepSeek does, a
+// request whose assistant tool-call message lacks its reasoning_content.
+func deepSeekThinking15() fakeai.Responder {
+	return func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+		for i, m := range rec.Messages() {
+			if _, calls := m["tool_calls"]; calls && m["role"] == "assistant" {
+				if rc, _ := m["reasoning_content"].(string); rc == "" {
+					fakeai.Status(400, "Missing `reasoning_content` field in the assistant message at message index "+string(rune('0'+i)))(w, r, rec)
+					return
+				}
+			}
+		}
+		fakeai.Reply(fakeai.Turn{Content: "Here is the report."})(w, r, rec)
+	}
+}
+
+// DeepSeek's thinking mode (deepseek-reasoner, deepseek-v4 with thinking)
+// returns the model's reasoning as reasoning_content and requires it back
+// on the assistant message of a tool call: "Since the tool invocation
+// process in thinking mode requires users to pass back reasoning_content
+// to the API, if your code does not correctly pass back reasoning_content,
+// the API will return a 400 error" (api-docs.deepseek.com/guides/
+// thinking_mode#tool-calls; the error reads "Missing `reasoning_content`
+// field in the assistant message at message index 2", GitNexus#43). vLLM's
+// reasoning parsers give the same field. The proxy's follow-up rebuilds
+// the assistant message from role, content and tool_calls only (wire/chat
+// answerOf; the stream translator keeps only content deltas), so every
+// hidden load_skill round against such an upstream is refused and the
+// client gets a 400 (JSON) or an error event (stream) for a request it
+// sent correctly.
+func TestReviewChat15HiddenRoundKeepsReasoningContent(t *testing.T) {
+	const req = `{"model":"deepseek-reasoner","messages":[{"role":"user","content":"Summarise this CSV file into a report: a,b\n1,2"}]%s}`
+	reasoning := "The user wants a CSV report; the csv-report skill fits."
+	t.Run("json", func(t *testing.T) {
+		e := chat15(t)
+		e.up.Script(fakeai.Raw(200, "application/json", `{"id":"c1","object":"chat.completion","created":1,"model":"deepseek-reasoner","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"","reasoning_content":`+jsonQuote15(reasoning)+`,"tool_calls":[{"index":0,"id":"call_00_x","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"csv-report\"}"}}]}}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`),
+			deepSeekThinking15())
+		resp, b := e.post(t, strings.Replace(req, "%s", "", 1))
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("Here is the report.")) {
+			t.Errorf("client got %d %s", resp.StatusCode, b)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		e := chat15(t)
+		ch := func(delta, finish string) string {
+			return `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"deepseek-reasoner","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+		}
+		e.up.Script(sse15(ch(`{"role":"assistant","content":null,"reasoning_content":""}`, "null"),
+			ch(`{"reasoning_content":`+jsonQuote15(reasoning[:20])+`}`, "null"), ch(`{"reasoning_content":`+jsonQuote15(reasoning[20:])+`}`, "null"),
+			ch(`{"tool_calls":[{"index":0,"id":"call_00_x","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"csv-report\"}"}}]}`, "null"),
+			ch(`{}`, `"tool_calls"`)),
+			deepSeekThinking15())
+		resp, b := e.post(t, strings.Replace(req, "%s", `,"stream":true`, 1))
+		var text string
+		for _, c := range chunks15(t, b) {
+			if c == nil {
+				continue
+			}
+			if _, bad := c["error"]; bad {
+				t.Errorf("stream ended with an error event: %v", c["error"])
+			}
+			choices, _ := c["choices"].([]any)
+			for _, ch := range choices {
+				if s, ok := ch.(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+					text += s
+				}
+			}
+		}
+		if resp.StatusCode != 200 || text != "Here is the report." {
+			t.Errorf("client got text %q", text)
+		}
+	})
+}
