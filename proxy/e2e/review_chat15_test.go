@@ -387,3 +387,45 @@ func TestReviewChat15HiddenRoundKeepsReasoningContent(t *testing.T) {
 		}
 	})
 }
+
+// With store: true (and metadata to find them by), OpenAI keeps every chat
+// completion the proxy asks for, hidden rounds included: "store: Whether or
+// not to store the output of this chat completion request for use in our
+// model distillation or evals products", listed with GET
+// /v1/chat/completions?metadata[...] and removed with DELETE
+// /v1/chat/completions/{completion_id} (Chat Completions API reference,
+// stored completions). The client gets the last round's id only, so the
+// hidden round's completion (the catalog, the skill body, the
+// load_skill call) shows up in its stored list and distillation data, and
+// a client deleting what it stored (retention, an erasure request) cannot
+// know to delete it. The same defect as Responses' orphan stored responses
+// (review resp15), on the Chat path: the proxy should delete the hidden
+// round's stored completion once the round is over, as only it knows its id.
+func TestReviewChat15HiddenRoundStoredCompletionNotLeftBehind(t *testing.T) {
+	e := chat15(t)
+	e.up.Script(
+		fakeai.Raw(200, "application/json", `{"id":"chatcmpl-hidden-1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"csv-report\"}"}}]}}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`),
+		fakeai.Reply(fakeai.Turn{Content: "Here is the report."}),
+	)
+	resp, b := e.post(t, `{"model":"gpt-4.1","store":true,"metadata":{"app":"reports"},"messages":[{"role":"user","content":"Summarise this CSV file into a report: a,b\n1,2"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	deleted := false
+	for _, r := range e.up.Requests() {
+		if r.Method == "DELETE" && r.Path == "/v1/chat/completions/chatcmpl-hidden-1" {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Errorf("the hidden round's stored completion chatcmpl-hidden-1 was left stored upstream (the client got %s only)", gjsonID15(b))
+	}
+}
+
+func gjsonID15(b []byte) string {
+	var m struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(b, &m)
+	return m.ID
+}
