@@ -86,8 +86,15 @@ func Parse(body []byte) (*Request, error) {
 		r.msgs[i] = m
 		v.Turns[i] = wire.Turn{Role: m.role, Text: m.text}
 	}
+	// Requests that cannot take the proxy's tools:
 	if _, ok := jsonspan.Value(ms, "functions"); ok {
 		v.NoTools = true // adding tools would mix the legacy API with the current one
+	}
+	if v.Choices > 1 {
+		v.NoTools = true // several answers are relayed as they are: nothing would answer a load_skill
+	}
+	if p, ok := jsonspan.Value(ms, "prediction"); ok && !jsonspan.IsNull(body[p.Start:p.End]) {
+		v.NoTools = true // Predicted Outputs refuses tools
 	}
 	if tc, ok := jsonspan.Value(ms, "tool_choice"); ok {
 		v.ToolChoice = openai.ToolChoice(body[tc.Start:tc.End])
