@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,5 +117,80 @@ func TestHTTPSessionsBounded(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("%d sessions opened and kept for the idle timeout, none refused (heap+stacks grew %d MiB, ~%d KiB a session): nothing bounds the sessions a client may hold open",
 			len(ids), grown>>10, grown/int64(max(1, len(ids))))
+	}
+}
+
+// TestListChangedAfterNegotiatingDown: a client that sends initialize with
+// a protocol version newer than the server's for its transport (here
+// 2026-07-28, which docs/mcp.md says stdio negotiates; over HTTP it falls
+// back to 2025-11-25 the same way) gets "protocolVersion":"2025-11-25" — the
+// lifecycle's rule: the server answers with a version it supports and the
+// session speaks that. The SDK (v1.8.0, notifySessions) decides who gets
+// list_changed from the version the client *asked for* in
+// InitializeParams, not the negotiated one: such a session counts as a
+// 2026-07-28 one that must open subscriptions/listen (a method of a
+// protocol it does not speak), and never hears of a reload. Seen with
+// `router mcp`: after editing a SKILL.md, a 2025-06-18 session got both
+// notifications, this one nothing.
+func TestListChangedAfterNegotiatingDown(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := f.srv.SDK().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { conn.Close(); ss.Wait() }()
+	msgs := make(chan jsonrpc.Message, 64)
+	go func() {
+		defer close(msgs)
+		for {
+			m, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	write := func(raw string) {
+		t.Helper()
+		m, err := jsonrpc.DecodeMessage([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"newer","version":"1"}}}`)
+	select {
+	case m := <-msgs:
+		r, ok := m.(*jsonrpc.Response)
+		if !ok || r.Error != nil || !strings.Contains(string(r.Result), `"protocolVersion":"2025-11-25"`) {
+			t.Fatalf("initialize: %#v", m)
+		}
+	case <-ctx.Done():
+		t.Fatal("no initialize result")
+	}
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	f.addSkill(t)
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatal("connection closed")
+			}
+			if r, ok := m.(*jsonrpc.Request); ok && r.Method == "notifications/resources/list_changed" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("a session that negotiated 2025-11-25 (having asked for 2026-07-28) got no notifications/resources/list_changed after a reload added a skill")
+		}
 	}
 }
