@@ -6,6 +6,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // resolved is a model-supplied path mapped to a real location inside a skill.
@@ -66,8 +68,26 @@ func resolveInSkill(dir, rel string) (resolved, *toolError) {
 		e.Path = clean
 		return r, e
 	}
+	// Hidden files (.env, .git/) and dependency trees are not resources:
+	// neither the path as written nor where it leads may pass through one.
+	if ignoredSegment(clean) || ignoredSegment(inside) {
+		e := newError(CodeNotFound, "%s is not a resource of the skill (hidden files and dependency folders are left out)", clean)
+		e.Path = clean
+		return r, e
+	}
 	r.abs, r.rel = abs, inside
 	return r, nil
+}
+
+// ignoredSegment reports whether a slash path passes through a name the
+// library leaves out (skills.Ignored).
+func ignoredSegment(rel string) bool {
+	for seg := range strings.SplitSeq(rel, "/") {
+		if seg != "." && seg != "" && skills.Ignored(seg) {
+			return true
+		}
+	}
+	return false
 }
 
 // within reports p relative to root, and whether p is root or beneath it.

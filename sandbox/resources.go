@@ -129,6 +129,9 @@ func listDir(f *os.File, rel string) (any, *toolError) {
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
+		if skills.Ignored(e.Name()) {
+			continue // not a resource (resolveInSkill refuses it too)
+		}
 		n := prefix + e.Name()
 		if e.IsDir() {
 			n += "/"

@@ -65,7 +65,7 @@ func (l *lister) add(rel string, size int64) {
 func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 	for _, e := range entries {
 		name := e.Name()
-		if (rel == "" && name == SkillFile) || skipEntry(name) {
+		if (rel == "" && name == SkillFile) || Ignored(name) {
 			continue
 		}
 		p := filepath.Join(dir, name)

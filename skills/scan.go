@@ -48,9 +48,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// skipEntry reports folders that are never skills or resources: VCS and editor
-// state, dependency trees and caches.
-func skipEntry(name string) bool {
+// Ignored reports names (of files or folders) that are never skills or
+// resources: hidden ones (VCS and editor state, .env files), dependency
+// trees and caches. Everything that reads a skill's files by path applies
+// it too, so what is not a resource cannot be read another way.
+func Ignored(name string) bool {
 	return strings.HasPrefix(name, ".") || name == "node_modules" || name == "__pycache__"
 }
 
@@ -196,7 +198,7 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 			return
 		}
 		name := e.Name()
-		if skipEntry(name) {
+		if Ignored(name) {
 			continue
 		}
 		child := filepath.Join(dir, name)

@@ -225,7 +225,7 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 		return // removed meanwhile, or unreadable: Load reports it
 	}
 	for _, e := range entries {
-		if skipEntry(e.Name()) {
+		if Ignored(e.Name()) {
 			continue
 		}
 		child := filepath.Join(dir, e.Name())
