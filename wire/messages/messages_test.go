@@ -212,10 +212,11 @@ func TestStream(t *testing.T) {
 	if strings.Contains(out1, "load_skill") || strings.Contains(out1, "message_delta") || strings.Contains(out1, "message_stop") {
 		t.Fatalf("round 1 leaked:\n%s", out1)
 	}
-	// Thinking is the client's, relayed as it comes (the turn it opens may
-	// end in the client's tool_use of a later round).
-	if !strings.Contains(out1, "need pdf") || !strings.Contains(out1, `"signature":"SIG"`) {
-		t.Fatalf("round 1's thinking not relayed:\n%s", out1)
+	// Thinking before the proxy's call waits for the next block the client
+	// is shown (a later round may bring its own thinking, which replaces
+	// it: see TestThinkingAcrossRounds).
+	if strings.Contains(out1, "need pdf") {
+		t.Fatalf("round 1's thinking relayed before the next round decides its fate:\n%s", out1)
 	}
 	if !strings.Contains(string(end1.Loop.Turn), `{"type":"thinking","thinking":"need pdf","signature":"SIG"}`) {
 		t.Fatalf("the follow-up must keep the thinking block: %s", end1.Loop.Turn)
@@ -232,7 +233,13 @@ func TestStream(t *testing.T) {
 		t.Fatal("round 2 is the answer")
 	}
 	all := out1 + out2
-	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `"index":1`) ||
+	// Round 2 opens with text: round 1's thinking is the client's, shown
+	// first (the turn it opens may end in the client's tool_use).
+	if !strings.Contains(out2, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"need pdf"}}`) ||
+		!strings.Contains(out2, `"signature":"SIG"`) {
+		t.Fatalf("round 1's thinking not relayed before round 2's text:\n%s", out2)
+	}
+	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `{"type":"content_block_start","index":1,"content_block":{"type":"text"`) ||
 		!strings.Contains(out2, `"usage":{"input_tokens":40,"output_tokens":11}`) || !strings.Contains(all, "event: ping") {
 		t.Fatalf("stream:\n%s", all)
 	}
@@ -278,4 +285,55 @@ func TestStreamIncomplete(t *testing.T) {
 	if !end.Incomplete {
 		t.Fatal("a stream without message_stop must be incomplete")
 	}
+}
+
+// TestThinkingAcrossRounds: thinking before the proxy's call is the
+// client's unless the next round opens with thinking of its own; the client
+// never gets one run of thinking blocks from two responses (the API refuses
+// it as modified).
+func TestThinkingAcrossRounds(t *testing.T) {
+	const (
+		a    = `{"type":"thinking","thinking":"A","signature":"SA"}`
+		b    = `{"type":"thinking","thinking":"B","signature":"SB"}`
+		load = `{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}`
+		bash = `{"type":"tool_use","id":"toolu_2","name":"Bash","input":{}}`
+		text = `{"type":"text","text":"Done."}`
+	)
+	msg := func(stop string, blocks ...string) []byte {
+		return []byte(`{"id":"m","type":"message","role":"assistant","content":[` + strings.Join(blocks, ",") + `],"stop_reason":"` + stop + `"}`)
+	}
+	tests := []struct {
+		name         string
+		first, final []byte
+		want         string // the final message's content
+	}{
+		{"next round thinks again: its run only", msg("tool_use", a, load), msg("tool_use", b, bash), `[` + b + `,` + bash + `]`},
+		{"next round does not think: the hidden round's thinking opens the turn", msg("tool_use", a, load), msg("tool_use", bash), `[` + a + `,` + bash + `]`},
+		{"text between: both runs kept", msg("tool_use", a, text, load), msg("end_turn", b, text), `[` + a + `,` + text + `,` + b + `,` + text + `]`},
+	}
+	mine := func(n string) bool { return n == "load_skill" }
+	for _, tt := range tests {
+		body := []byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`)
+		r, _ := Parse(body)
+		ans, _, _ := r.ReadAnswer(tt.first, 0, mine)
+		if ans == nil || !strings.Contains(string(ans.Turn), a) {
+			t.Fatalf("%s: the hidden turn must keep its thinking: %+v", tt.name, ans)
+		}
+		if _, err := r.FollowUp(body, ans, []wire.ToolResult{{CallID: "toolu_1", Content: "ENV"}}, wire.ToolSet{}); err != nil {
+			t.Fatal(err)
+		}
+		if ans, _, _ := r.ReadAnswer(tt.final, 1, mine); ans != nil {
+			t.Fatalf("%s: the last round loops", tt.name)
+		}
+		out, err := r.Final(tt.final, 1, nil, nil)
+		if got := gjsonContent(out); err != nil || got != tt.want {
+			t.Errorf("%s: content\n got %s\nwant %s (%v)", tt.name, got, tt.want, err)
+		}
+	}
+}
+
+func gjsonContent(msg []byte) string {
+	var m struct{ Content json.RawMessage }
+	_ = json.Unmarshal(msg, &m)
+	return string(m.Content)
 }

@@ -52,10 +52,12 @@ type Request struct {
 	hasTools    bool
 	clientTools [][]byte
 
-	// The text blocks of looping rounds the client gets in the final
-	// message (non-streaming), and this round's until it is known to loop.
-	visible []json.RawMessage
-	pending []json.RawMessage
+	// The blocks of looping rounds the client gets in the final message
+	// (non-streaming), and this round's until it is known to loop; the
+	// thinking still waiting for a block shown (ownership.Round), and this
+	// round's.
+	visible, pending        []json.RawMessage
+	waiting, pendingWaiting []json.RawMessage
 }
 
 // block is what the proxy reads of a content block.

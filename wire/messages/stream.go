@@ -17,10 +17,11 @@ import (
 //
 //   - message_start comes from the first round only;
 //   - the content blocks of the proxy's tool_use calls are withheld (and
-//     those of held client calls, and thinking before a proxy call: see
-//     package ownership); thinking waits until the next block decides its
-//     fate; the others are relayed as they come, their index renumbered so
-//     the client sees 0, 1, ... across rounds;
+//     those of held client calls: see package ownership); thinking waits
+//     for the next block the client is shown, in its round or a later one,
+//     and is dropped when a later round opens with thinking of its own
+//     (ownership.KeepsWaiting); the others are relayed as they come, their
+//     index renumbered so the client sees 0, 1, ... across rounds;
 //   - the message_delta and message_stop of a round that loops are
 //     withheld; the final message_delta carries the usage summed over all
 //     rounds, and stop_reason "end_turn" when the proxy's calls were the
@@ -70,8 +71,12 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 // another.
 func (s *Stream) Round(final bool) {
 	s.n++
+	var carried []*ownership.Item
+	if s.rd != nil {
+		carried = s.rd.Waiting()
+	}
 	rd := &roundState{blocks: map[int]*streamBlock{}}
-	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.next,
+	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.next, Carried: carried,
 		Emit: func(it *ownership.Item, data []byte) {
 			data, _ = jsonspan.Set(data, "index", []byte(strconv.Itoa(it.Index)))
 			s.emit(gjson.GetBytes(data, "type").String(), data)
