@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/ownership"
@@ -20,6 +22,10 @@ type message struct {
 	Usage      json.RawMessage   `json:"usage"`
 }
 
+// answers reports whether a block of the client's message answers the
+// user: text or a tool_use (with thinking alone, or server tool blocks,
+// the user sees no answer; wire.NoAnswerText says why).
+func answers(typ string) bool { return typ == "text" || typ == "tool_use" }
 
 // truncated reports whether a message stopped short, by its stop_reason:
 // "max_tokens", "model_context_window_exceeded" (the answer filled the
@@ -193,7 +199,7 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		for _, v := range r.carried(blocks) {
 			kept = append(kept, v)
 		}
-		toolUses := 0
+		toolUses, answered := 0, false
 		for i, c := range content {
 			b := blocks[i]
 			if b.Type == "tool_use" && strip != nil && strip(b.Name) {
@@ -204,7 +210,10 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			}
 			kept = append(kept, c)
 		}
-		if len(kept) == 0 && strip != nil {
+		for _, c := range kept {
+			answered = answered || answers(gjson.GetBytes(c, "type").String())
+		}
+		if !answered && strip != nil {
 			kept = append(kept, textBlock(wire.Quote(wire.NoAnswerText(truncated(msg.stopReason())))))
 		}
 		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))

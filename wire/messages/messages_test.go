@@ -337,3 +337,29 @@ func gjsonContent(msg []byte) string {
 	_ = json.Unmarshal(msg, &m)
 	return string(m.Content)
 }
+
+// TestRoundLimitNoticeWithThinking: an answer left with thinking only once
+// the proxy's calls are stripped gets the notice, streamed or not.
+func TestRoundLimitNoticeWithThinking(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}]}`))
+	mine := func(n string) bool { return n == "load_skill" }
+	raw := `{"id":"m","type":"message","content":[{"type":"thinking","thinking":"hm","signature":"S"},{"type":"tool_use","id":"a","name":"load_skill","input":{}}],"stop_reason":"tool_use"}`
+	out, err := r.Final([]byte(raw), 1, nil, mine)
+	if err != nil || !strings.Contains(string(out), `{"type":"thinking","thinking":"hm","signature":"S"},{"type":"text","text":"[skillrouter:`) {
+		t.Fatalf("%s %v", out, err)
+	}
+	s := r.NewStream(mine)
+	got, _ := runRound(s, true, sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"a","name":"load_skill","input":{}}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":4}}`,
+		`{"type":"message_stop"}`,
+	))
+	if !strings.Contains(got, `"thinking":"hm"`) || !strings.Contains(got, `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`) {
+		t.Fatalf("stream:\n%s", got)
+	}
+}

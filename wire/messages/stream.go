@@ -27,13 +27,14 @@ import (
 //     rounds, and stop_reason "end_turn" when the proxy's calls were the
 //     only ones and the round limit dropped them.
 type Stream struct {
-	mine    func(name string) bool
-	next    int // the client's next content block index
-	usage   wire.Usage
-	n       int // rounds started
-	rd      *roundState
-	out     []byte
-	started bool // message_start was relayed
+	mine     func(name string) bool
+	next     int // the client's next content block index
+	usage    wire.Usage
+	n        int // rounds started
+	rd       *roundState
+	out      []byte
+	started  bool // message_start was relayed
+	answered bool // a text or tool_use block was relayed (see answers)
 }
 
 // roundState is one upstream stream.
@@ -168,9 +169,9 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 		return
 	}
 	rd.ShowPending()
-	if rd.ProxyCalls > 0 && s.next == 0 {
-		// Only the proxy's calls, now dropped: the client's message would
-		// have no content (see wire.EmptyAnswerText).
+	if rd.ProxyCalls > 0 && !s.answered {
+		// Only the proxy's calls, now dropped (and thinking): the client's
+		// message would hold no answer (see wire.NoAnswerText).
 		i := strconv.Itoa(s.next)
 		s.next++
 		s.emit("content_block_start", []byte(`{"type":"content_block_start","index":`+i+`,"content_block":{"type":"text","text":""}}`))
@@ -297,5 +298,8 @@ func (b *streamBlock) block() []byte {
 
 // emit writes one event for the client.
 func (s *Stream) emit(typ string, data []byte) {
+	if typ == "content_block_start" && answers(gjson.GetBytes(data, "content_block.type").String()) {
+		s.answered = true
+	}
 	s.out = wire.AppendEvent(s.out, typ, data)
 }
