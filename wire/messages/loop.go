@@ -20,12 +20,44 @@ type message struct {
 	Content    []json.RawMessage `json:"content"`
 	StopReason *string           `json:"stop_reason"`
 	Usage      json.RawMessage   `json:"usage"`
+	Container  *struct {
+		ID string `json:"id"`
+	} `json:"container"`
+}
+
+// container is the id of the code execution container the message ran in,
+// "" for none.
+func (m *message) container() string {
+	if m.Container == nil {
+		return ""
+	}
+	return m.Container.ID
 }
 
 // answers reports whether a block of the client's message answers the
 // user: text or a tool_use (with thinking alone, or server tool blocks,
 // the user sees no answer; wire.NoAnswerText says why).
 func answers(typ string) bool { return typ == "text" || typ == "tool_use" }
+
+// setContainer names the code execution container id in a follow-up
+// request: the next round must run in the container the answer's code
+// ran in (its files live there; with programmatic tool calling the API
+// refuses pending calls without it). A client's container object (its
+// skills) keeps its other members.
+func setContainer(body []byte, id string) ([]byte, error) {
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("messages: follow-up container: %w", err)
+	}
+	if s, ok := jsonspan.Value(ms, "container"); ok && body[s.Start] == '{' {
+		obj, err := jsonspan.Set(body[s.Start:s.End], "id", wire.Quote(id))
+		if err != nil {
+			return nil, fmt.Errorf("messages: follow-up container: %w", err)
+		}
+		return jsonspan.Splice(body, s, obj), nil
+	}
+	return jsonspan.Apply(body, jsonspan.SetEdit(body, ms, "container", wire.Quote(id))), nil
+}
 
 // truncated reports whether a message stopped short, by its stop_reason:
 // "max_tokens", "model_context_window_exceeded" (the answer filled the
@@ -120,7 +152,8 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	}
 	r.pendingWaiting = waiting
 	turn := append(append([]byte(`{"role":"assistant","content":`), jsonspan.Array(content)...), '}')
-	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID, Truncated: truncated(msg.stopReason())}, msg.Usage, true
+	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID, Truncated: truncated(msg.stopReason()),
+		Container: msg.container()}, msg.Usage, true
 }
 
 // carried returns the thinking of earlier rounds still waiting, which a
@@ -165,6 +198,11 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 		return nil, err
 	}
 	out := jsonspan.Splice(body, at, msgs)
+	if ans.Container != "" {
+		if out, err = setContainer(out, ans.Container); err != nil {
+			return nil, err
+		}
+	}
 	r.visible = append(r.visible, r.pending...)
 	r.waiting, r.pending, r.pendingWaiting = r.pendingWaiting, nil, nil
 	return jsonspan.SetTools(out, ts, r.toolsJSON)

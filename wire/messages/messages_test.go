@@ -363,3 +363,43 @@ func TestRoundLimitNoticeWithThinking(t *testing.T) {
 		t.Fatalf("stream:\n%s", got)
 	}
 }
+
+// TestFollowUpContainer: the follow-up runs in the container the answer's
+// code ran in (JSON: container.id; streams: message_delta's delta.container).
+func TestFollowUpContainer(t *testing.T) {
+	mine := func(n string) bool { return n == "load_skill" }
+	answer := []byte(`{"id":"m","type":"message","content":[{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}],` +
+		`"stop_reason":"tool_use","container":{"id":"container_1","expires_at":"2026-11-25T02:00:00Z"}}`)
+	streamed := sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"container":null,"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,"container":{"id":"container_1","expires_at":"2026-11-25T02:00:00Z"}},"usage":{"output_tokens":4}}`,
+		`{"type":"message_stop"}`,
+	)
+	tests := []struct{ name, body, want string }{
+		{"no container sent", `{"messages":[{"role":"user","content":"x"}]}`, `"container":"container_1"`},
+		{"an id sent", `{"container":"container_0","messages":[{"role":"user","content":"x"}]}`, `{"container":"container_1",`},
+		{"a container with skills", `{"container":{"skills":[{"type":"anthropic","skill_id":"pdf"}]},"messages":[{"role":"user","content":"x"}]}`,
+			`{"container":{"skills":[{"type":"anthropic","skill_id":"pdf"}],"id":"container_1"},`},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			r, _ := Parse([]byte(tt.body))
+			var ans *wire.Answer
+			if stream {
+				_, end := runRound(r.NewStream(mine), false, streamed)
+				ans = end.Loop
+			} else {
+				ans, _, _ = r.ReadAnswer(answer, 0, mine)
+			}
+			if ans == nil {
+				t.Fatalf("%s: no loop", tt.name)
+			}
+			next, err := r.FollowUp([]byte(tt.body), ans, []wire.ToolResult{{CallID: "toolu_1", Content: "ENV"}}, wire.ToolSet{})
+			if err != nil || !strings.Contains(string(next), tt.want) {
+				t.Errorf("%s (stream %v): follow-up %s, want %s (%v)", tt.name, stream, next, tt.want, err)
+			}
+		}
+	}
+}

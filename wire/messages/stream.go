@@ -43,6 +43,7 @@ type roundState struct {
 	blocks     map[int]*streamBlock
 	id         string
 	startUsage json.RawMessage
+	container  string // the code execution container's id (message_start, message_delta)
 	loop       bool
 	truncated  bool // message_delta's stop_reason says the round stopped short (see truncated)
 	deltaSeen  bool
@@ -99,6 +100,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	case "message_start":
 		rd.id = gjson.GetBytes(data, "message.id").String()
 		rd.startUsage = json.RawMessage(gjson.GetBytes(data, "message.usage").Raw)
+		rd.container = gjson.GetBytes(data, "message.container.id").String()
 		if !s.started {
 			s.started = true
 			s.emit(typ, data)
@@ -162,6 +164,9 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 	rd := s.rd
 	rd.deltaSeen = true
 	s.usage.Add(roundUsage(rd.startUsage, json.RawMessage(gjson.GetBytes(data, "usage").Raw)))
+	if id := gjson.GetBytes(data, "delta.container.id").String(); id != "" {
+		rd.container = id
+	}
 	stop := gjson.GetBytes(data, "delta.stop_reason").String()
 	rd.truncated = truncated(stop)
 	rd.loop = !rd.truncated && rd.Loops()
@@ -238,7 +243,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		rd.ShowPending()
 		return s.out, end
 	}
-	ans := &wire.Answer{ID: rd.id}
+	ans := &wire.Answer{ID: rd.id, Container: rd.container}
 	var content [][]byte
 	for _, i := range rd.Order() {
 		b := rd.blocks[i]
