@@ -93,6 +93,20 @@ func TestRender(t *testing.T) {
 		{"before a prefill",
 			`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"{"}]}`,
 			`{"messages":[{"role":"user","content":"x"},` + env + `,{"role":"assistant","content":"{"}],"system":"CAT","tools":[` + tool + `]}`},
+		// Automatic caching: the breakpoint stays on the client's last
+		// block (the history), not on the envelopes.
+		{"automatic caching, string content",
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"x"}]}`,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, last cacheable block, before a prefill",
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"},{"type":"text","text":""}]},{"role":"assistant","content":"{"}],"cache_control":{"type":"ephemeral","ttl":"1h"}}`,
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r","cache_control":{"type":"ephemeral","ttl":"1h"}},{"type":"text","text":""}]},` + env + `,{"role":"assistant","content":"{"}],"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, the last block already a breakpoint",
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]}],"cache_control":{"type":"ephemeral"},"max_tokens":5}`,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"max_tokens":5,"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, nothing cacheable: kept",
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":""}]}`,
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":""},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
 	}
 	for _, tt := range tests {
 		r, err := Parse([]byte(tt.in))
@@ -121,6 +135,15 @@ func TestRenderWithholdsAll(t *testing.T) {
 	p.Tools = wire.ToolSet{Withheld: []int{0}}
 	got, err := r.Render(p)
 	if want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},` + env + `],"system":"CAT"}`; err != nil || string(got) != want {
+		t.Fatalf("\n got %s\nwant %s (%v)", got, want, err)
+	}
+	// With automatic caching's cache_control beside them, also removed.
+	r, err = Parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"bash","input_schema":{"type":"object"}}],"cache_control":{"type":"ephemeral"},"tool_choice":{"type":"auto"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = r.Render(p)
+	if want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"system":"CAT"}`; err != nil || string(got) != want {
 		t.Fatalf("\n got %s\nwant %s (%v)", got, want, err)
 	}
 }

@@ -13,7 +13,9 @@
 //     such as Claude Code use them); it is identical on every turn, so the
 //     client's later breakpoints (on its messages) cache it with the rest;
 //   - the auto-loaded envelopes are text blocks of one user message after
-//     the last message (before a trailing assistant prefill);
+//     the last message (before a trailing assistant prefill); automatic
+//     caching's top-level cache_control moves onto the client's last block
+//     before them, so the history, not the envelopes, is the cached prefix;
 //   - the proxy's tools ({"name","description","input_schema"}) follow the
 //     client's; server tools (web_search_..., code_execution_..., ...) are
 //     kept as they are.
