@@ -426,3 +426,21 @@ func TestFollowUpContainer(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamErrorEndsIt: thinking still waiting when an error event ends
+// the round is not relayed after it.
+func TestStreamErrorEndsIt(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	got, end := runRound(s, false, sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"a","name":"load_skill","input":{}}}`,
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+	))
+	if end.Loop != nil || !strings.HasSuffix(strings.TrimSpace(got), `"message":"Overloaded"}}`) {
+		t.Fatalf("loop %v, stream:\n%s", end.Loop, got)
+	}
+}

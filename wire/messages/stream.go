@@ -240,7 +240,9 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped, Truncated: rd.truncated}
 	if !rd.loop {
 		end.Dropped = rd.ProxyCalls
-		rd.ShowPending()
+		if !rd.errored { // the client's SDK stopped reading at the error event
+			rd.ShowPending()
+		}
 		return s.out, end
 	}
 	ans := &wire.Answer{ID: rd.id, Container: rd.container}
