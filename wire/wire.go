@@ -196,6 +196,9 @@ type Answer struct {
 	// round (see ownership.Round.NoHold); the proxy's calls are dropped
 	// from it, as at the round limit.
 	Late bool
+	// Container (Messages) is the id of the code execution container the
+	// answer ran in; the follow-up names it so the next round runs there.
+	Container string
 }
 
 // RoundEnd is how one streamed round ended.

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
@@ -17,6 +20,43 @@ type message struct {
 	Content    []json.RawMessage `json:"content"`
 	StopReason *string           `json:"stop_reason"`
 	Usage      json.RawMessage   `json:"usage"`
+	Container  *struct {
+		ID string `json:"id"`
+	} `json:"container"`
+}
+
+// container is the id of the code execution container the message ran in,
+// "" for none.
+func (m *message) container() string {
+	if m.Container == nil {
+		return ""
+	}
+	return m.Container.ID
+}
+
+// answers reports whether a block of the client's message answers the
+// user: text or a tool_use (with thinking alone, or server tool blocks,
+// the user sees no answer; wire.NoAnswerText says why).
+func answers(typ string) bool { return typ == "text" || typ == "tool_use" }
+
+// setContainer names the code execution container id in a follow-up
+// request: the next round must run in the container the answer's code
+// ran in (its files live there; with programmatic tool calling the API
+// refuses pending calls without it). A client's container object (its
+// skills) keeps its other members.
+func setContainer(body []byte, id string) ([]byte, error) {
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("messages: follow-up container: %w", err)
+	}
+	if s, ok := jsonspan.Value(ms, "container"); ok && body[s.Start] == '{' {
+		obj, err := jsonspan.Set(body[s.Start:s.End], "id", wire.Quote(id))
+		if err != nil {
+			return nil, fmt.Errorf("messages: follow-up container: %w", err)
+		}
+		return jsonspan.Splice(body, s, obj), nil
+	}
+	return jsonspan.Apply(body, jsonspan.SetEdit(body, ms, "container", wire.Quote(id))), nil
 }
 
 // truncated reports whether a message stopped short, by its stop_reason:
@@ -35,16 +75,15 @@ func (m *message) stopReason() string {
 	return *m.StopReason
 }
 
-// kind maps a content block type to what the ownership rules need.
-// Thinking is the client's, even before a proxy call: the API wants the
-// assistant turn that ends in a tool_use to open with the thinking block
-// of that turn, and when the client's tool_use comes in a later round
-// (the model thinks only at the start of a turn unless interleaved
-// thinking is on), the only thinking block of the turn is the one before
-// the proxy's call.
+// kind maps a content block type to what the ownership rules need:
+// thinking is never hidden with the proxy's call but waits for the next
+// block the client is shown, possibly a later round's (ownership.Round).
 func kind(typ string) ownership.Kind {
-	if typ == "tool_use" {
+	switch typ {
+	case "tool_use":
 		return ownership.Call
+	case "thinking", "redacted_thinking":
+		return ownership.Thinking
 	}
 	return ownership.Other
 }
@@ -70,7 +109,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		o, resolved, _ := rd.Add(i, kind(b.Type), b.Name)
 		owners[i] = o
 		for _, j := range resolved {
-			owners[j] = ownership.Client // thinking stays in the assistant turn either way
+			owners[j] = ownership.Client // thinking, shown with block i
 		}
 		if o == ownership.Proxy {
 			id := wire.CallID(b.ID, "toolu", rnd, len(calls))
@@ -85,10 +124,13 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 		return nil, msg.Usage, true
 	}
 	// The assistant turn keeps every block (thinking with its signature, as
-	// the API requires before tool results) but the held client calls;
-	// all but the proxy's calls are the client's in the final message.
+	// the API requires before tool results) but the held client calls. The
+	// client is shown the thinking carried from earlier rounds (unless this
+	// round opens with its own) and this round's blocks but the proxy's
+	// calls; thinking not followed by such a block waits for the next round.
 	var content [][]byte
 	r.pending = r.pending[:0]
+	waiting := r.carried(blocks)
 	k := 0
 	for i, c := range msg.Content {
 		switch owners[i] {
@@ -99,13 +141,28 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 				c, _ = jsonspan.Set(c, "id", wire.Quote(calls[k].ID))
 			}
 			k++
+		case ownership.Pending:
+			waiting = append(waiting, c)
 		default:
+			r.pending = append(r.pending, waiting...)
+			waiting = nil
 			r.pending = append(r.pending, c)
 		}
 		content = append(content, c)
 	}
+	r.pendingWaiting = waiting
 	turn := append(append([]byte(`{"role":"assistant","content":`), jsonspan.Array(content)...), '}')
-	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID, Truncated: truncated(msg.stopReason())}, msg.Usage, true
+	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID, Truncated: truncated(msg.stopReason()),
+		Container: msg.container()}, msg.Usage, true
+}
+
+// carried returns the thinking of earlier rounds still waiting, which a
+// round whose blocks open with thinking drops (ownership.KeepsWaiting).
+func (r *Request) carried(blocks []block) []json.RawMessage {
+	if len(blocks) > 0 && !ownership.KeepsWaiting(kind(blocks[0].Type)) {
+		return nil
+	}
+	return slices.Clone(r.waiting)
 }
 
 // FollowUp returns the request for the next round: the answer's assistant
@@ -141,8 +198,13 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 		return nil, err
 	}
 	out := jsonspan.Splice(body, at, msgs)
+	if ans.Container != "" {
+		if out, err = setContainer(out, ans.Container); err != nil {
+			return nil, err
+		}
+	}
 	r.visible = append(r.visible, r.pending...)
-	r.pending = nil
+	r.waiting, r.pending, r.pendingWaiting = r.pendingWaiting, nil, nil
 	return jsonspan.SetTools(out, ts, r.toolsJSON)
 }
 
@@ -159,19 +221,25 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 	out := raw
 	var msg message
 	_ = json.Unmarshal(raw, &msg)
-	if s, ok := jsonspan.Value(ms, "content"); ok && (len(r.visible) > 0 || strip != nil) {
+	if s, ok := jsonspan.Value(ms, "content"); ok && (len(r.visible) > 0 || len(r.waiting) > 0 || strip != nil) {
 		var content []json.RawMessage
 		if err := json.Unmarshal(raw[s.Start:s.End], &content); err != nil {
 			return nil, err
+		}
+		blocks := make([]block, len(content))
+		for i, c := range content {
+			_ = json.Unmarshal(c, &blocks[i])
 		}
 		var kept [][]byte
 		for _, v := range r.visible {
 			kept = append(kept, v)
 		}
-		toolUses := 0
-		for _, c := range content {
-			var b block
-			_ = json.Unmarshal(c, &b)
+		for _, v := range r.carried(blocks) {
+			kept = append(kept, v)
+		}
+		toolUses, answered := 0, false
+		for i, c := range content {
+			b := blocks[i]
 			if b.Type == "tool_use" && strip != nil && strip(b.Name) {
 				continue
 			}
@@ -180,7 +248,10 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			}
 			kept = append(kept, c)
 		}
-		if len(kept) == 0 && strip != nil {
+		for _, c := range kept {
+			answered = answered || answers(gjson.GetBytes(c, "type").String())
+		}
+		if !answered && strip != nil {
 			kept = append(kept, textBlock(wire.Quote(wire.NoAnswerText(truncated(msg.stopReason())))))
 		}
 		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))

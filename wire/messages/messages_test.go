@@ -93,6 +93,20 @@ func TestRender(t *testing.T) {
 		{"before a prefill",
 			`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"{"}]}`,
 			`{"messages":[{"role":"user","content":"x"},` + env + `,{"role":"assistant","content":"{"}],"system":"CAT","tools":[` + tool + `]}`},
+		// Automatic caching: the breakpoint stays on the client's last
+		// block (the history), not on the envelopes.
+		{"automatic caching, string content",
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"x"}]}`,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, last cacheable block, before a prefill",
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"},{"type":"text","text":""}]},{"role":"assistant","content":"{"}],"cache_control":{"type":"ephemeral","ttl":"1h"}}`,
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r","cache_control":{"type":"ephemeral","ttl":"1h"}},{"type":"text","text":""}]},` + env + `,{"role":"assistant","content":"{"}],"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, the last block already a breakpoint",
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]}],"cache_control":{"type":"ephemeral"},"max_tokens":5}`,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"max_tokens":5,"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, nothing cacheable: kept",
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":""}]}`,
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":""},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
 	}
 	for _, tt := range tests {
 		r, err := Parse([]byte(tt.in))
@@ -121,6 +135,15 @@ func TestRenderWithholdsAll(t *testing.T) {
 	p.Tools = wire.ToolSet{Withheld: []int{0}}
 	got, err := r.Render(p)
 	if want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},` + env + `],"system":"CAT"}`; err != nil || string(got) != want {
+		t.Fatalf("\n got %s\nwant %s (%v)", got, want, err)
+	}
+	// With automatic caching's cache_control beside them, also removed.
+	r, err = Parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"bash","input_schema":{"type":"object"}}],"cache_control":{"type":"ephemeral"},"tool_choice":{"type":"auto"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = r.Render(p)
+	if want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"system":"CAT"}`; err != nil || string(got) != want {
 		t.Fatalf("\n got %s\nwant %s (%v)", got, want, err)
 	}
 }
@@ -212,10 +235,11 @@ func TestStream(t *testing.T) {
 	if strings.Contains(out1, "load_skill") || strings.Contains(out1, "message_delta") || strings.Contains(out1, "message_stop") {
 		t.Fatalf("round 1 leaked:\n%s", out1)
 	}
-	// Thinking is the client's, relayed as it comes (the turn it opens may
-	// end in the client's tool_use of a later round).
-	if !strings.Contains(out1, "need pdf") || !strings.Contains(out1, `"signature":"SIG"`) {
-		t.Fatalf("round 1's thinking not relayed:\n%s", out1)
+	// Thinking before the proxy's call waits for the next block the client
+	// is shown (a later round may bring its own thinking, which replaces
+	// it: see TestThinkingAcrossRounds).
+	if strings.Contains(out1, "need pdf") {
+		t.Fatalf("round 1's thinking relayed before the next round decides its fate:\n%s", out1)
 	}
 	if !strings.Contains(string(end1.Loop.Turn), `{"type":"thinking","thinking":"need pdf","signature":"SIG"}`) {
 		t.Fatalf("the follow-up must keep the thinking block: %s", end1.Loop.Turn)
@@ -232,7 +256,13 @@ func TestStream(t *testing.T) {
 		t.Fatal("round 2 is the answer")
 	}
 	all := out1 + out2
-	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `"index":1`) ||
+	// Round 2 opens with text: round 1's thinking is the client's, shown
+	// first (the turn it opens may end in the client's tool_use).
+	if !strings.Contains(out2, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"need pdf"}}`) ||
+		!strings.Contains(out2, `"signature":"SIG"`) {
+		t.Fatalf("round 1's thinking not relayed before round 2's text:\n%s", out2)
+	}
+	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `{"type":"content_block_start","index":1,"content_block":{"type":"text"`) ||
 		!strings.Contains(out2, `"usage":{"input_tokens":40,"output_tokens":11}`) || !strings.Contains(all, "event: ping") {
 		t.Fatalf("stream:\n%s", all)
 	}
@@ -277,5 +307,140 @@ func TestStreamIncomplete(t *testing.T) {
 	))
 	if !end.Incomplete {
 		t.Fatal("a stream without message_stop must be incomplete")
+	}
+}
+
+// TestThinkingAcrossRounds: thinking before the proxy's call is the
+// client's unless the next round opens with thinking of its own; the client
+// never gets one run of thinking blocks from two responses (the API refuses
+// it as modified).
+func TestThinkingAcrossRounds(t *testing.T) {
+	const (
+		a    = `{"type":"thinking","thinking":"A","signature":"SA"}`
+		b    = `{"type":"thinking","thinking":"B","signature":"SB"}`
+		load = `{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}`
+		bash = `{"type":"tool_use","id":"toolu_2","name":"Bash","input":{}}`
+		text = `{"type":"text","text":"Done."}`
+	)
+	msg := func(stop string, blocks ...string) []byte {
+		return []byte(`{"id":"m","type":"message","role":"assistant","content":[` + strings.Join(blocks, ",") + `],"stop_reason":"` + stop + `"}`)
+	}
+	tests := []struct {
+		name         string
+		first, final []byte
+		want         string // the final message's content
+	}{
+		{"next round thinks again: its run only", msg("tool_use", a, load), msg("tool_use", b, bash), `[` + b + `,` + bash + `]`},
+		{"next round does not think: the hidden round's thinking opens the turn", msg("tool_use", a, load), msg("tool_use", bash), `[` + a + `,` + bash + `]`},
+		{"text between: both runs kept", msg("tool_use", a, text, load), msg("end_turn", b, text), `[` + a + `,` + text + `,` + b + `,` + text + `]`},
+	}
+	mine := func(n string) bool { return n == "load_skill" }
+	for _, tt := range tests {
+		body := []byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`)
+		r, _ := Parse(body)
+		ans, _, _ := r.ReadAnswer(tt.first, 0, mine)
+		if ans == nil || !strings.Contains(string(ans.Turn), a) {
+			t.Fatalf("%s: the hidden turn must keep its thinking: %+v", tt.name, ans)
+		}
+		if _, err := r.FollowUp(body, ans, []wire.ToolResult{{CallID: "toolu_1", Content: "ENV"}}, wire.ToolSet{}); err != nil {
+			t.Fatal(err)
+		}
+		if ans, _, _ := r.ReadAnswer(tt.final, 1, mine); ans != nil {
+			t.Fatalf("%s: the last round loops", tt.name)
+		}
+		out, err := r.Final(tt.final, 1, nil, nil)
+		if got := gjsonContent(out); err != nil || got != tt.want {
+			t.Errorf("%s: content\n got %s\nwant %s (%v)", tt.name, got, tt.want, err)
+		}
+	}
+}
+
+func gjsonContent(msg []byte) string {
+	var m struct{ Content json.RawMessage }
+	_ = json.Unmarshal(msg, &m)
+	return string(m.Content)
+}
+
+// TestRoundLimitNoticeWithThinking: an answer left with thinking only once
+// the proxy's calls are stripped gets the notice, streamed or not.
+func TestRoundLimitNoticeWithThinking(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}]}`))
+	mine := func(n string) bool { return n == "load_skill" }
+	raw := `{"id":"m","type":"message","content":[{"type":"thinking","thinking":"hm","signature":"S"},{"type":"tool_use","id":"a","name":"load_skill","input":{}}],"stop_reason":"tool_use"}`
+	out, err := r.Final([]byte(raw), 1, nil, mine)
+	if err != nil || !strings.Contains(string(out), `{"type":"thinking","thinking":"hm","signature":"S"},{"type":"text","text":"[skillrouter:`) {
+		t.Fatalf("%s %v", out, err)
+	}
+	s := r.NewStream(mine)
+	got, _ := runRound(s, true, sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"a","name":"load_skill","input":{}}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":4}}`,
+		`{"type":"message_stop"}`,
+	))
+	if !strings.Contains(got, `"thinking":"hm"`) || !strings.Contains(got, `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`) {
+		t.Fatalf("stream:\n%s", got)
+	}
+}
+
+// TestFollowUpContainer: the follow-up runs in the container the answer's
+// code ran in (JSON: container.id; streams: message_delta's delta.container).
+func TestFollowUpContainer(t *testing.T) {
+	mine := func(n string) bool { return n == "load_skill" }
+	answer := []byte(`{"id":"m","type":"message","content":[{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}],` +
+		`"stop_reason":"tool_use","container":{"id":"container_1","expires_at":"2026-11-25T02:00:00Z"}}`)
+	streamed := sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"container":null,"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,"container":{"id":"container_1","expires_at":"2026-11-25T02:00:00Z"}},"usage":{"output_tokens":4}}`,
+		`{"type":"message_stop"}`,
+	)
+	tests := []struct{ name, body, want string }{
+		{"no container sent", `{"messages":[{"role":"user","content":"x"}]}`, `"container":"container_1"`},
+		{"an id sent", `{"container":"container_0","messages":[{"role":"user","content":"x"}]}`, `{"container":"container_1",`},
+		{"a container with skills", `{"container":{"skills":[{"type":"anthropic","skill_id":"pdf"}]},"messages":[{"role":"user","content":"x"}]}`,
+			`{"container":{"skills":[{"type":"anthropic","skill_id":"pdf"}],"id":"container_1"},`},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			r, _ := Parse([]byte(tt.body))
+			var ans *wire.Answer
+			if stream {
+				_, end := runRound(r.NewStream(mine), false, streamed)
+				ans = end.Loop
+			} else {
+				ans, _, _ = r.ReadAnswer(answer, 0, mine)
+			}
+			if ans == nil {
+				t.Fatalf("%s: no loop", tt.name)
+			}
+			next, err := r.FollowUp([]byte(tt.body), ans, []wire.ToolResult{{CallID: "toolu_1", Content: "ENV"}}, wire.ToolSet{})
+			if err != nil || !strings.Contains(string(next), tt.want) {
+				t.Errorf("%s (stream %v): follow-up %s, want %s (%v)", tt.name, stream, next, tt.want, err)
+			}
+		}
+	}
+}
+
+// TestStreamErrorEndsIt: thinking still waiting when an error event ends
+// the round is not relayed after it.
+func TestStreamErrorEndsIt(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	got, end := runRound(s, false, sse(
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"a","name":"load_skill","input":{}}}`,
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+	))
+	if end.Loop != nil || !strings.HasSuffix(strings.TrimSpace(got), `"message":"Overloaded"}}`) {
+		t.Fatalf("loop %v, stream:\n%s", end.Loop, got)
 	}
 }

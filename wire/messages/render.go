@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -49,6 +50,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		}
 	}
 
+	var remove []string // top-level members to drop, in one jsonspan.Removals
 	if len(p.Envelopes) > 0 {
 		blocks := make([][]byte, len(p.Envelopes))
 		for i, e := range p.Envelopes {
@@ -58,12 +60,20 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		// After the last message, or before a trailing assistant message
 		// (a prefill the model continues).
 		last := len(r.msgs) - 1
+		before := last // the client's message the envelopes follow
 		if r.roles[last] == "assistant" && last > 0 {
+			before = last - 1
 			at := r.msgs[last].Start
 			edits = append(edits, jsonspan.Edit{At: jsonspan.Span{Start: at, End: at}, With: append(msg, ',')})
 		} else {
 			at := r.msgs[last].End
 			edits = append(edits, jsonspan.Edit{At: jsonspan.Span{Start: at, End: at}, With: append([]byte{','}, msg...)})
+		}
+		if e, ok := r.automaticBreakpoint(before); ok {
+			if e != nil {
+				edits = append(edits, *e)
+			}
+			remove = append(remove, "cache_control")
 		}
 	}
 
@@ -71,17 +81,101 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		tools := r.toolsJSON(p.Tools)
 		switch {
 		case tools == nil: // gating emptied the tools
-			edits = append(edits, jsonspan.Removals(r.members, "tools", "tool_choice")...)
+			remove = append(remove, "tools", "tool_choice")
 		case r.hasTools:
 			edits = append(edits, jsonspan.Edit{At: r.tools, With: tools})
 		default:
 			addMember("tools", tools)
 		}
 	}
+	edits = append(edits, jsonspan.Removals(r.members, remove...)...)
 	if len(added) > 0 {
 		edits = append(edits, jsonspan.Edit{At: end, With: added})
 	}
 	return jsonspan.Apply(r.body, edits...), nil
+}
+
+// automaticBreakpoint moves automatic prompt caching's breakpoint (a
+// top-level "cache_control") onto the last cacheable block of message i,
+// the client's last before the envelopes. The API puts it on the request's
+// last cacheable block, which would be the envelopes: they change every
+// turn, so the next turn, whose history holds no envelopes, would never
+// read the cache. On the client's block it caches the history, as it would
+// without the proxy, taking the same breakpoint slot (the API allows four)
+// at the same place in the order of TTLs (longer ones first). ok reports
+// that the top-level cache_control goes; e is nil when the block already
+// is an explicit breakpoint. Thinking blocks and empty text cannot carry
+// cache_control; a message with no other block keeps automatic caching.
+func (r *Request) automaticBreakpoint(i int) (e *jsonspan.Edit, ok bool) {
+	cs, has := jsonspan.Value(r.members, "cache_control")
+	if !has || r.body[cs.Start] != '{' {
+		return nil, false
+	}
+	cc := r.body[cs.Start:cs.End]
+	at := r.msgs[i]
+	msg := r.body[at.Start:at.End]
+	ms, err := jsonspan.Members(msg)
+	if err != nil {
+		return nil, false
+	}
+	s, has := jsonspan.Value(ms, "content")
+	if !has {
+		return nil, false
+	}
+	content := msg[s.Start:s.End]
+	var edited []byte
+	switch content[0] {
+	case '"': // a string is one text block
+		if string(content) == `""` {
+			return nil, false
+		}
+		edited = slices.Concat([]byte(`[{"type":"text","text":`), content, []byte(`,"cache_control":`), cc, []byte(`}]`))
+	case '[':
+		els, err := jsonspan.Elements(content)
+		if err != nil {
+			return nil, false
+		}
+		for k := len(els) - 1; k >= 0 && edited == nil; k-- {
+			b := content[els[k].Start:els[k].End]
+			bm, err := jsonspan.Members(b)
+			if err != nil {
+				return nil, false
+			}
+			if _, explicit := jsonspan.Value(bm, "cache_control"); explicit {
+				if cacheable(b) {
+					return nil, true
+				}
+				continue
+			}
+			if !cacheable(b) {
+				continue
+			}
+			set, err := jsonspan.Set(b, "cache_control", cc)
+			if err != nil {
+				return nil, false
+			}
+			edited = jsonspan.Splice(content, els[k], set)
+		}
+	}
+	if edited == nil {
+		return nil, false
+	}
+	return &jsonspan.Edit{At: jsonspan.Span{Start: at.Start + s.Start, End: at.Start + s.End}, With: edited}, true
+}
+
+// cacheable reports whether a content block can carry cache_control.
+func cacheable(b []byte) bool {
+	var blk block
+	if json.Unmarshal(b, &blk) != nil {
+		return false
+	}
+	switch blk.Type {
+	case "thinking", "redacted_thinking":
+		return false
+	case "text":
+		return blk.Text != nil && *blk.Text != ""
+	}
+	return true
 }
 
 func textBlock(quoted []byte) []byte {

@@ -13,7 +13,9 @@
 //     such as Claude Code use them); it is identical on every turn, so the
 //     client's later breakpoints (on its messages) cache it with the rest;
 //   - the auto-loaded envelopes are text blocks of one user message after
-//     the last message (before a trailing assistant prefill);
+//     the last message (before a trailing assistant prefill); automatic
+//     caching's top-level cache_control moves onto the client's last block
+//     before them, so the history, not the envelopes, is the cached prefix;
 //   - the proxy's tools ({"name","description","input_schema"}) follow the
 //     client's; server tools (web_search_..., code_execution_..., ...) are
 //     kept as they are.
@@ -52,10 +54,12 @@ type Request struct {
 	hasTools    bool
 	clientTools [][]byte
 
-	// The text blocks of looping rounds the client gets in the final
-	// message (non-streaming), and this round's until it is known to loop.
-	visible []json.RawMessage
-	pending []json.RawMessage
+	// The blocks of looping rounds the client gets in the final message
+	// (non-streaming), and this round's until it is known to loop; the
+	// thinking still waiting for a block shown (ownership.Round), and this
+	// round's.
+	visible, pending        []json.RawMessage
+	waiting, pendingWaiting []json.RawMessage
 }
 
 // block is what the proxy reads of a content block.

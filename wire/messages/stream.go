@@ -17,22 +17,24 @@ import (
 //
 //   - message_start comes from the first round only;
 //   - the content blocks of the proxy's tool_use calls are withheld (and
-//     those of held client calls, and thinking before a proxy call: see
-//     package ownership); thinking waits until the next block decides its
-//     fate; the others are relayed as they come, their index renumbered so
-//     the client sees 0, 1, ... across rounds;
+//     those of held client calls: see package ownership); thinking waits
+//     for the next block the client is shown, in its round or a later one,
+//     and is dropped when a later round opens with thinking of its own
+//     (ownership.KeepsWaiting); the others are relayed as they come, their
+//     index renumbered so the client sees 0, 1, ... across rounds;
 //   - the message_delta and message_stop of a round that loops are
 //     withheld; the final message_delta carries the usage summed over all
 //     rounds, and stop_reason "end_turn" when the proxy's calls were the
 //     only ones and the round limit dropped them.
 type Stream struct {
-	mine    func(name string) bool
-	next    int // the client's next content block index
-	usage   wire.Usage
-	n       int // rounds started
-	rd      *roundState
-	out     []byte
-	started bool // message_start was relayed
+	mine     func(name string) bool
+	next     int // the client's next content block index
+	usage    wire.Usage
+	n        int // rounds started
+	rd       *roundState
+	out      []byte
+	started  bool // message_start was relayed
+	answered bool // a text or tool_use block was relayed (see answers)
 }
 
 // roundState is one upstream stream.
@@ -41,6 +43,7 @@ type roundState struct {
 	blocks     map[int]*streamBlock
 	id         string
 	startUsage json.RawMessage
+	container  string // the code execution container's id (message_start, message_delta)
 	loop       bool
 	truncated  bool // message_delta's stop_reason says the round stopped short (see truncated)
 	deltaSeen  bool
@@ -70,8 +73,12 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 // another.
 func (s *Stream) Round(final bool) {
 	s.n++
+	var carried []*ownership.Item
+	if s.rd != nil {
+		carried = s.rd.Waiting()
+	}
 	rd := &roundState{blocks: map[int]*streamBlock{}}
-	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.next,
+	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final}, Next: &s.next, Carried: carried,
 		Emit: func(it *ownership.Item, data []byte) {
 			data, _ = jsonspan.Set(data, "index", []byte(strconv.Itoa(it.Index)))
 			s.emit(gjson.GetBytes(data, "type").String(), data)
@@ -93,6 +100,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	case "message_start":
 		rd.id = gjson.GetBytes(data, "message.id").String()
 		rd.startUsage = json.RawMessage(gjson.GetBytes(data, "message.usage").Raw)
+		rd.container = gjson.GetBytes(data, "message.container.id").String()
 		if !s.started {
 			s.started = true
 			s.emit(typ, data)
@@ -156,6 +164,9 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 	rd := s.rd
 	rd.deltaSeen = true
 	s.usage.Add(roundUsage(rd.startUsage, json.RawMessage(gjson.GetBytes(data, "usage").Raw)))
+	if id := gjson.GetBytes(data, "delta.container.id").String(); id != "" {
+		rd.container = id
+	}
 	stop := gjson.GetBytes(data, "delta.stop_reason").String()
 	rd.truncated = truncated(stop)
 	rd.loop = !rd.truncated && rd.Loops()
@@ -163,9 +174,9 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 		return
 	}
 	rd.ShowPending()
-	if rd.ProxyCalls > 0 && s.next == 0 {
-		// Only the proxy's calls, now dropped: the client's message would
-		// have no content (see wire.EmptyAnswerText).
+	if rd.ProxyCalls > 0 && !s.answered {
+		// Only the proxy's calls, now dropped (and thinking): the client's
+		// message would hold no answer (see wire.NoAnswerText).
 		i := strconv.Itoa(s.next)
 		s.next++
 		s.emit("content_block_start", []byte(`{"type":"content_block_start","index":`+i+`,"content_block":{"type":"text","text":""}}`))
@@ -229,10 +240,12 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	end := wire.RoundEnd{Exhausted: rd.Final && rd.ProxyCalls > 0, Incomplete: !rd.stopped, Truncated: rd.truncated}
 	if !rd.loop {
 		end.Dropped = rd.ProxyCalls
-		rd.ShowPending()
+		if !rd.errored { // the client's SDK stopped reading at the error event
+			rd.ShowPending()
+		}
 		return s.out, end
 	}
-	ans := &wire.Answer{ID: rd.id}
+	ans := &wire.Answer{ID: rd.id, Container: rd.container}
 	var content [][]byte
 	for _, i := range rd.Order() {
 		b := rd.blocks[i]
@@ -292,5 +305,8 @@ func (b *streamBlock) block() []byte {
 
 // emit writes one event for the client.
 func (s *Stream) emit(typ string, data []byte) {
+	if typ == "content_block_start" && answers(gjson.GetBytes(data, "content_block.type").String()) {
+		s.answered = true
+	}
 	s.out = wire.AppendEvent(s.out, typ, data)
 }

@@ -46,6 +46,8 @@ func TestMessagesValidation(t *testing.T) {
 		{"bad tool_choice", `{"model":"m","max_tokens":10,"tool_choice":{"type":"required"},"messages":[` + user + `]}`, nil, 400, `tool_choice`},
 		{"tampered thinking", `{"model":"m","max_tokens":10,"messages":[` + user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"edited","signature":"` + signature("original") + `"},{"type":"text","text":"x"}]},` + user + `]}`, nil, 400, "Invalid `signature` in `thinking` block"},
 		{"thinking enabled, tool round without thinking", `{"model":"m","max_tokens":10,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `,` + use + `,` + result + `]}`, nil, 400, "Expected `thinking` or `redacted_thinking`, but found `text`"},
+		{"thinking run spliced from two responses", `{"model":"m","max_tokens":10,"messages":[` + user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"a","signature":"` + thinkingSignature("a", 1) + `"},{"type":"thinking","thinking":"b","signature":"` + thinkingSignature("b", 2) + `"},{"type":"tool_use","id":"tu_1","name":"get_weather","input":{}}]},` + result + `]}`, nil, 400, "messages.1.content.1: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified"},
+		{"thinking runs of two responses apart", `{"model":"m","max_tokens":10,"messages":[` + user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"a","signature":"` + thinkingSignature("a", 1) + `"},{"type":"text","text":"x"},{"type":"thinking","thinking":"b","signature":"` + thinkingSignature("b", 2) + `"},{"type":"tool_use","id":"tu_1","name":"get_weather","input":{}}]},` + result + `]}`, nil, 200, `"message"`},
 		{"thinking enabled, tool round with thinking", `{"model":"m","max_tokens":10,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"` + signature("hmm") + `"},{"type":"tool_use","id":"tu_1","name":"get_weather","input":{}}]},` + result + `]}`, nil, 200, `"message"`},
 	}
 	for _, tc := range tests {
@@ -97,7 +99,7 @@ func TestMessagesAnswer(t *testing.T) {
 	if m.Type != "message" || m.Model != "claude-x" || m.StopReason != "tool_use" || len(m.Content) != 3 {
 		t.Fatalf("%s", b)
 	}
-	if m.Content[0]["type"] != "thinking" || m.Content[0]["signature"] != signature("plan") ||
+	if m.Content[0]["type"] != "thinking" || m.Content[0]["signature"] != thinkingSignature("plan", 1) ||
 		m.Content[1]["text"] != "Checking." || m.Content[2]["type"] != "tool_use" || m.Content[2]["input"].(map[string]any)["city"] != "Oslo" {
 		t.Fatalf("content %v", m.Content)
 	}
@@ -153,7 +155,7 @@ func TestMessagesStream(t *testing.T) {
 			args += d["partial_json"].(string)
 		}
 	}
-	if thinking != "hmm ok" || sig != signature("hmm ok") || text != "It is sunny" || args != `{"city":"Oslo"}` {
+	if thinking != "hmm ok" || sig != thinkingSignature("hmm ok", 1) || text != "It is sunny" || args != `{"city":"Oslo"}` {
 		t.Fatalf("thinking %q sig %q text %q args %q", thinking, sig, text, args)
 	}
 	md := evs[len(evs)-2].data

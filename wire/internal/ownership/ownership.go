@@ -1,7 +1,8 @@
 // Package ownership decides, item by item, whose each item of a model's
 // answer is when the proxy answers some tool calls itself: the proxy's, the
-// client's, held back, or (Responses reasoning) the same as the item after
-// it. Responses output items and Messages content blocks follow the same
+// client's, held back, (Responses reasoning) the same as the item after
+// it, or (Messages thinking) shown with the next item the client is shown.
+// Responses output items and Messages content blocks follow the same
 // rules, JSON and streamed.
 package ownership
 
@@ -22,7 +23,17 @@ const (
 	Other     Kind = iota // text, messages, built-in tool calls, ...
 	Call                  // a function call (tool_use): Name says whose
 	Reasoning             // reasoning (Responses), which must be followed by its item
+	Thinking              // thinking and redacted_thinking (Messages): see Round
 )
+
+// KeepsWaiting reports whether thinking still waiting from earlier rounds
+// is kept when the next round's first item is of kind first. A round that
+// opens with thinking of its own drops it: the client would otherwise get
+// one run of consecutive thinking blocks from two responses, and the API
+// refuses a latest assistant message whose runs of thinking are not as one
+// response produced them ("cannot be modified"). Any other first item keeps
+// it, so that the client's message still opens with thinking.
+func KeepsWaiting(first Kind) bool { return first != Thinking }
 
 // Round classifies the items of one answer, in order:
 //
@@ -38,6 +49,13 @@ const (
 //     call or a held call (the client, or the follow-up, would otherwise
 //     send reasoning without its item, which the API rejects), shown
 //     otherwise;
+//   - thinking (Messages) is never hidden with a call: an assistant turn
+//     that ends in the client's tool_use must open with thinking, and the
+//     client's call may come a round after the proxy's, when the model (not
+//     thinking between tool calls) has no other thinking for that turn. It
+//     waits for the next item the client is shown, in its round or a later
+//     one (see KeepsWaiting), and goes out just before it; a round that
+//     ends without looping shows what still waits;
 //   - everything else is the client's.
 type Round struct {
 	Mine func(name string) bool
@@ -56,13 +74,17 @@ type Round struct {
 	clientCalls int  // client calls shown
 	late        bool // proxy and client calls in a round that cannot hold the client's: the proxy's are dropped
 	pending     []int
+	thinking    []int // thinking waiting for the next item shown
 }
 
-// Add classifies item i; resolved lists the pending reasoning items it
-// decides, shown their fate: shown, or else the same owner as item i (the
-// proxy's, or held with a held call).
+// Add classifies item i; resolved lists the pending items it decides,
+// shown their fate: shown, or else the same owner as item i (the proxy's,
+// or held with a held call). Thinking is only ever resolved shown.
 func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown bool) {
 	switch {
+	case k == Thinking:
+		r.thinking = append(r.thinking, i)
+		return Pending, nil, false
 	case k == Reasoning:
 		r.pending = append(r.pending, i)
 		return Pending, nil, false
@@ -83,9 +105,15 @@ func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown 
 			r.late = true // NoHold: the round is the client's
 		}
 	}
-	resolved, r.pending = r.pending, nil
+	resolved = append(r.pending, r.thinking...)
+	r.pending, r.thinking = nil, nil
 	return Client, resolved, true
 }
+
+// Waiting lists the round's thinking items still waiting for an item the
+// client is shown: shown when the round does not loop, else carried to
+// the next round.
+func (r *Round) Waiting() []int { return r.thinking }
 
 // Loops reports whether the proxy answers the round's calls and asks
 // again. Reasoning still pending at the end goes with the round: hidden

@@ -3,12 +3,17 @@ package ownership
 // Tracker applies a Round's rules to a stream, item by item: the events of
 // the client's items go out as they come, with the item's index in the
 // client's numbering; those of the proxy's and held items are dropped;
-// those of reasoning wait (copied) until the next item decides their fate.
+// those of reasoning and thinking wait (copied) until an item decides
+// their fate.
 type Tracker struct {
 	Round
 	// Next is the client's next item index, shared by the rounds of one
 	// response.
 	Next *int
+	// Carried is the thinking of earlier rounds still waiting (the last
+	// round's Waiting), shown before this round's first item shown or
+	// dropped by KeepsWaiting.
+	Carried []*Item
 	// Emit writes one event of a client item (data as received; it.Index
 	// is the item's client index).
 	Emit func(it *Item, data []byte)
@@ -34,10 +39,19 @@ func (t *Tracker) Start(i int, k Kind, name string, data []byte) (it *Item, exha
 		t.items = map[int]*Item{}
 	}
 	it = &Item{}
+	if len(t.order) == 0 && !KeepsWaiting(k) {
+		for _, c := range t.Carried {
+			c.Owner, c.held = Proxy, nil // hidden: the follow-up had it
+		}
+		t.Carried = nil
+	}
 	t.items[i] = it
 	t.order = append(t.order, i)
 	o, resolved, shown := t.Add(i, k, name)
 	it.Owner = o
+	if shown {
+		t.showCarried()
+	}
 	for _, j := range resolved {
 		t.settle(t.items[j], shown, o)
 	}
@@ -69,12 +83,30 @@ func (t *Tracker) Event(it *Item, data []byte) {
 	}
 }
 
-// ShowPending shows the reasoning still pending: the round ended without
-// an item after it, and does not loop.
+// ShowPending shows the reasoning and thinking still pending: the round
+// ended without an item after it, and does not loop.
 func (t *Tracker) ShowPending() {
+	t.showCarried()
 	for _, i := range t.order {
 		t.settle(t.items[i], true, Client)
 	}
+}
+
+// Waiting returns the thinking still waiting at the end of a round that
+// loops, for the next round's Carried.
+func (t *Tracker) Waiting() []*Item {
+	out := t.Carried
+	for _, i := range t.Round.Waiting() {
+		out = append(out, t.items[i])
+	}
+	return out
+}
+
+func (t *Tracker) showCarried() {
+	for _, it := range t.Carried {
+		t.settle(it, true, Client)
+	}
+	t.Carried = nil
 }
 
 // settle decides a pending item: its held events go out, or it takes the
