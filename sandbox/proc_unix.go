@@ -23,6 +23,7 @@ func (directRunner) run(ctx context.Context, s procSpec) procResult {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   waitDelay,
 	}
+	closeInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		return procResult{exitCode: -1, startErr: err}
 	}

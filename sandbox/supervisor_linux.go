@@ -117,6 +117,7 @@ func supervise(args []string) int {
 		report(supervisorStatus{ExitCode: -1, Stage: "start", Error: "child subreaper: " + err.Error()})
 		return 125
 	}
+	closeInheritedOnExec()
 	cmd := &exec.Cmd{
 		Path: argv[0], Args: argv, Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
