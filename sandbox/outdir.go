@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/private"
 )
 
 // Every conversation directory carries this marker; the sweeper removes only
@@ -180,3 +182,14 @@ func diffFiles(before, after map[string]fileState) (changes []FileChange, trunca
 // errOutputInsideSkill guards against an OutputRoot placed inside a skill:
 // the script's writable directory would then be the skill folder itself.
 var errOutputInsideSkill = errors.New("the output directory lies inside the skill folder")
+
+// checkPrivate refuses an output root that another user could have planted
+// or can write to: the default lies in the shared /tmp, and whoever can
+// write there could otherwise prepare a conversation's HOME (a Python .pth
+// file, an .npmrc) and have the operator's scripts run its code.
+func checkPrivate(dir string) error {
+	if err := private.Check(dir); err != nil {
+		return fmt.Errorf("sandbox: output root: %w; set exec.output_dir to a folder of this user's that no one else can write (one that does not exist yet is created 0700)", err)
+	}
+	return nil
+}

@@ -1170,6 +1170,10 @@ func (c config) redacted() config {
 	}
 	hide(&c.Upstream.APIKey)
 	hide(&c.Upstream.AnthropicAPIKey)
+	// A password in a URL is a credential too (sent as Basic auth).
+	c.Upstream.URL = redactURL(c.Upstream.URL)
+	c.Upstream.AnthropicURL = redactURL(c.Upstream.AnthropicURL)
+	c.Embedder.BaseURL = redactURL(c.Embedder.BaseURL)
 	hide(&c.Auth.AdminToken)
 	keys := make([]string, len(c.Auth.APIKeys))
 	for i := range keys {
@@ -1182,6 +1186,7 @@ func (c config) redacted() config {
 		if a.Embedder != nil {
 			e := *a.Embedder
 			hide(&e.APIKey)
+			e.BaseURL = redactURL(e.BaseURL)
 			a.Embedder = &e
 		}
 		arms[i] = a

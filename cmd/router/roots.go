@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/examples"
+	"github.com/skillrouter/skillrouter/internal/private"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -54,11 +55,21 @@ func builtinRoot(spec string) (string, error) {
 		}
 		errs = append(errs, err)
 	}
-	root, err := examples.Unpack(filepath.Join(os.TempDir(), "skillrouter-"+strconv.Itoa(os.Getuid())))
+	// The temp folder is shared and this name is predictable: the parent
+	// must be this user's alone, or another user could have unpacked a
+	// library of their own there first.
+	parent := filepath.Join(os.TempDir(), "skillrouter-"+strconv.Itoa(os.Getuid()))
+	err := os.MkdirAll(parent, 0o700)
 	if err == nil {
-		return root, nil
+		err = private.Check(parent)
 	}
-	return "", errors.Join(append(errs, err)...)
+	if err == nil {
+		var root string
+		if root, err = examples.Unpack(parent); err == nil {
+			return root, nil
+		}
+	}
+	return "", errors.Join(append(errs, fmt.Errorf("unpacking the example library: %w", err))...)
 }
 
 // resolveRoots returns the folders to scan: the configured entries, with

@@ -1,0 +1,31 @@
+//go:build unix
+
+// Package private checks that a folder is this user's alone: folders in a
+// shared place (/tmp) whose names others can compute could otherwise be
+// created first, and filled, by another local user.
+package private
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// Check refuses dir unless it is a directory (not a symlink), owned by this
+// process's user and writable by no one else. The error names what is wrong.
+func Check(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (a symlink?)", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d): another user may control it", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by other users (mode %v)", dir, fi.Mode().Perm())
+	}
+	return nil
+}
