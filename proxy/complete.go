@@ -27,7 +27,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	sess := rt.session
 	var usage wire.Usage
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			s.fail(w, rt.api, info, classify(ctx, err))

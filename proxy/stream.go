@@ -35,7 +35,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	sr.tr = tr
 	body := rt.body
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeStream)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeStream)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			f := classify(ctx, err)
