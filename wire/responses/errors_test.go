@@ -75,3 +75,29 @@ func TestUpstreamErrorEventEndsWithResponseFailed(t *testing.T) {
 		})
 	}
 }
+
+func TestHiddenPath(t *testing.T) {
+	call := `{"type":"function_call","id":"fc_1","call_id":"c1","name":"load_skill","arguments":"{}"}`
+	tests := []struct {
+		name, body, id, turn, want string
+	}{
+		{"stored", `{"input":"x"}`, "resp_1", call, "/v1/responses/resp_1"},
+		{"store false", `{"input":"x","store":false}`, "resp_1", call, ""},
+		{"conversation", `{"input":"x","conversation":"conv_1"}`, "resp_1", call, ""},
+		{"reasoning by id", `{"input":"x"}`, "resp_1", `{"type":"reasoning","id":"rs_1","summary":[]},` + call, ""},
+		{"reasoning whole", `{"input":"x"}`, "resp_1", `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"e"},` + call, "/v1/responses/resp_1"},
+		{"no id", `{"input":"x"}`, "", call, ""},
+		{"id not one segment", `{"input":"x"}`, "a/b", call, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Parse([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.HiddenPath(&wire.Answer{ID: tc.id, Turn: []byte(tc.turn)}); got != tc.want {
+				t.Errorf("HiddenPath %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
