@@ -26,8 +26,10 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	body := rt.body
 	sess := rt.session
 	var usage wire.Usage
+	var hidden hiddenRounds // every round's but the last: the client gets only its id
+	defer s.discardHidden(rt, r, &hidden)
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			s.fail(w, rt.api, info, classify(ctx, err))
@@ -86,6 +88,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, sess.Handles)
 			return
 		}
+		hidden.add(rt, ans)
 		body = next
 	}
 }

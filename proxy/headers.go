@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 )
 
@@ -94,4 +95,35 @@ func copyResponseHeader(dst, src http.Header, keepLength bool) {
 	if !keepLength {
 		dst.Del("Content-Length")
 	}
+}
+
+// headerIdempotencyKey names one request (the OpenAI and Anthropic SDKs
+// send it on every POST and keep it across their own retries).
+const headerIdempotencyKey = "Idempotency-Key"
+
+// resent returns the client's request as the proxy sends it again with
+// another body: a hidden round's follow-up (tag "round-N") or the stored-state
+// repair's retry ("repair"). A key names one request, and a server that
+// honours it answers the same key with another body with 422 or with the
+// first answer (draft-ietf-httpapi-idempotency-key-header), so each of
+// these gets its own key, derived from the client's: the client's retry of
+// the whole request derives the same ones.
+func resent(in *http.Request, tag string) *http.Request {
+	k := in.Header.Get(headerIdempotencyKey)
+	if k == "" {
+		return in
+	}
+	out := in.WithContext(in.Context()) // a shallow copy
+	out.Header = in.Header.Clone()
+	out.Header.Set(headerIdempotencyKey, k+"/"+tag)
+	return out
+}
+
+// forRound is the request a tool round sends: the client's for the first,
+// resent (tag "round-N") for the hidden rounds' follow-ups.
+func forRound(in *http.Request, round int) *http.Request {
+	if round == 0 {
+		return in
+	}
+	return resent(in, "round-"+strconv.Itoa(round))
 }

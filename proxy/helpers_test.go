@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/router"
@@ -167,6 +168,13 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { // the deletion of hidden rounds' responses (hidden.go)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Finish(ctx); err != nil {
+			t.Errorf("background work still running: %v", err)
+		}
+	})
 	t.Cleanup(func() {
 		if tr, ok := srv.transport.(*http.Transport); ok {
 			tr.CloseIdleConnections()

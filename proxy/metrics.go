@@ -33,6 +33,7 @@ type metrics struct {
 	toolRounds      *prometheus.HistogramVec // arm
 	exhausted       *prometheus.CounterVec   // arm
 	storedRepairs   *prometheus.CounterVec   // outcome (state.go)
+	hiddenDeletes   *prometheus.CounterVec   // outcome (hidden.go)
 	droppedCalls    *prometheus.CounterVec   // arm
 	upstreamErrors  *prometheus.CounterVec   // kind
 	strayLines      *prometheus.CounterVec   // api
@@ -109,6 +110,11 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 			Help: "Upstream refusals (400) of requests continuing Responses state stored upstream, by outcome: repaired (the proxy's dropped calls answered, the retry accepted), " +
 				"nothing_to_answer, read_failed (the state could not be read), retry_failed, retry_refused.",
 		}, []string{"outcome"}),
+		hiddenDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "hidden_responses_deleted_total",
+			Help: "Responses stored upstream by the proxy's hidden tool rounds (Responses, store not false) that the client never got an id for, deleted after the request, " +
+				"by outcome: deleted, not_found, failed, skipped (the server was shutting down).",
+		}, []string{"outcome"}),
 		droppedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_dropped_total",
 			Help: "Server-side tool calls not answered (round limit, or a stream whose client tool calls were already relayed).",
@@ -125,7 +131,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.storedRepairs, m.upstreamErrors, m.strayLines}
+		m.droppedCalls, m.storedRepairs, m.hiddenDeletes, m.upstreamErrors, m.strayLines}
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{

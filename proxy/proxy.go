@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -133,6 +134,15 @@ type Server struct {
 	drainCtx    context.Context
 	drainCancel context.CancelCauseFunc
 	inflight    inflightCounter
+
+	// Background work that outlives its request (hidden.go), ended by Finish.
+	bg struct {
+		mu     sync.Mutex
+		closed bool
+		wg     sync.WaitGroup
+		ctx    context.Context // ends with drainCtx, or when Finish gives up
+		cancel context.CancelFunc
+	}
 }
 
 // New validates cfg, applies defaults and builds the routes.
@@ -182,6 +192,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport}
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
+	s.bg.ctx, s.bg.cancel = context.WithCancel(s.drainCtx)
 	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}
 	s.anthropic = upstreamTarget{base: s.openai.base, apiKey: cfg.AnthropicAPIKey, keyHeader: "X-Api-Key", overrideAuth: cfg.OverrideAuth}
 	if cfg.AnthropicUpstream != nil {

@@ -57,7 +57,7 @@ func (s *Server) repairStored(ctx context.Context, rt *routed, in *http.Request,
 		outcome("nothing_to_answer")
 		return resp, body
 	}
-	retry, elapsed, err := s.send(ctx, rt.api.target(s), in, bytes.NewReader(next), int64(len(next)), true, kind)
+	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, "repair"), bytes.NewReader(next), int64(len(next)), true, kind)
 	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 	if err != nil {
 		outcome("retry_failed")
@@ -88,6 +88,7 @@ func (s *Server) readState(ctx context.Context, rt *routed, in *http.Request, pa
 	}
 	h := in.Header.Clone()
 	h.Set("Accept", "application/json") // not the event stream a streaming client asked for
+	h.Del(headerIdempotencyKey)         // it names the client's POST; a GET is idempotent
 	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: q.Encode()}, Header: h}
 	resp, _, err := s.send(ctx, rt.api.target(s), get, http.NoBody, 0, true, kind)
 	if err != nil {

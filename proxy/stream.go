@@ -34,8 +34,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	tr := rt.req.NewStream(mine)
 	sr.tr = tr
 	body := rt.body
+	// Every round's but the first (its id went out in response.created) and the last.
+	var hidden hiddenRounds
+	defer s.discardHidden(rt, r, &hidden)
 	for round := 0; ; round++ {
-		resp, elapsed, err := s.send(ctx, rt.api.target(s), r, bytes.NewReader(body), int64(len(body)), true, exchangeStream)
+		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeStream)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			f := classify(ctx, err)
@@ -102,6 +105,9 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 				Message: "skillrouter tool loop: " + err.Error()})
 			sr.finishTrailers()
 			return
+		}
+		if round > 0 {
+			hidden.add(rt, end.Loop)
 		}
 		body = next
 	}

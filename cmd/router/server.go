@@ -260,6 +260,10 @@ func shutdown(hs *http.Server, srv *proxy.Server, grace time.Duration, log *slog
 	defer cancel()
 	err := hs.Shutdown(sctx)
 	if err == nil {
+		// What the requests left to do in the background, within the grace.
+		if srv.Finish(sctx) != nil {
+			log.Warn("shutdown grace over: background work cancelled (hidden rounds' stored responses left undeleted)")
+		}
 		return
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -271,4 +275,5 @@ func shutdown(hs *http.Server, srv *proxy.Server, grace time.Duration, log *slog
 		log.Warn("requests still running after the drain; closing their connections", "in_flight", srv.InFlight())
 	}
 	hs.Close()
+	_ = srv.Finish(dctx) // Drain cancelled it: returns as soon as it has stopped
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
 )
 
@@ -33,14 +35,76 @@ func (s *Stream) ErrorEvent(e *wire.Error) []byte {
 }
 
 // UpstreamErrorEvent turns an upstream error answer met after the client's
-// stream started (a later tool round) into its final error event, and the
-// message for the log.
+// stream started (a later tool round's follow-up refused: the skill it
+// loaded pushed the input over the context window, a rate limit) into the
+// events the Responses API ends a failed response with, and the message
+// for the log: an "error" event with the upstream's code, message and
+// param, then response.failed, whose response is the one the client was
+// announced (response.created's id) with status "failed", the items shown
+// so far, the usage so far and error {code, message}. Clients read the
+// failure from there (Codex CLI only from there: without it, it takes the
+// stream for a dropped connection and retries the request).
 func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
-	msg := openai.ErrorMessage(raw)
-	if msg == "" {
-		msg = fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
+	e := upstreamError(status, raw, round)
+	out := s.ErrorEvent(e)
+	return append(out, s.failedEvent(e)...), e.Message
+}
+
+// upstreamError reads an upstream error answer: an OpenAI error body keeps
+// its message, code (else its type) and param; anything else is wrapped.
+func upstreamError(status int, raw []byte, round int) *wire.Error {
+	e := &wire.Error{Status: status, Kind: wire.KindUpstream}
+	if env := gjson.GetBytes(raw, "error"); env.IsObject() && env.Get("message").String() != "" {
+		e.Message = env.Get("message").String()
+		e.Code = env.Get("code").String()
+		if e.Code == "" {
+			e.Code = env.Get("type").String()
+		}
+		e.Param = env.Get("param").String()
+	} else {
+		e.Message = fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	}
-	return s.ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: "upstream_" + strconv.Itoa(status), Message: msg}), msg
+	if e.Code == "" {
+		e.Code = "upstream_" + strconv.Itoa(status)
+	}
+	return e
+}
+
+// failedEvent renders response.failed for e: the announced response (or,
+// if none was, a bare one with the round's id) failed.
+func (s *Stream) failedEvent(e *wire.Error) []byte {
+	resp := s.announced
+	if len(resp) == 0 {
+		id := ""
+		if s.rd != nil {
+			id = s.rd.id
+		}
+		resp = wire.Marshal(struct {
+			ID     string `json:"id"`
+			Object string `json:"object"`
+		}{id, "response"})
+	}
+	set := func(key string, v []byte) {
+		if out, err := jsonspan.Set(resp, key, v); err == nil {
+			resp = out
+		}
+	}
+	set("status", []byte(`"failed"`))
+	set("error", wire.Marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{e.Code, e.Message}))
+	set("output", jsonspan.Array(s.visible))
+	if !s.usage.Empty() {
+		set("usage", s.usage.JSON())
+	}
+	data := wire.Marshal(struct {
+		Type           string          `json:"type"`
+		Response       json.RawMessage `json:"response"`
+		SequenceNumber int             `json:"sequence_number"`
+	}{"response.failed", resp, s.seq})
+	s.seq++
+	return wire.AppendEvent(nil, "response.failed", data)
 }
 
 // Relayed notes an event relayed unchanged around the translator (a stream

@@ -186,3 +186,30 @@ func prependInput(body []byte, items [][]byte) ([]byte, error) {
 func userMessage(quoted []byte) []byte {
 	return append(append([]byte(`{"role":"user","content":`), quoted...), '}')
 }
+
+// HiddenPath returns the path (under the client's /v1, not escaped) at
+// which the response a round that loops (ans) left stored upstream can be
+// deleted once the request is over, or "" when it must stay or there is
+// none. Nothing of the request's later rounds chains from it: each
+// follow-up keeps the client's previous_response_id and carries the
+// round's items in its input (see FollowUp). It stays when it was not
+// stored (store: false); in a conversation, which holds the round's items
+// (the follow-up sends only the outputs) and shows them to the client
+// anyway; and when the follow-up refers to one of its items by id alone: a
+// reasoning item without encrypted_content, whose content the API reads
+// from the stored response, for the follow-up and for the chain of every
+// later turn.
+func (r *Request) HiddenPath(ans *wire.Answer) string {
+	if r.unstored || r.conversation != "" || ans.ID == "" || !segment(ans.ID) {
+		return ""
+	}
+	byID := false
+	gjson.ParseBytes(append(append([]byte{'['}, ans.Turn...), ']')).ForEach(func(_, it gjson.Result) bool {
+		byID = it.Get("type").Str == "reasoning" && it.Get("encrypted_content").Str == ""
+		return !byID
+	})
+	if byID {
+		return ""
+	}
+	return "/v1/responses/" + ans.ID
+}

@@ -39,6 +39,10 @@ type Stream struct {
 	n       int // rounds started
 	rd      *roundState
 	out     []byte
+	// announced is the response object of the last of response.created,
+	// .in_progress or .queued the client got (the first round's), which a
+	// failure of a later round ends with (see UpstreamErrorEvent).
+	announced []byte
 }
 
 // roundState is one upstream stream.
@@ -99,7 +103,9 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			rd.id = id
 		}
 		if s.n == 1 {
-			s.emit(typ, s.patchResponse(data, nil), -1)
+			data = s.patchResponse(data, nil)
+			s.announced = append(s.announced[:0], gjson.GetBytes(data, "response").Raw...)
+			s.emit(typ, data, -1)
 		}
 	case "response.output_item.added":
 		i := int(gjson.GetBytes(data, "output_index").Int())

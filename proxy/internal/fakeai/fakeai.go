@@ -188,6 +188,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	reqs        []Request
+	deletes     []Request // DELETE /v1/responses/{id}, apart from reqs
 	noRecord    bool
 	script      []Responder
 	handlers    map[string]Responder
@@ -224,11 +225,21 @@ func (f *Server) Handle(path string, r Responder) {
 	f.handlers[path] = r
 }
 
-// Requests returns a copy of the requests received so far.
+// Requests returns a copy of the requests received so far, but the
+// deletions of stored responses (Deletes): the proxy sends those in the
+// background once a request is over, so counting them would race.
 func (f *Server) Requests() []Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Request(nil), f.reqs...)
+}
+
+// Deletes returns a copy of the DELETE /v1/responses/{id} requests
+// received so far.
+func (f *Server) Deletes() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.deletes...)
 }
 
 // StopRecording stops keeping requests (Requests returns none from then
@@ -237,14 +248,14 @@ func (f *Server) Requests() []Request {
 func (f *Server) StopRecording() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.noRecord, f.reqs = true, nil
+	f.noRecord, f.reqs, f.deletes = true, nil, nil
 }
 
 // Reset forgets recorded requests and the remaining script.
 func (f *Server) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reqs, f.script, f.stored, f.storedOrder, f.convs = nil, nil, nil, nil, nil
+	f.reqs, f.deletes, f.script, f.stored, f.storedOrder, f.convs = nil, nil, nil, nil, nil, nil
 }
 
 // modelPaths are the endpoints answered from the script queue.
@@ -276,7 +287,11 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	f.mu.Lock()
-	if !f.noRecord {
+	switch {
+	case f.noRecord:
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, pathResponses+"/"):
+		f.deletes = append(f.deletes, rec)
+	default:
 		f.reqs = append(f.reqs, rec)
 	}
 	h := f.handlers[r.URL.Path]
@@ -308,7 +323,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case pathConversations:
 		f.createConversation(w, rec, n)
 	default:
-		if f.readState(w, r) {
+		if f.readState(w, r) || f.deleteResponse(w, r) {
 			return
 		}
 		Status(404, "unknown path "+r.URL.Path)(w, r, rec)

@@ -547,6 +547,29 @@ func (f *Server) storeResponse(id string, s storedResponse) {
 	f.storedOrder = append(f.storedOrder, id)
 }
 
+// deleteResponse answers DELETE /v1/responses/{id} as the API does: the
+// response is gone (GET and previous_response_id no longer find it),
+// {"id","object":"response","deleted":true}; 404 when there is none.
+func (f *Server) deleteResponse(w http.ResponseWriter, r *http.Request) bool {
+	id, ok := strings.CutPrefix(r.URL.Path, pathResponses+"/")
+	if r.Method != http.MethodDelete || !ok || strings.Contains(id, "/") {
+		return false
+	}
+	f.mu.Lock()
+	_, found := f.stored[id]
+	delete(f.stored, id)
+	if i := slices.Index(f.storedOrder, id); i >= 0 {
+		f.storedOrder = slices.Delete(f.storedOrder, i, i+1)
+	}
+	f.mu.Unlock()
+	if !found {
+		(&apiErr{status: 404, message: fmt.Sprintf("Response with id '%s' not found.", id)}).write(w)
+		return true
+	}
+	writeOrdered(w, 200, nil, ordered{"id", id, "object", "response", "deleted", true})
+	return true
+}
+
 // responseBuilder renders one answer as a response object or its events.
 type responseBuilder struct {
 	t       Turn

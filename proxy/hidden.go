@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// hiddenStored is implemented by requests whose hidden rounds leave a
+// response stored upstream (Responses with store left true); see
+// wire/responses/state.go.
+type hiddenStored interface {
+	// HiddenPath is where the response a round that loops (ans) left can
+	// be deleted once the request is over; "" when it must stay.
+	HiddenPath(ans *wire.Answer) string
+}
+
+// hiddenRounds collects, over one request, the stored responses of its
+// hidden rounds that the client never gets an id for: in a JSON answer
+// every round's but the last, in a stream every round's but the first
+// (its id is in response.created) and the last. The client can neither
+// read them back nor delete them, and each holds the whole input, the
+// catalog and the skill bodies, so the proxy deletes them.
+type hiddenRounds struct{ paths []string }
+
+func (h *hiddenRounds) add(rt *routed, ans *wire.Answer) {
+	if hs, ok := rt.req.(hiddenStored); ok {
+		if p := hs.HiddenPath(ans); p != "" {
+			h.paths = append(h.paths, p)
+		}
+	}
+}
+
+// discardTimeout bounds the deletion of one request's hidden responses.
+const discardTimeout = 30 * time.Second
+
+// discardHidden deletes h's responses upstream with the client's
+// credentials and query (as the stored-state read does), in the
+// background: the client has its answer (or is gone) and waits for none
+// of it. Best effort: a failure is counted and logged, never retried.
+func (s *Server) discardHidden(rt *routed, in *http.Request, h *hiddenRounds) {
+	if len(h.paths) == 0 {
+		return
+	}
+	hdr := in.Header.Clone()
+	hdr.Set("Accept", "application/json")
+	hdr.Del(headerIdempotencyKey) // it names the client's POST; a DELETE is idempotent
+	t, query, paths := rt.api.target(s), in.URL.RawQuery, h.paths
+	s.background(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, discardTimeout)
+		defer cancel()
+		for _, p := range paths {
+			del := &http.Request{Method: http.MethodDelete, URL: &url.URL{Path: p, RawQuery: query}, Header: hdr}
+			outcome, err := s.deleteStored(ctx, t, del)
+			s.metrics.hiddenDeletes.WithLabelValues(outcome).Inc()
+			if err != nil {
+				s.log.Warn("a hidden round's stored response was not deleted", "path", p, "outcome", outcome, "error", err)
+			}
+		}
+	}, func() {
+		s.metrics.hiddenDeletes.WithLabelValues("skipped").Add(float64(len(paths)))
+		s.log.Warn("shutting down: hidden rounds' stored responses left undeleted", "paths", paths)
+	})
+}
+
+// deleteStored sends one DELETE: outcome deleted, not_found (gone already:
+// expired, or deleted by someone else) or failed.
+func (s *Server) deleteStored(ctx context.Context, t *upstreamTarget, del *http.Request) (string, error) {
+	resp, _, err := s.send(ctx, t, del, http.NoBody, 0, true, exchangeAnswer)
+	if err != nil {
+		return "failed", fmt.Errorf("DELETE %s: %w", del.URL.Path, err)
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode/100 == 2:
+		return "deleted", nil
+	case resp.StatusCode == http.StatusNotFound:
+		return "not_found", nil
+	}
+	return "failed", fmt.Errorf("DELETE %s: status %d", del.URL.Path, resp.StatusCode)
+}
+
+// background runs f in a goroutine of the server's, whose context ends
+// when Finish gives up waiting or Drain ends the requests; once Finish was
+// called nothing more starts: skipped runs instead.
+func (s *Server) background(f func(ctx context.Context), skipped func()) {
+	s.bg.mu.Lock()
+	if s.bg.closed {
+		s.bg.mu.Unlock()
+		skipped()
+		return
+	}
+	s.bg.wg.Add(1)
+	s.bg.mu.Unlock()
+	go func() {
+		defer s.bg.wg.Done()
+		f(s.bg.ctx)
+	}()
+}
+
+// Finish ends the server's background work (the deletion of hidden
+// rounds' stored responses): nothing more starts, what runs is waited for
+// until ctx ends, then cancelled and waited for again (it returns at
+// once). Call it once the listener is shut down (after
+// http.Server.Shutdown, or Drain); the error is ctx's when it cut the work
+// short.
+func (s *Server) Finish(ctx context.Context) error {
+	s.bg.mu.Lock()
+	s.bg.closed = true
+	s.bg.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.bg.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.bg.cancel()
+		<-done
+		return ctx.Err()
+	}
+}
