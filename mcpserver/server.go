@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -38,7 +39,12 @@ type Config struct {
 	Sandbox *sandbox.Provider
 	// SessionTimeout closes streamable HTTP sessions idle this long; 0 = 30m.
 	SessionTimeout time.Duration
-	Logger         *slog.Logger
+	// MaxSessions bounds the streamable HTTP sessions open at once: a new
+	// one past it is refused (503) until others end or expire. Sessions
+	// outlive their connections, so server.max_connections does not bound
+	// them. 0 = DefaultMaxSessions.
+	MaxSessions int
+	Logger      *slog.Logger
 }
 
 // Server is one MCP server over a skill library; it serves any number of
@@ -103,11 +109,30 @@ func New(cfg Config) (*Server, error) {
 		opts.Logger = log // the SDK logs every session at info
 	}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "skillrouter skill library", Version: cfg.Version}, opts)
+	s.srv.AddReceivingMiddleware(agreedVersion)
 	s.addTools()
 	if err := s.addExtension(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// initializeNewest is the newest version an initialize handshake agrees
+// on: later versions (2026-07-28, stateless) have no initialize.
+const initializeNewest = "2025-11-25"
+
+// agreedVersion records an initialize asking for a version newer than
+// initialize agrees on as the version agreed. The SDK (v1.8.0) decides who
+// hears notifications/…/list_changed from the version a client asked for:
+// a session that asked for 2026-07-28 and agreed on 2025-11-25 was treated
+// as a stateless one and never told of a reload.
+func agreedVersion(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && r.Params != nil && r.Params.ProtocolVersion > initializeNewest {
+			r.Params.ProtocolVersion = initializeNewest
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // pageSize bounds resources/list, prompts/list and skills/list pages.
@@ -161,7 +186,21 @@ func (s *Server) RunStdio(ctx context.Context) error {
 func (s *Server) Handler(ctx context.Context) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout})
+	limit := s.cfg.MaxSessions
+	if limit <= 0 {
+		limit = DefaultMaxSessions
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A POST without a session id opens one (initialize). Counting is
+		// O(sessions), paid only by those.
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && s.sessions() >= limit {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later"}}`, limit)
+			s.log.Warn("mcp: new session refused: too many open", "sessions", limit)
+			return
+		}
 		rctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		stop := context.AfterFunc(ctx, cancel)
@@ -169,6 +208,19 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		s.activate()
 		h.ServeHTTP(w, r.WithContext(rctx))
 	})
+}
+
+// DefaultMaxSessions is the default bound on open streamable HTTP sessions
+// (a few KB to tens of KB each).
+const DefaultMaxSessions = 1000
+
+// sessions counts the open sessions.
+func (s *Server) sessions() int {
+	n := 0
+	for range s.srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 // conversation is the tier-3 conversation id of an MCP session: one output
