@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,9 +183,12 @@ func (ch *chunk) errored() bool { return len(ch.Error) > 0 && !jsonspan.IsNull(c
 
 // toolCallDelta is one fragment of a streamed tool call. The first fragment
 // of a call carries index, id, type and function.name; later ones carry
-// pieces of function.arguments under the same index.
+// pieces of function.arguments under the same index. Some upstreams omit
+// the index (Ollama's OpenAI endpoint did, Gemini's still does), each call
+// whole in one delta: nil then, never read as 0 (see callKey). What the
+// client gets always has one.
 type toolCallDelta struct {
-	Index    int    `json:"index"`
+	Index    *int   `json:"index"`
 	ID       string `json:"id,omitempty"`
 	Type     string `json:"type,omitempty"`
 	Function struct {
@@ -378,14 +382,33 @@ func (s *Stream) totalUsage() json.RawMessage {
 	return t.JSON()
 }
 
-// trackToolDelta accumulates a tool-call fragment by index and decides, once
-// the call's name is known, whose it is. It returns the delta to relay, if any.
+// callKey is the key of the call a tool-call fragment belongs to: its
+// index, or without one (see toolCallDelta) a new call when it brings a new
+// id, or a name without an id, and else the last call (an argument piece).
+func (st *roundState) callKey(d toolCallDelta) int {
+	if d.Index != nil {
+		return *d.Index
+	}
+	if len(st.order) == 0 {
+		return 0
+	}
+	last := st.order[len(st.order)-1]
+	if d.ID != "" && d.ID != st.calls[last].id || d.ID == "" && d.Function.Name != "" {
+		return slices.Max(st.order) + 1 // past any index the upstream gave
+	}
+	return last
+}
+
+// trackToolDelta accumulates a tool-call fragment by call (see callKey) and
+// decides, once the call's name is known, whose it is. It returns the delta
+// to relay, if any, with the client's index.
 func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta, bool) {
-	cs := st.calls[d.Index]
+	key := st.callKey(d)
+	cs := st.calls[key]
 	if cs == nil {
-		cs = &callState{index: d.Index}
-		st.calls[d.Index] = cs
-		st.order = append(st.order, d.Index)
+		cs = &callState{index: key}
+		st.calls[key] = cs
+		st.order = append(st.order, key)
 	}
 	if d.ID != "" {
 		cs.id = d.ID
@@ -423,7 +446,7 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 		cs.clientIdx = st.clientShown
 		st.clientShown++
 		// First relayed fragment: everything accumulated so far.
-		out := toolCallDelta{Index: cs.clientIdx, ID: cs.id, Type: cs.typ}
+		out := toolCallDelta{Index: &cs.clientIdx, ID: cs.id, Type: cs.typ}
 		if out.Type == "" {
 			out.Type = "function"
 		}
@@ -432,7 +455,7 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 		return out, true
 	}
 	if cs.owner == ownerClient {
-		d.Index = cs.clientIdx
+		d.Index = &cs.clientIdx
 		return d, true
 	}
 	return d, false

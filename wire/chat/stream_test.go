@@ -2,6 +2,9 @@ package chat
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +59,91 @@ func TestStreamIncomplete(t *testing.T) {
 	_, end := runRound(s, false, chunks(`{"id":"c1","choices":[{"index":0,"delta":{"content":"Hal"},"finish_reason":null}]}`))
 	if !end.Incomplete {
 		t.Fatal("a stream without finish_reason or [DONE] must be incomplete")
+	}
+}
+
+// clientCalls assembles the tool calls a client reads from out, by index as
+// the SDKs do; a delta without an index is reported as index -1.
+func clientCalls(t *testing.T, out string) map[int][2]string {
+	t.Helper()
+	calls := map[int][2]string{}
+	rd := wire.NewEventReader(strings.NewReader(out))
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return calls
+		}
+		var ch chunk
+		if !ev.HasData || isDone(ev.Data) || json.Unmarshal(ev.Data, &ch) != nil || len(ch.Choices) == 0 {
+			continue
+		}
+		for _, d := range ch.Choices[0].Delta.ToolCalls {
+			i := -1
+			if d.Index != nil {
+				i = *d.Index
+			}
+			c := calls[i]
+			if d.Function.Name != "" {
+				c[0] = d.Function.Name
+			}
+			c[1] += d.Function.Arguments
+			calls[i] = c
+		}
+	}
+}
+
+func TestStreamToolCallIndex(t *testing.T) {
+	const role = `{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+	tc := func(calls string) string {
+		return `{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[` + calls + `]},"finish_reason":null}]}`
+	}
+	fin := `{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
+	paris := `"function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}`
+	rome := `"function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}`
+	load := `"function":{"name":"load_skill","arguments":"{\"skill_id\":\"x\"}"}`
+	for _, c := range []struct {
+		name   string
+		events []string
+		client map[int][2]string // what the client assembles
+		loop   []string          // the arguments of the proxy's calls answered
+	}{
+		{"indexed fragments", []string{role, tc(`{"index":0,"id":"a","type":"function","function":{"name":"get_weather","arguments":""}}`),
+			tc(`{"index":0,"function":{"arguments":"{\"city\":"}}`), tc(`{"index":0,"function":{"arguments":"\"Paris\"}"}}`),
+			tc(`{"index":1,"id":"b",` + rome + `}`), fin},
+			map[int][2]string{0: {"get_weather", `{"city":"Paris"}`}, 1: {"get_weather", `{"city":"Rome"}`}}, nil},
+		{"no index, whole calls", []string{role, tc(`{"id":"a","type":"function",` + paris + `}`), tc(`{"id":"b","type":"function",` + rome + `}`), fin},
+			map[int][2]string{0: {"get_weather", `{"city":"Paris"}`}, 1: {"get_weather", `{"city":"Rome"}`}}, nil},
+		{"no index, two calls in one delta", []string{role, tc(`{"id":"a",` + paris + `},{"id":"b",` + rome + `}`), fin},
+			map[int][2]string{0: {"get_weather", `{"city":"Paris"}`}, 1: {"get_weather", `{"city":"Rome"}`}}, nil},
+		{"no index, argument pieces continue the last call", []string{role, tc(`{"id":"a","function":{"name":"get_weather","arguments":"{\"city\":"}}`),
+			tc(`{"function":{"arguments":"\"Paris\"}"}}`), tc(`{"id":"a","function":{"arguments":""}}`), tc(`{"id":"b",` + rome + `}`), fin},
+			map[int][2]string{0: {"get_weather", `{"city":"Paris"}`}, 1: {"get_weather", `{"city":"Rome"}`}}, nil},
+		{"no index, names without ids", []string{role, tc(`{` + paris + `}`), tc(`{` + rome + `}`), fin},
+			map[int][2]string{0: {"get_weather", `{"city":"Paris"}`}, 1: {"get_weather", `{"city":"Rome"}`}}, nil},
+		{"no index, load_skill then a client call", []string{role, tc(`{"id":"a",` + load + `}`), tc(`{"id":"b",` + paris + `}`), fin},
+			map[int][2]string{}, []string{`{"skill_id":"x"}`}},
+		{"no index, a client call then load_skill", []string{role, tc(`{"id":"a",` + paris + `}`), tc(`{"id":"b",` + load + `}`), fin},
+			map[int][2]string{0: {"get_weather", `{"city":"Paris"}`}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+			s := r.NewStream(func(n string) bool { return n == "load_skill" })
+			out, end := runRound(s, false, chunks(append(c.events, `[DONE]`)...))
+			if got := clientCalls(t, out); !maps.Equal(got, c.client) {
+				t.Errorf("client calls %v, want %v\n%s", got, c.client, out)
+			}
+			var loop []string
+			if end.Loop != nil {
+				for _, tc := range end.Loop.Calls {
+					if tc.Name != "load_skill" {
+						t.Errorf("looped on %s", tc.Name)
+					}
+					loop = append(loop, string(tc.Arguments))
+				}
+			}
+			if !slices.Equal(loop, c.loop) {
+				t.Errorf("proxy calls %q, want %q", loop, c.loop)
+			}
+		})
 	}
 }
