@@ -37,6 +37,7 @@ type Stream struct {
 	mine      func(name string) bool // the proxy's tools
 	n         int                    // the answers asked for (n)
 	textShown bool                   // some round's text went to the client
+	roleSent  bool                   // a delta with a role went to the client
 	// relayFinished holds the answers (choice indexes) finished in a
 	// stream relayed without the translator (see Relayed).
 	relayFinished map[int]bool
@@ -244,8 +245,16 @@ type contentPart struct {
 
 // relayChunk handles one data event of round.
 func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
-	// A later round opens with its own role delta: the client has had one.
-	if round > 0 && plainDelta(ev.Data) && bytes.Contains(ev.Data, []byte(`"role"`)) {
+	// The client's first delta carries the role (the SDKs' stream helpers
+	// need it), once: a later round opens with its own role delta (Ollama's
+	// has one in every chunk), dropped once the client has had one; a chunk
+	// withheld for the proxy's call still gives the client its first.
+	var stripRole, keepRole bool
+	if round > 0 || !s.roleSent {
+		role := hasRole(ev.Data)
+		stripRole, keepRole = role && s.roleSent, role && !s.roleSent
+	}
+	if stripRole && plainDelta(ev.Data) {
 		s.withoutRole(st, ev, round)
 		return
 	}
@@ -323,12 +332,15 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if st.loop && finishing {
 		// The round's finish (and anything else in this chunk) is the proxy's business,
 		// except text the model produced: that is relayed like every content delta.
-		if c0.Delta.Content == nil || *c0.Delta.Content == "" || len(ch.Choices) > 1 {
+		if (c0.Delta.Content == nil || *c0.Delta.Content == "") && !keepRole || len(ch.Choices) > 1 {
 			return
 		}
 		s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
 			patchChoice0(top, func(choice, delta map[string]json.RawMessage) {
 				delete(delta, "tool_calls")
+				if stripRole {
+					delete(delta, "role")
+				}
 				choice["finish_reason"] = json.RawMessage("null")
 			})
 			delete(top, "usage")
@@ -343,15 +355,18 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	stripped := emptied && *c0.FinishReason == "tool_calls"
 	filled := emptied && !s.textShown
 	patchUsage := hasUsage && round > 0
-	if !toolsTouched && !stripped && !filled && !patchUsage {
+	if !toolsTouched && !stripped && !filled && !patchUsage && !stripRole {
 		s.writeRaw(ev, ch.ID, round)
 		return
 	}
-	if toolsTouched && len(relayed) == 0 && !finishing && !patchUsage && !hasOtherDelta(ev.Data) {
+	if toolsTouched && len(relayed) == 0 && !finishing && !patchUsage && !keepRole && !hasOtherDelta(ev.Data) {
 		return // a fragment of the proxy's own (or a held) call: withheld
 	}
 	s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
 		patchChoice0(top, func(choice, delta map[string]json.RawMessage) {
+			if stripRole {
+				delete(delta, "role")
+			}
 			if toolsTouched {
 				if len(relayed) == 0 {
 					delete(delta, "tool_calls")
@@ -498,6 +513,7 @@ func (s *Stream) writeRaw(ev *wire.Event, id string, round int) {
 		s.writeData(bytes.Replace(ev.Data, []byte(strconv.Quote(id)), []byte(strconv.Quote(s.id)), 1))
 		return
 	}
+	s.noteRole(ev.Data)
 	s.out = append(s.out, ev.Raw...)
 }
 
@@ -552,8 +568,9 @@ func hasOtherDelta(data []byte) bool {
 	return len(ch.Choices) > 1
 }
 
-// withoutRole relays a later round's plain chunk without its role: dropped
-// when nothing else is in it (the usual opening chunk, content "").
+// withoutRole relays a later round's plain chunk without its role (the
+// client has had one): dropped when nothing else is in it (the usual
+// opening chunk, content "").
 func (s *Stream) withoutRole(st *roundState, ev *wire.Event, round int) {
 	var ch chunk
 	if json.Unmarshal(ev.Data, &ch) != nil || len(ch.Choices) != 1 {
@@ -577,9 +594,28 @@ func (s *Stream) withoutRole(st *roundState, ev *wire.Event, round int) {
 
 // writeData appends one "data:" event.
 func (s *Stream) writeData(data []byte) {
+	s.noteRole(data)
 	s.out = append(s.out, "data: "...)
 	s.out = append(s.out, data...)
 	s.out = append(s.out, "\n\n"...)
+}
+
+// noteRole records that the client got a role delta, if data (a chunk it
+// gets) carries one.
+func (s *Stream) noteRole(data []byte) {
+	if !s.roleSent && hasRole(data) {
+		s.roleSent = true
+	}
+}
+
+// hasRole reports whether a chunk's first choice has a role delta. Escaped
+// quotes inside strings cannot match the quoted key searched for first.
+func hasRole(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"role"`)) {
+		return false
+	}
+	r := gjson.GetBytes(data, "choices.0.delta.role")
+	return r.Exists() && r.Type != gjson.Null
 }
 
 // isDone reports whether an event's data is the stream's end marker.

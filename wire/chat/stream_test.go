@@ -147,3 +147,48 @@ func TestStreamToolCallIndex(t *testing.T) {
 		})
 	}
 }
+
+func TestStreamRoleOnce(t *testing.T) {
+	ch := func(delta, finish string) string {
+		return `{"id":"c1","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+	}
+	load := `"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"x\"}"}}]`
+	answer := []string{ch(`{"role":"assistant","content":""}`, "null"), ch(`{"content":"Done."}`, "null"), ch(`{}`, `"stop"`)}
+	ollamaAnswer := []string{ch(`{"role":"assistant","content":"Done."}`, "null"), ch(`{"role":"assistant","content":" "}`, "null"),
+		ch(`{"role":"assistant","content":""}`, `"stop"`)}
+	for _, c := range []struct {
+		name   string
+		rounds [][]string
+	}{
+		{"openai", [][]string{{ch(`{"role":"assistant","content":""}`, "null"), ch(`{`+load+`}`, "null"), ch(`{}`, `"tool_calls"`)}, answer}},
+		// Ollama: the role in every chunk, a tool-call answer in one chunk.
+		{"ollama", [][]string{{ch(`{"role":"assistant","content":"",`+load+`}`, "null"), ch(`{"role":"assistant","content":""}`, `"tool_calls"`)}, ollamaAnswer}},
+		{"call and finish in one chunk", [][]string{{ch(`{"role":"assistant","content":null,`+load+`}`, `"tool_calls"`)}, ollamaAnswer}},
+		{"no role before the last round", [][]string{{ch(`{`+load+`}`, "null"), ch(`{}`, `"tool_calls"`)}, answer}},
+		{"no role at all", [][]string{{ch(`{`+load+`}`, `"tool_calls"`)}, {ch(`{"content":"Done."}`, `"stop"`)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+			s := r.NewStream(func(n string) bool { return n == "load_skill" })
+			var out string
+			for i, evs := range c.rounds {
+				o, end := runRound(s, false, chunks(append(evs, `[DONE]`)...))
+				if (end.Loop != nil) != (i < len(c.rounds)-1) {
+					t.Fatalf("round %d: %+v", i, end)
+				}
+				out += o
+			}
+			want := 1
+			if c.name == "no role at all" {
+				want = 0
+			}
+			first, _, _ := strings.Cut(strings.TrimPrefix(out, "data: "), "\n")
+			if n := strings.Count(out, `"role"`); n != want || want > 0 && !hasRole([]byte(first)) {
+				t.Errorf("the client got %d role deltas, want %d on its first chunk:\n%s", n, want, out)
+			}
+			if !strings.Contains(out, "Done.") || strings.Contains(out, "load_skill") {
+				t.Errorf("the client got:\n%s", out)
+			}
+		})
+	}
+}
