@@ -1,10 +1,11 @@
 package chat
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
@@ -23,11 +24,8 @@ type toolCall struct {
 // completion is what the tool loop reads of a non-streaming answer.
 type completion struct {
 	Choices []struct {
-		Message struct {
-			Content   json.RawMessage `json:"content"`
-			ToolCalls []toolCall      `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
+		Message      json.RawMessage `json:"message"` // kept for the follow-up (see assistantTurn)
+		FinishReason string          `json:"finish_reason"`
 	} `json:"choices"`
 	Usage json.RawMessage `json:"usage"`
 }
@@ -51,7 +49,12 @@ func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool)
 	if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
 		return nil, nil, false
 	}
-	msg := cmp.Choices[0].Message
+	var msg struct {
+		ToolCalls []toolCall `json:"tool_calls"`
+	}
+	if json.Unmarshal(cmp.Choices[0].Message, &msg) != nil {
+		return nil, nil, false
+	}
 	var calls []toolCall
 	for i, tc := range msg.ToolCalls {
 		if mine(tc.Function.Name) {
@@ -62,16 +65,14 @@ func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool)
 	if len(calls) == 0 {
 		return nil, cmp.Usage, true
 	}
-	ans = answerOf(msg.Content, calls)
+	ans = answerOf(cmp.Choices[0].Message, calls)
 	ans.Truncated = truncated(cmp.Choices[0].FinishReason)
 	return ans, cmp.Usage, true
 }
 
-// answerOf builds the Answer for the proxy's calls and the text beside them.
-func answerOf(content json.RawMessage, calls []toolCall) *wire.Answer {
-	if len(bytes.TrimSpace(content)) == 0 {
-		content = json.RawMessage("null")
-	}
+// answerOf builds the Answer for the proxy's calls; msg is the assistant
+// message that holds them (see assistantTurn).
+func answerOf(msg []byte, calls []toolCall) *wire.Answer {
 	ans := &wire.Answer{}
 	for i := range calls {
 		c := &calls[i]
@@ -83,16 +84,47 @@ func answerOf(content json.RawMessage, calls []toolCall) *wire.Answer {
 		}
 		ans.Calls = append(ans.Calls, wire.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: json.RawMessage(c.Function.Arguments)})
 	}
-	ans.Turn = wire.Marshal(struct {
-		Role      string          `json:"role"`
-		Content   json.RawMessage `json:"content"`
-		ToolCalls []toolCall      `json:"tool_calls"`
-	}{"assistant", content, calls})
+	ans.Turn = assistantTurn(msg, calls)
 	return ans
 }
 
+// assistantTurn is the assistant message the follow-up appends: the
+// answer's message as the upstream gave it, with tool_calls holding the
+// proxy's calls only. Its other fields go back as they came: DeepSeek's
+// thinking mode refuses a tool-call message without its reasoning_content
+// ("Missing `reasoning_content` field in the assistant message"), vLLM's
+// reasoning parsers use the same field or reasoning, and fields unknown to
+// the proxy are the upstream's business. What only an answer has is not
+// sent back: annotations (url_citation, which no request message takes)
+// go, audio becomes the {"id"} a request takes. A missing role or content
+// is added (content null).
+func assistantTurn(msg []byte, calls []toolCall) []byte {
+	if ms, err := jsonspan.Members(msg); err != nil || len(ms) == 0 {
+		msg = []byte(`{}`) // no object: only what the proxy knows
+	}
+	if out, err := jsonspan.Remove(msg, "annotations"); err == nil {
+		msg = out
+	}
+	set := func(key string, value []byte) {
+		if out, err := jsonspan.Set(msg, key, value); err == nil {
+			msg = out
+		}
+	}
+	if r := gjson.GetBytes(msg, "role"); !r.Exists() {
+		set("role", []byte(`"assistant"`))
+	}
+	if c := gjson.GetBytes(msg, "content"); !c.Exists() {
+		set("content", []byte("null"))
+	}
+	if id := gjson.GetBytes(msg, "audio.id"); id.Type == gjson.String {
+		set("audio", wire.Marshal(map[string]string{"id": id.Str}))
+	}
+	set("tool_calls", wire.Marshal(calls))
+	return msg
+}
+
 // FollowUp returns the request for the next round: body plus the answer's
-// assistant message (its text and the proxy's calls) and one tool message
+// assistant message (see assistantTurn) and one tool message
 // per result, in the order of the calls, with tools set to ts (skills a
 // load_skill activated may add tier-3 tools and put back gated client tools
 // they enable). A result for a call the answer does not hold is an error

@@ -125,7 +125,7 @@ func (s *Stream) decide(st *roundState) {
 }
 
 // answer is the loop's Answer: the proxy's calls in index order and the
-// round's text.
+// round's text and reasoning (see textDelta).
 func (st *roundState) answer(round int) *wire.Answer {
 	idx := append([]int(nil), st.order...)
 	sort.Ints(idx)
@@ -140,22 +140,35 @@ func (st *roundState) answer(round int) *wire.Answer {
 		tc.Function.Name, tc.Function.Arguments = cs.name, cs.args.String()
 		calls = append(calls, tc)
 	}
-	var text strings.Builder
+	var text, reasoningContent, reasoning strings.Builder
 	for _, p := range st.content {
-		if p.raw == nil {
-			text.WriteString(p.text)
-			continue
+		d := p.text
+		if p.raw != nil {
+			var ch chunk
+			if json.Unmarshal(p.raw, &ch) != nil || len(ch.Choices) == 0 {
+				continue
+			}
+			d = ch.Choices[0].Delta.textDelta
 		}
-		var ch chunk
-		if json.Unmarshal(p.raw, &ch) == nil && len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != nil {
-			text.WriteString(*ch.Choices[0].Delta.Content)
+		for _, f := range []struct {
+			b *strings.Builder
+			s *string
+		}{{&text, d.Content}, {&reasoningContent, d.ReasoningContent}, {&reasoning, d.Reasoning}} {
+			if f.s != nil {
+				f.b.WriteString(*f.s)
+			}
 		}
 	}
-	var content json.RawMessage
+	msg := struct {
+		Role             string          `json:"role"`
+		Content          json.RawMessage `json:"content"`
+		ReasoningContent string          `json:"reasoning_content,omitempty"`
+		Reasoning        string          `json:"reasoning,omitempty"`
+	}{"assistant", json.RawMessage("null"), reasoningContent.String(), reasoning.String()}
 	if text.Len() > 0 {
-		content = wire.Quote(text.String())
+		msg.Content = wire.Quote(text.String())
 	}
-	return answerOf(content, calls)
+	return answerOf(wire.Marshal(msg), calls)
 }
 
 // chunk is what the relay reads of a chat.completion.chunk.
@@ -170,10 +183,30 @@ type chunk struct {
 type choiceChunk struct {
 	Index int `json:"index"`
 	Delta struct {
-		Content   *string         `json:"content"`
+		textDelta
 		ToolCalls []toolCallDelta `json:"tool_calls"`
 	} `json:"delta"`
 	FinishReason *string `json:"finish_reason"`
+}
+
+// textDelta is the text of a delta that a round's assistant message keeps
+// for the follow-up: the content and the model's reasoning, which
+// DeepSeek's thinking mode requires back beside its tool calls
+// (reasoning_content; vLLM's reasoning parsers give it or reasoning).
+type textDelta struct {
+	Content          *string `json:"content"`
+	ReasoningContent *string `json:"reasoning_content"`
+	Reasoning        *string `json:"reasoning"`
+}
+
+// some reports whether the delta has any text.
+func (d *textDelta) some() bool {
+	for _, s := range []*string{d.Content, d.ReasoningContent, d.Reasoning} {
+		if s != nil && *s != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // finished reports whether the choice ends with this chunk.
@@ -240,7 +273,7 @@ type roundState struct {
 // contentPart is text of a round: decoded already, or the raw chunk it is in.
 type contentPart struct {
 	raw  []byte
-	text string
+	text textDelta
 }
 
 // relayChunk handles one data event of round.
@@ -320,8 +353,10 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			relayed = append(relayed, out)
 		}
 	}
+	if c0.Delta.some() {
+		st.content = append(st.content, contentPart{text: c0.Delta.textDelta})
+	}
 	if c0.Delta.Content != nil && *c0.Delta.Content != "" {
-		st.content = append(st.content, contentPart{text: *c0.Delta.Content})
 		s.textShown = true
 	}
 	finishing := c0.finished()
@@ -580,12 +615,15 @@ func (s *Stream) withoutRole(st *roundState, ev *wire.Event, round int) {
 	if st.id == "" {
 		st.id = ch.ID
 	}
-	if c := ch.Choices[0].Delta.Content; c == nil || *c == "" {
-		if !hasOtherDelta(ev.Data) {
-			return
-		}
-	} else {
-		st.content = append(st.content, contentPart{text: *c})
+	d := ch.Choices[0].Delta.textDelta
+	if !d.some() && !hasOtherDelta(ev.Data) {
+		return
+	}
+	if d.some() {
+		st.content = append(st.content, contentPart{text: d})
+	}
+	if d.Content != nil && *d.Content != "" {
+		s.textShown = true
 	}
 	s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
 		patchChoice0(top, func(_, delta map[string]json.RawMessage) { delete(delta, "role") })

@@ -192,3 +192,47 @@ func TestStreamRoleOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestStreamTurnKeepsReasoning(t *testing.T) {
+	ch := func(delta, finish string) string {
+		return `{"id":"c1","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+	}
+	load := ch(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]}`, "null")
+	fin := ch(`{}`, `"tool_calls"`)
+	calls := `"tool_calls":[{"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]`
+	opening := []string{ch(`{"role":"assistant","content":""}`, "null"), load, fin}
+	for _, c := range []struct {
+		name   string
+		rounds [][]string // the last one loops
+		turn   string
+	}{
+		{"none", [][]string{opening}, `{"role":"assistant","content":null,` + calls + `}`},
+		{"deepseek reasoning_content", [][]string{{ch(`{"role":"assistant","content":null,"reasoning_content":""}`, "null"),
+			ch(`{"reasoning_content":"The user "}`, "null"), ch(`{"reasoning_content":"wants x."}`, "null"), load, fin}},
+			`{"role":"assistant","content":null,"reasoning_content":"The user wants x.",` + calls + `}`},
+		{"vllm reasoning and text", [][]string{{ch(`{"role":"assistant","reasoning":"hm"}`, "null"), ch(`{"reasoning":", x"}`, "null"),
+			ch(`{"content":"Loading."}`, "null"), load, fin}},
+			`{"role":"assistant","content":"Loading.","reasoning":"hm, x",` + calls + `}`},
+		// Ollama: a role in every chunk; a later round's chunks lose it.
+		{"later round", [][]string{opening, {ch(`{"role":"assistant","content":"","reasoning":"again"}`, "null"),
+			ch(`{"role":"assistant","content":"","reasoning":"?"}`, "null"), load, fin}},
+			`{"role":"assistant","content":null,"reasoning":"again?",` + calls + `}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+			s := r.NewStream(func(n string) bool { return n == "load_skill" })
+			var end wire.RoundEnd
+			for _, evs := range c.rounds {
+				_, end = runRound(s, false, chunks(append(evs, `[DONE]`)...))
+				if end.Loop == nil {
+					t.Fatalf("no loop: %+v", end)
+				}
+			}
+			// A call id repeated from an earlier round is renamed (see wire.CallID).
+			want := strings.Replace(c.turn, `"call_1"`, `"`+end.Loop.Calls[0].ID+`"`, 1)
+			if got := string(end.Loop.Turn); got != want {
+				t.Errorf("turn\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
