@@ -193,7 +193,7 @@ func TestRewriteToolsPlacement(t *testing.T) {
 		{"tools before messages", `{"tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"x"}]}`,
 			`{"tools":[{"type":"function","function":{"name":"f"}},` + ld},
 		{"tools null", `{"tools":null,"messages":[{"role":"user","content":"x"}]}`, `{"tools":[` + ld},
-		{"tools empty after", `{"messages":[{"role":"user","content":"x"}], "tools" : [ ] , "n":2}`, ``},
+		{"tools empty after", `{"messages":[{"role":"user","content":"x"}], "tools" : [ ] , "temperature":1}`, ``},
 		{"no tools, messages last", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]\n}", `{"model":"m","messages":[`},
 	}
 	for _, tt := range tests {
