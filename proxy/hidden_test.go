@@ -158,3 +158,44 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Chat Completions with store keeps every answer upstream (listed, used
+// for distillation): the hidden rounds' the client has no id for are
+// deleted as for Responses.
+func TestHiddenRoundsStoredCompletionsDeleted(t *testing.T) {
+	load := func(skill string) fakeai.Responder {
+		return fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_" + skill, Name: "load_skill", Arguments: `{"skill_id":"demo/` + skill + `"}`}}})
+	}
+	answer := fakeai.Reply(fakeai.Turn{Content: "final answer"})
+	for _, tc := range []struct {
+		name, body string
+		deleted    int
+	}{
+		{"json: every round's but the last", `{"model":"m","store":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, 2},
+		{"stream: the first round's id is the stream's", `{"model":"m","store":true,"stream":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, 1},
+		{"not stored", `{"model":"m","messages":[{"role":"user","content":"make me a pdf"}]}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(load("pdf"), load("xlsx"), answer)
+			resp, b := h.do("POST", "/v1/chat/completions", tc.body, map[string]string{"Authorization": "Bearer sk-client"})
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "final") {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			finish(t, h)
+			var got []string
+			for _, d := range h.up.Deletes() {
+				if !strings.HasPrefix(d.Path, "/v1/chat/completions/chatcmpl-") || d.Header.Get("Authorization") != "Bearer sk-client" {
+					t.Errorf("DELETE %s with Authorization %q", d.Path, d.Header.Get("Authorization"))
+				}
+				got = append(got, d.Path)
+			}
+			if len(got) != tc.deleted {
+				t.Errorf("deleted %q, want %d", got, tc.deleted)
+			}
+			if strings.Contains(string(b), `"id":"`) && slices.ContainsFunc(got, func(p string) bool { return strings.Contains(string(b), strings.TrimPrefix(p, "/v1/chat/completions/")) }) {
+				t.Errorf("deleted the completion the client got: %s", b)
+			}
+		})
+	}
+}

@@ -347,3 +347,10 @@ func NoAnswerText(truncated bool) string {
 	}
 	return EmptyAnswerText
 }
+
+// Segment reports whether id can stand as one path segment of an upstream
+// URL (a stored object's id from an answer, sent back in a GET or DELETE):
+// not "." or "..", no slash or backslash.
+func Segment(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, "/\\")
+}

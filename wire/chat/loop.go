@@ -23,6 +23,7 @@ type toolCall struct {
 
 // completion is what the tool loop reads of a non-streaming answer.
 type completion struct {
+	ID      string `json:"id"`
 	Choices []struct {
 		Message      json.RawMessage `json:"message"` // kept for the follow-up (see assistantTurn)
 		FinishReason string          `json:"finish_reason"`
@@ -66,6 +67,7 @@ func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool)
 		return nil, cmp.Usage, true
 	}
 	ans = answerOf(cmp.Choices[0].Message, calls)
+	ans.ID = cmp.ID
 	ans.Truncated = truncated(cmp.Choices[0].FinishReason)
 	return ans, cmp.Usage, true
 }
@@ -216,4 +218,17 @@ func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]b
 		}
 	}
 	return wire.Marshal(top), nil
+}
+
+// HiddenPath returns where the completion a round that loops (ans) left
+// stored upstream can be deleted once the request is over: with store,
+// every answer is kept (listed with GET /v1/chat/completions, distillation
+// data), the hidden rounds' too, which hold the catalog and skill bodies
+// and which the client has no id for. "" without store, or without an id
+// that is one path segment.
+func (r *Request) HiddenPath(ans *wire.Answer) string {
+	if !r.store || !wire.Segment(ans.ID) {
+		return ""
+	}
+	return "/v1/chat/completions/" + ans.ID
 }

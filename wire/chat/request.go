@@ -35,6 +35,7 @@ type Request struct {
 	clientTools [][]byte      // the client's tool definitions, in order
 
 	includeUsage bool // stream_options.include_usage
+	store        bool // store: each answer, hidden rounds' too, is kept upstream
 }
 
 // message is one message of the request.
@@ -129,7 +130,7 @@ func (r *Request) scalars() *wire.Error {
 	for _, f := range []struct {
 		key, want string
 		v         any
-	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}, {"user", "a string", &v.User}} {
+	}{{"model", "a string", &v.Model}, {"stream", "a boolean", &v.Stream}, {"user", "a string", &v.User}, {"store", "a boolean", &r.store}} {
 		if err := jsonspan.Decode(r.body, r.members, f.key, f.v, f.want); err != nil {
 			return err
 		}

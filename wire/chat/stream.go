@@ -96,6 +96,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	end.Dropped, end.Exhausted, end.Truncated = st.dropped, st.exhausted, st.truncated
 	if st.loop {
 		end.Loop = st.answer(s.round)
+		end.Loop.ID = st.id
 		return s.out, end
 	}
 	if s.done {

@@ -23,7 +23,6 @@ package responses
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -72,17 +71,12 @@ func (r *Request) StateRefs() (previous, conversation string, stored bool) {
 // that is not one path segment.
 func (r *Request) StatePath() (path, query string) {
 	switch {
-	case r.previousID != "" && segment(r.previousID):
+	case r.previousID != "" && wire.Segment(r.previousID):
 		return "/v1/responses/" + r.previousID, ""
-	case r.conversation != "" && segment(r.conversation):
+	case r.conversation != "" && wire.Segment(r.conversation):
 		return "/v1/conversations/" + r.conversation + "/items", "order=desc&limit=" + strconv.Itoa(stateItems)
 	}
 	return "", ""
-}
-
-// segment reports whether an id can be one segment of a path.
-func segment(id string) bool {
-	return id != "." && id != ".." && !strings.ContainsAny(id, "/\\")
 }
 
 // AnswerDropped returns body with an output put first in its input for
@@ -200,7 +194,7 @@ func userMessage(quoted []byte) []byte {
 // from the stored response, for the follow-up and for the chain of every
 // later turn.
 func (r *Request) HiddenPath(ans *wire.Answer) string {
-	if r.unstored || r.conversation != "" || ans.ID == "" || !segment(ans.ID) {
+	if r.unstored || r.conversation != "" || ans.ID == "" || !wire.Segment(ans.ID) {
 		return ""
 	}
 	byID := false

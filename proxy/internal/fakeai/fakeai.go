@@ -234,8 +234,8 @@ func (f *Server) Requests() []Request {
 	return append([]Request(nil), f.reqs...)
 }
 
-// Deletes returns a copy of the DELETE /v1/responses/{id} requests
-// received so far.
+// Deletes returns a copy of the DELETE /v1/responses/{id} and
+// /v1/chat/completions/{id} requests received so far.
 func (f *Server) Deletes() []Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -289,7 +289,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	switch {
 	case f.noRecord:
-	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, pathResponses+"/"):
+	case r.Method == http.MethodDelete && (strings.HasPrefix(r.URL.Path, pathResponses+"/") || strings.HasPrefix(r.URL.Path, pathChat+"/")):
 		f.deletes = append(f.deletes, rec)
 	default:
 		f.reqs = append(f.reqs, rec)
@@ -308,7 +308,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch r.URL.Path {
-	case "/v1/chat/completions", pathResponses, pathMessages, pathCountTokens, pathInputTokens:
+	case pathChat, pathResponses, pathMessages, pathCountTokens, pathInputTokens:
 		Reply(Turn{Content: "ok"})(w, r, rec)
 	case "/v1/models":
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
@@ -323,11 +323,26 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case pathConversations:
 		f.createConversation(w, rec, n)
 	default:
-		if f.readState(w, r) || f.deleteResponse(w, r) {
+		if f.readState(w, r) || f.deleteResponse(w, r) || deleteCompletion(w, r) {
 			return
 		}
 		Status(404, "unknown path "+r.URL.Path)(w, r, rec)
 	}
+}
+
+// pathChat is Chat Completions.
+const pathChat = "/v1/chat/completions"
+
+// deleteCompletion answers DELETE /v1/chat/completions/{id} as the API
+// does for a stored completion: {"object":"chat.completion.deleted","id",
+// "deleted":true}. The fake keeps no completions, so every id is found.
+func deleteCompletion(w http.ResponseWriter, r *http.Request) bool {
+	id, ok := strings.CutPrefix(r.URL.Path, pathChat+"/")
+	if r.Method != http.MethodDelete || !ok || id == "" || strings.Contains(id, "/") {
+		return false
+	}
+	writeOrdered(w, 200, nil, ordered{"object", "chat.completion.deleted", "id", id, "deleted", true})
+	return true
 }
 
 // Status answers with an error body and the given status: Anthropic's
