@@ -19,6 +19,23 @@ type toolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	Extra extra `json:"-"` // members not read here, kept (see extra)
+}
+
+func (c *toolCall) UnmarshalJSON(b []byte) error {
+	type plain toolCall
+	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
+		return err
+	}
+	var err error
+	c.Extra, err = readExtra(b, "id", "type", "function", "index")
+	return err
+}
+
+func (c toolCall) MarshalJSON() ([]byte, error) {
+	type plain toolCall
+	b, err := json.Marshal(plain(c))
+	return c.Extra.appendTo(b), err
 }
 
 // completion is what the tool loop reads of a non-streaming answer.

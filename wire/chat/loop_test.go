@@ -22,6 +22,9 @@ func TestReadAnswerTurn(t *testing.T) {
 			`{"role":"assistant","content":"Let me look.","tool_calls":` + loadTurn + `}`},
 		{"audio as the request takes it", `{"role":"assistant","content":null,"audio":{"id":"audio_1","data":"AAAA","expires_at":1,"transcript":"hi"},"tool_calls":[` + load + `]}`,
 			`{"role":"assistant","content":null,"audio":{"id":"audio_1"},"tool_calls":` + loadTurn + `}`},
+		// Gemini's OpenAI endpoint refuses a follow-up whose call lost its thought signature.
+		{"a call's own members kept", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"x\"}"},"extra_content":{"google":{"thought_signature":"sig=="}}}]}`,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"x\"}"},"extra_content":{"google":{"thought_signature":"sig=="}}}]}`},
 		{"no role", `{"tool_calls":[` + load + `]}`,
 			`{"tool_calls":` + loadTurn + `,"role":"assistant","content":null}`},
 	} {

@@ -137,7 +137,7 @@ func (st *roundState) answer(round int) *wire.Answer {
 			continue
 		}
 		var tc toolCall
-		tc.ID, tc.Type = callID(cs.id, round, len(calls)), cs.typ
+		tc.ID, tc.Type, tc.Extra = callID(cs.id, round, len(calls)), cs.typ, cs.extra
 		tc.Function.Name, tc.Function.Arguments = cs.name, cs.args.String()
 		calls = append(calls, tc)
 	}
@@ -230,6 +230,23 @@ type toolCallDelta struct {
 		Name      string `json:"name,omitempty"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	Extra extra `json:"-"` // members not read here, relayed (see extra)
+}
+
+func (d *toolCallDelta) UnmarshalJSON(b []byte) error {
+	type plain toolCallDelta
+	if err := json.Unmarshal(b, (*plain)(d)); err != nil {
+		return err
+	}
+	var err error
+	d.Extra, err = readExtra(b, "index", "id", "type", "function")
+	return err
+}
+
+func (d toolCallDelta) MarshalJSON() ([]byte, error) {
+	type plain toolCallDelta
+	b, err := json.Marshal(plain(d))
+	return d.Extra.appendTo(b), err
 }
 
 type callOwner int
@@ -244,6 +261,7 @@ const (
 type callState struct {
 	index     int
 	id, typ   string
+	extra     extra // see extra: sent back with the call
 	name      string
 	args      strings.Builder
 	owner     callOwner
@@ -467,6 +485,7 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 	if d.Type != "" {
 		cs.typ = d.Type
 	}
+	d.Extra.merge(&cs.extra)
 	if d.Function.Name != "" { // as the SDKs do: a repeated name replaces, never appends
 		cs.name = d.Function.Name
 	}
@@ -497,7 +516,7 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 		cs.clientIdx = st.clientShown
 		st.clientShown++
 		// First relayed fragment: everything accumulated so far.
-		out := toolCallDelta{Index: &cs.clientIdx, ID: cs.id, Type: cs.typ}
+		out := toolCallDelta{Index: &cs.clientIdx, ID: cs.id, Type: cs.typ, Extra: cs.extra}
 		if out.Type == "" {
 			out.Type = "function"
 		}

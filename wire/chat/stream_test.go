@@ -236,3 +236,26 @@ func TestStreamTurnKeepsReasoning(t *testing.T) {
 		})
 	}
 }
+
+// Gemini's OpenAI endpoint streams each call whole, with its thought
+// signature in extra_content, and refuses a later request whose call lost
+// it: the client's calls are relayed with it, the proxy's sent back with it.
+func TestStreamKeepsToolCallExtras(t *testing.T) {
+	const sig = `"extra_content":{"google":{"thought_signature":"c2ln"}}`
+	ch := func(delta, finish string) string {
+		return `{"id":"c1","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`
+	}
+	call := func(id, name string) string {
+		return ch(`{"role":"assistant","tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"`+name+`","arguments":"{}"},`+sig+`}]}`, "null")
+	}
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	_, end := runRound(s, false, chunks(call("call_1", "load_skill"), ch(`{}`, `"tool_calls"`), `[DONE]`))
+	if end.Loop == nil || !strings.Contains(string(end.Loop.Turn), sig) {
+		t.Fatalf("the proxy's call goes back without its signature: %+v %s", end, end.Loop.Turn)
+	}
+	out, _ := runRound(s, false, chunks(call("call_2", "get_weather"), ch(`{}`, `"tool_calls"`), `[DONE]`))
+	if !strings.Contains(out, `"name":"get_weather"`) || !strings.Contains(out, sig) {
+		t.Errorf("the client's call is relayed without its signature:\n%s", out)
+	}
+}
