@@ -193,7 +193,9 @@ func TestHiddenRoundsStoredCompletionsDeleted(t *testing.T) {
 			if len(got) != tc.deleted {
 				t.Errorf("deleted %q, want %d", got, tc.deleted)
 			}
-			if strings.Contains(string(b), `"id":"`) && slices.ContainsFunc(got, func(p string) bool { return strings.Contains(string(b), strings.TrimPrefix(p, "/v1/chat/completions/")) }) {
+			if strings.Contains(string(b), `"id":"`) && slices.ContainsFunc(got, func(p string) bool {
+				return strings.Contains(string(b), strings.TrimPrefix(p, "/v1/chat/completions/"))
+			}) {
 				t.Errorf("deleted the completion the client got: %s", b)
 			}
 		})

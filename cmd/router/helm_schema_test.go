@@ -6,7 +6,6 @@ import (
 	"flag"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +47,7 @@ func TestHelmRefusesConfigTypos(t *testing.T) {
 		{"config.routing.strategy=hybird", "strategy"},
 		{"config.upstream.timout=5m", "timout"},
 		{"config.upstream.timeout=5 minutes", "timeout"},
+		{"config.upstream.timeout=5", "timeout"}, // serve refuses a number: 5 would be 5ns
 		{"config.body_limit=lots", "body_limit"},
 		{"config.ab.arms[0].nme=a", "nme"},
 	} {
@@ -93,19 +93,27 @@ func valuesSchema() []byte {
 // schemaOf describes the YAML form of t at key path (dotted, "" at the top).
 func schemaOf(t reflect.Type, path string) map[string]any {
 	switch t {
+	// Every key may be null (YAML's empty value): serve keeps its default.
 	case reflect.TypeFor[time.Duration]():
-		return map[string]any{"type": []string{"string", "integer"}, "pattern": `^-?(0|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`,
-			"description": "a Go duration: 250ms, 30s, 10m, 1h30m"}
+		// time.ParseDuration's syntax: "1.5h", ".5m", "-1s", "0".
+		// A number is refused (5 would be 5ns), 0 excepted.
+		return map[string]any{"anyOf": []any{
+			map[string]any{"type": "string", "pattern": `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`},
+			map[string]any{"enum": []any{0, nil}},
+		}, "description": "a Go duration: 250ms, 30s, 10m, 1h30m"}
 	case reflect.TypeFor[byteSize]():
-		return map[string]any{"type": []string{"string", "integer"}, "pattern": `^[0-9]+(\.[0-9]+)?\s*([KkMmGg]i?[Bb]?|[Bb])?$`,
+		return map[string]any{"type": []string{"string", "integer", "null"}, "pattern": `^[0-9]+(\.[0-9]+)?\s*([KkMmGg]i?[Bb]?|[Bb])?$`,
 			"description": "bytes, optionally with a unit: 8MiB, 512KB"}
 	}
 	switch t.Kind() {
 	case reflect.String:
-		out := map[string]any{"type": "string"}
+		out := map[string]any{"type": []string{"string", "null"}}
 		for _, k := range configKeys {
 			if k.path == path && k.choices != nil {
-				choices := slices.Clone(k.choices)
+				choices := []any{nil}
+				for _, c := range k.choices {
+					choices = append(choices, c)
+				}
 				if path == "embedder.provider" {
 					choices = append(choices, "") // the builtin
 				}
@@ -114,11 +122,11 @@ func schemaOf(t reflect.Type, path string) map[string]any {
 		}
 		return out
 	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
+		return map[string]any{"type": []string{"boolean", "null"}}
 	case reflect.Int, reflect.Int64:
-		return map[string]any{"type": "integer"}
+		return map[string]any{"type": []string{"integer", "null"}}
 	case reflect.Float64:
-		return map[string]any{"type": "number"}
+		return map[string]any{"type": []string{"number", "null"}}
 	case reflect.Pointer:
 		return schemaOf(t.Elem(), path)
 	case reflect.Slice:
