@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// Review agents15 (an OpenAI Agents SDK user's acceptance of the Responses
+// path): ModelSettings.max_tokens becomes the request's max_output_tokens,
+// which OpenAI's reference defines as "An upper bound for the number of
+// tokens that can be generated for a response, including visible output
+// tokens and reasoning tokens" (openai-node 6.30.1,
+// resources/responses/responses.d.ts, ResponseCreateParamsBase
+// .max_output_tokens). The proxy sends every hidden round's follow-up with
+// the client's whole max_output_tokens again, so one response the client
+// bounded at 100 output tokens is generated (and billed) as up to
+// (tool_rounds+1) x 100, and the response it gets says so: its usage
+// (summed over the rounds) reports more output tokens than the
+// max_output_tokens it echoes. The follow-up should carry what is left of
+// the budget (and the loop stop, as at the output-token limit, when
+// nothing is).
+func TestReviewAgents15MaxOutputTokensIsPerResponseNotPerRound(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
+			Usage: &fakeai.Usage{PromptTokens: 500, CompletionTokens: 90}}),
+		fakeai.Reply(fakeai.Turn{Content: "final answer", Usage: &fakeai.Usage{PromptTokens: 600, CompletionTokens: 90}}),
+	)
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","max_output_tokens":100,"input":"make me a pdf"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want 2 (one hidden round)", len(reqs))
+	}
+	follow := gjson.GetBytes(reqs[1].Body, "max_output_tokens")
+	out := gjson.GetBytes(b, "usage.output_tokens").Int()
+	limit := gjson.GetBytes(b, "max_output_tokens").Int()
+	if follow.Int() > 100-90 || out > limit {
+		t.Errorf("max_output_tokens 100 is the bound of the whole response, but the hidden round's follow-up was sent with max_output_tokens %s after round 1 generated 90; the client's response reports usage.output_tokens %d > its max_output_tokens %d", follow.Raw, out, limit)
+	}
+}
+
+// Review agents15: max_tool_calls is "The maximum number of total calls to
+// built-in tools that can be processed in a response. This maximum number
+// applies across all built-in tool calls, not per individual tool. Any
+// further attempts to call a tool by the model will be ignored."
+// (openai-node 6.30.1, responses.d.ts, ResponseCreateParamsBase
+// .max_tool_calls). An Agents SDK user sets it (ModelSettings
+// extra_args / max_tool_calls) to cap web_search spend. Every hidden
+// round's follow-up carries the whole max_tool_calls again, and the
+// client gets the built-in calls of every round in one response: with
+// max_tool_calls 1 it receives (and pays for) two web searches.
+func TestReviewAgents15MaxToolCallsIsPerResponseNotPerRound(t *testing.T) {
+	h := newHarness(t, nil)
+	ws := func(id string) string {
+		return `{"type":"web_search_call","id":"` + id + `","status":"completed","action":{"type":"search","query":"q"}}`
+	}
+	round1 := `{"id":"resp_a","object":"response","status":"completed","output":[` + ws("ws_1") +
+		`,{"type":"function_call","id":"fc_1","call_id":"call_l","name":"load_skill","arguments":"{\"skill_id\":\"demo/pdf\"}","status":"completed"}],` +
+		`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+	round2 := `{"id":"resp_b","object":"response","status":"completed","output":[` + ws("ws_2") +
+		`,{"type":"message","id":"msg_2","status":"completed","role":"assistant","content":[{"type":"output_text","text":"done","annotations":[]}]}],` +
+		`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+	h.up.Script(fakeai.Raw(200, "application/json", round1), fakeai.Raw(200, "application/json", round2))
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","max_tool_calls":1,"tools":[{"type":"web_search"}],"input":"search the web and make me a pdf"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want 2", len(reqs))
+	}
+	n := 0
+	for _, it := range gjson.GetBytes(b, "output").Array() {
+		if it.Get("type").Str == "web_search_call" {
+			n++
+		}
+	}
+	if follow := gjson.GetBytes(reqs[1].Body, "max_tool_calls").Int(); n > 1 || follow > 0 {
+		t.Errorf("max_tool_calls 1 bounds the built-in calls of the whole response, but the follow-up after a round that ran one web search still allows %d, and the client's response holds %d web_search_call items", follow, n)
+	}
+}
+
