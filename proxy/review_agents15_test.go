@@ -85,4 +85,3 @@ func TestReviewAgents15MaxToolCallsIsPerResponseNotPerRound(t *testing.T) {
 		t.Errorf("max_tool_calls 1 bounds the built-in calls of the whole response, but the follow-up after a round that ran one web search still allows %d, and the client's response holds %d web_search_call items", follow, n)
 	}
 }
-
