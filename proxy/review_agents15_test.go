@@ -85,3 +85,57 @@ func TestReviewAgents15MaxToolCallsIsPerResponseNotPerRound(t *testing.T) {
 		t.Errorf("max_tool_calls 1 bounds the built-in calls of the whole response, but the follow-up after a round that ran one web search still allows %d, and the client's response holds %d web_search_call items", follow, n)
 	}
 }
+
+// Review agents15: a reasoning model (gpt-5, o3: every Agents SDK default
+// model since 2025) that calls a client tool and load_skill in parallel
+// answers [reasoning rs, function_call get_weather, function_call
+// load_skill]: one reasoning item before both calls. The proxy holds the
+// client's call back for the next round and drops the reasoning with it
+// (ownership: "reasoning goes with the item that follows it"), but sends
+// the load_skill call, by its fc_ id, in the follow-up. The OpenAI API
+// refuses a function call whose reasoning item is missing: 400 "Item
+// 'fc_…' of type 'function_call' was provided without its required
+// 'reasoning' item: 'rs_…'." (the error reported against the real API in
+// cline/cline#12242, continuedev/continue#10018, mastra-ai/mastra#8738,
+// VRSEN/agency-swarm#367 with openai-agents-python handoffs). The
+// reasoning item must go with every call it precedes that is sent: here
+// with the proxy's call, since the held call is never sent.
+func TestReviewAgents15ReasoningKeptWithProxyCallAfterHeldClientCall(t *testing.T) {
+	for _, stream := range []bool{false} { // streamed, the client call is relayed first and the round is the client's (docs/proxy.md)
+		h := newHarness(t, nil)
+		h.up.Script(
+			fakeai.Reply(fakeai.Turn{Thinking: &fakeai.Thinking{Text: "weather, and the pdf skill"}, ToolCalls: []fakeai.Call{
+				{ID: "call_w", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+				{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`},
+			}}),
+			fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_w2", Name: "get_weather", Arguments: `{"city":"Paris"}`}}}),
+		)
+		st := "false"
+		if stream {
+			st = "true"
+		}
+		resp, b := h.do("POST", "/v1/responses", `{"model":"gpt-5","stream":`+st+`,"reasoning":{"effort":"low"},"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],"input":"weather in Paris, and make me a pdf of it"}`, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		reqs := h.up.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("stream %v: %d upstream requests, want 2", stream, len(reqs))
+		}
+		var types []string
+		reasoningBeforeCall := false
+		for _, it := range reqs[1].InputItems() {
+			typ, _ := it["type"].(string)
+			if it["name"] != nil {
+				typ += ":" + it["name"].(string)
+			}
+			types = append(types, typ)
+			if typ == "function_call:load_skill" {
+				reasoningBeforeCall = len(types) > 1 && types[len(types)-2] == "reasoning"
+			}
+		}
+		if !reasoningBeforeCall {
+			t.Errorf("stream %v: the follow-up sends the load_skill call (id fc_…) without the reasoning item that preceded it in the response, which the API refuses (\"provided without its required 'reasoning' item\"); follow-up input: %v", stream, types)
+		}
+	}
+}
