@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"context"
+	"strings"
+	"time"
+
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -136,6 +140,55 @@ func TestReviewAgents15ReasoningKeptWithProxyCallAfterHeldClientCall(t *testing.
 		}
 		if !reasoningBeforeCall {
 			t.Errorf("stream %v: the follow-up sends the load_skill call (id fc_…) without the reasoning item that preceded it in the response, which the API refuses (\"provided without its required 'reasoning' item\"); follow-up input: %v", stream, types)
+		}
+	}
+}
+
+// Review agents15: the proxy deletes a hidden round's stored response
+// (review resp15) even when the client was shown items of it: the
+// round's preamble message (gpt-5's "I'll load the PDF skill first"), a
+// web_search_call, reasoning with encrypted_content. The Agents SDK's
+// default multi-turn (a Session, or result.to_input_list(), store left
+// true) resends those items next turn with their ids, and the API
+// resolves input item ids against what it stored: a deleted one gives 404
+// "Item with id '…' not found." (openai/openai-agents-python#2020, whose
+// workaround PR #4013 strips rs_/fc_/msg_ ids for exactly this). Before
+// the deletion a client's next turn worked; after it, it fails.
+// HiddenPath keeps a response whose reasoning the follow-up sends by id,
+// but not one whose items the client got.
+func TestReviewAgents15HiddenResponseKeptWhenClientGotItsItems(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		thinking   *fakeai.Thinking
+	}{
+		{"preamble message", `{"model":"gpt-5","input":"make me a pdf"}`, nil},
+		{"reasoning with encrypted_content before the preamble", `{"model":"gpt-5","include":["reasoning.encrypted_content"],"input":"make me a pdf"}`,
+			&fakeai.Thinking{Text: "the user wants a pdf"}},
+	} {
+		h := newHarness(t, nil)
+		h.up.Script(
+			fakeai.Reply(fakeai.Turn{Thinking: tc.thinking, Content: "I'll load the PDF skill first.",
+				ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+			fakeai.Reply(fakeai.Turn{Content: "final answer"}),
+		)
+		resp, b := h.do("POST", "/v1/responses", tc.body, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", tc.name, resp.StatusCode, b)
+		}
+		var ids []string
+		for _, it := range gjson.GetBytes(b, "output").Array() {
+			ids = append(ids, it.Get("id").Str)
+		}
+		if len(ids) < 2 || !strings.HasPrefix(ids[0], "rs_fake_1_") && !strings.HasPrefix(ids[0], "msg_fake_1_") {
+			t.Fatalf("%s: client output ids %v, want the first round's items first", tc.name, ids)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = h.srv.Finish(ctx) // the background deletion is over
+		cancel()
+		for _, d := range h.up.Deletes() {
+			if strings.HasSuffix(d.Path, "/resp_fake_1") {
+				t.Errorf("%s: the proxy deleted resp_fake_1, whose items the client got in its output %v: the Agents SDK resends them by id next turn and the API answers 404 \"Item with id '%s' not found.\"", tc.name, ids, ids[0])
+			}
 		}
 	}
 }
