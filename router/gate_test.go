@@ -136,9 +136,9 @@ func TestToolGateRewrite(t *testing.T) {
 		{"entry the configuration does not permit", gateRequest(all, "", ""), Decision{Selected: []string{"shell-helper"}}, []string{"bash"}, map[string]bool{"Bash(git:*)": true}, false,
 			[]string{"get_weather", "WebFetch", "load_skill"}, []string{"bash"}, nil, nil},
 		{"tool_choice names a gated tool", gateRequest(all, `,"tool_choice":{"type":"function","function":{"name":"bash"}}`, ""), Decision{}, []string{"bash", "Web*"}, nil, false,
-			[]string{"bash", "get_weather", "load_skill"}, []string{"WebFetch"}, nil, []string{"bash"}},
+			[]string{"bash", "get_weather"}, []string{"WebFetch"}, nil, []string{"bash"}}, // no load_skill: the choice forbids it
 		{"allowed_tools tool_choice names a gated tool", gateRequest(all, `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"WebFetch"}}]}}`, ""), Decision{}, []string{"bash", "Web*"}, nil, false,
-			[]string{"get_weather", "WebFetch", "load_skill"}, []string{"bash"}, nil, []string{"WebFetch"}},
+			[]string{"get_weather", "WebFetch"}, []string{"bash"}, nil, []string{"WebFetch"}},
 		{"required with every client tool gated: unchanged", gateRequest([]string{toolBash, toolFetch}, `,"tool_choice":"required"`, ""), Decision{}, []string{"bash", "Web*"}, nil, false,
 			[]string{"bash", "WebFetch", "load_skill"}, nil, nil, []string{"bash", "WebFetch"}},
 		{"required with an ungated tool left: gated", gateRequest(all, `,"tool_choice":"required"`, ""), Decision{}, []string{"bash", "Web*"}, nil, false,

@@ -8,6 +8,7 @@ package router
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
@@ -114,11 +115,14 @@ func RewriteWith(ctx context.Context, req *wire.Request, snap *skills.Snapshot, 
 	return finishRewrite(ctx, search, req, in, o, ""), nil
 }
 
-// checkRequest rejects what no plan can be made for; the API packages'
-// parsers already refuse these with their own errors.
+// checkRequest rejects what no plan can be made for. A request without a
+// message is planned: a Responses turn may be a reusable prompt alone, an
+// approval (mcp_approval_response) or a computer-use step's screenshot,
+// with no text to rank on; it still gets the catalog (in library order) and
+// the proxy's tools, which previous_response_id does not carry over.
 func checkRequest(req *wire.Request) error {
-	if req == nil || len(req.Turns) == 0 {
-		return errors.New("router: the request has no messages")
+	if req == nil {
+		return errors.New("router: no request")
 	}
 	return nil
 }
@@ -131,7 +135,15 @@ func newPlanInput(snap *skills.Snapshot, lib *skillLib, dec *Decision, req *wire
 		}
 	}
 	return planInput{snap: snap, lib: lib, dec: dec, msgs: req.Turns, clientNames: names,
-		noTools: req.NoTools || req.ToolChoice.None}
+		noTools: req.NoTools || req.ToolChoice.None || forbidsProxyTools(req.ToolChoice)}
+}
+
+// forbidsProxyTools: a tool_choice that names tools (a forced function,
+// Anthropic's {"type":"tool"}, OpenAI's allowed_tools) lets the model call
+// those alone, so the proxy's tools would never be called, and a catalog
+// telling the model to call them would mislead it.
+func forbidsProxyTools(tc wire.ToolChoice) bool {
+	return len(tc.Named) > 0 && !slices.Contains(tc.Named, ToolLoadSkill) && !slices.Contains(tc.Named, ToolSearchSkills)
 }
 
 // finishRewrite plans the additions and builds the session; search answers
