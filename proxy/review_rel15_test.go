@@ -136,3 +136,23 @@ func TestRel15UpstreamRedirectNotRelayed(t *testing.T) {
 		}
 	}
 }
+
+// The same misclassification for an answer whose Content-Encoding the
+// Transport cannot decode (a gzip header over a plain or corrupt body, as
+// a misconfigured gateway sends): the upstream was reached and answered,
+// yet the client is told it is unreachable (code upstream_unreachable),
+// which sends an operator looking at the network instead of the upstream.
+func TestRel15CorruptGzipAnswerIsNotUnreachable(t *testing.T) {
+	h := rel15Harness(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		fmt.Fprint(w, "this body is not gzip at all")
+	}, nil)
+	resp, b := h.chat(simpleChat, nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502: %s", resp.StatusCode, b)
+	}
+	if msg := checkAPIError(t, b, ""); strings.Contains(msg, "unreachable") || strings.Contains(string(b), "upstream_unreachable") {
+		t.Errorf("an upstream that answered is reported unreachable: %s", b)
+	}
+}
