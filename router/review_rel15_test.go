@@ -1,0 +1,80 @@
+package router_test
+
+// Reliability review, round 15: the kept index (routing.index_dir).
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// A kept (or prebuilt) index whose vector file is damaged without changing
+// its length (bit rot, a block of zeros written back after a crash: the
+// files are renamed into place without an fsync, so after a power loss a
+// file may have its size but not its data) is loaded as if whole: the
+// format checks only the tables' lengths and order, and neither the file
+// nor the manifest carries a digest of the rows. The router then ranks
+// with the damaged vectors, silently and until the library changes,
+// where docs/deploy.md promises "an unreadable file" is a reason to build
+// the index here instead.
+func TestRel15WarmVectorsDamagedInPlaceAreRebuilt(t *testing.T) {
+	lib := copyLibrary(t)
+	warm := t.TempDir()
+	opts := func(logs *bytes.Buffer) router.Options {
+		b := embed.NewBuiltin(embed.Config{})
+		return router.Options{Embedder: b, WarmDir: warm,
+			Fit:     func(c []string) router.Embedder { return b.Fit(c) },
+			Restore: func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) },
+			Logger:  slog.New(slog.NewTextHandler(logs, nil))}
+	}
+	start := func(o router.Options) *router.Router {
+		r, err := router.New(context.Background(), load(t, lib), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	queries := []string{"slow sql query", "write a regex for dates", "deploy to kubernetes", "profile this csv file"}
+	rankings := func(r *router.Router) [][]string {
+		var out [][]string
+		for _, q := range queries {
+			out = append(out, ranking(route(r, router.StrategyEmbedding, q)))
+		}
+		return out
+	}
+	var logs bytes.Buffer
+	r1 := start(opts(&logs))
+	want := rankings(r1)
+	r1.Close()
+
+	// Zero the second half of the vector rows (the rows are the end of
+	// the file), keeping the file's length.
+	vec := filepath.Join(warm, indexFiles(t, warm, "builtin")[2])
+	b, err := os.ReadFile(vec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(b[len(b)-len(b)/4:])
+	if err := os.WriteFile(vec, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	logs.Reset()
+	r2 := start(opts(&logs))
+	defer r2.Close()
+	got := rankings(r2)
+	if strings.Contains(logs.String(), "loaded the routing index kept from the last start") {
+		t.Errorf("a damaged vector file was loaded as the kept index:\n%s", logs.String())
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("rankings after the damaged warm start differ from the build's:\n got %v\nwant %v", got, want)
+	}
+}
