@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
@@ -76,5 +77,42 @@ func TestRel15WarmVectorsDamagedInPlaceAreRebuilt(t *testing.T) {
 	}
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("rankings after the damaged warm start differ from the build's:\n got %v\nwant %v", got, want)
+	}
+}
+
+// Index files are written through a temporary file (".tmp-*") renamed into
+// place. A write that never finishes (the process killed: OOM, SIGKILL at
+// the end of terminationGracePeriodSeconds, a second SIGTERM, which "exits
+// at once", or any SIGTERM within the seconds after a cold start: `router
+// serve` never closes its routers, so the background write of the kept
+// index is simply abandoned) leaves its temporary file behind. Nothing ever
+// removes it: removeStale only knows the vectors-/state-/lexical- names. At
+// 10,000 skills each such file is tens of MB, and a crash-looping pod with
+// a persistent cache folder fills its volume with them.
+func TestRel15StrandedTempFilesAreRemoved(t *testing.T) {
+	lib := copyLibrary(t)
+	warm := t.TempDir()
+	// What a killed writer left an hour ago, in the folder and in the
+	// embedding cache beside it.
+	stranded := filepath.Join(warm, ".tmp-1234567890")
+	if err := os.WriteFile(stranded, bytes.Repeat([]byte{1}, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(stranded, old, old)
+
+	b := embed.NewBuiltin(embed.Config{})
+	var logs bytes.Buffer
+	r, err := router.New(context.Background(), load(t, lib), router.Options{Embedder: b, WarmDir: warm,
+		Fit:     func(c []string) router.Embedder { return b.Fit(c) },
+		Restore: func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) },
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the kept index is written: a save that cleans up stale files
+	indexFiles(t, warm, "builtin")
+	if _, err := os.Stat(stranded); err == nil {
+		t.Errorf("a temporary file an interrupted write left an hour ago is still in the index folder after a save: %s", stranded)
 	}
 }
