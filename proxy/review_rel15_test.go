@@ -47,6 +47,13 @@ func TestRel15Upstream200NotAnAnswer(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assi`)
 	}
+	sse := func(w http.ResponseWriter, r *http.Request) {
+		// A gateway that streams whatever the client asked: the proxy's own
+		// load_skill call reaches a client that cannot answer it.
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"demo/pdf\"}"}}]}}]}`+"\n\n")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`+"\n\ndata: [DONE]\n\n")
+	}
 	anthropic := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
 	cases := []struct {
 		name, path, body string
@@ -56,6 +63,7 @@ func TestRel15Upstream200NotAnAnswer(t *testing.T) {
 		{"chat html", "/v1/chat/completions", simpleChat, nil, html},
 		{"chat truncated json", "/v1/chat/completions", simpleChat, nil, truncated},
 		{"chat stream html", "/v1/chat/completions", streamChat(""), nil, html},
+		{"chat answered with an event stream", "/v1/chat/completions", simpleChat, nil, sse},
 		{"responses html", "/v1/responses", `{"model":"m","input":"make me a pdf"}`, nil, html},
 		{"messages html", "/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"make me a pdf"}]}`, anthropic, html},
 	}
