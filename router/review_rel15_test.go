@@ -116,3 +116,45 @@ func TestRel15StrandedTempFilesAreRemoved(t *testing.T) {
 		t.Errorf("a temporary file an interrupted write left an hour ago is still in the index folder after a save: %s", stranded)
 	}
 }
+
+// Two A/B arms whose embedders share a provider but not a model (the
+// natural experiment: two Ollama embedding models) get the same warm
+// folder (cmd/router's warmDir is keyed by the library's roots only) and
+// the same manifest name (prebuilt-<provider>.json): each arm's save
+// replaces the other's manifest, so at every restart one of them finds
+// "built with embedder fake/m1, configured fake/m2" and builds cold (every
+// skill embedded again with a remote model), and removeStale deletes the
+// other arm's files a minute later.
+func TestRel15ArmsOfOneProviderKeepTheirWarmIndexes(t *testing.T) {
+	lib := copyLibrary(t)
+	base := fittedBuiltin(t, load(t, lib))
+	warm := t.TempDir()
+	start := func(model string, logs *bytes.Buffer) (*router.Router, *remoteFake) {
+		e := &remoteFake{b: base, model: model}
+		r, err := router.New(context.Background(), load(t, lib), router.Options{Embedder: e, WarmDir: warm,
+			Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, e
+	}
+	// First start: both arms build and keep their index.
+	var l1, l2 bytes.Buffer
+	a, _ := start("m1", &l1)
+	b, _ := start("m2", &l2)
+	a.Close()
+	b.Close()
+	// Second start, library unchanged: both should load.
+	l1.Reset()
+	l2.Reset()
+	a, ea := start("m1", &l1)
+	b, eb := start("m2", &l2)
+	defer a.Close()
+	defer b.Close()
+	if n := ea.docs.Load(); n != 0 {
+		t.Errorf("arm m1 embedded the library again on a warm start (%d calls):\n%s", n, l1.String())
+	}
+	if n := eb.docs.Load(); n != 0 {
+		t.Errorf("arm m2 embedded the library again on a warm start (%d calls):\n%s", n, l2.String())
+	}
+}
