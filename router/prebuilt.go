@@ -400,13 +400,22 @@ var staleAfter = time.Minute
 
 // removeStale deletes provider's index files in dir that its manifest no
 // longer names and that were written (or retired) before cutoff, those of
-// earlier versions (fixed names) included. It reads the manifest again, so a save
+// earlier versions (fixed names) included, and temporary files of saves
+// that were cut short before cutoff. It reads the manifest again, so a save
 // by another router that finished meanwhile keeps its files; errors are
 // ignored (a file left behind costs only space).
 func removeStale(dir, provider string, cutoff time.Time) {
 	m, err := readManifest(dir, provider)
 	if err != nil {
 		return
+	}
+	// Temporary files of writes that never finished (the process was
+	// killed mid-save): a live writer's file was written to a moment ago.
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	for _, path := range tmps {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			os.Remove(path)
+		}
 	}
 	p := fileStem(provider)
 	for _, kind := range []string{"vectors-", "state-", "lexical-"} {
