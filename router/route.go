@@ -181,9 +181,14 @@ func (r *Router) Follow(snap *skills.Snapshot) uint64 {
 	u := &r.upd
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	// A reload of an unchanged library (the watcher reloads on any event)
+	// must not cancel the build in progress: reloads more frequent than a
+	// build would starve it forever. The loop builds the new snapshot after
+	// it, reusing every skill.
+	same := u.building && u.want.Same(snap)
 	u.want, u.wantGen = snap, u.wantGen+1
 	r.latest.Store(snap)
-	if u.cancel != nil {
+	if u.cancel != nil && !same {
 		u.cancel(errOvertaken)
 	}
 	if !u.building && r.bgCtx.Err() == nil {

@@ -529,25 +529,31 @@ func TestLoadIsDeterministic(t *testing.T) {
 		}
 	}
 
-	// Any rendered change moves the fingerprint; a change to a skipped skill does not.
+	// Any rendered change moves the fingerprint; a change to a skipped skill
+	// does not. Same says what the fingerprints say.
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "x"), "v1")
 	writeFile(t, filepath.Join(root, "bad", SkillFile), "no frontmatter")
-	fp := func() string { return Load(context.Background(), []string{root}, Options{}).Fingerprint() }
-	before := fp()
+	load := func() *Snapshot { return Load(context.Background(), []string{root}, Options{}) }
+	prev := load()
+	step := func(what string, changed bool) {
+		t.Helper()
+		cur := load()
+		if moved := cur.Fingerprint() != prev.Fingerprint(); moved != changed {
+			t.Errorf("%s: fingerprint moved %v, want %v", what, moved, changed)
+		}
+		if same := cur.Same(prev); same == changed {
+			t.Errorf("%s: Same %v, want %v", what, same, !changed)
+		}
+		prev = cur
+	}
+	step("reloaded unchanged", false)
 	writeFile(t, filepath.Join(root, "bad", SkillFile), "still no frontmatter")
-	if fp() != before {
-		t.Error("skipped skill changed the fingerprint")
-	}
+	step("skipped skill edited", false)
 	writeSkill(t, filepath.Join(root, "x"), "v2")
-	afterBody := fp()
-	if afterBody == before {
-		t.Error("body change did not change the fingerprint")
-	}
+	step("body changed", true)
 	writeFile(t, filepath.Join(root, "x", "scripts", "new.sh"), "echo")
-	if fp() == afterBody {
-		t.Error("new resource did not change the fingerprint")
-	}
+	step("new resource", true)
 }
 
 func TestLoadCancelled(t *testing.T) {

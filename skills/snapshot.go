@@ -131,6 +131,39 @@ func (s *Snapshot) Fingerprint() string {
 
 // fingerprintSkill hashes every field a renderer or router may show, each
 // length-prefixed so no two different skills hash the same stream.
+// Same reports whether o holds the same library as s: the same skills, in
+// the same order, with what Fingerprint covers equal. It compares the texts
+// by their sums, so it costs no hashing; unlike Fingerprint it means
+// nothing across processes.
+func (s *Snapshot) Same(o *Snapshot) bool {
+	if s == o {
+		return true
+	}
+	if s == nil || o == nil || len(s.loaded) != len(o.loaded) {
+		return false
+	}
+	for i, a := range s.loaded {
+		if !sameSkill(a, o.loaded[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSkill(a, b *Skill) bool {
+	sameBool := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a == b || a.ID == b.ID && a.Name == b.Name && a.Description == b.Description && a.Path == b.Path &&
+		a.Dir == b.Dir && a.Type == b.Type && sameBool(a.Enabled, b.Enabled) && sameBool(a.AutoLoad, b.AutoLoad) &&
+		slices.Equal(a.Tags, b.Tags) && slices.Equal(a.Dependencies, b.Dependencies) &&
+		slices.Equal(a.AllowedTools, b.AllowedTools) && a.form().sum == b.form().sum &&
+		a.ResourcesOmitted == b.ResourcesOmitted &&
+		slices.EqualFunc(a.Resources, b.Resources, func(x, y Resource) bool {
+			return x.Path == y.Path && x.Kind == y.Kind && x.Size == y.Size
+		})
+}
+
+// fingerprintSkill hashes what identifies a skill's version; keep Same
+// (sameSkill) comparing the same things.
 func fingerprintSkill(h hash.Hash, sk *Skill) {
 	str := func(v string) {
 		var n [binary.MaxVarintLen64]byte
