@@ -123,11 +123,15 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		go c.Run(ctx, cfg.Upstream.CheckInterval)
 		checks[i] = c
 	}
-	srv, reg, mcpSrv, build, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, tel, checks...)
+	sv, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, tel, checks...)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	srv, reg, mcpSrv, build := sv.srv, sv.reg, sv.mcp, sv.build
+	// After shutdown: an index write the build started (the warm index for
+	// the next start) finishes instead of being abandoned half-written.
+	defer sv.lib.close()
 	var handler http.Handler = srv
 	if mcpSrv != nil {
 		// /mcp gets the proxy's access checks too (Origin, Host, keys).
@@ -238,8 +242,20 @@ func providerName(c embed.Config) string {
 // into a proxy.Server. The server works at once; its rewriters become ready
 // when build has built the routing indexes (the slow part) and warmed them.
 func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logger) (*proxy.Server, *skills.Registry, func(context.Context) error, error) {
-	srv, reg, _, build, err := buildServer(ctx, cfg, roots, log, false, nil)
-	return srv, reg, build, err
+	sv, err := buildServer(ctx, cfg, roots, log, false, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sv.srv, sv.reg, sv.build, nil
+}
+
+// served is what buildServer wires.
+type served struct {
+	srv   *proxy.Server
+	reg   *skills.Registry
+	mcp   *mcpserver.Server // nil without MCP
+	build func(context.Context) error
+	lib   *syncedLibrary // its routers, once built
 }
 
 // buildServer is buildProxy plus, with withMCP, the MCP server over the same
@@ -247,7 +263,7 @@ func buildProxy(ctx context.Context, cfg config, roots []string, log *slog.Logge
 // spans around routing, embedding and tool calls, and its transports for the
 // upstream and remote embedders (a nil or disabled tel adds nothing). checks
 // are reported in /readyz's body.
-func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logger, withMCP bool, tel *telemetry.Provider, checks ...proxy.UpstreamCheck) (*proxy.Server, *skills.Registry, *mcpserver.Server, func(context.Context) error, error) {
+func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logger, withMCP bool, tel *telemetry.Provider, checks ...proxy.UpstreamCheck) (*served, error) {
 	ropts := cfg.routerOptions(log)
 	var wrapEmbedder func(router.Embedder) router.Embedder
 	if tel.Enabled() {
@@ -255,16 +271,16 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 		cfg.Embedder.Transport = tel.Transport(nil, "embedder")
 	}
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	reg, err := loadRegistry(ctx, roots)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	reg.SetLogger(log)
 	tools, err := newSandbox(cfg, reg, log)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	if len(cfg.Exec.AllowedTools) > 0 {
 		log.Info("client tools gated by skills' allowed-tools", "exec.allowed_tools", strings.Join(cfg.Exec.AllowedTools, ","))
@@ -273,7 +289,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	var mcpSrv *mcpserver.Server
 	if withMCP {
 		if mcpSrv, err = newMCPServer(cfg, reg, tools, log); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, err
 		}
 	}
 	// Each router-backed rewriter is a stand-in until build fills it.
@@ -289,7 +305,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 			// registry; one that only changes the strategy shares the main one.
 			if a.Embedder != nil {
 				if _, err := embed.New(*a.Embedder); err != nil {
-					return nil, nil, nil, nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
+					return nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
 				}
 				lr := &lateRewriter{arm: a.Name}
 				ec := *a.Embedder
@@ -308,7 +324,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	}
 	access, err := accessConfig(cfg, cfg.Listen)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	lib := &syncedLibrary{Registry: reg}
 	pc.Access, pc.MetricsElsewhere = access, cfg.Server.MetricsListen != ""
@@ -316,7 +332,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = lib, ab, log, checks
 	srv, err := proxy.New(pc)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	build := func(ctx context.Context) error {
 		var routers []*router.Router
@@ -343,7 +359,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 		packText(ctx, log, reg, routers...)
 		return nil
 	}
-	return srv, reg, mcpSrv, build, nil
+	return &served{srv: srv, reg: reg, mcp: mcpSrv, build: build, lib: lib}, nil
 }
 
 // warmUp rewrites a throw-away request before the rewriter goes live, so
@@ -391,6 +407,17 @@ type syncedLibrary struct {
 	*skills.Registry
 	mu      sync.Mutex
 	routers []*router.Router
+}
+
+// close stops the routers' background work, waiting for an index write
+// in progress.
+func (l *syncedLibrary) close() {
+	l.mu.Lock()
+	routers := slices.Clone(l.routers)
+	l.mu.Unlock()
+	for _, r := range routers {
+		r.Close()
+	}
 }
 
 func (l *syncedLibrary) add(r *router.Router) {

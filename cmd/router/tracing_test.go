@@ -119,10 +119,11 @@ func TestServeTracing(t *testing.T) {
 	tel := telemetry.New(tp)
 	var logs bytes.Buffer
 	log := slog.New(tel.LogHandler(slog.NewJSONHandler(&logs, nil)))
-	srv, _, _, build, err := buildServer(context.Background(), cfg, cfg.Skills, log, false, tel)
+	sv, err := buildServer(context.Background(), cfg, cfg.Skills, log, false, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, build := sv.srv, sv.build
 	if err := build(context.Background()); err != nil {
 		t.Fatal(err)
 	}
