@@ -47,7 +47,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
 		resp.Body.Close()
 		if err != nil {
-			s.fail(w, rt.api, info, classify(ctx, err))
+			s.fail(w, rt.api, info, classify(ctx, &answerReadError{err}))
 			return
 		}
 		if len(raw) > maxUpstreamBody {

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -267,6 +269,13 @@ func classify(clientCtx context.Context, err error) failure {
 	return f
 }
 
+// answerReadError is an error met reading the body of an answer whose
+// headers came.
+type answerReadError struct{ err error }
+
+func (e *answerReadError) Error() string { return e.err.Error() }
+func (e *answerReadError) Unwrap() error { return e.err }
+
 func classifyUpstream(err error) failure {
 	who := upstreamName(err)
 	var te *timeoutError
@@ -281,6 +290,14 @@ func classifyUpstream(err error) failure {
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return failure{status: http.StatusGatewayTimeout, code: "upstream_timeout", msg: who + " timed out"}
 	}
+	// The answer's headers came: whatever broke its body, the upstream was
+	// reached (an HTTP/2 reset is a stream error, not ECONNRESET).
+	var re *answerReadError
+	answered := errors.As(err, &re)
+	var corrupt flate.CorruptInputError
+	if answered && (errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.As(err, &corrupt)) {
+		return failure{status: http.StatusBadGateway, code: "upstream_bad_response", msg: who + " sent an answer its Content-Encoding does not decode"}
+	}
 	// Reached, then hung up: net/http says no more than "EOF".
 	switch {
 	case errors.As(err, &oe) && oe.Op == "dial": // never reached: unreachable, below
@@ -290,6 +307,9 @@ func classifyUpstream(err error) failure {
 		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " closed the connection before the end of its response"}
 	case errors.Is(err, syscall.ECONNRESET):
 		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " reset the connection"}
+	}
+	if answered {
+		return failure{status: http.StatusBadGateway, code: "upstream_connection_closed", msg: who + " broke off its answer"}
 	}
 	return failure{status: http.StatusBadGateway, code: "upstream_unreachable", msg: who + " unreachable" + cause(err)}
 }
