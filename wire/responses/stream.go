@@ -224,6 +224,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		rd.ShowPending()
 		return s.out, end
 	}
+	rd.HoldBack()
 	ans := &wire.Answer{ID: rd.id}
 	var turn [][]byte
 	for _, i := range rd.Order() {

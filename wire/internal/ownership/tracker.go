@@ -84,11 +84,21 @@ func (t *Tracker) Event(it *Item, data []byte) {
 }
 
 // ShowPending shows the reasoning and thinking still pending: the round
-// ended without an item after it, and does not loop.
+// ended without an item after it, and does not loop. What HeldBack lists
+// is held instead.
 func (t *Tracker) ShowPending() {
+	t.HoldBack()
 	t.showCarried()
 	for _, i := range t.order {
 		t.settle(t.items[i], true, Client)
+	}
+}
+
+// HoldBack holds the reasoning Round.HeldBack lists with the held calls
+// after it, at the end of a round.
+func (t *Tracker) HoldBack() {
+	for _, i := range t.HeldBack() {
+		t.settle(t.items[i], false, Held)
 	}
 }
 
