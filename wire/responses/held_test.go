@@ -10,9 +10,10 @@ import (
 
 // A round that loops: reasoning passes over the client calls it holds back
 // and goes with the next item kept (the API refuses the proxy's call sent
-// without its reasoning), or is held with them when none follows. JSON and
-// streamed alike.
-func TestRoundThatLoopsHeldCalls(t *testing.T) {
+// without its reasoning), or is held with them when none follows; Shown
+// says whether the client gets items of the round (its stored response
+// must then stay, see HiddenPath). JSON and streamed alike.
+func TestRoundThatLoopsHeldCallsAndShown(t *testing.T) {
 	rs := func(id string) string { return `{"type":"reasoning","id":"` + id + `","summary":[]}` }
 	fc := func(id, name string) string {
 		return `{"type":"function_call","id":"fc_` + id + `","call_id":"` + id + `","name":"` + name + `","arguments":"{}","status":"completed"}`
@@ -23,7 +24,7 @@ func TestRoundThatLoopsHeldCalls(t *testing.T) {
 		items  []string
 		stream bool     // the JSON answer holds the whole round, so a client call before the proxy's is held too
 		turn   []string // ids the follow-up sends, in order
-		shown  bool     // the client gets items of the round
+		shown  bool
 	}{
 		{"json: reasoning passes the held call to the proxy's", []string{rs("rs_1"), fc("call_w", "bash"), fc("call_l", "load_skill")}, false,
 			[]string{"rs_1", "fc_call_l"}, false},
@@ -42,6 +43,7 @@ func TestRoundThatLoopsHeldCalls(t *testing.T) {
 	for _, tt := range tests {
 		r, _ := Parse([]byte(`{"model":"m","input":"x"}`))
 		var turn []byte
+		var shown bool
 		var out string
 		if tt.stream {
 			events := []string{`{"type":"response.created","response":{"id":"resp_1","output":[]}}`}
@@ -55,13 +57,13 @@ func TestRoundThatLoopsHeldCalls(t *testing.T) {
 			if e.Loop == nil {
 				t.Fatalf("%s: the round does not loop", tt.name)
 			}
-			turn, out = e.Loop.Turn, o
+			turn, shown, out = e.Loop.Turn, e.Loop.Shown, o
 		} else {
 			ans, _, ok := r.ReadAnswer([]byte(`{"id":"resp_1","object":"response","output":[`+strings.Join(tt.items, ",")+`]}`), 0, mine)
 			if !ok || ans == nil || ans.Late {
 				t.Fatalf("%s: the round does not loop: %+v", tt.name, ans)
 			}
-			turn = ans.Turn
+			turn, shown = ans.Turn, ans.Shown
 		}
 		var sent []struct{ ID string }
 		if err := json.Unmarshal(append(append([]byte{'['}, turn...), ']'), &sent); err != nil {
@@ -71,8 +73,8 @@ func TestRoundThatLoopsHeldCalls(t *testing.T) {
 		for _, s := range sent {
 			ids = append(ids, s.ID)
 		}
-		if strings.Join(ids, " ") != strings.Join(tt.turn, " ") {
-			t.Errorf("%s: follow-up sends %v, want %v", tt.name, ids, tt.turn)
+		if strings.Join(ids, " ") != strings.Join(tt.turn, " ") || shown != tt.shown {
+			t.Errorf("%s: follow-up sends %v, shown %v; want %v, %v", tt.name, ids, shown, tt.turn, tt.shown)
 		}
 		// Reasoning is shown only with an item shown; held calls never are.
 		if strings.Contains(out, "bash") || strings.Contains(out, "rs_1") != (tt.shown && slices.Contains(tt.turn, "rs_1")) {

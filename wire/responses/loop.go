@@ -106,7 +106,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			turn = append(turn, raw)
 		}
 	}
-	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Truncated: truncated(resp.Status)}, resp.Usage, true
+	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Shown: len(r.pending) > 0, Truncated: truncated(resp.Status)}, resp.Usage, true
 }
 
 // resent reports whether an output item of a round that loops goes back

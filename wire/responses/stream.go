@@ -225,7 +225,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		return s.out, end
 	}
 	rd.HoldBack()
-	ans := &wire.Answer{ID: rd.id}
+	ans := &wire.Answer{ID: rd.id, Shown: rd.Shown()}
 	var turn [][]byte
 	for _, i := range rd.Order() {
 		it := rd.items[i]

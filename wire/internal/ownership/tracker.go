@@ -62,6 +62,16 @@ func (t *Tracker) Start(i int, k Kind, name string, data []byte) (it *Item, exha
 	return it, exhausted
 }
 
+// Shown reports whether the client was shown an item of the round.
+func (t *Tracker) Shown() bool {
+	for _, it := range t.items {
+		if it.shown {
+			return true
+		}
+	}
+	return false
+}
+
 // Item returns the item the upstream numbers i, nil if none started.
 func (t *Tracker) Item(i int) *Item { return t.items[i] }
 
