@@ -24,7 +24,8 @@ type hiddenStored interface {
 // every round's but the last, in a stream every round's but the first
 // (its id is in response.created) and the last. The client can neither
 // read them back nor delete them, and each holds the whole input, the
-// catalog and the skill bodies, so the proxy deletes them.
+// catalog and the skill bodies, so the proxy deletes them; HiddenPath
+// keeps those the client still depends on (it got items of them).
 type hiddenRounds struct{ paths []string }
 
 func (h *hiddenRounds) add(rt *routed, ans *wire.Answer) {

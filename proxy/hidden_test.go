@@ -14,11 +14,19 @@ import (
 
 // The stored responses of hidden rounds that the client never gets an id
 // for are deleted upstream once the request is over, with the client's
-// credentials and query; what the client saw, what was not stored and what
-// a later request depends on stay.
+// credentials and query; what the client saw (an id, or items), what was
+// not stored and what a later request depends on stay.
 func TestHiddenRoundsStoredResponsesDeleted(t *testing.T) {
 	load := func(skill string, thinking bool) fakeai.Responder {
 		turn := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_" + skill, Name: "load_skill", Arguments: `{"skill_id":"demo/` + skill + `"}`}}}
+		if thinking {
+			turn.Thinking = &fakeai.Thinking{Text: "a skill fits"}
+		}
+		return fakeai.Reply(turn)
+	}
+	preamble := func(skill string, thinking bool) fakeai.Responder {
+		turn := fakeai.Turn{Content: "I'll load the " + skill + " skill first.",
+			ToolCalls: []fakeai.Call{{ID: "call_" + skill, Name: "load_skill", Arguments: `{"skill_id":"demo/` + skill + `"}`}}}
 		if thinking {
 			turn.Thinking = &fakeai.Thinking{Text: "a skill fits"}
 		}
@@ -42,6 +50,14 @@ func TestHiddenRoundsStoredResponsesDeleted(t *testing.T) {
 		{"reasoning resent whole (encrypted_content)", `{"model":"m","include":["reasoning.encrypted_content"],"input":"make me a pdf"}`,
 			[]fakeai.Responder{load("pdf", true), answer}, []string{"resp_fake_1"}},
 		{"no hidden round", `{"model":"m","input":"hi"}`, []fakeai.Responder{answer}, nil},
+		// A client that got items of a round resends them by id next turn,
+		// which the API resolves against that round's stored response.
+		{"json: a round whose preamble the client got stays", `{"model":"m","input":"make me a pdf"}`,
+			[]fakeai.Responder{preamble("pdf", false), load("xlsx", false), answer}, []string{"resp_fake_2"}},
+		{"json: a round whose reasoning the client got stays", `{"model":"m","include":["reasoning.encrypted_content"],"input":"make me a pdf"}`,
+			[]fakeai.Responder{preamble("pdf", true), answer}, nil},
+		{"stream: a round whose preamble the client was shown stays", `{"model":"m","stream":true,"input":"make me a pdf"}`,
+			[]fakeai.Responder{load("pdf", false), preamble("xlsx", false), load("docx", false), answer}, []string{"resp_fake_3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

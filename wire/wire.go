@@ -181,6 +181,11 @@ type Answer struct {
 	// ID is the upstream's id of the answer (Responses: the response to
 	// chain a stored conversation from).
 	ID string
+	// Shown: items of the answer reach the client although the round
+	// loops (JSON: kept for the final answer; streamed: relayed). A
+	// Responses client may send them back by id next turn, which the API
+	// resolves against the stored response: it must stay (HiddenPath).
+	Shown bool
 	// Truncated: the answer stopped short: at the output-token limit (Chat
 	// finish_reason "length"; Responses status "incomplete"; Messages
 	// stop_reason "max_tokens" or "model_context_window_exceeded"), or

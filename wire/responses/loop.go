@@ -73,6 +73,9 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			calls = append(calls, wire.ToolCall{ID: callID(it, rnd, len(calls)), Name: it.Name, Arguments: json.RawMessage(orEmptyObject(it.Arguments))})
 		}
 	}
+	for _, j := range rd.HeldBack() {
+		owners[j] = ownership.Held
+	}
 	if !rd.Loops() {
 		if rd.ProxyCalls > 0 { // late (see ownership.Round.NoHold): the proxy's calls are dropped
 			return &wire.Answer{Calls: calls, ID: resp.ID, Late: true, Truncated: truncated(resp.Status)}, resp.Usage, true
@@ -103,7 +106,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			turn = append(turn, raw)
 		}
 	}
-	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Truncated: truncated(resp.Status)}, resp.Usage, true
+	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Shown: len(r.pending) > 0, Truncated: truncated(resp.Status)}, resp.Usage, true
 }
 
 // resent reports whether an output item of a round that loops goes back

@@ -189,12 +189,15 @@ func userMessage(quoted []byte) []byte {
 // round's items in its input (see FollowUp). It stays when it was not
 // stored (store: false); in a conversation, which holds the round's items
 // (the follow-up sends only the outputs) and shows them to the client
-// anyway; and when the follow-up refers to one of its items by id alone: a
-// reasoning item without encrypted_content, whose content the API reads
-// from the stored response, for the follow-up and for the chain of every
-// later turn.
+// anyway; when the client got items of it (ans.Shown: a preamble, reasoning,
+// a built-in call), which a client resends by id next turn (the Agents
+// SDK, store left true) and the API looks up in the stored response; and
+// when the follow-up refers to one of its items by id alone: a reasoning
+// item without encrypted_content, whose content the API reads from the
+// stored response, for the follow-up and for the chain of every later
+// turn.
 func (r *Request) HiddenPath(ans *wire.Answer) string {
-	if r.unstored || r.conversation != "" || ans.ID == "" || !wire.Segment(ans.ID) {
+	if r.unstored || r.conversation != "" || ans.Shown || ans.ID == "" || !wire.Segment(ans.ID) {
 		return ""
 	}
 	byID := false

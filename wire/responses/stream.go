@@ -224,7 +224,8 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		rd.ShowPending()
 		return s.out, end
 	}
-	ans := &wire.Answer{ID: rd.id}
+	rd.HoldBack()
+	ans := &wire.Answer{ID: rd.id, Shown: rd.Shown()}
 	var turn [][]byte
 	for _, i := range rd.Order() {
 		it := rd.items[i]

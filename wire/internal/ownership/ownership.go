@@ -46,9 +46,11 @@ func KeepsWaiting(first Kind) bool { return first != Thinking }
 //   - with NoHold, client calls are never held: a round with one is the
 //     client's, whatever the order, and the proxy's calls in it are dropped;
 //   - reasoning goes with the item that follows it: hidden before a proxy
-//     call or a held call (the client, or the follow-up, would otherwise
-//     send reasoning without its item, which the API rejects), shown
-//     otherwise;
+//     call (the client would otherwise send reasoning without its item,
+//     which the API rejects), shown otherwise. A held call is passed over:
+//     the reasoning goes with the next item that is not held, since the
+//     API refuses the proxy's call sent after it without its reasoning;
+//     with only held calls after it, it is held with them (see HeldBack);
 //   - thinking (Messages) is never hidden with a call: an assistant turn
 //     that ends in the client's tool_use must open with thinking, and the
 //     client's call may come a round after the proxy's, when the model (not
@@ -74,6 +76,7 @@ type Round struct {
 	clientCalls int  // client calls shown
 	late        bool // proxy and client calls in a round that cannot hold the client's: the proxy's are dropped
 	pending     []int
+	passed      bool  // a held call came after the pending reasoning
 	thinking    []int // thinking waiting for the next item shown
 }
 
@@ -93,11 +96,11 @@ func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown 
 		if r.clientCalls > 0 && !r.Final {
 			r.late = true
 		}
-		resolved, r.pending = r.pending, nil
+		resolved, r.pending, r.passed = r.pending, nil, false
 		return Proxy, resolved, false
 	case k == Call && !r.Final && !r.late && !r.NoHold && (r.ProxyCalls > 0 || (r.Whole && r.ProxyAhead)):
-		resolved, r.pending = r.pending, nil
-		return Held, resolved, false
+		r.passed = len(r.pending) > 0
+		return Held, nil, false
 	}
 	if k == Call {
 		r.clientCalls++
@@ -106,8 +109,18 @@ func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown 
 		}
 	}
 	resolved = append(r.pending, r.thinking...)
-	r.pending, r.thinking = nil, nil
+	r.pending, r.thinking, r.passed = nil, nil, false
 	return Client, resolved, true
+}
+
+// HeldBack lists the reasoning still pending with only held calls after
+// it: held with them (never sent, never shown) whether or not the round
+// loops, where other reasoning still pending goes with the round.
+func (r *Round) HeldBack() []int {
+	if r.passed {
+		return r.pending
+	}
+	return nil
 }
 
 // Waiting lists the round's thinking items still waiting for an item the
@@ -116,8 +129,8 @@ func (r *Round) Add(i int, k Kind, name string) (o Owner, resolved []int, shown 
 func (r *Round) Waiting() []int { return r.thinking }
 
 // Loops reports whether the proxy answers the round's calls and asks
-// again. Reasoning still pending at the end goes with the round: hidden
-// when it loops, shown otherwise.
+// again. Reasoning still pending at the end (but HeldBack) goes with the
+// round: hidden when it loops, shown otherwise.
 func (r *Round) Loops() bool {
 	return r.ProxyCalls > 0 && !r.late && !r.Final
 }

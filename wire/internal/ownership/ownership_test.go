@@ -29,7 +29,10 @@ func TestRound(t *testing.T) {
 		{"client call first in a whole answer: held", []item{C, L}, false, true, false, []Owner{Held, Proxy}, true, 0},
 		{"round limit: proxy's dropped, client's shown", []item{L, C}, true, false, false, []Owner{Proxy, Client}, false, 1},
 		{"reasoning before a client call is shown", []item{R, C, R, L}, false, false, false, []Owner{Client, Client, Proxy, Proxy}, false, 1},
-		{"reasoning before a held call is held with it", []item{R, L, R, C}, false, false, false, []Owner{Proxy, Proxy, Held, Held}, true, 0},
+		{"reasoning with only held calls after it is held with them", []item{R, L, R, C}, false, false, false, []Owner{Proxy, Proxy, Held, Held}, true, 0},
+		{"whole: reasoning passes a held call to the proxy's", []item{R, C, L}, false, true, false, []Owner{Proxy, Held, Proxy}, true, 0},
+		{"stream: reasoning passes a held call to the proxy's", []item{L, R, C, C, L}, false, false, false, []Owner{Proxy, Proxy, Held, Held, Proxy}, true, 0},
+		{"reasoning passes a held call to the next item shown", []item{L, R, C, T}, false, false, false, []Owner{Proxy, Client, Held, Client}, true, 0},
 		{"no hold: client call after proxy call makes the round the client's", []item{T, L, R, C}, false, false, true, []Owner{Client, Proxy, Client, Client}, false, 1},
 		{"no hold, whole: client call first", []item{C, L}, false, true, true, []Owner{Client, Proxy}, false, 1},
 		{"no hold, whole: proxy call first", []item{R, L, C}, false, true, true, []Owner{Proxy, Proxy, Client}, false, 1},
@@ -50,6 +53,9 @@ func TestRound(t *testing.T) {
 					got[j] = o
 				}
 			}
+		}
+		for _, j := range r.HeldBack() {
+			got[j] = Held
 		}
 		if !slices.Equal(got, tt.want) || r.Loops() != tt.loops || r.Dropped() != tt.dropped {
 			t.Errorf("%s: owners %v loops %v dropped %d, want %v %v %d", tt.name, got, r.Loops(), r.Dropped(), tt.want, tt.loops, tt.dropped)

@@ -62,6 +62,16 @@ func (t *Tracker) Start(i int, k Kind, name string, data []byte) (it *Item, exha
 	return it, exhausted
 }
 
+// Shown reports whether the client was shown an item of the round.
+func (t *Tracker) Shown() bool {
+	for _, it := range t.items {
+		if it.shown {
+			return true
+		}
+	}
+	return false
+}
+
 // Item returns the item the upstream numbers i, nil if none started.
 func (t *Tracker) Item(i int) *Item { return t.items[i] }
 
@@ -84,11 +94,21 @@ func (t *Tracker) Event(it *Item, data []byte) {
 }
 
 // ShowPending shows the reasoning and thinking still pending: the round
-// ended without an item after it, and does not loop.
+// ended without an item after it, and does not loop. What HeldBack lists
+// is held instead.
 func (t *Tracker) ShowPending() {
+	t.HoldBack()
 	t.showCarried()
 	for _, i := range t.order {
 		t.settle(t.items[i], true, Client)
+	}
+}
+
+// HoldBack holds the reasoning Round.HeldBack lists with the held calls
+// after it, at the end of a round.
+func (t *Tracker) HoldBack() {
+	for _, i := range t.HeldBack() {
+		t.settle(t.items[i], false, Held)
 	}
 }
 
