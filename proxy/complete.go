@@ -39,6 +39,11 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeAnswer, info)
 		}
 		info.upstreamStatus = resp.StatusCode
+		if f, ok := redirected(resp); ok {
+			resp.Body.Close()
+			s.fail(w, rt.api, info, f)
+			return
+		}
 		// Upstream errors and answers the proxy has nothing to do with go back unchanged.
 		if sess == nil || resp.StatusCode != http.StatusOK {
 			s.relayResponse(ctx, w, info, resp)
@@ -53,6 +58,10 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		if len(raw) > maxUpstreamBody {
 			s.fail(w, rt.api, info, failure{status: http.StatusBadGateway, code: "upstream_response_too_large",
 				msg: fmt.Sprintf("upstream answer exceeds %d bytes", maxUpstreamBody)})
+			return
+		}
+		if f, bad := notAnAnswer(resp, false, raw); bad {
+			s.fail(w, rt.api, info, f)
 			return
 		}
 		ans, u, ok := rt.req.ReadAnswer(raw, round, sess.Handles)

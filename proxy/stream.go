@@ -54,6 +54,19 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		info.upstreamStatus = resp.StatusCode
 		if !isEventStream(resp) {
+			f, bad := redirected(resp)
+			if !bad && resp.StatusCode == http.StatusOK {
+				f, bad = notAnAnswer(resp, true, nil)
+			}
+			if bad {
+				resp.Body.Close()
+				if !sr.started {
+					s.fail(w, rt.api, info, f)
+				} else {
+					sr.broke(f, "")
+				}
+				return
+			}
 			if !sr.started {
 				// An error, or an upstream that ignored stream:true: relay as is.
 				s.relayResponse(ctx, w, info, resp)

@@ -4,9 +4,11 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -267,6 +269,54 @@ func classify(clientCtx context.Context, err error) failure {
 	f := classifyUpstream(err)
 	f.detail = err.Error()
 	return f
+}
+
+// redirected reports an upstream redirect of a routed request as a
+// failure: relaying it would hand the client the upstream's internal
+// address (and any token in it), and a client that follows it bypasses the
+// proxy. The log gets where it pointed; the client, only its host.
+func redirected(resp *http.Response) (failure, bool) {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 || resp.StatusCode == http.StatusNotModified {
+		return failure{}, false
+	}
+	loc, _ := resp.Location()
+	f := failure{status: http.StatusBadGateway, code: "upstream_redirect",
+		msg: fmt.Sprintf("upstream answered %d, a redirect: set upstream.url to the address it points to", resp.StatusCode)}
+	if loc != nil {
+		f.msg += " (host " + loc.Host + ")"
+		f.detail = "Location: " + loc.Redacted()
+	}
+	return f, true
+}
+
+// notAnAnswer reports a 200 that is not an answer of the kind asked for: a
+// body that is not JSON to a request that is not streamed (an HTML sign-in
+// page, half an answer that ended cleanly), or an event stream to it, or a
+// streamed request answered with neither an event stream nor JSON. Relayed,
+// it would read as a success the client cannot use; an event stream may
+// even carry the proxy's own calls.
+func notAnAnswer(resp *http.Response, stream bool, raw []byte) (failure, bool) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	bad := func(what string) (failure, bool) {
+		return failure{status: http.StatusBadGateway, code: "upstream_bad_response",
+			msg: fmt.Sprintf("upstream answered 200 with %s, not the API's answer", what)}, true
+	}
+	switch {
+	case stream && mt != "text/event-stream" && mt != "application/json":
+		return bad(contentTypeName(mt))
+	case !stream && mt == "text/event-stream":
+		return bad("an event stream to a request that did not ask for one")
+	case !stream && !json.Valid(raw):
+		return bad(contentTypeName(mt) + " that is not whole JSON")
+	}
+	return failure{}, false
+}
+
+func contentTypeName(mt string) string {
+	if mt == "" {
+		return "a body without a Content-Type"
+	}
+	return mt
 }
 
 // answerReadError is an error met reading the body of an answer whose
