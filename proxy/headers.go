@@ -97,8 +97,8 @@ func copyResponseHeader(dst, src http.Header, keepLength bool) {
 	}
 }
 
-// headerIdempotencyKey names one request (the OpenAI and Anthropic SDKs
-// send it on every POST and keep it across their own retries).
+// headerIdempotencyKey names one request (an SDK that sends it keeps it
+// across its own retries of that request).
 const headerIdempotencyKey = "Idempotency-Key"
 
 // resent returns the client's request as the proxy sends it again with
