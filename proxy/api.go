@@ -87,7 +87,7 @@ func (chatAPI) target(s *Server) *upstreamTarget { return &s.openai }
 type chatRequest struct{ *chat.Request }
 
 func (r chatRequest) Final(raw []byte, _ int, usage json.RawMessage, strip func(string) bool) ([]byte, error) {
-	return chat.Final(raw, usage, strip)
+	return r.Request.Final(raw, usage, strip)
 }
 
 func (r chatRequest) NewStream(mine func(string) bool) apiStream { return r.Request.NewStream(mine) }
@@ -113,6 +113,16 @@ func (responsesAPI) target(s *Server) *upstreamTarget { return &s.openai }
 
 // responsesRequest adapts *responses.Request.
 type responsesRequest struct{ *responses.Request }
+
+// ReadAnswer also notes what the round used of the client's limits (see
+// responses.Used).
+func (r responsesRequest) ReadAnswer(raw []byte, round int, mine func(string) bool) (*wire.Answer, json.RawMessage, bool) {
+	ans, u, ok := r.Request.ReadAnswer(raw, round, mine)
+	if ans != nil {
+		responses.Used(ans, raw)
+	}
+	return ans, u, ok
+}
 
 func (r responsesRequest) NewStream(mine func(string) bool) apiStream {
 	return r.Request.NewStream(mine)

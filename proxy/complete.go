@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,8 +17,9 @@ import (
 
 // complete serves a non-streaming request: forward, and while the answer
 // holds tool calls the session answers, execute them, append the results
-// (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds and
-// never on an answer that stopped short (wire.Answer.Truncated).
+// (apiRequest.FollowUp) and ask again, up to MaxToolRounds rounds, never
+// on an answer that stopped short (wire.Answer.Truncated) and never past
+// the client's output-token cap (wire.ErrBudgetSpent).
 func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	r := c.Request()
 	ctx, done := s.requestContext(r.Context())
@@ -91,6 +93,15 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		// sees the proxy's results and calls them again in its next answer.
 		results := s.runTools(ctx, sess, ans.Calls, info)
 		next, err := rt.req.FollowUp(body, ans, results, sess.Tools())
+		if errors.Is(err, wire.ErrBudgetSpent) {
+			// Too little is left of the client's output-token cap for
+			// another round: the answer is the client's, ended as at that
+			// cap (Final says so), with the proxy's calls dropped.
+			info.truncated = true
+			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(ans.Calls)))
+			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, sess.Handles)
+			return
+		}
 		if err != nil {
 			w.Header().Set(HeaderError, headerValue("tool loop: "+err.Error()))
 			info.err = "follow-up: " + err.Error()

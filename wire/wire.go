@@ -204,6 +204,14 @@ type Answer struct {
 	// Container (Messages) is the id of the code execution container the
 	// answer ran in; the follow-up names it so the next round runs there.
 	Container string
+	// Output is the output tokens the round generated, from its usage (0
+	// when it reported none); the follow-up carries what is left of the
+	// client's output-token cap (see Budget).
+	Output int64
+	// BuiltinCalls (Responses) counts the round's built-in tool calls
+	// (web_search_call, mcp_call, ...), which the client's max_tool_calls
+	// bounds over the whole response.
+	BuiltinCalls int64
 }
 
 // RoundEnd is how one streamed round ended.

@@ -86,6 +86,7 @@ func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool)
 	ans = answerOf(cmp.Choices[0].Message, calls)
 	ans.ID = cmp.ID
 	ans.Truncated = truncated(cmp.Choices[0].FinishReason)
+	ans.Output = wire.UsageCount(cmp.Usage, "completion_tokens")
 	return ans, cmp.Usage, true
 }
 
@@ -152,6 +153,10 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if len(results) == 0 {
 		return body, nil
 	}
+	if !wire.SpendOutput(ans.Output, &r.maxCompletion, &r.maxTokens) {
+		r.spent = true
+		return nil, wire.ErrBudgetSpent
+	}
 	ms, err := jsonspan.Members(body)
 	if err != nil {
 		return nil, fmt.Errorf("chat: follow-up body: %w", err)
@@ -177,6 +182,13 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 		return nil, err
 	}
 	out := jsonspan.Splice(body, at, msgs)
+	// What the earlier rounds left of the client's caps (see wire.Budget).
+	if out, err = jsonspan.SetBudget(out, "max_completion_tokens", r.maxCompletion); err != nil {
+		return nil, err
+	}
+	if out, err = jsonspan.SetBudget(out, "max_tokens", r.maxTokens); err != nil {
+		return nil, err
+	}
 	tools := r.toolsJSON(ts)
 	if tools == nil {
 		return out, nil
@@ -184,11 +196,26 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	return jsonspan.Set(out, "tools", tools)
 }
 
-// Final patches the last answer of a tool loop: usage (when non-nil)
+// fits reports whether a round that used output tokens could loop: a
+// follow-up could carry what is left of the caps (see wire.Budget).
+func (r *Request) fits(output int64) bool {
+	return r.maxCompletion.CarriesAfter(output) && r.maxTokens.CarriesAfter(output)
+}
+
+// Final patches the last answer of the request's tool loop (see final);
+// when the client's output-token cap was spent before the follow-up it
+// would have needed (wire.ErrBudgetSpent), it ends as the API ends an
+// answer at that cap: finish_reason "length".
+func (r *Request) Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
+	return final(raw, usage, strip, r.spent)
+}
+
+// final patches the last answer of a tool loop: usage (when non-nil)
 // replaces the answer's, and when strip is set the proxy's own calls are
 // removed from choice 0 (a finish_reason "tool_calls" becomes "stop" if no
-// call is left; "length" and "content_filter" stay). Unknown fields are kept.
-func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
+// call is left, "length" when spent; "length" and "content_filter" stay).
+// Unknown fields are kept.
+func final(raw []byte, usage json.RawMessage, strip func(name string) bool, spent bool) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, err
@@ -220,7 +247,11 @@ func Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]b
 				delete(msg, "tool_calls")
 				var finish string
 				_ = json.Unmarshal(choices[0]["finish_reason"], &finish)
-				if finish == "tool_calls" {
+				switch {
+				case spent:
+					finish = "length"
+					choices[0]["finish_reason"] = json.RawMessage(`"length"`)
+				case finish == "tool_calls":
 					choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
 				}
 				var text *string

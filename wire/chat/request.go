@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
@@ -36,6 +38,14 @@ type Request struct {
 
 	includeUsage bool // stream_options.include_usage
 	store        bool // store: each answer, hidden rounds' too, is kept upstream
+
+	// The client's output-token caps on the whole answer (see wire.Budget):
+	// max_completion_tokens, and the legacy max_tokens, which servers
+	// still read (vLLM, Ollama, older Azure deployments).
+	maxCompletion, maxTokens wire.Budget
+	// spent: a follow-up could not carry what was left of them, and the
+	// answer ends at the output-token limit (see Final).
+	spent bool
 }
 
 // message is one message of the request.
@@ -146,6 +156,9 @@ func (r *Request) scalars() *wire.Error {
 			}
 		}
 	}
+	// A cap the API takes must be at least 1.
+	r.maxCompletion = wire.NewBudget(gjson.GetBytes(r.body, "max_completion_tokens"), 1)
+	r.maxTokens = wire.NewBudget(gjson.GetBytes(r.body, "max_tokens"), 1)
 	if raw, ok := get("n"); ok {
 		if json.Unmarshal(raw, &v.Choices) != nil {
 			if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {

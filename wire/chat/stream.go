@@ -35,6 +35,7 @@ import (
 //     usage chunk carries the sum over all rounds.
 type Stream struct {
 	mine      func(name string) bool // the proxy's tools
+	req       *Request               // the client's output-token caps (see Request.fits)
 	n         int                    // the answers asked for (n)
 	textShown bool                   // some round's text went to the client
 	roleSent  bool                   // a delta with a role went to the client
@@ -52,7 +53,7 @@ type Stream struct {
 // NewStream starts translating a streamed answer; mine reports the tools
 // the proxy answers (nil: none; events are then relayed as they are).
 func (r *Request) NewStream(mine func(name string) bool) *Stream {
-	return &Stream{mine: mine, round: -1, n: max(r.view.Choices, 1)}
+	return &Stream{mine: mine, req: r, round: -1, n: max(r.view.Choices, 1)}
 }
 
 // Round starts upstream round n (0, 1, ...); final: the round limit forbids
@@ -97,6 +98,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	if st.loop {
 		end.Loop = st.answer(s.round)
 		end.Loop.ID = st.id
+		end.Loop.Output = wire.UsageCount(st.usage, "completion_tokens")
 		return s.out, end
 	}
 	if s.done {
@@ -353,6 +355,14 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	}
 	if len(ch.Choices) == 0 {
 		// The usage chunk (stream_options.include_usage) or an unknown kind.
+		if st.loop && hasUsage && !s.req.fits(wire.UsageCount(ch.Usage, "completion_tokens")) {
+			// Too little of the client's cap is left for a follow-up (see
+			// wire.ErrBudgetSpent): the answer ends here, as at its
+			// output-token limit. The finish withheld for the loop goes
+			// out now, "length".
+			st.loop, st.truncated, st.dropped = false, true, st.proxyCalls
+			s.finishSpent(ch, round)
+		}
 		if st.loop {
 			return
 		}
@@ -678,3 +688,20 @@ func hasRole(data []byte) bool {
 
 // isDone reports whether an event's data is the stream's end marker.
 func isDone(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) }
+
+// finishSpent writes the finish of a round whose loop the client's output
+// cap ended (see relayChunk): finish_reason "length", and the text an
+// answer left with none gets (wire.NoAnswerText).
+func (s *Stream) finishSpent(usage chunk, round int) {
+	delta := map[string]json.RawMessage{}
+	if s.st.clientShown == 0 && !s.textShown {
+		delta["content"] = wire.Quote(wire.NoAnswerText(true))
+		s.textShown = true
+	}
+	id := s.id
+	if id == "" {
+		id = usage.ID
+	}
+	s.writeData(wire.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk",
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": "length"}}}))
+}

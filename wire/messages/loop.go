@@ -153,7 +153,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	r.pendingWaiting = waiting
 	turn := append(append([]byte(`{"role":"assistant","content":`), jsonspan.Array(content)...), '}')
 	return &wire.Answer{Calls: calls, Turn: turn, ID: msg.ID, Truncated: truncated(msg.stopReason()),
-		Container: msg.container()}, msg.Usage, true
+		Container: msg.container(), Output: wire.UsageCount(msg.Usage, "output_tokens")}, msg.Usage, true
 }
 
 // carried returns the thinking of earlier rounds still waiting, which a
@@ -175,6 +175,11 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	ordered, err := ans.InCallOrder(results)
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
+	}
+	budget := r.maxTokens()
+	if !wire.SpendOutput(ans.Output, budget) {
+		r.spent = true
+		return nil, wire.ErrBudgetSpent
 	}
 	var blocks [][]byte
 	for _, res := range ordered {
@@ -198,6 +203,10 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 		return nil, err
 	}
 	out := jsonspan.Splice(body, at, msgs)
+	// What the earlier rounds left of the client's max_tokens.
+	if out, err = jsonspan.SetBudget(out, "max_tokens", *budget); err != nil {
+		return nil, err
+	}
 	if ans.Container != "" {
 		if out, err = setContainer(out, ans.Container); err != nil {
 			return nil, err
@@ -211,8 +220,9 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 // Final patches the message the client gets: the blocks of earlier rounds
 // that were the client's come first, the proxy's tool_use blocks are
 // removed when strip is set (a stop_reason "tool_use" becomes "end_turn"
-// when no tool_use is left; "max_tokens" and "refusal" stay), and usage (when non-nil)
-// replaces the message's.
+// when no tool_use is left, or "max_tokens" when the client's max_tokens
+// was spent before a follow-up (wire.ErrBudgetSpent); "max_tokens" and
+// "refusal" stay), and usage (when non-nil) replaces the message's.
 func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil {
@@ -252,11 +262,15 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			answered = answered || answers(gjson.GetBytes(c, "type").String())
 		}
 		if !answered && strip != nil {
-			kept = append(kept, textBlock(wire.Quote(wire.NoAnswerText(truncated(msg.stopReason())))))
+			kept = append(kept, textBlock(wire.Quote(wire.NoAnswerText(r.spent || truncated(msg.stopReason())))))
 		}
 		out = jsonspan.Splice(raw, s, jsonspan.Array(kept))
 		if strip != nil && toolUses == 0 && msg.stopReason() == "tool_use" {
-			if out, err = jsonspan.Set(out, "stop_reason", []byte(`"end_turn"`)); err != nil {
+			stop := `"end_turn"`
+			if r.spent {
+				stop = `"max_tokens"`
+			}
+			if out, err = jsonspan.Set(out, "stop_reason", []byte(stop)); err != nil {
 				return nil, err
 			}
 		}

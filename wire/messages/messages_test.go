@@ -170,7 +170,8 @@ func TestToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"make a pdf"},` +
+	// max_tokens bounds the whole message: the follow-up carries what round 1's 5 output tokens left.
+	want := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"make a pdf"},` +
 		`{"role":"assistant","content":[{"type":"thinking","thinking":"I need the pdf skill.","signature":"SIG"},{"type":"text","text":"Loading."},{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{"skill_id":"pdf"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ENV"}]}]}`
 	if string(next) != want {

@@ -60,6 +60,12 @@ type Request struct {
 	// round's.
 	visible, pending        []json.RawMessage
 	waiting, pendingWaiting []json.RawMessage
+
+	// budget is what is left of max_tokens (see maxTokens); spent: too
+	// little was left for a follow-up, and the message ends at max_tokens
+	// (see Final).
+	budget *wire.Budget
+	spent  bool
 }
 
 // block is what the proxy reads of a content block.

@@ -28,7 +28,8 @@ import (
 //     only ones and the round limit dropped them.
 type Stream struct {
 	mine     func(name string) bool
-	next     int // the client's next content block index
+	req      *Request // the client's max_tokens (see maxTokens)
+	next     int      // the client's next content block index
 	usage    wire.Usage
 	n        int // rounds started
 	rd       *roundState
@@ -45,7 +46,8 @@ type roundState struct {
 	startUsage json.RawMessage
 	container  string // the code execution container's id (message_start, message_delta)
 	loop       bool
-	truncated  bool // message_delta's stop_reason says the round stopped short (see truncated)
+	truncated  bool  // message_delta's stop_reason says the round stopped short (see truncated)
+	output     int64 // output tokens, from message_delta's usage
 	deltaSeen  bool
 	stopped    bool // message_stop or an error event was seen
 	errored    bool // an error event ended the round: it never loops
@@ -66,7 +68,7 @@ type streamBlock struct {
 // NewStream starts translating a streamed message; mine reports the tools
 // the proxy answers.
 func (r *Request) NewStream(mine func(name string) bool) *Stream {
-	return &Stream{mine: mine}
+	return &Stream{mine: mine, req: r}
 }
 
 // Round starts the next upstream round; final: the round limit forbids
@@ -169,7 +171,14 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 	}
 	stop := gjson.GetBytes(data, "delta.stop_reason").String()
 	rd.truncated = truncated(stop)
+	rd.output = gjson.GetBytes(data, "usage.output_tokens").Int() // the round's, cumulative
 	rd.loop = !rd.truncated && rd.Loops()
+	if rd.loop && !s.req.maxTokens().CarriesAfter(rd.output) {
+		// Too little of max_tokens is left for a follow-up (see
+		// wire.ErrBudgetSpent): the message ends here, at max_tokens.
+		rd.loop, rd.truncated, stop = false, true, "max_tokens"
+		data = setStopReason(data, stop)
+	}
 	if rd.loop {
 		return
 	}
@@ -188,7 +197,7 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 		patched, _ = jsonspan.Set(patched, "usage", s.usage.JSON())
 	}
 	if rd.ProxyCalls > 0 && rd.ClientCalls() == 0 && stop == "tool_use" {
-		patched = setStopReason(patched)
+		patched = setStopReason(patched, "end_turn")
 	}
 	s.emit(typ, patched)
 }
@@ -214,7 +223,8 @@ func roundUsage(start, delta json.RawMessage) json.RawMessage {
 	return wire.Marshal(u)
 }
 
-func setStopReason(data []byte) []byte {
+// setStopReason sets a message_delta's stop_reason.
+func setStopReason(data []byte, reason string) []byte {
 	ms, err := jsonspan.Members(data)
 	if err != nil {
 		return data
@@ -223,7 +233,7 @@ func setStopReason(data []byte) []byte {
 	if !ok {
 		return data
 	}
-	d, err := jsonspan.Set(data[ds.Start:ds.End], "stop_reason", []byte(`"end_turn"`))
+	d, err := jsonspan.Set(data[ds.Start:ds.End], "stop_reason", wire.Quote(reason))
 	if err != nil {
 		return data
 	}
@@ -245,7 +255,7 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		}
 		return s.out, end
 	}
-	ans := &wire.Answer{ID: rd.id, Container: rd.container}
+	ans := &wire.Answer{ID: rd.id, Container: rd.container, Output: rd.output}
 	var content [][]byte
 	for _, i := range rd.Order() {
 		b := rd.blocks[i]

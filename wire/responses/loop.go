@@ -194,20 +194,30 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if err != nil {
 		return nil, err
 	}
-	// The round's visible items are the client's from now on.
-	r.visible = append(r.visible, r.pending...)
-	r.pending = nil
 	if ts.Changed() {
 		r.rewrote("tools")
 	}
-	return jsonspan.SetTools(out, ts, r.toolsJSON)
+	if out, err = jsonspan.SetTools(out, ts, r.toolsJSON); err != nil {
+		return nil, err
+	}
+	// What the earlier rounds left of the client's limits; when too little
+	// is left the round is the client's answer, whose items are its own.
+	if out, err = r.carryBudgets(out, ans); err != nil {
+		return nil, err
+	}
+	// The round's visible items are the client's from now on.
+	r.visible = append(r.visible, r.pending...)
+	r.pending = nil
+	return out, nil
 }
 
 // Final patches the response the client gets: the output items of earlier
 // rounds that were the client's come first, the proxy's calls (and the
 // reasoning before them) are removed when strip is set, usage (when
-// non-nil) replaces the response's, and the echoed request parameters the
-// proxy changed are the client's again (see echo.go).
+// non-nil) replaces the response's, the echoed request parameters the
+// proxy changed are the client's again (see echo.go), and a response whose
+// max_output_tokens was spent before a follow-up ends as the API ends one
+// at that limit (see spentEdits).
 func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil {
@@ -248,6 +258,9 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 	}
 	if usage != nil {
 		edits = append(edits, jsonspan.SetEdit(raw, ms, "usage", usage))
+	}
+	if r.spent() {
+		edits = append(edits, spentEdits(raw, ms)...)
 	}
 	if len(edits) == 0 {
 		return raw, nil

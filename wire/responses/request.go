@@ -68,6 +68,10 @@ type Request struct {
 	// round's until it is known to loop.
 	visible []json.RawMessage
 	pending []json.RawMessage
+
+	// budget is what is left of the client's limits on the response (see
+	// budget.go).
+	budget *budgets
 }
 
 // Parse validates a responses.create body and locates its parts. Client

@@ -53,6 +53,7 @@ type roundState struct {
 	finished  bool // a terminal event was seen
 	truncated bool // it was response.incomplete (see truncated)
 	loop      bool
+	output    int64 // output tokens, from the terminal event's usage
 }
 
 // streamItem is one output item of a round.
@@ -161,9 +162,17 @@ func (s *Stream) completed(typ string, data []byte) {
 	}
 	if u := resp.Get("usage"); u.Exists() {
 		s.usage.Add(json.RawMessage(u.Raw))
+		rd.output = u.Get("output_tokens").Int()
 	}
 	rd.truncated = truncated(strings.TrimPrefix(typ, "response.")) // the terminal event names the status
 	rd.loop = typ == "response.completed" && !rd.truncated && rd.Loops()
+	spent := rd.loop && !s.req.fits(rd.output)
+	if spent {
+		// Too little of max_output_tokens is left for a follow-up (see
+		// wire.ErrBudgetSpent): the response ends here, incomplete.
+		rd.loop, rd.truncated, typ = false, true, "response.incomplete"
+		data, _ = jsonspan.Set(data, "type", wire.Quote(typ))
+	}
 	if rd.loop {
 		return
 	}
@@ -175,6 +184,9 @@ func (s *Stream) completed(typ string, data []byte) {
 		}
 		if s.n > 1 && !s.usage.Empty() {
 			edits = append(edits, jsonspan.SetEdit(resp, ms, "usage", s.usage.JSON()))
+		}
+		if spent {
+			edits = append(edits, spentEdits(resp, ms)...)
 		}
 		return edits
 	}), -1)
@@ -255,6 +267,12 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		}
 	}
 	ans.Turn = bytes.Join(turn, []byte{','})
+	ans.Output = rd.output
+	var done [][]byte
+	for _, it := range rd.items {
+		done = append(done, it.done)
+	}
+	ans.BuiltinCalls = countBuiltin(done)
 	end.Loop = ans
 	return s.out, end
 }

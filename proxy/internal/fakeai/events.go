@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // ordered is a JSON object written with its keys in the given order
@@ -224,4 +226,18 @@ func Text(content any) string {
 		return b.String()
 	}
 	return ""
+}
+
+// capUsage makes a turn honour the request's output-token cap (limit, a
+// JSON number; anything else: none), as the APIs do: a turn that would
+// generate more stops at the cap, its usage reporting the cap, and is
+// Truncated. It reports whether it cut the turn.
+func capUsage(t *Turn, u *Usage, limit gjson.Result) bool {
+	if limit.Type != gjson.Number || int64(u.CompletionTokens) <= limit.Int() {
+		return false
+	}
+	u.CompletionTokens = int(limit.Int())
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	t.Truncated = true
+	return true
 }

@@ -484,6 +484,13 @@ func Reply(turn Turn) Responder {
 			}
 			t.Usage = &Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
 		}
+		limit := root.Get("max_completion_tokens")
+		if !limit.Exists() {
+			limit = root.Get("max_tokens")
+		}
+		if u := *t.Usage; capUsage(&t, &u, limit) {
+			t.Usage, t.FinishReason = &u, "length"
+		}
 		for i := range t.ToolCalls {
 			if t.ToolCalls[i].ID == "" {
 				t.ToolCalls[i].ID = fmt.Sprintf("call_fake_%d", i)

@@ -509,6 +509,10 @@ func newMessageBuilder(turn Turn, q messagesReq, body []byte, n int) *messageBui
 			t.ToolCalls[i].ID = fmt.Sprintf("toolu_fake_%d_%d", n, i)
 		}
 	}
+	u := usageFor(t, body)
+	if capUsage(&t, &u, q.maxTokens) {
+		t.FinishReason = ""
+	}
 	if t.FinishReason == "" {
 		t.FinishReason = "end_turn"
 		switch {
@@ -523,7 +527,7 @@ func newMessageBuilder(turn Turn, q messagesReq, body []byte, n int) *messageBui
 		th.Signature = thinkingSignature(th.Text, n)
 		t.Thinking = &th
 	}
-	return &messageBuilder{t: t, n: n, id: fmt.Sprintf("msg_fake_%d", n), u: usageFor(t, body)}
+	return &messageBuilder{t: t, n: n, id: fmt.Sprintf("msg_fake_%d", n), u: u}
 }
 
 // toolInput is a tool_use block's input: {} for none, and for arguments

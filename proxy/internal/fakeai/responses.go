@@ -593,7 +593,9 @@ func newResponseBuilder(turn Turn, q responsesReq, body []byte, n int) *response
 			t.ToolCalls[i].ID = fmt.Sprintf("call_fake_%d_%d", n, i)
 		}
 	}
-	b := &responseBuilder{t: t, q: q, n: n, id: fmt.Sprintf("resp_fake_%d", n), created: time.Now().Unix(), usage: usageFor(t, body)}
+	u := usageFor(t, body)
+	capUsage(&t, &u, q.maxOut)
+	b := &responseBuilder{t: t, q: q, n: n, id: fmt.Sprintf("resp_fake_%d", n), created: time.Now().Unix(), usage: u}
 	q.include.ForEach(func(_, v gjson.Result) bool {
 		b.encrypt = b.encrypt || v.Str == "reasoning.encrypted_content"
 		return true

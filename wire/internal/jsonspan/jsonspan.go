@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -555,4 +556,13 @@ func SetTools(body []byte, ts wire.ToolSet, render func(wire.ToolSet) []byte) ([
 		return body, nil
 	}
 	return Set(body, "tools", tools)
+}
+
+// SetBudget sets key to what is left of b when the client set that limit
+// (see wire.Budget); a body without it is returned as it is.
+func SetBudget(body []byte, key string, b wire.Budget) ([]byte, error) {
+	if !b.Set {
+		return body, nil
+	}
+	return Set(body, key, strconv.AppendInt(nil, b.Left, 10))
 }
