@@ -8,11 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/skillrouter/skillrouter/internal/atomicfile"
 )
 
 // CacheDir resolves Config.CacheDir: "-" disables the cache (returns ""),
@@ -50,7 +55,8 @@ func CacheDir(dir string) (string, error) {
 // cache.
 type Cache struct {
 	inner Embedder
-	dir   string // directory of this provider/model/dimension
+	dir   string    // directory of this provider/model/dimension
+	clean sync.Once // removeStale
 }
 
 // NewCache caches inner's document vectors under root. dims is the requested
@@ -84,24 +90,67 @@ func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 
 // EmbedDocuments returns cached vectors and embeds only the misses (each
 // distinct text once), in one batched call to the provider.
+//
+// The key holds the requested size (0 = the model's own), not the size the
+// model answers with: the model behind a name may change its size (another
+// variant pulled under the same tag, a gateway alias moved). Once the inner
+// embedder's size is known (from its first answer, maybe to this call's
+// misses), entries of another size are misses too, and are replaced.
 func (c *Cache) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	keys := make([]string, len(texts))
-	var missTexts []string
-	missAt := map[string][]int{}
 	for i, t := range texts {
 		keys[i] = textKey(t)
-		if v := c.read(keys[i]); v != nil {
-			out[i] = v
-			continue
+		out[i] = c.read(keys[i])
+	}
+	size := c.inner.Dimensions() // 0 until a remote embedder's first answer
+	// At most three rounds: the misses; the entries of an old size the
+	// first answer revealed; an embedder whose size is still unsettled
+	// after that gets what it answered.
+	for range 3 {
+		miss := misses(out, size)
+		if len(miss) == 0 {
+			break
 		}
+		got, err := c.embedMisses(ctx, texts, keys, miss, out)
+		if err != nil {
+			return nil, err
+		}
+		if size = c.inner.Dimensions(); size == 0 {
+			size = got
+		}
+	}
+	return out, nil
+}
+
+// misses are the positions of out to embed: those not cached, those of
+// another size than size (when known), and while it is not, one of entries
+// of two sizes, whose answer tells which is current.
+func misses(out [][]float32, size int) []int {
+	var miss []int
+	mixed := false
+	for i, v := range out {
+		if v == nil || size > 0 && len(v) != size {
+			miss = append(miss, i)
+		}
+		mixed = mixed || v != nil && len(v) != len(out[0])
+	}
+	if len(miss) == 0 && size == 0 && mixed {
+		miss = []int{0}
+	}
+	return miss
+}
+
+// embedMisses embeds texts[i] for every i in miss (each distinct text
+// once), caches the vectors and puts them in out; it returns their size.
+func (c *Cache) embedMisses(ctx context.Context, texts, keys []string, miss []int, out [][]float32) (int, error) {
+	var missTexts []string
+	missAt := map[string][]int{}
+	for _, i := range miss {
 		if _, ok := missAt[keys[i]]; !ok {
-			missTexts = append(missTexts, t)
+			missTexts = append(missTexts, texts[i])
 		}
 		missAt[keys[i]] = append(missAt[keys[i]], i)
-	}
-	if len(missTexts) == 0 {
-		return out, nil
 	}
 	var vecs [][]float32
 	var err error
@@ -111,10 +160,10 @@ func (c *Cache) EmbedDocuments(ctx context.Context, texts []string) ([][]float32
 		vecs, err = c.inner.Embed(ctx, missTexts)
 	}
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if len(vecs) != len(missTexts) {
-		return nil, unavailable(c.inner.Name(), fmt.Errorf("%w: %d vectors for %d inputs", ErrMalformedResponse, len(vecs), len(missTexts)))
+		return 0, unavailable(c.inner.Name(), fmt.Errorf("%w: %d vectors for %d inputs", ErrMalformedResponse, len(vecs), len(missTexts)))
 	}
 	for j, t := range missTexts {
 		k := textKey(t)
@@ -123,7 +172,7 @@ func (c *Cache) EmbedDocuments(ctx context.Context, texts []string) ([][]float32
 		}
 		_ = c.write(k, vecs[j]) // best effort: a read-only cache still embeds
 	}
-	return out, nil
+	return len(vecs[0]), nil
 }
 
 const cacheMagic = "SRE1"
@@ -168,29 +217,28 @@ func (c *Cache) write(key string, v []float32) error {
 		binary.LittleEndian.PutUint32(b[8+4*i:], math.Float32bits(x))
 	}
 	binary.LittleEndian.PutUint32(b[8+4*len(v):], crc32.ChecksumIEEE(b[:8+4*len(v)]))
-	return writeAtomic(c.path(key), b)
+	c.clean.Do(c.removeStale)
+	// Unsynced: an entry carries its checksum, and a sync per entry would
+	// cost more than embedding again the few a crash loses.
+	return atomicfile.WriteUnsynced(c.path(key), func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers see the old file or the new one, never
-// half of one.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
+// staleTemp is how old a temporary file must be before it is taken for
+// one a killed process left: a live write takes milliseconds.
+const staleTemp = time.Minute
+
+// removeStale deletes the temporary files writes that never finished (the
+// process killed) left in the cache's folders; it runs before the first
+// write of a process, and nothing else would ever remove them.
+func (c *Cache) removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(c.dir, "??"))
+	cutoff := time.Now().Add(-staleTemp)
+	for _, d := range dirs {
+		atomicfile.RemoveStale(d, cutoff)
 	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(tmp)
-		return errors.Join(werr, cerr)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 func textKey(t string) string {

@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"unsafe"
 )
 
@@ -298,31 +296,4 @@ func ReadVectors(data []byte) (*Vectors, error) {
 	v.dim = int(dim)
 	v.quant = quantize(v.rows, v.n, v.dim)
 	return v, nil
-}
-
-// WriteFileAtomic writes a file through a temporary one and a rename, so
-// readers (replicas sharing a folder, the next start) see the old file or
-// the new one, never a part; the file is readable by all.
-func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	werr := write(f)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-	}
-	return werr
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"strings"
 
 	chromem "github.com/philippgille/chromem-go"
+
+	"github.com/skillrouter/skillrouter/internal/atomicfile"
 )
 
 // Part is one piece of a document's text with its weight in the document's
@@ -440,23 +443,10 @@ func (v *Vectors) Save(path string) error {
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("export vector index: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		_, err := w.Write(buf.Bytes())
 		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(buf.Bytes())
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return werr
-	}
-	return nil
+	})
 }
 
 // chromem builds the chromem-go collection Save exports. chromem has no

@@ -29,28 +29,33 @@ import (
 	"unsafe"
 
 	"github.com/skillrouter/skillrouter/index"
+	"github.com/skillrouter/skillrouter/internal/atomicfile"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
 // prebuiltVersion changes whenever what a prebuilt index stores, or how
 // the library hash or the calibration is computed, changes. Version 2 added
 // the lexical file and stores vectors in the binary form instead of a
-// chromem-go export (which took seconds to read at 10,000 skills).
-const prebuiltVersion = 2
+// chromem-go export (which took seconds to read at 10,000 skills). Version 3
+// stores each file's digest, and names the manifest and files by provider
+// and model (indexKey); version 2's names are never read, so such a folder
+// builds once and its files are removed (removeStale).
+const prebuiltVersion = 3
 
 // prebuiltManifest is the folder's table of contents, one per embedder
-// provider (A/B arms with other providers share a folder).
+// provider and model (A/B arms with other embedders share a folder).
 type prebuiltManifest struct {
-	Version     int             `json:"version"`
-	Library     string          `json:"library"` // libraryHash of the skills indexed
-	Skills      int             `json:"skills"`
-	Embedder    string          `json:"embedder,omitempty"`   // provider; "" = no embedder
-	BaseModel   string          `json:"base_model,omitempty"` // the configured embedder's Model() (the builtin's before fitting)
-	Model       string          `json:"model,omitempty"`      // vectorModel of the embedder the vectors were made with
-	Vectors     string          `json:"vectors,omitempty"`    // file name in the folder
-	State       string          `json:"state,omitempty"`      // the fitted embedder's state, file name
-	Lexical     string          `json:"lexical"`              // the BM25 index and signatures, file name
-	Calibration calibrationJSON `json:"calibration"`
+	Version     int               `json:"version"`
+	Library     string            `json:"library"` // libraryHash of the skills indexed
+	Skills      int               `json:"skills"`
+	Embedder    string            `json:"embedder,omitempty"`   // provider; "" = no embedder
+	BaseModel   string            `json:"base_model,omitempty"` // the configured embedder's Model() (the builtin's before fitting)
+	Model       string            `json:"model,omitempty"`      // vectorModel of the embedder the vectors were made with
+	Vectors     string            `json:"vectors,omitempty"`    // file name in the folder
+	State       string            `json:"state,omitempty"`      // the fitted embedder's state, file name
+	Lexical     string            `json:"lexical"`              // the BM25 index and signatures, file name
+	Digests     map[string]string `json:"digests"`              // file name -> fileDigest of its contents
+	Calibration calibrationJSON   `json:"calibration"`
 }
 
 type calibrationJSON struct {
@@ -67,18 +72,25 @@ func (c calibrationJSON) calibration() calibration {
 	return calibration{bm25: f(c.BM25), bm25h: f(c.BM25Hybrid), bm25nh: f(c.BM25HybridNorm), cosine: f(c.Cosine)}
 }
 
-// manifestName is the manifest's file name for a provider ("" = none).
-func manifestName(provider string) string {
-	return "prebuilt-" + fileStem(provider) + ".json"
+// indexKey is the part of an index's file names that says whose it is:
+// the provider, readable, and a digest of the provider and the configured
+// model (the builtin's before fitting), so two arms of one provider with
+// different models keep an index each. "" provider = no embedder.
+func indexKey(provider, model string) string {
+	h := sha256.Sum256([]byte(provider + "\x00" + model))
+	return fileStem(provider) + "-" + hex.EncodeToString(h[:4])
 }
 
-// fileStem is a provider's part of its index files' names ("" = none).
+// manifestName is the manifest's file name for an index key.
+func manifestName(key string) string { return "prebuilt-" + key + ".json" }
+
+// fileStem is a provider's readable part of its index files' names.
 func fileStem(provider string) string { return safeFileName(cmp.Or(provider, "none")) }
 
-// readManifest reads dir's manifest for provider.
-func readManifest(dir, provider string) (prebuiltManifest, error) {
+// readManifest reads dir's manifest for key.
+func readManifest(dir, key string) (prebuiltManifest, error) {
 	var m prebuiltManifest
-	b, err := os.ReadFile(filepath.Join(dir, manifestName(provider)))
+	b, err := os.ReadFile(filepath.Join(dir, manifestName(key)))
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
@@ -87,6 +99,42 @@ func readManifest(dir, provider string) (prebuiltManifest, error) {
 
 // files are the index files m names ("" for those it has none of).
 func (m prebuiltManifest) files() []string { return []string{m.Vectors, m.State, m.Lexical} }
+
+// key is m's indexKey.
+func (m prebuiltManifest) key() string { return indexKey(m.Embedder, m.BaseModel) }
+
+// fileDigest identifies a file's contents, so one damaged in place (bit
+// rot, a block lost in a crash) is rebuilt rather than served. sha256 costs
+// ~70 ms of CPU over the ~85 MB of a 10,000-skill index (with SHA-NI; ~3x
+// without), the lexical file's beside the vectors' (BenchmarkWarmStart).
+func fileDigest(b []byte) string {
+	h := sha256.Sum256(b)
+	return digestString(h[:])
+}
+
+func digestString(sum []byte) string { return "sha256:" + hex.EncodeToString(sum) }
+
+var errDamaged = errors.New("damaged: its digest differs from the manifest's")
+
+// readIndexFile reads the file name of the index in dir whose manifest
+// gives it digest, and checks it.
+func readIndexFile(dir, name, digest string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	switch {
+	case err != nil:
+		return nil, err
+	case digest == "":
+		return nil, fmt.Errorf("%s: no digest in the manifest", name)
+	case fileDigest(b) != digest:
+		return nil, fmt.Errorf("%s: %w", name, errDamaged)
+	}
+	return b, nil
+}
+
+// read reads one of the files p's manifest names, checked.
+func (p *prebuilt) read(name string) ([]byte, error) {
+	return readIndexFile(p.dir, name, p.m.Digests[name])
+}
 
 func safeFileName(s string) string {
 	b := []byte(s)
@@ -156,11 +204,12 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 		provider, base = r.opts.Embedder.Name(), r.opts.Embedder.Model()
 	}
 	p := &prebuilt{dir: dir}
+	key := indexKey(provider, base)
 	var err error
-	p.m, err = readManifest(dir, provider)
+	p.m, err = readManifest(dir, key)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		p.why = fmt.Sprintf("no index for embedder %q in the folder (%s missing)", provider, manifestName(provider))
+		p.why = fmt.Sprintf("no index for embedder %s/%s in the folder (%s missing%s)", provider, base, manifestName(key), othersIn(dir))
 	case err != nil:
 		p.why = "unreadable manifest: " + err.Error()
 	case p.m.Version != prebuiltVersion:
@@ -177,13 +226,30 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 	return p
 }
 
+// othersIn says which embedders the indexes in dir were built with, for a
+// reason: most often the folder was built with another configuration.
+func othersIn(dir string) string {
+	paths, _ := filepath.Glob(filepath.Join(dir, "prebuilt-*.json"))
+	var others []string
+	for _, path := range paths {
+		var m prebuiltManifest
+		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &m) == nil && m.Version == prebuiltVersion {
+			others = append(others, m.Embedder+"/"+m.BaseModel)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return "; it holds indexes built with " + strings.Join(others, ", ")
+}
+
 // restoreFitted returns the fitted embedder stored in a matching prebuilt
 // index, or nil to fit one.
 func (r *Router) restoreFitted(p *prebuilt) Embedder {
 	if p == nil || !p.matches || p.m.State == "" || r.opts.Restore == nil {
 		return nil
 	}
-	state, err := os.ReadFile(filepath.Join(p.dir, p.m.State))
+	state, err := p.read(p.m.State)
 	if err == nil {
 		var e Embedder
 		if e, err = r.opts.Restore(state); err == nil {
@@ -204,16 +270,16 @@ func prebuiltVectors(p *prebuilt, emb Embedder) *index.Vectors {
 	if !sameVectorModel(emb, p.m.Model) {
 		return nil // e.g. a builtin fitted to another library: nothing to reuse
 	}
-	b, err := os.ReadFile(filepath.Join(p.dir, p.m.Vectors))
+	b, err := p.read(p.m.Vectors)
 	var v *index.Vectors
 	if err == nil {
 		v, err = index.ReadVectors(b)
 	}
 	if err != nil {
 		if p.matches {
-			p.matches, p.why = false, err.Error()
+			p.matches, p.why = false, "vectors: "+err.Error()
 		}
-		return nil
+		return nil // damaged rows must not serve even the unchanged skills
 	}
 	return v
 }
@@ -225,9 +291,9 @@ func (p *prebuilt) lexical(list []*skills.Skill) func() (*index.BM25, []termSign
 	if p == nil || !p.matches {
 		return nil
 	}
-	path := filepath.Join(p.dir, p.m.Lexical)
+	dir, name, digest := p.dir, p.m.Lexical, p.m.Digests[p.m.Lexical]
 	return func() (*index.BM25, []termSignature, error) {
-		b, err := os.ReadFile(path)
+		b, err := readIndexFile(dir, name, digest)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -328,23 +394,35 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	// sharing a warm folder), or a save cut short, never leave a manifest
 	// naming files of another index.
 	gen := generation(m, state)
-	provider := fileStem(m.Embedder)
+	key := m.key()
+	m.Digests = map[string]string{}
+	// save writes one file and records its digest, taken of the bytes
+	// as they are written (a second pass over ~80 MB at 10,000 skills
+	// would cost as much again).
+	save := func(name string, write func(io.Writer) error) error {
+		h := sha256.New()
+		if err := atomicfile.Write(filepath.Join(dir, name), func(w io.Writer) error {
+			return write(io.MultiWriter(w, h))
+		}); err != nil {
+			return err
+		}
+		m.Digests[name] = digestString(h.Sum(nil))
+		return nil
+	}
 	if ix.emb != nil {
-		m.Vectors = "vectors-" + provider + "-" + gen + ".bin"
-		// Replicas often run as another user than the one that built
-		// the index (an image layer, a volume): files are readable by all.
-		if err := index.WriteFileAtomic(filepath.Join(dir, m.Vectors), ix.vec.WriteBinary); err != nil {
+		m.Vectors = "vectors-" + key + "-" + gen + ".bin"
+		if err := save(m.Vectors, ix.vec.WriteBinary); err != nil {
 			return fmt.Errorf("router: saving vectors: %w", err)
 		}
 		if state != nil {
-			m.State = "state-" + provider + "-" + gen + ".bin"
-			if err := writeFileAtomic(filepath.Join(dir, m.State), state); err != nil {
-				return err
+			m.State = "state-" + key + "-" + gen + ".bin"
+			if err := save(m.State, writeBytes(state)); err != nil {
+				return fmt.Errorf("router: saving the embedder's state: %w", err)
 			}
 		}
 	}
-	m.Lexical = "lexical-" + provider + "-" + gen + ".bin"
-	if err := index.WriteFileAtomic(filepath.Join(dir, m.Lexical), func(w io.Writer) error {
+	m.Lexical = "lexical-" + key + "-" + gen + ".bin"
+	if err := save(m.Lexical, func(w io.Writer) error {
 		return writeLexical(w, ix.bm25, ix.sigs)
 	}); err != nil {
 		return fmt.Errorf("router: saving the lexical index: %w", err)
@@ -354,10 +432,10 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 		return err
 	}
 	retire(dir, m)
-	if err := writeFileAtomic(filepath.Join(dir, manifestName(m.Embedder)), append(b, '\n')); err != nil {
-		return err
+	if err := atomicfile.Write(filepath.Join(dir, manifestName(key)), writeBytes(append(b, '\n'))); err != nil {
+		return fmt.Errorf("router: saving the manifest: %w", err)
 	}
-	removeStale(dir, m.Embedder, time.Now().Add(-staleAfter))
+	removeStale(dir, m, time.Now().Add(-staleAfter))
 	return nil
 }
 
@@ -365,7 +443,7 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 // their grace period (staleAfter) starts when they stop being named, not
 // when they were written.
 func retire(dir string, m prebuiltManifest) {
-	old, err := readManifest(dir, m.Embedder)
+	old, err := readManifest(dir, m.key())
 	if err != nil {
 		return
 	}
@@ -398,47 +476,49 @@ func isGeneration(s string) bool {
 // its files.
 var staleAfter = time.Minute
 
-// removeStale deletes provider's index files in dir that its manifest no
-// longer names and that were written (or retired) before cutoff, those of
-// earlier versions (fixed names) included, and temporary files of saves
-// that were cut short before cutoff. It reads the manifest again, so a save
-// by another router that finished meanwhile keeps its files; errors are
-// ignored (a file left behind costs only space).
-func removeStale(dir, provider string, cutoff time.Time) {
-	m, err := readManifest(dir, provider)
+// removeStale deletes the index files in dir of m's embedder and model
+// that its manifest no longer names and that were written (or retired)
+// before cutoff, and temporary files of saves that were cut short before
+// cutoff. It reads the manifest again, so a save by another router that
+// finished meanwhile keeps its files. Files of earlier versions, which
+// named files by provider alone (a manifest prebuilt-<provider>.json,
+// files <kind><provider>[-<generation>].bin), are no longer read by anyone
+// of this version and go too, once as old. Errors are ignored (a file left
+// behind costs only space).
+func removeStale(dir string, saved prebuiltManifest, cutoff time.Time) {
+	atomicfile.RemoveStale(dir, cutoff)
+	key := saved.key()
+	m, err := readManifest(dir, key)
 	if err != nil {
 		return
 	}
-	// Temporary files of writes that never finished (the process was
-	// killed mid-save): a live writer's file was written to a moment ago.
-	tmps, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
-	for _, path := range tmps {
-		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+	stale := func(path string) {
+		if fi, err := os.Stat(path); err == nil && fi.ModTime().Before(cutoff) {
 			os.Remove(path)
 		}
 	}
-	p := fileStem(provider)
+	legacy := fileStem(saved.Embedder)
+	stale(filepath.Join(dir, "prebuilt-"+legacy+".json"))
 	for _, kind := range []string{"vectors-", "state-", "lexical-"} {
-		names, _ := filepath.Glob(filepath.Join(dir, kind+p+"-*.bin"))
-		names = append(names, filepath.Join(dir, kind+p+".bin"))
-		for _, path := range names {
-			name := filepath.Base(path)
-			gen := strings.TrimSuffix(strings.TrimPrefix(name, kind+p+"-"), ".bin")
-			if slices.Contains(m.files(), name) || name != kind+p+".bin" && !isGeneration(gen) {
-				continue // in use, or another provider's whose name starts with p
-			}
-			if fi, err := os.Stat(path); err == nil && fi.ModTime().Before(cutoff) {
-				os.Remove(path)
+		stale(filepath.Join(dir, kind+legacy+".bin"))
+		for _, stem := range []string{key, legacy} {
+			names, _ := filepath.Glob(filepath.Join(dir, kind+stem+"-*.bin"))
+			for _, path := range names {
+				name := filepath.Base(path)
+				gen := strings.TrimSuffix(strings.TrimPrefix(name, kind+stem+"-"), ".bin")
+				if slices.Contains(m.files(), name) || !isGeneration(gen) {
+					continue // in use, or another index's whose name starts with stem
+				}
+				stale(path)
 			}
 		}
 	}
 }
 
-// writeFileAtomic writes through a temporary file and a rename: readers
-// (replicas sharing the folder) see the old file or the new one.
-func writeFileAtomic(path string, data []byte) error {
-	return index.WriteFileAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
+// writeBytes is a write function for atomicfile.Write that writes b.
+func writeBytes(b []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	})
+	}
 }

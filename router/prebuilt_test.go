@@ -170,7 +170,8 @@ func TestPrebuiltMismatch(t *testing.T) {
 		reason string
 	}{
 		{"library changed", snap2, "m1", "built for another library"},
-		{"other model", snap, "m2", "built with embedder fake/m1, configured fake/m2"},
+		{"other model", snap, "m2", "no index for embedder fake/m2 in the folder (prebuilt-fake-"},
+		{"other model, named", snap, "m2", "it holds indexes built with fake/m1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -264,8 +265,13 @@ func TestPrebuiltBuiltin(t *testing.T) {
 // then the state, vectors and lexical files the manifest names.
 func indexFiles(t *testing.T, dir, provider string) []string {
 	t.Helper()
-	manifest := "prebuilt-" + provider + ".json"
-	b, err := os.ReadFile(filepath.Join(dir, manifest))
+	// One manifest per provider and model: prebuilt-<provider>-<key>.json.
+	found, _ := filepath.Glob(filepath.Join(dir, "prebuilt-"+provider+"-*.json"))
+	if len(found) != 1 {
+		t.Fatalf("%d manifests of %s in %s, want 1: %v", len(found), provider, dir, found)
+	}
+	manifest := filepath.Base(found[0])
+	b, err := os.ReadFile(found[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,8 +130,12 @@ func printIndexSummary(w io.Writer, dir string, n int, provider string) error {
 		}
 	}
 	sort.Strings(files)
+	width := 0
 	for _, f := range files {
-		fmt.Fprintf(w, "  %-28s %s\n", f, formatSize(sizes[f]))
+		width = max(width, len(f))
+	}
+	for _, f := range files {
+		fmt.Fprintf(w, "  %-*s %s\n", width, f, formatSize(sizes[f]))
 	}
 	return nil
 }
