@@ -1,7 +1,6 @@
 package router_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/router"
 )
 
@@ -64,7 +64,7 @@ func TestRel15EmbeddingCacheAcrossADimensionChange(t *testing.T) {
 	lib := copyLibrary(t)
 	base := fittedBuiltin(t, load(t, lib))
 	cache := t.TempDir()
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer // background retries log while the test reads
 	start := func(dim int) *router.Router {
 		e := embed.NewCache(&dimFake{b: base, dim: dim}, cache, 0)
 		r, err := router.New(context.Background(), load(t, lib), router.Options{Embedder: e,
