@@ -56,7 +56,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if !isEventStream(resp) {
 			f, bad := redirected(resp)
 			if !bad && resp.StatusCode == http.StatusOK {
-				f, bad = notAnAnswer(resp, true, nil)
+				f, bad = notAnAnswer(resp, true, peekBody(resp, 512))
 			}
 			if bad {
 				resp.Body.Close()

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"context"
@@ -292,9 +294,11 @@ func redirected(resp *http.Response) (failure, bool) {
 // notAnAnswer reports a 200 that is not an answer of the kind asked for: a
 // body that is not JSON to a request that is not streamed (an HTML sign-in
 // page, half an answer that ended cleanly), or an event stream to it, or a
-// streamed request answered with neither an event stream nor JSON. Relayed,
-// it would read as a success the client cannot use; an event stream may
-// even carry the proxy's own calls.
+// streamed request answered with neither an event stream nor what looks
+// like JSON (raw is then the body's first bytes: an upstream that ignores
+// stream:true may label its JSON text/plain). Relayed, it would read as a
+// success the client cannot use; an event stream may even carry the
+// proxy's own calls.
 func notAnAnswer(resp *http.Response, stream bool, raw []byte) (failure, bool) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	bad := func(what string) (failure, bool) {
@@ -302,7 +306,7 @@ func notAnAnswer(resp *http.Response, stream bool, raw []byte) (failure, bool) {
 			msg: fmt.Sprintf("upstream answered 200 with %s, not the API's answer", what)}, true
 	}
 	switch {
-	case stream && mt != "text/event-stream" && mt != "application/json":
+	case stream && mt != "text/event-stream" && !looksJSON(raw):
 		return bad(contentTypeName(mt))
 	case !stream && mt == "text/event-stream":
 		return bad("an event stream to a request that did not ask for one")
@@ -312,11 +316,29 @@ func notAnAnswer(resp *http.Response, stream bool, raw []byte) (failure, bool) {
 	return failure{}, false
 }
 
+// looksJSON: the first byte that is not white space opens an object or array.
+func looksJSON(prefix []byte) bool {
+	p := bytes.TrimLeft(prefix, " \t\r\n")
+	return len(p) > 0 && (p[0] == '{' || p[0] == '[')
+}
+
 func contentTypeName(mt string) string {
 	if mt == "" {
 		return "a body without a Content-Type"
 	}
 	return mt
+}
+
+// peekBody returns up to n first bytes of resp's body, which stays whole
+// for whoever reads it next.
+func peekBody(resp *http.Response, n int) []byte {
+	br := bufio.NewReaderSize(resp.Body, n)
+	p, _ := br.Peek(n)
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body}
+	return p
 }
 
 // answerReadError is an error met reading the body of an answer whose

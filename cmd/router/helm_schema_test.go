@@ -96,13 +96,11 @@ func schemaOf(t reflect.Type, path string) map[string]any {
 	// Every key may be null (YAML's empty value): serve keeps its default.
 	case reflect.TypeFor[time.Duration]():
 		// time.ParseDuration's syntax: "1.5h", ".5m", "-1s", "0".
-		// A number is refused (5 would be 5ns), 0 excepted.
-		return map[string]any{"anyOf": []any{
-			map[string]any{"type": "string", "pattern": `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`},
-			map[string]any{"enum": []any{0, nil}},
-		}, "description": "a Go duration: 250ms, 30s, 10m, 1h30m"}
+		// serve refuses a number, even 0 (toYaml renders an integer): "0s".
+		return map[string]any{"type": []string{"string", "null"}, "pattern": `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`,
+			"description": "a Go duration: 250ms, 30s, 10m, 1h30m"}
 	case reflect.TypeFor[byteSize]():
-		return map[string]any{"type": []string{"string", "integer", "null"}, "pattern": `^[0-9]+(\.[0-9]+)?\s*([KkMmGg]i?[Bb]?|[Bb])?$`,
+		return map[string]any{"type": []string{"string", "integer", "null"}, "pattern": `^[0-9]+(\.[0-9]+)?\s*([KkMmGg][Ii]?[Bb]?|[Bb])?$`, // serve ignores case
 			"description": "bytes, optionally with a unit: 8MiB, 512KB"}
 	}
 	switch t.Kind() {

@@ -361,7 +361,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			// output-token limit. The finish withheld for the loop goes
 			// out now, "length".
 			st.loop, st.truncated, st.dropped = false, true, st.proxyCalls
-			s.finishSpent(ch, round)
+			s.finishSpent(ch, round, false)
 		}
 		if st.loop {
 			return
@@ -392,6 +392,14 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if finishing {
 		st.truncated = truncated(*c0.FinishReason)
 		s.decide(st)
+		if st.loop && hasUsage && !s.req.fits(wire.UsageCount(ch.Usage, "completion_tokens")) {
+			// Usage on the finish chunk itself (Mistral, Gemini's endpoint):
+			// the cap is spent as in the usage-chunk case above. A looping
+			// round's finish chunk carries only the proxy's calls.
+			st.loop, st.truncated, st.dropped = false, true, st.proxyCalls
+			s.finishSpent(ch, round, true)
+			return
+		}
 	}
 	if st.loop && finishing {
 		// The round's finish (and anything else in this chunk) is the proxy's business,
@@ -692,7 +700,7 @@ func isDone(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), []byte
 // finishSpent writes the finish of a round whose loop the client's output
 // cap ended (see relayChunk): finish_reason "length", and the text an
 // answer left with none gets (wire.NoAnswerText).
-func (s *Stream) finishSpent(usage chunk, round int) {
+func (s *Stream) finishSpent(usage chunk, round int, withUsage bool) {
 	delta := map[string]json.RawMessage{}
 	if s.st.clientShown == 0 && !s.textShown {
 		delta["content"] = wire.Quote(wire.NoAnswerText(true))
@@ -702,6 +710,10 @@ func (s *Stream) finishSpent(usage chunk, round int) {
 	if id == "" {
 		id = usage.ID
 	}
-	s.writeData(wire.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk",
-		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": "length"}}}))
+	out := map[string]any{"id": id, "object": "chat.completion.chunk",
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": "length"}}}
+	if withUsage { // the upstream put it on its finish chunk: so does the proxy
+		out["usage"] = s.totalUsage()
+	}
+	s.writeData(wire.Marshal(out))
 }
