@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/router"
 )
 
@@ -29,7 +30,7 @@ import (
 func TestRel15WarmVectorsDamagedInPlaceAreRebuilt(t *testing.T) {
 	lib := copyLibrary(t)
 	warm := t.TempDir()
-	opts := func(logs *bytes.Buffer) router.Options {
+	opts := func(logs *syncbuf.Buffer) router.Options {
 		b := embed.NewBuiltin(embed.Config{})
 		return router.Options{Embedder: b, WarmDir: warm,
 			Fit:     func(c []string) router.Embedder { return b.Fit(c) },
@@ -51,7 +52,7 @@ func TestRel15WarmVectorsDamagedInPlaceAreRebuilt(t *testing.T) {
 		}
 		return out
 	}
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer
 	r1 := start(opts(&logs))
 	want := rankings(r1)
 	r1.Close()
@@ -102,7 +103,7 @@ func TestRel15StrandedTempFilesAreRemoved(t *testing.T) {
 	os.Chtimes(stranded, old, old)
 
 	b := embed.NewBuiltin(embed.Config{})
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer
 	r, err := router.New(context.Background(), load(t, lib), router.Options{Embedder: b, WarmDir: warm,
 		Fit:     func(c []string) router.Embedder { return b.Fit(c) },
 		Restore: func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) },

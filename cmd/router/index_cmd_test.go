@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 )
 
 // benchSkills is the 407-skill library in ../shared/bench; tests that need
@@ -61,7 +63,7 @@ func TestIndexBuildThenServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Embedder.CacheDir = "-" // nothing to fall back on but the prebuilt index
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer
 	_, _, build, err := buildProxy(context.Background(), cfg, cfg.Skills, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +97,7 @@ func TestServeIndexMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer
 	_, _, build, err := buildProxy(context.Background(), cfg, cfg.Skills, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/telemetry"
 )
@@ -117,12 +117,13 @@ func TestServeTracing(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 	tel := telemetry.New(tp)
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer // the routers' background work logs too
 	log := slog.New(tel.LogHandler(slog.NewJSONHandler(&logs, nil)))
 	sv, err := buildServer(context.Background(), cfg, cfg.Skills, log, false, tel)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sv.lib.close() // before the index folder goes: its write finishes
 	srv, build := sv.srv, sv.build
 	if err := build(context.Background()); err != nil {
 		t.Fatal(err)
