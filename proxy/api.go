@@ -43,6 +43,11 @@ type apiRequest interface {
 	Echoes() bool
 	// FollowUp builds the next round's request from the current one.
 	FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error)
+	// Spent reports, before the round's calls are run, whether too little
+	// of the client's output-token cap is left after ans for a follow-up
+	// (wire.ErrBudgetSpent); when so, Final ends the answer at that cap.
+	// The calls are then not run: nothing would read their results.
+	Spent(ans *wire.Answer) bool
 	// NewStream translates a streamed answer round after round.
 	NewStream(mine func(name string) bool) apiStream
 }

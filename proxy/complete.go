@@ -89,17 +89,25 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			s.writeFinal(w, rt, info, resp.Header, raw, round, info.exhausted, &usage, sess.Handles)
 			return
 		}
-		// Client tools called in the same turn are dropped here: the model
-		// sees the proxy's results and calls them again in its next answer.
-		results := s.runTools(ctx, sess, ans.Calls, info)
-		next, err := rt.req.FollowUp(body, ans, results, sess.Tools())
-		if errors.Is(err, wire.ErrBudgetSpent) {
+		atCap := func() {
 			// Too little is left of the client's output-token cap for
 			// another round: the answer is the client's, ended as at that
 			// cap (Final says so), with the proxy's calls dropped.
 			info.truncated = true
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(ans.Calls)))
 			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, sess.Handles)
+		}
+		// Checked before the calls run: nothing would read their results.
+		if rt.req.Spent(ans) {
+			atCap()
+			return
+		}
+		// Client tools called in the same turn are dropped here: the model
+		// sees the proxy's results and calls them again in its next answer.
+		results := s.runTools(ctx, sess, ans.Calls, info)
+		next, err := rt.req.FollowUp(body, ans, results, sess.Tools())
+		if errors.Is(err, wire.ErrBudgetSpent) { // FollowUp's own check of the same rule
+			atCap()
 			return
 		}
 		if err != nil {

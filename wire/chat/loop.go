@@ -198,6 +198,15 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 
 // fits reports whether a round that used output tokens could loop: a
 // follow-up could carry what is left of the caps (see wire.Budget).
+// Spent reports whether too little of the client's cap is left after ans
+// for a follow-up; Final then ends the answer "length".
+func (r *Request) Spent(ans *wire.Answer) bool {
+	if !r.fits(ans.Output) {
+		r.spent = true
+	}
+	return r.spent
+}
+
 func (r *Request) fits(output int64) bool {
 	return r.maxCompletion.CarriesAfter(output) && r.maxTokens.CarriesAfter(output)
 }

@@ -23,3 +23,12 @@ func (r *Request) maxTokens() *wire.Budget {
 	}
 	return r.budget
 }
+
+// Spent reports whether too little of max_tokens is left after ans for a
+// follow-up; Final then ends the message at max_tokens.
+func (r *Request) Spent(ans *wire.Answer) bool {
+	if !r.maxTokens().CarriesAfter(ans.Output) {
+		r.spent = true
+	}
+	return r.spent
+}

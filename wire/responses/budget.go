@@ -72,6 +72,16 @@ func builtinTool(tool []byte) bool {
 	return false
 }
 
+// Spent reports whether too little of max_output_tokens is left after ans
+// for a follow-up; Final then ends the response incomplete.
+func (r *Request) Spent(ans *wire.Answer) bool {
+	b := r.limits()
+	if !b.output.CarriesAfter(ans.Output) {
+		b.spent = true
+	}
+	return b.spent
+}
+
 // carryBudgets takes what the round used (ans) and sets what is left in
 // the follow-up body; wire.ErrBudgetSpent when the output left is too
 // little for a follow-up.
