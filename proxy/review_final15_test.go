@@ -37,3 +37,31 @@ func TestReviewFinal15ThinkingBudgetBlocksEveryFollowUp(t *testing.T) {
 		}
 	}
 }
+
+// max_tool_calls spent: the follow-up drops the built-in tools, but keeps
+// a tool_choice that names one ({"type":"web_search"}, or allowed_tools
+// listing it): the API refuses a tool_choice naming a tool the request
+// does not offer, so the client's request fails on the hidden round.
+func TestReviewFinal15MaxToolCallsKeepsToolChoiceOfRemovedTool(t *testing.T) {
+	h := newHarness(t, nil)
+	round1 := `{"id":"resp_a","object":"response","status":"completed","output":[` +
+		`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q"}}` +
+		`,{"type":"function_call","id":"fc_1","call_id":"call_l","name":"load_skill","arguments":"{\"skill_id\":\"demo/pdf\"}","status":"completed"}],` +
+		`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+	round2 := `{"id":"resp_b","object":"response","status":"completed","output":[` +
+		`{"type":"message","id":"msg_2","status":"completed","role":"assistant","content":[{"type":"output_text","text":"done","annotations":[]}]}],` +
+		`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+	h.up.Script(fakeai.Raw(200, "application/json", round1), fakeai.Raw(200, "application/json", round2))
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","max_tool_calls":1,"tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"},"input":"search the web and make me a pdf"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want 2", len(reqs))
+	}
+	tools := gjson.GetBytes(reqs[1].Body, "tools").Raw
+	if tc := gjson.GetBytes(reqs[1].Body, "tool_choice"); tc.Get("type").Str == "web_search" && !gjson.GetBytes(reqs[1].Body, `tools.#(type=="web_search")`).Exists() {
+		t.Errorf("the follow-up's tool_choice %s names a tool its tools %s no longer offer (the API answers 400)", tc.Raw, tools)
+	}
+}
