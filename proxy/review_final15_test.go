@@ -18,7 +18,8 @@ func TestReviewFinal15ThinkingBudgetBlocksEveryFollowUp(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		h := newHarness(t, nil)
 		h.up.Script(
-			fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
+			// With thinking on, the model's turn opens with a thinking block.
+			fakeai.Reply(fakeai.Turn{Thinking: &fakeai.Thinking{Text: "a pdf skill fits"}, ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
 				Usage: &fakeai.Usage{PromptTokens: 500, CompletionTokens: 40}}),
 			fakeai.Reply(fakeai.Turn{Content: "final answer", Usage: &fakeai.Usage{PromptTokens: 600, CompletionTokens: 20}}),
 		)
@@ -34,6 +35,12 @@ func TestReviewFinal15ThinkingBudgetBlocksEveryFollowUp(t *testing.T) {
 		}
 		if !stream && gjson.GetBytes(b, "stop_reason").Str == "max_tokens" {
 			t.Errorf("stream=%v: the message ended at max_tokens after 40 of 32000 output tokens", stream)
+		}
+		if rs := h.up.Requests(); len(rs) == 2 {
+			// The follow-up carries what is left, and a thinking budget below it.
+			if mt, bt := gjson.GetBytes(rs[1].Body, "max_tokens").Int(), gjson.GetBytes(rs[1].Body, "thinking.budget_tokens").Int(); mt != 31960 || bt != 31959 {
+				t.Errorf("stream=%v: follow-up max_tokens %d, thinking.budget_tokens %d; want 31960 and 31959", stream, mt, bt)
+			}
 		}
 	}
 }

@@ -1,27 +1,65 @@
 package messages
 
 import (
+	"strconv"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
 
 // maxTokens is the budget of the client's max_tokens over the whole
 // message (see wire.Budget), read from the client's body once. The API
 // requires max_tokens of at least 1, and with extended thinking
-// (thinking.type "enabled") a budget_tokens below it: a follow-up that
-// cannot keep budget_tokens < max_tokens is not sent (the proxy does not
-// lower the client's thinking budget).
+// (thinking.type "enabled") a budget_tokens of at least 1,024 and (unless
+// interleaved thinking is on) below max_tokens: a follow-up keeps
+// budget_tokens below what is left by lowering it when it must
+// (thinkingBudget), so it is not sent only when less than 1,025 tokens are
+// left. Claude Code sends budget_tokens one below max_tokens: a floor of
+// budget_tokens+1 would have stopped every hidden round.
 func (r *Request) maxTokens() *wire.Budget {
 	if r.budget == nil {
 		min := int64(1)
-		if t := gjson.GetBytes(r.body, "thinking"); t.Get("type").Str == "enabled" {
-			min = max(min, t.Get("budget_tokens").Int()+1)
+		if r.thinking() > 0 {
+			min = minThinkingBudget + 1
 		}
 		b := wire.NewBudget(gjson.GetBytes(r.body, "max_tokens"), min)
 		r.budget = &b
 	}
 	return r.budget
+}
+
+// minThinkingBudget is the least thinking.budget_tokens the API takes.
+const minThinkingBudget = 1024
+
+// thinking is the client's thinking.budget_tokens with extended thinking
+// enabled; 0 without.
+func (r *Request) thinking() int64 {
+	t := gjson.GetBytes(r.body, "thinking")
+	if t.Get("type").Str != "enabled" {
+		return 0
+	}
+	return t.Get("budget_tokens").Int()
+}
+
+// thinkingBudget lowers the follow-up's thinking.budget_tokens below what
+// is left of max_tokens (left) when it is not: the budget counts over the
+// whole turn anyway, and the API refuses budget_tokens >= max_tokens.
+func (r *Request) thinkingBudget(body []byte, left int64) ([]byte, error) {
+	if b := r.thinking(); b == 0 || b < left {
+		return body, nil
+	}
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, err
+	}
+	at, _ := jsonspan.Value(ms, "thinking")
+	t, err := jsonspan.Set(body[at.Start:at.End], "budget_tokens", []byte(strconv.FormatInt(max(left-1, minThinkingBudget), 10)))
+	if err != nil {
+		return nil, err
+	}
+	return jsonspan.Splice(body, at, t), nil
 }
 
 // Spent reports whether too little of max_tokens is left after ans for a

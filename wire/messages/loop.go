@@ -130,7 +130,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	// calls; thinking not followed by such a block waits for the next round.
 	var content [][]byte
 	r.pending = r.pending[:0]
-	waiting := r.carried(blocks)
+	waiting := r.carried(blocks, func(i int) bool { return owners[i] != ownership.Proxy && owners[i] != ownership.Held })
 	k := 0
 	for i, c := range msg.Content {
 		switch owners[i] {
@@ -157,9 +157,14 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 }
 
 // carried returns the thinking of earlier rounds still waiting, which a
-// round whose blocks open with thinking drops (ownership.KeepsWaiting).
-func (r *Request) carried(blocks []block) []json.RawMessage {
-	if len(blocks) > 0 && !ownership.KeepsWaiting(kind(blocks[0].Type)) {
+// round that thinks before its first block shown (shown) drops
+// (ownership.KeepsCarried).
+func (r *Request) carried(blocks []block, shown func(i int) bool) []json.RawMessage {
+	ks := make([]ownership.Kind, len(blocks))
+	for i, b := range blocks {
+		ks[i] = kind(b.Type)
+	}
+	if !ownership.KeepsCarried(ks, shown) {
 		return nil
 	}
 	return slices.Clone(r.waiting)
@@ -207,6 +212,11 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if out, err = jsonspan.SetBudget(out, "max_tokens", *budget); err != nil {
 		return nil, err
 	}
+	if budget.Set {
+		if out, err = r.thinkingBudget(out, budget.Left); err != nil {
+			return nil, err
+		}
+	}
 	if ans.Container != "" {
 		if out, err = setContainer(out, ans.Container); err != nil {
 			return nil, err
@@ -244,7 +254,9 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		for _, v := range r.visible {
 			kept = append(kept, v)
 		}
-		for _, v := range r.carried(blocks) {
+		for _, v := range r.carried(blocks, func(i int) bool {
+			return blocks[i].Type != "tool_use" || strip == nil || !strip(blocks[i].Name)
+		}) {
 			kept = append(kept, v)
 		}
 		toolUses, answered := 0, false

@@ -20,7 +20,7 @@ import (
 //     those of held client calls: see package ownership); thinking waits
 //     for the next block the client is shown, in its round or a later one,
 //     and is dropped when a later round opens with thinking of its own
-//     (ownership.KeepsWaiting); the others are relayed as they come, their
+//     (ownership.KeepsCarried); the others are relayed as they come, their
 //     index renumbered so the client sees 0, 1, ... across rounds;
 //   - the message_delta and message_stop of a round that loops are
 //     withheld; the final message_delta carries the usage summed over all

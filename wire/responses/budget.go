@@ -123,7 +123,50 @@ func (r *Request) carryBudgets(body []byte, ans *wire.Answer) ([]byte, error) {
 		return out, nil
 	}
 	r.rewrote("tools")
-	return jsonspan.Set(out, "tools", jsonspan.Array(kept))
+	if out, err = jsonspan.Set(out, "tools", jsonspan.Array(kept)); err != nil {
+		return nil, err
+	}
+	return r.choiceWithout(out)
+}
+
+// choiceWithout keeps tool_choice valid once the built-in tools are gone:
+// the API refuses a choice naming a tool the request does not offer. A
+// choice forcing a built-in tool becomes "auto" (the API ignores further
+// calls at the limit and the response goes on); allowed_tools loses its
+// built-in entries, and becomes "none" when no other is left (the client
+// allowed nothing else).
+func (r *Request) choiceWithout(body []byte) ([]byte, error) {
+	tc := gjson.GetBytes(body, "tool_choice")
+	if !tc.IsObject() {
+		return body, nil
+	}
+	var choice []byte
+	switch {
+	case tc.Get("type").Str == "allowed_tools":
+		var kept [][]byte
+		for _, t := range tc.Get("tools").Array() {
+			if !builtinTool([]byte(t.Raw)) {
+				kept = append(kept, []byte(t.Raw))
+			}
+		}
+		if len(kept) == len(tc.Get("tools").Array()) {
+			return body, nil
+		}
+		choice = []byte(`"none"`)
+		if len(kept) > 0 {
+			c, err := jsonspan.Set([]byte(tc.Raw), "tools", jsonspan.Array(kept))
+			if err != nil {
+				return nil, err
+			}
+			choice = c
+		}
+	case builtinTool([]byte(tc.Raw)):
+		choice = []byte(`"auto"`)
+	default:
+		return body, nil
+	}
+	r.rewrote("tool_choice")
+	return jsonspan.Set(body, "tool_choice", choice)
 }
 
 // spent reports whether the response must end at its output-token limit

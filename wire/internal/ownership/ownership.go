@@ -26,14 +26,26 @@ const (
 	Thinking              // thinking and redacted_thinking (Messages): see Round
 )
 
-// KeepsWaiting reports whether thinking still waiting from earlier rounds
-// is kept when the next round's first item is of kind first. A round that
-// opens with thinking of its own drops it: the client would otherwise get
-// one run of consecutive thinking blocks from two responses, and the API
-// refuses a latest assistant message whose runs of thinking are not as one
-// response produced them ("cannot be modified"). Any other first item keeps
-// it, so that the client's message still opens with thinking.
-func KeepsWaiting(first Kind) bool { return first != Thinking }
+// KeepsCarried reports whether thinking still waiting from earlier rounds
+// is kept by a round whose items have kinds ks, shown(i) saying whether the
+// client is shown item i (thinking aside). The carried thinking goes out
+// just before the first item shown; so does the round's own thinking when
+// it comes before that item, and the two would form one run of thinking
+// blocks from two responses, which the API refuses in the latest assistant
+// message ("cannot be modified"). So thinking of the round's own before
+// its first shown item drops the carried thinking; otherwise it is kept,
+// so that the client's message still opens with thinking.
+func KeepsCarried(ks []Kind, shown func(i int) bool) bool {
+	for i, k := range ks {
+		switch {
+		case k == Thinking:
+			return false
+		case shown(i):
+			return true
+		}
+	}
+	return true
+}
 
 // Round classifies the items of one answer, in order:
 //
@@ -56,7 +68,7 @@ func KeepsWaiting(first Kind) bool { return first != Thinking }
 //     client's call may come a round after the proxy's, when the model (not
 //     thinking between tool calls) has no other thinking for that turn. It
 //     waits for the next item the client is shown, in its round or a later
-//     one (see KeepsWaiting), and goes out just before it; a round that
+//     one (see KeepsCarried), and goes out just before it; a round that
 //     ends without looping shows what still waits;
 //   - everything else is the client's.
 type Round struct {

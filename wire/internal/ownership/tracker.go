@@ -12,7 +12,7 @@ type Tracker struct {
 	Next *int
 	// Carried is the thinking of earlier rounds still waiting (the last
 	// round's Waiting), shown before this round's first item shown or
-	// dropped by KeepsWaiting.
+	// dropped by KeepsCarried.
 	Carried []*Item
 	// Emit writes one event of a client item (data as received; it.Index
 	// is the item's client index).
@@ -39,7 +39,8 @@ func (t *Tracker) Start(i int, k Kind, name string, data []byte) (it *Item, exha
 		t.items = map[int]*Item{}
 	}
 	it = &Item{}
-	if len(t.order) == 0 && !KeepsWaiting(k) {
+	if k == Thinking && len(t.Carried) > 0 {
+		// The round thinks before anything was shown (see KeepsCarried).
 		for _, c := range t.Carried {
 			c.Owner, c.held = Proxy, nil // hidden: the follow-up had it
 		}
