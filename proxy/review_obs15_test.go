@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
@@ -181,5 +182,28 @@ func TestObs15HiddenDeletesCutByShutdownAreSkipped(t *testing.T) {
 	}
 	if n := strings.Count(h.logText(), "stored response was not deleted"); n > 0 {
 		t.Errorf("%d WARN lines reporting a deletion failure for deletions the shutdown cut:\n%s", n, grepLines(h.logText(), "not deleted"))
+	}
+}
+
+// skillrouter_upstream_errors_total{kind}'s Help lists its kinds, but not
+// the ones this round added (upstream_bad_response, upstream_redirect) nor
+// upstream_stream_incomplete; docs/proxy.md lists none. The Help of
+// skillrouter_hidden_responses_deleted_total says "(Responses, store not
+// false)" though Chat Completions' stored completions are counted there
+// too.
+func TestObs15MetricHelpNamesNewKinds(t *testing.T) {
+	h := newHarness(t, nil)
+	help := func(c prometheus.Collector) string {
+		ch := make(chan *prometheus.Desc, 1)
+		c.Describe(ch)
+		return (<-ch).String()
+	}
+	for _, kind := range []string{"upstream_bad_response", "upstream_redirect", "upstream_stream_incomplete"} {
+		if hs := help(h.srv.metrics.upstreamErrors); !strings.Contains(hs, kind) {
+			t.Errorf("upstream_errors_total Help does not name kind %s: %s", kind, hs)
+		}
+	}
+	if hd := help(h.srv.metrics.hiddenDeletes); !strings.Contains(strings.ToLower(hd), "chat") {
+		t.Errorf("hidden_responses_deleted_total Help names Responses only: %s", hd)
 	}
 }
