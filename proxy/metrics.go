@@ -112,7 +112,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"outcome"}),
 		hiddenDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "hidden_responses_deleted_total",
-			Help: "Responses stored upstream by the proxy's hidden tool rounds (Responses, store not false) that the client never got an id for, deleted after the request, " +
+			Help: "Responses (and Chat Completions with store: true) stored upstream by the proxy's hidden tool rounds that the client never got an id for, deleted after the request, " +
 				"by outcome: deleted, not_found, failed, skipped (the server was shutting down).",
 		}, []string{"outcome"}),
 		droppedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -122,7 +122,8 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "upstream_errors_total",
 			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, upstream_stream_error, " +
-				"upstream_malformed_event, client_closed, upstream_response_rejected, upstream_response_too_large.",
+				"upstream_malformed_event, upstream_stream_incomplete, upstream_bad_response (a 200 that is not the API's answer, or a body that does not decode), " +
+				"upstream_redirect, client_closed, upstream_response_rejected, upstream_response_too_large, invalid_path.",
 		}, []string{"kind"}),
 		strayLines: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "upstream_sse_lines_dropped_total",
