@@ -286,7 +286,13 @@ func redirected(resp *http.Response) (failure, bool) {
 		msg: fmt.Sprintf("upstream answered %d, a redirect: set upstream.url to the address it points to", resp.StatusCode)}
 	if loc != nil {
 		f.msg += " (host " + loc.Host + ")"
-		f.detail = "Location: " + loc.Redacted()
+		// Scheme, host and path only: a redirect's query (a sign-in
+		// token, a presigned URL's signature) is a credential.
+		where := url.URL{Scheme: loc.Scheme, Host: loc.Host, Path: loc.Path}
+		f.detail = "Location: " + where.String()
+		if loc.RawQuery != "" {
+			f.detail += "?…"
+		}
 	}
 	return f, true
 }
