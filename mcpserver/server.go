@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
@@ -61,6 +62,8 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 
+	refused refusals // new sessions refused at the cap
+
 	mu      sync.Mutex // serialises Sync and activation
 	view    atomic.Pointer[view]
 	active  atomic.Bool      // a client has connected: views are built
@@ -92,6 +95,8 @@ func New(cfg Config) (*Server, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
 	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{})}
+	s.refused.total = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillrouter", Name: "mcp_sessions_refused_total",
+		Help: "New MCP streamable HTTP sessions refused (503) because the session cap was reached."})
 	s.view.Store(emptyView())
 
 	caps := &mcp.ServerCapabilities{
@@ -198,7 +203,7 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 			w.Header().Set("Retry-After", "60")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later"}}`, limit)
-			s.log.Warn("mcp: new session refused: too many open", "sessions", limit)
+			s.refused.note(s.log, limit)
 			return
 		}
 		rctx, cancel := context.WithCancel(r.Context())
@@ -208,6 +213,37 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		s.activate()
 		h.ServeHTTP(w, r.WithContext(rctx))
 	})
+}
+
+// refusals counts sessions refused at the cap and logs them the way the
+// connection cap does: the first, then at most one line per 10 s with the
+// count since (a client opening sessions in a loop must not flood the log).
+type refusals struct {
+	total    prometheus.Counter
+	mu       sync.Mutex
+	lastLog  time.Time
+	unlogged int
+}
+
+func (r *refusals) note(log *slog.Logger, limit int) {
+	r.total.Inc()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unlogged++
+	if time.Since(r.lastLog) < 10*time.Second {
+		return
+	}
+	log.Warn("mcp: new sessions refused: too many open (mcp sessions cap)", "max_sessions", limit, "refused", r.unlogged)
+	r.lastLog, r.unlogged = time.Now(), 0
+}
+
+// Collectors are the server's metrics, for the registry of the process that
+// serves it: skillrouter_mcp_sessions_open and
+// skillrouter_mcp_sessions_refused_total.
+func (s *Server) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.refused.total, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "skillrouter", Name: "mcp_sessions_open", Help: "MCP streamable HTTP sessions open.",
+	}, func() float64 { return float64(s.sessions()) })}
 }
 
 // DefaultMaxSessions is the default bound on open streamable HTTP sessions

@@ -51,21 +51,26 @@ func (s *Server) discardHidden(rt *routed, in *http.Request, h *hiddenRounds) {
 	hdr.Set("Accept", "application/json")
 	hdr.Del(headerIdempotencyKey) // it names the client's POST; a DELETE is idempotent
 	t, query, paths := rt.api.target(s), in.URL.RawQuery, h.paths
-	s.background(func(ctx context.Context) {
+	skipped := func(paths []string) {
+		s.metrics.hiddenDeletes.WithLabelValues("skipped").Add(float64(len(paths)))
+		s.log.Warn("shutting down: hidden rounds' stored responses left undeleted", "paths", paths)
+	}
+	s.background(in.Context(), func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, discardTimeout)
 		defer cancel()
-		for _, p := range paths {
+		for i, p := range paths {
 			del := &http.Request{Method: http.MethodDelete, URL: &url.URL{Path: p, RawQuery: query}, Header: hdr}
 			outcome, err := s.deleteStored(ctx, t, del)
+			if err != nil && s.bg.ctx.Err() != nil {
+				skipped(paths[i:]) // cut short by shutdown, not refused
+				return
+			}
 			s.metrics.hiddenDeletes.WithLabelValues(outcome).Inc()
 			if err != nil {
 				s.log.Warn("a hidden round's stored response was not deleted", "path", p, "outcome", outcome, "error", err)
 			}
 		}
-	}, func() {
-		s.metrics.hiddenDeletes.WithLabelValues("skipped").Add(float64(len(paths)))
-		s.log.Warn("shutting down: hidden rounds' stored responses left undeleted", "paths", paths)
-	})
+	}, func() { skipped(paths) })
 }
 
 // deleteStored sends one DELETE: outcome deleted, not_found (gone already:
@@ -85,10 +90,11 @@ func (s *Server) deleteStored(ctx context.Context, t *upstreamTarget, del *http.
 	return "failed", fmt.Errorf("DELETE %s: status %d", del.URL.Path, resp.StatusCode)
 }
 
-// background runs f in a goroutine of the server's, whose context ends
-// when Finish gives up waiting or Drain ends the requests; once Finish was
-// called nothing more starts: skipped runs instead.
-func (s *Server) background(f func(ctx context.Context), skipped func()) {
+// background runs f in a goroutine of the server's, with parent's values
+// (the request's trace: the work is part of it) but not its end: f's
+// context ends when Finish gives up waiting or Drain ends the requests.
+// Once Finish was called nothing more starts: skipped runs instead.
+func (s *Server) background(parent context.Context, f func(ctx context.Context), skipped func()) {
 	s.bg.mu.Lock()
 	if s.bg.closed {
 		s.bg.mu.Unlock()
@@ -99,7 +105,11 @@ func (s *Server) background(f func(ctx context.Context), skipped func()) {
 	s.bg.mu.Unlock()
 	go func() {
 		defer s.bg.wg.Done()
-		f(s.bg.ctx)
+		ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+		defer cancel()
+		stop := context.AfterFunc(s.bg.ctx, cancel)
+		defer stop()
+		f(ctx)
 	}()
 }
 

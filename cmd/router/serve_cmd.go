@@ -136,6 +136,9 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if mcpSrv != nil {
 		// /mcp gets the proxy's access checks too (Origin, Host, keys).
 		handler = withMCP(srv, srv.Protect(mcpSrv.Handler(ctx)))
+		for _, c := range mcpSrv.Collectors() {
+			_ = srv.Registry().Register(c)
+		}
 	}
 	var metricsSrv *metricsServer
 	if cfg.Server.MetricsListen != "" {
