@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skillrouter/skillrouter/internal/lognotice"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
@@ -95,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
 	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{})}
+	s.refused.notice.Interval = 10 * time.Second
 	s.refused.total = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillrouter", Name: "mcp_sessions_refused_total",
 		Help: "New MCP streamable HTTP sessions refused (503) because the session cap was reached."})
 	s.view.Store(emptyView())
@@ -219,22 +221,15 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 // connection cap does: the first, then at most one line per 10 s with the
 // count since (a client opening sessions in a loop must not flood the log).
 type refusals struct {
-	total    prometheus.Counter
-	mu       sync.Mutex
-	lastLog  time.Time
-	unlogged int
+	total  prometheus.Counter
+	notice lognotice.Every
 }
 
 func (r *refusals) note(log *slog.Logger, limit int) {
 	r.total.Inc()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.unlogged++
-	if time.Since(r.lastLog) < 10*time.Second {
-		return
+	if n, due := r.notice.Note(); due {
+		log.Warn("mcp: new sessions refused: too many open (mcp sessions cap)", "max_sessions", limit, "refused", n)
 	}
-	log.Warn("mcp: new sessions refused: too many open (mcp sessions cap)", "max_sessions", limit, "refused", r.unlogged)
-	r.lastLog, r.unlogged = time.Now(), 0
 }
 
 // Collectors are the server's metrics, for the registry of the process that

@@ -62,11 +62,15 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 				msg: fmt.Sprintf("upstream answer exceeds %d bytes", maxUpstreamBody)})
 			return
 		}
-		if f, bad := notAnAnswer(resp, false, raw); bad {
+		ans, u, ok := rt.req.ReadAnswer(raw, round, sess.Handles)
+		known := raw
+		if ok {
+			known = nil // read as an answer: JSON, no need to check it again
+		}
+		if f, bad := notAnAnswer(resp, false, known); bad {
 			s.fail(w, rt.api, info, f)
 			return
 		}
-		ans, u, ok := rt.req.ReadAnswer(raw, round, sess.Handles)
 		if !ok {
 			s.writeFinal(w, rt, info, resp.Header, raw, round, false, nil, nil)
 			return

@@ -47,9 +47,7 @@ func (s *Server) discardHidden(rt *routed, in *http.Request, h *hiddenRounds) {
 	if len(h.paths) == 0 {
 		return
 	}
-	hdr := in.Header.Clone()
-	hdr.Set("Accept", "application/json")
-	hdr.Del(headerIdempotencyKey) // it names the client's POST; a DELETE is idempotent
+	hdr := storedObjectHeader(in)
 	t, query, paths := rt.api.target(s), in.URL.RawQuery, h.paths
 	skipped := func(paths []string) {
 		s.metrics.hiddenDeletes.WithLabelValues("skipped").Add(float64(len(paths)))

@@ -86,10 +86,7 @@ func (s *Server) readState(ctx context.Context, rt *routed, in *http.Request, pa
 	for k, v := range own {
 		q[k] = v
 	}
-	h := in.Header.Clone()
-	h.Set("Accept", "application/json") // not the event stream a streaming client asked for
-	h.Del(headerIdempotencyKey)         // it names the client's POST; a GET is idempotent
-	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: q.Encode()}, Header: h}
+	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: q.Encode()}, Header: storedObjectHeader(in)}
 	resp, _, err := s.send(ctx, rt.api.target(s), get, http.NoBody, 0, true, kind)
 	if err != nil {
 		return nil, err
@@ -99,4 +96,16 @@ func (s *Server) readState(ctx context.Context, rt *routed, in *http.Request, pa
 		return nil, fmt.Errorf("GET %s: status %d", path, resp.StatusCode)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+}
+
+// storedObjectHeader is the header of a request the proxy sends about a
+// stored upstream object on the client's behalf (the state read, the
+// deletion of hidden rounds' objects): the client's, credentials
+// included, asking for JSON (not the event stream a streaming client asked
+// for) and without the client's Idempotency-Key, which names its POST.
+func storedObjectHeader(in *http.Request) http.Header {
+	h := in.Header.Clone()
+	h.Set("Accept", "application/json")
+	h.Del(headerIdempotencyKey)
+	return h
 }

@@ -302,9 +302,10 @@ func redirected(resp *http.Response) (failure, bool) {
 // page, half an answer that ended cleanly), or an event stream to it, or a
 // streamed request answered with neither an event stream nor what looks
 // like JSON (raw is then the body's first bytes: an upstream that ignores
-// stream:true may label its JSON text/plain). Relayed, it would read as a
-// success the client cannot use; an event stream may even carry the
-// proxy's own calls.
+// stream:true may label its JSON text/plain). For a request that is not
+// streamed, raw is the body, or nil when it was read as an answer already
+// (it is JSON then). Relayed, it would read as a success the client cannot
+// use; an event stream may even carry the proxy's own calls.
 func notAnAnswer(resp *http.Response, stream bool, raw []byte) (failure, bool) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	bad := func(what string) (failure, bool) {
@@ -316,7 +317,7 @@ func notAnAnswer(resp *http.Response, stream bool, raw []byte) (failure, bool) {
 		return bad(contentTypeName(mt))
 	case !stream && mt == "text/event-stream":
 		return bad("an event stream to a request that did not ask for one")
-	case !stream && !json.Valid(raw):
+	case !stream && raw != nil && !json.Valid(raw):
 		return bad(contentTypeName(mt) + " that is not whole JSON")
 	}
 	return failure{}, false

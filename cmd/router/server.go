@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skillrouter/skillrouter/internal/lognotice"
 	"github.com/skillrouter/skillrouter/proxy"
 )
 
@@ -130,13 +131,11 @@ type limitListener struct {
 	log      *slog.Logger
 	name     string
 
-	mu       sync.Mutex
-	lastLog  time.Time
-	unlogged int
+	notice lognotice.Every
 }
 
 func newLimitListener(ln net.Listener, limit int, name string, log *slog.Logger, reg *prometheus.Registry) *limitListener {
-	l := &limitListener{Listener: ln, max: int64(limit), log: log, name: name}
+	l := &limitListener{Listener: ln, max: int64(limit), log: log, name: name, notice: lognotice.Every{Interval: 10 * time.Second}}
 	l.refused = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "skillrouter", Name: "connections_refused_total",
 		Help:        "Client connections answered 503 and closed because server.max_connections were open.",
@@ -196,15 +195,10 @@ func refuse(c net.Conn) {
 // noteRefused logs the first refusal, then at most one line per 10 s with
 // the count since the last.
 func (l *limitListener) noteRefused() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.unlogged++
-	if time.Since(l.lastLog) < 10*time.Second {
-		return
+	if n, due := l.notice.Note(); due {
+		l.log.Warn("connection limit reached: new connections are answered 503 and closed (server.max_connections)",
+			"listener", l.name, "max_connections", l.max, "refused", n)
 	}
-	l.log.Warn("connection limit reached: new connections are answered 503 and closed (server.max_connections)",
-		"listener", l.name, "max_connections", l.max, "refused", l.unlogged)
-	l.lastLog, l.unlogged = time.Now(), 0
 }
 
 type countedConn struct {

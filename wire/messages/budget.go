@@ -50,16 +50,7 @@ func (r *Request) thinkingBudget(body []byte, left int64) ([]byte, error) {
 	if b := r.thinking(); b == 0 || b < left {
 		return body, nil
 	}
-	ms, err := jsonspan.Members(body)
-	if err != nil {
-		return nil, err
-	}
-	at, _ := jsonspan.Value(ms, "thinking")
-	t, err := jsonspan.Set(body[at.Start:at.End], "budget_tokens", []byte(strconv.FormatInt(max(left-1, minThinkingBudget), 10)))
-	if err != nil {
-		return nil, err
-	}
-	return jsonspan.Splice(body, at, t), nil
+	return jsonspan.SetIn(body, "thinking", "budget_tokens", []byte(strconv.FormatInt(max(left-1, minThinkingBudget), 10)))
 }
 
 // Spent reports whether too little of max_tokens is left after ans for a

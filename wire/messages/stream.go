@@ -225,19 +225,10 @@ func roundUsage(start, delta json.RawMessage) json.RawMessage {
 
 // setStopReason sets a message_delta's stop_reason.
 func setStopReason(data []byte, reason string) []byte {
-	ms, err := jsonspan.Members(data)
-	if err != nil {
-		return data
+	if out, err := jsonspan.SetIn(data, "delta", "stop_reason", wire.Quote(reason)); err == nil {
+		return out
 	}
-	ds, ok := jsonspan.Value(ms, "delta")
-	if !ok {
-		return data
-	}
-	d, err := jsonspan.Set(data[ds.Start:ds.End], "stop_reason", wire.Quote(reason))
-	if err != nil {
-		return data
-	}
-	return jsonspan.Splice(data, ds, d)
+	return data
 }
 
 // End settles the round once its stream ended.

@@ -61,6 +61,18 @@ func countBuiltin(items [][]byte) int64 {
 	return n
 }
 
+// withoutBuiltin returns the entries of the array tools that are not
+// built-in tools, and whether any was.
+func withoutBuiltin(tools gjson.Result) (kept [][]byte, removed bool) {
+	all := tools.Array()
+	for _, t := range all {
+		if !builtinTool([]byte(t.Raw)) {
+			kept = append(kept, []byte(t.Raw))
+		}
+	}
+	return kept, len(kept) < len(all)
+}
+
 // builtinTool reports whether a tool definition is a built-in tool's.
 func builtinTool(tool []byte) bool {
 	typ := gjson.GetBytes(tool, "type").Str
@@ -113,13 +125,8 @@ func (r *Request) carryBudgets(body []byte, ans *wire.Answer) ([]byte, error) {
 	if !tools.IsArray() {
 		return out, nil
 	}
-	var kept [][]byte
-	for _, t := range tools.Array() {
-		if !builtinTool([]byte(t.Raw)) {
-			kept = append(kept, []byte(t.Raw))
-		}
-	}
-	if len(kept) == len(tools.Array()) {
+	kept, removed := withoutBuiltin(tools)
+	if !removed {
 		return out, nil
 	}
 	r.rewrote("tools")
@@ -143,13 +150,8 @@ func (r *Request) choiceWithout(body []byte) ([]byte, error) {
 	var choice []byte
 	switch {
 	case tc.Get("type").Str == "allowed_tools":
-		var kept [][]byte
-		for _, t := range tc.Get("tools").Array() {
-			if !builtinTool([]byte(t.Raw)) {
-				kept = append(kept, []byte(t.Raw))
-			}
-		}
-		if len(kept) == len(tc.Get("tools").Array()) {
+		kept, removed := withoutBuiltin(tc.Get("tools"))
+		if !removed {
 			return body, nil
 		}
 		choice = []byte(`"none"`)

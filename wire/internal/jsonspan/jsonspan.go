@@ -216,6 +216,24 @@ func Set(b []byte, key string, value []byte) ([]byte, error) {
 	return Splice(b, e.At, e.With), nil
 }
 
+// SetIn is Set on the object that is the value of member outer of object
+// b; an error when b has no such member.
+func SetIn(b []byte, outer, key string, value []byte) ([]byte, error) {
+	ms, err := Members(b)
+	if err != nil {
+		return nil, err
+	}
+	at, ok := Value(ms, outer)
+	if !ok {
+		return nil, fmt.Errorf("no %q member", outer)
+	}
+	in, err := Set(b[at.Start:at.End], key, value)
+	if err != nil {
+		return nil, err
+	}
+	return Splice(b, at, in), nil
+}
+
 // SetEdit is Set as an edit of object b, whose members are ms, for Apply
 // with other edits of b (at most one of them may add a member).
 func SetEdit(b []byte, ms []Member, key string, value []byte) Edit {
