@@ -113,8 +113,9 @@ func answerOf(msg []byte, calls []toolCall) *wire.Answer {
 // proxy's calls only. Its other fields go back as they came: DeepSeek's
 // thinking mode refuses a tool-call message without its reasoning_content
 // ("Missing `reasoning_content` field in the assistant message"), vLLM's
-// reasoning parsers use the same field or reasoning, and fields unknown to
-// the proxy are the upstream's business. What only an answer has is not
+// reasoning parsers use the same field or reasoning, OpenRouter wants its
+// reasoning_details back unchanged to continue the model's reasoning, and
+// fields unknown to the proxy are the upstream's business. What only an answer has is not
 // sent back: annotations (url_citation, which no request message takes)
 // go, audio becomes the {"id"} a request takes. A missing role or content
 // is added (content null).

@@ -16,6 +16,9 @@ func TestReadAnswerTurn(t *testing.T) {
 		// DeepSeek's thinking mode wants reasoning_content back; unknown fields stay as sent.
 		{"reasoning kept", `{"role":"assistant","content":"","reasoning_content":"think","x_vendor":{"a":1},"tool_calls":[` + load + `]}`,
 			`{"role":"assistant","content":"","reasoning_content":"think","x_vendor":{"a":1},"tool_calls":` + loadTurn + `}`},
+		// OpenRouter wants reasoning_details back, unchanged, to continue reasoning.
+		{"reasoning_details (OpenRouter)", `{"role":"assistant","content":null,"reasoning":"think","reasoning_details":[{"type":"reasoning.text","text":"think","signature":"c2ln","format":"anthropic-claude-v1","index":0}],"tool_calls":[` + load + `]}`,
+			`{"role":"assistant","content":null,"reasoning":"think","reasoning_details":[{"type":"reasoning.text","text":"think","signature":"c2ln","format":"anthropic-claude-v1","index":0}],"tool_calls":` + loadTurn + `}`},
 		{"reasoning (vLLM)", `{"role":"assistant","reasoning":"think","tool_calls":[` + load + `]}`,
 			`{"role":"assistant","reasoning":"think","tool_calls":` + loadTurn + `,"content":null}`},
 		{"the client's call and annotations left out", `{"role":"assistant","content":"Let me look.","annotations":[],"tool_calls":[` + load + `,` + bash + `]}`,

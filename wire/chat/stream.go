@@ -144,6 +144,7 @@ func (st *roundState) answer(round int) *wire.Answer {
 		calls = append(calls, tc)
 	}
 	var text, reasoningContent, reasoning strings.Builder
+	var details reasoningDetails
 	for _, p := range st.content {
 		d := p.text
 		if p.raw != nil {
@@ -161,13 +162,17 @@ func (st *roundState) answer(round int) *wire.Answer {
 				f.b.WriteString(*f.s)
 			}
 		}
+		if d.ReasoningDetails != nil {
+			details.add(d.ReasoningDetails)
+		}
 	}
 	msg := struct {
 		Role             string          `json:"role"`
 		Content          json.RawMessage `json:"content"`
 		ReasoningContent string          `json:"reasoning_content,omitempty"`
 		Reasoning        string          `json:"reasoning,omitempty"`
-	}{"assistant", json.RawMessage("null"), reasoningContent.String(), reasoning.String()}
+		ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
+	}{"assistant", json.RawMessage("null"), reasoningContent.String(), reasoning.String(), details.JSON()}
 	if text.Len() > 0 {
 		msg.Content = wire.Quote(text.String())
 	}
@@ -195,21 +200,25 @@ type choiceChunk struct {
 // textDelta is the text of a delta that a round's assistant message keeps
 // for the follow-up: the content and the model's reasoning, which
 // DeepSeek's thinking mode requires back beside its tool calls
-// (reasoning_content; vLLM's reasoning parsers give it or reasoning).
+// (reasoning_content; vLLM's reasoning parsers give it or reasoning), and
+// OpenRouter's structured reasoning (reasoning_details, see
+// reasoningDetails), which it requires back to continue reasoning.
 type textDelta struct {
-	Content          *string `json:"content"`
-	ReasoningContent *string `json:"reasoning_content"`
-	Reasoning        *string `json:"reasoning"`
+	Content          *string         `json:"content"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Reasoning        *string         `json:"reasoning"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details"`
 }
 
-// some reports whether the delta has any text.
+// some reports whether the delta has any text or reasoning detail.
 func (d *textDelta) some() bool {
 	for _, s := range []*string{d.Content, d.ReasoningContent, d.Reasoning} {
 		if s != nil && *s != "" {
 			return true
 		}
 	}
-	return false
+	rd := bytes.TrimSpace(d.ReasoningDetails)
+	return len(rd) > 0 && !jsonspan.IsNull(rd) && !bytes.Equal(rd, []byte("[]"))
 }
 
 // finished reports whether the choice ends with this chunk.

@@ -259,3 +259,84 @@ func TestStreamKeepsToolCallExtras(t *testing.T) {
 		t.Errorf("the client's call is relayed without its signature:\n%s", out)
 	}
 }
+
+// OpenRouter streams the model's reasoning as delta.reasoning_details, an
+// array of objects per chunk: each fragment names its detail by index, and
+// a detail's text, summary or data comes in pieces across chunks (its
+// signature, id and format once, a first fragment may carry them empty).
+// The follow-up's assistant message must carry the details merged, as a
+// JSON answer has them in message.reasoning_details: OpenRouter needs them
+// back to continue the model's reasoning after its tool calls. The shapes
+// are those of OpenRouter streams recorded from Claude (reasoning.text,
+// signed) and GPT-5 (reasoning.summary pieces, then reasoning.encrypted).
+func TestStreamTurnKeepsReasoningDetails(t *testing.T) {
+	ch := func(delta, finish string) string {
+		return `{"id":"gen-1","provider":"Anthropic","object":"chat.completion.chunk","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `,"native_finish_reason":null}]}`
+	}
+	rd := func(reasoning string, details ...string) string {
+		return ch(`{"role":"assistant","content":"","reasoning":`+reasoning+`,"reasoning_details":[`+strings.Join(details, ",")+`]}`, "null")
+	}
+	load := ch(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]}`, "null")
+	fin := ch(`{"role":"assistant","content":"","reasoning":null,"reasoning_details":[]}`, `"tool_calls"`)
+	calls := `"tool_calls":[{"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]`
+	const anth = `"format":"anthropic-claude-v1"`
+	const oai = `"format":"openai-responses-v1"`
+	for _, c := range []struct {
+		name    string
+		events  []string
+		details string // the turn's reasoning_details
+		reason  string // the turn's reasoning ("" for none)
+	}{
+		{"signed text in pieces", []string{
+			rd("null"),
+			rd("null", `{"type":"reasoning.text","text":"","signature":"",`+anth+`,"index":0}`),
+			rd(`"The user "`, `{"type":"reasoning.text","text":"The user ",`+anth+`,"index":0}`),
+			rd(`"wants \"x\"."`, `{"type":"reasoning.text","text":"wants \"x\".",`+anth+`,"index":0}`),
+			rd("null", `{"type":"reasoning.text","signature":"c2ln",`+anth+`,"index":0}`),
+			rd("null"),
+			load, fin},
+			`[{"type":"reasoning.text","text":"The user wants \"x\".","signature":"c2ln",` + anth + `,"index":0}]`,
+			`The user wants \"x\".`},
+		{"summary pieces then encrypted", []string{
+			rd(`"**Loading"`, `{"type":"reasoning.summary","summary":"**Loading",`+oai+`,"index":0}`),
+			rd(`" x**"`, `{"type":"reasoning.summary","summary":" x**",`+oai+`,"index":0}`),
+			rd("null", `{"type":"reasoning.encrypted","data":"gAAA","id":"rs_1",`+oai+`,"index":1}`),
+			load, fin},
+			`[{"type":"reasoning.summary","summary":"**Loading x**",` + oai + `,"index":0},{"type":"reasoning.encrypted","data":"gAAA","id":"rs_1",` + oai + `,"index":1}]`,
+			`**Loading x**`},
+		{"two details in one chunk, then pieces of each", []string{
+			rd("null", `{"type":"reasoning.text","text":"a",`+anth+`,"index":0}`, `{"type":"reasoning.encrypted","data":"ZZ",`+anth+`,"index":1}`),
+			rd("null", `{"type":"reasoning.text","text":"b","signature":"s0",`+anth+`,"index":0}`),
+			rd("null", `{"type":"reasoning.encrypted","data":"YY",`+anth+`,"index":1}`),
+			load, fin},
+			`[{"type":"reasoning.text","text":"ab",` + anth + `,"index":0,"signature":"s0"},{"type":"reasoning.encrypted","data":"ZZYY",` + anth + `,"index":1}]`,
+			``},
+		// Without an index a text piece continues the text before it.
+		{"no index", []string{
+			rd("null", `{"type":"reasoning.text","text":"one ",`+anth+`}`),
+			rd("null", `{"type":"reasoning.text","text":"two",`+anth+`}`),
+			load, fin},
+			`[{"type":"reasoning.text","text":"one two",` + anth + `}]`,
+			``},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+			s := r.NewStream(func(n string) bool { return n == "load_skill" })
+			out, end := runRound(s, false, chunks(append(c.events, `[DONE]`)...))
+			if end.Loop == nil {
+				t.Fatalf("no loop: %+v", end)
+			}
+			want := `{"role":"assistant","content":null,`
+			if c.reason != "" {
+				want += `"reasoning":"` + c.reason + `",`
+			}
+			want += `"reasoning_details":` + c.details + `,` + calls + `}`
+			if got := string(end.Loop.Turn); got != want {
+				t.Errorf("turn\n%s\nwant\n%s", got, want)
+			}
+			if !strings.Contains(out, `"reasoning_details":[{`) {
+				t.Errorf("the client did not get the reasoning details as they came:\n%s", out)
+			}
+		})
+	}
+}
