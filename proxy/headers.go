@@ -102,8 +102,9 @@ func copyResponseHeader(dst, src http.Header, keepLength bool) {
 const headerIdempotencyKey = "Idempotency-Key"
 
 // resent returns the client's request as the proxy sends it again with
-// another body: a hidden round's follow-up (tag "round-N") or the stored-state
-// repair's retry ("repair"). A key names one request, and a server that
+// another body: a hidden round's follow-up (tag "round-N"), the stored-state
+// repair's retry ("repair") or the resend without the proxy's ask for usage
+// ("without-usage"). A key names one request, and a server that
 // honours it answers the same key with another body with 422 or with the
 // first answer (draft-ietf-httpapi-idempotency-key-header), so each of
 // these gets its own key, derived from the client's: the client's retry of

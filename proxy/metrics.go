@@ -33,6 +33,7 @@ type metrics struct {
 	toolRounds      *prometheus.HistogramVec // arm
 	exhausted       *prometheus.CounterVec   // arm
 	storedRepairs   *prometheus.CounterVec   // outcome (state.go)
+	usageAskResent  *prometheus.CounterVec   // outcome (usage.go)
 	hiddenDeletes   *prometheus.CounterVec   // outcome (hidden.go)
 	droppedCalls    *prometheus.CounterVec   // arm
 	upstreamErrors  *prometheus.CounterVec   // kind
@@ -110,6 +111,11 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 			Help: "Upstream refusals (400) of requests continuing Responses state stored upstream, by outcome: repaired (the proxy's dropped calls answered, the retry accepted), " +
 				"nothing_to_answer, read_failed (the state could not be read), retry_failed, retry_refused.",
 		}, []string{"outcome"}),
+		usageAskResent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "usage_ask_resent_total",
+			Help: "Upstream refusals (400, 422) of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
+				"accepted (the upstream takes no stream_options: output-token caps are not enforced across its hidden rounds), refused (answered otherwise, relayed as it came), failed (not sent: the first refusal is relayed).",
+		}, []string{"outcome"}),
 		hiddenDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "hidden_responses_deleted_total",
 			Help: "Responses (and Chat Completions with store: true) stored upstream by the proxy's hidden tool rounds that the client never got an id for, deleted after the request, " +
@@ -132,7 +138,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.storedRepairs, m.hiddenDeletes, m.upstreamErrors, m.strayLines}
+		m.droppedCalls, m.storedRepairs, m.usageAskResent, m.hiddenDeletes, m.upstreamErrors, m.strayLines}
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -34,6 +34,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	tr := rt.req.NewStream(mine)
 	sr.tr = tr
 	body := rt.body
+	if ua, ok := rt.req.(usageAsker); ok && sr.sess == nil {
+		// No hidden round reads usage, and a stream relayed as it comes
+		// could not hide it: the client's stream_options go as sent.
+		body, _ = ua.WithoutUsageAsk(body)
+	}
 	// Every round's but the first (its id went out in response.created) and the last.
 	var hidden hiddenRounds
 	defer s.discardHidden(rt, r, &hidden)
@@ -50,6 +55,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			return
 		}
 		if round == 0 {
+			resp, body = s.resendWithoutUsageAsk(ctx, rt, r, resp, body, info)
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeStream, info)
 		}
 		info.upstreamStatus = resp.StatusCode

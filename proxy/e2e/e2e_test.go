@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,41 @@ func TestSDKStreaming(t *testing.T) {
 	checkRewritten(t, reqs[0], 1, "csv-report")
 	if reqs[0].JSON()["stream"] != true {
 		t.Error("stream flag lost")
+	}
+}
+
+// A capped stream without stream_options.include_usage: the proxy asks the
+// upstream for usage to take the load_skill round's output from the cap,
+// and the real client sees no usage, as it asked.
+func TestSDKCappedStreamWithoutUsage(t *testing.T) {
+	e := setup(t)
+	load := fakeai.Turn{Content: "Let me load the skill. ", ToolCalls: []fakeai.Call{{ID: "call_ls_1", Name: "load_skill", Arguments: `{"skill_id":"csv-report"}`}},
+		ArgChunks: 5, Usage: &fakeai.Usage{PromptTokens: 50, CompletionTokens: 5, TotalTokens: 55}}
+	done := fakeai.Turn{Content: "Loaded the csv-report skill; here is your report.", Usage: &fakeai.Usage{PromptTokens: 80, CompletionTokens: 9, TotalTokens: 89}}
+	e.up.Script(fakeai.Reply(load), fakeai.Reply(done), fakeai.Reply(load), fakeai.Reply(done))
+	var got struct {
+		Chunks       int             `json:"chunks"`
+		UsageChunks  int             `json:"usageChunks"`
+		EmptyChoices int             `json:"emptyChoices"`
+		HelperUsage  json.RawMessage `json:"helperUsage"`
+	}
+	e.run(t, "capped-stream.mjs", &got)
+	if got.Chunks == 0 || got.UsageChunks != 0 || got.EmptyChoices != 0 || string(got.HelperUsage) != "null" {
+		t.Errorf("the client, which did not ask for usage, saw some: %+v", got)
+	}
+	reqs := e.up.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("upstream got %d requests, want 4 (two per client request)", len(reqs))
+	}
+	for i, r := range reqs {
+		if so := r.JSON()["stream_options"]; !reflect.DeepEqual(so, map[string]any{"include_usage": true}) {
+			t.Errorf("request %d: stream_options %v, want the proxy's ask for usage", i, so)
+		}
+	}
+	for i, key := range map[int]string{1: "max_tokens", 3: "max_completion_tokens"} {
+		if got := reqs[i].JSON()[key]; got != float64(95) {
+			t.Errorf("follow-up %d: %s %v, want 95 (100 less the 5 the load_skill round used)", i, key, got)
+		}
 	}
 }
 

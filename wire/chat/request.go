@@ -38,6 +38,9 @@ type Request struct {
 
 	includeUsage bool // stream_options.include_usage
 	store        bool // store: each answer, hidden rounds' too, is kept upstream
+	// askedUsage: the rewrite asked the upstream for usage that the client
+	// did not ask for (see Render); its stream then hides it.
+	askedUsage bool
 
 	// The client's output-token caps on the whole answer (see wire.Budget):
 	// max_completion_tokens, and the legacy max_tokens, which servers
@@ -240,6 +243,10 @@ func (r *Request) Body() []byte { return r.body }
 
 // IncludeUsage reports stream_options.include_usage.
 func (r *Request) IncludeUsage() bool { return r.includeUsage }
+
+// AskedUsage reports whether the rewrite asked the upstream for usage the
+// client did not ask for (see Render).
+func (r *Request) AskedUsage() bool { return r.askedUsage }
 
 // Message is one message of a parsed request, for inspection.
 type Message struct {

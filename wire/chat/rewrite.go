@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -9,7 +10,71 @@ import (
 
 // Render splices p into the request in one pass over the spans Parse found:
 // every byte outside the edits is copied as is and nothing is scanned twice.
+// A capped stream that offers the proxy's tools also asks for usage (see
+// asksUsage).
 func (r *Request) Render(p *wire.Plan) ([]byte, error) {
+	out, err := r.render(p)
+	if err != nil || !r.asksUsage(p) {
+		return out, err
+	}
+	if out, err = withUsage(out); err != nil {
+		return nil, err
+	}
+	r.askedUsage = true
+	return out, nil
+}
+
+// asksUsage reports whether the upstream must be asked for usage the
+// client did not ask for: a stream carries usage only with
+// stream_options.include_usage, and without it the proxy cannot take a
+// hidden round's output from the client's output-token cap (wire.Budget),
+// so the follow-ups would carry the whole cap again. Only when there is a
+// cap and the plan offers the proxy's tools (hidden rounds may follow):
+// everywhere else the upstream gets the client's stream_options as sent.
+func (r *Request) asksUsage(p *wire.Plan) bool {
+	return p != nil && p.Changed && r.view.Stream && !r.includeUsage && len(p.Tools.Server) > 0 &&
+		(r.maxCompletion.Set || r.maxTokens.Set)
+}
+
+// withUsage sets stream_options.include_usage in body, keeping the other
+// members of the client's stream_options (vLLM's continuous_usage_stats).
+func withUsage(body []byte) ([]byte, error) {
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("chat: asking for usage: %w", err)
+	}
+	if so, ok := jsonspan.Value(ms, "stream_options"); ok && body[so.Start] == '{' {
+		return jsonspan.SetIn(body, "stream_options", "include_usage", []byte("true"))
+	}
+	return jsonspan.Set(body, "stream_options", []byte(`{"include_usage":true}`))
+}
+
+// WithoutUsageAsk returns body, a request of this one's tool loop, with
+// the client's stream_options back as it sent them, and whether Render had
+// asked for usage (false: body is returned as it is). From then on the
+// stream relays usage as the upstream sends it: for an upstream that
+// refuses stream_options (see docs/proxy.md), which then never reports
+// usage, and hidden rounds take nothing from the cap, as before the ask.
+func (r *Request) WithoutUsageAsk(body []byte) ([]byte, bool) {
+	if !r.askedUsage {
+		return body, false
+	}
+	var out []byte
+	var err error
+	if so, ok := jsonspan.Value(r.members, "stream_options"); ok {
+		out, err = jsonspan.Set(body, "stream_options", r.body[so.Start:so.End])
+	} else {
+		out, err = jsonspan.Remove(body, "stream_options")
+	}
+	if err != nil {
+		return body, false
+	}
+	r.askedUsage = false
+	return out, true
+}
+
+// render is Render without the ask for usage.
+func (r *Request) render(p *wire.Plan) ([]byte, error) {
 	if p == nil || !p.Changed {
 		return r.body, nil
 	}

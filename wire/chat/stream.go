@@ -32,7 +32,8 @@ import (
 //     chunk and data: [DONE] are suppressed; the next round's events follow
 //     with their completion id replaced by the first round's, so the client
 //     reads one completion. With stream_options.include_usage the final
-//     usage chunk carries the sum over all rounds.
+//     usage chunk carries the sum over all rounds; usage the proxy asked
+//     for itself (see Request.Render) is read and never relayed.
 type Stream struct {
 	mine      func(name string) bool // the proxy's tools
 	req       *Request               // the client's output-token caps (see Request.fits)
@@ -308,6 +309,15 @@ type contentPart struct {
 
 // relayChunk handles one data event of round.
 func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
+	// Usage the client did not ask for (see Request.Render) is the proxy's
+	// alone: taken off every chunk before anything else reads it.
+	var hiddenUsage json.RawMessage
+	if s.req.askedUsage {
+		ev, hiddenUsage = withoutUsage(ev)
+		if hiddenUsage != nil {
+			st.usage = hiddenUsage
+		}
+	}
 	// The client's first delta carries the role (the SDKs' stream helpers
 	// need it), once: a later round opens with its own role delta (Ollama's
 	// has one in every chunk), dropped once the client has had one; a chunk
@@ -317,14 +327,15 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 		role := hasRole(ev.Data)
 		stripRole, keepRole = role && s.roleSent, role && !s.roleSent
 	}
-	if stripRole && plainDelta(ev.Data) {
+	plain := hiddenUsage == nil && plainDelta(ev.Data) // a chunk that had usage is read whole
+	if stripRole && plain {
 		s.withoutRole(st, ev, round)
 		return
 	}
 	// Fast path, most of any stream: a text delta with no tool call, finish,
 	// usage or error. Relayed without decoding; its text is decoded only if
 	// the round turns out to loop.
-	if st.id != "" && plainDelta(ev.Data) {
+	if st.id != "" && plain {
 		if !s.textShown && gjson.GetBytes(ev.Data, "choices.0.delta.content").String() != "" {
 			s.textShown = true
 		}
@@ -343,9 +354,13 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if round == 0 && s.id == "" {
 		s.id = ch.ID
 	}
-	hasUsage := len(ch.Usage) > 0 && !bytes.Equal(ch.Usage, []byte("null"))
+	usage, showUsage := ch.Usage, hiddenUsage == nil
+	if !showUsage {
+		usage = hiddenUsage
+	}
+	hasUsage := len(usage) > 0 && !jsonspan.IsNull(usage)
 	if hasUsage {
-		st.usage = ch.Usage
+		st.usage = usage
 	}
 	if ch.errored() {
 		// The upstream's error ends the answer (the SDKs raise it): the
@@ -364,7 +379,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	}
 	if len(ch.Choices) == 0 {
 		// The usage chunk (stream_options.include_usage) or an unknown kind.
-		if st.loop && hasUsage && !s.req.fits(wire.UsageCount(ch.Usage, "completion_tokens")) {
+		if st.loop && hasUsage && !s.req.fits(wire.UsageCount(usage, "completion_tokens")) {
 			// Too little of the client's cap is left for a follow-up (see
 			// wire.ErrBudgetSpent): the answer ends here, as at its
 			// output-token limit. The finish withheld for the loop goes
@@ -372,7 +387,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			st.loop, st.truncated, st.dropped = false, true, st.proxyCalls
 			s.finishSpent(ch, round, false)
 		}
-		if st.loop {
+		if st.loop || hasUsage && !showUsage {
 			return
 		}
 		if hasUsage && round > 0 {
@@ -401,12 +416,12 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	if finishing {
 		st.truncated = truncated(*c0.FinishReason)
 		s.decide(st)
-		if st.loop && hasUsage && !s.req.fits(wire.UsageCount(ch.Usage, "completion_tokens")) {
+		if st.loop && hasUsage && !s.req.fits(wire.UsageCount(usage, "completion_tokens")) {
 			// Usage on the finish chunk itself (Mistral, Gemini's endpoint):
 			// the cap is spent as in the usage-chunk case above. A looping
 			// round's finish chunk carries only the proxy's calls.
 			st.loop, st.truncated, st.dropped = false, true, st.proxyCalls
-			s.finishSpent(ch, round, true)
+			s.finishSpent(ch, round, showUsage)
 			return
 		}
 	}
@@ -435,7 +450,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 	emptied := finishing && st.proxyCalls > 0 && st.clientShown == 0
 	stripped := emptied && *c0.FinishReason == "tool_calls"
 	filled := emptied && !s.textShown
-	patchUsage := hasUsage && round > 0
+	patchUsage := hasUsage && showUsage && round > 0
 	if !toolsTouched && !stripped && !filled && !patchUsage && !stripRole {
 		s.writeRaw(ev, ch.ID, round)
 		return
@@ -675,6 +690,29 @@ func (s *Stream) withoutRole(st *roundState, ev *wire.Event, round int) {
 	s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) {
 		patchChoice0(top, func(_, delta map[string]json.RawMessage) { delete(delta, "role") })
 	})
+}
+
+// withoutUsage returns ev without a top-level usage member, and the usage
+// it had (nil when none, or null).
+func withoutUsage(ev *wire.Event) (*wire.Event, json.RawMessage) {
+	if !bytes.Contains(ev.Data, []byte(`"usage"`)) {
+		return ev, nil
+	}
+	ms, err := jsonspan.Members(ev.Data)
+	if err != nil {
+		return ev, nil
+	}
+	at, ok := jsonspan.Value(ms, "usage")
+	if !ok {
+		return ev, nil
+	}
+	var usage json.RawMessage
+	if u := ev.Data[at.Start:at.End]; !jsonspan.IsNull(u) {
+		usage = append(json.RawMessage(nil), u...)
+	}
+	data := jsonspan.Apply(ev.Data, jsonspan.Removals(ms, "usage")...)
+	raw := append(append([]byte("data: "), data...), "\n\n"...)
+	return &wire.Event{Raw: raw, Data: data, HasData: true}, usage
 }
 
 // writeData appends one "data:" event.

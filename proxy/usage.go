@@ -1,0 +1,51 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+)
+
+// usageAsker is implemented by requests whose rewrite may ask the upstream
+// for usage the client did not ask for (Chat streams with an output-token
+// cap, see chat.Request.Render).
+type usageAsker interface {
+	// WithoutUsageAsk returns body with the client's stream_options as
+	// sent, and false when the rewrite asked for nothing.
+	WithoutUsageAsk(body []byte) ([]byte, bool)
+}
+
+// resendWithoutUsageAsk handles the upstream's refusal (400, or 422 from
+// servers that forbid unknown fields) of the first round of a request the
+// proxy asked for usage in: a server that does not take stream_options
+// (Azure's older API versions: "Unrecognized request argument supplied:
+// stream_options") refuses what it took before the ask. The request is
+// sent once more as the rewrite made it without the ask, and its answer is
+// the one to go on with, accepted or refused: the client gets what it got
+// before the proxy asked (hidden rounds then take nothing from the cap, as
+// a stream without usage does). When that send fails, resp's refusal goes
+// back as it came.
+func (s *Server) resendWithoutUsageAsk(ctx context.Context, rt *routed, in *http.Request, resp *http.Response, body []byte, info *reqInfo) (*http.Response, []byte) {
+	ua, ok := rt.req.(usageAsker)
+	if !ok || resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+		return resp, body
+	}
+	next, ok := ua.WithoutUsageAsk(body)
+	if !ok {
+		return resp, body
+	}
+	outcome := func(o string) { s.metrics.usageAskResent.WithLabelValues(o).Inc() }
+	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, "without-usage"), bytes.NewReader(next), int64(len(next)), true, exchangeStream)
+	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+	if err != nil {
+		outcome("failed")
+		return resp, body
+	}
+	resp.Body.Close()
+	if retry.StatusCode/100 == 2 {
+		outcome("accepted")
+	} else {
+		outcome("refused") // for another reason: relayed as before the ask
+	}
+	return retry, next
+}
