@@ -9,8 +9,10 @@ package fakeai
 // this response are automatically added to this conversation after this
 // response completes." GET /v1/conversations/{id}/items lists them
 // ({"object":"list","data":[…],"first_id","last_id","has_more"}; order asc
-// or desc, limit 1–100, default 20). GET /v1/responses/{id} returns a
-// stored response.
+// or desc, limit 1–100, default 20); every item has an id, given when it
+// is added if it had none. DELETE /v1/conversations/{id}/items/{item_id}
+// removes one and answers with the conversation object. GET
+// /v1/responses/{id} returns a stored response.
 
 import (
 	"fmt"
@@ -27,7 +29,33 @@ const pathConversations = "/v1/conversations"
 
 // conversation is one conversation's items, as compact JSON, oldest first.
 type conversation struct {
-	items []string
+	created int64
+	items   []string
+	added   int // items ever added, for their ids
+}
+
+// object is the conversation object of id.
+func (cv *conversation) object(id string) ordered {
+	return ordered{"id", id, "object", "conversation", "created_at", cv.created, "metadata", ordered{}}
+}
+
+// withID returns an item with an id: its own, else one made up as the
+// API makes one for an input item that had none.
+func (cv *conversation) withID(item string) string {
+	cv.added++
+	if gjson.Get(item, "id").Type == gjson.String {
+		return item
+	}
+	prefix := "item"
+	if typ := gjson.Get(item, "type").Str; typ == "message" || typ == "" {
+		prefix = "msg"
+	}
+	id := string(appendJSON(nil, fmt.Sprintf("%s_fake_conv_%d", prefix, cv.added)))
+	rest := strings.TrimSpace(item)[1:]
+	if strings.TrimSpace(rest) != "}" {
+		id += ","
+	}
+	return `{"id":` + id + rest
 }
 
 func (f *Server) createConversation(w http.ResponseWriter, rec Request, n int) {
@@ -40,9 +68,10 @@ func (f *Server) createConversation(w http.ResponseWriter, rec Request, n int) {
 	if f.convs == nil {
 		f.convs = map[string]*conversation{}
 	}
-	f.convs[id] = &conversation{}
+	cv := &conversation{created: time.Now().Unix()}
+	f.convs[id] = cv
 	f.mu.Unlock()
-	writeOrdered(w, 200, nil, ordered{"id", id, "object", "conversation", "created_at", time.Now().Unix(), "metadata", ordered{}})
+	writeOrdered(w, 200, nil, cv.object(id))
 }
 
 // requestConversation returns what a Responses request's conversation
@@ -120,7 +149,9 @@ func (f *Server) addToConversation(q responsesReq, output []ordered) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cv := f.convs[id]; cv != nil {
-		cv.items = append(cv.items, add...)
+		for _, it := range add {
+			cv.items = append(cv.items, cv.withID(it))
+		}
 	}
 }
 
@@ -133,6 +164,34 @@ func (f *Server) Conversation(id string) []string {
 		return slices.Clone(cv.items)
 	}
 	return nil
+}
+
+// deleteConversationItem answers DELETE
+// /v1/conversations/{id}/items/{item_id}; false for other requests.
+func (f *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, pathConversations+"/")
+	id, item, ok2 := strings.Cut(rest, "/items/")
+	if r.Method != http.MethodDelete || !ok || !ok2 || strings.Contains(id, "/") || item == "" || strings.Contains(item, "/") {
+		return false
+	}
+	f.mu.Lock()
+	cv := f.convs[id]
+	found := false
+	if cv != nil {
+		n := len(cv.items)
+		cv.items = slices.DeleteFunc(cv.items, func(it string) bool { return gjson.Get(it, "id").Str == item })
+		found = len(cv.items) < n
+	}
+	f.mu.Unlock()
+	switch {
+	case cv == nil:
+		(&apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id)}).write(w)
+	case !found:
+		(&apiErr{status: 404, message: fmt.Sprintf("Item with id '%s' not found.", item)}).write(w)
+	default:
+		writeOrdered(w, 200, nil, cv.object(id))
+	}
+	return true
 }
 
 // readState answers GET /v1/responses/{id} and GET
