@@ -208,6 +208,10 @@ type Answer struct {
 	// when it reported none); the follow-up carries what is left of the
 	// client's output-token cap (see Budget).
 	Output int64
+	// OutputIDs (Responses) are the ids of the round's output items, in
+	// order: in a conversation the API adds them to it, and a turn refused
+	// after this round takes them back (responses.Request.TakeBack).
+	OutputIDs []string
 	// BuiltinCalls (Responses) counts the round's built-in tool calls
 	// (web_search_call, mcp_call, ...), which the client's max_tool_calls
 	// bounds over the whole response.

@@ -106,7 +106,13 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			turn = append(turn, raw)
 		}
 	}
-	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Shown: len(r.pending) > 0, Truncated: truncated(resp.Status)}, resp.Usage, true
+	ans = &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Shown: len(r.pending) > 0, Truncated: truncated(resp.Status)}
+	if r.conversation != "" {
+		for _, it := range items {
+			ans.OutputIDs = append(ans.OutputIDs, it.ID)
+		}
+	}
+	return ans, resp.Usage, true
 }
 
 // resent reports whether an output item of a round that loops goes back
@@ -149,8 +155,10 @@ func orEmptyObject(args string) string {
 // the held client calls) and one function_call_output per result are
 // appended to input, and tools is set to ts. In a conversation, which
 // already holds the input and the round's items, the input is only the
-// outputs (see state.go).
+// outputs (see state.go); what the round added to it is noted (see
+// takeback.go).
 func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
+	r.noteAdded(body, ans)
 	if len(results) == 0 {
 		return body, nil
 	}
