@@ -12,7 +12,9 @@ package fakeai
 // or desc, limit 1–100, default 20); every item has an id, given when it
 // is added if it had none. DELETE /v1/conversations/{id}/items/{item_id}
 // removes one and answers with the conversation object. GET
-// /v1/responses/{id} returns a stored response.
+// /v1/responses/{id} returns a stored response, GET
+// /v1/responses/{id}/input_items its input items (the request's own, with
+// ids, listed as a conversation's are).
 
 import (
 	"fmt"
@@ -43,6 +45,12 @@ func (cv *conversation) object(id string) ordered {
 // API makes one for an input item that had none.
 func (cv *conversation) withID(item string) string {
 	cv.added++
+	return withID(item, fmt.Sprintf("fake_conv_%d", cv.added))
+}
+
+// withID returns an item (an object) with an id: its own, else the type's
+// prefix (msg for messages, item for the others) and suffix.
+func withID(item, suffix string) string {
 	if gjson.Get(item, "id").Type == gjson.String {
 		return item
 	}
@@ -50,12 +58,27 @@ func (cv *conversation) withID(item string) string {
 	if typ := gjson.Get(item, "type").Str; typ == "message" || typ == "" {
 		prefix = "msg"
 	}
-	id := string(appendJSON(nil, fmt.Sprintf("%s_fake_conv_%d", prefix, cv.added)))
+	id := string(appendJSON(nil, prefix+"_"+suffix))
 	rest := strings.TrimSpace(item)[1:]
 	if strings.TrimSpace(rest) != "}" {
 		id += ","
 	}
 	return `{"id":` + id + rest
+}
+
+// inputItems returns a request's input items: a string input is the user
+// message it stands for.
+func inputItems(q responsesReq) []string {
+	var items []string
+	if q.input.Type == gjson.String {
+		items = append(items, string(appendJSON(nil, ordered{"type", "message", "role", "user", "content", q.input.Str})))
+	} else if q.input.IsArray() {
+		q.input.ForEach(func(_, it gjson.Result) bool {
+			items = append(items, it.Raw)
+			return true
+		})
+	}
+	return items
 }
 
 func (f *Server) createConversation(w http.ResponseWriter, rec Request, n int) {
@@ -134,15 +157,7 @@ func isCallOutput(typ string) bool {
 // its conversation.
 func (f *Server) addToConversation(q responsesReq, output []ordered) {
 	id := conversationID(q)
-	var add []string
-	if q.input.Type == gjson.String {
-		add = append(add, string(appendJSON(nil, ordered{"type", "message", "role", "user", "content", q.input.Str})))
-	} else if q.input.IsArray() {
-		q.input.ForEach(func(_, it gjson.Result) bool {
-			add = append(add, it.Raw)
-			return true
-		})
-	}
+	add := inputItems(q)
 	for _, o := range output {
 		add = append(add, string(appendJSON(nil, o)))
 	}
@@ -194,8 +209,9 @@ func (f *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) 
 	return true
 }
 
-// readState answers GET /v1/responses/{id} and GET
-// /v1/conversations/{id}/items; false for other requests.
+// readState answers GET /v1/responses/{id}, GET
+// /v1/responses/{id}/input_items and GET /v1/conversations/{id}/items;
+// false for other requests.
 func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
@@ -208,6 +224,19 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(s.object)
+		return true
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, pathResponses+"/"); ok {
+		id, ok := strings.CutSuffix(rest, "/input_items")
+		if !ok || strings.Contains(id, "/") {
+			return false
+		}
+		s := f.storedResponse(id)
+		if s == nil {
+			(&apiErr{status: 404, message: fmt.Sprintf("Response with id '%s' not found.", id)}).write(w)
+			return true
+		}
+		listItems(w, r, slices.Clone(s.input))
 		return true
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, pathConversations+"/")
@@ -226,17 +255,29 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		(&apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id)}).write(w)
 		return true
 	}
+	listItems(w, r, items)
+	return true
+}
+
+// listItems answers with a page of items (oldest first), as the API lists
+// a conversation's items and a response's input items: order asc or desc
+// (the default), limit 1–100 (default 20), after an item id.
+func listItems(w http.ResponseWriter, r *http.Request, items []string) {
 	limit := 20
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
 			oaiErr("Invalid 'limit': integer below minimum value or above maximum value (1 to 100).", "limit", "integer_out_of_range").write(w)
-			return true
+			return
 		}
 		limit = n
 	}
 	if r.URL.Query().Get("order") != "asc" { // desc is the default
 		slices.Reverse(items)
+	}
+	if after := r.URL.Query().Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(it string) bool { return gjson.Get(it, "id").Str == after })
+		items = items[i+1:] // all of them when after is not found
 	}
 	more := len(items) > limit
 	items = items[:min(limit, len(items))]
@@ -249,5 +290,4 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		first, last = gjson.Get(items[0], "id").Value(), gjson.Get(items[len(items)-1], "id").Value()
 	}
 	writeOrdered(w, 200, nil, ordered{"object", "list", "data", data, "first_id", first, "last_id", last, "has_more", more})
-	return true
 }

@@ -114,6 +114,30 @@ func TestConversationsAndStoredResponses(t *testing.T) {
 	if code != 200 || gjson.GetBytes(b, "id").Str != respID || gjson.GetBytes(b, "output.0.call_id").Str != "call_1" {
 		t.Errorf("stored response: %d %s", code, b)
 	}
+	// Its input items, with ids, newest first unless asked otherwise.
+	code, b = get(t, f, "/v1/responses/"+respID+"/input_items")
+	if in := gjson.GetBytes(b, "data").Array(); code != 200 || len(in) != 1 || in[0].Get("content").Str != "weather?" || in[0].Get("id").Str == "" {
+		t.Errorf("input items: %d %s", code, b)
+	}
+	f.Script(Reply(Turn{Content: "ok"}))
+	_, _, b = post(t, f, "/v1/responses", `{"model":"m","input":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]}`, nil)
+	three := "/v1/responses/" + gjson.GetBytes(b, "id").Str + "/input_items"
+	code, b = get(t, f, three+"?limit=2")
+	if code != 200 || gjson.GetBytes(b, "data.#.content").Raw != `["c","b"]` || !gjson.GetBytes(b, "has_more").Bool() {
+		t.Errorf("input items desc: %d %s", code, b)
+	}
+	code, b = get(t, f, three+"?order=asc&after="+gjson.GetBytes(b, "data.0.id").Str)
+	if code != 200 || gjson.GetBytes(b, "data.#.content").Raw != `[]` {
+		t.Errorf("input items after the last: %d %s", code, b)
+	}
+	_, b = get(t, f, three+"?order=asc&limit=1")
+	code, b = get(t, f, three+"?order=asc&after="+gjson.GetBytes(b, "last_id").Str)
+	if code != 200 || gjson.GetBytes(b, "data.#.content").Raw != `["b","c"]` || gjson.GetBytes(b, "has_more").Bool() {
+		t.Errorf("input items asc after the first: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/responses/resp_nope/input_items"); code != 404 {
+		t.Errorf("unknown response's input items: %d %s", code, b)
+	}
 	if code, b := get(t, f, "/v1/responses/resp_nope"); code != 404 {
 		t.Errorf("unknown response: %d %s", code, b)
 	}
