@@ -104,6 +104,7 @@ func TestResponsesStoredReadBackStreamAndOtherMethods(t *testing.T) {
 		{"DELETE", "/v1/responses/" + first},
 		{"POST", "/v1/responses/" + first + "/cancel"},
 		{"GET", "/v1/responses/" + first + "?stream=true"},
+		{"HEAD", "/v1/responses/" + first},
 	} {
 		h.do(tc.method, tc.path, "", nil)
 		reqs := append(h.up.Requests(), h.up.Deletes()...)
@@ -111,7 +112,7 @@ func TestResponsesStoredReadBackStreamAndOtherMethods(t *testing.T) {
 			t.Errorf("%s %s did not reach the upstream", tc.method, tc.path)
 		}
 	}
-	if len(h.up.Requests()) < n+2 {
+	if len(h.up.Requests()) < n+3 {
 		t.Errorf("requests %d after %d", len(h.up.Requests()), n)
 	}
 }

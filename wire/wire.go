@@ -218,6 +218,20 @@ type Answer struct {
 	BuiltinCalls int64
 }
 
+// Marks recognise what the proxy wrote into a request in what the API
+// stored of it (a Responses object read back by id, its input items):
+// keeping no state per request, the proxy can go by nothing else. Package
+// skills knows the catalog and the envelopes; the server, its tools.
+type Marks struct {
+	// Tool reports whether a tool name is one the proxy offers.
+	Tool func(name string) bool
+	// CatalogStart returns where a catalog the proxy appended starts in
+	// text; -1 when text does not end with one.
+	CatalogStart func(text string) int
+	// Envelope reports whether text is an auto-loaded skill body.
+	Envelope func(text string) bool
+}
+
 // RoundEnd is how one streamed round ended.
 type RoundEnd struct {
 	// Loop holds the proxy's calls when it must answer them and ask again;
