@@ -170,8 +170,21 @@ func (f *Server) addToConversation(q responsesReq, output []ordered) {
 	}
 }
 
+// WithoutID returns an item without its id: the items the API adds for
+// the same input twice differ by their ids alone.
+func WithoutID(item string) string {
+	var o ordered
+	gjson.Parse(item).ForEach(func(k, v gjson.Result) bool {
+		if k.Str != "id" {
+			o = append(o, k.Str, rawJSON(v.Raw))
+		}
+		return true
+	})
+	return string(appendJSON(nil, o))
+}
+
 // Conversation returns the items of a conversation, oldest first, as
-// compact JSON (nil if there is none).
+// compact JSON, each with its id (nil if there is none).
 func (f *Server) Conversation(id string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -142,3 +142,16 @@ func TestConversationsAndStoredResponses(t *testing.T) {
 		t.Errorf("unknown response: %d %s", code, b)
 	}
 }
+
+func TestWithoutID(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"hi","id":"kept"}]}`,
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"hi","id":"kept"}]}`},
+		{`{"type":"message","id":"x"}`, `{"type":"message"}`},
+		{`{"id":"x"}`, `{}`},
+	} {
+		if got := WithoutID(tc.in); got != tc.want {
+			t.Errorf("WithoutID(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
