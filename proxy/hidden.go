@@ -28,8 +28,9 @@ type hiddenStored interface {
 // keeps those the client still depends on (it got items of them).
 //
 // refused: a round after the first was refused (the upstream answered an
-// error: it stored nothing of that round); what the earlier rounds added
-// to a conversation is taken back (takeBack).
+// error status: it stored nothing of that round), or a stream's follow-up
+// could not be built; what the earlier rounds added to a conversation is
+// taken back (takeBack).
 type hiddenRounds struct {
 	paths   []string
 	refused bool
