@@ -41,6 +41,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeAnswer, info)
 		}
 		info.upstreamStatus = resp.StatusCode
+		hidden.answered(round, resp.StatusCode)
 		if f, ok := redirected(resp); ok {
 			resp.Body.Close()
 			s.fail(w, rt.api, info, f)

@@ -28,6 +28,7 @@ type fakeRewriter struct {
 	mu        sync.Mutex
 	err       error
 	selected  []string
+	catalog   string   // the plan's catalog; "" = CATALOG
 	handles   []string // tool names the session answers; nil = load_skill, search_skills
 	noTools   bool     // no session at all
 	followErr error    // sessions answer with a call id the follow-up cannot match
@@ -59,7 +60,11 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 	// As the router: a request that cannot take the proxy's tools
 	// (wire.Request.NoTools) gets none, and no session.
 	noTools := f.noTools || req.NoTools
-	plan := &wire.Plan{Catalog: "CATALOG", CatalogJSON: []byte(`"CATALOG"`), EnvelopeRole: "user", Changed: true}
+	catalog := f.catalog
+	if catalog == "" {
+		catalog = "CATALOG"
+	}
+	plan := &wire.Plan{Catalog: catalog, CatalogJSON: wire.Quote(catalog), EnvelopeRole: "user", Changed: true}
 	if !req.NoTools {
 		plan.Tools = wire.ToolSet{Server: []wire.ToolSpec{fakeLoadSkill}}
 	}

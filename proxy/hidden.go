@@ -26,7 +26,22 @@ type hiddenStored interface {
 // read them back nor delete them, and each holds the whole input, the
 // catalog and the skill bodies, so the proxy deletes them; HiddenPath
 // keeps those the client still depends on (it got items of them).
-type hiddenRounds struct{ paths []string }
+//
+// refused: a round after the first was refused (the upstream answered an
+// error status: it stored nothing of that round), or a stream's follow-up
+// could not be built; what the earlier rounds added to a conversation is
+// taken back (takeBack).
+type hiddenRounds struct {
+	paths   []string
+	refused bool
+}
+
+// answered notes the upstream's status for round.
+func (h *hiddenRounds) answered(round, status int) {
+	if round > 0 && status != http.StatusOK {
+		h.refused = true
+	}
+}
 
 func (h *hiddenRounds) add(rt *routed, ans *wire.Answer) {
 	if hs, ok := rt.req.(hiddenStored); ok {
@@ -44,6 +59,9 @@ const discardTimeout = 30 * time.Second
 // background: the client has its answer (or is gone) and waits for none
 // of it. Best effort: a failure is counted and logged, never retried.
 func (s *Server) discardHidden(rt *routed, in *http.Request, h *hiddenRounds) {
+	if h.refused {
+		s.takeBack(rt, in)
+	}
 	if len(h.paths) == 0 {
 		return
 	}
@@ -112,7 +130,8 @@ func (s *Server) background(parent context.Context, f func(ctx context.Context),
 }
 
 // Finish ends the server's background work (the deletion of hidden
-// rounds' stored responses): nothing more starts, what runs is waited for
+// rounds' stored responses, the take-back of a refused turn's
+// conversation items): nothing more starts, what runs is waited for
 // until ctx ends, then cancelled and waited for again (it returns at
 // once). Call it once the listener is shut down (after
 // http.Server.Shutdown, or Drain); the error is ctx's when it cut the work

@@ -19,25 +19,26 @@ const metricsNamespace = "skillrouter"
 // metrics are the proxy's Prometheus series. Every chat series carries the
 // A/B arm ("default" without a split) so arms compare side by side.
 type metrics struct {
-	reg             *prometheus.Registry
-	requests        *prometheus.CounterVec   // path, status, arm, outcome
-	duration        *prometheus.HistogramVec // path
-	routing         *prometheus.HistogramVec // arm, strategy
-	upstreamLatency *prometheus.HistogramVec // path
-	selected        *prometheus.HistogramVec // arm
-	fallbacks       *prometheus.CounterVec   // arm, reason
-	cacheHits       *prometheus.CounterVec   // arm
-	addedTokens     *prometheus.HistogramVec // arm
-	rewriteErrors   *prometheus.CounterVec   // arm
-	toolCalls       *prometheus.CounterVec   // tool, arm
-	toolRounds      *prometheus.HistogramVec // arm
-	exhausted       *prometheus.CounterVec   // arm
-	storedRepairs   *prometheus.CounterVec   // outcome (state.go)
-	usageAskResent  *prometheus.CounterVec   // outcome (usage.go)
-	hiddenDeletes   *prometheus.CounterVec   // outcome (hidden.go)
-	droppedCalls    *prometheus.CounterVec   // arm
-	upstreamErrors  *prometheus.CounterVec   // kind
-	strayLines      *prometheus.CounterVec   // api
+	reg                 *prometheus.Registry
+	requests            *prometheus.CounterVec   // path, status, arm, outcome
+	duration            *prometheus.HistogramVec // path
+	routing             *prometheus.HistogramVec // arm, strategy
+	upstreamLatency     *prometheus.HistogramVec // path
+	selected            *prometheus.HistogramVec // arm
+	fallbacks           *prometheus.CounterVec   // arm, reason
+	cacheHits           *prometheus.CounterVec   // arm
+	addedTokens         *prometheus.HistogramVec // arm
+	rewriteErrors       *prometheus.CounterVec   // arm
+	toolCalls           *prometheus.CounterVec   // tool, arm
+	toolRounds          *prometheus.HistogramVec // arm
+	exhausted           *prometheus.CounterVec   // arm
+	storedRepairs       *prometheus.CounterVec   // outcome (state.go)
+	usageAskResent      *prometheus.CounterVec   // outcome (usage.go)
+	hiddenDeletes       *prometheus.CounterVec   // outcome (hidden.go)
+	conversationDeletes *prometheus.CounterVec   // outcome (takeback.go)
+	droppedCalls        *prometheus.CounterVec   // arm
+	upstreamErrors      *prometheus.CounterVec   // kind
+	strayLines          *prometheus.CounterVec   // api
 }
 
 func newDefaultRegistry() *prometheus.Registry {
@@ -121,6 +122,12 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 			Help: "Responses (and Chat Completions with store: true) stored upstream by the proxy's hidden tool rounds that the client never got an id for, deleted after the request, " +
 				"by outcome: deleted, not_found, failed, skipped (the server was shutting down).",
 		}, []string{"outcome"}),
+		conversationDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "conversation_items_deleted_total",
+			Help: "Items that the proxy's completed tool rounds added to a Responses conversation, taken back once a later round was refused, " +
+				"by outcome: deleted, not_found, failed (a deletion failed; older items are not tried), " +
+				"unmatched (the conversation could not be read, or its newest items were not the turn's: left as they are), skipped (the server was shutting down).",
+		}, []string{"outcome"}),
 		droppedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_dropped_total",
 			Help: "Server-side tool calls not answered (round limit, or a stream whose client tool calls were already relayed).",
@@ -138,7 +145,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.storedRepairs, m.usageAskResent, m.hiddenDeletes, m.upstreamErrors, m.strayLines}
+		m.droppedCalls, m.storedRepairs, m.usageAskResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{

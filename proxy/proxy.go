@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -129,6 +130,7 @@ type Server struct {
 	echo      *echo.Echo
 	arms      []*armState // every configured arm, for readiness
 	presence  presence    // skills active in state stored upstream (presence.go)
+	marks     wire.Marks  // what the proxy writes, as stored objects show it (stored.go)
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context
@@ -190,7 +192,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = newDefaultRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport}
+	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport,
+		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope}}
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.bg.ctx, s.bg.cancel = context.WithCancel(s.drainCtx)
 	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}
@@ -271,9 +274,12 @@ func (s *Server) routes() *echo.Echo {
 	// Only POST: other methods on chat completions are OpenAI's stored
 	// completions (GET lists them), passed through.
 	e.POST("/v1/chat/completions", s.serveAPI(chatAPI{}))
-	// Only POST: GET /v1/responses/{id} and the other methods are stored
-	// responses, passed through.
+	// Only POST: GET /v1/responses and the other methods are stored
+	// responses, passed through; a GET of one, or of its input items,
+	// shows the client's request rather than the proxy's (stored.go).
 	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
+	e.GET("/v1/responses/:id", s.readStored(storedResponse))
+	e.GET("/v1/responses/:id/input_items", s.readStored(storedInputItems))
 	// Counted as rewritten, so the count matches what a request with the
 	// same body sends upstream (as /v1/messages/count_tokens).
 	e.POST("/v1/responses/input_tokens", s.serveAPI(responsesAPI{}))

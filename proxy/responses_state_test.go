@@ -205,7 +205,7 @@ func TestResponsesConversationHiddenRound(t *testing.T) {
 			items := h.up.Conversation(cid)
 			seen := map[string]int{}
 			for _, it := range items {
-				seen[it]++
+				seen[fakeai.WithoutID(it)]++
 			}
 			for it, n := range seen {
 				if n > 1 {

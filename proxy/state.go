@@ -78,7 +78,14 @@ func (s *Server) repairStored(ctx context.Context, rt *routed, in *http.Request,
 // and query (Azure's api-version) and the state's own query, bounded as the
 // request's own exchange.
 func (s *Server) readState(ctx context.Context, rt *routed, in *http.Request, path, query string, kind exchange) ([]byte, error) {
-	q, err := url.ParseQuery(in.URL.RawQuery)
+	return s.getStored(ctx, rt.api.target(s), storedObjectHeader(in), in.URL.RawQuery, path, query, kind)
+}
+
+// getStored reads a stored object at path: a GET with hdr (see
+// storedObjectHeader), the client's query and the object's own query,
+// bounded as one exchange of kind.
+func (s *Server) getStored(ctx context.Context, t *upstreamTarget, hdr http.Header, clientQuery, path, query string, kind exchange) ([]byte, error) {
+	q, err := url.ParseQuery(clientQuery)
 	if err != nil {
 		q = url.Values{}
 	}
@@ -86,8 +93,8 @@ func (s *Server) readState(ctx context.Context, rt *routed, in *http.Request, pa
 	for k, v := range own {
 		q[k] = v
 	}
-	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: q.Encode()}, Header: storedObjectHeader(in)}
-	resp, _, err := s.send(ctx, rt.api.target(s), get, http.NoBody, 0, true, kind)
+	get := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path, RawQuery: q.Encode()}, Header: hdr}
+	resp, _, err := s.send(ctx, t, get, http.NoBody, 0, true, kind)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeStream, info)
 		}
 		info.upstreamStatus = resp.StatusCode
+		hidden.answered(round, resp.StatusCode)
 		if !isEventStream(resp) {
 			f, bad := redirected(resp)
 			if !bad && resp.StatusCode == http.StatusOK {
@@ -120,6 +121,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		next, err := rt.req.FollowUp(body, end.Loop, results, sr.sess.Tools())
 		if err != nil {
 			info.err = "follow-up: " + err.Error()
+			hidden.refused = true // the turn fails: no next round adds to it
 			sr.streamError(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: "tool_loop_failed",
 				Message: "skillrouter tool loop: " + err.Error()})
 			sr.finishTrailers()

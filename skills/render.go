@@ -43,7 +43,7 @@ type CatalogOptions struct {
 	Format         Format   // default agent-skills
 	Priority       []string // ids for the <prioritized_skills> line; none = no line
 	MaxDescription int      // >0: truncate descriptions at a word boundary to this many chars
-	Footer         string   // a line after the list (e.g. "312 more skills: use search_skills")
+	Footer         string   // one line after the list (e.g. "312 more skills: use search_skills"); CatalogStart reads no more
 	// NoLoadTool: no load_skill tool is offered, so the agent-skills and
 	// qark preambles point at the instructions already in the conversation
 	// instead of telling the model to call a tool it does not have.
@@ -92,7 +92,7 @@ func RenderCatalog(list []*Skill, opts CatalogOptions) string {
 	default:
 		b.WriteString(agentSkillsHeader)
 	}
-	b.WriteString("<available_skills>\n")
+	b.WriteString(catalogOpen)
 	for _, s := range list {
 		desc := escapeText(ShortDescription(s.Description, opts.MaxDescription))
 		switch opts.Format {
@@ -118,22 +118,71 @@ func RenderCatalog(list []*Skill, opts CatalogOptions) string {
 			b.WriteString("</description>\n  </skill>\n")
 		}
 	}
-	b.WriteString("</available_skills>")
+	b.WriteString(catalogClose)
 	if len(opts.Priority) > 0 {
-		b.WriteString("\n<prioritized_skills>")
+		b.WriteString(priorityOpen)
 		for i, id := range opts.Priority {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString(escapeText(id))
 		}
-		b.WriteString("</prioritized_skills>")
+		b.WriteString(priorityClose)
 	}
 	if opts.Footer != "" {
 		b.WriteString("\n")
 		b.WriteString(opts.Footer)
 	}
 	return b.String()
+}
+
+// catalogHeaders are the openings RenderCatalog writes, one per format and
+// tool offer.
+var catalogHeaders = []string{agentSkillsHeader + catalogOpen, agentSkillsNoToolHeader + catalogOpen, anthropicHeader + catalogOpen}
+
+const (
+	catalogOpen   = "<available_skills>\n"
+	catalogClose  = "</available_skills>"
+	priorityOpen  = "\n<prioritized_skills>"
+	priorityClose = "</prioritized_skills>"
+)
+
+// CatalogStart returns where a catalog RenderCatalog wrote starts in text,
+// when text ends with one; -1 otherwise. It reads the catalog's own
+// structure: one of its openings, the list (whose entries are escaped, so
+// they cannot close it), then at most the priority line and a footer line.
+// Text that a client wrote in that very form is taken for a catalog too.
+func CatalogStart(text string) int {
+	start := -1
+	for _, h := range catalogHeaders {
+		i := strings.LastIndex(text, h)
+		if i < 0 || i < start {
+			continue
+		}
+		end := strings.Index(text[i:], catalogClose)
+		if end < 0 || !catalogTail(text[i+end+len(catalogClose):]) {
+			continue
+		}
+		start = i
+	}
+	return start
+}
+
+// catalogTail reports whether rest is what RenderCatalog writes after the
+// list: nothing, the priority line, a footer line, or both.
+func catalogTail(rest string) bool {
+	if p, ok := strings.CutPrefix(rest, priorityOpen); ok {
+		end := strings.Index(p, priorityClose)
+		if end < 0 || strings.Contains(p[:end], "\n") {
+			return false
+		}
+		rest = p[end+len(priorityClose):]
+	}
+	if rest == "" {
+		return true
+	}
+	footer, ok := strings.CutPrefix(rest, "\n")
+	return ok && footer != "" && !strings.Contains(footer, "\n")
 }
 
 // skillName is the frontmatter name, or the folder name for in-memory skills
@@ -185,7 +234,7 @@ func Envelope(s *Skill) string {
 	content = strings.TrimRight(content, "\n")
 	var b strings.Builder
 	b.Grow(len(content) + 512 + len(s.Resources)*64)
-	b.WriteString(`<skill_context id="`)
+	b.WriteString(envelopeOpen)
 	b.WriteString(escapeAttr(s.ID))
 	b.WriteString("\">\n  <instructions>\n    ")
 	b.WriteString(content)
@@ -198,9 +247,26 @@ func Envelope(s *Skill) string {
 	b.WriteString("    1. Prioritize the logic in <instructions> over generic behavior.\n")
 	b.WriteString("    2. Use the data in <active_resources> to complete the user's specific request.\n")
 	b.WriteString("    3. If the workflow is multi-step, explicitly state your plan before executing.\n")
-	b.WriteString("  </execution_directive>\n</skill_context>")
+	b.WriteString("  </execution_directive>\n")
+	b.WriteString(envelopeClose)
 	return b.String()
 }
+
+// IsEnvelope reports whether text is one envelope as Envelope writes it:
+// its opening tag first, its closing tag last.
+func IsEnvelope(text string) bool {
+	rest, ok := strings.CutPrefix(text, envelopeOpen)
+	if !ok || !strings.HasSuffix(rest, envelopeClose) {
+		return false
+	}
+	id, _, ok := strings.Cut(rest, `">`)
+	return ok && !strings.ContainsAny(id, "\"<>\n")
+}
+
+const (
+	envelopeOpen  = `<skill_context id="`
+	envelopeClose = "</skill_context>"
+)
 
 // writeResources lists the skill folder and its files, one element per line,
 // in path order, so the model can name files it wants to read or run.

@@ -208,10 +208,28 @@ type Answer struct {
 	// when it reported none); the follow-up carries what is left of the
 	// client's output-token cap (see Budget).
 	Output int64
+	// OutputIDs (Responses) are the ids of the round's output items, in
+	// order: in a conversation the API adds them to it, and a turn refused
+	// after this round takes them back (responses.Request.TakeBack).
+	OutputIDs []string
 	// BuiltinCalls (Responses) counts the round's built-in tool calls
 	// (web_search_call, mcp_call, ...), which the client's max_tool_calls
 	// bounds over the whole response.
 	BuiltinCalls int64
+}
+
+// Marks recognise what the proxy wrote into a request in what the API
+// stored of it (a Responses object read back by id, its input items):
+// keeping no state per request, the proxy can go by nothing else. Package
+// skills knows the catalog and the envelopes; the server, its tools.
+type Marks struct {
+	// Tool reports whether a tool name is one the proxy offers.
+	Tool func(name string) bool
+	// CatalogStart returns where a catalog the proxy appended starts in
+	// text; -1 when text does not end with one.
+	CatalogStart func(text string) int
+	// Envelope reports whether text is an auto-loaded skill body.
+	Envelope func(text string) bool
 }
 
 // RoundEnd is how one streamed round ended.

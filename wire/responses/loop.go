@@ -106,7 +106,13 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 			turn = append(turn, raw)
 		}
 	}
-	return &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Shown: len(r.pending) > 0, Truncated: truncated(resp.Status)}, resp.Usage, true
+	ans = &wire.Answer{Calls: calls, Turn: bytes.Join(turn, []byte{','}), ID: resp.ID, Shown: len(r.pending) > 0, Truncated: truncated(resp.Status)}
+	if r.conversation != "" {
+		for _, it := range items {
+			ans.OutputIDs = append(ans.OutputIDs, it.ID)
+		}
+	}
+	return ans, resp.Usage, true
 }
 
 // resent reports whether an output item of a round that loops goes back
@@ -149,8 +155,10 @@ func orEmptyObject(args string) string {
 // the held client calls) and one function_call_output per result are
 // appended to input, and tools is set to ts. In a conversation, which
 // already holds the input and the round's items, the input is only the
-// outputs (see state.go).
+// outputs (see state.go); what the round added to it is noted (see
+// takeback.go).
 func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolResult, ts wire.ToolSet) ([]byte, error) {
+	r.noteAdded(body, ans)
 	if len(results) == 0 {
 		return body, nil
 	}
@@ -211,6 +219,24 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	return out, nil
 }
 
+// proxyItems says which of an answer's output items are the proxy's, none
+// of them to be shown once the answer is the client's: its calls (mine)
+// and the reasoning before them.
+func proxyItems(items []json.RawMessage, mine func(name string) bool) []bool {
+	rd := ownership.Round{Mine: mine, Final: true}
+	hide := make([]bool, len(items))
+	for i, raw := range items {
+		var it item
+		_ = json.Unmarshal(raw, &it)
+		o, resolved, shown := rd.Add(i, kind(it.Type), it.Name)
+		hide[i] = o == ownership.Proxy
+		for _, j := range resolved {
+			hide[j] = !shown
+		}
+	}
+	return hide
+}
+
 // Final patches the response the client gets: the output items of earlier
 // rounds that were the client's come first, the proxy's calls (and the
 // reasoning before them) are removed when strip is set, usage (when
@@ -231,20 +257,9 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		}
 		kept := append([]json.RawMessage(nil), r.visible...)
 		if strip != nil {
-			rd := ownership.Round{Mine: strip, Final: true}
-			hide := make([]bool, len(items))
-			for i, raw := range items {
-				var it item
-				_ = json.Unmarshal(raw, &it)
-				o, resolved, shown := rd.Add(i, kind(it.Type), it.Name)
-				hide[i] = o == ownership.Proxy
-				for _, j := range resolved {
-					hide[j] = !shown
-				}
-			}
-			for i, it := range items {
-				if !hide[i] {
-					kept = append(kept, it)
+			for i, hidden := range proxyItems(items, strip) {
+				if !hidden {
+					kept = append(kept, items[i])
 				}
 			}
 		} else {

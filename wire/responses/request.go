@@ -68,6 +68,9 @@ type Request struct {
 	// round's until it is known to loop.
 	visible []json.RawMessage
 	pending []json.RawMessage
+	// added is what the looping rounds added to the conversation, oldest
+	// first (see takeback.go).
+	added []addedItem
 
 	// budget is what is left of the client's limits on the response (see
 	// budget.go).

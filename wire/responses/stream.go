@@ -60,6 +60,7 @@ type roundState struct {
 type streamItem struct {
 	*ownership.Item
 	done   []byte // the item from output_item.done
+	id     string
 	name   string
 	callID string
 	typ    string
@@ -111,7 +112,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	case "response.output_item.added":
 		i := int(gjson.GetBytes(data, "output_index").Int())
 		item := gjson.GetBytes(data, "item")
-		it := &streamItem{typ: item.Get("type").String(), name: item.Get("name").String(), callID: item.Get("call_id").String()}
+		it := &streamItem{typ: item.Get("type").String(), id: item.Get("id").String(), name: item.Get("name").String(), callID: item.Get("call_id").String()}
 		if it.callID == "" {
 			it.callID = item.Get("id").String()
 		}
@@ -143,6 +144,9 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			it.args.WriteString(gjson.GetBytes(data, "delta").String())
 		case "response.output_item.done":
 			it.done = append([]byte(nil), gjson.GetBytes(data, "item").Raw...)
+			if id := gjson.GetBytes(it.done, "id").String(); id != "" {
+				it.id = id
+			}
 		}
 		rd.Event(it.Item, data)
 	}
@@ -241,6 +245,9 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	var turn [][]byte
 	for _, i := range rd.Order() {
 		it := rd.items[i]
+		if s.req.conversation != "" {
+			ans.OutputIDs = append(ans.OutputIDs, it.id)
+		}
 		if it.Owner == ownership.Held {
 			continue
 		}

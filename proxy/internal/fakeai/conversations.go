@@ -9,8 +9,12 @@ package fakeai
 // this response are automatically added to this conversation after this
 // response completes." GET /v1/conversations/{id}/items lists them
 // ({"object":"list","data":[…],"first_id","last_id","has_more"}; order asc
-// or desc, limit 1–100, default 20). GET /v1/responses/{id} returns a
-// stored response.
+// or desc, limit 1–100, default 20); every item has an id, given when it
+// is added if it had none. DELETE /v1/conversations/{id}/items/{item_id}
+// removes one and answers with the conversation object. GET
+// /v1/responses/{id} returns a stored response, GET
+// /v1/responses/{id}/input_items its input items (the request's own, with
+// ids, listed as a conversation's are).
 
 import (
 	"fmt"
@@ -27,7 +31,54 @@ const pathConversations = "/v1/conversations"
 
 // conversation is one conversation's items, as compact JSON, oldest first.
 type conversation struct {
-	items []string
+	created int64
+	items   []string
+	added   int // items ever added, for their ids
+}
+
+// object is the conversation object of id.
+func (cv *conversation) object(id string) ordered {
+	return ordered{"id", id, "object", "conversation", "created_at", cv.created, "metadata", ordered{}}
+}
+
+// withID returns an item with an id: its own, else one made up as the
+// API makes one for an input item that had none.
+func (cv *conversation) withID(item string) string {
+	cv.added++
+	return withID(item, fmt.Sprintf("fake_conv_%d", cv.added))
+}
+
+// withID returns an item (an object) with an id: its own, else the type's
+// prefix (msg for messages, item for the others) and suffix.
+func withID(item, suffix string) string {
+	if gjson.Get(item, "id").Type == gjson.String {
+		return item
+	}
+	prefix := "item"
+	if typ := gjson.Get(item, "type").Str; typ == "message" || typ == "" {
+		prefix = "msg"
+	}
+	id := string(appendJSON(nil, prefix+"_"+suffix))
+	rest := strings.TrimSpace(item)[1:]
+	if strings.TrimSpace(rest) != "}" {
+		id += ","
+	}
+	return `{"id":` + id + rest
+}
+
+// inputItems returns a request's input items: a string input is the user
+// message it stands for.
+func inputItems(q responsesReq) []string {
+	var items []string
+	if q.input.Type == gjson.String {
+		items = append(items, string(appendJSON(nil, ordered{"type", "message", "role", "user", "content", q.input.Str})))
+	} else if q.input.IsArray() {
+		q.input.ForEach(func(_, it gjson.Result) bool {
+			items = append(items, it.Raw)
+			return true
+		})
+	}
+	return items
 }
 
 func (f *Server) createConversation(w http.ResponseWriter, rec Request, n int) {
@@ -40,9 +91,10 @@ func (f *Server) createConversation(w http.ResponseWriter, rec Request, n int) {
 	if f.convs == nil {
 		f.convs = map[string]*conversation{}
 	}
-	f.convs[id] = &conversation{}
+	cv := &conversation{created: time.Now().Unix()}
+	f.convs[id] = cv
 	f.mu.Unlock()
-	writeOrdered(w, 200, nil, ordered{"id", id, "object", "conversation", "created_at", time.Now().Unix(), "metadata", ordered{}})
+	writeOrdered(w, 200, nil, cv.object(id))
 }
 
 // requestConversation returns what a Responses request's conversation
@@ -105,27 +157,34 @@ func isCallOutput(typ string) bool {
 // its conversation.
 func (f *Server) addToConversation(q responsesReq, output []ordered) {
 	id := conversationID(q)
-	var add []string
-	if q.input.Type == gjson.String {
-		add = append(add, string(appendJSON(nil, ordered{"type", "message", "role", "user", "content", q.input.Str})))
-	} else if q.input.IsArray() {
-		q.input.ForEach(func(_, it gjson.Result) bool {
-			add = append(add, it.Raw)
-			return true
-		})
-	}
+	add := inputItems(q)
 	for _, o := range output {
 		add = append(add, string(appendJSON(nil, o)))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cv := f.convs[id]; cv != nil {
-		cv.items = append(cv.items, add...)
+		for _, it := range add {
+			cv.items = append(cv.items, cv.withID(it))
+		}
 	}
 }
 
+// WithoutID returns an item without its id: the items the API adds for
+// the same input twice differ by their ids alone.
+func WithoutID(item string) string {
+	var o ordered
+	gjson.Parse(item).ForEach(func(k, v gjson.Result) bool {
+		if k.Str != "id" {
+			o = append(o, k.Str, rawJSON(v.Raw))
+		}
+		return true
+	})
+	return string(appendJSON(nil, o))
+}
+
 // Conversation returns the items of a conversation, oldest first, as
-// compact JSON (nil if there is none).
+// compact JSON, each with its id (nil if there is none).
 func (f *Server) Conversation(id string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -135,8 +194,37 @@ func (f *Server) Conversation(id string) []string {
 	return nil
 }
 
-// readState answers GET /v1/responses/{id} and GET
-// /v1/conversations/{id}/items; false for other requests.
+// deleteConversationItem answers DELETE
+// /v1/conversations/{id}/items/{item_id}; false for other requests.
+func (f *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, pathConversations+"/")
+	id, item, ok2 := strings.Cut(rest, "/items/")
+	if r.Method != http.MethodDelete || !ok || !ok2 || strings.Contains(id, "/") || item == "" || strings.Contains(item, "/") {
+		return false
+	}
+	f.mu.Lock()
+	cv := f.convs[id]
+	found := false
+	if cv != nil {
+		n := len(cv.items)
+		cv.items = slices.DeleteFunc(cv.items, func(it string) bool { return gjson.Get(it, "id").Str == item })
+		found = len(cv.items) < n
+	}
+	f.mu.Unlock()
+	switch {
+	case cv == nil:
+		(&apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id)}).write(w)
+	case !found:
+		(&apiErr{status: 404, message: fmt.Sprintf("Item with id '%s' not found.", item)}).write(w)
+	default:
+		writeOrdered(w, 200, nil, cv.object(id))
+	}
+	return true
+}
+
+// readState answers GET /v1/responses/{id}, GET
+// /v1/responses/{id}/input_items and GET /v1/conversations/{id}/items;
+// false for other requests.
 func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
@@ -149,6 +237,19 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(s.object)
+		return true
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, pathResponses+"/"); ok {
+		id, ok := strings.CutSuffix(rest, "/input_items")
+		if !ok || strings.Contains(id, "/") {
+			return false
+		}
+		s := f.storedResponse(id)
+		if s == nil {
+			(&apiErr{status: 404, message: fmt.Sprintf("Response with id '%s' not found.", id)}).write(w)
+			return true
+		}
+		listItems(w, r, slices.Clone(s.input))
 		return true
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, pathConversations+"/")
@@ -167,17 +268,29 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		(&apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id)}).write(w)
 		return true
 	}
+	listItems(w, r, items)
+	return true
+}
+
+// listItems answers with a page of items (oldest first), as the API lists
+// a conversation's items and a response's input items: order asc or desc
+// (the default), limit 1–100 (default 20), after an item id.
+func listItems(w http.ResponseWriter, r *http.Request, items []string) {
 	limit := 20
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
 			oaiErr("Invalid 'limit': integer below minimum value or above maximum value (1 to 100).", "limit", "integer_out_of_range").write(w)
-			return true
+			return
 		}
 		limit = n
 	}
 	if r.URL.Query().Get("order") != "asc" { // desc is the default
 		slices.Reverse(items)
+	}
+	if after := r.URL.Query().Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(it string) bool { return gjson.Get(it, "id").Str == after })
+		items = items[i+1:] // all of them when after is not found
 	}
 	more := len(items) > limit
 	items = items[:min(limit, len(items))]
@@ -190,5 +303,4 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		first, last = gjson.Get(items[0], "id").Value(), gjson.Get(items[len(items)-1], "id").Value()
 	}
 	writeOrdered(w, 200, nil, ordered{"object", "list", "data", data, "first_id", first, "last_id", last, "has_more", more})
-	return true
 }

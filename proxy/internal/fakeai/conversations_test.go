@@ -20,6 +20,18 @@ func get(t *testing.T, f *Server, path string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+func del(t *testing.T, f *Server, path string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, f.URL+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
 func TestConversationsAndStoredResponses(t *testing.T) {
 	f := New()
 	defer f.Close()
@@ -47,7 +59,7 @@ func TestConversationsAndStoredResponses(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("%d %s", code, b)
 	}
-	respID := gjson.GetBytes(b, "id").Str
+	respID, respObj := gjson.GetBytes(b, "id").Str, b
 	// The call is stored unanswered: a turn without its output is refused.
 	code, _, b = post(t, f, "/v1/responses", `{"model":"m","conversation":"`+cid+`","input":"and?"}`, nil)
 	if code != 400 || !strings.Contains(string(b), "No tool output found for function call call_1.") {
@@ -68,6 +80,30 @@ func TestConversationsAndStoredResponses(t *testing.T) {
 	if code != 200 || len(data) != 4 || data[0].Get("content").Str != "weather?" || data[1].Get("call_id").Str != "call_1" {
 		t.Errorf("items asc: %d %s", code, b)
 	}
+	// Every item has an id, given when it had none; one can be deleted by it.
+	var ids []string
+	for _, it := range data {
+		ids = append(ids, it.Get("id").Str)
+	}
+	if ids[0] != "msg_fake_conv_1" || ids[1] != gjson.GetBytes(respObj, "output.0.id").Str || ids[2] != "item_fake_conv_3" {
+		t.Errorf("item ids %q", ids)
+	}
+	code, b = del(t, f, "/v1/conversations/"+cid+"/items/"+ids[2])
+	if code != 200 || gjson.GetBytes(b, "id").Str != cid || gjson.GetBytes(b, "object").Str != "conversation" {
+		t.Errorf("delete item: %d %s", code, b)
+	}
+	if code, b := del(t, f, "/v1/conversations/"+cid+"/items/"+ids[2]); code != 404 || !strings.Contains(string(b), "Item with id") {
+		t.Errorf("delete item again: %d %s", code, b)
+	}
+	if code, b := del(t, f, "/v1/conversations/conv_nope/items/"+ids[0]); code != 404 {
+		t.Errorf("delete item of unknown conversation: %d %s", code, b)
+	}
+	if got := f.Conversation(cid); len(got) != 3 || strings.Contains(strings.Join(got, ""), ids[2]) {
+		t.Errorf("after delete: %q", got)
+	}
+	if n := len(f.Deletes()); n != 3 {
+		t.Errorf("%d deletes recorded, want 3", n)
+	}
 	if code, b := get(t, f, "/v1/conversations/"+cid+"/items?limit=0"); code != 400 {
 		t.Errorf("limit 0: %d %s", code, b)
 	}
@@ -78,7 +114,44 @@ func TestConversationsAndStoredResponses(t *testing.T) {
 	if code != 200 || gjson.GetBytes(b, "id").Str != respID || gjson.GetBytes(b, "output.0.call_id").Str != "call_1" {
 		t.Errorf("stored response: %d %s", code, b)
 	}
+	// Its input items, with ids, newest first unless asked otherwise.
+	code, b = get(t, f, "/v1/responses/"+respID+"/input_items")
+	if in := gjson.GetBytes(b, "data").Array(); code != 200 || len(in) != 1 || in[0].Get("content").Str != "weather?" || in[0].Get("id").Str == "" {
+		t.Errorf("input items: %d %s", code, b)
+	}
+	f.Script(Reply(Turn{Content: "ok"}))
+	_, _, b = post(t, f, "/v1/responses", `{"model":"m","input":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]}`, nil)
+	three := "/v1/responses/" + gjson.GetBytes(b, "id").Str + "/input_items"
+	code, b = get(t, f, three+"?limit=2")
+	if code != 200 || gjson.GetBytes(b, "data.#.content").Raw != `["c","b"]` || !gjson.GetBytes(b, "has_more").Bool() {
+		t.Errorf("input items desc: %d %s", code, b)
+	}
+	code, b = get(t, f, three+"?order=asc&after="+gjson.GetBytes(b, "data.0.id").Str)
+	if code != 200 || gjson.GetBytes(b, "data.#.content").Raw != `[]` {
+		t.Errorf("input items after the last: %d %s", code, b)
+	}
+	_, b = get(t, f, three+"?order=asc&limit=1")
+	code, b = get(t, f, three+"?order=asc&after="+gjson.GetBytes(b, "last_id").Str)
+	if code != 200 || gjson.GetBytes(b, "data.#.content").Raw != `["b","c"]` || gjson.GetBytes(b, "has_more").Bool() {
+		t.Errorf("input items asc after the first: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/responses/resp_nope/input_items"); code != 404 {
+		t.Errorf("unknown response's input items: %d %s", code, b)
+	}
 	if code, b := get(t, f, "/v1/responses/resp_nope"); code != 404 {
 		t.Errorf("unknown response: %d %s", code, b)
+	}
+}
+
+func TestWithoutID(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"hi","id":"kept"}]}`,
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"hi","id":"kept"}]}`},
+		{`{"type":"message","id":"x"}`, `{"type":"message"}`},
+		{`{"id":"x"}`, `{}`},
+	} {
+		if got := WithoutID(tc.in); got != tc.want {
+			t.Errorf("WithoutID(%s) = %s, want %s", tc.in, got, tc.want)
+		}
 	}
 }

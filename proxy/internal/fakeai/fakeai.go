@@ -188,7 +188,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	reqs        []Request
-	deletes     []Request // DELETE /v1/responses/{id}, apart from reqs
+	deletes     []Request // DELETEs of stored objects (Deletes), apart from reqs
 	noRecord    bool
 	script      []Responder
 	handlers    map[string]Responder
@@ -234,8 +234,9 @@ func (f *Server) Requests() []Request {
 	return append([]Request(nil), f.reqs...)
 }
 
-// Deletes returns a copy of the DELETE /v1/responses/{id} and
-// /v1/chat/completions/{id} requests received so far.
+// Deletes returns a copy of the DELETE /v1/responses/{id},
+// /v1/chat/completions/{id} and /v1/conversations/{id}/items/{item_id}
+// requests received so far.
 func (f *Server) Deletes() []Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -289,7 +290,8 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	switch {
 	case f.noRecord:
-	case r.Method == http.MethodDelete && (strings.HasPrefix(r.URL.Path, pathResponses+"/") || strings.HasPrefix(r.URL.Path, pathChat+"/")):
+	case r.Method == http.MethodDelete && (strings.HasPrefix(r.URL.Path, pathResponses+"/") || strings.HasPrefix(r.URL.Path, pathChat+"/") ||
+		strings.HasPrefix(r.URL.Path, pathConversations+"/")):
 		f.deletes = append(f.deletes, rec)
 	default:
 		f.reqs = append(f.reqs, rec)
@@ -323,7 +325,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case pathConversations:
 		f.createConversation(w, rec, n)
 	default:
-		if f.readState(w, r) || f.deleteResponse(w, r) || deleteCompletion(w, r) {
+		if f.readState(w, r) || f.deleteResponse(w, r) || deleteCompletion(w, r) || f.deleteConversationItem(w, r) {
 			return
 		}
 		Status(404, "unknown path "+r.URL.Path)(w, r, rec)

@@ -57,6 +57,7 @@ type storedResponse struct {
 	calls    []string // call ids of every call (function or custom) in the chain up to this response
 	outCalls []string // call ids of this response's own calls (a conversation's: those unanswered)
 	object   []byte   // the response object, for GET
+	input    []string // its input items, with ids, oldest first (GET …/input_items)
 }
 
 // responsesReq is the part of a Responses request the fake reads.
@@ -819,6 +820,9 @@ func (b *responseBuilder) stored(prev *storedResponse, q responsesReq) storedRes
 		s.outCalls = append(s.outCalls, c.ID)
 	}
 	s.object = appendJSON(nil, b.response("completed", b.items, true))
+	for i, it := range inputItems(q) {
+		s.input = append(s.input, withID(it, fmt.Sprintf("%s_in_%d", b.id, i)))
+	}
 	return s
 }
 

@@ -1,0 +1,86 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/responses"
+)
+
+// storedView is how a GET of a stored Responses object is shown to the
+// client: raw is the upstream's JSON answer to r.
+type storedView func(raw []byte, r *http.Request, m wire.Marks) ([]byte, bool)
+
+// storedResponse shows GET /v1/responses/{id} as the client's POST showed
+// the response (see wire/responses/stored.go).
+func storedResponse(raw []byte, _ *http.Request, m wire.Marks) ([]byte, bool) {
+	return responses.StoredResponse(raw, m)
+}
+
+// storedInputItems shows GET /v1/responses/{id}/input_items without the
+// items the proxy added.
+func storedInputItems(raw []byte, r *http.Request, m wire.Marks) ([]byte, bool) {
+	return responses.StoredInputItems(raw, r.URL.Query().Get("order"), m)
+}
+
+// readStored serves a GET of a Responses object stored upstream: sent as
+// the pass-through sends it, and a JSON answer shown through view, which
+// takes out what the proxy wrote into the request the upstream stored. A
+// GET asking for the event stream (?stream=true: a background response
+// resumed) passes through as it is, and so does any other answer (an
+// error, one larger than the proxy reads).
+func (s *Server) readStored(view storedView) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodGet || r.URL.Query().Get("stream") == "true" {
+			return s.passthrough(c) // HEAD (Echo routes it here): no body to show
+		}
+		info := requestInfo(c)
+		ctx, done := s.requestContext(r.Context())
+		defer done()
+		w := c.Response()
+		a := responsesAPI{}
+		resp, elapsed, err := s.send(ctx, a.target(s), r, http.NoBody, 0, true, exchangeAnswer)
+		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+		if err != nil {
+			s.fail(w, a, info, classify(ctx, err))
+			return nil
+		}
+		info.upstreamStatus = resp.StatusCode
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if resp.StatusCode != http.StatusOK || mt != "application/json" {
+			s.relayResponse(ctx, w, info, resp)
+			return nil
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+		if err != nil {
+			resp.Body.Close()
+			s.fail(w, a, info, classify(ctx, &answerReadError{err}))
+			return nil
+		}
+		if len(raw) > maxUpstreamBody {
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
+			s.relayResponse(ctx, w, info, resp)
+			return nil
+		}
+		resp.Body.Close()
+		out, _ := view(raw, r, s.marks)
+		h := w.Header()
+		copyResponseHeader(h, resp.Header, false)
+		h.Del("Content-Encoding") // the Transport decoded it
+		h.Set("Content-Length", strconv.Itoa(len(out)))
+		w.WriteHeader(http.StatusOK)
+		info.status = http.StatusOK
+		_, _ = w.Write(out)
+		return nil
+	}
+}

@@ -1,0 +1,83 @@
+package responses
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// A refused turn's items are taken back only when the conversation's newest
+// items are exactly those the rounds added: output items by id, input
+// items by type and text, call_id or id, whatever form the conversation
+// keeps a message's content in.
+func TestTakeBack(t *testing.T) {
+	const (
+		user     = `{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"make me a pdf"}]}`
+		envelope = `{"id":"msg_2","type":"message","role":"user","content":[{"type":"input_text","text":"<skill_context>BODY</skill_context>"}]}`
+		call     = `{"id":"fc_1","type":"function_call","call_id":"call_l","name":"load_skill","arguments":"{}"}`
+		output   = `{"id":"fco_1","type":"function_call_output","call_id":"call_l","output":"LOADED"}`
+		call2    = `{"id":"fc_2","type":"function_call","call_id":"call_m","name":"load_skill","arguments":"{}"}`
+		other    = `{"id":"msg_9","type":"message","role":"user","content":"someone else"}`
+	)
+	round0 := `{"model":"m","conversation":"conv_1","input":[{"role":"user","content":"make me a pdf"},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill_context>BODY</skill_context>"}]}]}`
+	round1 := `{"model":"m","conversation":"conv_1","input":[{"type":"function_call_output","call_id":"call_l","output":"LOADED"}]}`
+	list := func(items ...string) []byte {
+		return []byte(`{"object":"list","data":[` + strings.Join(items, ",") + `]}`)
+	}
+	path := func(id string) string { return "/v1/conversations/conv_1/items/" + id }
+	tests := []struct {
+		name   string
+		rounds [][2]string // body, its answer's output ids (comma-separated)
+		list   []byte
+		want   []string // nil: an error
+	}{
+		{"one round", [][2]string{{round0, "fc_1"}}, list(call, envelope, user, other),
+			[]string{path("fc_1"), path("msg_2"), path("msg_1")}},
+		{"two rounds", [][2]string{{round0, "fc_1"}, {round1, "fc_2"}}, list(call2, output, call, envelope, user),
+			[]string{path("fc_2"), path("fco_1"), path("fc_1"), path("msg_2"), path("msg_1")}},
+		{"a string input", [][2]string{{`{"model":"m","conversation":"conv_1","input":"make me a pdf"}`, "fc_1"}},
+			list(call, strings.Replace(user, `[{"type":"input_text","text":"make me a pdf"}]`, `"make me a pdf"`, 1)),
+			[]string{path("fc_1"), path("msg_1")}},
+		{"another writer's item is the newest", [][2]string{{round0, "fc_1"}}, list(other, call, envelope, user), nil},
+		{"another message where the turn's input was", [][2]string{{round0, "fc_1"}}, list(call, envelope, other), nil},
+		{"fewer items than the turn added", [][2]string{{round0, "fc_1"}}, list(call, envelope), nil},
+		{"an output without an id", [][2]string{{round0, ""}}, list(strings.Replace(call, `"id":"fc_1",`, "", 1), envelope, user), nil},
+		{"an id that is not a path segment", [][2]string{{round0, "fc/1"}}, list(strings.Replace(call, "fc_1", "fc/1", 1), envelope, user), nil},
+		{"not a list", [][2]string{{round0, "fc_1"}}, []byte(`{"error":{}}`), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Parse([]byte(tc.rounds[0][0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rd := range tc.rounds {
+				r.noteAdded([]byte(rd[0]), &wire.Answer{OutputIDs: strings.Split(rd[1], ",")})
+			}
+			p, q, n := r.AddedPath()
+			if p != "/v1/conversations/conv_1/items" || q != "order=desc&limit="+strconv.Itoa(len(r.added)) || n != len(r.added) {
+				t.Errorf("AddedPath %q %q %d", p, q, n)
+			}
+			got, err := r.TakeBack(tc.list)
+			if tc.want == nil {
+				if err == nil {
+					t.Errorf("took back %q, want an error", got)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	// Nothing is noted outside a conversation.
+	r, _ := Parse([]byte(`{"model":"m","input":"hi"}`))
+	r.noteAdded(r.Body(), &wire.Answer{OutputIDs: []string{"fc_1"}})
+	if p, _, _ := r.AddedPath(); p != "" {
+		t.Errorf("AddedPath %q without a conversation", p)
+	}
+}
