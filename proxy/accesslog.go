@@ -37,10 +37,13 @@ type reqInfo struct {
 	// droppedAnswered counts calls of an earlier answer that the proxy had
 	// removed and answered when stored state was continued (state.go).
 	droppedAnswered int
-	err             string
-	outcome         string // how the request ended (outcome* constants); set by observe when the handler did not
-	query           string // logged at debug level only
-	clientKey       string // the client's key when the proxy checked and dropped it; never logged
+	// jsonRounds counts the rounds of a streamed request the upstream
+	// answered with JSON (it ignored stream:true), streamed by the proxy.
+	jsonRounds int
+	err        string
+	outcome    string // how the request ended (outcome* constants); set by observe when the handler did not
+	query      string // logged at debug level only
+	clientKey  string // the client's key when the proxy checked and dropped it; never logged
 }
 
 const infoKey = "skillrouter.info"
@@ -179,6 +182,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		}
 		if info.droppedAnswered > 0 {
 			attrs = append(attrs, slog.Int("dropped_calls_answered", info.droppedAnswered))
+		}
+		if info.jsonRounds > 0 {
+			attrs = append(attrs, slog.Int("upstream_json_rounds", info.jsonRounds))
 		}
 		if info.exhausted {
 			attrs = append(attrs, slog.Bool("tool_rounds_exhausted", true))

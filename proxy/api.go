@@ -50,6 +50,11 @@ type apiRequest interface {
 	Spent(ans *wire.Answer) bool
 	// NewStream translates a streamed answer round after round.
 	NewStream(mine func(name string) bool) apiStream
+	// Events renders a whole answer (what a request that is not streamed
+	// gets) as the events of the stream that carries it, for the
+	// translator: an upstream that ignores stream:true answers with one.
+	// An error when raw is not an answer of the API.
+	Events(raw []byte) ([]byte, error)
 }
 
 // apiStream translates the upstream's events of one streamed request.
@@ -97,6 +102,12 @@ func (r chatRequest) Final(raw []byte, _ int, usage json.RawMessage, strip func(
 
 func (r chatRequest) NewStream(mine func(string) bool) apiStream { return r.Request.NewStream(mine) }
 
+// Events: the usage chunk only with stream_options.include_usage, as the API streams it.
+func (r chatRequest) Events(raw []byte) ([]byte, error) {
+	// Usage the proxy asked for counts against the cap; the translator hides it.
+	return chat.Events(raw, r.IncludeUsage() || r.AskedUsage())
+}
+
 // Echoes: a chat completion echoes nothing of the request but the model.
 func (chatRequest) Echoes() bool { return false }
 
@@ -133,6 +144,8 @@ func (r responsesRequest) NewStream(mine func(string) bool) apiStream {
 	return r.Request.NewStream(mine)
 }
 
+func (responsesRequest) Events(raw []byte) ([]byte, error) { return responses.Events(raw) }
+
 // messagesAPI is Anthropic Messages (package wire/messages); it also
 // serves /v1/messages/count_tokens, whose body is a messages request
 // without max_tokens: counted as rewritten, so the count matches what a
@@ -158,6 +171,8 @@ type messagesRequest struct{ *messages.Request }
 func (r messagesRequest) NewStream(mine func(string) bool) apiStream {
 	return r.Request.NewStream(mine)
 }
+
+func (messagesRequest) Events(raw []byte) ([]byte, error) { return messages.Events(raw) }
 
 // Echoes: a message echoes nothing of the request but the model.
 func (messagesRequest) Echoes() bool { return false }

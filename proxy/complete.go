@@ -52,15 +52,9 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			s.relayResponse(ctx, w, info, resp)
 			return
 		}
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
-		resp.Body.Close()
-		if err != nil {
-			s.fail(w, rt.api, info, classify(ctx, &answerReadError{err}))
-			return
-		}
-		if len(raw) > maxUpstreamBody {
-			s.fail(w, rt.api, info, failure{status: http.StatusBadGateway, code: "upstream_response_too_large",
-				msg: fmt.Sprintf("upstream answer exceeds %d bytes", maxUpstreamBody)})
+		raw, f, ok := readAnswer(ctx, resp)
+		if !ok {
+			s.fail(w, rt.api, info, f)
 			return
 		}
 		ans, u, ok := rt.req.ReadAnswer(raw, round, sess.Handles)
@@ -148,6 +142,21 @@ func (s *Server) runTools(ctx context.Context, sess ToolSession, calls []wire.To
 	}
 	info.rounds++
 	return out
+}
+
+// readAnswer reads a whole upstream answer, bounded by maxUpstreamBody,
+// and closes its body; ok false with the failure to report.
+func readAnswer(ctx context.Context, resp *http.Response) (raw []byte, f failure, ok bool) {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, classify(ctx, &answerReadError{err}), false
+	}
+	if len(raw) > maxUpstreamBody {
+		return nil, failure{status: http.StatusBadGateway, code: "upstream_response_too_large",
+			msg: fmt.Sprintf("upstream answer exceeds %d bytes", maxUpstreamBody)}, false
+	}
+	return raw, failure{}, true
 }
 
 // writeFinal sends the last upstream answer, patched when tool rounds ran

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,10 +61,15 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		info.upstreamStatus = resp.StatusCode
 		hidden.answered(round, resp.StatusCode)
+		var events io.Reader = resp.Body
 		if !isEventStream(resp) {
 			f, bad := redirected(resp)
 			if !bad && resp.StatusCode == http.StatusOK {
 				f, bad = notAnAnswer(resp, true, peekBody(resp, 512))
+			}
+			var whole []byte
+			if !bad && resp.StatusCode == http.StatusOK && sr.sess != nil {
+				whole, f, bad = jsonEvents(ctx, rt, resp)
 			}
 			if bad {
 				resp.Body.Close()
@@ -74,18 +80,25 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 				}
 				return
 			}
-			if !sr.started {
-				// An error, or an upstream that ignored stream:true: relay as is.
-				s.relayResponse(ctx, w, info, resp)
+			if whole == nil {
+				if !sr.started {
+					// An error, or JSON the proxy does not stream (a stream
+					// relayed without its tools, or not an answer): as is.
+					s.relayResponse(ctx, w, info, resp)
+					return
+				}
+				sr.upstreamErrorEvent(resp)
 				return
 			}
-			sr.upstreamErrorEvent(resp)
-			return
+			// The upstream ignored stream:true: its whole answer goes
+			// through the translator as the stream it stands for.
+			info.jsonRounds++
+			events = bytes.NewReader(whole)
 		}
 		if !sr.started {
 			sr.start(resp.Header)
 		}
-		end, err := sr.relayRound(tr, resp.Body, round >= s.cfg.MaxToolRounds)
+		end, err := sr.relayRound(tr, events, round >= s.cfg.MaxToolRounds)
 		resp.Body.Close()
 		if err != nil {
 			// A client that stopped reading may not have its context done yet.
@@ -132,6 +145,29 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		body = next
 	}
+}
+
+// jsonEvents reads the JSON answer an upstream gave a streamed request
+// (it ignored stream:true, as some OpenAI-compatible servers do with
+// tools) and renders it as the events of the API's stream. A body that is
+// not whole JSON is bad, as it is for a request that is not streamed.
+// whole is nil when the JSON is not an answer of the API (a 200 with an
+// error body): the body is then left to read again, for the caller to pass
+// on as before.
+func jsonEvents(ctx context.Context, rt *routed, resp *http.Response) (whole []byte, f failure, bad bool) {
+	raw, f, ok := readAnswer(ctx, resp)
+	if !ok {
+		return nil, f, true
+	}
+	if f, bad := notAnAnswer(resp, false, raw); bad {
+		return nil, f, true
+	}
+	whole, err := rt.req.Events(raw)
+	if err != nil {
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		return nil, failure{}, false
+	}
+	return whole, failure{}, false
 }
 
 func isEventStream(resp *http.Response) bool {

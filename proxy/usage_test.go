@@ -157,3 +157,33 @@ func TestStreamWithoutSessionAsksNothing(t *testing.T) {
 		t.Errorf("the client got usage it did not ask for:\n%s", b)
 	}
 }
+
+// A round answered with JSON although it was asked to stream carries usage
+// whatever stream_options said; when the proxy asked for usage, that usage
+// counts against the client's cap and stays hidden from the client, as a
+// streamed round's does.
+func TestStreamJSONRoundSpendsTheCapUnasked(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{IgnoreStream: true, ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
+			Usage: &fakeai.Usage{PromptTokens: 500, CompletionTokens: 40, TotalTokens: 540}}),
+		fakeai.Reply(fakeai.Turn{Content: "final answer", Usage: &fakeai.Usage{PromptTokens: 600, CompletionTokens: 20, TotalTokens: 620}}),
+	)
+	resp, b := h.chat(streamChat(`,"max_tokens":100`), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want 2", len(reqs))
+	}
+	if got := gjson.GetBytes(reqs[1].Body, "max_tokens").Int(); got != 60 {
+		t.Errorf("follow-up max_tokens %d, want 60", got)
+	}
+	if a := assemble(t, b); a.Content != "final answer" || a.Done != 1 {
+		t.Errorf("the client assembled %+v", a)
+	}
+	if strings.Contains(string(b), `"usage"`) {
+		t.Errorf("usage in the client's stream, which did not ask for it:\n%s", b)
+	}
+}

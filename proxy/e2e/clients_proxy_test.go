@@ -324,3 +324,33 @@ func TestRealClientsThroughProxyClaudeCode(t *testing.T) {
 			hasEnvelope(main[0].Body, "pdf-forms"), hasEnvelope(main[1].Body, "commit-message"))
 	}
 }
+
+// An upstream that ignores stream:true answers every round with JSON: the
+// Responses (raw events and the responses.stream() helper) and Anthropic
+// (messages.stream()) SDKs read whole answers from the streams the proxy
+// renders of it, with the load_skill round and its reasoning handled as
+// in a stream.
+func TestRealClientsStreamAnsweredWithJSON(t *testing.T) {
+	for _, c := range []struct{ script, mode, stop string }{
+		{"responses.mjs", "stream", ""}, {"responses.mjs", "helper", ""}, {"anthropic.mjs", "stream", "end_turn"},
+	} {
+		t.Run(strings.TrimSuffix(c.script, ".mjs")+"/"+c.mode, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			e.up.Script(
+				fakeai.Reply(fakeai.Turn{Thinking: &fakeai.Thinking{Text: "A commit message skill fits."},
+					ToolCalls: []fakeai.Call{{Name: "load_skill", Arguments: `{"skill_id":"commit-message"}`}}, IgnoreStream: true}),
+				fakeai.Reply(fakeai.Turn{Content: helloAnswer, IgnoreStream: true}))
+			r := runNode(t, c.script, e.proxy.URL, nil, "plain", c.mode)
+			reqs := e.up.Requests()
+			if r.Text != helloAnswer || len(reqs) != 2 || r.StopReason != c.stop || !hasEnvelope(reqs[1].Body, "commit-message") {
+				t.Fatalf("got %+v; %d upstream requests", r, len(reqs))
+			}
+			for _, call := range r.ToolCalls {
+				if call.Name == "load_skill" {
+					t.Fatalf("the client saw the proxy's call: %+v", r)
+				}
+			}
+		})
+	}
+}

@@ -312,3 +312,31 @@ func TestSDKModelCallsLoadSkill(t *testing.T) {
 		checkRewritten(t, reqs[i], 1, "")
 	}
 }
+
+// An upstream that ignores stream:true answers the streamed request's
+// rounds with JSON: the OpenAI SDK's stream helper still reads a whole
+// completion (finalChatCompletion), without the proxy's load_skill call,
+// with the usage of both rounds.
+func TestSDKStreamAnsweredWithJSON(t *testing.T) {
+	e := setup(t)
+	load := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_ls_1", Name: "load_skill", Arguments: `{"skill_id":"csv-report"}`}},
+		Usage: &fakeai.Usage{PromptTokens: 50, CompletionTokens: 5, TotalTokens: 55}}
+	done := fakeai.Turn{Content: "Loaded the csv-report skill; here is your report.", Usage: &fakeai.Usage{PromptTokens: 80, CompletionTokens: 9, TotalTokens: 89}}
+	loadJSON, doneJSON := load, done
+	loadJSON.Content = "Let me load the skill. "
+	loadJSON.IgnoreStream, doneJSON.IgnoreStream = true, true
+	e.up.Script(fakeai.Reply(load), fakeai.Reply(done), fakeai.Reply(loadJSON), fakeai.Reply(doneJSON))
+	var got struct {
+		Stream struct {
+			Content string             `json:"content"`
+			Usage   map[string]float64 `json:"usage"`
+		} `json:"stream"`
+	}
+	e.run(t, "load-skill.mjs", &got) // asserts the streamed content, no tool call, finish_reason stop
+	if got.Stream.Usage["total_tokens"] != 144 {
+		t.Errorf("stream usage %v, want the sum of both rounds", got.Stream.Usage)
+	}
+	if reqs := e.up.Requests(); len(reqs) != 4 {
+		t.Fatalf("upstream got %d requests, want 4 (two per client request)", len(reqs))
+	}
+}

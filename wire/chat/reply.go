@@ -1,14 +1,12 @@
 package chat
 
 import (
-	"bytes"
-
 	"github.com/skillrouter/skillrouter/wire"
 )
 
 // EncodeReply renders a model's answer as a chat.completion, or with stream
-// as its chat.completion.chunk events (role, content, one chunk per tool
-// call, the finish, usage when includeUsage, and [DONE]).
+// as its chat.completion.chunk events (see Events: role, content, one chunk
+// per tool call, the finish, usage when includeUsage, and [DONE]).
 func EncodeReply(r wire.Reply, stream, includeUsage bool) []byte {
 	finish := "stop"
 	var calls []toolCall
@@ -24,38 +22,15 @@ func EncodeReply(r wire.Reply, stream, includeUsage bool) []byte {
 		content = r.Text
 	}
 	usage := map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+	msg := map[string]any{"role": "assistant", "content": content}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	out := wire.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": 0, "model": r.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
 	if !stream {
-		msg := map[string]any{"role": "assistant", "content": content}
-		if len(calls) > 0 {
-			msg["tool_calls"] = calls
-		}
-		return wire.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": 0, "model": r.Model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
+		return out
 	}
-	var b bytes.Buffer
-	chunk := func(delta map[string]any, finish any, u any) {
-		c := map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": 0, "model": r.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-		if u != nil {
-			c["choices"] = []any{}
-			c["usage"] = u
-		}
-		b.WriteString("data: ")
-		b.Write(wire.Marshal(c))
-		b.WriteString("\n\n")
-	}
-	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
-	if r.Text != "" {
-		chunk(map[string]any{"content": r.Text}, nil, nil)
-	}
-	for i, c := range calls {
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
-			"function": map[string]any{"name": c.Function.Name, "arguments": c.Function.Arguments}}}}, nil, nil)
-	}
-	chunk(map[string]any{}, finish, nil)
-	if includeUsage {
-		chunk(nil, nil, usage)
-	}
-	b.WriteString("data: [DONE]\n\n")
-	return b.Bytes()
+	events, _ := Events(out, includeUsage) // out is a completion with a choice: it renders
+	return events
 }

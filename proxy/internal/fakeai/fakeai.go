@@ -145,6 +145,10 @@ type Turn struct {
 	Model        string // default: the request's model
 	Thinking     *Thinking
 	Fail         *Failure // Responses and Messages only
+	// IgnoreStream answers with the whole JSON object even when the request
+	// asks for a stream, as some OpenAI-compatible servers do (with tools,
+	// say): an upstream that ignores "stream": true.
+	IgnoreStream bool
 	// Truncated: the answer stops at the output-token limit, said as each
 	// API says it: Chat finish_reason "length" (unless FinishReason is
 	// set); Responses status "incomplete" with incomplete_details.reason
@@ -499,7 +503,7 @@ func Reply(turn Turn) Responder {
 			}
 		}
 		id := fmt.Sprintf("chatcmpl-fake-%d", time.Now().UnixNano())
-		if !f[1].Bool() {
+		if !f[1].Bool() || t.IgnoreStream {
 			writeJSON(w, 200, completion(id, t))
 			return
 		}

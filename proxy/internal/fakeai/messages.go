@@ -459,7 +459,7 @@ func replyMessages(turn Turn, w http.ResponseWriter, r *http.Request, rec Reques
 		anthropicError(w, r, err.status, anthropicErrorType(err.status), err.message)
 		return
 	}
-	streamed := q.stream.Type == gjson.True
+	streamed := q.stream.Type == gjson.True && !turn.IgnoreStream
 	if turn.Fail != nil && !streamed {
 		status := turn.Fail.Status
 		if status == 0 {

@@ -458,7 +458,7 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 		verr.write(w)
 		return
 	}
-	streamed := q.stream.Type == gjson.True
+	streamed := q.stream.Type == gjson.True && !turn.IgnoreStream
 	if turn.Fail != nil && !streamed {
 		status := turn.Fail.Status
 		if status == 0 {
