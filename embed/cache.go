@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/skillrouter/skillrouter/internal/atomicfile"
 )
@@ -226,18 +225,14 @@ func (c *Cache) write(key string, v []float32) error {
 	})
 }
 
-// staleTemp is how old a temporary file must be before it is taken for
-// one a killed process left: a live write takes milliseconds.
-const staleTemp = time.Minute
-
 // removeStale deletes the temporary files writes that never finished (the
-// process killed) left in the cache's folders; it runs before the first
-// write of a process, and nothing else would ever remove them.
+// process killed) left in the cache's folders (atomicfile.RemoveStale says
+// which); it runs before the first write of a process, and nothing else
+// would ever remove them.
 func (c *Cache) removeStale() {
 	dirs, _ := filepath.Glob(filepath.Join(c.dir, "??"))
-	cutoff := time.Now().Add(-staleTemp)
 	for _, d := range dirs {
-		atomicfile.RemoveStale(d, cutoff)
+		atomicfile.RemoveStale(d)
 	}
 }
 

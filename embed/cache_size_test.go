@@ -93,13 +93,13 @@ func TestCacheRemovesStaleTemporaryFiles(t *testing.T) {
 	for _, p := range []string{stranded, live} {
 		os.WriteFile(p, []byte("x"), 0o644)
 	}
-	old := time.Now().Add(-time.Hour)
+	old := time.Now().Add(-24 * time.Hour) // past atomicfile's cutoff for a writer it cannot check
 	os.Chtimes(stranded, old, old)
 	if _, err := c.EmbedDocuments(context.Background(), []string{"x"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stranded); err == nil {
-		t.Error("a temporary file left an hour ago is still there after a write")
+		t.Error("a temporary file left a day ago is still there after a write")
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live write's temporary file was removed: %v", err)

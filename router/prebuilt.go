@@ -478,15 +478,16 @@ var staleAfter = time.Minute
 
 // removeStale deletes the index files in dir of m's embedder and model
 // that its manifest no longer names and that were written (or retired)
-// before cutoff, and temporary files of saves that were cut short before
-// cutoff. It reads the manifest again, so a save by another router that
-// finished meanwhile keeps its files. Files of earlier versions, which
-// named files by provider alone (a manifest prebuilt-<provider>.json,
-// files <kind><provider>[-<generation>].bin), are no longer read by anyone
-// of this version and go too, once as old. Errors are ignored (a file left
-// behind costs only space).
+// before cutoff, and temporary files of saves that were cut short
+// (atomicfile.RemoveStale, with a cutoff of its own: they may be another
+// router's save in progress). It reads the manifest again, so a save by
+// another router that finished meanwhile keeps its files. Files of earlier
+// versions, which named files by provider alone (a manifest
+// prebuilt-<provider>.json, files <kind><provider>[-<generation>].bin), are
+// no longer read by anyone of this version and go too, once as old. Errors
+// are ignored (a file left behind costs only space).
 func removeStale(dir string, saved prebuiltManifest, cutoff time.Time) {
-	atomicfile.RemoveStale(dir, cutoff)
+	atomicfile.RemoveStale(dir)
 	key := saved.key()
 	m, err := readManifest(dir, key)
 	if err != nil {

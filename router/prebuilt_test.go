@@ -370,3 +370,65 @@ func TestPrebuiltFilesTiedToManifest(t *testing.T) {
 		t.Errorf("after the grace period the folder holds %v, want only %v", names, want)
 	}
 }
+
+// TestPrebuiltEarlierFormatFilesRemoved: a folder written before format 3
+// (a manifest prebuilt-<provider>.json, files <kind><provider>.bin in
+// format 1 and <kind><provider>-<generation>.bin in format 2) is never read
+// again; a save of this version removes those files of its own provider
+// once they are as old as the grace period, and nothing else: another
+// provider's, a file whose name only starts like one, a format-2 file
+// written a moment ago (a router of the earlier version saving beside
+// this one).
+func TestPrebuiltEarlierFormatFilesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	lib := t.TempDir()
+	writeSkill(t, lib, "skill-0", "Tune slow SQL queries and indexes.")
+	writeSkill(t, lib, "skill-1", "Write regular expressions for dates.")
+	snap := skills.Load(context.Background(), []string{lib}, skills.Options{})
+	const gen = "0123456789abcdef"
+	files := []struct {
+		name  string
+		old   bool // written an hour ago
+		stays bool
+	}{
+		{"prebuilt-builtin.json", true, false},
+		{"vectors-builtin-" + gen + ".bin", true, false},
+		{"state-builtin-" + gen + ".bin", true, false},
+		{"lexical-builtin-" + gen + ".bin", true, false},
+		{"vectors-builtin.bin", true, false}, // format 1
+		{"state-builtin.bin", true, false},
+		{"lexical-builtin.bin", true, false},
+		{"lexical-builtin-fedcba9876543210.bin", false, true}, // written a moment ago
+		{"prebuilt-fake.json", true, true},                    // another provider's: its own save removes them
+		{"vectors-fake-" + gen + ".bin", true, true},
+		{"vectors-builtin-x-" + gen + ".bin", true, true}, // provider "builtin-x"
+		{"vectors-builtin-notes.bin", true, true},         // not an index file
+		{"notes.txt", true, true},
+	}
+	long := time.Now().Add(-time.Hour)
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte("format 2"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if f.old {
+			os.Chtimes(p, long, long)
+		}
+	}
+	b := embed.NewBuiltin(embed.Config{})
+	r := newRouter(t, snap, router.Options{Embedder: b, Fit: func(c []string) router.Embedder { return b.Fit(c) }})
+	if err := r.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(dir, f.name))
+		if stays := err == nil; stays != f.stays {
+			t.Errorf("%s: kept %v after a save, want %v", f.name, stays, f.stays)
+		}
+	}
+	for _, f := range indexFiles(t, dir, "builtin") {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the saved index lacks %s: %v", f, err)
+		}
+	}
+}

@@ -592,3 +592,48 @@ func helmDefault(t *testing.T, path ...any) any {
 	}
 	return get(v, path...)
 }
+
+// TestHelmServiceSessionAffinity: service.sessionAffinity ClientIP keeps a
+// client address's connections on one pod (whose memory of the skills a
+// stored conversation holds is its own); off by default, the Service as
+// before; values Kubernetes would refuse fail the render (the schema).
+func TestHelmServiceSessionAffinity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	for _, c := range []struct {
+		name     string
+		set      []string
+		affinity any // nil: not rendered
+		timeout  any
+	}{
+		{"default", nil, nil, nil},
+		{"None", []string{"--set", "service.sessionAffinity=None"}, nil, nil},
+		{"ClientIP", []string{"--set", "service.sessionAffinity=ClientIP"}, "ClientIP", 10800},
+		{"ClientIP, timeout", []string{"--set", "service.sessionAffinity=ClientIP", "--set", "service.sessionAffinityTimeoutSeconds=600"}, "ClientIP", 600},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai"}, c.set...)...))
+			spec := get(docs["Service/r-skillrouter"], "spec")
+			if a := get(spec, "sessionAffinity"); a != c.affinity {
+				t.Errorf("sessionAffinity %v, want %v", a, c.affinity)
+			}
+			if to := get(spec, "sessionAffinityConfig", "clientIP", "timeoutSeconds"); to != c.timeout {
+				t.Errorf("sessionAffinityConfig %v, want timeoutSeconds %v", get(spec, "sessionAffinityConfig"), c.timeout)
+			}
+		})
+	}
+	for _, c := range []struct{ set, want string }{
+		{"service.sessionAffinity=clientIP", "sessionAffinity"},
+		{"service.sessionAffinity=Cookie", "sessionAffinity"},
+		{"service.sessionAffinityTimeoutSeconds=0", "sessionAffinityTimeoutSeconds"},
+		{"service.sessionAffinityTimeoutSeconds=86401", "sessionAffinityTimeoutSeconds"},
+	} {
+		out, err := helmTemplate(t, "--set", c.set)
+		if err == nil {
+			t.Errorf("--set %s renders; the API server would refuse the Service", c.set)
+		} else if !strings.Contains(out, "values don't meet the specifications of the schema") || !strings.Contains(out, c.want) {
+			t.Errorf("--set %s: want a schema error naming %s, got:\n%s", c.set, c.want, out)
+		}
+	}
+}

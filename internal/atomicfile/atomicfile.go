@@ -10,12 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
-// tempPattern names temporary files, in the folder of the file they become
-// (a rename does not cross file systems).
-const tempPattern = ".tmp-*"
+// Temporary files are named tempPrefix, their writer's tag (writerTag:
+// "<machine>-<pid>-", or nothing) and a random number, in the folder of the
+// file they become (a rename does not cross file systems); tempPattern
+// matches them all, and those of earlier versions (".tmp-<random>").
+const (
+	tempPrefix  = ".tmp-"
+	tempPattern = tempPrefix + "*"
+)
 
 // Write writes path durably: the data is synced before the rename and the
 // folder after it, so a crash (a power loss) leaves the old file or the
@@ -37,7 +43,7 @@ func writeFile(path string, write func(io.Writer) error, durable bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, tempPattern)
+	f, err := os.CreateTemp(dir, tempPrefix+writerTag()+"*")
 	if err != nil {
 		return err
 	}
@@ -77,13 +83,23 @@ func syncDir(dir string) error {
 }
 
 // RemoveStale deletes the temporary files in dir of writes that never
-// finished (the process was killed mid-write) and that were last written
-// before cutoff: a live writer's file was written to a moment ago. Errors
-// are ignored: a file left behind costs only space.
-func RemoveStale(dir string, cutoff time.Time) {
+// finished (the process was killed mid-write). A file whose writer was a
+// process of this machine and pid namespace that is gone goes at once. Any
+// other file, whose writer may be alive (another replica sharing the
+// folder, possibly stalled for minutes in an fsync on a network file
+// system), goes once nothing has written to it for othersAfter: removing a
+// write in progress would only fail that write, but a minute was within
+// reach of a slow network file system and of clock skew between the
+// machines. Errors are ignored: a file left behind costs only space.
+func RemoveStale(dir string) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, tempPattern))
+	cutoff := time.Now().Add(-othersAfter)
 	for _, path := range tmps {
-		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if fi.ModTime().Before(cutoff) || writerGone(strings.TrimPrefix(fi.Name(), tempPrefix)) {
 			os.Remove(path)
 		}
 	}

@@ -107,6 +107,17 @@ func TestRender(t *testing.T) {
 		{"automatic caching, nothing cacheable: kept",
 			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":""}]}`,
 			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":""},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
+		// "cache_control": null is no breakpoint: the automatic one takes
+		// its place rather than being dropped with no breakpoint left.
+		{"automatic caching, the last block's cache_control null",
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":null}]}]}`,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
+		{"automatic caching, null on an uncacheable last block, breakpoint before it",
+			`{"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"1h"}},{"type":"text","text":"","cache_control":null}]}]}`,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"1h"}},{"type":"text","text":"","cache_control":null}]},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
+		{"top-level cache_control null: no automatic caching, kept",
+			`{"cache_control":null,"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":null}]}]}`,
+			`{"cache_control":null,"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":null}]},` + env + `],"system":"CAT","tools":[` + tool + `]}`},
 	}
 	for _, tt := range tests {
 		r, err := Parse([]byte(tt.in))

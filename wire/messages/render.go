@@ -106,8 +106,10 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 // that the top-level cache_control goes; e is nil when the block already
 // is an explicit breakpoint. Thinking blocks and empty text cannot carry
 // cache_control; a message with no other block keeps automatic caching.
+// A block whose cache_control is null is no breakpoint: it gets the moved
+// one (replacing the null).
 func (r *Request) automaticBreakpoint(i int) (e *jsonspan.Edit, ok bool) {
-	cs, has := jsonspan.Value(r.members, "cache_control")
+	cs, has := breakpoint(r.body, r.members)
 	if !has || r.body[cs.Start] != '{' {
 		return nil, false
 	}
@@ -141,7 +143,7 @@ func (r *Request) automaticBreakpoint(i int) (e *jsonspan.Edit, ok bool) {
 			if err != nil {
 				return nil, false
 			}
-			if _, explicit := jsonspan.Value(bm, "cache_control"); explicit {
+			if _, explicit := breakpoint(b, bm); explicit {
 				if cacheable(b) {
 					return nil, true
 				}
@@ -161,6 +163,18 @@ func (r *Request) automaticBreakpoint(i int) (e *jsonspan.Edit, ok bool) {
 		return nil, false
 	}
 	return &jsonspan.Edit{At: jsonspan.Span{Start: at.Start + s.Start, End: at.Start + s.End}, With: edited}, true
+}
+
+// breakpoint returns the value of the cache_control member of object b,
+// whose members are ms, when it sets a cache breakpoint: an explicit null
+// sets none, as when the member is absent. Every "is this a breakpoint"
+// question about a block or the request asks it here.
+func breakpoint(b []byte, ms []jsonspan.Member) (jsonspan.Span, bool) {
+	s, ok := jsonspan.Value(ms, "cache_control")
+	if !ok || jsonspan.IsNull(b[s.Start:s.End]) {
+		return jsonspan.Span{}, false
+	}
+	return s, true
 }
 
 // cacheable reports whether a content block can carry cache_control.
