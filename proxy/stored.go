@@ -6,8 +6,10 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/responses"
@@ -46,34 +48,52 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		defer done()
 		w := c.Response()
 		a := responsesAPI{}
-		resp, elapsed, err := s.send(ctx, a.target(s), r, http.NoBody, 0, true, exchangeAnswer)
-		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
-		if err != nil {
-			s.fail(w, a, info, classify(ctx, err))
-			return nil
-		}
-		info.upstreamStatus = resp.StatusCode
-		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if resp.StatusCode != http.StatusOK || mt != "application/json" {
-			s.relayResponse(ctx, w, info, resp)
-			return nil
-		}
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
-		if err != nil {
+		var resp *http.Response
+		var out []byte
+		// A page that held only the proxy's items would come out empty with
+		// has_more true, and the SDKs stop paging at an empty page: the next
+		// pages are read (after the upstream's last_id) until one shows an
+		// item, a bounded number of times.
+		for page, req := 0, r; ; page++ {
+			var elapsed time.Duration
+			var err error
+			resp, elapsed, err = s.send(ctx, a.target(s), req, http.NoBody, 0, true, exchangeAnswer)
+			s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+			if err != nil {
+				s.fail(w, a, info, classify(ctx, err))
+				return nil
+			}
+			info.upstreamStatus = resp.StatusCode
+			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			if resp.StatusCode != http.StatusOK || mt != "application/json" {
+				s.relayResponse(ctx, w, info, resp)
+				return nil
+			}
+			raw, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+			if err != nil {
+				resp.Body.Close()
+				s.fail(w, a, info, classify(ctx, &answerReadError{err}))
+				return nil
+			}
+			if len(raw) > maxUpstreamBody {
+				resp.Body = struct {
+					io.Reader
+					io.Closer
+				}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
+				s.relayResponse(ctx, w, info, resp)
+				return nil
+			}
 			resp.Body.Close()
-			s.fail(w, a, info, classify(ctx, &answerReadError{err}))
-			return nil
+			out, _ = view(raw, r, s.marks)
+			after := gjson.GetBytes(raw, "last_id").Str
+			if page == maxHiddenPages || after == "" || !emptyWithMore(out) {
+				break
+			}
+			req = r.Clone(ctx)
+			q := req.URL.Query()
+			q.Set("after", after)
+			req.URL.RawQuery = q.Encode()
 		}
-		if len(raw) > maxUpstreamBody {
-			resp.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
-			s.relayResponse(ctx, w, info, resp)
-			return nil
-		}
-		resp.Body.Close()
-		out, _ := view(raw, r, s.marks)
 		h := w.Header()
 		copyResponseHeader(h, resp.Header, false)
 		h.Del("Content-Encoding") // the Transport decoded it
@@ -83,4 +103,14 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		_, _ = w.Write(out)
 		return nil
 	}
+}
+
+// maxHiddenPages bounds the pages read past ones that held only the
+// proxy's items.
+const maxHiddenPages = 8
+
+// emptyWithMore reports a list page that shows nothing but says more follow.
+func emptyWithMore(page []byte) bool {
+	return gjson.GetBytes(page, "object").Str == "list" && gjson.GetBytes(page, "has_more").Bool() &&
+		gjson.GetBytes(page, "data.#").Int() == 0
 }

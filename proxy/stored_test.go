@@ -116,3 +116,52 @@ func TestResponsesStoredReadBackStreamAndOtherMethods(t *testing.T) {
 		t.Errorf("requests %d after %d", len(h.up.Requests()), n)
 	}
 }
+
+// The SDKs page input items with after=<the last item shown> and stop at
+// an empty page even when has_more is true, so a page that held only the
+// proxy's items must not come out empty while more follow: paging as the
+// SDKs do, with small pages, the client gets its own items.
+func TestResponsesStoredInputItemsPagedAsTheSDKs(t *testing.T) {
+	for _, order := range []string{"asc", "desc"} {
+		for _, limit := range []int{1, 2, 3} {
+			t.Run(order+"/"+strconv.Itoa(limit), func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.rw.catalog = skills.RenderCatalog([]*skills.Skill{{ID: "demo/pdf", Description: "Make PDF files."}}, skills.CatalogOptions{})
+				h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+					fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."}))
+				resp, posted := h.do("POST", "/v1/responses", `{"model":"m","input":[{"role":"user","content":"first"},{"role":"user","content":"make me a pdf"}]}`, nil)
+				if resp.StatusCode != 200 {
+					t.Fatalf("POST: %d %s", resp.StatusCode, posted)
+				}
+				id := gjson.GetBytes(posted, "id").Str
+				var texts []string
+				after := ""
+				for page := 0; page < 20; page++ {
+					q := "?order=" + order + "&limit=" + strconv.Itoa(limit)
+					if after != "" {
+						q += "&after=" + after
+					}
+					resp, items := h.do("GET", "/v1/responses/"+id+"/input_items"+q, "", nil)
+					if resp.StatusCode != 200 {
+						t.Fatalf("GET input_items: %d %s", resp.StatusCode, items)
+					}
+					data := gjson.GetBytes(items, "data").Array()
+					for _, it := range data {
+						texts = append(texts, it.Get("content").String())
+					}
+					if !gjson.GetBytes(items, "has_more").Bool() || len(data) == 0 {
+						break
+					}
+					after = data[len(data)-1].Get("id").Str
+				}
+				want := []string{"first", "make me a pdf"}
+				if order == "desc" {
+					slices.Reverse(want)
+				}
+				if !slices.Equal(texts, want) {
+					t.Errorf("paged like the SDKs, the client read %q, want %q", texts, want)
+				}
+			})
+		}
+	}
+}

@@ -18,8 +18,9 @@ package responses
 //     Final removes them;
 //   - input items: the auto-loaded envelopes (a message that is one
 //     envelope), the calls of the proxy's tools with the reasoning before
-//     them, their outputs when the call is on the same page, and the
-//     outputs the stored-state repair gave dropped calls (notRunOutput).
+//     them, their outputs when the call is on the same page (or, for
+//     load_skill, when the output is an envelope), and the outputs the
+//     stored-state repair gave dropped calls (notRunOutput).
 //
 // What only the request knew stays as the upstream has it: usage (the last
 // round's, where the client got the sum of all rounds), the items of
@@ -27,8 +28,8 @@ package responses
 // client's tools the gate left out (and tool_choice and
 // parallel_tool_calls, removed with the last of them), instructions sent as
 // "" (null here). A page of input items may come out shorter than its
-// limit, or empty with has_more still true; its first_id and last_id stay
-// the upstream's, the cursor of its list.
+// limit; its first_id and last_id stay the upstream's, the cursor of its
+// list (the proxy reads on past a page it would show empty, proxy/stored.go).
 
 import (
 	"encoding/json"
@@ -148,7 +149,10 @@ func StoredInputItems(raw []byte, order string, m wire.Marks) (out []byte, chang
 		v := gjson.GetManyBytes(it, "type", "call_id", "output", "content")
 		switch v[0].Str {
 		case "function_call_output":
-			hide[i] = hide[i] || calls[v[1].Str] || (v[2].Type == gjson.String && v[2].Str == notRunOutput)
+			// A load_skill output is an envelope: it is told apart even
+			// when its call is on another page.
+			hide[i] = hide[i] || calls[v[1].Str] ||
+				(v[2].Type == gjson.String && (v[2].Str == notRunOutput || m.Envelope != nil && m.Envelope(v[2].Str)))
 		case "message", "":
 			hide[i] = hide[i] || envelope(v[3], m)
 		}
