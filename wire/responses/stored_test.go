@@ -68,6 +68,7 @@ func TestStoredInputItems(t *testing.T) {
 		reasoning  = `{"id":"rs_1","type":"reasoning","summary":[]}`
 		proxyCall  = `{"id":"fc_1","type":"function_call","call_id":"c1","name":"load_skill","arguments":"{}"}`
 		proxyOut   = `{"id":"fco_1","type":"function_call_output","call_id":"c1","output":"ENVELOPE pdf"}`
+		searchOut  = `{"id":"fco_4","type":"function_call_output","call_id":"c4","output":"[{\"id\":\"demo/pdf\"}]"}`
 		notRun     = `{"id":"fco_2","type":"function_call_output","call_id":"c0","output":"` + notRunOutput + `"}`
 		clientCall = `{"id":"fc_3","type":"function_call","call_id":"c3","name":"get_weather","arguments":"{}"}`
 		clientOut  = `{"id":"fco_3","type":"function_call_output","call_id":"c3","output":"sunny"}`
@@ -82,7 +83,8 @@ func TestStoredInputItems(t *testing.T) {
 			list(user, clientCall, clientOut)},
 		{"newest first (the default)", "", list(clientOut, clientCall, proxyOut, proxyCall, reasoning, envelope, user, notRun),
 			list(clientOut, clientCall, user)},
-		{"a call's output on another page stays", "asc", list(proxyOut, user), ""},
+		{"a load_skill output (an envelope) on another page than its call", "asc", list(proxyOut, user), list(user)},
+		{"another output on another page than its call stays", "asc", list(searchOut, user), ""},
 		{"a message quoting an envelope is the client's", "asc", list(quoted, user), ""},
 		{"nothing of the proxy's", "asc", list(user, clientCall, clientOut), ""},
 		{"all of it the proxy's", "asc", list(reasoning, proxyCall, proxyOut, envelope), list()},
