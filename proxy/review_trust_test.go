@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
@@ -51,6 +52,54 @@ func TestAllowedOriginNotForwarded(t *testing.T) {
 			for _, r := range reqs {
 				if o := r.Header.Get("Origin"); o != "" {
 					t.Errorf("%s %s went upstream with Origin %q", r.Method, r.Path, o)
+				}
+			}
+		})
+	}
+}
+
+// TestRefusalsQuoteRequestValuesShortly: a 400 quotes what the client sent
+// wrong, and the access log records the message; a value of any length
+// (a header up to net/http's 1 MB, a body up to body_limit) is quoted cut
+// short, so one request cannot write a multi-megabyte log line (which log
+// pipelines drop: Loki, CloudWatch and Cloud Logging cap a line or event
+// at 256 KB) nor get it echoed back.
+func TestRefusalsQuoteRequestValuesShortly(t *testing.T) {
+	long := strings.Repeat("9", 300_000)
+	msgs := func(role string) string {
+		return `{"model":"m","max_tokens":10,"messages":[{"role":"` + role + `","content":"hi"}]}`
+	}
+	tests := []struct {
+		name, path, body string
+		hdr              map[string]string
+		status           int
+	}{
+		{"X-Skillrouter-Top-K", "/v1/chat/completions", simpleChat, map[string]string{HeaderTopK: "x" + long}, 400},
+		{"X-Skillrouter-Strategy", "/v1/chat/completions", simpleChat, map[string]string{HeaderStrategy: "x" + long}, 400},
+		{"X-Skillrouter-Disable", "/v1/chat/completions", simpleChat, map[string]string{HeaderDisable: "x" + long}, 400},
+		{"X-Skillrouter-Catalog", "/v1/chat/completions", simpleChat, map[string]string{HeaderCatalog: "x" + long}, 400},
+		{"X-Skillrouter-Arm", "/v1/chat/completions", simpleChat, map[string]string{HeaderArmIn: "x" + long}, 400},
+		{"Content-Encoding", "/v1/chat/completions", simpleChat, map[string]string{"Content-Encoding": "x" + long}, 415},
+		{"chat role", "/v1/chat/completions", msgs("x" + long), nil, 400},
+		{"chat n", "/v1/chat/completions", `{"model":"m","n":1.` + long + `,"messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+		{"messages role", "/v1/messages", msgs("x" + long), nil, 400},
+		{"responses role", "/v1/responses", `{"model":"m","input":[{"role":"x` + long + `","content":"hi"}]}`, nil, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.AB = &ABConfig{Arms: []Arm{{Name: "a", Percent: 50, Rewriter: newFakeRewriter()}, {Name: "b", Percent: 50, Rewriter: newFakeRewriter()}}}
+			})
+			resp, b := h.do("POST", tc.path, tc.body, tc.hdr)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d: %.300s", resp.StatusCode, b)
+			}
+			if len(b) > 2000 {
+				t.Errorf("error body of %d bytes: %.300s…", len(b), b)
+			}
+			for _, line := range strings.Split(h.logText(), "\n") {
+				if len(line) > 2000 {
+					t.Errorf("log line of %d bytes: %.300s…", len(line), line)
 				}
 			}
 		})
