@@ -50,7 +50,7 @@ func checkTarget(r *http.Request) *wire.Error {
 			return wire.BadRequest("invalid_path", "", "request path %q is not a valid URL path", wire.Clip(raw))
 		}
 		if dec == "." || dec == ".." {
-			return wire.BadRequest("invalid_path", "", "request path %q holds a dot-segment (%s)", wire.Clip(raw), wire.Clip(seg))
+			return wire.BadRequest("invalid_path", "", "request path %q holds a dot-segment (%s)", wire.Clip(raw), seg)
 		}
 	}
 	return nil

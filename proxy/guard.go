@@ -94,7 +94,7 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 		}
 		if werr != nil {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
-				slog.String("path", r.URL.Path), slog.Int("status", werr.Status), slog.String("error", werr.Message))
+				slog.String("path", wire.Clip(r.URL.Path)), slog.Int("status", werr.Status), slog.String("error", werr.Message))
 			s.metrics.observeRequest(&reqInfo{path: metricPath(r.URL.Path), status: werr.Status, outcome: outcomeComplete}, 0)
 			writeError(w, chatAPI{}, werr)
 			return

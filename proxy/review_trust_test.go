@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -98,6 +100,52 @@ func TestRefusalsQuoteRequestValuesShortly(t *testing.T) {
 				t.Errorf("error body of %d bytes: %.300s…", len(b), b)
 			}
 			for _, line := range strings.Split(h.logText(), "\n") {
+				if len(line) > 2000 {
+					t.Errorf("log line of %d bytes: %.300s…", len(line), line)
+				}
+			}
+		})
+	}
+}
+
+// TestAccessLogPathShort: the access log records the request path, which
+// the client chooses up to net/http's 1 MB header limit; it is recorded cut
+// short (see TestRefusalsQuoteRequestValuesShortly), for the proxy's own
+// routes, pass-through and handlers served beside it (Protect: MCP).
+func TestAccessLogPathShort(t *testing.T) {
+	long := "/" + strings.Repeat("a", 300_000)
+	tests := []struct {
+		name, path string
+		protect    bool
+		relayed    bool // the answer is the upstream's
+	}{
+		{"pass-through", "/v1/files" + long, false, true},
+		{"unknown path", long, false, false},
+		{"beside the proxy, refused", "/mcp" + long, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.Access.APIKeys = []string{"sk-client"} })
+			target := h.srv.ServeHTTP
+			if tc.protect {
+				target = h.srv.Protect(http.NotFoundHandler()).ServeHTTP
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", tc.path, nil)
+			req.Host = "127.0.0.1"
+			req.Header.Set("Authorization", "Bearer sk-client")
+			if tc.protect {
+				req.Header.Del("Authorization")
+			}
+			target(rec, req)
+			if !tc.relayed && rec.Body.Len() > 2000 {
+				t.Errorf("answer of %d bytes: %.300s…", rec.Body.Len(), rec.Body)
+			}
+			logs := h.logText()
+			if !strings.Contains(logs, `"path":"`) {
+				t.Fatalf("no access log line: %s", logs)
+			}
+			for _, line := range strings.Split(logs, "\n") {
 				if len(line) > 2000 {
 					t.Errorf("log line of %d bytes: %.300s…", len(line), line)
 				}
