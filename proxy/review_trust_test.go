@@ -153,3 +153,58 @@ func TestAccessLogPathShort(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryHeadersReachTheClient: the SDKs decide whether and when to retry
+// from the upstream's refusal: status, retry-after (-ms), x-should-retry;
+// and report its request id. A refusal of a routed request, on its first
+// round or a hidden one, streamed or not, reaches the client with them.
+func TestRetryHeadersReachTheClient(t *testing.T) {
+	refuse := func(status int) fakeai.Responder {
+		return func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			h := w.Header()
+			h.Set("Retry-After", "7")
+			h.Set("Retry-After-Ms", "7000")
+			h.Set("X-Should-Retry", "true")
+			h.Set("Request-Id", "req_9")
+			h.Set("X-Ratelimit-Remaining-Requests", "0")
+			h.Set("Anthropic-Ratelimit-Requests-Remaining", "0")
+			h.Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`))
+		}
+	}
+	load := fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}})
+	tests := []struct {
+		name, path, body string
+		status           int
+		later            bool // refused on the hidden round
+	}{
+		{"chat 429", "/v1/chat/completions", simpleChat, 429, false},
+		{"chat 429 on a hidden round", "/v1/chat/completions", simpleChat, 429, true},
+		{"chat stream 503", "/v1/chat/completions", streamChat(""), 503, false},
+		{"responses 429", "/v1/responses", `{"model":"m","input":"make me a pdf"}`, 429, false},
+		{"messages 529", "/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`, 529, false},
+		{"messages 529 on a hidden round", "/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`, 529, true},
+		{"messages stream 529", "/v1/messages", `{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, 529, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			if tc.later {
+				h.up.Script(load, refuse(tc.status))
+			} else {
+				h.up.Script(refuse(tc.status))
+			}
+			resp, b := h.do("POST", tc.path, tc.body, map[string]string{"Anthropic-Version": "2023-06-01", "X-Api-Key": "sk-test"})
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			for k, v := range map[string]string{"Retry-After": "7", "Retry-After-Ms": "7000", "X-Should-Retry": "true", "Request-Id": "req_9",
+				"X-Ratelimit-Remaining-Requests": "0", "Anthropic-Ratelimit-Requests-Remaining": "0"} {
+				if got := resp.Header.Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
