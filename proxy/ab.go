@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // DefaultABHeader is the request header hashed to assign an A/B arm.
@@ -153,7 +154,7 @@ func (s *splitter) pick(h http.Header, key func() string) (*armState, string, er
 				return a, a.name, nil
 			}
 		}
-		return nil, "", fmt.Errorf("unknown A/B arm %q in %s", name, HeaderArmIn)
+		return nil, "", fmt.Errorf("unknown A/B arm %q in %s", wire.Clip(name), HeaderArmIn)
 	}
 	if st := h.Get(HeaderStrategy); st != "" {
 		for _, a := range s.arms {

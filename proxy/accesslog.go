@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // reqInfo collects what the access log line and the request metrics report.
@@ -151,7 +152,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	}
 	attrs := []slog.Attr{
 		slog.String("method", c.Request().Method),
-		slog.String("path", c.Request().URL.Path),
+		slog.String("path", wire.Clip(c.Request().URL.Path)), // the client's, of any length
 		slog.Int("status", info.status),
 		slog.String("outcome", info.outcome),
 		slog.Float64("duration_ms", ms(elapsed)),

@@ -39,7 +39,7 @@ func (s *Server) confine(next echo.HandlerFunc) echo.HandlerFunc {
 func checkTarget(r *http.Request) *wire.Error {
 	raw := rawPath(r)
 	if strings.ContainsRune(raw, '\\') || containsFold(raw, "%2f") || containsFold(raw, "%5c") {
-		return wire.BadRequest("invalid_path", "", "request path %q holds an encoded slash or a backslash", clip(raw))
+		return wire.BadRequest("invalid_path", "", "request path %q holds an encoded slash or a backslash", wire.Clip(raw))
 	}
 	for _, seg := range strings.Split(raw, "/") {
 		if len(seg) > 6 { // "%2e%2e" is the longest dot-segment
@@ -47,10 +47,10 @@ func checkTarget(r *http.Request) *wire.Error {
 		}
 		dec, err := url.PathUnescape(seg)
 		if err != nil {
-			return wire.BadRequest("invalid_path", "", "request path %q is not a valid URL path", clip(raw))
+			return wire.BadRequest("invalid_path", "", "request path %q is not a valid URL path", wire.Clip(raw))
 		}
 		if dec == "." || dec == ".." {
-			return wire.BadRequest("invalid_path", "", "request path %q holds a dot-segment (%s)", clip(raw), seg)
+			return wire.BadRequest("invalid_path", "", "request path %q holds a dot-segment (%s)", wire.Clip(raw), seg)
 		}
 	}
 	return nil
@@ -77,14 +77,6 @@ func rawPath(r *http.Request) string {
 }
 
 func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), sub) }
-
-// clip bounds a client-supplied path quoted in an error message.
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
-}
 
 // errOutsideBase is what url returns for a path that would leave the
 // upstream's base path; checkTarget makes it unreachable for requests that

@@ -94,7 +94,7 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 		}
 		if werr != nil {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
-				slog.String("path", r.URL.Path), slog.Int("status", werr.Status), slog.String("error", werr.Message))
+				slog.String("path", wire.Clip(r.URL.Path)), slog.Int("status", werr.Status), slog.String("error", werr.Message))
 			s.metrics.observeRequest(&reqInfo{path: metricPath(r.URL.Path), status: werr.Status, outcome: outcomeComplete}, 0)
 			writeError(w, chatAPI{}, werr)
 			return
@@ -112,11 +112,11 @@ var errPreflightServed = &wire.Error{Status: http.StatusNoContent}
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 	a := &s.cfg.Access
 	if !s.hostAllowed(r.Host) {
-		return forbidden("host_not_allowed", "Host %q is not served here: add it to server.allowed_hosts (protection against DNS rebinding)", clip(r.Host))
+		return forbidden("host_not_allowed", "Host %q is not served here: add it to server.allowed_hosts (protection against DNS rebinding)", wire.Clip(r.Host))
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !originAllowed(a.AllowedOrigins, origin) {
-			return forbidden("origin_not_allowed", "requests from the web origin %q are refused: add it to server.allowed_origins to allow it", clip(origin))
+			return forbidden("origin_not_allowed", "requests from the web origin %q are refused: add it to server.allowed_origins to allow it", wire.Clip(origin))
 		}
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)

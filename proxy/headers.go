@@ -66,7 +66,8 @@ func removeHopHeaders(h http.Header) {
 }
 
 // upstreamRequestHeader builds the header sent upstream from the client's:
-// everything but hop-by-hop headers and the proxy's own X-Skillrouter-* controls.
+// everything but hop-by-hop headers, the proxy's own X-Skillrouter-*
+// controls and Origin.
 func upstreamRequestHeader(in http.Header) http.Header {
 	out := in.Clone()
 	if out == nil {
@@ -78,6 +79,11 @@ func upstreamRequestHeader(in http.Header) http.Header {
 			delete(out, k)
 		}
 	}
+	// The proxy answered the browser's CORS itself (guard.go): the call it
+	// makes is a server's, and an upstream that sees a browser's Origin
+	// applies its browser policy to it (Anthropic answers 401 unless
+	// anthropic-dangerous-direct-browser-access is set).
+	out.Del("Origin")
 	// Set by net/http from the outgoing body and URL.
 	out.Del("Content-Length")
 	out.Del("Host")

@@ -317,7 +317,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 	code := strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 	switch status {
 	case http.StatusNotFound:
-		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, c.Request().URL.Path)
+		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, wire.Clip(c.Request().URL.Path))
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)
 	}

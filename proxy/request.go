@@ -84,7 +84,7 @@ func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error)
 		}
 	default:
 		return nil, &wire.Error{Status: http.StatusUnsupportedMediaType, Kind: wire.KindInvalidRequest, Code: "unsupported_content_encoding",
-			Message: fmt.Sprintf("request Content-Encoding %q is not supported (want one of gzip, deflate or zstd)", enc)}
+			Message: fmt.Sprintf("request Content-Encoding %q is not supported (want one of gzip, deflate or zstd)", wire.Clip(enc))}
 	}
 	var plain []byte
 	if err == nil {
@@ -112,28 +112,28 @@ func overrides(h http.Header, strategyFromArm bool) (router.Overrides, *wire.Err
 	if v := strings.TrimSpace(h.Get(HeaderStrategy)); v != "" && !strategyFromArm {
 		st := router.Strategy(strings.ToLower(v))
 		if !router.ValidStrategy(st) {
-			return ov, headerError("%s: unknown strategy %q (want %s)", HeaderStrategy, v, router.StrategyList())
+			return ov, headerError("%s: unknown strategy %q (want %s)", HeaderStrategy, wire.Clip(v), router.StrategyList())
 		}
 		ov.Strategy = st
 	}
 	if v := strings.TrimSpace(h.Get(HeaderTopK)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return ov, headerError("%s: %q is not a non-negative integer", HeaderTopK, v)
+			return ov, headerError("%s: %q is not a non-negative integer", HeaderTopK, wire.Clip(v))
 		}
 		ov.TopK = &n
 	}
 	if v := strings.TrimSpace(h.Get(HeaderDisable)); v != "" {
 		b, err := strconv.ParseBool(strings.ToLower(v))
 		if err != nil {
-			return ov, headerError("%s: %q is not a boolean", HeaderDisable, v)
+			return ov, headerError("%s: %q is not a boolean", HeaderDisable, wire.Clip(v))
 		}
 		ov.Disable = b
 	}
 	if v := strings.TrimSpace(h.Get(HeaderCatalog)); v != "" {
 		m := router.CatalogMode(strings.ToLower(v))
 		if !router.ValidCatalogMode(m) {
-			return ov, headerError("%s: unknown catalog mode %q (want %s)", HeaderCatalog, v, router.CatalogModeList())
+			return ov, headerError("%s: unknown catalog mode %q (want %s)", HeaderCatalog, wire.Clip(v), router.CatalogModeList())
 		}
 		ov.CatalogMode = m
 	}

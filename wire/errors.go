@@ -28,6 +28,19 @@ const (
 	KindServer                     // the proxy failed (500)
 )
 
+// maxQuoted bounds a value an error message quotes from the request.
+const maxQuoted = 200
+
+// Clip cuts a value quoted from a request (a header, a path, a body
+// field) to 200 bytes for an error message: the client chooses its length,
+// and the message goes back to it and into the access log.
+func Clip(s string) string {
+	if len(s) > maxQuoted {
+		return s[:maxQuoted] + "..."
+	}
+	return s
+}
+
 // BadRequest is a 400 the proxy gives for a malformed request.
 func BadRequest(code, param, format string, a ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Kind: KindInvalidRequest, Code: code, Param: param, Message: fmt.Sprintf(format, a...)}

@@ -165,7 +165,7 @@ func (r *Request) scalars() *wire.Error {
 	if raw, ok := get("n"); ok {
 		if json.Unmarshal(raw, &v.Choices) != nil {
 			if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
-				return wire.BadRequest("invalid_type", "n", "'n' must be an integer, got %s", raw)
+				return wire.BadRequest("invalid_type", "n", "'n' must be an integer, got %s", wire.Clip(string(raw)))
 			}
 			return wire.TypeError("n", "an integer", raw)
 		}
@@ -196,7 +196,7 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 		return m, wire.TypeError(p+".role", "a string", raw[rs.Start:rs.End])
 	}
 	if !slices.Contains(roles, m.role) {
-		return m, wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), m.role)
+		return m, wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(m.role))
 	}
 	if cs, ok := jsonspan.Value(ms, "content"); ok {
 		m.text = openai.ContentText(raw[cs.Start:cs.End])

@@ -221,7 +221,7 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must not be empty", p)
 	}
 	if !slices.Contains(roles, role) {
-		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), role)
+		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 	}
 	content := msg.Content
 	if len(content) == 0 || jsonspan.IsNull(content) {

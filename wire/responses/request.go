@@ -207,7 +207,7 @@ func (r *Request) parseInput(raw []byte) error {
 				return wire.TypeError(p+".role", "a string", it.Role)
 			}
 			if !slices.Contains(roles, role) {
-				return wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), role)
+				return wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 			}
 			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(it.Content)})
 		case "function_call":

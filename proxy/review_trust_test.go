@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// TestAllowedOriginNotForwarded: the proxy answers a browser's CORS itself
+// (server.allowed_origins), so the Origin of an allowed web application
+// stays on the browser's hop. Forwarded, it makes the upstream treat the
+// proxy's server-side call as a browser's: Anthropic's API answers any
+// request carrying Origin 401 authentication_error "CORS requests must set
+// 'anthropic-dangerous-direct-browser-access' header" (or refuses it
+// outright for organizations that disallow CORS). Every request the proxy
+// sends for the client goes without it: routed, hidden rounds, passed
+// through.
+func TestAllowedOriginNotForwarded(t *testing.T) {
+	loadThenAnswer := []fakeai.Responder{
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: "final answer"}),
+	}
+	tests := []struct {
+		name, method, path, body string
+		script                   bool
+	}{
+		{"messages, with a hidden round", "POST", "/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`, true},
+		{"messages stream", "POST", "/v1/messages", `{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, false},
+		{"chat, with a hidden round", "POST", "/v1/chat/completions", simpleChat, true},
+		{"responses", "POST", "/v1/responses", `{"model":"m","input":"make me a pdf"}`, false},
+		{"pass-through", "GET", "/v1/models", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.Access.AllowedOrigins = []string{"https://chat.example.com"} })
+			if tc.script {
+				h.up.Script(loadThenAnswer...)
+			}
+			hdr := map[string]string{"Origin": "https://chat.example.com", "X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01"}
+			resp, b := h.do(tc.method, tc.path, tc.body, hdr)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if resp.Header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" {
+				t.Errorf("CORS answer lost: %v", resp.Header)
+			}
+			reqs := h.up.Requests()
+			if tc.script && len(reqs) < 2 {
+				t.Fatalf("upstream got %d requests, want a hidden round", len(reqs))
+			}
+			for _, r := range reqs {
+				if o := r.Header.Get("Origin"); o != "" {
+					t.Errorf("%s %s went upstream with Origin %q", r.Method, r.Path, o)
+				}
+			}
+		})
+	}
+}
+
+// TestRefusalsQuoteRequestValuesShortly: a 400 quotes what the client sent
+// wrong, and the access log records the message; a value of any length
+// (a header up to net/http's 1 MB, a body up to body_limit) is quoted cut
+// short, so one request cannot write a multi-megabyte log line (which log
+// pipelines drop: Loki, CloudWatch and Cloud Logging cap a line or event
+// at 256 KB) nor get it echoed back.
+func TestRefusalsQuoteRequestValuesShortly(t *testing.T) {
+	long := strings.Repeat("9", 300_000)
+	msgs := func(role string) string {
+		return `{"model":"m","max_tokens":10,"messages":[{"role":"` + role + `","content":"hi"}]}`
+	}
+	tests := []struct {
+		name, path, body string
+		hdr              map[string]string
+		status           int
+	}{
+		{"X-Skillrouter-Top-K", "/v1/chat/completions", simpleChat, map[string]string{HeaderTopK: "x" + long}, 400},
+		{"X-Skillrouter-Strategy", "/v1/chat/completions", simpleChat, map[string]string{HeaderStrategy: "x" + long}, 400},
+		{"X-Skillrouter-Disable", "/v1/chat/completions", simpleChat, map[string]string{HeaderDisable: "x" + long}, 400},
+		{"X-Skillrouter-Catalog", "/v1/chat/completions", simpleChat, map[string]string{HeaderCatalog: "x" + long}, 400},
+		{"X-Skillrouter-Arm", "/v1/chat/completions", simpleChat, map[string]string{HeaderArmIn: "x" + long}, 400},
+		{"Content-Encoding", "/v1/chat/completions", simpleChat, map[string]string{"Content-Encoding": "x" + long}, 415},
+		{"chat role", "/v1/chat/completions", msgs("x" + long), nil, 400},
+		{"chat n", "/v1/chat/completions", `{"model":"m","n":1.` + long + `,"messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+		{"messages role", "/v1/messages", msgs("x" + long), nil, 400},
+		{"responses role", "/v1/responses", `{"model":"m","input":[{"role":"x` + long + `","content":"hi"}]}`, nil, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.AB = &ABConfig{Arms: []Arm{{Name: "a", Percent: 50, Rewriter: newFakeRewriter()}, {Name: "b", Percent: 50, Rewriter: newFakeRewriter()}}}
+			})
+			resp, b := h.do("POST", tc.path, tc.body, tc.hdr)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d: %.300s", resp.StatusCode, b)
+			}
+			if len(b) > 2000 {
+				t.Errorf("error body of %d bytes: %.300s…", len(b), b)
+			}
+			for _, line := range strings.Split(h.logText(), "\n") {
+				if len(line) > 2000 {
+					t.Errorf("log line of %d bytes: %.300s…", len(line), line)
+				}
+			}
+		})
+	}
+}
+
+// TestAccessLogPathShort: the access log records the request path, which
+// the client chooses up to net/http's 1 MB header limit; it is recorded cut
+// short (see TestRefusalsQuoteRequestValuesShortly), for the proxy's own
+// routes, pass-through and handlers served beside it (Protect: MCP).
+func TestAccessLogPathShort(t *testing.T) {
+	long := "/" + strings.Repeat("a", 300_000)
+	tests := []struct {
+		name, path string
+		protect    bool
+		relayed    bool // the answer is the upstream's
+	}{
+		{"pass-through", "/v1/files" + long, false, true},
+		{"unknown path", long, false, false},
+		{"beside the proxy, refused", "/mcp" + long, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.Access.APIKeys = []string{"sk-client"} })
+			target := h.srv.ServeHTTP
+			if tc.protect {
+				target = h.srv.Protect(http.NotFoundHandler()).ServeHTTP
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", tc.path, nil)
+			req.Host = "127.0.0.1"
+			req.Header.Set("Authorization", "Bearer sk-client")
+			if tc.protect {
+				req.Header.Del("Authorization")
+			}
+			target(rec, req)
+			if !tc.relayed && rec.Body.Len() > 2000 {
+				t.Errorf("answer of %d bytes: %.300s…", rec.Body.Len(), rec.Body)
+			}
+			logs := h.logText()
+			if !strings.Contains(logs, `"path":"`) {
+				t.Fatalf("no access log line: %s", logs)
+			}
+			for _, line := range strings.Split(logs, "\n") {
+				if len(line) > 2000 {
+					t.Errorf("log line of %d bytes: %.300s…", len(line), line)
+				}
+			}
+		})
+	}
+}
+
+// TestRetryHeadersReachTheClient: the SDKs decide whether and when to retry
+// from the upstream's refusal: status, retry-after (-ms), x-should-retry;
+// and report its request id. A refusal of a routed request, on its first
+// round or a hidden one, streamed or not, reaches the client with them.
+func TestRetryHeadersReachTheClient(t *testing.T) {
+	refuse := func(status int) fakeai.Responder {
+		return func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			h := w.Header()
+			h.Set("Retry-After", "7")
+			h.Set("Retry-After-Ms", "7000")
+			h.Set("X-Should-Retry", "true")
+			h.Set("Request-Id", "req_9")
+			h.Set("X-Ratelimit-Remaining-Requests", "0")
+			h.Set("Anthropic-Ratelimit-Requests-Remaining", "0")
+			h.Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`))
+		}
+	}
+	load := fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}})
+	tests := []struct {
+		name, path, body string
+		status           int
+		later            bool // refused on the hidden round
+	}{
+		{"chat 429", "/v1/chat/completions", simpleChat, 429, false},
+		{"chat 429 on a hidden round", "/v1/chat/completions", simpleChat, 429, true},
+		{"chat stream 503", "/v1/chat/completions", streamChat(""), 503, false},
+		{"responses 429", "/v1/responses", `{"model":"m","input":"make me a pdf"}`, 429, false},
+		{"messages 529", "/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`, 529, false},
+		{"messages 529 on a hidden round", "/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`, 529, true},
+		{"messages stream 529", "/v1/messages", `{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, 529, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			if tc.later {
+				h.up.Script(load, refuse(tc.status))
+			} else {
+				h.up.Script(refuse(tc.status))
+			}
+			resp, b := h.do("POST", tc.path, tc.body, map[string]string{"Anthropic-Version": "2023-06-01", "X-Api-Key": "sk-test"})
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			for k, v := range map[string]string{"Retry-After": "7", "Retry-After-Ms": "7000", "X-Should-Retry": "true", "Request-Id": "req_9",
+				"X-Ratelimit-Remaining-Requests": "0", "Anthropic-Ratelimit-Requests-Remaining": "0"} {
+				if got := resp.Header.Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
