@@ -84,6 +84,9 @@ func upstreamRequestHeader(in http.Header) http.Header {
 	// applies its browser policy to it (Anthropic answers 401 unless
 	// anthropic-dangerous-direct-browser-access is set).
 	out.Del("Origin")
+	// The client's 100-continue was answered when the proxy read its body;
+	// forwarded, the transport would wait for the upstream's on every round.
+	out.Del("Expect")
 	// Set by net/http from the outgoing body and URL.
 	out.Del("Content-Length")
 	out.Del("Host")
@@ -93,8 +96,20 @@ func upstreamRequestHeader(in http.Header) http.Header {
 // copyResponseHeader copies upstream response headers to the client, minus
 // hop-by-hop ones. Content-Length is kept only when keepLength is set
 // (the body is relayed byte for byte).
+//
+// The upstream's Access-Control-* headers stay upstream: the proxy answers
+// a browser's CORS itself (guard.go), and the public APIs' own (allowing
+// every origin) would replace that answer. Vary adds to the proxy's
+// (Origin) instead of replacing it.
 func copyResponseHeader(dst, src http.Header, keepLength bool) {
 	for k, vv := range src {
+		switch {
+		case strings.HasPrefix(k, "Access-Control-"):
+			continue
+		case k == "Vary":
+			dst[k] = append(dst[k], vv...)
+			continue
+		}
 		dst[k] = append([]string(nil), vv...)
 	}
 	removeHopHeaders(dst)

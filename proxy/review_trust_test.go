@@ -208,3 +208,55 @@ func TestRetryHeadersReachTheClient(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamCORSHeadersStayUpstream: the proxy answers a browser's CORS
+// itself (guard.go), so the upstream's own Access-Control-* headers (the
+// public APIs send them to allow browsers everywhere) must not replace the
+// proxy's answer, and the proxy's Vary: Origin is kept beside the
+// upstream's Vary. A client the proxy forwards for: Expect: 100-continue
+// stays with the proxy, which has read the body already (forwarded, the
+// transport would wait for the upstream's 100 on every round).
+func TestUpstreamCORSHeadersStayUpstream(t *testing.T) {
+	withCORS := func(next fakeai.Responder) fakeai.Responder {
+		return func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			w.Header().Set("Access-Control-Expose-Headers", "x-secret-internal")
+			w.Header().Set("Vary", "Accept-Encoding")
+			next(w, r, rec)
+		}
+	}
+	for _, tc := range []struct {
+		name, origin, wantACAO string
+	}{
+		{"an allowed browser", "https://chat.example.com", "https://chat.example.com"},
+		{"no browser", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.Access.AllowedOrigins = []string{"https://chat.example.com"} })
+			h.up.Script(withCORS(fakeai.Reply(fakeai.Turn{Content: "hi"})))
+			hdr := map[string]string{"Expect": "100-continue"}
+			if tc.origin != "" {
+				hdr["Origin"] = tc.origin
+			}
+			resp, b := h.chat(simpleChat, hdr)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if got := resp.Header.Values("Access-Control-Allow-Origin"); strings.Join(got, ",") != tc.wantACAO {
+				t.Errorf("Access-Control-Allow-Origin %q, want %q", got, tc.wantACAO)
+			}
+			if got := resp.Header.Get("Access-Control-Expose-Headers"); strings.Contains(got, "x-secret-internal") {
+				t.Errorf("the upstream's Access-Control-Expose-Headers reached the client: %q", got)
+			}
+			vary := strings.Join(resp.Header.Values("Vary"), ",")
+			if !strings.Contains(vary, "Accept-Encoding") || (tc.origin != "" && !strings.Contains(vary, "Origin")) {
+				t.Errorf("Vary %q, want the upstream's and the proxy's", vary)
+			}
+			for _, r := range h.up.Requests() {
+				if e := r.Header.Get("Expect"); e != "" {
+					t.Errorf("Expect %q went upstream", e)
+				}
+			}
+		})
+	}
+}
