@@ -48,6 +48,10 @@ type Access struct {
 	// BodyTimeout bounds reading a request body (408 when exceeded); 0:
 	// DefaultBodyTimeout, negative: none.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds each write to the client: a client that
+	// accepts nothing for that long (it stopped reading) is disconnected
+	// and logged 499 (stalled.go); 0: DefaultWriteTimeout, negative: none.
+	WriteTimeout time.Duration
 }
 
 // DefaultBodyTimeout bounds reading a request body.
@@ -101,7 +105,7 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 			return
 		}
 		defer unwrapBody(r)
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(s.writeBound(w), r)
 	})
 }
 
