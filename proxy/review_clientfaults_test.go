@@ -196,3 +196,35 @@ func findLogLine(logs, path string) string {
 	}
 	return ""
 }
+
+// TestHalfClosedClientGetsNoEmptySuccess: a client that half-closes its
+// side once the request is sent (shutdown(SHUT_WR): socat, some scripted
+// clients; legal HTTP/1.1) looks gone to net/http, which cancels the
+// request's context; the proxy cancels the upstream request and, having
+// written nothing, lets net/http answer "200 OK" with an empty body and
+// the X-Skillrouter decision headers, while the log says 499. The client
+// should get either its answer or a connection closed without a status.
+func TestHalfClosedClientGetsNoEmptySuccess(t *testing.T) {
+	t.Skip("known: a half-closed client gets 200 with an empty body (logged 499); ending such a request " +
+		"without an answer (hijack and close) or serving it anyway is a design question, see the review report")
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Delay(100*time.Millisecond, fakeai.Reply(fakeai.Turn{Content: "ok"})))
+	addr := strings.TrimPrefix(h.ts.URL, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\n"+
+		"Content-Length: "+strconv.Itoa(len(simpleChat))+"\r\n\r\n"+simpleChat)
+	c.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return // closed without an answer
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == 200 && len(b) == 0 {
+		t.Fatalf("an empty 200 to a client that is still reading")
+	}
+}
