@@ -48,6 +48,10 @@ type Access struct {
 	// BodyTimeout bounds reading a request body (408 when exceeded); 0:
 	// DefaultBodyTimeout, negative: none.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds each write to the client: a client that
+	// accepts nothing for that long (it stopped reading) is disconnected
+	// and logged 499 (stalled.go); 0: DefaultWriteTimeout, negative: none.
+	WriteTimeout time.Duration
 }
 
 // DefaultBodyTimeout bounds reading a request body.
@@ -79,6 +83,7 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		if key != "" && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" {
 			requestInfo(c).clientKey = key // admit dropped it: the proxy's own key (presence.go)
 		}
+		defer unwrapBody(r)
 		return next(c)
 	}
 }
@@ -99,7 +104,8 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 			writeError(w, chatAPI{}, werr)
 			return
 		}
-		h.ServeHTTP(w, r)
+		defer unwrapBody(r)
+		h.ServeHTTP(s.writeBound(w), r)
 	})
 }
 
@@ -312,6 +318,20 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 func (b *deadlineBody) lift() {
 	if b.lifted.CompareAndSwap(false, true) {
 		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// unwrapBody gives r back the body net/http made, once the handler is
+// done and before net/http finishes the response (a small answer is
+// written then): net/http decides from its own body types what to do
+// with a body left unread. It closes the connection at once when the
+// client still waits for "100 Continue" or a large part is unread (a
+// 413 for a Content-Length over the limit); behind the wrapper it would
+// read and discard up to 256 KiB first, waiting for the client (until the
+// body deadline) to send a body that is refused anyway.
+func unwrapBody(r *http.Request) {
+	if db, ok := r.Body.(*deadlineBody); ok {
+		r.Body = db.ReadCloser
 	}
 }
 

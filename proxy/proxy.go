@@ -186,6 +186,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Access.BodyTimeout == 0 {
 		cfg.Access.BodyTimeout = DefaultBodyTimeout
 	}
+	if cfg.Access.WriteTimeout == 0 {
+		cfg.Access.WriteTimeout = DefaultWriteTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -264,7 +267,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.httpError
-	e.Use(s.observe, s.guard, s.confine)
+	e.Use(s.observe, s.boundWrites, s.guard, s.confine)
 
 	own(e, "/healthz", endpoint{http.MethodGet, s.healthz})
 	own(e, "/readyz", endpoint{http.MethodGet, s.readyz})

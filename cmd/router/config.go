@@ -71,6 +71,7 @@ type config struct {
 type serverConfig struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	BodyTimeout       time.Duration `yaml:"body_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxConnections    int           `yaml:"max_connections"`
 	ShutdownGrace     time.Duration `yaml:"shutdown_grace"`
@@ -251,7 +252,7 @@ func defaultConfig() config {
 		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
 		AB:   abConfig{Header: proxy.DefaultABHeader},
 		MCP:  mcpConfig{Enabled: true},
-		Server: serverConfig{ReadHeaderTimeout: 10 * time.Second, BodyTimeout: proxy.DefaultBodyTimeout, IdleTimeout: time.Minute,
+		Server: serverConfig{ReadHeaderTimeout: 10 * time.Second, BodyTimeout: proxy.DefaultBodyTimeout, WriteTimeout: proxy.DefaultWriteTimeout, IdleTimeout: time.Minute,
 			MaxConnections: defaultMaxConnections, ShutdownGrace: 30 * time.Second},
 		src: newProvenance(),
 	}
@@ -359,6 +360,7 @@ var configKeys = []configKey{
 	{path: "mcp.enabled", flag: "mcp", kind: "bool", help: "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", ptr: func(c *config) any { return &c.MCP.Enabled }},
 	{path: "server.read_header_timeout", kind: "duration", help: "time a client has to send the request headers", ptr: func(c *config) any { return &c.Server.ReadHeaderTimeout }},
 	{path: "server.body_timeout", flag: "body-timeout", kind: "duration", help: "time a client has to send the request body (408 beyond; large pass-through uploads may need more)", ptr: func(c *config) any { return &c.Server.BodyTimeout }},
+	{path: "server.write_timeout", kind: "duration", help: "time a write to a client may wait: a client that reads nothing for that long (a stream or an answer left unread) is disconnected, logged 499, and its upstream request cancelled", ptr: func(c *config) any { return &c.Server.WriteTimeout }},
 	{path: "server.idle_timeout", kind: "duration", help: "how long an idle keep-alive connection is kept open", ptr: func(c *config) any { return &c.Server.IdleTimeout }},
 	{path: "server.max_connections", flag: "max-connections", kind: "int", help: "client connections at once; more are answered 503 and closed (lowered to fit the open-file limit)", ptr: func(c *config) any { return &c.Server.MaxConnections }},
 	{path: "server.shutdown_grace", flag: "shutdown-grace", kind: "duration", help: "on SIGINT/SIGTERM, time in-flight requests get to finish before streams are ended with an error event (a second signal exits at once)", ptr: func(c *config) any { return &c.Server.ShutdownGrace }},
@@ -1115,6 +1117,7 @@ func (c *config) validate() error {
 		{"upstream.idle_timeout", c.Upstream.IdleTimeout, proxy.DefaultIdleTimeout},
 		{"server.read_header_timeout", c.Server.ReadHeaderTimeout, 10 * time.Second},
 		{"server.body_timeout", c.Server.BodyTimeout, proxy.DefaultBodyTimeout},
+		{"server.write_timeout", c.Server.WriteTimeout, proxy.DefaultWriteTimeout},
 		{"server.idle_timeout", c.Server.IdleTimeout, time.Minute},
 		{"server.shutdown_grace", c.Server.ShutdownGrace, 30 * time.Second},
 	} {

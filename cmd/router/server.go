@@ -83,6 +83,7 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 		APIKeys:        append([]string(nil), cfg.Auth.APIKeys...),
 		AdminToken:     cfg.Auth.AdminToken,
 		BodyTimeout:    cfg.Server.BodyTimeout,
+		WriteTimeout:   cfg.Server.WriteTimeout,
 	}
 	a.AllowedHosts = append(a.AllowedHosts, ownHosts(listen)...)
 	if f := cfg.Auth.APIKeysFile; f != "" {
@@ -106,7 +107,8 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 // ReadTimeout or WriteTimeout: either would cut long streams (a read
 // deadline left on the connection also cancels the request's context);
 // the body deadline is set per request by the proxy and lifted once the
-// body is read.
+// body is read, and the proxy bounds each write (server.write_timeout)
+// rather than the whole response.
 func httpServer(cfg config, h http.Handler, log *slog.Logger, base context.Context) *http.Server {
 	return &http.Server{
 		Handler:           h,

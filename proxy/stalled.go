@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// DefaultWriteTimeout bounds each write to a client (Access.WriteTimeout).
+const DefaultWriteTimeout = time.Minute
+
+// stallChunk is the most one write hands the connection under one
+// deadline: the bound is on progress, so a large answer to a slow but
+// reading client is not cut for its size.
+const stallChunk = 64 << 10
+
+// boundWrites puts every write of a request to its client under
+// Access.WriteTimeout (writeBound). A client that stops reading (a
+// suspended process, an SDK stream left open and unread) otherwise holds
+// its handler in a write forever, and with it the upstream request and
+// its connection: the upstream idle timeout only counts time spent
+// waiting for the upstream.
+//
+// The failed write cancels the request's context (net/http does), so the
+// handler ends as for a client that went away; the log and the metrics
+// say 499 and, here, why.
+func (s *Server) boundWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		w := s.writeBound(res.Writer)
+		res.Writer = w
+		err := next(c)
+		if sw, ok := w.(*stallWriter); ok {
+			if se := sw.stalled.Load(); se != nil {
+				info := requestInfo(c)
+				info.status, info.outcome, info.err = statusClientClosed, outcomeClientClosed, se.Error()
+			}
+		}
+		return err
+	}
+}
+
+// writeBound wraps w so that each write and flush must be accepted by the
+// client within Access.WriteTimeout; w as it is when there is no bound.
+func (s *Server) writeBound(w http.ResponseWriter) http.ResponseWriter {
+	d := s.cfg.Access.WriteTimeout
+	if d <= 0 {
+		return w
+	}
+	return &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), limit: d}
+}
+
+// stallWriter is a response writer whose writes carry a deadline, renewed
+// before each one; the last stays for what net/http writes once the
+// handler returns (the end of a chunked body, trailers), and net/http
+// clears it before the connection serves another request.
+type stallWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	limit   time.Duration
+	stalled atomic.Pointer[stallError] // the first write that met the deadline
+}
+
+func (w *stallWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.limit)) }
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return w.ResponseWriter.Write(p)
+	}
+	n := 0
+	for len(p) > 0 {
+		w.arm()
+		m, err := w.ResponseWriter.Write(p[:min(len(p), stallChunk)])
+		n += m
+		if err != nil {
+			return n, w.why(err)
+		}
+		p = p[m:]
+	}
+	return n, nil
+}
+
+// FlushError is what http.ResponseController.Flush calls.
+func (w *stallWriter) FlushError() error {
+	w.arm()
+	return w.why(w.rc.Flush())
+}
+
+func (w *stallWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection's own methods.
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// why names a write that met the deadline as the client's stall.
+func (w *stallWriter) why(err error) error {
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		se := &stallError{limit: w.limit}
+		w.stalled.CompareAndSwap(nil, se)
+		return se
+	}
+	return err
+}
+
+// stallError is a write the client did not accept within the bound.
+type stallError struct{ limit time.Duration }
+
+func (e *stallError) Error() string {
+	return "client read nothing for " + e.limit.String() + " (server.write_timeout): disconnected"
+}
