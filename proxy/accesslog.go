@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +86,13 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		elapsed := time.Since(start)
 		s.metrics.observeRequest(info, elapsed)
 		s.logRequest(c, info, elapsed)
+		if info.status == statusClientClosed && !c.Response().Committed {
+			// net/http would answer a handler that wrote nothing with an
+			// empty 200, which a client that only half-closed its side
+			// (legal in HTTP/1.1) still reads as a success: the
+			// connection is closed without an answer instead.
+			panic(http.ErrAbortHandler)
+		}
 		return nil
 	}
 }
