@@ -157,3 +157,36 @@ func TestRouteRanked(t *testing.T) {
 		t.Error("--ranked -1 accepted")
 	}
 }
+
+// A skill an error keeps out of the library is named, with its path and
+// line, by every command that works from the library, as serve logs it: an
+// author whose edit broke a skill otherwise sees it missing from the ranking
+// with no word why.
+func TestCommandsReportSkippedSkills(t *testing.T) {
+	lib := t.TempDir()
+	writeSkillFile(t, filepath.Join(lib, "good", "SKILL.md"), "---\nname: good\ndescription: Tune slow SQL queries.\n---\nBody\n")
+	writeSkillFile(t, filepath.Join(lib, "broken", "SKILL.md"), "---\nname: broken\ndescription: [oops\n---\nBody\n")
+	writeSkillFile(t, filepath.Join(lib, "renamed", "SKILL.md"), "---\nname: other\ndescription: A warning only.\n---\nBody\n")
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	writeSkillFile(t, queries, `{"query": "slow sql", "expected": ["good"]}`+"\n")
+	want := filepath.Join(lib, "broken", "SKILL.md") + ":3: error: invalid YAML in frontmatter"
+	for _, args := range [][]string{
+		{"route", "--skills", lib, "slow sql"},
+		{"route", "--skills", lib, "--json", "slow sql"},
+		{"skills", "catalog", "--skills", lib},
+		{"skills", "list", "--skills", lib},
+		{"bench", "--skills", lib, "--queries", queries, "--strategies", "bm25"},
+	} {
+		_, errOut, err := run(t, args...)
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+			continue
+		}
+		if !strings.Contains(errOut, want) {
+			t.Errorf("%v: stderr does not name the skipped skill (want %q):\n%s", args, want, errOut)
+		}
+		if !strings.Contains(errOut, "1 warning") || strings.Contains(errOut, "does not match its folder") {
+			t.Errorf("%v: warnings should be counted, not listed:\n%s", args, errOut)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -48,11 +49,23 @@ func loadLibrary(cmd *cobra.Command, cf *configFlags, args []string) (*skills.Sn
 	return snap, nil
 }
 
-// printLibraryProblems reports problems not tied to a skill (a missing
-// root, a symlink loop) on stderr, where they do not spoil table or JSON output.
+// printLibraryProblems reports on stderr, where they do not spoil table or
+// JSON output, what serve logs at warn: problems not tied to a skill (a
+// missing root, a symlink loop) and the errors that keep skills out of the
+// library, each with its path and line; warnings (the skill still loads)
+// only as a count, since large public libraries carry many.
 func printLibraryProblems(w io.Writer, snap *skills.Snapshot) {
-	for _, p := range snap.LibraryProblems() {
-		fmt.Fprintln(w, p.String())
+	lib := snap.LibraryProblems()
+	warnings := 0
+	for _, p := range snap.Problems() {
+		if p.Severity == skills.SeverityError || slices.Contains(lib, p) {
+			fmt.Fprintln(w, p.String())
+			continue
+		}
+		warnings++
+	}
+	if warnings > 0 {
+		fmt.Fprintf(w, "%s (the skills still load): `router skills validate` lists them\n", plural(warnings, "warning"))
 	}
 }
 
