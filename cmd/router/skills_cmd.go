@@ -185,7 +185,9 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 		Use:   "show ID",
 		Short: "Print the load_skill result for a skill, as the model receives it",
 		Long: "Print the load_skill result for the skill with this id (its folder path relative to the\n" +
-			"root, e.g. anthropics/mcp-builder). An unknown id prints the not-found result and exits 1.",
+			"root, e.g. anthropics/mcp-builder), or with this frontmatter name or last path element when\n" +
+			"one skill has it, as load_skill accepts them. An unknown id prints the not-found result and\n" +
+			"exits 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			snap, err := loadLibrary(cmd, cf, args)
@@ -193,7 +195,7 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 				return err
 			}
 			id := args[0]
-			if s, ok := snap.Get(id); ok {
+			if s, ok := snap.Resolve(id); ok {
 				fmt.Fprintln(cmd.OutOrStdout(), skills.Envelope(s))
 				return nil
 			}
