@@ -103,6 +103,10 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 	root, err := parseYAML(fm)
 	if err != nil {
 		line, msg := yamlErrorLine(fm, err)
+		if strings.HasPrefix(msg, "mapping values are not allowed") {
+			// The usual cause: an unquoted description with a colon in it.
+			msg += `; quote a value that contains ": " (description: "Use when: …")`
+		}
 		is.errorf(line+fmFirstLine-1, "invalid YAML in frontmatter: %s", msg)
 		return s
 	}

@@ -88,6 +88,7 @@ func TestParseBrokenInput(t *testing.T) {
 		{"quoted hash", "---\nname: x\ndescription: \"Use #python for scripts\"\n---\n", nil},
 		{"hash inside a word", "---\nname: x\ndescription: C# and F#\n---\n", nil},
 		{"block scalar with hash", "---\nname: x\ndescription: >\n  Use #python\n  for scripts\n---\n", nil},
+		{"invalid YAML colon hint", "---\nname: x\ndescription: Use when: the user asks\n---\n", []want{{SeverityError, 3, `quote a value that contains ": "`}}},
 		{"body over limit", "---\nname: x\ndescription: y\n---\n" + strings.Repeat("b", 101), []want{{SeverityError, 5, "body is 101 bytes; the limit is 100 bytes"}}},
 	}
 	for _, tt := range tests {
