@@ -190,3 +190,45 @@ func TestCommandsReportSkippedSkills(t *testing.T) {
 		}
 	}
 }
+
+// route says what the proxy would auto-load: a skill whose body does not fit
+// the auto-load token budget is ranked first but not loaded, as in the
+// rewrite (and bench), with the reason; --auto-load-budget moves the limit.
+func TestRouteAppliesTheAutoLoadBudget(t *testing.T) {
+	lib := t.TempDir()
+	long := strings.Repeat("Check the query plan, the indexes and the statistics of every table involved. ", 600)
+	writeSkillFile(t, filepath.Join(lib, "sql-tuning", "SKILL.md"), "---\nname: sql-tuning\ndescription: Speed up slow SQL queries with query plans and indexes.\n---\n"+long)
+	writeSkillFile(t, filepath.Join(lib, "regex", "SKILL.md"), "---\nname: regex\ndescription: Write regular expressions.\n---\nBody\n")
+	tests := []struct {
+		args     []string
+		selected []string
+	}{
+		{nil, []string{}},
+		{[]string{"--auto-load-budget", "100000"}, []string{"sql-tuning"}},
+	}
+	for _, tt := range tests {
+		args := append(append([]string{"route", "--skills", lib, "--json"}, tt.args...), "my slow sql query needs an index")
+		out, errOut, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, errOut)
+		}
+		var d router.Decision
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Ranked) == 0 || d.Ranked[0].ID != "sql-tuning" {
+			t.Fatalf("%v: ranking %+v", tt.args, d.Ranked)
+		}
+		if strings.Join(d.Selected, ",") != strings.Join(tt.selected, ",") {
+			t.Errorf("%v: selected %v, want %v", tt.args, d.Selected, tt.selected)
+		}
+		if len(tt.selected) == 0 && !strings.Contains(d.Reasons["sql-tuning"], "over the auto-load budget") {
+			t.Errorf("%v: reasons %v", tt.args, d.Reasons)
+		}
+	}
+	out, _, err := run(t, "route", "--skills", lib, "my slow sql query needs an index")
+	if err != nil || !strings.Contains(out, "auto-load: nothing") || strings.Contains(out, "no skill is a confident match") ||
+		!strings.Contains(out, "over the auto-load budget") {
+		t.Errorf("table (err %v):\n%s", err, out)
+	}
+}
