@@ -348,27 +348,11 @@ func (l *skillLib) renderCached(k catalogKey, list []*skills.Skill, opts skills.
 	return r
 }
 
-// resolve finds the skill a model asked for: an exact id, else a unique
-// frontmatter name (catalog formats such as anthropic show names, not ids),
-// else a unique id ending in "/"+want.
+// resolve finds the skill a model asked for, by the rule load_skill and
+// `router skills show` share (skills.Resolve).
 func (l *skillLib) resolve(want string) (*skills.Skill, bool) {
 	if s, ok := l.byID[want]; ok {
 		return s, true
 	}
-	var byName, bySuffix []*skills.Skill
-	for _, s := range l.skills {
-		if s.Name == want {
-			byName = append(byName, s)
-		}
-		if strings.HasSuffix(s.ID, "/"+want) {
-			bySuffix = append(bySuffix, s)
-		}
-	}
-	if len(byName) == 1 {
-		return byName[0], true
-	}
-	if len(bySuffix) == 1 {
-		return bySuffix[0], true
-	}
-	return nil, false
+	return skills.Resolve(l.skills, want)
 }

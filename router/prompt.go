@@ -174,7 +174,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 			p.Active = append(p.Active, s.ID)
 		}
 	}
-	var selected []string
+	selected := []string{} // as Route leaves it: JSON says [], not null
 	used := 0
 	injected := map[string]bool{}
 	candidates := append(append([]string{}, pinned...), in.dec.Selected...)

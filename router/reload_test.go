@@ -235,3 +235,39 @@ func TestOvertakenBuildIsCancelled(t *testing.T) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// TestPromptSameAfterReloadAsFresh: the same library and request give the
+// same prompt whether the router started on that library or reached it by a
+// small edit. Known to fail: below refreshDrift a reload keeps the builtin
+// embedder's fit (IDF) and the score calibration made on the older library,
+// and the index kept for the next start keeps them too, so scores, the
+// ranked catalog and selections depend on the process's edit history. Making
+// them equal means refitting on every change (every skill embedded again:
+// the rebuild that incremental reloads are 17–38× faster than), or fitting
+// on something that does not move with single edits; a design question.
+func TestPromptSameAfterReloadAsFresh(t *testing.T) {
+	t.Skip("known: a reload below the drift threshold keeps the old fit and calibration, so scores depend on the edit history (docs/rewrite.md#determinism)")
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	opts := func() router.Options { return router.Options{Embedder: embed.NewBuiltin(embed.Config{})} }
+	reloaded := newRouter(t, snap, opts())
+	writeSkill(t, dir, "skill-03", "Helps with regular expressions for ISO dates and times.")
+	next := skills.Load(context.Background(), []string{dir}, skills.Options{})
+	if err := reloaded.Update(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newRouter(t, next, opts())
+	for _, msg := range []string{"regular expressions for ISO dates", "my kafka consumer lags behind", "flaky unit tests in CI"} {
+		a, b := route(reloaded, router.StrategyHybrid, msg), route(fresh, router.StrategyHybrid, msg)
+		if len(a.Ranked) != len(b.Ranked) {
+			t.Fatalf("%q: %d ranked after the reload, %d fresh", msg, len(a.Ranked), len(b.Ranked))
+		}
+		for i := range a.Ranked {
+			if a.Ranked[i].ID != b.Ranked[i].ID || a.Ranked[i].Score != b.Ranked[i].Score {
+				t.Errorf("%q rank %d: %s %.4f after the reload, %s %.4f fresh", msg, i+1,
+					a.Ranked[i].ID, a.Ranked[i].Score, b.Ranked[i].ID, b.Ranked[i].Score)
+				break
+			}
+		}
+	}
+}

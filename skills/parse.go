@@ -103,6 +103,10 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 	root, err := parseYAML(fm)
 	if err != nil {
 		line, msg := yamlErrorLine(fm, err)
+		if strings.HasPrefix(msg, "mapping values are not allowed") {
+			// The usual cause: an unquoted description with a colon in it.
+			msg += `; quote a value that contains ": " (description: "Use when: …")`
+		}
 		is.errorf(line+fmFirstLine-1, "invalid YAML in frontmatter: %s", msg)
 		return s
 	}
@@ -218,6 +222,7 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 			haveName = true
 			if str, ok := scalarString(v); ok {
 				s.Name = strings.TrimSpace(str)
+				warnComment(v, key, is)
 			} else {
 				is.errorf(fileLine(v), "name must be a string, found %s", kindName(v))
 				delete(seen, key) // already reported; skip the value rules
@@ -226,6 +231,7 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 			haveDesc = true
 			if str, ok := scalarString(v); ok {
 				s.Description = strings.TrimSpace(str)
+				warnComment(v, key, is)
 			} else {
 				is.errorf(fileLine(v), "description must be a string, found %s", kindName(v))
 				delete(seen, key)
@@ -273,6 +279,17 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 		is.errorf(1, "frontmatter has no description; add one saying what the skill does and when to use it")
 	}
 	validateFields(s, folder, seen, is)
+}
+
+// warnComment warns when a plain value is followed by a comment on its
+// line: in YAML " #" starts one, so "description: Use #python for scripts"
+// is the description "Use", valid YAML that silently loses the rest.
+func warnComment(v *yaml.Node, key string, is *issues) {
+	if v.Kind != yaml.ScalarNode || v.Style != 0 || v.LineComment == "" {
+		return
+	}
+	is.warnf(fileLine(v), `%s ends at " #", which starts a YAML comment, so it is %q and %q is left out; quote the whole value if that text belongs to it`,
+		key, v.Value, ShortDescription(v.LineComment, 60))
 }
 
 // fileLine maps a node's YAML line to the SKILL.md line.

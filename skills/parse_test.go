@@ -80,6 +80,15 @@ func TestParseBrokenInput(t *testing.T) {
 		{"license list", "---\nname: x\ndescription: y\nlicense: [MIT]\n---\n", []want{{SeverityWarning, 4, "license must be a string"}}},
 		{"compatibility too long", "---\nname: x\ndescription: y\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n", []want{{SeverityWarning, 4, "compatibility is 501 characters"}}},
 		{"complex key", "---\nname: x\ndescription: y\n? [a, b]\n: v\n---\n", []want{{SeverityWarning, 4, "not a plain string"}}},
+		// A plain value ends where " #" starts a YAML comment: the text after it
+		// silently left the description (or name) the catalog shows.
+		{"description cut by a comment", "---\nname: x\ndescription: Use #python for scripts\n---\n", []want{{SeverityWarning, 3, `description ends at " #"`}}},
+		{"name cut by a comment", "---\nname: x #draft\ndescription: y\n---\n", []want{{SeverityWarning, 2, `name ends at " #"`}}},
+		{"comment on its own line", "---\n# a comment\nname: x\ndescription: y\n---\n", nil},
+		{"quoted hash", "---\nname: x\ndescription: \"Use #python for scripts\"\n---\n", nil},
+		{"hash inside a word", "---\nname: x\ndescription: C# and F#\n---\n", nil},
+		{"block scalar with hash", "---\nname: x\ndescription: >\n  Use #python\n  for scripts\n---\n", nil},
+		{"invalid YAML colon hint", "---\nname: x\ndescription: Use when: the user asks\n---\n", []want{{SeverityError, 3, `quote a value that contains ": "`}}},
 		{"body over limit", "---\nname: x\ndescription: y\n---\n" + strings.Repeat("b", 101), []want{{SeverityError, 5, "body is 101 bytes; the limit is 100 bytes"}}},
 	}
 	for _, tt := range tests {

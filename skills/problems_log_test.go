@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,5 +42,32 @@ func TestReloadLogsNewProblems(t *testing.T) {
 	out = buf.String()
 	if !strings.Contains(out, broken2) || strings.Contains(out, broken+":") || strings.Contains(out, "new_warnings") {
 		t.Errorf("reload should log only the new broken skill %s:\n%s", broken2, out)
+	}
+}
+
+// TestReloadLogsFixedSkills: a skill that a reload finds fixed is logged at
+// info, so an author who logged "skipped a broken skill" sees the fix take.
+func TestReloadLogsFixedSkills(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "good"), "Body.\n")
+	broken := writeFile(t, filepath.Join(root, "broken", SkillFile), "---\nname: broken\n---\nno description\n")
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	reg := NewRegistry([]string{root}, Options{})
+	reg.SetLogger(log)
+
+	writeSkill(t, filepath.Join(root, "broken"), "Fixed.\n")
+	reg.Reload(context.Background())
+	if out := buf.String(); !strings.Contains(out, "level=INFO") || !strings.Contains(out, "loads again") || !strings.Contains(out, broken) {
+		t.Errorf("the fix is not logged:\n%s", out)
+	}
+
+	writeFile(t, filepath.Join(root, "gone", SkillFile), "---\nname: gone\ndescription: [oops\n---\n")
+	reg.Reload(context.Background())
+	buf.Reset()
+	os.RemoveAll(filepath.Join(root, "gone"))
+	reg.Reload(context.Background())
+	if strings.Contains(buf.String(), "loads again") {
+		t.Errorf("a broken skill that was deleted does not load again:\n%s", buf.String())
 	}
 }

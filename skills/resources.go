@@ -32,6 +32,7 @@ func kindOf(rel string) ResourceKind {
 // inside the folder: a skill must not be able to expose ~/.ssh to a model.
 type lister struct {
 	dir      *skillDir
+	folder   string // the skill's folder name, for messages
 	max      int
 	res      []Resource
 	omitted  int
@@ -45,14 +46,22 @@ func (l *lister) warn(p, format string, args ...any) {
 
 // listResources lists every file in the skill folder except SKILL.md, sorted
 // by path. entries is the folder's listing, already read by discovery.
-func listResources(dir *skillDir, entries []os.DirEntry, max int) ([]Resource, int, []Problem) {
-	l := &lister{dir: dir, max: max, res: []Resource{}}
+func listResources(dir *skillDir, folder string, entries []os.DirEntry, max int) ([]Resource, int, []Problem) {
+	l := &lister{dir: dir, folder: folder, max: max, res: []Resource{}}
 	l.walk(dir.path, "", entries, []string{dir.path})
 	sort.Slice(l.res, func(i, j int) bool { return l.res[i].Path < l.res[j].Path })
 	return l.res, l.omitted, l.problems
 }
 
 func (l *lister) add(rel string, size int64) {
+	// Discovery stops at the first SKILL.md, so one further down is a file
+	// of this skill; say so unless it sits in a resource folder, where it is
+	// material the skill ships (a sample or template skill).
+	if rel != SkillFile && path.Base(rel) == SkillFile && kindOf(rel) == KindOther {
+		l.warn(filepath.Join(l.dir.path, filepath.FromSlash(rel)),
+			"%s is inside the skill %q, so it is one of that skill's files, not a skill of its own; move its folder out of %q to load it as a skill",
+			SkillFile, l.folder, l.folder)
+	}
 	if len(l.res) >= l.max {
 		l.omitted++
 		return

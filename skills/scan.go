@@ -313,7 +313,7 @@ func loadSkill(j *job, opts Options, buf []byte) *Skill {
 	}
 	s.ID, s.Dir, s.Root = j.id, j.dir, j.root
 
-	res, omitted, probs := listResources(dir, j.entries, opts.MaxResources)
+	res, omitted, probs := listResources(dir, path.Base(j.id), j.entries, opts.MaxResources)
 	s.Resources, s.ResourcesOmitted = res, omitted
 	s.Problems = append(s.Problems, probs...)
 	sortProblems(s.Problems)

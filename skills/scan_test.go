@@ -173,8 +173,10 @@ func TestLoadSkipsHiddenAndDependencyFolders(t *testing.T) {
 	if want := []string{"inner/SKILL.md", "scripts/a.py"}; !reflect.DeepEqual(paths, want) {
 		t.Errorf("resources = %q, want %q", paths, want)
 	}
-	if len(snap.Problems()) != 0 {
-		t.Errorf("problems: %s", problemList(snap.Problems()))
+	// Hidden and dependency folders say nothing; the nested SKILL.md is
+	// reported (TestLoadNestedSkillFile).
+	if ps := snap.Problems(); len(ps) != 1 || !strings.Contains(ps[0].Message, "inside the skill") {
+		t.Errorf("problems: %s", problemList(ps))
 	}
 }
 
@@ -566,5 +568,42 @@ func TestLoadCancelled(t *testing.T) {
 	mustProblem(t, snap.Problems(), SeverityError, "", "scan stopped early")
 	if loadFixture(t).Err() != nil {
 		t.Fatal("a complete load must have no Err")
+	}
+}
+
+// A SKILL.md below a skill's folder is one of its files, not a skill: an
+// author who nests a skill inside another is told so instead of seeing it
+// vanish. Inside the spec's resource folders (scripts/, references/,
+// assets/ and their variants) it is taken for material the skill ships, such
+// as a sample skill, and not reported.
+func TestLoadNestedSkillFile(t *testing.T) {
+	tests := []struct {
+		nested string // slash path of the inner SKILL.md below the outer skill
+		warn   bool
+	}{
+		{"inner/SKILL.md", true},
+		{"team/inner/SKILL.md", true},
+		{"assets/sample-skill/SKILL.md", false},
+		{"templates/new-skill/SKILL.md", false},
+		{"references/example/SKILL.md", false},
+		{"scripts/fixture/SKILL.md", false},
+	}
+	for _, tt := range tests {
+		root := t.TempDir()
+		outer := filepath.Join(root, "outer")
+		writeSkill(t, outer, "Body.\n")
+		writeFile(t, filepath.Join(outer, filepath.FromSlash(tt.nested)), "---\nname: inner\ndescription: Inside.\n---\n")
+		snap := Load(context.Background(), []string{root}, Options{})
+		if got := ids(snap.Skills()); !reflect.DeepEqual(got, []string{"outer"}) {
+			t.Errorf("%s: skills %v, want only outer", tt.nested, got)
+			continue
+		}
+		p, found := findProblem(snap.Problems(), filepath.FromSlash(tt.nested), "inside the skill")
+		switch {
+		case found != tt.warn:
+			t.Errorf("%s: warned %v, want %v; problems:\n%s", tt.nested, found, tt.warn, problemList(snap.Problems()))
+		case found && (p.Severity != SeverityWarning || !strings.Contains(p.Message, `"outer"`)):
+			t.Errorf("%s: %s", tt.nested, p)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -93,6 +94,39 @@ func (s *Snapshot) Len() int { return len(s.loaded) }
 func (s *Snapshot) Get(id string) (*Skill, bool) {
 	sk, ok := s.byID[id]
 	return sk, ok
+}
+
+// Resolve finds the loaded skill want refers to, as load_skill does: see
+// Resolve (the function).
+func (s *Snapshot) Resolve(want string) (*Skill, bool) { return Resolve(s.loaded, want) }
+
+// Resolve finds the skill in list (sorted by id) that a model or a person
+// asked for: an exact id, else the one skill whose frontmatter name is want
+// (catalog formats such as anthropic show names, not ids), else the one
+// skill whose id ends in "/"+want. An ambiguous name or suffix finds none.
+func Resolve(list []*Skill, want string) (*Skill, bool) {
+	if i, ok := slices.BinarySearchFunc(list, want, func(s *Skill, id string) int { return cmp.Compare(s.ID, id) }); ok {
+		return list[i], true
+	}
+	var byName, bySuffix *Skill
+	names, suffixes := 0, 0
+	for _, s := range list {
+		if s.Name == want {
+			byName = s
+			names++
+		}
+		if strings.HasSuffix(s.ID, "/"+want) {
+			bySuffix = s
+			suffixes++
+		}
+	}
+	if names == 1 {
+		return byName, true
+	}
+	if suffixes == 1 {
+		return bySuffix, true
+	}
+	return nil, false
 }
 
 // Lookup returns a skill by id whether it loaded or was skipped, so callers

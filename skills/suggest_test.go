@@ -61,3 +61,35 @@ func TestNotFoundNilSnapshot(t *testing.T) {
 		t.Errorf("got %s", out)
 	}
 }
+
+func TestResolve(t *testing.T) {
+	list := []*Skill{
+		{ID: "folder", Name: "fancy-name"},
+		{ID: "team/pdf-tools", Name: "pdf-tools"},
+		{ID: "x/dup", Name: "dup"},
+		{ID: "y/dup", Name: "dup"},
+		{ID: "z/shared", Name: "pdf-tools-2"},
+		{ID: "zz/other", Name: "shared"},
+	}
+	tests := []struct{ want, id string }{
+		{"folder", "folder"},
+		{"fancy-name", "folder"},
+		{"team/pdf-tools", "team/pdf-tools"},
+		{"pdf-tools", "team/pdf-tools"},
+		{"dup", ""},            // two names, two suffixes
+		{"shared", "zz/other"}, // a unique name wins over a unique suffix
+		{"x/dup", "x/dup"},
+		{"nope", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		s, ok := Resolve(list, tt.want)
+		got := ""
+		if ok {
+			got = s.ID
+		}
+		if got != tt.id {
+			t.Errorf("Resolve(%q) = %q, want %q", tt.want, got, tt.id)
+		}
+	}
+}

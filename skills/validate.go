@@ -3,6 +3,7 @@ package skills
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -70,11 +71,16 @@ func firstInvalidNameRune(name string) string {
 }
 
 // suggestName derives a valid name from an invalid one ("PDF_Tools" →
-// "pdf-tools") so the message says exactly what would pass.
+// "pdf-tools") so the message says exactly what would pass. A name with a
+// letter or digit outside a-z and 0-9 gets none: dropping it would suggest
+// another name ("café" → "caf").
 func suggestName(name string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(name) {
+		if !isNameRune(r) && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return ""
+		}
 		if isNameRune(r) && r != '-' {
 			b.WriteRune(r)
 			dash = false

@@ -59,6 +59,8 @@ func TestSuggestName(t *testing.T) {
 		"a--b":                    "a-b",
 		"-21risk":                 "21risk",
 		"ÄÖÜ":                     "",
+		"café":                    "", // not "caf": dropping a letter makes another name
+		"навык-2":                 "",
 		strings.Repeat("Ab_", 40): strings.TrimRight(strings.Repeat("ab-", 40)[:64], "-"),
 	}
 	for in, want := range tests {
@@ -125,5 +127,24 @@ func TestProblemString(t *testing.T) {
 	p.Line = 0
 	if got := p.String(); got != "lib/x/SKILL.md: error: boom" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestValidateNameUnicodeLowercase: the Agent Skills reference validator
+// (skills-ref) accepts lowercase Unicode letters and digits in a name
+// ("Skill names support i18n characters"), and the spec's wording is
+// "unicode lowercase alphanumeric characters and hyphens". Known to fail:
+// such a name is an error here, so the skill is skipped, while a portability
+// warning (Anthropic's upload rules take a-z, 0-9 and hyphens only) would
+// do. Loading them also needs the places that assume ASCII ids to follow
+// (#mentions, skill:// authorities): a design question.
+func TestValidateNameUnicodeLowercase(t *testing.T) {
+	t.Skip("known: names with lowercase non-ASCII letters are errors (skipped skills); the reference validator accepts them")
+	for _, name := range []string{"café", "日本語", "навык-2"} {
+		for _, f := range validateName(name) {
+			if f.sev == SeverityError {
+				t.Errorf("validateName(%q): %s", name, f.msg)
+			}
+		}
 	}
 }

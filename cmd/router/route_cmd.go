@@ -37,7 +37,8 @@ func newRouteCmd() *cobra.Command {
 		Short: "Explain which skills a message would be routed to",
 		Long: "Rank the skill library against MESSAGE exactly as the proxy does for a chat request whose\n" +
 			"latest user message is MESSAGE, and print the ranked skills with their scores and what\n" +
-			"would be auto-loaded. A #skill-id or /skill-id mention pins that skill. The configuration\n" +
+			"would be auto-loaded (within the auto-load token budget, as the rewrite does) and why the\n" +
+			"others would not. A #skill-id or /skill-id mention pins that skill. The configuration\n" +
 			"(--config, SKILLROUTER_* variables, flags) is read as `router serve` reads it.\n\n" +
 			"--json prints {\"query\",\"strategy\",\"embedder\",\"fallback\",\"ranked\":[{\"id\",\"score\",\"components\"}],\n" +
 			"\"selected\":[ids]} (plus fallback_reason, fallback_code, pinned and reasons when set); ranked holds the\n" +
@@ -78,14 +79,22 @@ func newRouteCmd() *cobra.Command {
 			if !asJSON {
 				depth = max(rows, 1)
 			}
-			d := r.Route(cmd.Context(), router.Query{Messages: []router.Message{{Role: "user", Text: args[0]}}, Ranked: depth})
+			msgs := []router.Message{{Role: "user", Text: args[0]}}
+			d := r.Route(cmd.Context(), router.Query{Messages: msgs, Ranked: depth})
+			// What is auto-loaded is what the rewrite injects: a body over
+			// the auto-load budget is left for the model to load.
+			p, err := router.BuildPrompt(cmd.Context(), r.Snapshot(), d, msgs, cfg.rewriteOptions(nil))
+			if err != nil {
+				return err
+			}
+			d = p.Decision
 			if asJSON {
 				return writeDecisionJSON(cmd.OutOrStdout(), d, ranked)
 			}
 			return writeDecisionTable(cmd.OutOrStdout(), d, rows)
 		},
 	}
-	cf.register(cmd.Flags(), rankingKeys...)
+	cf.register(cmd.Flags(), append(rankingKeys, "rewrite.auto_load_budget_tokens")...)
 	cf.alias(cmd.Flags(), "top-k", "max-auto-load")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the decision as JSON")
 	cmd.Flags().IntVar(&rows, "rows", 10, "ranked skills shown in the table")
@@ -154,9 +163,12 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	if len(d.Selected) == 0 {
+	switch {
+	case len(d.Selected) == 0 && len(d.Reasons) == 0:
 		fmt.Fprintln(w, "auto-load: nothing (no skill is a confident match)")
-	} else {
+	case len(d.Selected) == 0:
+		fmt.Fprintln(w, "auto-load: nothing") // the reasons below say why
+	default:
 		fmt.Fprintf(w, "auto-load: %s\n", strings.Join(d.Selected, ", "))
 	}
 	if len(d.Pinned) > 0 {

@@ -157,3 +157,78 @@ func TestRouteRanked(t *testing.T) {
 		t.Error("--ranked -1 accepted")
 	}
 }
+
+// A skill an error keeps out of the library is named, with its path and
+// line, by every command that works from the library, as serve logs it: an
+// author whose edit broke a skill otherwise sees it missing from the ranking
+// with no word why.
+func TestCommandsReportSkippedSkills(t *testing.T) {
+	lib := t.TempDir()
+	writeSkillFile(t, filepath.Join(lib, "good", "SKILL.md"), "---\nname: good\ndescription: Tune slow SQL queries.\n---\nBody\n")
+	writeSkillFile(t, filepath.Join(lib, "broken", "SKILL.md"), "---\nname: broken\ndescription: [oops\n---\nBody\n")
+	writeSkillFile(t, filepath.Join(lib, "renamed", "SKILL.md"), "---\nname: other\ndescription: A warning only.\n---\nBody\n")
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	writeSkillFile(t, queries, `{"query": "slow sql", "expected": ["good"]}`+"\n")
+	want := filepath.Join(lib, "broken", "SKILL.md") + ":3: error: invalid YAML in frontmatter"
+	for _, args := range [][]string{
+		{"route", "--skills", lib, "slow sql"},
+		{"route", "--skills", lib, "--json", "slow sql"},
+		{"skills", "catalog", "--skills", lib},
+		{"skills", "list", "--skills", lib},
+		{"bench", "--skills", lib, "--queries", queries, "--strategies", "bm25"},
+	} {
+		_, errOut, err := run(t, args...)
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+			continue
+		}
+		if !strings.Contains(errOut, want) {
+			t.Errorf("%v: stderr does not name the skipped skill (want %q):\n%s", args, want, errOut)
+		}
+		if !strings.Contains(errOut, "1 warning") || strings.Contains(errOut, "does not match its folder") {
+			t.Errorf("%v: warnings should be counted, not listed:\n%s", args, errOut)
+		}
+	}
+}
+
+// route says what the proxy would auto-load: a skill whose body does not fit
+// the auto-load token budget is ranked first but not loaded, as in the
+// rewrite (and bench), with the reason; --auto-load-budget moves the limit.
+func TestRouteAppliesTheAutoLoadBudget(t *testing.T) {
+	lib := t.TempDir()
+	long := strings.Repeat("Check the query plan, the indexes and the statistics of every table involved. ", 600)
+	writeSkillFile(t, filepath.Join(lib, "sql-tuning", "SKILL.md"), "---\nname: sql-tuning\ndescription: Speed up slow SQL queries with query plans and indexes.\n---\n"+long)
+	writeSkillFile(t, filepath.Join(lib, "regex", "SKILL.md"), "---\nname: regex\ndescription: Write regular expressions.\n---\nBody\n")
+	tests := []struct {
+		args     []string
+		selected []string
+	}{
+		{nil, []string{}},
+		{[]string{"--auto-load-budget", "100000"}, []string{"sql-tuning"}},
+	}
+	for _, tt := range tests {
+		args := append(append([]string{"route", "--skills", lib, "--json"}, tt.args...), "my slow sql query needs an index")
+		out, errOut, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, errOut)
+		}
+		var d router.Decision
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Ranked) == 0 || d.Ranked[0].ID != "sql-tuning" {
+			t.Fatalf("%v: ranking %+v", tt.args, d.Ranked)
+		}
+		if strings.Join(d.Selected, ",") != strings.Join(tt.selected, ",") {
+			t.Errorf("%v: selected %v, want %v", tt.args, d.Selected, tt.selected)
+		}
+		if len(tt.selected) == 0 && !strings.Contains(d.Reasons["sql-tuning"], "over the auto-load budget") {
+			t.Errorf("%v: reasons %v", tt.args, d.Reasons)
+		}
+	}
+	out, _, err := run(t, "route", "--skills", lib, "my slow sql query needs an index")
+	if err != nil || !strings.Contains(out, "auto-load: nothing") || strings.Contains(out, "no skill is a confident match") ||
+		!strings.Contains(out, "over the auto-load budget") {
+		t.Errorf("table (err %v):\n%s", err, out)
+	}
+}

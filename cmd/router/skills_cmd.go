@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -48,11 +49,23 @@ func loadLibrary(cmd *cobra.Command, cf *configFlags, args []string) (*skills.Sn
 	return snap, nil
 }
 
-// printLibraryProblems reports problems not tied to a skill (a missing
-// root, a symlink loop) on stderr, where they do not spoil table or JSON output.
+// printLibraryProblems reports on stderr, where they do not spoil table or
+// JSON output, what serve logs at warn: problems not tied to a skill (a
+// missing root, a symlink loop) and the errors that keep skills out of the
+// library, each with its path and line; warnings (the skill still loads)
+// only as a count, since large public libraries carry many.
 func printLibraryProblems(w io.Writer, snap *skills.Snapshot) {
-	for _, p := range snap.LibraryProblems() {
-		fmt.Fprintln(w, p.String())
+	lib := snap.LibraryProblems()
+	warnings := 0
+	for _, p := range snap.Problems() {
+		if p.Severity == skills.SeverityError || slices.Contains(lib, p) {
+			fmt.Fprintln(w, p.String())
+			continue
+		}
+		warnings++
+	}
+	if warnings > 0 {
+		fmt.Fprintf(w, "%s (the skills still load): `router skills validate` lists them\n", plural(warnings, "warning"))
 	}
 }
 
@@ -172,7 +185,9 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 		Use:   "show ID",
 		Short: "Print the load_skill result for a skill, as the model receives it",
 		Long: "Print the load_skill result for the skill with this id (its folder path relative to the\n" +
-			"root, e.g. anthropics/mcp-builder). An unknown id prints the not-found result and exits 1.",
+			"root, e.g. anthropics/mcp-builder), or with this frontmatter name or last path element when\n" +
+			"one skill has it, as load_skill accepts them. An unknown id prints the not-found result and\n" +
+			"exits 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			snap, err := loadLibrary(cmd, cf, args)
@@ -180,7 +195,7 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 				return err
 			}
 			id := args[0]
-			if s, ok := snap.Get(id); ok {
+			if s, ok := snap.Resolve(id); ok {
 				fmt.Fprintln(cmd.OutOrStdout(), skills.Envelope(s))
 				return nil
 			}

@@ -99,7 +99,7 @@ func TestSkillsValidate(t *testing.T) {
 			t.Errorf("validate output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 11 errors, 9 warnings") {
+	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 11 errors, 10 warnings") {
 		t.Errorf("summary: %q", errOut)
 	}
 
@@ -128,7 +128,7 @@ func TestSkillsShow(t *testing.T) {
 		t.Errorf("unexpected envelope:\n%s", out)
 	}
 
-	out, _, err = run(t, "skills", "--skills", fixtureLib, "show", "alpha")
+	out, _, err = run(t, "skills", "--skills", fixtureLib, "show", "alph")
 	if exitStatus(err) != 1 {
 		t.Fatalf("unknown id must exit 1: %v", err)
 	}
@@ -144,6 +144,39 @@ func TestSkillsShow(t *testing.T) {
 
 	if _, _, err := run(t, "skills", "show", "--skills", fixtureLib); err == nil {
 		t.Error("show without an id must fail")
+	}
+}
+
+// skills show prints what load_skill answers for the same argument: an id,
+// a unique frontmatter name or a unique last path element all load the
+// skill, an ambiguous one does not.
+func TestSkillsShowResolvesLikeLoadSkill(t *testing.T) {
+	lib := t.TempDir()
+	writeSkillFile(t, filepath.Join(lib, "team", "pdf-tools", "SKILL.md"), "---\nname: pdf-tools\ndescription: d\n---\n")
+	writeSkillFile(t, filepath.Join(lib, "folder", "SKILL.md"), "---\nname: fancy-name\ndescription: d\n---\n")
+	writeSkillFile(t, filepath.Join(lib, "x", "dup", "SKILL.md"), "---\nname: dup\ndescription: d\n---\n")
+	writeSkillFile(t, filepath.Join(lib, "y", "dup", "SKILL.md"), "---\nname: dup\ndescription: d\n---\n")
+	tests := []struct {
+		arg, want string // want: the envelope's id, "" for not found
+	}{
+		{"team/pdf-tools", "team/pdf-tools"},
+		{"pdf-tools", "team/pdf-tools"},
+		{"fancy-name", "folder"},
+		{"folder", "folder"},
+		{"dup", ""},
+		{"x/dup", "x/dup"},
+	}
+	for _, tt := range tests {
+		out, _, err := run(t, "skills", "show", "--skills", lib, tt.arg)
+		if tt.want == "" {
+			if exitStatus(err) != 1 || !strings.Contains(out, `reason="not_found"`) {
+				t.Errorf("show %s: want not found, got err %v:\n%s", tt.arg, err, out)
+			}
+			continue
+		}
+		if err != nil || !strings.HasPrefix(out, `<skill_context id="`+tt.want+`">`) {
+			t.Errorf("show %s: want the envelope of %s, got err %v:\n%s", tt.arg, tt.want, err, out)
+		}
 	}
 }
 
