@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -16,19 +17,34 @@ import (
 )
 
 // storedView is how a GET of a stored Responses object is shown to the
-// client: raw is the upstream's JSON answer to r.
-type storedView func(raw []byte, r *http.Request, m wire.Marks) ([]byte, bool)
+// client: raw is the upstream's JSON answer to r. An error is answered
+// instead of it: the object is the proxy's.
+type storedView func(raw []byte, r *http.Request, m wire.Marks) ([]byte, *wire.Error)
 
 // storedResponse shows GET /v1/responses/{id} as the client's POST showed
 // the response (see wire/responses/stored.go).
-func storedResponse(raw []byte, _ *http.Request, m wire.Marks) ([]byte, bool) {
-	return responses.StoredResponse(raw, m)
+func storedResponse(raw []byte, _ *http.Request, m wire.Marks) ([]byte, *wire.Error) {
+	out, _ := responses.StoredResponse(raw, m)
+	return out, nil
 }
 
-// storedInputItems shows GET /v1/responses/{id}/input_items without the
-// items the proxy added.
-func storedInputItems(raw []byte, r *http.Request, m wire.Marks) ([]byte, bool) {
-	return responses.StoredInputItems(raw, r.URL.Query().Get("order"), m)
+// storedItems shows a list of stored items (GET
+// /v1/responses/{id}/input_items, GET /v1/conversations/{id}/items)
+// without the items the proxy added.
+func storedItems(raw []byte, r *http.Request, m wire.Marks) ([]byte, *wire.Error) {
+	out, _ := responses.StoredItems(raw, r.URL.Query().Get("order"), m)
+	return out, nil
+}
+
+// storedItem shows one conversation item (GET
+// /v1/conversations/{id}/items/{item_id}): one the proxy added is answered
+// as the API answers an item the conversation does not hold.
+func storedItem(raw []byte, _ *http.Request, m wire.Marks) ([]byte, *wire.Error) {
+	if responses.StoredItem(raw, m) {
+		return raw, nil
+	}
+	return nil, &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest,
+		Message: fmt.Sprintf("Item with id '%s' not found.", wire.Clip(gjson.GetBytes(raw, "id").Str))}
 }
 
 // readStored serves a GET of a Responses object stored upstream: sent as
@@ -50,6 +66,7 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		a := responsesAPI{}
 		var resp *http.Response
 		var out []byte
+		var werr *wire.Error
 		// A page that held only the proxy's items would come out empty with
 		// has_more true, and the SDKs stop paging at an empty page: the next
 		// pages are read (after the upstream's last_id) until one shows an
@@ -84,9 +101,9 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 				return nil
 			}
 			resp.Body.Close()
-			out, _ = view(raw, r, s.marks)
+			out, werr = view(raw, r, s.marks)
 			after := gjson.GetBytes(raw, "last_id").Str
-			if page == maxHiddenPages || after == "" || !emptyWithMore(out) {
+			if werr != nil || page == maxHiddenPages || after == "" || !emptyWithMore(out) {
 				break
 			}
 			req = r.Clone(ctx)
@@ -97,6 +114,11 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		h := w.Header()
 		copyResponseHeader(h, resp.Header, false)
 		h.Del("Content-Encoding") // the Transport decoded it
+		if werr != nil {
+			info.status = werr.Status
+			writeError(w, a, werr)
+			return nil
+		}
 		h.Set("Content-Length", strconv.Itoa(len(out)))
 		w.WriteHeader(http.StatusOK)
 		info.status = http.StatusOK

@@ -165,3 +165,174 @@ func TestResponsesStoredInputItemsPagedAsTheSDKs(t *testing.T) {
 		}
 	}
 }
+
+// itemText is a listed message's text: its content string, or its parts'
+// texts joined.
+func itemText(it gjson.Result) string {
+	if c := it.Get("content"); c.Type == gjson.String {
+		return c.Str
+	}
+	var b strings.Builder
+	for _, p := range it.Get("content.#.text").Array() {
+		b.WriteString(p.Str)
+	}
+	return b.String()
+}
+
+// conversationWithHiddenRound makes a conversation through the proxy and
+// runs two turns in it, the first with a hidden load_skill round (with
+// reasoning before the call when thinking), and returns its id and the
+// client's messages, oldest first.
+func conversationWithHiddenRound(t *testing.T, h *harness, thinking bool) (string, []string) {
+	t.Helper()
+	h.rw.catalog = skills.RenderCatalog([]*skills.Skill{{ID: "demo/pdf", Description: "Make PDF files."}}, skills.CatalogOptions{})
+	resp, b := h.do("POST", "/v1/conversations", `{}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("create conversation: %d %s", resp.StatusCode, b)
+	}
+	cid := gjson.GetBytes(b, "id").Str
+	load := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}
+	if thinking {
+		load.Thinking = &fakeai.Thinking{Text: "a skill fits"}
+	}
+	h.up.Script(fakeai.Reply(load), fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."}), fakeai.Reply(fakeai.Turn{Content: "You're welcome."}))
+	for _, in := range []string{"make me a pdf", "thanks"} {
+		resp, b := h.do("POST", "/v1/responses", `{"model":"m","conversation":"`+cid+`","input":[{"role":"user","content":"`+in+`"}]}`, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("POST %q: %d %s", in, resp.StatusCode, b)
+		}
+	}
+	return cid, []string{"make me a pdf", "Here is your pdf.", "thanks", "You're welcome."}
+}
+
+// A conversation's items (GET /v1/conversations/{id}/items) are shown by
+// the rules of a response's input items: the client's messages, no
+// envelope, no call of the proxy's with the reasoning before it, no output
+// of one; newest first by default, as the API lists them. One item of the
+// proxy's read by its id (GET /v1/conversations/{id}/items/{item_id}) is
+// answered as the API answers an item it does not have; the client's come
+// as they are.
+func TestResponsesConversationItemsAreTheClients(t *testing.T) {
+	h := newHarness(t, nil)
+	cid, want := conversationWithHiddenRound(t, h, true)
+	stored := h.up.Conversation(cid)
+	var kinds []string
+	for _, it := range stored {
+		g := gjson.Parse(it)
+		kinds = append(kinds, g.Get("type").Str+":"+g.Get("name").Str)
+	}
+	if all := strings.Join(kinds, " "); !strings.Contains(all, "reasoning:") || !strings.Contains(all, "function_call:load_skill") ||
+		!strings.Contains(all, "function_call_output:") || !strings.Contains(strings.Join(stored, ""), "skill_context") {
+		t.Fatalf("the conversation lacks the proxy's items: %s", all)
+	}
+	for _, order := range []string{"", "asc", "desc"} {
+		q := "?limit=100"
+		if order != "" {
+			q += "&order=" + order
+		}
+		resp, b := h.do("GET", "/v1/conversations/"+cid+"/items"+q, "", nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET items%s: %d %s", q, resp.StatusCode, b)
+		}
+		var texts []string
+		for _, it := range gjson.GetBytes(b, "data").Array() {
+			texts = append(texts, itemText(it))
+		}
+		w := slices.Clone(want)
+		if order != "asc" {
+			slices.Reverse(w)
+		}
+		if !slices.Equal(texts, w) {
+			t.Errorf("items%s: %q, want %q\n%s", q, texts, w, b)
+		}
+		if gjson.GetBytes(b, "has_more").Bool() || gjson.GetBytes(b, "object").Str != "list" {
+			t.Errorf("items%s: %s", q, b)
+		}
+	}
+	resp, b := h.do("GET", "/v1/conversations/"+cid+"/items?order=asc&limit=100", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	shown := map[string]bool{}
+	for _, it := range gjson.GetBytes(b, "data").Array() {
+		shown[it.Get("id").Str] = true
+	}
+	for i, it := range stored {
+		id := gjson.Get(it, "id").Str
+		resp, b := h.do("GET", "/v1/conversations/"+cid+"/items/"+id, "", nil)
+		switch {
+		case shown[id] && (resp.StatusCode != 200 || string(b) != it):
+			t.Errorf("item %d (%s), the client's: %d %s, want it as stored %s", i, kinds[i], resp.StatusCode, b, it)
+		case !shown[id] && kinds[i] == "reasoning:":
+			// Alone, reasoning does not say what it was before.
+		case !shown[id] && (resp.StatusCode != 404 || string(b) != `{"error":{"message":"Item with id '`+id+`' not found.","type":"invalid_request_error","param":null,"code":null}}`):
+			t.Errorf("item %d (%s), the proxy's: %d %s, want a 404 as for an item that is not there", i, kinds[i], resp.StatusCode, b)
+		}
+	}
+	// Other methods and other paths pass through; so does an upstream's error.
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/conversations/" + cid + "/items/no_such_item", 404},
+		{"GET", "/v1/conversations/conv_nope/items", 404},
+		{"POST", "/v1/conversations/" + cid + "/items", 0},
+		{"DELETE", "/v1/conversations/" + cid + "/items/" + gjson.Get(stored[0], "id").Str, 200},
+	} {
+		n := len(h.up.Requests()) + len(h.up.Deletes())
+		resp, b := h.do(tc.method, tc.path, `{}`, nil)
+		if tc.status != 0 && resp.StatusCode != tc.status {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, b)
+		}
+		if len(h.up.Requests())+len(h.up.Deletes()) == n {
+			t.Errorf("%s %s did not reach the upstream", tc.method, tc.path)
+		}
+	}
+}
+
+// The SDKs page a conversation's items with after=<last_id> (openai-node's
+// and openai-python's ConversationCursorPage; a response's input items
+// with the last item shown) and stop at an empty page even when has_more
+// is true: paging either way with small pages, the client reads its own
+// items, each once.
+func TestResponsesConversationItemsPagedAsTheSDKs(t *testing.T) {
+	for _, cursor := range []string{"last_id", "last item"} {
+		for _, order := range []string{"asc", "desc"} {
+			for _, limit := range []int{1, 2, 3} {
+				t.Run(cursor+"/"+order+"/"+strconv.Itoa(limit), func(t *testing.T) {
+					h := newHarness(t, nil)
+					cid, want := conversationWithHiddenRound(t, h, false)
+					var texts []string
+					after := ""
+					for page := 0; page < 20; page++ {
+						q := "?order=" + order + "&limit=" + strconv.Itoa(limit)
+						if after != "" {
+							q += "&after=" + after
+						}
+						resp, b := h.do("GET", "/v1/conversations/"+cid+"/items"+q, "", nil)
+						if resp.StatusCode != 200 {
+							t.Fatalf("GET items: %d %s", resp.StatusCode, b)
+						}
+						data := gjson.GetBytes(b, "data").Array()
+						for _, it := range data {
+							texts = append(texts, itemText(it))
+						}
+						if !gjson.GetBytes(b, "has_more").Bool() || len(data) == 0 {
+							break
+						}
+						after = gjson.GetBytes(b, "last_id").Str
+						if cursor == "last item" {
+							after = data[len(data)-1].Get("id").Str
+						}
+					}
+					if order == "desc" {
+						slices.Reverse(want)
+					}
+					if !slices.Equal(texts, want) {
+						t.Errorf("paged like the SDKs, the client read %q, want %q", texts, want)
+					}
+				})
+			}
+		}
+	}
+}

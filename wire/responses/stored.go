@@ -2,10 +2,13 @@ package responses
 
 // What the API stored, read back. GET /v1/responses/{id} returns the
 // response object the upstream kept, which echoes the request the proxy
-// sent, and GET /v1/responses/{id}/input_items lists that request's input.
-// The JSON answer and the stream showed the client its own request instead
-// (see echo.go); the proxy keeps nothing per response, so reading back it
-// restores what the stored object itself tells apart (wire.Marks):
+// sent, and GET /v1/responses/{id}/input_items lists that request's input;
+// a conversation's items (GET /v1/conversations/{id}/items, one by GET
+// /v1/conversations/{id}/items/{item_id}) hold every round's input and
+// output. The JSON answer and the stream showed the client its own
+// request instead (see echo.go); the proxy keeps nothing per response, so
+// reading back it restores what the stored object itself tells apart
+// (wire.Marks):
 //
 //   - instructions: the catalog the proxy appended is cut, with the
 //     "\n\n" before it; instructions that were the catalog alone become
@@ -16,20 +19,22 @@ package responses
 //     given);
 //   - output: the calls of those tools and the reasoning before them, as
 //     Final removes them;
-//   - input items: the auto-loaded envelopes (a message that is one
-//     envelope), the calls of the proxy's tools with the reasoning before
-//     them, their outputs when the call is on the same page (or, for
-//     load_skill, when the output is an envelope), and the outputs the
-//     stored-state repair gave dropped calls (notRunOutput).
+//   - input items and conversation items: the auto-loaded envelopes (a
+//     message that is one envelope), the calls of the proxy's tools with
+//     the reasoning before them, their outputs when the call is on the
+//     same page (or, for load_skill, when the output is an envelope), and
+//     the outputs the stored-state repair gave dropped calls
+//     (notRunOutput).
 //
 // What only the request knew stays as the upstream has it: usage (the last
 // round's, where the client got the sum of all rounds), the items of
 // earlier rounds the client got (in the input here, in output there), the
 // client's tools the gate left out (and tool_choice and
 // parallel_tool_calls, removed with the last of them), instructions sent as
-// "" (null here). A page of input items may come out shorter than its
-// limit; its first_id and last_id stay the upstream's, the cursor of its
-// list (the proxy reads on past a page it would show empty, proxy/stored.go).
+// "" (null here). A page of items may come out shorter than its limit; its
+// first_id and last_id stay the upstream's, the cursor of its list (the
+// proxy reads on past a page it would show empty, proxy/stored.go). One
+// item of the proxy's read by its id is answered as a missing one.
 
 import (
 	"encoding/json"
@@ -110,11 +115,12 @@ func proxyTool(t []byte, m wire.Marks) (string, bool) {
 	return name, res[0].Str == "function" && res[2].Type == gjson.False && m.Tool(name)
 }
 
-// StoredInputItems returns a page of a stored response's input items
-// (GET /v1/responses/{id}/input_items) without the proxy's, as far as m
-// tells; order is the page's ("asc", else the API's default, newest
-// first). changed is false (and raw returned) when nothing is removed.
-func StoredInputItems(raw []byte, order string, m wire.Marks) (out []byte, changed bool) {
+// StoredItems returns a page of stored items (GET
+// /v1/responses/{id}/input_items, GET /v1/conversations/{id}/items, listed
+// alike) without the proxy's, as far as m tells; order is the page's
+// ("asc", else the API's default, newest first). changed is false (and
+// raw returned) when nothing is removed.
+func StoredItems(raw []byte, order string, m wire.Marks) (out []byte, changed bool) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil || gjson.GetBytes(raw, "object").Str != "list" {
 		return raw, false
@@ -138,6 +144,33 @@ func StoredInputItems(raw []byte, order string, m wire.Marks) (out []byte, chang
 	for i, it := range items {
 		asc[at(i)] = it
 	}
+	hide := hiddenItems(asc, m)
+	hidden := make([]bool, len(items))
+	for i := range items {
+		hidden[i] = hide[at(i)]
+	}
+	kept, ok := without(items, hidden)
+	if !ok {
+		return raw, false
+	}
+	return jsonspan.Apply(raw, jsonspan.Edit{At: s, With: kept}), true
+}
+
+// StoredItem reports whether one stored item (GET
+// /v1/conversations/{id}/items/{item_id}) is the client's, as far as m
+// tells from the item alone: the rules of StoredItems, on a page of one.
+func StoredItem(raw []byte, m wire.Marks) (shown bool) {
+	if !gjson.ValidBytes(raw) || !gjson.ParseBytes(raw).IsObject() {
+		return true
+	}
+	return !hiddenItems([]json.RawMessage{raw}, m)[0]
+}
+
+// hiddenItems tells which of the stored items asc (oldest first) are the
+// proxy's: the envelopes, the proxy's calls with the reasoning before
+// them, their outputs when the call is among asc (a load_skill output, an
+// envelope, wherever its call is) and the stored-state repair's outputs.
+func hiddenItems(asc []json.RawMessage, m wire.Marks) []bool {
 	hide := proxyItems(asc, m.Tool)
 	calls := map[string]bool{}
 	for i, it := range asc {
@@ -157,15 +190,7 @@ func StoredInputItems(raw []byte, order string, m wire.Marks) (out []byte, chang
 			hide[i] = hide[i] || envelope(v[3], m)
 		}
 	}
-	hidden := make([]bool, len(items))
-	for i := range items {
-		hidden[i] = hide[at(i)]
-	}
-	kept, ok := without(items, hidden)
-	if !ok {
-		return raw, false
-	}
-	return jsonspan.Apply(raw, jsonspan.Edit{At: s, With: kept}), true
+	return hide
 }
 
 // envelope reports whether a message's content is one auto-loaded

@@ -60,7 +60,9 @@ func TestStoredResponse(t *testing.T) {
 	}
 }
 
-func TestStoredInputItems(t *testing.T) {
+// A page of stored items: a response's input items or a conversation's
+// items, listed alike.
+func TestStoredItems(t *testing.T) {
 	const (
 		user       = `{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"make me a pdf"}]}`
 		envelope   = `{"id":"msg_2","type":"message","role":"user","content":[{"type":"input_text","text":"ENVELOPE pdf"}]}`
@@ -92,7 +94,7 @@ func TestStoredInputItems(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, changed := StoredInputItems([]byte(tc.in), tc.order, testMarks)
+			got, changed := StoredItems([]byte(tc.in), tc.order, testMarks)
 			want := tc.want
 			if want == "" {
 				want = tc.in
@@ -101,5 +103,29 @@ func TestStoredInputItems(t *testing.T) {
 				t.Errorf("got %s (changed %v)\nwant %s", got, changed, want)
 			}
 		})
+	}
+	// One item read alone (GET /v1/conversations/{id}/items/{item_id}) by
+	// the same rules, as on a page of its own: what needs its neighbours
+	// (reasoning before a call, an output that is not an envelope) is shown.
+	for _, tc := range []struct {
+		name, item string
+		shown      bool
+	}{
+		{"the client's message", user, true},
+		{"an envelope", envelope, false},
+		{"a message quoting an envelope", quoted, true},
+		{"the proxy's call", proxyCall, false},
+		{"its output, an envelope", proxyOut, false},
+		{"the stored-state repair's output", notRun, false},
+		{"the client's call", clientCall, true},
+		{"the client's output", clientOut, true},
+		{"reasoning, alone", reasoning, true},
+		{"another output, alone", searchOut, true},
+		{"not an object", `[` + proxyCall + `]`, true},
+		{"not JSON", `{"type":`, true},
+	} {
+		if got := StoredItem([]byte(tc.item), testMarks); got != tc.shown {
+			t.Errorf("StoredItem, %s: shown %v, want %v", tc.name, got, tc.shown)
+		}
 	}
 }
