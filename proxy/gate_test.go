@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,6 +69,45 @@ func TestToolsWithheldHeader(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The gate's log line lists client tool names, which the client chooses,
+// as many and as long as it likes: each list is clipped as wire.Clip clips
+// what the proxy quotes from a request.
+func TestToolGateLogClipped(t *testing.T) {
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = "tool_" + strings.Repeat("x", 40) + strconv.Itoa(i)
+	}
+	enabled := map[string]string{}
+	for _, n := range names {
+		enabled["on_"+n] = "a/skill"
+	}
+	h := newHarness(t, func(c *Config) {
+		c.Rewriter = &gatingRewriter{fakeRewriter: c.Rewriter.(*fakeRewriter), withheld: names, enabled: enabled}
+	})
+	if resp, out := h.chat(simpleChat, nil); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	var line string
+	for _, l := range strings.Split(h.logText(), "\n") {
+		if strings.Contains(l, `"msg":"client tools gated by skills"`) {
+			line = l
+		}
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		t.Fatalf("no gate line: %v\n%s", err, h.logText())
+	}
+	for _, k := range []string{"tools_withheld", "tools_enabled"} {
+		v, _ := rec[k].(string)
+		if v == "" || len(v) > len(wire.Clip(strings.Repeat("x", 1000))) {
+			t.Errorf("%s: %d bytes", k, len(v))
+		}
+	}
+	if v, _ := rec["tools_withheld"].(string); !strings.HasPrefix(v, names[0]+","+names[1]) {
+		t.Errorf("tools_withheld %.80q, want the list's start", v)
 	}
 }
 

@@ -236,15 +236,18 @@ func (s *Server) logToolGate(ctx context.Context, rt *routed, info *reqInfo) {
 	for _, tool := range slices.Sorted(maps.Keys(enabled)) {
 		pairs = append(pairs, tool+"="+enabled[tool])
 	}
+	// The client chooses its tools' names and how many: each list is
+	// clipped as what the proxy quotes from a request is.
+	list := func(names []string) string { return wire.Clip(strings.Join(names, ",")) }
 	attrs := []slog.Attr{
-		slog.String("tools_withheld", strings.Join(withheld, ",")),
-		slog.String("tools_enabled", strings.Join(pairs, ",")),
+		slog.String("tools_withheld", list(withheld)),
+		slog.String("tools_enabled", list(pairs)),
 	}
 	if len(d.ToolsForced) > 0 {
-		attrs = append(attrs, slog.String("tools_forced", strings.Join(d.ToolsForced, ",")))
+		attrs = append(attrs, slog.String("tools_forced", list(d.ToolsForced)))
 	}
 	if !slices.Equal(still, withheld) {
-		attrs = append(attrs, slog.String("tools_withheld_at_end", strings.Join(still, ",")))
+		attrs = append(attrs, slog.String("tools_withheld_at_end", list(still)))
 	}
 	if info.arm != "" {
 		attrs = append(attrs, slog.String("arm", info.arm))

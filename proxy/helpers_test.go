@@ -35,6 +35,7 @@ type fakeRewriter struct {
 	cached    bool     // decisions say their ranking came from the cache
 	fallback  router.FallbackCode
 	reason    string // fallback reason
+	search    string // what sessions answer search_skills with; "": an envelope, as load_skill
 	ready     bool
 	seen      []router.Overrides
 	sessions  []*fakeSession
@@ -84,7 +85,7 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 		if h == nil {
 			h = []string{"load_skill", "search_skills"}
 		}
-		s := &fakeSession{handles: h, fail: f.followErr, active: append(slices.Clone(ov.Present), sel...)}
+		s := &fakeSession{handles: h, fail: f.followErr, active: append(slices.Clone(ov.Present), sel...), search: f.search}
 		f.sessions = append(f.sessions, s)
 		rw.Session = s
 	}
@@ -105,6 +106,7 @@ type fakeSession struct {
 	calls   []string // name(args)
 	fail    error    // answer with a call id the follow-up cannot match
 	active  []string // skills active at the end (router.Session.Active)
+	search  string   // fakeRewriter.search
 }
 
 func (s *fakeSession) Active() []string {
@@ -133,6 +135,9 @@ func (s *fakeSession) Call(ctx context.Context, callID, name string, args json.R
 	if s.fail != nil {
 		// A result for a call the answer does not hold: the follow-up fails.
 		callID = "no-such-call"
+	}
+	if name == "search_skills" && s.search != "" {
+		return wire.ToolResult{CallID: callID, Name: name, Content: s.search}
 	}
 	return wire.ToolResult{CallID: callID, Name: name, Content: "<skill_context id=\"" + a.SkillID + "\">LOADED</skill_context>"}
 }

@@ -282,7 +282,11 @@ func (s *Server) routes() *echo.Echo {
 	// shows the client's request rather than the proxy's (stored.go).
 	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
 	e.GET("/v1/responses/:id", s.readStored(storedResponse))
-	e.GET("/v1/responses/:id/input_items", s.readStored(storedInputItems))
+	e.GET("/v1/responses/:id/input_items", s.readStored(storedItems))
+	// A conversation's items hold every round's, the proxy's among them;
+	// other methods on them (POST adds items, DELETE) pass through.
+	e.GET("/v1/conversations/:id/items", s.readStored(storedItems))
+	e.GET("/v1/conversations/:id/items/:item", s.readStored(storedItem))
 	// Counted as rewritten, so the count matches what a request with the
 	// same body sends upstream (as /v1/messages/count_tokens).
 	e.POST("/v1/responses/input_tokens", s.serveAPI(responsesAPI{}))

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"path"
 	"strconv"
 	"time"
 
@@ -16,19 +18,45 @@ import (
 )
 
 // storedView is how a GET of a stored Responses object is shown to the
-// client: raw is the upstream's JSON answer to r.
-type storedView func(raw []byte, r *http.Request, m wire.Marks) ([]byte, bool)
+// client: raw is the upstream's JSON answer to r (the client's request,
+// or one the proxy read past an empty page with); list reads the list at
+// a path with a query (responses.ItemsNeighbours') and the client's, nil
+// for no query or when the read fails. An error is answered instead of
+// raw: the object is the proxy's.
+type storedView func(raw []byte, r *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error)
 
 // storedResponse shows GET /v1/responses/{id} as the client's POST showed
 // the response (see wire/responses/stored.go).
-func storedResponse(raw []byte, _ *http.Request, m wire.Marks) ([]byte, bool) {
-	return responses.StoredResponse(raw, m)
+func storedResponse(raw []byte, _ *http.Request, m wire.Marks, _ func(path, query string) []byte) ([]byte, *wire.Error) {
+	out, _ := responses.StoredResponse(raw, m)
+	return out, nil
 }
 
-// storedInputItems shows GET /v1/responses/{id}/input_items without the
-// items the proxy added.
-func storedInputItems(raw []byte, r *http.Request, m wire.Marks) ([]byte, bool) {
-	return responses.StoredInputItems(raw, r.URL.Query().Get("order"), m)
+// storedItems shows a list of stored items (GET
+// /v1/responses/{id}/input_items, GET /v1/conversations/{id}/items)
+// without the items the proxy added, reading the page's neighbours in the
+// same list where the page alone does not tell.
+func storedItems(raw []byte, r *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error) {
+	q := r.URL.Query()
+	order := q.Get("order")
+	before, after := responses.ItemsNeighbours(raw, order, q.Get("after") == "" && q.Get("before") == "", m)
+	n := responses.Neighbours{Before: list(r.URL.Path, before), After: list(r.URL.Path, after)}
+	out, _ := responses.StoredItems(raw, order, n, m)
+	return out, nil
+}
+
+// storedItem shows one conversation item (GET
+// /v1/conversations/{id}/items/{item_id}), its neighbours read from the
+// conversation's items where needed: one the proxy added is answered as
+// the API answers an item the conversation does not hold.
+func storedItem(raw []byte, r *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error) {
+	items := path.Dir(r.URL.Path) // /v1/conversations/{id}/items
+	before, after := responses.ItemNeighbours(raw, m)
+	if responses.StoredItem(raw, responses.Neighbours{Before: list(items, before), After: list(items, after)}, m) {
+		return raw, nil
+	}
+	return nil, &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest,
+		Message: fmt.Sprintf("Item with id '%s' not found.", wire.Clip(gjson.GetBytes(raw, "id").Str))}
 }
 
 // readStored serves a GET of a Responses object stored upstream: sent as
@@ -48,8 +76,22 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		defer done()
 		w := c.Response()
 		a := responsesAPI{}
+		// Neighbours are read as the proxy reads stored state: the
+		// client's credentials and query, within the request.
+		hdr := storedObjectHeader(r)
+		list := func(listPath, query string) []byte {
+			if query == "" {
+				return nil
+			}
+			raw, err := s.getStored(ctx, a.target(s), hdr, r.URL.RawQuery, listPath, query, exchangeAnswer)
+			if err != nil {
+				return nil // what the neighbours would decide is shown
+			}
+			return raw
+		}
 		var resp *http.Response
 		var out []byte
+		var werr *wire.Error
 		// A page that held only the proxy's items would come out empty with
 		// has_more true, and the SDKs stop paging at an empty page: the next
 		// pages are read (after the upstream's last_id) until one shows an
@@ -84,9 +126,9 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 				return nil
 			}
 			resp.Body.Close()
-			out, _ = view(raw, r, s.marks)
+			out, werr = view(raw, req, s.marks, list)
 			after := gjson.GetBytes(raw, "last_id").Str
-			if page == maxHiddenPages || after == "" || !emptyWithMore(out) {
+			if werr != nil || page == maxHiddenPages || after == "" || !emptyWithMore(out) {
 				break
 			}
 			req = r.Clone(ctx)
@@ -97,6 +139,11 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		h := w.Header()
 		copyResponseHeader(h, resp.Header, false)
 		h.Del("Content-Encoding") // the Transport decoded it
+		if werr != nil {
+			info.status = werr.Status
+			writeError(w, a, werr)
+			return nil
+		}
 		h.Set("Content-Length", strconv.Itoa(len(out)))
 		w.WriteHeader(http.StatusOK)
 		info.status = http.StatusOK

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,15 +121,15 @@ func TestResponsesStoredReadBackStreamAndOtherMethods(t *testing.T) {
 // The SDKs page input items with after=<the last item shown> and stop at
 // an empty page even when has_more is true, so a page that held only the
 // proxy's items must not come out empty while more follow: paging as the
-// SDKs do, with small pages, the client gets its own items.
+// SDKs do, with small pages, the client gets its own items, and neither
+// reasoning whose call is on the next page nor an output whose call is on
+// the page before.
 func TestResponsesStoredInputItemsPagedAsTheSDKs(t *testing.T) {
 	for _, order := range []string{"asc", "desc"} {
 		for _, limit := range []int{1, 2, 3} {
 			t.Run(order+"/"+strconv.Itoa(limit), func(t *testing.T) {
 				h := newHarness(t, nil)
-				h.rw.catalog = skills.RenderCatalog([]*skills.Skill{{ID: "demo/pdf", Description: "Make PDF files."}}, skills.CatalogOptions{})
-				h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
-					fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."}))
+				scriptHiddenRounds(h, true, "Here is your pdf.")
 				resp, posted := h.do("POST", "/v1/responses", `{"model":"m","input":[{"role":"user","content":"first"},{"role":"user","content":"make me a pdf"}]}`, nil)
 				if resp.StatusCode != 200 {
 					t.Fatalf("POST: %d %s", resp.StatusCode, posted)
@@ -162,6 +163,252 @@ func TestResponsesStoredInputItemsPagedAsTheSDKs(t *testing.T) {
 					t.Errorf("paged like the SDKs, the client read %q, want %q", texts, want)
 				}
 			})
+		}
+	}
+}
+
+// itemText is a listed message's text: its content string, or its parts'
+// texts joined.
+func itemText(it gjson.Result) string {
+	if c := it.Get("content"); c.Type == gjson.String {
+		return c.Str
+	}
+	var b strings.Builder
+	for _, p := range it.Get("content.#.text").Array() {
+		b.WriteString(p.Str)
+	}
+	return b.String()
+}
+
+// scriptHiddenRounds scripts the upstream for a turn with two hidden rounds,
+// search_skills then load_skill, each with reasoning before its call when
+// thinking, and an answer; the search's result is JSON, not an envelope.
+func scriptHiddenRounds(h *harness, thinking bool, answer string) {
+	h.rw.catalog = skills.RenderCatalog([]*skills.Skill{{ID: "demo/pdf", Description: "Make PDF files."}}, skills.CatalogOptions{})
+	h.rw.search = `{"query":"pdf","results":[{"id":"demo/pdf","description":"Make PDF files."}],"hint":"Call load_skill with the id of the skill that fits the task."}`
+	search := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_s", Name: "search_skills", Arguments: `{"query":"pdf"}`}}}
+	load := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}
+	if thinking {
+		search.Thinking = &fakeai.Thinking{Text: "search first"}
+		load.Thinking = &fakeai.Thinking{Text: "a skill fits"}
+	}
+	h.up.Script(fakeai.Reply(search), fakeai.Reply(load), fakeai.Reply(fakeai.Turn{Content: answer}))
+}
+
+// conversationWithHiddenRound makes a conversation through the proxy and
+// runs two turns in it, the first with hidden rounds (scriptHiddenRounds), and
+// returns its id and the client's messages, oldest first.
+func conversationWithHiddenRound(t *testing.T, h *harness, thinking bool) (string, []string) {
+	t.Helper()
+	resp, b := h.do("POST", "/v1/conversations", `{}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("create conversation: %d %s", resp.StatusCode, b)
+	}
+	cid := gjson.GetBytes(b, "id").Str
+	scriptHiddenRounds(h, thinking, "Here is your pdf.")
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "You're welcome."}))
+	for _, in := range []string{"make me a pdf", "thanks"} {
+		resp, b := h.do("POST", "/v1/responses", `{"model":"m","conversation":"`+cid+`","input":[{"role":"user","content":"`+in+`"}]}`, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("POST %q: %d %s", in, resp.StatusCode, b)
+		}
+	}
+	return cid, []string{"make me a pdf", "Here is your pdf.", "thanks", "You're welcome."}
+}
+
+// A conversation's items (GET /v1/conversations/{id}/items) are shown by
+// the rules of a response's input items: the client's messages, no
+// envelope, no call of the proxy's with the reasoning before it, no output
+// of one; newest first by default, as the API lists them. One item of the
+// proxy's read by its id (GET /v1/conversations/{id}/items/{item_id}) is
+// answered as the API answers an item it does not have; the client's come
+// as they are.
+func TestResponsesConversationItemsAreTheClients(t *testing.T) {
+	h := newHarness(t, nil)
+	cid, want := conversationWithHiddenRound(t, h, true)
+	stored := h.up.Conversation(cid)
+	var kinds []string
+	for _, it := range stored {
+		g := gjson.Parse(it)
+		kinds = append(kinds, g.Get("type").Str+":"+g.Get("name").Str)
+	}
+	if all := strings.Join(kinds, " "); !strings.Contains(all, "reasoning:") || !strings.Contains(all, "function_call:load_skill") ||
+		!strings.Contains(all, "function_call:search_skills") || !strings.Contains(all, "function_call_output:") ||
+		!strings.Contains(strings.Join(stored, ""), "skill_context") || !strings.Contains(strings.Join(stored, ""), `\"results\"`) {
+		t.Fatalf("the conversation lacks the proxy's items: %s", all)
+	}
+	for _, order := range []string{"", "asc", "desc"} {
+		q := "?limit=100"
+		if order != "" {
+			q += "&order=" + order
+		}
+		resp, b := h.do("GET", "/v1/conversations/"+cid+"/items"+q, "", nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET items%s: %d %s", q, resp.StatusCode, b)
+		}
+		var texts []string
+		for _, it := range gjson.GetBytes(b, "data").Array() {
+			texts = append(texts, itemText(it))
+		}
+		w := slices.Clone(want)
+		if order != "asc" {
+			slices.Reverse(w)
+		}
+		if !slices.Equal(texts, w) {
+			t.Errorf("items%s: %q, want %q\n%s", q, texts, w, b)
+		}
+		if gjson.GetBytes(b, "has_more").Bool() || gjson.GetBytes(b, "object").Str != "list" {
+			t.Errorf("items%s: %s", q, b)
+		}
+	}
+	resp, b := h.do("GET", "/v1/conversations/"+cid+"/items?order=asc&limit=100", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	shown := map[string]bool{}
+	for _, it := range gjson.GetBytes(b, "data").Array() {
+		shown[it.Get("id").Str] = true
+	}
+	for i, it := range stored {
+		id := gjson.Get(it, "id").Str
+		resp, b := h.do("GET", "/v1/conversations/"+cid+"/items/"+id, "", nil)
+		switch {
+		case shown[id] && (resp.StatusCode != 200 || string(b) != it):
+			t.Errorf("item %d (%s), the client's: %d %s, want it as stored %s", i, kinds[i], resp.StatusCode, b, it)
+		case !shown[id] && (resp.StatusCode != 404 || string(b) != `{"error":{"message":"Item with id '`+id+`' not found.","type":"invalid_request_error","param":null,"code":null}}`):
+			t.Errorf("item %d (%s), the proxy's: %d %s, want a 404 as for an item that is not there", i, kinds[i], resp.StatusCode, b)
+		}
+	}
+	// Other methods and other paths pass through; so does an upstream's error.
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/conversations/" + cid + "/items/no_such_item", 404},
+		{"GET", "/v1/conversations/conv_nope/items", 404},
+		{"POST", "/v1/conversations/" + cid + "/items", 0},
+		{"DELETE", "/v1/conversations/" + cid + "/items/" + gjson.Get(stored[0], "id").Str, 200},
+	} {
+		n := len(h.up.Requests()) + len(h.up.Deletes())
+		resp, b := h.do(tc.method, tc.path, `{}`, nil)
+		if tc.status != 0 && resp.StatusCode != tc.status {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, b)
+		}
+		if len(h.up.Requests())+len(h.up.Deletes()) == n {
+			t.Errorf("%s %s did not reach the upstream", tc.method, tc.path)
+		}
+	}
+}
+
+// The SDKs page a conversation's items with after=<last_id> (openai-node's
+// and openai-python's ConversationCursorPage; a response's input items
+// with the last item shown) and stop at an empty page even when has_more
+// is true: paging either way with small pages, the client reads its own
+// items, each once, and no reasoning of the proxy's whose call fell on
+// another page.
+func TestResponsesConversationItemsPagedAsTheSDKs(t *testing.T) {
+	for _, cursor := range []string{"last_id", "last item"} {
+		for _, order := range []string{"asc", "desc"} {
+			for _, limit := range []int{1, 2, 3} {
+				t.Run(cursor+"/"+order+"/"+strconv.Itoa(limit), func(t *testing.T) {
+					h := newHarness(t, nil)
+					cid, want := conversationWithHiddenRound(t, h, true)
+					var texts []string
+					after := ""
+					for page := 0; page < 20; page++ {
+						q := "?order=" + order + "&limit=" + strconv.Itoa(limit)
+						if after != "" {
+							q += "&after=" + after
+						}
+						resp, b := h.do("GET", "/v1/conversations/"+cid+"/items"+q, "", nil)
+						if resp.StatusCode != 200 {
+							t.Fatalf("GET items: %d %s", resp.StatusCode, b)
+						}
+						data := gjson.GetBytes(b, "data").Array()
+						for _, it := range data {
+							texts = append(texts, itemText(it))
+						}
+						if !gjson.GetBytes(b, "has_more").Bool() || len(data) == 0 {
+							break
+						}
+						after = gjson.GetBytes(b, "last_id").Str
+						if cursor == "last item" {
+							after = data[len(data)-1].Get("id").Str
+						}
+					}
+					if order == "desc" {
+						slices.Reverse(want)
+					}
+					if !slices.Equal(texts, want) {
+						t.Errorf("paged like the SDKs, the client read %q, want %q", texts, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The neighbours of an item are read from its list with the client's
+// credentials and query, the proxy's order, after and limit; when that
+// read fails, what they would decide is shown rather than the GET failing.
+func TestResponsesConversationItemNeighbours(t *testing.T) {
+	h := newHarness(t, nil)
+	cid, _ := conversationWithHiddenRound(t, h, true)
+	var rs string
+	for _, it := range h.up.Conversation(cid) {
+		if gjson.Get(it, "type").Str == "reasoning" {
+			rs = gjson.Get(it, "id").Str
+			break
+		}
+	}
+	hdr := map[string]string{"Authorization": "Bearer client-key"}
+	item := "/v1/conversations/" + cid + "/items/" + rs + "?include=reasoning.encrypted_content"
+	n := len(h.up.Requests())
+	if resp, b := h.do("GET", item, "", hdr); resp.StatusCode != 404 {
+		t.Fatalf("the proxy's reasoning: %d %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()[n:]
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want the item and its neighbours", len(reqs))
+	}
+	nb := reqs[1]
+	q, _ := url.ParseQuery(nb.RawQuery)
+	if nb.Method != "GET" || nb.Path != "/v1/conversations/"+cid+"/items" || nb.Header.Get("Authorization") != "Bearer client-key" ||
+		q.Get("order") != "asc" || q.Get("after") != rs || q.Get("limit") != "20" || q.Get("include") != "reasoning.encrypted_content" {
+		t.Errorf("neighbours read as %s %s?%s (Authorization %q)", nb.Method, nb.Path, nb.RawQuery, nb.Header.Get("Authorization"))
+	}
+	h.up.Handle("/v1/conversations/"+cid+"/items", fakeai.Status(500, "down"))
+	if resp, b := h.do("GET", item, "", hdr); resp.StatusCode != 200 || gjson.GetBytes(b, "id").Str != rs {
+		t.Errorf("neighbours unread: %d %s, want the item shown", resp.StatusCode, b)
+	}
+}
+
+// A page at an end of its list has nothing there to read: the input items
+// of a turn that answers a call of the previous response (its output, the
+// call elsewhere) are read with one request, in either order.
+func TestResponsesStoredItemsNoNeighboursAtTheEnds(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_w", Name: "get_weather", Arguments: `{}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: "Sunny."}))
+	tools := `[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]`
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","tools":`+tools+`,"input":"weather?"}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("POST", "/v1/responses", `{"model":"m","tools":`+tools+`,"previous_response_id":"`+gjson.GetBytes(b, "id").Str+
+		`","input":[{"type":"function_call_output","call_id":"call_w","output":"sunny"}]}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	id := gjson.GetBytes(b, "id").Str
+	for _, q := range []string{"", "?order=asc", "?order=desc&limit=5"} {
+		n := len(h.up.Requests())
+		resp, b := h.do("GET", "/v1/responses/"+id+"/input_items"+q, "", nil)
+		if resp.StatusCode != 200 || gjson.GetBytes(b, "data.0.call_id").Str != "call_w" {
+			t.Fatalf("input_items%s: %d %s", q, resp.StatusCode, b)
+		}
+		if k := len(h.up.Requests()) - n; k != 1 {
+			t.Errorf("input_items%s: %d upstream requests, want 1", q, k)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // PeerKey names what an outgoing request went to: "upstream" (the model)
@@ -28,13 +30,16 @@ func (p *Provider) Handler(next http.Handler, route func(*http.Request) string) 
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := p.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		path := r.URL.Path
+		// The client chooses the path and its length: clipped as the
+		// proxy clips what it quotes from a request.
+		urlPath := wire.Clip(r.URL.Path)
+		path := urlPath
 		if route != nil {
 			path = route(r)
 		}
 		attrs := []attribute.KeyValue{
 			method(r.Method),
-			semconv.URLPath(r.URL.Path),
+			semconv.URLPath(urlPath),
 			semconv.HTTPRoute(path),
 			semconv.URLScheme(scheme(r)),
 			semconv.NetworkProtocolVersion(strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor)),
@@ -179,13 +184,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // redactedURL is the request URL without credentials or query (which may
-// hold keys).
+// hold keys), clipped: a request passed through has the client's path.
 func redactedURL(req *http.Request) string {
 	u := *req.URL
 	u.User = nil
 	u.RawQuery = ""
 	u.Fragment = ""
-	return u.String()
+	return wire.Clip(u.String())
 }
 
 // spanBody ends its span at EOF, on a read error or on Close, whichever

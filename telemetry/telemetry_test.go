@@ -16,6 +16,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillrouter/skillrouter/wire"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -430,5 +432,48 @@ func TestOTLPExport(t *testing.T) {
 				t.Fatalf("received %v, want [router-test/GET /healthz]", got)
 			}
 		})
+	}
+}
+
+// TestRequestPathsClipped: the client chooses its path's length; the
+// spans that carry it (the server span's url.path, its name without a
+// route label, the client span's url.full of a request passed through)
+// carry it clipped as wire.Clip clips what the proxy quotes.
+func TestRequestPathsClipped(t *testing.T) {
+	long := "/v1/files/" + strings.Repeat("x", 5000)
+	p, rec := newRecorded(t)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer upstream.Close()
+	client := &http.Client{Transport: p.Transport(nil, "upstream")}
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, upstream.URL+r.URL.Path, nil)
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	srv := httptest.NewServer(p.Handler(app, nil))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ended := rec.Ended()
+	if len(ended) != 2 {
+		t.Fatalf("%d spans, want 2", len(ended))
+	}
+	for _, s := range ended {
+		vals := map[string]string{"name": s.Name(), "url.path": attr(s, "url.path"), "url.full": attr(s, "url.full")}
+		for k, v := range vals {
+			if len(v) > len(wire.Clip(long))+len(upstream.URL)+len("GET ") {
+				t.Errorf("span %.40s: %s of %d bytes", s.Name(), k, len(v))
+			}
+		}
+	}
+	for _, s := range ended {
+		if s.SpanKind() == trace.SpanKindServer && attr(s, "url.path") != wire.Clip(long) {
+			t.Errorf("url.path %.60q, want the path clipped", attr(s, "url.path"))
+		}
 	}
 }

@@ -39,7 +39,7 @@ func itemsOf(r fakeai.Request, typ string) []map[string]any {
 
 func TestRealClientsAgainstFakeResponses(t *testing.T) {
 	requireNode(t)
-	for _, kase := range []string{"plain", "tool", "two-step", "chained"} {
+	for _, kase := range []string{"plain", "tool", "two-step", "chained", "conversation"} {
 		for _, mode := range []string{"create", "stream", "helper"} {
 			t.Run(kase+"/"+mode, func(t *testing.T) {
 				t.Parallel()
@@ -54,7 +54,9 @@ func TestRealClientsAgainstFakeResponses(t *testing.T) {
 					f.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
 				}
 				r := runNode(t, "responses.mjs", f.URL, nil, kase, mode)
-				reqs := f.Requests()
+				// The conversation's creation and the reads of its items
+				// are not the model's.
+				reqs := slices.DeleteFunc(f.Requests(), func(r fakeai.Request) bool { return strings.HasPrefix(r.Path, "/v1/conversations") })
 				first := reqs[0]
 				if first.Path != "/v1/responses" || first.Header.Get("Authorization") != "Bearer sk-e2e-client" {
 					t.Fatalf("request %s %v", first.Path, first.Header)
@@ -100,7 +102,19 @@ func TestRealClientsAgainstFakeResponses(t *testing.T) {
 						t.Fatalf("outputs %v for call %s", outs, callID)
 					}
 					prev := gjsonString(reqs[1].Body, "previous_response_id")
-					if kase == "chained" {
+					if kase == "conversation" {
+						// The SDK's pager and retrieve read the conversation
+						// back as the fake keeps it (node asserts that an item
+						// retrieved by id is the one listed).
+						var got []string
+						for _, it := range r.Items {
+							got = append(got, it.Type)
+						}
+						if want := []string{"message", "message", "function_call", "function_call_output", "message"}; prev != "" ||
+							len(reqs[1].InputItems()) != 1 || !slices.Equal(got, want) {
+							t.Fatalf("conversation: previous %q, %d items; read back %q, want %q", prev, len(reqs[1].InputItems()), got, want)
+						}
+					} else if kase == "chained" {
 						if prev != r.Steps[0].ID || len(reqs[1].InputItems()) != 1 {
 							t.Fatalf("chained request: previous %q, %d items", prev, len(reqs[1].InputItems()))
 						}

@@ -87,10 +87,9 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 					e.up.Script(fakeai.Reply(weatherCall()), fakeai.Reply(fakeai.Turn{Content: sunnyAnswer}))
 				}
 				r := runNode(t, "responses.mjs", e.proxy.URL, nil, script, mode)
-				reqs := e.up.Requests()
-				if reqs[0].Path == "/v1/conversations" { // conversations.create, passed through
-					reqs = reqs[1:]
-				}
+				// conversations.create, passed through, and the reads of the
+				// conversation's items after the turns are not the model's.
+				reqs := slices.DeleteFunc(e.up.Requests(), func(r fakeai.Request) bool { return strings.HasPrefix(r.Path, "/v1/conversations") })
 				first := reqs[0]
 				if !strings.Contains(first.Instructions(), "<available_skills>") {
 					t.Fatalf("no catalog in instructions: %.300s", first.Instructions())
@@ -146,6 +145,20 @@ func TestRealClientsThroughProxyResponses(t *testing.T) {
 					}
 					if len(seen) == 0 {
 						t.Error("the conversation is empty")
+					}
+					// Read back with the SDK's pager, one item a page, and
+					// by id: the client's items, in order, none of the
+					// proxy's (the envelope, its call, its output).
+					var got []string
+					for _, it := range r.Items {
+						got = append(got, it.Type+":"+it.Role+it.Name)
+						if strings.Contains(it.Text, "<skill_context") || it.Name == "load_skill" {
+							t.Errorf("the client read back the proxy's item %+v", it)
+						}
+					}
+					want := []string{"message:developer", "message:user", "function_call:get_weather", "function_call_output:", "message:assistant"}
+					if !slices.Equal(got, want) {
+						t.Errorf("the client read back %q, want %q", got, want)
 					}
 				case "count":
 					// The count is the rewritten request's (the fake: its bytes / 4 + 1).

@@ -45,7 +45,13 @@ type clientResult struct {
 	Chunks                  int
 	Steps                   []clientResult
 	StepCount               int
-	Raw                     string `json:"-"` // the JSON line as printed
+	Items                   []reportedItem // Responses: a conversation's items read back
+	Raw                     string         `json:"-"` // the JSON line as printed
+}
+
+// reportedItem is a conversation item as the client read it back.
+type reportedItem struct {
+	Type, Name, Role, CallID, Text string
 }
 
 type reportedCall struct {

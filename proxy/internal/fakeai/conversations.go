@@ -10,8 +10,10 @@ package fakeai
 // response completes." GET /v1/conversations/{id}/items lists them
 // ({"object":"list","data":[…],"first_id","last_id","has_more"}; order asc
 // or desc, limit 1–100, default 20); every item has an id, given when it
-// is added if it had none. DELETE /v1/conversations/{id}/items/{item_id}
-// removes one and answers with the conversation object. GET
+// is added if it had none. GET /v1/conversations/{id}/items/{item_id}
+// returns one (the item itself; 404 "Item with id '…' not found." when
+// there is none), DELETE removes it and answers with the conversation
+// object. GET
 // /v1/responses/{id} returns a stored response, GET
 // /v1/responses/{id}/input_items its input items (the request's own, with
 // ids, listed as a conversation's are).
@@ -223,8 +225,8 @@ func (f *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) 
 }
 
 // readState answers GET /v1/responses/{id}, GET
-// /v1/responses/{id}/input_items and GET /v1/conversations/{id}/items;
-// false for other requests.
+// /v1/responses/{id}/input_items, GET /v1/conversations/{id}/items and GET
+// /v1/conversations/{id}/items/{item_id}; false for other requests.
 func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
@@ -253,8 +255,13 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, pathConversations+"/")
-	id, ok2 := strings.CutSuffix(rest, "/items")
-	if !ok || !ok2 || strings.Contains(id, "/") {
+	id, item, one := strings.Cut(rest, "/items/")
+	if !one {
+		var list bool
+		id, list = strings.CutSuffix(rest, "/items")
+		ok = ok && list
+	}
+	if !ok || strings.Contains(id, "/") || one && (item == "" || strings.Contains(item, "/")) {
 		return false
 	}
 	f.mu.Lock()
@@ -264,11 +271,21 @@ func (f *Server) readState(w http.ResponseWriter, r *http.Request) bool {
 		items = slices.Clone(cv.items)
 	}
 	f.mu.Unlock()
-	if cv == nil {
+	switch {
+	case cv == nil:
 		(&apiErr{status: 404, message: fmt.Sprintf("Conversation with id '%s' not found.", id)}).write(w)
-		return true
+	case one:
+		// One item: the item itself, as the list shows it.
+		i := slices.IndexFunc(items, func(it string) bool { return gjson.Get(it, "id").Str == item })
+		if i < 0 {
+			(&apiErr{status: 404, message: fmt.Sprintf("Item with id '%s' not found.", item)}).write(w)
+			break
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(items[i]))
+	default:
+		listItems(w, r, items)
 	}
-	listItems(w, r, items)
 	return true
 }
 

@@ -88,12 +88,23 @@ func TestConversationsAndStoredResponses(t *testing.T) {
 	if ids[0] != "msg_fake_conv_1" || ids[1] != gjson.GetBytes(respObj, "output.0.id").Str || ids[2] != "item_fake_conv_3" {
 		t.Errorf("item ids %q", ids)
 	}
+	// One item is read by its id: the item itself.
+	code, b = get(t, f, "/v1/conversations/"+cid+"/items/"+ids[2])
+	if code != 200 || string(b) != data[2].Raw {
+		t.Errorf("get item: %d %s, want %s", code, b, data[2].Raw)
+	}
 	code, b = del(t, f, "/v1/conversations/"+cid+"/items/"+ids[2])
 	if code != 200 || gjson.GetBytes(b, "id").Str != cid || gjson.GetBytes(b, "object").Str != "conversation" {
 		t.Errorf("delete item: %d %s", code, b)
 	}
 	if code, b := del(t, f, "/v1/conversations/"+cid+"/items/"+ids[2]); code != 404 || !strings.Contains(string(b), "Item with id") {
 		t.Errorf("delete item again: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/conversations/"+cid+"/items/"+ids[2]); code != 404 || gjson.GetBytes(b, "error.message").Str != "Item with id '"+ids[2]+"' not found." {
+		t.Errorf("get a deleted item: %d %s", code, b)
+	}
+	if code, b := get(t, f, "/v1/conversations/conv_nope/items/"+ids[0]); code != 404 || !strings.Contains(string(b), "Conversation with id") {
+		t.Errorf("get an item of an unknown conversation: %d %s", code, b)
 	}
 	if code, b := del(t, f, "/v1/conversations/conv_nope/items/"+ids[0]); code != 404 {
 		t.Errorf("delete item of unknown conversation: %d %s", code, b)

@@ -9,7 +9,10 @@
 //                   (stateless); reports both steps
 //         chained   like two-step, but the second request continues the first
 //                   with previous_response_id and sends only the outputs
-//         conversation  like chained, in a conversation (conversations.create)
+//         conversation  like chained, in a conversation (conversations.create);
+//                   then lists the conversation's items with the SDK's
+//                   auto-pager (one item a page, oldest first) and retrieves
+//                   each by its id; reports them as items
 //         count     responses.inputTokens.count (the mode is not used)
 //   mode: create    responses.create (JSON)
 //         stream    responses.create({stream: true}), raw events
@@ -94,6 +97,7 @@ function step(r) {
 }
 
 let last;
+let conversation;
 if (kase === 'count') {
   // responses.inputTokens.count: text is the count the client got.
   const { data, response } = await client.responses.inputTokens.count({ model, input: question, tools }).withResponse();
@@ -107,7 +111,7 @@ if (kase === 'count') {
     { type: 'message', role: 'user', content: [{ type: 'input_text', text: question }] },
   ];
   // conversation: both turns in a conversation made with conversations.create.
-  const conversation = kase === 'conversation' ? (await client.conversations.create({})).id : undefined;
+  conversation = kase === 'conversation' ? (await client.conversations.create({})).id : undefined;
   const first = await send({ model, input, tools, conversation });
   last = step(first);
   if (kase !== 'tool') {
@@ -121,4 +125,17 @@ if (kase === 'count') {
     last = step(await send(next));
   }
 }
-report({ api: 'responses', case: kase, mode, ...last, steps });
+// items: the conversation as the client reads it back, paged one item at
+// a time (ConversationCursorPage goes on from last_id), each also
+// retrieved by its id.
+let items;
+if (kase === 'conversation') {
+  items = [];
+  for await (const it of client.conversations.items.list(conversation, { limit: 1, order: 'asc' })) {
+    const one = await client.conversations.items.retrieve(it.id, { conversation_id: conversation });
+    assert.deepEqual(one, it, 'an item retrieved by its id differs from the listed one');
+    const text = (Array.isArray(it.content) ? it.content.map((c) => c.text ?? '').join('') : it.content) ?? it.output ?? '';
+    items.push({ type: it.type, name: it.name, role: it.role, callId: it.call_id, text });
+  }
+}
+report({ api: 'responses', case: kase, mode, ...last, steps, items });
