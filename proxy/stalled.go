@@ -51,21 +51,34 @@ func (s *Server) writeBound(w http.ResponseWriter) http.ResponseWriter {
 	if d <= 0 {
 		return w
 	}
-	return &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), limit: d}
+	return &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), limit: d, rearm: min(d/16, time.Second)}
 }
 
 // stallWriter is a response writer whose writes carry a deadline, renewed
-// before each one; the last stays for what net/http writes once the
-// handler returns (the end of a chunked body, trailers), and net/http
-// clears it before the connection serves another request.
+// before each one that comes rearm or more after the last renewal: a
+// stream writes and flushes every event, and setting the connection's
+// deadline each time cost a tenth of the proxy's CPU for the stream, so
+// each write is bounded by the limit less at most rearm. The last stays
+// for what net/http writes once the handler returns (the end of a chunked
+// body, trailers), and net/http clears it before the connection serves
+// another request.
 type stallWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	limit   time.Duration
+	rearm   time.Duration              // min(limit/16, 1s)
+	armed   time.Time                  // the last renewal (monotonic); zero: none yet
 	stalled atomic.Pointer[stallError] // the first write that met the deadline
 }
 
-func (w *stallWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.limit)) }
+func (w *stallWriter) arm() {
+	now := time.Now()
+	if !w.armed.IsZero() && now.Sub(w.armed) < w.rearm {
+		return
+	}
+	w.armed = now
+	_ = w.rc.SetWriteDeadline(now.Add(w.limit))
+}
 
 func (w *stallWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {

@@ -97,7 +97,8 @@ func method(m string) attribute.KeyValue {
 
 // statusWriter records the status the handler wrote. Unwrap lets
 // http.ResponseController reach the connection's Flush, Hijack and
-// deadlines; Flush is implemented for handlers that type-assert.
+// deadlines; Flush is implemented for handlers that type-assert, and
+// FlushError for http.ResponseController, which then returns its error.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -117,11 +118,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-func (w *statusWriter) Flush() {
+func (w *statusWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is what http.ResponseController.Flush calls: a failed flush
+// (a write deadline passed) reaches the caller, as without the span.
+func (w *statusWriter) FlushError() error {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -42,7 +42,7 @@ func (rd *reasoningDetails) add(arr json.RawMessage) {
 	if err != nil {
 		return
 	}
-	for _, e := range elems {
+	for i, e := range elems {
 		f := arr[e.Start:e.End]
 		ms, err := jsonspan.Members(f)
 		if err != nil {
@@ -60,7 +60,7 @@ func (rd *reasoningDetails) add(arr json.RawMessage) {
 				index = &i
 			}
 		}
-		d := rd.continues(typ, index)
+		d := rd.continues(typ, index, i == 0)
 		if d == nil {
 			d = &reasoningDetail{vals: map[string]json.RawMessage{}, pieces: map[string]*strings.Builder{}, typ: typ, index: index}
 			rd.items = append(rd.items, d)
@@ -72,8 +72,11 @@ func (rd *reasoningDetails) add(arr json.RawMessage) {
 // continues is the detail a fragment of type typ continues: the one with
 // its index and type, or without an index the last detail, when it is a
 // text or summary of that type without an index too (an encrypted blob
-// without an index is whole); nil for a new detail.
-func (rd *reasoningDetails) continues(typ string, index *int64) *reasoningDetail {
+// without an index is whole) and the fragment is the first of its array
+// (first): the elements of one array are distinct details, and an
+// upstream's JSON answer streamed by Events has the whole array in one
+// chunk. nil for a new detail.
+func (rd *reasoningDetails) continues(typ string, index *int64, first bool) *reasoningDetail {
 	if index != nil {
 		for _, d := range rd.items {
 			if d.raw == nil && d.typ == typ && d.index != nil && *d.index == *index {
@@ -82,7 +85,7 @@ func (rd *reasoningDetails) continues(typ string, index *int64) *reasoningDetail
 		}
 		return nil
 	}
-	if n := len(rd.items); n > 0 && typ != "reasoning.encrypted" {
+	if n := len(rd.items); n > 0 && first && typ != "reasoning.encrypted" {
 		if d := rd.items[n-1]; d.raw == nil && d.typ == typ && d.index == nil {
 			return d
 		}

@@ -318,6 +318,21 @@ func TestStreamTurnKeepsReasoningDetails(t *testing.T) {
 			load, fin},
 			`[{"type":"reasoning.text","text":"one two",` + anth + `}]`,
 			``},
+		// Two details in one array are two details, index or not: an
+		// upstream's JSON answer streamed by the proxy (Events) has the
+		// whole array in one chunk, and joining two signed texts into one
+		// breaks both signatures.
+		{"no index, two details in one chunk", []string{
+			rd("null", `{"type":"reasoning.text","text":"one","signature":"s1",`+anth+`}`, `{"type":"reasoning.text","text":"two","signature":"s2",`+anth+`}`),
+			load, fin},
+			`[{"type":"reasoning.text","text":"one","signature":"s1",` + anth + `},{"type":"reasoning.text","text":"two","signature":"s2",` + anth + `}]`,
+			``},
+		{"no index, a piece then a new detail in one chunk", []string{
+			rd("null", `{"type":"reasoning.text","text":"on",`+anth+`}`),
+			rd("null", `{"type":"reasoning.text","text":"e","signature":"s1",`+anth+`}`, `{"type":"reasoning.text","text":"two","signature":"s2",`+anth+`}`),
+			load, fin},
+			`[{"type":"reasoning.text","text":"one",` + anth + `,"signature":"s1"},{"type":"reasoning.text","text":"two","signature":"s2",` + anth + `}]`,
+			``},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
