@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -62,6 +63,18 @@ func (p *Provider) Handler(next http.Handler, route func(*http.Request) string) 
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
+			if v := recover(); v != nil {
+				// A handler that ends a request without an answer (its
+				// client went away: http.ErrAbortHandler) has no status
+				// to record; any panic goes on as it came.
+				if v == http.ErrAbortHandler && sw.status == 0 {
+					span.SetAttributes(semconv.ErrorTypeKey.String("client_closed"))
+				} else {
+					span.SetStatus(codes.Error, fmt.Sprint(v))
+				}
+				span.End()
+				panic(v)
+			}
 			status := sw.status
 			if status == 0 {
 				status = http.StatusOK

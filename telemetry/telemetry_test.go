@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -475,5 +476,34 @@ func TestRequestPathsClipped(t *testing.T) {
 		if s.SpanKind() == trace.SpanKindServer && attr(s, "url.path") != wire.Clip(long) {
 			t.Errorf("url.path %.60q, want the path clipped", attr(s, "url.path"))
 		}
+	}
+}
+
+// TestHandlerAbortedHasNoStatus: a request the handler ends without an
+// answer (http.ErrAbortHandler: its client went away) is not recorded as a
+// 200; the span ends, names why, and the abort goes on to net/http.
+func TestHandlerAbortedHasNoStatus(t *testing.T) {
+	p, rec := newRecorded(t)
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	srv := httptest.NewServer(p.Handler(app, nil))
+	defer srv.Close()
+	if resp, err := http.Get(srv.URL + "/v1/chat/completions"); err == nil {
+		resp.Body.Close()
+		t.Errorf("an aborted request was answered %d", resp.StatusCode)
+	}
+	var ended []sdktrace.ReadOnlySpan
+	for i := 0; i < 200 && len(ended) == 0; i++ { // the span ends in the server's goroutine
+		ended = rec.Ended()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(ended) != 1 {
+		t.Fatalf("%d spans, want 1", len(ended))
+	}
+	s := ended[0]
+	if got := attr(s, "http.response.status_code"); got != "" {
+		t.Errorf("an aborted request recorded status %s", got)
+	}
+	if got := attr(s, "error.type"); got != "client_closed" {
+		t.Errorf("error.type %q, want client_closed", got)
 	}
 }
