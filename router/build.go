@@ -43,6 +43,12 @@ type rankIndex struct {
 	stats []*index.DocStats // per skill, list order
 	base  int
 	drift int
+
+	// settled: the embedder was fitted and the scores calibrated on
+	// exactly this library, so the index ranks as a fresh start's would
+	// (settle.go). Incremental builds that changed a skill leave it false
+	// until the router settles the index.
+	settled bool
 }
 
 // refreshDrift is the share of the library that may change before a
@@ -104,8 +110,11 @@ func truncateUTF8(s string, n int) string {
 
 // build makes the indexes for snap, reusing from prev what belongs to
 // skills whose text is unchanged: BM25 counts, signatures, and vectors
-// while the embedder and its model are the same (see refreshDrift).
-func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex) (*rankIndex, error) {
+// while the embedder and its model are the same (see refreshDrift). fresh
+// fits the embedder and calibrates on the whole library whatever the
+// drift, as a build without prev would (settling, settle.go); what does
+// not depend on the fit is still reused.
+func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex, fresh bool) (*rankIndex, error) {
 	start := time.Now()
 	list := snap.Skills()
 	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(r.opts.RankCache)}
@@ -132,11 +141,11 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	if prev != nil {
 		changed += len(prev.list) - stayed // removed
 	}
-	refresh := prev == nil || float64(prev.drift+changed) > refreshDrift*float64(max(prev.base, 1))
+	refresh := prev == nil || fresh || float64(prev.drift+changed) > refreshDrift*float64(max(prev.base, 1))
 	if refresh {
-		ix.base, ix.drift = len(list), 0
+		ix.base, ix.drift, ix.settled = len(list), 0, true
 	} else {
-		ix.base, ix.drift = prev.base, prev.drift+changed
+		ix.base, ix.drift, ix.settled = prev.base, prev.drift+changed, prev.settled && changed == 0
 	}
 
 	var pre *prebuilt
@@ -184,7 +193,8 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		}
 	}
 	ix.emb = r.opts.Embedder
-	if restored := r.restoreFitted(pre); restored != nil {
+	restored := r.restoreFitted(pre)
+	if restored != nil {
 		ix.emb = restored
 	} else if r.opts.Fit != nil && !refresh && prev.emb != nil {
 		ix.emb = prev.emb // the fit stands (see refreshDrift): unchanged skills keep their vectors
@@ -232,8 +242,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 			"embedder", ix.emb.Name(), "model", ix.emb.Model(), "err", ix.vecErr)
 		r.lastRetry.Store(time.Now().UnixNano())
 	}
-	switch cal, ok := storedCalibration(pre, ix); {
-	case ok:
+	cal, calStored := storedCalibration(pre, ix)
+	switch {
+	case calStored:
 		ix.cal = cal
 	case !refresh && (prev.vec == nil) == (ix.vec == nil) && prev.emb == ix.emb:
 		ix.cal = prev.cal
@@ -243,13 +254,22 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	if pre != nil && pre.matches {
 		ix.from = pre.dir
 	}
+	if restored != nil || calStored {
+		// The fit or the calibration is the stored index's: as settled
+		// as it was (an index kept before its router settled it is not).
+		ix.settled = pre.m.Settled
+	}
 	r.logPrebuilt(pre, prev, stats)
-	attrs := []any{"skills", len(list), "changed", changed, "took", time.Since(start).Round(time.Millisecond)}
+	msg, attrs := "routing index built", []any{"skills", len(list), "changed", changed}
+	if fresh && prev != nil {
+		msg, attrs = "routing index settled", []any{"skills", len(list)} // prompts now equal a fresh start's
+	}
+	attrs = append(attrs, "took", time.Since(start).Round(time.Millisecond))
 	if ix.emb != nil {
 		attrs = append(attrs, "embedder", ix.emb.Name(), "model", ix.emb.Model(),
 			"embedded", stats.Embedded, "reused", stats.Reused)
 	}
-	r.opts.Logger.Info("routing index built", attrs...)
+	r.opts.Logger.Info(msg, attrs...)
 	return ix, nil
 }
 
@@ -361,7 +381,7 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 		if cur != ix || ctx.Err() != nil {
 			return // an Update got there first
 		}
-		next, err := r.build(ctx, ix.snap, ix)
+		next, err := r.build(ctx, ix.snap, ix, false)
 		if err == nil && next.vec != nil && r.cur.CompareAndSwap(ix, next) {
 			r.persistWarm(next) // or the next start would begin from ix's again
 		}

@@ -13,6 +13,7 @@ package router
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
@@ -56,6 +57,13 @@ type prebuiltManifest struct {
 	Lexical     string            `json:"lexical"`              // the BM25 index and signatures, file name
 	Digests     map[string]string `json:"digests"`              // file name -> fileDigest of its contents
 	Calibration calibrationJSON   `json:"calibration"`
+	// Settled: the fit and the calibration were made on this very library,
+	// as a fresh build makes them (settle.go). An index kept before its
+	// router settled it says false, and so do manifests written before the
+	// field: a router that loads one settles it after the start. The
+	// format stays 3: older builds ignore the field, and this one reads
+	// their manifests as unsettled.
+	Settled bool `json:"settled"`
 }
 
 type calibrationJSON struct {
@@ -356,11 +364,21 @@ func HasPrebuilt(dir string) bool {
 // and signatures, and the calibration. The manifest is written last, so a
 // reader never finds one naming files that are not there yet. It fails
 // when the vectors could not be built (the embedder was down): a prebuilt
-// index must be complete.
+// index must be complete. An index not yet settled is settled first: a
+// prebuilt index is always a fresh build's, whatever this router's history.
 func (r *Router) SavePrebuilt(dir string) error {
 	ix := r.cur.Load()
 	if ix == nil {
 		return errors.New("router: no index to save")
+	}
+	if !ix.settled {
+		r.upd.mu.Lock()
+		r.startSettle()
+		r.upd.mu.Unlock()
+		if err := r.Settled(context.Background()); err != nil {
+			return err
+		}
+		ix = r.cur.Load()
 	}
 	return r.savePrebuilt(ix, dir)
 }
@@ -371,6 +389,7 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 		Library:     libraryHash(ix.list),
 		Skills:      len(ix.list),
 		Calibration: ix.cal.toJSON(),
+		Settled:     ix.settled,
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

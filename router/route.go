@@ -36,6 +36,11 @@ type Options struct {
 	// written in the background after a build, loaded at the next start
 	// when the library and embedder are unchanged (warm.go). "" = none.
 	WarmDir string
+	// SettleAfter is how long the library must stay unchanged after a
+	// build that reused the old fit and calibration before the router
+	// settles the index: builds it again in the background as a fresh
+	// start would (settle.go). 0 = DefaultSettleAfter; <0 = never.
+	SettleAfter time.Duration
 
 	// HistoryTurns is how many earlier user turns are blended into the query
 	// (default 2; <0 = none), each weighted HistoryDecay times the one after
@@ -90,6 +95,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxQueryChars <= 0 {
 		o.MaxQueryChars = DefaultMaxQueryChars
+	}
+	if o.SettleAfter == 0 {
+		o.SettleAfter = DefaultSettleAfter
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -185,7 +193,11 @@ func (r *Router) Follow(snap *skills.Snapshot) uint64 {
 	// must not cancel the build in progress: reloads more frequent than a
 	// build would starve it forever. The loop builds the new snapshot after
 	// it, reusing every skill.
-	same := u.building && u.want.Same(snap)
+	same := u.want.Same(snap)
+	if !same {
+		r.stopSettle() // the library is not quiet: settle after its build
+	}
+	same = same && u.building
 	u.want, u.wantGen = snap, u.wantGen+1
 	r.latest.Store(snap)
 	if u.cancel != nil && !same {
@@ -218,11 +230,17 @@ type updater struct {
 	want      *skills.Snapshot
 	wantGen   uint64 // generation of want (one per Follow)
 	installed uint64 // generation whose indexes are in place
-	settled   uint64 // generation up to which waiting is over (installed, or given up)
-	err       error  // why generations up to settled were given up
+	resolved  uint64 // generation up to which waiting is over (installed, or given up)
+	err       error  // why generations up to resolved were given up
 	building  bool
 	cancel    context.CancelCauseFunc // of the build in progress
-	changed   chan struct{}           // closed (and replaced) whenever installed or settled moves
+	changed   chan struct{}           // closed (and replaced) whenever installed, resolved or the index in place moves
+
+	// Settling (settle.go): the quiet-period timer, a token that tells a
+	// stopped timer's late call apart, and whether a settle is due.
+	settleTimer *time.Timer
+	settleToken uint64
+	settleDue   bool
 }
 
 // builder builds the newest wanted snapshot until none is left: one
@@ -232,10 +250,16 @@ func (r *Router) builder() {
 	u := &r.upd
 	for {
 		u.mu.Lock()
-		if u.settled >= u.wantGen {
+		// Snapshots handed in come first; a settle is due only once the
+		// newest is in place (a change clears it, see Follow).
+		settle := u.resolved >= u.wantGen
+		if settle && (!u.settleDue || u.installed < u.wantGen) {
 			u.building = false
 			u.mu.Unlock()
 			return
+		}
+		if settle {
+			u.settleDue = false
 		}
 		snap, gen := u.want, u.wantGen
 		ctx, cancel := context.WithCancelCause(r.bgCtx)
@@ -243,9 +267,14 @@ func (r *Router) builder() {
 		u.mu.Unlock()
 
 		r.mu.Lock()
-		ix, err := r.build(ctx, snap, r.cur.Load())
+		prev := r.cur.Load()
+		var ix *rankIndex
+		var err error
+		if !settle || !prev.settled { // a settle finds prev built from snap
+			ix, err = r.build(ctx, snap, prev, settle)
+		}
 		overtaken := errors.Is(context.Cause(ctx), errOvertaken)
-		if err == nil && !overtaken {
+		if ix != nil && err == nil && !overtaken {
 			r.cur.Store(ix)
 			r.persistWarm(ix)
 		}
@@ -257,10 +286,14 @@ func (r *Router) builder() {
 		switch {
 		case overtaken:
 			// Discarded: the loop builds the newer snapshot.
+		case settle: // gen was in place already
 		case err == nil:
-			u.installed, u.settled = gen, max(u.settled, gen)
+			u.installed, u.resolved = gen, max(u.resolved, gen)
 		default: // closed: give up on everything handed in so far
-			u.settled, u.err = u.wantGen, err
+			u.resolved, u.err = u.wantGen, err
+		}
+		if ix != nil && err == nil && !overtaken && !ix.settled {
+			r.armSettle()
 		}
 		if u.changed != nil {
 			close(u.changed)
@@ -279,7 +312,7 @@ func (r *Router) wait(ctx context.Context, gen uint64) error {
 			u.mu.Unlock()
 			return nil
 		}
-		if u.settled >= gen {
+		if u.resolved >= gen {
 			err := u.err
 			u.mu.Unlock()
 			return err
@@ -302,7 +335,13 @@ func (r *Router) wait(ctx context.Context, gen uint64) error {
 // Close stops background work (a pending vector index retry) and waits for
 // it. Routing keeps working on the current indexes.
 func (r *Router) Close() {
+	// Under the updater's lock: Follow and the settle timer start
+	// background work only while the router is open, so none starts
+	// once Wait runs.
+	r.upd.mu.Lock()
 	r.bgCancel()
+	r.stopSettle()
+	r.upd.mu.Unlock()
 	r.bg.Wait()
 }
 

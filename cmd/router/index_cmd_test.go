@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/internal/syncbuf"
+	"github.com/skillrouter/skillrouter/router"
 )
 
 // benchSkills is the 407-skill library in ../shared/bench; tests that need
@@ -123,5 +126,62 @@ func TestIndexBuildErrors(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(out, "prebuilt-*.json")); len(m) > 0 {
 		t.Error("a manifest was written for an incomplete index")
+	}
+}
+
+// TestIndexBuildWritesSettledIndex: `router index build` writes an index
+// as a fresh build makes it, even when the folder holds an index of the
+// same library kept before its router settled it (a warm index, which
+// carries the fit and calibration of an older library).
+func TestIndexBuildWritesSettledIndex(t *testing.T) {
+	lib := t.TempDir()
+	if err := os.CopyFS(lib, os.DirFS(filepath.Join("..", "..", "examples", "skills"))); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "index")
+	cfg, err := loadFor(t, []string{"--skills", lib}, map[string]string{"XDG_CACHE_HOME": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := withEmbedder(cfg.Embedder, router.Options{WarmDir: out, SettleAfter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	reg, err := loadRegistry(ctx, []string{lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(ctx, reg.Snapshot(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skill := filepath.Join(lib, "regex-builder", "SKILL.md")
+	text, _ := os.ReadFile(skill)
+	os.WriteFile(skill, bytes.Replace(text, []byte("description: "), []byte("description: Edited. "), 1), 0o644)
+	if err := r.Update(ctx, reg.Reload(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the unsettled index is kept in out
+	settled := func() string {
+		m, _ := filepath.Glob(filepath.Join(out, "prebuilt-builtin-*.json"))
+		if len(m) != 1 {
+			t.Fatalf("manifests: %v", m)
+		}
+		b, _ := os.ReadFile(m[0])
+		var v struct{ Settled bool }
+		json.Unmarshal(b, &v)
+		return fmt.Sprint(v.Settled)
+	}
+	if got := settled(); got != "false" {
+		t.Fatalf("the kept index after an edit: settled %s", got)
+	}
+	if _, stderr, err := runCLI(t, "index", "build", "--skills", lib, "--out", out); err != nil {
+		t.Fatalf("index build: %v\n%s", err, stderr)
+	} else if !strings.Contains(stderr, "loaded the prebuilt routing index") || !strings.Contains(stderr, "routing index settled") {
+		t.Errorf("index build did not load and settle the index in the folder:\n%s", stderr)
+	}
+	if got := settled(); got != "true" {
+		t.Errorf("index build wrote an index with settled %s", got)
 	}
 }

@@ -1,0 +1,258 @@
+package router_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
+	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
+)
+
+// holdingFit is the builtin embedder, fitted per library, whose embedding
+// of the whole library (a settle's, not an edit's two texts) can be held
+// until released or cancelled.
+type holdingFit struct {
+	base      *embed.Builtin
+	entered   chan struct{}                 // one send per whole-library call
+	hold      atomic.Pointer[chan struct{}] // closed: calls go through
+	whole     atomic.Int64                  // whole-library calls
+	cancelled atomic.Int64                  // held calls whose context ended
+}
+
+func newHoldingFit() *holdingFit {
+	h := &holdingFit{base: embed.NewBuiltin(embed.Config{}), entered: make(chan struct{}, 8)}
+	h.hold.Store(new(chan struct{}))
+	*h.hold.Load() = make(chan struct{})
+	return h
+}
+
+func (h *holdingFit) options() router.Options {
+	return router.Options{Embedder: h.base, SettleAfter: time.Millisecond,
+		Fit: func(c []string) router.Embedder { return &heldBuiltin{Builtin: h.base.Fit(c), h: h} }}
+}
+
+type heldBuiltin struct {
+	*embed.Builtin
+	h *holdingFit
+}
+
+func (e *heldBuiltin) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) > 2 {
+		e.h.whole.Add(1)
+		e.h.entered <- struct{}{}
+		select {
+		case <-*e.h.hold.Load():
+		case <-ctx.Done():
+			e.h.cancelled.Add(1)
+			return nil, ctx.Err()
+		}
+	}
+	return e.Builtin.Embed(ctx, texts)
+}
+
+// TestSettle: the settle after an edit is overtaken (cancelled, never
+// installed) by a further edit and settles that one instead; a reload
+// that finds the library unchanged does not cancel it.
+func TestSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		reload        func(t *testing.T, dir string) // while the settle runs
+		wantCancelled int64
+		wantWhole     int64 // whole-library embeddings: the settles started
+	}{
+		{"overtaken by an edit", func(t *testing.T, dir string) {
+			writeSkill(t, dir, "skill-05", "Helps with shrinking docker images with multi-stage builds.")
+		}, 1, 2},
+		{"not cancelled by an unchanged reload", func(t *testing.T, dir string) {}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			snap := writeLibrary(t, dir)
+			h := newHoldingFit()
+			close(*h.hold.Load()) // the start embeds the whole library too
+			r := newRouter(t, snap, h.options())
+			<-h.entered
+			held := make(chan struct{})
+			h.hold.Store(&held)
+
+			writeSkill(t, dir, "skill-03", "Helps with regular expressions for ISO dates and times.")
+			if err := r.Update(ctx, skills.Load(ctx, []string{dir}, skills.Options{})); err != nil {
+				t.Fatal(err)
+			}
+			<-h.entered // the settle is embedding
+			tc.reload(t, dir)
+			next := skills.Load(ctx, []string{dir}, skills.Options{})
+			r.Follow(next)
+			if tc.wantCancelled > 0 {
+				if err := r.Synced(ctx); err != nil { // the edit's build is in place, the settle cancelled
+					t.Fatal(err)
+				}
+			}
+			close(held)
+			settled(t, r)
+			if got := h.cancelled.Load(); got != tc.wantCancelled {
+				t.Errorf("%d settles cancelled, want %d", got, tc.wantCancelled)
+			}
+			if got := h.whole.Load() - 1; got != tc.wantWhole {
+				t.Errorf("%d settles embedded the library, want %d", got, tc.wantWhole)
+			}
+			assertRanksAsFresh(t, r, newRouter(t, next, builtinOptions()))
+		})
+	}
+}
+
+// TestSettleRemoteEmbedsNothing: an embedder without a fit (ollama,
+// openai) keeps every vector when the index settles; only the calibration,
+// which depends on the whole library, is done again (its queries).
+func TestSettleRemoteEmbedsNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	remote := &remoteCounter{Builtin: fittedBuiltin(t, snap)}
+	var logs syncbuf.Buffer
+	r := newRouter(t, snap, router.Options{Embedder: remote, SettleAfter: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	writeSkill(t, dir, "skill-03", "Helps with regular expressions for ISO dates and times.")
+	if err := r.Update(ctx, skills.Load(ctx, []string{dir}, skills.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	docs := remote.docCalls.Load()
+	settled(t, r)
+	if n := remote.docCalls.Load() - docs; n != 0 {
+		t.Errorf("settling made %d document embedding calls, want 0", n)
+	}
+	if !strings.Contains(logs.String(), `msg="routing index settled" skills=30`) || !strings.Contains(logs.String(), "embedded=0 reused=30") {
+		t.Errorf("no settle log line:\n%s", logs.String())
+	}
+}
+
+// TestWarmStartSettles: an index kept before its router settled it (the
+// process stopped within the quiet period) says so in its manifest; the
+// router that loads it settles it after the start and keeps the settled
+// one, which the next start loads as it is.
+func TestWarmStartSettles(t *testing.T) {
+	ctx := context.Background()
+	dir, warm := t.TempDir(), t.TempDir()
+	snap := writeLibrary(t, dir)
+	var logs syncbuf.Buffer
+	opts := func(settleAfter time.Duration) router.Options {
+		o := builtinOptions()
+		o.WarmDir, o.SettleAfter = warm, settleAfter
+		o.Restore = func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) }
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		return o
+	}
+	r1 := newRouter(t, snap, opts(-1))
+	writeSkill(t, dir, "skill-03", "Helps with regular expressions for ISO dates and times.")
+	next := skills.Load(ctx, []string{dir}, skills.Options{})
+	if err := r1.Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	r1.Close() // waits for the kept index
+	if manifestSettled(t, warm) {
+		t.Fatal("the index kept after an edit says it is settled")
+	}
+
+	logs.Reset()
+	r2 := newRouter(t, next, opts(time.Millisecond))
+	settled(t, r2)
+	r2.Close()
+	for _, line := range []string{"loaded the routing index kept from the last start", "routing index settled"} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("no %q in the log:\n%s", line, logs.String())
+		}
+	}
+	if !manifestSettled(t, warm) {
+		t.Fatal("the settled index was not kept")
+	}
+
+	logs.Reset()
+	r3 := newRouter(t, next, opts(time.Millisecond))
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := r3.Settled(done); err != nil {
+		t.Errorf("a start from a settled index is not settled: %v", err)
+	}
+	if strings.Contains(logs.String(), "routing index settled") || !strings.Contains(logs.String(), "loaded the routing index kept") {
+		t.Errorf("the start from a settled index:\n%s", logs.String())
+	}
+	assertRanksAsFresh(t, r3, newRouter(t, next, builtinOptions()))
+}
+
+// TestPrebuiltIsFresh: SavePrebuilt (`router index build`) writes an
+// index as a fresh build makes it, even from a router that reached its
+// library by an edit and never settled; a replica loading it has nothing
+// to settle and ranks as a fresh start.
+func TestPrebuiltIsFresh(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	restore := func(o router.Options) router.Options {
+		o.Restore = func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) }
+		return o
+	}
+	for _, tc := range []struct {
+		name string
+		edit bool
+	}{{"cold", false}, {"after an edit, not settled", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			o := builtinOptions()
+			o.SettleAfter = -1
+			r := newRouter(t, snap, o)
+			lib := snap
+			if tc.edit {
+				writeSkill(t, dir, "skill-03", "Helps with regular expressions for ISO dates and times.")
+				lib = skills.Load(ctx, []string{dir}, skills.Options{})
+				if err := r.Update(ctx, lib); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.SavePrebuilt(out); err != nil {
+				t.Fatal(err)
+			}
+			if !manifestSettled(t, out) {
+				t.Error("the prebuilt index is not settled")
+			}
+			replica := restore(builtinOptions())
+			replica.Prebuilt = out
+			rep := newRouter(t, lib, replica)
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := rep.Settled(done); err != nil {
+				t.Errorf("a replica on the prebuilt index is not settled: %v", err)
+			}
+			assertRanksAsFresh(t, rep, newRouter(t, lib, builtinOptions()))
+		})
+	}
+}
+
+// manifestSettled reads the settled flag of dir's builtin manifest.
+func manifestSettled(t *testing.T, dir string) bool {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "prebuilt-builtin-*.json"))
+	if len(paths) != 1 {
+		t.Fatalf("manifests in %s: %v", dir, paths)
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Settled *bool `json:"settled"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Settled == nil {
+		t.Fatalf("manifest %s: %v, settled %v\n%s", paths[0], err, m.Settled, bytes.TrimSpace(b))
+	}
+	return *m.Settled
+}
