@@ -41,6 +41,12 @@ type Options struct {
 	// settles the index: builds it again in the background as a fresh
 	// start would (settle.go). 0 = DefaultSettleAfter; <0 = never.
 	SettleAfter time.Duration
+	// OnSettle, when set, is called as a settle build starts, and the
+	// func it returns once that build is over. A library change's build
+	// is started by its caller, who can pace memory around it; a settle
+	// starts on its own, so this is the caller's hook for it (cmd/router
+	// lifts its tight collector pacing during builds).
+	OnSettle func() (done func())
 
 	// HistoryTurns is how many earlier user turns are blended into the query
 	// (default 2; <0 = none), each weighted HistoryDecay times the one after
@@ -270,7 +276,11 @@ func (r *Router) builder() {
 		prev := r.cur.Load()
 		var ix *rankIndex
 		var err error
+		var paced func()
 		if !settle || !prev.settled { // a settle finds prev built from snap
+			if settle && r.opts.OnSettle != nil {
+				paced = r.opts.OnSettle()
+			}
 			ix, err = r.build(ctx, snap, prev, settle)
 		}
 		overtaken := errors.Is(context.Cause(ctx), errOvertaken)
@@ -300,6 +310,9 @@ func (r *Router) builder() {
 			u.changed = nil
 		}
 		u.mu.Unlock()
+		if paced != nil {
+			paced() // after the waiters are told
+		}
 	}
 }
 

@@ -256,3 +256,33 @@ func manifestSettled(t *testing.T, dir string) bool {
 	}
 	return *m.Settled
 }
+
+// TestOnSettlePacesTheSettle: a settle build starts on its own, so the
+// caller's pacing hook (cmd/router lifts its memory cap during builds) is
+// called around it, once per settle, and its done func after it.
+func TestOnSettlePacesTheSettle(t *testing.T) {
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	var started, done atomic.Int64
+	opts := builtinOptions()
+	opts.SettleAfter = time.Millisecond
+	opts.OnSettle = func() func() {
+		started.Add(1)
+		return func() { done.Add(1) }
+	}
+	r := newRouter(t, snap, opts)
+	if started.Load() != 0 {
+		t.Fatalf("a fresh start called OnSettle %d times", started.Load())
+	}
+	writeSkill(t, dir, "skill-03", "Helps with regular expressions for ISO dates and times.")
+	if err := r.Update(context.Background(), skills.Load(context.Background(), []string{dir}, skills.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, r)
+	for i := 0; i < 1000 && done.Load() == 0; i++ { // done runs after the waiters are told
+		time.Sleep(time.Millisecond)
+	}
+	if started.Load() != 1 || done.Load() != 1 {
+		t.Errorf("OnSettle called %d times, its done %d; want 1 and 1", started.Load(), done.Load())
+	}
+}

@@ -96,6 +96,9 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 			}
 		}
 	}
+	// A settle is a build too: the memory cap is lifted for it as for a
+	// reload's (memory.go).
+	opts.OnSettle = startRebuild
 	snap := reg.Snapshot()
 	done := startRebuild()
 	r, err := router.New(ctx, snap, opts)
