@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,6 +138,62 @@ func TestReadResourceBadTypes(t *testing.T) {
 		res, text := call(t, cs, "read_skill_resource", json.RawMessage(a))
 		if !res.IsError || !strings.HasPrefix(text, `{"ok":false`) || !strings.Contains(text, `"invalid_arguments"`) {
 			t.Errorf("%s: isError=%v %s", a, res.IsError, text)
+		}
+	}
+}
+
+// TestNonASCIISkillNames: skills named with lowercase non-ASCII letters
+// (the spec allows them) are published, a top-level one too: RFC 3986 lets
+// a reg-name authority percent-encode UTF-8 and the Go SDK accepts it (the
+// TypeScript SDK takes any string as a URI). Their tools work by id, and
+// read_skill_resource reads their files.
+func TestNonASCIISkillNames(t *testing.T) {
+	dir := t.TempDir()
+	writeSkill(t, filepath.Join(dir, "café"), "café", "Bake French pastries.")
+	writeSkill(t, filepath.Join(dir, "日本語"), "日本語", "Proofread Japanese text.")
+	writeSkill(t, filepath.Join(dir, "ru", "навык-2"), "навык-2", "Write quarterly reports.")
+	if err := os.MkdirAll(filepath.Join(dir, "café", "references"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "café", "references", "crème.md"), []byte("# Crème pâtissière\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureAt(t, dir, false)
+	cs := f.connect(t, nil)
+	ctx := context.Background()
+	var uris []string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+		if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.URI}); err != nil {
+			t.Errorf("read %s: %v", r.URI, err)
+		}
+	}
+	for _, want := range []string{
+		"skill://caf%C3%A9/SKILL.md",
+		"skill://caf%C3%A9/references/cr%C3%A8me.md",
+		"skill://%E6%97%A5%E6%9C%AC%E8%AA%9E/SKILL.md",
+		"skill://ru/%D0%BD%D0%B0%D0%B2%D1%8B%D0%BA-2/SKILL.md",
+	} {
+		if !slices.Contains(uris, want) {
+			t.Errorf("%s not published; resources: %q", want, uris)
+		}
+	}
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"load_skill", map[string]any{"skill_id": "日本語"}, `id="日本語"`},
+		{"load_skill", map[string]any{"skill_id": "навык-2"}, `id="ru/навык-2"`},
+		{"read_skill_resource", map[string]any{"skill_id": "café", "path": "references/crème.md"}, `Crème pâtissière`},
+		{"search_skills", map[string]any{"query": "French pastries"}, `café`},
+	} {
+		res, text := call(t, cs, tc.tool, tc.args)
+		if res.IsError || !strings.Contains(text, tc.want) {
+			t.Errorf("%s %v: isError=%v %s; want %s", tc.tool, tc.args, res.IsError, text, tc.want)
 		}
 	}
 }

@@ -2,22 +2,29 @@ package router
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/skillrouter/skillrouter/skills"
 )
 
 // mentionTable resolves `#skill-id` and `/skill-id` mentions: a full id
 // ("anthropics/mcp-builder") or the last path element of an id when only one
-// skill has it ("mcp-builder"). Matching ignores case.
+// skill has it ("mcp-builder"). Matching ignores case and Unicode
+// normalisation (mentionKey), so #CAFÉ and a decomposed café find café.
 type mentionTable struct {
-	full map[string]string // lowercase id -> id
-	last map[string]string // lowercase last element -> id; "" when ambiguous
+	full map[string]string // mentionKey(id) -> id
+	last map[string]string // mentionKey(last element) -> id; "" when ambiguous
 }
+
+// mentionKey is the form ids and mentions are compared in: lowercase, then
+// NFKC as skill names are (skills.NormalizeName).
+func mentionKey(s string) string { return skills.NormalizeName(strings.ToLower(s)) }
 
 func newMentionTable(list []*skills.Skill) mentionTable {
 	t := mentionTable{full: make(map[string]string, len(list)), last: make(map[string]string, len(list))}
 	for _, s := range list {
-		id := strings.ToLower(s.ID)
+		id := mentionKey(s.ID)
 		t.full[id] = s.ID
 		le := id[strings.LastIndexByte(id, '/')+1:]
 		if prev, ok := t.last[le]; ok && prev != s.ID {
@@ -30,10 +37,13 @@ func newMentionTable(list []*skills.Skill) mentionTable {
 }
 
 // find returns the skills mentioned in text, in order of first mention.
-// A mention starts with # or / at the start of the text or after a space or
-// opening bracket, so URLs ("https://host/x") and paths inside words are
-// not read as mentions; a path like /usr/bin is one only if it names a
-// skill.
+// A mention starts with # or / at the start of the text or after a space,
+// an opening bracket or other punctuation, so URLs ("https://host/x") and
+// paths inside words are not read as mentions; a path like /usr/bin is one
+// only if it names a skill. It ends at a space or punctuation, ASCII or not
+// ("#café。"). Scripts written without spaces (CJK, Thai) are the
+// exception: there a mention may follow a character directly and ends where
+// a known id does when that script goes on ("これは#日本語を使って").
 func (t mentionTable) find(text string) []string {
 	ids, _ := t.findStrip(text)
 	return ids
@@ -52,27 +62,23 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 		if c != '#' && c != '/' {
 			continue
 		}
-		if i > 0 && !isMentionLead(text[i-1]) {
+		if i > 0 && !isMentionLead(text[:i]) {
 			continue
 		}
 		start := i
 		j := i + 1
-		for j < len(text) && isIDByte(text[j]) {
-			j++
+		for j < len(text) {
+			r, size := utf8.DecodeRuneInString(text[j:])
+			if !isIDRune(r) {
+				break
+			}
+			j += size
 		}
 		raw := strings.TrimRight(text[i+1:j], "./-_")
-		end := i + 1 + len(raw) // trailing punctuation stays in the text
 		i = j - 1
-		tok := strings.ToLower(raw)
-		if tok == "" {
-			continue
-		}
-		id, ok := t.full[tok]
-		if !ok && !strings.Contains(tok, "/") {
-			id, ok = t.last[tok]
-			ok = ok && id != ""
-		}
+		id, n, ok := t.match(raw)
 		if ok {
+			end := start + 1 + n // trailing punctuation stays in the text
 			b.WriteString(text[last:start])
 			last = end
 			if !seen[id] {
@@ -88,15 +94,69 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 	return out, b.String()
 }
 
-func isMentionLead(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', '(', '[', '{', '"', '\'', '`', ',', ';', ':':
-		return true
+// match finds the skill raw names and how many of its bytes name it: all of
+// them, or, where a script written without spaces goes on after a known id,
+// the longest such prefix.
+func (t mentionTable) match(raw string) (string, int, bool) {
+	if id, ok := t.lookup(raw); ok {
+		return id, len(raw), true
 	}
-	return false
+	for k := len(raw) - 1; k > 0; k-- {
+		if !utf8.RuneStart(raw[k]) {
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(raw[k:]); !isUnspaced(r) {
+			continue
+		}
+		if id, ok := t.lookup(raw[:k]); ok {
+			return id, k, true
+		}
+	}
+	return "", 0, false
 }
 
-func isIDByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '-' || c == '_' || c == '.' || c == '/' || c >= 0x80
+func (t mentionTable) lookup(raw string) (string, bool) {
+	tok := mentionKey(raw)
+	if tok == "" {
+		return "", false
+	}
+	if id, ok := t.full[tok]; ok {
+		return id, true
+	}
+	if strings.Contains(tok, "/") {
+		return "", false
+	}
+	id, ok := t.last[tok]
+	return id, ok && id != ""
 }
+
+// isMentionLead reports whether the text before a # or / lets it start a
+// mention: a space, bracket, quote or other punctuation, or a character of a
+// script written without spaces.
+func isMentionLead(before string) bool {
+	r, _ := utf8.DecodeLastRuneInString(before)
+	if r < utf8.RuneSelf {
+		switch r {
+		case ' ', '\t', '\n', '\r', '(', '[', '{', '"', '\'', '`', ',', ';', ':':
+			return true
+		}
+		return false
+	}
+	return unicode.IsSpace(r) || unicode.IsPunct(r) || isUnspaced(r)
+}
+
+// isIDRune reports whether r can be part of a mentioned id: what names and
+// folder names are made of (letters, combining marks, digits, - _ . /).
+func isIDRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '-' || r == '_' || r == '.' || r == '/'
+	}
+	return unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsNumber(r)
+}
+
+// unspaced are scripts written without spaces between words, or (Hangul)
+// with particles attached to the word before.
+var unspaced = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar}
+
+func isUnspaced(r rune) bool { return r >= utf8.RuneSelf && unicode.IsOneOf(unspaced, r) }

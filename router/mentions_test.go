@@ -10,7 +10,7 @@ import (
 
 func testMentionTable() mentionTable {
 	var list []*skills.Skill
-	for _, id := range []string{"anthropics/mcp-builder", "a/code-review", "b/code-review", "pdf", "x/y/deep-skill"} {
+	for _, id := range []string{"anthropics/mcp-builder", "a/code-review", "b/code-review", "pdf", "x/y/deep-skill", "l10n/café", "日本語", "навык-2"} {
 		list = append(list, &skills.Skill{ID: id})
 	}
 	return newMentionTable(list)
@@ -19,6 +19,27 @@ func testMentionTable() mentionTable {
 func TestFindStrip(t *testing.T) {
 	tab := testMentionTable()
 	tests := []struct{ in, ids, rest string }{
+		// Lowercase non-ASCII ids (the spec allows them): matched like
+		// ASCII ones, case-folded and NFKC-normalised.
+		{"use #café now", "l10n/café", "use  now"},
+		{"use #CAFÉ and #cafe\u0301", "l10n/café", "use  and "},
+		{"#l10n/café", "l10n/café", ""},
+		{"/навык-2 сейчас", "навык-2", " сейчас"},
+		// Unicode punctuation and spaces end a mention and may lead one.
+		{"#café。", "l10n/café", "。"},
+		{"«#café», «/навык-2»", "l10n/café навык-2", "«», «»"},
+		{"「#日本語」を使う", "日本語", "「」を使う"},
+		{"x\u3000#café…", "l10n/café", "x\u3000…"},
+		// CJK text has no spaces: a mention ends where a known id does and
+		// the same script goes on, and may follow a CJK character.
+		{"これは#日本語を使って", "日本語", "これはを使って"},
+		{"#pdfを読む", "pdf", "を読む"},
+		{"#日本語の", "日本語", "の"},
+		// Not mentions: a cased letter before # (C#, URL fragments), or
+		// more letters of a cased script after the id.
+		{"a#café e#pdfx", "", "a#café e#pdfx"},
+		{"#cafébar #pdfé", "", "#cafébar #pdfé"},
+		{"#日本", "", "#日本"},
 		{"use /mcp-builder now", "anthropics/mcp-builder", "use  now"},
 		{"#anthropics/mcp-builder", "anthropics/mcp-builder", ""},
 		{"/pdf, then #deep-skill.", "pdf x/y/deep-skill", ", then ."},
@@ -48,7 +69,7 @@ func TestCapText(t *testing.T) {
 
 func FuzzFindStrip(f *testing.F) {
 	tab := testMentionTable()
-	for _, s := range []string{"/pdf", "#a/code-review x", "https://x/pdf", "((#pdf))", "/\xff", "#", "/ /"} {
+	for _, s := range []string{"/pdf", "#a/code-review x", "https://x/pdf", "((#pdf))", "/\xff", "#", "/ /", "#café。", "これは#日本語を", "«/навык-2»"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -58,7 +79,7 @@ func FuzzFindStrip(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, id := range ids {
-			if _, ok := tab.full[strings.ToLower(id)]; !ok || seen[id] {
+			if _, ok := tab.full[mentionKey(id)]; !ok || seen[id] {
 				t.Fatalf("%q: bad or repeated id %q", s, id)
 			}
 			seen[id] = true

@@ -268,7 +268,7 @@ func FuzzParse(f *testing.F) {
 			if s.Name == "" || s.Description == "" {
 				t.Fatalf("loaded without name/description: %q %q", s.Name, s.Description)
 			}
-			if firstInvalidNameRune(s.Name) != "" {
+			if firstInvalidNameRune(NormalizeName(s.Name)) != "" {
 				t.Fatalf("loaded with invalid name %q", s.Name)
 			}
 		}

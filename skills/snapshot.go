@@ -104,29 +104,49 @@ func (s *Snapshot) Resolve(want string) (*Skill, bool) { return Resolve(s.loaded
 // asked for: an exact id, else the one skill whose frontmatter name is want
 // (catalog formats such as anthropic show names, not ids), else the one
 // skill whose id ends in "/"+want. An ambiguous name or suffix finds none.
+// When nothing matches as written, the same rules run on NFKC forms
+// (NormalizeName): a model writes "café" composed where the folder name may
+// be decomposed, as macOS stores it.
 func Resolve(list []*Skill, want string) (*Skill, bool) {
 	if i, ok := slices.BinarySearchFunc(list, want, func(s *Skill, id string) int { return cmp.Compare(s.ID, id) }); ok {
 		return list[i], true
 	}
-	var byName, bySuffix *Skill
+	same := func(s string) string { return s }
+	if s, found, ambiguous := resolveBy(list, want, same); found || ambiguous {
+		return s, found
+	}
+	s, found, _ := resolveBy(list, NormalizeName(want), NormalizeName)
+	return s, found
+}
+
+// resolveBy applies Resolve's rules to the ids and names as form gives
+// them; ambiguous is true when some rule matched more than one skill.
+func resolveBy(list []*Skill, want string, form func(string) string) (_ *Skill, found, ambiguous bool) {
+	var exact, byName, bySuffix *Skill
 	names, suffixes := 0, 0
 	for _, s := range list {
-		if s.Name == want {
+		id := form(s.ID)
+		if id == want {
+			exact = s
+		}
+		if form(s.Name) == want {
 			byName = s
 			names++
 		}
-		if strings.HasSuffix(s.ID, "/"+want) {
+		if strings.HasSuffix(id, "/"+want) {
 			bySuffix = s
 			suffixes++
 		}
 	}
-	if names == 1 {
-		return byName, true
+	switch {
+	case exact != nil:
+		return exact, true, false
+	case names == 1:
+		return byName, true, false
+	case suffixes == 1:
+		return bySuffix, true, false
 	}
-	if suffixes == 1 {
-		return bySuffix, true
-	}
-	return nil, false
+	return nil, false, names > 1 || suffixes > 1
 }
 
 // Lookup returns a skill by id whether it loaded or was skipped, so callers

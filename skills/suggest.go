@@ -73,9 +73,9 @@ func Suggest(id string, list []*Skill, n int) []string {
 	}
 	var cands []cand
 	for _, s := range list {
-		cid := strings.ToLower(s.ID)
+		cid := NormalizeName(strings.ToLower(s.ID))
 		last := path.Base(cid)
-		name := strings.ToLower(s.Name)
+		name := NormalizeName(strings.ToLower(s.Name))
 		c := cand{id: s.ID, tier: -1}
 		switch {
 		case cid == q:
@@ -130,13 +130,22 @@ func containsWords(have, want []string) bool {
 }
 
 // normalizeID forgives what models commonly get wrong in an id: case,
-// surrounding slashes or whitespace, and a trailing /SKILL.md.
+// Unicode normalisation, surrounding slashes or whitespace, and a trailing
+// /SKILL.md.
 func normalizeID(id string) string {
-	id = strings.ToLower(strings.TrimSpace(id))
+	if len(id) > 1024 {
+		id = id[:1024] // bounds normalisation work for junk input
+	}
+	id = NormalizeName(strings.ToLower(strings.TrimSpace(id)))
 	id = strings.TrimSuffix(id, "/skill.md")
 	id = strings.Trim(id, "/")
 	if len(id) > 256 {
-		id = id[:256] // bounds edit-distance work for junk input
+		// bounds edit-distance work for junk input, cut between characters
+		cut := 256
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		id = id[:cut]
 	}
 	return id
 }

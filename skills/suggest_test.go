@@ -62,6 +62,15 @@ func TestNotFoundNilSnapshot(t *testing.T) {
 	}
 }
 
+func TestSuggestUnicode(t *testing.T) {
+	list := []*Skill{{ID: "l10n/cafe\u0301", Name: "cafe\u0301"}, {ID: "日本語", Name: "日本語"}, {ID: "other", Name: "other"}}
+	for want, first := range map[string]string{"CAFÉ": "l10n/cafe\u0301", "l10n/Café": "l10n/cafe\u0301", "日本語/SKILL.md": "日本語"} {
+		if got := Suggest(want, list, 3); len(got) == 0 || got[0] != first {
+			t.Errorf("Suggest(%q) = %q, want %q first", want, got, first)
+		}
+	}
+}
+
 func TestResolve(t *testing.T) {
 	list := []*Skill{
 		{ID: "folder", Name: "fancy-name"},
@@ -70,8 +79,17 @@ func TestResolve(t *testing.T) {
 		{ID: "y/dup", Name: "dup"},
 		{ID: "z/shared", Name: "pdf-tools-2"},
 		{ID: "zz/other", Name: "shared"},
+		{ID: "l10n/cafe\u0301", Name: "cafe\u0301"}, // decomposed, as macOS may store a folder name
+		{ID: "日本語", Name: "日本語"},
+		{ID: "ru/навык-2", Name: "навык"},
 	}
 	tests := []struct{ want, id string }{
+		{"日本語", "日本語"},
+		{"café", "l10n/cafe\u0301"}, // composed: compared after NFKC
+		{"l10n/café", "l10n/cafe\u0301"},
+		{"cafe\u0301", "l10n/cafe\u0301"},
+		{"навык", "ru/навык-2"},
+		{"навык-2", "ru/навык-2"},
 		{"folder", "folder"},
 		{"fancy-name", "folder"},
 		{"team/pdf-tools", "team/pdf-tools"},
