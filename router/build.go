@@ -257,7 +257,7 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	if restored != nil || calStored {
 		// The fit or the calibration is the stored index's: as settled
 		// as it was (an index kept before its router settled it is not).
-		ix.settled = pre.m.Settled
+		ix.settled = pre.settledIndex()
 	}
 	r.logPrebuilt(pre, prev, stats)
 	msg, attrs := "routing index built", []any{"skills", len(list), "changed", changed}

@@ -59,11 +59,12 @@ type prebuiltManifest struct {
 	Calibration calibrationJSON   `json:"calibration"`
 	// Settled: the fit and the calibration were made on this very library,
 	// as a fresh build makes them (settle.go). An index kept before its
-	// router settled it says false, and so do manifests written before the
-	// field: a router that loads one settles it after the start. The
-	// format stays 3: older builds ignore the field, and this one reads
-	// their manifests as unsettled.
-	Settled bool `json:"settled"`
+	// router settled it says false: a router that loads one settles it
+	// after the start. The format stays 3: older builds ignore the field.
+	// Written before it (nil), a warm index may be an incremental build's
+	// and reads as unsettled; a prebuilt one is `router index build`'s, a
+	// fresh build, and reads as settled (see settledIndex).
+	Settled *bool `json:"settled"`
 }
 
 type calibrationJSON struct {
@@ -389,7 +390,7 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 		Library:     libraryHash(ix.list),
 		Skills:      len(ix.list),
 		Calibration: ix.cal.toJSON(),
-		Settled:     ix.settled,
+		Settled:     &ix.settled,
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -541,4 +542,13 @@ func writeBytes(b []byte) func(io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	}
+}
+
+// settledIndex reports whether the index p holds was fitted and
+// calibrated on exactly its library (prebuiltManifest.Settled).
+func (p *prebuilt) settledIndex() bool {
+	if p.m.Settled == nil {
+		return !p.warm
+	}
+	return *p.m.Settled
 }

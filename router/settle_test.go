@@ -286,3 +286,61 @@ func TestOnSettlePacesTheSettle(t *testing.T) {
 		t.Errorf("OnSettle called %d times, its done %d; want 1 and 1", started.Load(), done.Load())
 	}
 }
+
+// TestEarlierManifests: a manifest written before the settled field is
+// read by where it was found. A prebuilt one is `router index build`'s, a
+// fresh build: settled, never settled again after each start of a replica
+// that cannot write it. A warm one may be an incremental build's: it
+// settles once.
+func TestEarlierManifests(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	o := builtinOptions()
+	o.SettleAfter = -1
+	out := t.TempDir()
+	if err := newRouter(t, snap, o).SavePrebuilt(out); err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(out, "prebuilt-builtin-*.json"))
+	if len(paths) != 1 {
+		t.Fatalf("manifests: %v", paths)
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m["settled"] == nil {
+		t.Fatalf("manifest %s: %v", b, err)
+	}
+	delete(m, "settled")
+	old, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths[0], old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		set     func(*router.Options)
+		settled bool
+	}{
+		{"prebuilt", func(o *router.Options) { o.Prebuilt = out }, true},
+		{"warm", func(o *router.Options) { o.WarmDir = out }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ro := builtinOptions()
+			ro.Restore = func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) }
+			ro.SettleAfter = -1
+			tc.set(&ro)
+			r := newRouter(t, snap, ro)
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := r.Settled(done); (err == nil) != tc.settled {
+				t.Errorf("settled at the start: %v, want %v", err == nil, tc.settled)
+			}
+		})
+	}
+}
