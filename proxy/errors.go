@@ -7,8 +7,12 @@ import (
 	"github.com/skillrouter/skillrouter/wire"
 )
 
-// writeError writes an error the proxy gives in a's envelope.
+// writeError writes an error the proxy gives in a's envelope; a 499 (the
+// client went away) is only logged: there is nobody to send it to.
 func writeError(w http.ResponseWriter, a api, e *wire.Error) {
+	if e.Status == statusClientClosed {
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")

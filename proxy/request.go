@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -51,9 +53,26 @@ func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
 		if errors.As(err, &bte) {
 			return nil, requestTimeout(bte.limit)
 		}
+		if clientGone(r, err) {
+			// Logged and counted 499; writeError sends nothing, and the
+			// connection is closed unanswered (observe).
+			return nil, &wire.Error{Status: statusClientClosed, Kind: wire.KindInvalidRequest, Code: "client_closed",
+				Message: fmt.Sprintf("client went away while sending the request body: %v", err)}
+		}
 		return nil, wire.BadRequest("invalid_body", "", "reading request body: %v", err)
 	}
 	return decodeBody(r, body, limit, tooLarge)
+}
+
+// clientGone reports whether a body read failed because the client went
+// away: the request's context ended, or the connection ended (closed,
+// half-closed or reset) before the body its Content-Length or chunk sizes
+// announced, which net/http reads as an unexpected EOF. A body framed
+// wrongly (a bad chunk size) is the client's error, and one longer than
+// its Content-Length is cut there and fails as JSON, not here.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }
 
 // decodeBody undoes a request Content-Encoding (Codex CLI sends zstd

@@ -227,3 +227,97 @@ func TestHalfClosedClientGetsNoEmptySuccess(t *testing.T) {
 		t.Fatalf("an empty 200 to a client that is still reading")
 	}
 }
+
+// TestClientGoneMidBody: a client that goes away while uploading its body
+// (closes, half-closes or resets the connection after half of a declared
+// Content-Length) is logged and counted 499 client_closed, and sent
+// nothing, on every endpoint that reads a body; it was logged 400
+// invalid_body and answered, as if the body were malformed. A body that
+// is malformed, or cut short by its own Content-Length, is still a 400.
+func TestClientGoneMidBody(t *testing.T) {
+	anth := "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n"
+	body := `{"model":"m","messages":[{"role":"user","content":"make me a pdf, please"}]}`
+	type ending int
+	const (
+		closeConn ending = iota // close(): FIN
+		halfClose               // shutdown(SHUT_WR): the client could still read an answer
+		reset                   // SO_LINGER 0: RST
+		complete                // the whole request is sent
+	)
+	tests := []struct {
+		name, path, hdr string
+		send            string // what follows the headers
+		length          int    // the declared Content-Length; 0: chunked
+		end             ending
+		status          int // 499: nothing may be sent
+	}{
+		{"chat, closed", "/v1/chat/completions", "", body[:len(body)/2], len(body), closeConn, 499},
+		{"chat, half-closed", "/v1/chat/completions", "", body[:len(body)/2], len(body), halfClose, 499},
+		{"chat, reset", "/v1/chat/completions", "", body[:len(body)/2], len(body), reset, 499},
+		{"responses, half-closed", "/v1/responses", "", body[:len(body)/2], len(body), halfClose, 499},
+		{"messages, half-closed", "/v1/messages", anth, body[:len(body)/2], len(body), halfClose, 499},
+		{"route, half-closed", "/v1/skills/route", "", body[:len(body)/2], len(body), halfClose, 499},
+		{"chunked, half-closed mid-chunk", "/v1/chat/completions", "", "40\r\n" + body[:10], 0, halfClose, 499},
+		// The client is still there: its request is wrong.
+		{"cut short by Content-Length", "/v1/chat/completions", "", body, len(body) / 2, complete, 400},
+		{"malformed chunked encoding", "/v1/chat/completions", "", "zz\r\n" + body + "\r\n0\r\n\r\n", 0, complete, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			addr := strings.TrimPrefix(h.ts.URL, "http://")
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			framing := "Content-Length: " + strconv.Itoa(tc.length) + "\r\n"
+			if tc.length == 0 {
+				framing = "Transfer-Encoding: chunked\r\n"
+			}
+			io.WriteString(c, "POST "+tc.path+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\n"+tc.hdr+framing+"\r\n"+tc.send)
+			tcp := c.(*net.TCPConn)
+			switch tc.end {
+			case closeConn:
+				c.Close()
+			case halfClose:
+				tcp.CloseWrite()
+			case reset:
+				tcp.SetLinger(0)
+				c.Close()
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second)) // liveness guard
+			switch tc.end {
+			case halfClose:
+				if got, _ := io.ReadAll(c); len(got) > 0 {
+					t.Errorf("a client gone mid-body was sent %q", got)
+				}
+			case complete:
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil || resp.StatusCode != tc.status {
+					t.Fatalf("want a %d answer, got %v (%v)", tc.status, resp, err)
+				}
+			}
+			var line string
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if line = findLogLine(h.logText(), tc.path); line != "" {
+					break
+				}
+			}
+			if !strings.Contains(line, `"status":`+strconv.Itoa(tc.status)+`,`) {
+				t.Fatalf("log line %q, want status %d", line, tc.status)
+			}
+			if tc.status == statusClientClosed && !strings.Contains(line, `"outcome":"client_closed"`) {
+				t.Errorf("log line %q, want outcome client_closed", line)
+			}
+			_, m := h.do("GET", "/metrics", "", nil)
+			want := `path="` + tc.path + `",status="` + strconv.Itoa(tc.status) + `"`
+			if !strings.Contains(grepLines(string(m), "skillrouter_requests_total"), want) {
+				t.Errorf("no request counted with %s:\n%s", want, grepLines(string(m), "skillrouter_requests_total"))
+			}
+			if n := len(h.up.Requests()); n != 0 {
+				t.Errorf("%d requests reached the upstream", n)
+			}
+		})
+	}
+}

@@ -436,9 +436,6 @@ func classifyStream(clientCtx context.Context, err error) failure {
 
 // write sends the failure in a's error envelope, unless the client is gone.
 func (f failure) write(w http.ResponseWriter, a api) {
-	if f.status == statusClientClosed {
-		return
-	}
 	kind := wire.KindUpstream
 	if f.status < 500 {
 		kind = wire.KindInvalidRequest

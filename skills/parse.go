@@ -111,6 +111,10 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 		return s
 	}
 	applyFrontmatter(s, root, folder, is)
+	// Only on a skill that loads: a skipped one has its errors to fix first.
+	if !hasError(is.list) && strings.TrimSpace(body) == "" {
+		is.warnf(closeLine, `body is empty: nothing follows the frontmatter's closing "---", so loading the skill gives the model no instructions`)
+	}
 	return s
 }
 
@@ -220,6 +224,7 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 		switch key {
 		case keyName:
 			haveName = true
+			s.nameLine = line
 			if str, ok := scalarString(v); ok {
 				s.Name = strings.TrimSpace(str)
 				warnComment(v, key, is)

@@ -40,6 +40,10 @@ func problemList(ps []Problem) string {
 	return b.String()
 }
 
+// emptyBody is the warning of a skill with nothing after its frontmatter,
+// which most of the frontmatter cases below are.
+var emptyBody = want{SeverityWarning, 0, "body is empty"}
+
 func TestParseBrokenInput(t *testing.T) {
 	tests := []struct {
 		name string
@@ -71,24 +75,30 @@ func TestParseBrokenInput(t *testing.T) {
 		{"empty name", "---\nname:\ndescription: y\n---\n", []want{{SeverityError, 2, "name is empty"}}},
 		{"empty description", "---\nname: x\ndescription: \"  \"\n---\n", []want{{SeverityError, 3, "description is empty"}}},
 		{"null description", "---\nname: x\ndescription: ~\n---\n", []want{{SeverityError, 3, "description is empty"}}},
-		{"unknown type", "---\nname: x\ndescription: y\ntype: plugin\n---\n", []want{{SeverityWarning, 4, `unknown type "plugin"`}}},
-		{"enabled not bool", "---\nname: x\ndescription: y\nenabled: \"yes\"\n---\n", []want{{SeverityWarning, 4, "enabled must be true or false"}}},
-		{"auto_load not bool", "---\nname: x\ndescription: y\nauto_load: 3\n---\n", []want{{SeverityWarning, 4, "auto_load must be true or false"}}},
-		{"tags mapping", "---\nname: x\ndescription: y\ntags: {a: b}\n---\n", []want{{SeverityWarning, 4, "tags must be a list of strings"}}},
-		{"dependency item not string", "---\nname: x\ndescription: y\ndependencies:\n  - a\n  - [b]\n---\n", []want{{SeverityWarning, 6, "dependencies items must be strings"}}},
-		{"metadata list", "---\nname: x\ndescription: y\nmetadata: [1]\n---\n", []want{{SeverityWarning, 4, "metadata must be a mapping"}}},
-		{"license list", "---\nname: x\ndescription: y\nlicense: [MIT]\n---\n", []want{{SeverityWarning, 4, "license must be a string"}}},
-		{"compatibility too long", "---\nname: x\ndescription: y\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n", []want{{SeverityWarning, 4, "compatibility is 501 characters"}}},
-		{"complex key", "---\nname: x\ndescription: y\n? [a, b]\n: v\n---\n", []want{{SeverityWarning, 4, "not a plain string"}}},
+		{"unknown type", "---\nname: x\ndescription: y\ntype: plugin\n---\n", []want{{SeverityWarning, 4, `unknown type "plugin"`}, emptyBody}},
+		{"enabled not bool", "---\nname: x\ndescription: y\nenabled: \"yes\"\n---\n", []want{{SeverityWarning, 4, "enabled must be true or false"}, emptyBody}},
+		{"auto_load not bool", "---\nname: x\ndescription: y\nauto_load: 3\n---\n", []want{{SeverityWarning, 4, "auto_load must be true or false"}, emptyBody}},
+		{"tags mapping", "---\nname: x\ndescription: y\ntags: {a: b}\n---\n", []want{{SeverityWarning, 4, "tags must be a list of strings"}, emptyBody}},
+		{"dependency item not string", "---\nname: x\ndescription: y\ndependencies:\n  - a\n  - [b]\n---\n", []want{{SeverityWarning, 6, "dependencies items must be strings"}, emptyBody}},
+		{"metadata list", "---\nname: x\ndescription: y\nmetadata: [1]\n---\n", []want{{SeverityWarning, 4, "metadata must be a mapping"}, emptyBody}},
+		{"license list", "---\nname: x\ndescription: y\nlicense: [MIT]\n---\n", []want{{SeverityWarning, 4, "license must be a string"}, emptyBody}},
+		{"compatibility too long", "---\nname: x\ndescription: y\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n", []want{{SeverityWarning, 4, "compatibility is 501 characters"}, emptyBody}},
+		{"complex key", "---\nname: x\ndescription: y\n? [a, b]\n: v\n---\n", []want{{SeverityWarning, 4, "not a plain string"}, emptyBody}},
 		// A plain value ends where " #" starts a YAML comment: the text after it
 		// silently left the description (or name) the catalog shows.
-		{"description cut by a comment", "---\nname: x\ndescription: Use #python for scripts\n---\n", []want{{SeverityWarning, 3, `description ends at " #"`}}},
-		{"name cut by a comment", "---\nname: x #draft\ndescription: y\n---\n", []want{{SeverityWarning, 2, `name ends at " #"`}}},
-		{"comment on its own line", "---\n# a comment\nname: x\ndescription: y\n---\n", nil},
-		{"quoted hash", "---\nname: x\ndescription: \"Use #python for scripts\"\n---\n", nil},
-		{"hash inside a word", "---\nname: x\ndescription: C# and F#\n---\n", nil},
-		{"block scalar with hash", "---\nname: x\ndescription: >\n  Use #python\n  for scripts\n---\n", nil},
+		{"description cut by a comment", "---\nname: x\ndescription: Use #python for scripts\n---\n", []want{{SeverityWarning, 3, `description ends at " #"`}, emptyBody}},
+		{"name cut by a comment", "---\nname: x #draft\ndescription: y\n---\n", []want{{SeverityWarning, 2, `name ends at " #"`}, emptyBody}},
+		{"comment on its own line", "---\n# a comment\nname: x\ndescription: y\n---\n", []want{emptyBody}},
+		{"quoted hash", "---\nname: x\ndescription: \"Use #python for scripts\"\n---\n", []want{emptyBody}},
+		{"hash inside a word", "---\nname: x\ndescription: C# and F#\n---\n", []want{emptyBody}},
+		{"block scalar with hash", "---\nname: x\ndescription: >\n  Use #python\n  for scripts\n---\n", []want{emptyBody}},
 		{"invalid YAML colon hint", "---\nname: x\ndescription: Use when: the user asks\n---\n", []want{{SeverityError, 3, `quote a value that contains ": "`}}},
+		// A skill with no instructions is almost certainly a mistake; the
+		// warning points at the closing "---" after which nothing follows.
+		{"empty body", "---\nname: x\ndescription: y\n---\n", []want{{SeverityWarning, 4, "body is empty"}}},
+		{"empty body without final newline", "---\nname: x\ndescription: y\n---", []want{{SeverityWarning, 4, "body is empty"}}},
+		{"whitespace body", "---\nname: x\ndescription: y\n---\n\n \t\n\n", []want{{SeverityWarning, 4, "body is empty"}}},
+		{"body of one word", "---\nname: x\ndescription: y\n---\nx", nil},
 		{"body over limit", "---\nname: x\ndescription: y\n---\n" + strings.Repeat("b", 101), []want{{SeverityError, 5, "body is 101 bytes; the limit is 100 bytes"}}},
 	}
 	for _, tt := range tests {
@@ -165,15 +175,16 @@ func TestParseDefaultsAndNormalisation(t *testing.T) {
 	}
 	// Numbers as names are still names; closing delimiter with trailing
 	// spaces and no final newline are accepted.
+	// (The body is empty, which is the one warning, on the closing line.)
 	s = parse("p", "---\nname: 2048\ndescription: Game.\n---  ", "2048", 0)
-	if len(s.Problems) != 0 || s.Name != "2048" || s.Body() != "" {
+	if len(s.Problems) != 1 || s.Problems[0].Line != 4 || !strings.Contains(s.Problems[0].Message, "body is empty") || s.Name != "2048" || s.Body() != "" {
 		t.Errorf("got name %q body %q problems %s", s.Name, s.Body(), problemList(s.Problems))
 	}
 }
 
 func TestParseExtraIsJSONSafe(t *testing.T) {
 	text := "---\nname: x\ndescription: y\nweights: [.inf, -.inf, .nan]\nwhen: 2024-01-02\n" +
-		"bin: !!binary aGVsbG8=\nmap:\n  1: one\n  ? [k]\n  : v\nanchor: &a {k: v}\nalias: *a\n---\n"
+		"bin: !!binary aGVsbG8=\nmap:\n  1: one\n  ? [k]\n  : v\nanchor: &a {k: v}\nalias: *a\n---\nBody.\n"
 	s := parse("p", text, "x", 0)
 	if len(s.Problems) != 0 {
 		t.Fatalf("problems: %s", problemList(s.Problems))

@@ -110,6 +110,7 @@ func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
 		}
 		list = append(list, s)
 	}
+	warnSharedNames(list)
 	snap := newSnapshot(roots, list, d.problems)
 	snap.err = ctx.Err()
 	if snap.err != nil {
@@ -117,6 +118,38 @@ func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
 			Message: fmt.Sprintf("scan stopped early: %v; the library is incomplete", snap.err)})
 	}
 	return snap
+}
+
+// warnSharedNames warns on each loaded skill whose frontmatter name another
+// loaded skill has too: Resolve (load_skill, `skills show`) finds neither by
+// an ambiguous name, so only the full id reaches them. Names are compared as
+// written, as Resolve first compares them. Skipped skills are not in the
+// library, so they take no name from anyone.
+func warnSharedNames(list []*Skill) {
+	byName := map[string][]*Skill{}
+	for _, s := range list {
+		if !s.Skipped && s.Name != "" {
+			byName[s.Name] = append(byName[s.Name], s)
+		}
+	}
+	for name, group := range byName {
+		if len(group) < 2 {
+			continue
+		}
+		slices.SortFunc(group, func(a, b *Skill) int { return strings.Compare(a.ID, b.ID) })
+		for _, s := range group {
+			var others []string
+			for _, o := range group {
+				if o != s {
+					others = append(others, fmt.Sprintf("%q (%s)", o.ID, o.Path))
+				}
+			}
+			s.Problems = append(s.Problems, Problem{Path: s.Path, Line: s.nameLine, Severity: SeverityWarning,
+				Message: fmt.Sprintf("name %q is also the name of %s; a skill is found by its name only when no other skill has it, so mention or load this skill by its full id %q",
+					name, strings.Join(others, ", "), s.ID)})
+			sortProblems(s.Problems)
+		}
+	}
 }
 
 type discoverer struct {

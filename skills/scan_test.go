@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -148,7 +149,7 @@ func TestProblemsSorted(t *testing.T) {
 
 func TestLoadSkipsHiddenAndDependencyFolders(t *testing.T) {
 	root := t.TempDir()
-	writeSkill(t, filepath.Join(root, "src", "visible"), "")
+	writeSkill(t, filepath.Join(root, "src", "visible"), "Use it.\n")
 	writeSkill(t, filepath.Join(root, ".git", "hidden"), "")
 	writeSkill(t, filepath.Join(root, "src", ".cache", "hidden"), "")
 	writeSkill(t, filepath.Join(root, "node_modules", "pkg"), "")
@@ -605,5 +606,74 @@ func TestLoadNestedSkillFile(t *testing.T) {
 		case found && (p.Severity != SeverityWarning || !strings.Contains(p.Message, `"outer"`)):
 			t.Errorf("%s: %s", tt.nested, p)
 		}
+	}
+}
+
+// Two loaded skills with the same frontmatter name: Resolve (load_skill,
+// `skills show`) finds neither by that name, so each gets a warning at its
+// name: line naming the other and the full id to use instead.
+func TestLoadSharedNames(t *testing.T) {
+	skill := func(name, body string) string {
+		return "---\nname: " + name + "\ndescription: The " + name + " skill. Use when testing.\n---\n" + body
+	}
+	tests := []struct {
+		name  string
+		files map[string]string // id -> SKILL.md
+		// want maps an id to the ids its warning must name; ids absent get none.
+		want map[string][]string
+	}{
+		{"two collections", map[string]string{"a/pdf": skill("pdf", "A\n"), "b/pdf": skill("pdf", "B\n")},
+			map[string][]string{"a/pdf": {"b/pdf"}, "b/pdf": {"a/pdf"}}},
+		{"three share one name", map[string]string{"a/pdf": skill("pdf", "A\n"), "b/pdf": skill("pdf", "B\n"), "c/pdf": skill("pdf", "C\n")},
+			map[string][]string{"a/pdf": {"b/pdf", "c/pdf"}, "b/pdf": {"a/pdf", "c/pdf"}, "c/pdf": {"a/pdf", "b/pdf"}}},
+		{"folder names differ", map[string]string{"x/one": skill("tool", "1\n"), "y/two": skill("tool", "2\n")},
+			map[string][]string{"x/one": {"y/two"}, "y/two": {"x/one"}}},
+		{"different names", map[string]string{"a/pdf": skill("pdf", "A\n"), "b/docx": skill("docx", "B\n")}, nil},
+		// A skipped skill is not in the library: the name finds the other one.
+		{"one is skipped", map[string]string{"a/pdf": skill("pdf", "A\n"), "b/pdf": "---\nname: pdf\n---\nB\n"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for id, text := range tt.files {
+				writeFile(t, filepath.Join(root, filepath.FromSlash(id), SkillFile), text)
+			}
+			snap := Load(context.Background(), []string{root}, Options{})
+			for _, s := range snap.All() {
+				var shared []Problem
+				for _, p := range s.Problems {
+					if strings.Contains(p.Message, "is also the name of") {
+						shared = append(shared, p)
+					}
+				}
+				others, ok := tt.want[s.ID]
+				if !ok {
+					if len(shared) > 0 {
+						t.Errorf("%s: unexpected warning: %s", s.ID, problemList(shared))
+					}
+					continue
+				}
+				if len(shared) != 1 {
+					t.Fatalf("%s: want one shared-name warning, got:\n%s", s.ID, problemList(s.Problems))
+				}
+				p := shared[0]
+				if p.Severity != SeverityWarning || p.Path != s.Path || p.Line != 2 {
+					t.Errorf("%s: want a warning at %s:2, got %s", s.ID, s.Path, p)
+				}
+				for _, o := range others {
+					other, _ := snap.Lookup(o)
+					if !strings.Contains(p.Message, strconv.Quote(o)) || !strings.Contains(p.Message, other.Path) {
+						t.Errorf("%s: warning must name %q and its path %s: %s", s.ID, o, other.Path, p)
+					}
+				}
+				if !strings.Contains(p.Message, "full id "+strconv.Quote(s.ID)) {
+					t.Errorf("%s: warning must give the full id to use: %s", s.ID, p)
+				}
+				// The reason for the warning: the name finds neither.
+				if got, found := snap.Resolve(s.Name); found {
+					t.Errorf("%s: Resolve(%q) found %s; the warning's premise is wrong", s.ID, s.Name, got.ID)
+				}
+			}
+		})
 	}
 }

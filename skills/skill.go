@@ -83,6 +83,7 @@ type Skill struct {
 
 	text     atomic.Pointer[skillText] // the whole SKILL.md and its body: see Content, Body and text.go
 	BodyLine int                       `json:"-"` // 1-based line where the body starts
+	nameLine int                       // 1-based line of name: in the frontmatter; 0 when absent
 
 	Resources []Resource `json:"resources"`
 	// ResourcesOmitted counts files left out of Resources because the folder

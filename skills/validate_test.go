@@ -147,7 +147,7 @@ func TestValidateFolder(t *testing.T) {
 		t.Errorf("got %s", problemList(s.Problems))
 	}
 	// A valid name that differs from the folder loads with a warning on the name line.
-	s = parse("p", "---\ndescription: d\nname: beta-skill\n---\n", "beta", 0)
+	s = parse("p", "---\ndescription: d\nname: beta-skill\n---\nBody.\n", "beta", 0)
 	if s.Skipped || len(s.Problems) != 1 || s.Problems[0].Line != 3 || !strings.Contains(s.Problems[0].Message, "does not match its folder") {
 		t.Errorf("got %s", problemList(s.Problems))
 	}

@@ -99,7 +99,7 @@ func TestSkillsValidate(t *testing.T) {
 			t.Errorf("validate output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 11 errors, 10 warnings") {
+	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 11 errors, 12 warnings") {
 		t.Errorf("summary: %q", errOut)
 	}
 
@@ -249,5 +249,53 @@ func writeSkillFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSkillsValidateLibraryWarnings: warnings that only the library as a
+// whole shows (two skills sharing a name) and an empty body are printed
+// with path and line, fail --strict, and count in doctor's library row.
+func TestSkillsValidateLibraryWarnings(t *testing.T) {
+	skill := func(name, body string) string {
+		return "---\nname: " + name + "\ndescription: The " + name + " skill. Use when testing.\n---\n" + body
+	}
+	tests := []struct {
+		name  string
+		files map[string]string // path under the root -> content
+		want  []string          // parts of validate's output; ROOT is the root
+		warns int
+	}{
+		{"shared name", map[string]string{"a/pdf/SKILL.md": skill("pdf", "A\n"), "b/pdf/SKILL.md": skill("pdf", "B\n")},
+			[]string{`ROOT/a/pdf/SKILL.md:2: warning: name "pdf" is also the name of "b/pdf" (ROOT/b/pdf/SKILL.md)`, `by its full id "a/pdf"`,
+				`ROOT/b/pdf/SKILL.md:2: warning: name "pdf" is also the name of "a/pdf" (ROOT/a/pdf/SKILL.md)`, `by its full id "b/pdf"`}, 2},
+		{"empty body", map[string]string{"x/SKILL.md": skill("x", "\n\n")},
+			[]string{`ROOT/x/SKILL.md:4: warning: body is empty`}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, content := range tt.files {
+				writeSkillFile(t, filepath.Join(root, filepath.FromSlash(p)), content)
+			}
+			out, errOut, err := run(t, "skills", "validate", "--skills", root)
+			if err != nil {
+				t.Fatalf("warnings alone must exit 0: %v\n%s%s", err, out, errOut)
+			}
+			for _, w := range tt.want {
+				if w = strings.ReplaceAll(w, "ROOT", root); !strings.Contains(out, w) {
+					t.Errorf("validate output lacks %q:\n%s", w, out)
+				}
+			}
+			if !strings.Contains(errOut, plural(tt.warns, "warning")) {
+				t.Errorf("summary: %q", errOut)
+			}
+			if _, _, err := run(t, "skills", "validate", "--skills", root, "--strict"); exitStatus(err) != 1 {
+				t.Errorf("--strict must exit 1: %v", err)
+			}
+			row := libraryRow(context.Background(), &config{Skills: []string{root}}, "")
+			if row.status != checkWarn || !strings.Contains(row.detail, plural(tt.warns, "warning")) {
+				t.Errorf("doctor's library row: %+v", row)
+			}
+		})
 	}
 }
