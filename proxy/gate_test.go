@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,6 +156,31 @@ func TestSessionOverride(t *testing.T) {
 			if r.Header.Get(HeaderSession) != "" {
 				t.Errorf("%s: %s forwarded upstream", tt.name, HeaderSession)
 			}
+		}
+	}
+}
+
+// Skill ids may hold non-ASCII letters (café): a header carries them
+// percent-encoded as UTF-8, since HTTP clients read header bytes as
+// Latin-1 (the OpenAI SDK showed "cafÃ©"); ASCII ids stay as they are.
+func TestSelectedHeaderEncodesIDs(t *testing.T) {
+	tests := []struct {
+		selected []string
+		want     string
+	}{
+		{nil, ""},
+		{[]string{"demo/pdf", "regex-builder"}, "demo/pdf,regex-builder"},
+		{[]string{"café"}, "caf%C3%A9"},
+		{[]string{"team/日本語", "sql"}, "team/%E6%97%A5%E6%9C%AC%E8%AA%9E,sql"},
+		// A folder name is not held to the name rules: the list's comma,
+		// the escape's percent and spaces are escaped too.
+		{[]string{"a,b", "100%", "my team/x"}, "a%2Cb,100%25,my%20team/x"},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		decisionHeaders(h, &routed{rw: &Rewrite{Decision: &router.Decision{Selected: tt.selected}}})
+		if got := h.Get(HeaderSelected); got != tt.want {
+			t.Errorf("%q: header %q, want %q", tt.selected, got, tt.want)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func decisionHeaders(h http.Header, rt *routed) {
 		return
 	}
 	if d := rt.rw.Decision; d != nil {
-		h.Set(HeaderSelected, strings.Join(d.Selected, ","))
+		h.Set(HeaderSelected, headerIDs(d.Selected))
 		if d.Strategy != "" { // empty when routing was disabled for the request
 			h.Set(HeaderStrategy, string(d.Strategy))
 		}
@@ -177,6 +177,31 @@ func headerValue(s string) string {
 		s = s[:256]
 	}
 	return s
+}
+
+// headerIDs joins skill ids for a header value, each percent-encoded as
+// UTF-8 outside printable ASCII (and its comma, percent and space), as MCP's
+// skill:// URIs are: clients read a header's bytes as Latin-1, so a raw
+// "café" reached the OpenAI SDK as "cafÃ©". ASCII ids, the rule's names,
+// are unchanged.
+func headerIDs(ids []string) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for j := 0; j < len(id); j++ {
+			c := id[j]
+			if c <= ' ' || c >= 0x7f || c == ',' || c == '%' {
+				b.WriteByte('%')
+				b.WriteByte("0123456789ABCDEF"[c>>4])
+				b.WriteByte("0123456789ABCDEF"[c&15])
+				continue
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // maxHeaderList bounds a header listing names; it ends at a whole name.

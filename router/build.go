@@ -261,8 +261,13 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	}
 	r.logPrebuilt(pre, prev, stats)
 	msg, attrs := "routing index built", []any{"skills", len(list), "changed", changed}
-	if fresh && prev != nil {
+	switch {
+	case fresh && prev != nil:
 		msg, attrs = "routing index settled", []any{"skills", len(list)} // prompts now equal a fresh start's
+	case prev != nil:
+		// A change's build: settled when it refitted (past a tenth of the
+		// library), which no settle line follows; else one will.
+		attrs = append(attrs, "settled", ix.settled)
 	}
 	attrs = append(attrs, "took", time.Since(start).Round(time.Millisecond))
 	if ix.emb != nil {

@@ -182,6 +182,7 @@ type prebuilt struct {
 	skipped *prebuilt // Options.Prebuilt, when it did not match and this warm index did
 	m       prebuiltManifest
 	matches bool   // the library and the configured embedder are the ones indexed
+	absent  bool   // no manifest for the configured embedder
 	why     string // why it does not match
 }
 
@@ -218,6 +219,7 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 	p.m, err = readManifest(dir, key)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		p.absent = true
 		p.why = fmt.Sprintf("no index for embedder %s/%s in the folder (%s missing%s)", provider, base, manifestName(key), othersIn(dir))
 	case err != nil:
 		p.why = "unreadable manifest: " + err.Error()
@@ -339,6 +341,11 @@ func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) 
 	case p.matches:
 		r.opts.Logger.Info("loaded the prebuilt routing index", "dir", p.dir, "skills", p.m.Skills,
 			"embedder", p.m.Embedder, "model", p.m.Model, "embedded", st.Embedded)
+		return
+	case p.warm && p.absent:
+		// The folder is this library's: a first start on it (or with this
+		// embedder), not a stale index.
+		r.opts.Logger.Info("building the routing index: none kept from an earlier start", "dir", p.dir, "reason", p.why)
 		return
 	case p.warm:
 		r.opts.Logger.Info("building the routing index: the one kept from the last start is out of date", "dir", p.dir, "reason", p.why)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -340,6 +341,51 @@ func TestEarlierManifests(t *testing.T) {
 			cancel()
 			if err := r.Settled(done); (err == nil) != tc.settled {
 				t.Errorf("settled at the start: %v, want %v", err == nil, tc.settled)
+			}
+		})
+	}
+}
+
+// TestReloadBuildSaysSettled: the line of a library change's build says
+// whether the index is settled, since docs/rewrite.md tells users to wait
+// for the index to settle: an edit past a tenth of the library refits at
+// once and nothing settles later (no "routing index settled" line would
+// come; every edit of a library under 10 skills is such an edit), while
+// a smaller edit's index settles after the quiet period.
+func TestReloadBuildSaysSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edited int // of the library's 30 skills
+		want   string
+	}{
+		{"small edit", 1, "settled=false"},
+		{"past a tenth", 4, "settled=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			snap := writeLibrary(t, dir)
+			var logs syncbuf.Buffer
+			o := builtinOptions()
+			o.SettleAfter = -1
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			r := newRouter(t, snap, o)
+			logs.Reset()
+			for i := range tc.edited {
+				writeSkill(t, dir, fmt.Sprintf("skill-%02d", i), "Helps with regular expressions for ISO dates and times.")
+			}
+			next := skills.Load(ctx, []string{dir}, skills.Options{})
+			if err := r.Update(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			line := fmt.Sprintf(`msg="routing index built" skills=30 changed=%d %s`, tc.edited, tc.want)
+			if !strings.Contains(logs.String(), line) {
+				t.Errorf("no %q in the log:\n%s", line, logs.String())
+			}
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := r.Settled(done); (err == nil) != (tc.want == "settled=true") {
+				t.Errorf("Settled: %v, the log says %s", err, tc.want)
 			}
 		})
 	}

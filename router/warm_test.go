@@ -52,6 +52,10 @@ func TestWarmStart(t *testing.T) {
 
 	var logs bytes.Buffer
 	r1 := start(builtin(&logs))
+	// A first start has no index kept to be out of date.
+	if line := "building the routing index: none kept from an earlier start"; !strings.Contains(logs.String(), line) || strings.Contains(logs.String(), "out of date") {
+		t.Errorf("first start, want %q:\n%s", line, logs.String())
+	}
 	want := rankings(r1)
 	r1.Close() // waits for the background write
 	for _, f := range indexFiles(t, warm, "builtin") {

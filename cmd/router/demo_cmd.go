@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -173,6 +174,9 @@ func demoExchange(ctx context.Context, out io.Writer, base string, p demoPrompt)
 	}
 	h := resp.Header
 	selected := h.Get("X-Skillrouter-Selected")
+	if ids, err := url.PathUnescape(selected); err == nil { // non-ASCII ids come percent-encoded
+		selected = ids
+	}
 	if selected == "" {
 		selected = "(none)"
 	}

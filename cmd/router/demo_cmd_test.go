@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -152,5 +154,25 @@ func TestDemoStackAllAPIs(t *testing.T) {
 				t.Error("no decision headers")
 			}
 		})
+	}
+}
+
+// The demo prints the auto-loaded ids as they are named, though the
+// header carries a non-ASCII id percent-encoded.
+func TestDemoNonASCIISkill(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "café"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := "---\nname: café\ndescription: Brew espresso and steam milk. Use when the user asks about coffee.\n---\n# Café\nGrind 18 g.\n"
+	if err := os.WriteFile(filepath.Join(dir, "café", "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runDemo(context.Background(), &out, []string{dir}, "127.0.0.1:0", false, []demoPrompt{{text: "#café how do I steam milk"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "auto-loaded: café ") {
+		t.Fatalf("demo output:\n%s", out.String())
 	}
 }
