@@ -318,15 +318,21 @@ func (r *Router) builder() {
 
 // wait blocks until generation gen (or a newer one) is in place.
 func (r *Router) wait(ctx context.Context, gen uint64) error {
+	return r.waitUntil(ctx, "building indexes", func(u *updater) (bool, error) {
+		if u.installed >= gen {
+			return true, nil
+		}
+		return u.resolved >= gen, u.err
+	})
+}
+
+// waitUntil blocks until done, asked under u.mu after every build, says
+// so, and returns what done returned; doing names the wait in errors.
+func (r *Router) waitUntil(ctx context.Context, doing string, done func(u *updater) (bool, error)) error {
 	u := &r.upd
 	for {
 		u.mu.Lock()
-		if u.installed >= gen {
-			u.mu.Unlock()
-			return nil
-		}
-		if u.resolved >= gen {
-			err := u.err
+		if ok, err := done(u); ok {
 			u.mu.Unlock()
 			return err
 		}
@@ -337,9 +343,9 @@ func (r *Router) wait(ctx context.Context, gen uint64) error {
 		u.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("router: building indexes: %w", ctx.Err())
-		case <-r.bgCtx.Done(): // closed: no build will settle gen
-			return fmt.Errorf("router: closed while building indexes: %w", context.Cause(r.bgCtx))
+			return fmt.Errorf("router: %s: %w", doing, ctx.Err())
+		case <-r.bgCtx.Done(): // closed: no build will come
+			return fmt.Errorf("router: closed while %s: %w", doing, context.Cause(r.bgCtx))
 		case <-ch:
 		}
 	}

@@ -15,7 +15,6 @@ package router
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -90,29 +89,11 @@ func (r *Router) startSettle() {
 // otherwise; with SettleAfter < 0 only the first three, so Settled may wait
 // until ctx ends.
 func (r *Router) Settled(ctx context.Context) error {
-	u := &r.upd
-	for {
-		u.mu.Lock()
+	return r.waitUntil(ctx, "settling the index", func(u *updater) (bool, error) {
 		if u.resolved >= u.wantGen && u.err != nil {
-			err := u.err
-			u.mu.Unlock()
-			return err
+			return true, u.err
 		}
-		if ix := r.cur.Load(); u.installed >= u.wantGen && ix != nil && ix.settled {
-			u.mu.Unlock()
-			return nil
-		}
-		if u.changed == nil {
-			u.changed = make(chan struct{})
-		}
-		ch := u.changed
-		u.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("router: settling the index: %w", ctx.Err())
-		case <-r.bgCtx.Done():
-			return fmt.Errorf("router: closed before the index settled: %w", context.Cause(r.bgCtx))
-		case <-ch:
-		}
-	}
+		ix := r.cur.Load()
+		return u.installed >= u.wantGen && ix != nil && ix.settled, nil
+	})
 }
