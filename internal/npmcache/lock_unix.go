@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 )
@@ -36,12 +35,4 @@ func lock(ctx context.Context, path string) (func(), error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// setProcessGroup runs cmd in its own process group, killed whole when the
-// context ends (npm starts children: install scripts).
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
 }

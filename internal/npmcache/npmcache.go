@@ -23,6 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/procgroup"
 )
 
 // EnvRoot names the variable that overrides the cache folder.
@@ -130,7 +132,7 @@ func install(ctx context.Context, dir, root, hash string) error {
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	setProcessGroup(cmd)
+	procgroup.KillOnCancel(cmd)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("npm ci for %s: %w\n%s", dir, err, tail(out, 4000))
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/skillrouter/skillrouter/internal/npmcache"
+	"github.com/skillrouter/skillrouter/internal/procgroup"
 )
 
 // codexNodeDir pins Codex CLI: the proxy's real-client tests install it
@@ -117,7 +118,7 @@ func TestCodex(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-			killGroupOnCancel(cmd) // Codex's native binary and the stdio server with it
+			procgroup.KillOnCancel(cmd) // Codex's native binary and the stdio server with it
 			cmd.Dir = work
 			cmd.Env = codexEnv(home, codexHome)
 			cmd.Stdin = strings.NewReader("")

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/procgroup"
 )
 
 const (
@@ -67,7 +69,7 @@ func command(t *testing.T, timeout time.Duration, name string, args ...string) (
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cmd := exec.CommandContext(ctx, name, args...)
-	killGroupOnCancel(cmd)
+	procgroup.KillOnCancel(cmd)
 	return cmd, cancel
 }
 
