@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/skillrouter/skillrouter/index"
+	"github.com/skillrouter/skillrouter/internal/textcut"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -73,7 +73,7 @@ func sameText(a, b *skills.Skill) bool {
 func documentDoc(s *skills.Skill) index.VectorDoc {
 	head := displayName(s) + "\n" + s.Description
 	parts := []index.Part{{Text: head, Weight: 1}}
-	if body := truncateUTF8(s.Body(), docBodyChars); strings.TrimSpace(body) != "" {
+	if body := textcut.Prefix(s.Body(), docBodyChars); strings.TrimSpace(body) != "" {
 		parts = append(parts, index.Part{Text: body, Weight: docBodyWeight})
 	}
 	return index.VectorDoc{ID: s.ID, Name: s.Name, Parts: parts}
@@ -97,16 +97,6 @@ func displayName(s *skills.Skill) string {
 // is built on first use; one per call was 70 MB of garbage per 10,000-skill
 // build).
 var nameSeparators = strings.NewReplacer("-", " ", "_", " ")
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // build makes the indexes for snap, reusing from prev what belongs to
 // skills whose text is unchanged: BM25 counts, signatures, and vectors

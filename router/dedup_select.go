@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/analysis"
 	"github.com/skillrouter/skillrouter/index"
+	"github.com/skillrouter/skillrouter/internal/textcut"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -35,7 +36,7 @@ type termSignature []uint32
 // signatureOf is the definition of a skill's signature; analyseLexical
 // computes the same from the terms it shares with the BM25 analysis.
 func signatureOf(s *skills.Skill) termSignature {
-	return hashTerms(analysis.Terms(displayName(s) + "\n" + s.Description + "\n" + truncateUTF8(s.Body(), dupBodyChars)))
+	return hashTerms(analysis.Terms(displayName(s) + "\n" + s.Description + "\n" + textcut.Prefix(s.Body(), dupBodyChars)))
 }
 
 // hashTerms is the signature of the terms of all parts: the distinct
@@ -83,7 +84,7 @@ func analyseLexical(list []*skills.Skill, stats []*index.DocStats, sigs []termSi
 				if stats[i] == nil {
 					full := s.Body()
 					body := p.BodyText(full)
-					end := len(truncateUTF8(full, dupBodyChars))
+					end := len(textcut.Prefix(full, dupBodyChars))
 					split := max(0, strings.LastIndexAny(full[:min(end, len(body))], " \t\r\n"))
 					var terms [index.NumFields][]string
 					buf = analysis.AppendTerms(buf[:0], displayName(s))

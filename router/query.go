@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/skillrouter/skillrouter/index"
+	"github.com/skillrouter/skillrouter/internal/textcut"
 )
 
 // rankQuery is the text a conversation is ranked by: the latest user message
@@ -134,7 +135,7 @@ func capText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	head := truncateUTF8(s, n*3/4)
+	head := textcut.Prefix(s, n*3/4)
 	if i := strings.LastIndexAny(head, " \n\t"); i > len(head)/2 {
 		head = head[:i]
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skillrouter/skillrouter/internal/editdistance"
+	"github.com/skillrouter/skillrouter/internal/textcut"
 )
 
 // MaxSuggestions is how many close ids NotFound offers.
@@ -139,15 +140,8 @@ func normalizeID(id string) string {
 	id = NormalizeName(strings.ToLower(strings.TrimSpace(id)))
 	id = strings.TrimSuffix(id, "/skill.md")
 	id = strings.Trim(id, "/")
-	if len(id) > 256 {
-		// bounds edit-distance work for junk input, cut between characters
-		cut := 256
-		for cut > 0 && !utf8.RuneStart(id[cut]) {
-			cut--
-		}
-		id = id[:cut]
-	}
-	return id
+	// bounds edit-distance work for junk input
+	return textcut.Prefix(id, 256)
 }
 
 // minPrefix is the shortest text that may match by prefix; shorter ones

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/internal/textcut"
 )
 
 // Error is an error the proxy itself gives a client; each API renders it in
@@ -37,11 +38,7 @@ const maxQuoted = 200
 // and the message goes back to it and into the access log.
 func Clip(s string) string {
 	if len(s) > maxQuoted {
-		n := maxQuoted
-		for n > maxQuoted-utf8.UTFMax && !utf8.RuneStart(s[n]) {
-			n-- // not in the middle of a character
-		}
-		return s[:n] + "..."
+		return textcut.Prefix(s, maxQuoted) + "..."
 	}
 	return s
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillrouter/skillrouter/internal/codexhome"
 	"github.com/skillrouter/skillrouter/internal/npmcache"
 	"github.com/skillrouter/skillrouter/internal/procgroup"
 )
@@ -41,43 +42,6 @@ func codexBin(t *testing.T) string {
 	}
 	return filepath.Join(modules, ".bin", "codex")
 }
-
-// codexConfig is a throwaway Codex configuration (the proxy's e2e tests
-// describe each key; docs/clients.md too): the fake model at %[1]q, nothing
-// that phones home, OAuth tokens in files rather than the desktop keyring,
-// and the router as the MCP server "skills", %[2]s, required so that a
-// server Codex cannot start fails the run.
-const codexConfig = `model = "fake-model"
-model_provider = "skillrouter-test"
-approval_policy = "never"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-mcp_oauth_credentials_store = "file"
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[model_providers.skillrouter-test]
-name = "skillrouter test upstream"
-base_url = %[1]q
-env_key = "SKILLROUTER_TEST_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-
-[mcp_servers.skills]
-%[2]s
-required = true
-startup_timeout_sec = 30
-`
 
 // TestCodex runs Codex CLI as the MCP host, with the router over stdio
 // (`command`, `router mcp`) and over streamable HTTP (`url`, /mcp on
@@ -108,8 +72,10 @@ func TestCodex(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cfg := fmt.Sprintf(codexConfig, ts.URL+"/v1", c.server(t, library(t)))
-			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
+			// The router as the MCP server "skills", required so that a
+			// server Codex cannot start fails the run.
+			mcp := "[mcp_servers.skills]\n" + c.server(t, library(t)) + "\nrequired = true\nstartup_timeout_sec = 30\n"
+			if err := codexhome.Write(codexHome, ts.URL+"/v1", mcp); err != nil {
 				t.Fatal(err)
 			}
 			trace := filepath.Join(home, "trace.txt")
@@ -238,7 +204,7 @@ func checkCodexResults(t *testing.T, results []toolResult) {
 // and locale from ours, a private HOME and CODEX_HOME, the fake's key.
 func codexEnv(home, codexHome string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "NO_COLOR=1",
-		"HOME=" + home, "CODEX_HOME=" + codexHome, "SKILLROUTER_TEST_API_KEY=sk-e2e-codex"}
+		"HOME=" + home, "CODEX_HOME=" + codexHome, codexhome.KeyEnv + "=sk-e2e-codex"}
 	if tz := os.Getenv("TZ"); tz != "" {
 		env = append(env, "TZ="+tz)
 	}

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillrouter/skillrouter/internal/codexhome"
 	"github.com/skillrouter/skillrouter/internal/procgroup"
 )
 
@@ -124,36 +124,6 @@ func nodeBin(t *testing.T, rel ...string) string {
 	return p
 }
 
-// codexConfig is a throwaway Codex configuration: one model provider at
-// baseURL speaking the Responses API, no retries (a fake that refuses a
-// request should fail the run at once), no approvals to wait for, the
-// read-only sandbox, and nothing that phones home.
-const codexConfig = `model = "fake-model"
-model_provider = "skillrouter-test"
-approval_policy = "never"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[model_providers.skillrouter-test]
-name = "skillrouter test upstream"
-base_url = %q
-env_key = "SKILLROUTER_TEST_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-`
-
 // runCodex runs `codex exec --skip-git-repo-check prompt` against baseURL
 // (the server's root; Codex is given baseURL/v1) with a throwaway HOME and
 // CODEX_HOME, in an empty working folder, and returns its final message.
@@ -176,7 +146,7 @@ func runCodexIn(t *testing.T, baseURL, work, prompt string) agentRun {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), fmt.Appendf(nil, codexConfig, baseURL+"/v1"), 0o644); err != nil {
+	if err := codexhome.Write(codexHome, baseURL+"/v1", ""); err != nil {
 		t.Fatal(err)
 	}
 	last := filepath.Join(home, "last-message.txt")
@@ -184,7 +154,7 @@ func runCodexIn(t *testing.T, baseURL, work, prompt string) agentRun {
 		"exec", "--skip-git-repo-check", "--ephemeral", "--color", "never", "-o", last, prompt)
 	defer cancel()
 	cmd.Dir = work
-	cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+codexHome, "SKILLROUTER_TEST_API_KEY=sk-e2e-codex")
+	cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+codexHome, codexhome.KeyEnv+"=sk-e2e-codex")
 	cmd.Stdin = strings.NewReader("")
 	run := agentRun{Home: home}
 	var stdout, stderr bytes.Buffer

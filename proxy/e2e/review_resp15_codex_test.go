@@ -4,13 +4,13 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/skillrouter/skillrouter/internal/codexhome"
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 )
 
@@ -31,11 +31,13 @@ func codexRaw(t *testing.T, baseURL, prompt string) (string, string, error) {
 	for _, d := range []string{codexHome, work} {
 		os.MkdirAll(d, 0o755)
 	}
-	os.WriteFile(filepath.Join(codexHome, "config.toml"), fmt.Appendf(nil, codexConfig, baseURL+"/v1"), 0o644)
+	if err := codexhome.Write(codexHome, baseURL+"/v1", ""); err != nil {
+		t.Fatal(err)
+	}
 	cmd, cancel := command(t, agentTimeout, nodeBin(t, ".bin", "codex"), "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never", prompt)
 	defer cancel()
 	cmd.Dir = work
-	cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+codexHome, "SKILLROUTER_TEST_API_KEY=sk-e2e-codex")
+	cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+codexHome, codexhome.KeyEnv+"=sk-e2e-codex")
 	cmd.Stdin = strings.NewReader("")
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
