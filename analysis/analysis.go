@@ -1,6 +1,7 @@
 // Package analysis turns text into the terms the keyword and embedding
 // indexes match on: lowercase words split on punctuation and camelCase,
-// English stop words dropped, Snowball (Porter2) stems.
+// Chinese, Japanese and Korean as overlapping character bigrams, English
+// stop words dropped, Snowball (Porter2) stems.
 //
 // Index and query text must go through the same functions, so both sides
 // agree on what a term is.
@@ -9,6 +10,8 @@ package analysis
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Words splits text into lowercase words. A word is a run of letters and
@@ -17,6 +20,14 @@ import (
 // PascalCase words are split too ("TypeError" -> "type", "error";
 // "HTTPServer" -> "http", "server"), and the joined form is kept as well
 // ("typeerror") because names are often written both ways.
+//
+// Chinese, Japanese and Korean are written without spaces between words, so
+// a run of Han, Hiragana, Katakana or Hangul letters gives its overlapping
+// character bigrams ("转换成" -> "转换", "换成"), and a run of one character
+// gives that character, as Lucene's CJKBigramFilter does. Other letters and
+// digits end the run ("PDF文件" -> "pdf", "文件"). Full-width ASCII and
+// half-width katakana are folded to their usual forms first (Lucene's
+// CJKWidthFilter), so "ＰＤＦ" is "pdf" and "ﾃﾞｰﾀ" is "データ".
 // Stop words are kept; see Terms.
 func Words(text string) []string {
 	return AppendWords(nil, text)
@@ -54,7 +65,8 @@ func AppendWords(dst []string, text string) []string {
 
 // appendWord reads the word that starts at text[i] (or the separator
 // there) the general way, rune by rune, appends what emitWord makes of it,
-// and returns where it ended.
+// and returns where it ended. A CJK run there goes to appendCJK; one right
+// after the word ends it and is left for the next call.
 func appendWord(dst []string, text string, i int) ([]string, int) {
 	var buf [64]rune
 	word := buf[:0]
@@ -62,6 +74,13 @@ func appendWord(dst []string, text string, i int) ([]string, int) {
 		r, size := rune(text[i]), 1
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRuneInString(text[i:])
+			r = foldWidth(r)
+			if isCJK(r) && isWordRune(r) {
+				if len(word) > 0 {
+					return emitWord(dst, word), i
+				}
+				return appendCJK(dst, text, i)
+			}
 		}
 		switch {
 		case isWordRune(r):
@@ -83,6 +102,121 @@ func appendWord(dst []string, text string, i int) ([]string, int) {
 	return dst, i
 }
 
+// decodeRune decodes the first rune of s, width-folded (foldWidth).
+func decodeRune(s string) (rune, int) {
+	if s[0] < utf8.RuneSelf {
+		return rune(s[0]), 1
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	return foldWidth(r), size
+}
+
+// foldWidth maps full-width ASCII (U+FF01-FF5E) to ASCII and half-width
+// katakana (U+FF65-FF9F) to full-width, as NFKC does; the half-width voiced
+// marks become combining marks that appendCJK composes. Other runes, the
+// rest of NFKC included, are left alone: they would change how text in
+// other scripts analyses.
+func foldWidth(r rune) rune {
+	if r < 0xFF01 || r > 0xFF9F || 0xFF5E < r && r < 0xFF65 {
+		return r // small enough to inline: most runes leave here
+	}
+	return foldWidthForm(r)
+}
+
+func foldWidthForm(r rune) rune {
+	var b [utf8.UTFMax]byte
+	d := norm.NFKC.Properties(b[:utf8.EncodeRune(b[:], r)]).Decomposition()
+	r, _ = utf8.DecodeRune(d)
+	return r
+}
+
+// cjkScripts are the scripts split into bigrams: those of Lucene's
+// CJKBigramFilter. Thai, Lao, Khmer and Myanmar are written without spaces
+// too but need a dictionary to segment; their runs stay one word.
+var cjkScripts = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul}
+
+// isCJK reports whether the word rune r belongs to a CJK run. The
+// prolonged sound mark "ー" is in no script but is part of katakana words
+// ("データ").
+func isCJK(r rune) bool {
+	return r >= 0x1100 && inCJKScript(r) // small enough to inline
+}
+
+func inCJKScript(r rune) bool { return r == 'ー' || unicode.IsOneOf(cjkScripts, r) }
+
+// appendCJK appends the bigrams of the CJK run at text[i] (the character
+// when the run has one) and returns where the run ended. Combining marks
+// after a character belong to the run; the run is put in NFC, which
+// composes kana voiced marks (decomposed "が", half-width "ｶﾞ") and
+// decomposed Hangul, and the marks left over are dropped.
+func appendCJK(dst []string, text string, i int) ([]string, int) {
+	start, n, plain := i, 0, true
+	for i < len(text) {
+		raw, size := utf8.DecodeRuneInString(text[i:])
+		r := foldWidth(raw)
+		switch {
+		case isCJK(r) && isWordRune(r):
+			n++
+			plain = plain && r == raw && !mayChangeInNFC(r)
+		case n > 0 && unicode.Is(unicode.Mn, r):
+			plain = false
+		default:
+			return appendBigrams(dst, text[start:i], n, plain), i
+		}
+		i += size
+	}
+	return appendBigrams(dst, text[start:i], n, plain), i
+}
+
+// mayChangeInNFC reports whether NFC may change the CJK letter r or join
+// it to the letter before: Hangul jamo and the compatibility ideographs.
+// Checking this per rune is cheaper than asking norm of every run.
+func mayChangeInNFC(r rune) bool { return r < 0x1200 || r >= 0xF900 }
+
+// appendBigrams appends the bigrams of run, n CJK characters. A plain run
+// (nothing folded, no combining marks, nothing NFC changes) is sliced, not
+// copied, as the fast path's words are.
+func appendBigrams(dst []string, run string, n int, plain bool) []string {
+	if plain {
+		if n == 1 {
+			return append(dst, run)
+		}
+		a := 0
+		b := a + runeLen(run)
+		for b < len(run) {
+			c := b + runeLen(run[b:])
+			dst = append(dst, run[a:c])
+			a, b = b, c
+		}
+		return dst
+	}
+	rs := make([]rune, 0, n)
+	for j := 0; j < len(run); {
+		r, size := decodeRune(run[j:])
+		rs = append(rs, r)
+		j += size
+	}
+	rs = []rune(norm.NFC.String(string(rs)))
+	kept := rs[:0]
+	for _, r := range rs {
+		if !unicode.Is(unicode.Mn, r) {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 1 {
+		return append(dst, string(kept))
+	}
+	for k := 0; k+1 < len(kept); k++ {
+		dst = append(dst, string(kept[k:k+2]))
+	}
+	return dst
+}
+
+func runeLen(s string) int {
+	_, size := utf8.DecodeRuneInString(s)
+	return size
+}
+
 func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 func isASCIIWordByte(c byte) bool {
@@ -98,9 +232,11 @@ func isWordRune(r rune) bool {
 
 func isApostrophe(r rune) bool { return r == '\'' || r == '’' }
 
+// nextIsLetter reports whether s starts with a letter that can continue a
+// word after an apostrophe: not a CJK one, which starts a run of its own.
 func nextIsLetter(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsLetter(r)
+	r, _ := decodeRune(s)
+	return unicode.IsLetter(r) && !isCJK(r)
 }
 
 // emitWord appends the lowercase word, its camelCase parts and, when it had

@@ -2,11 +2,14 @@ package analysis
 
 import (
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestWords(t *testing.T) {
@@ -26,12 +29,51 @@ func TestWords(t *testing.T) {
 		{"it’s fine", []string{"it", "fine"}},
 		{"'quoted' words", []string{"quoted", "words"}},
 		{"Ünïcode naïve café", []string{"ünïcode", "naïve", "café"}},
-		{"日本語 text", []string{"日本語", "text"}},
 		{"a--b__c", []string{"a", "b", "c"}},
+		// CJK: overlapping bigrams within a run of Han, kana or Hangul.
+		{"日本語 text", []string{"日本", "本語", "text"}},
+		{"把这个PDF文件转换成Word文档", []string{"把这", "这个", "pdf", "文件", "件转", "转换", "换成", "word", "文档"}},
+		{"東京都は、日本の首都であり", []string{"東京", "京都", "都は", "日本", "本の", "の首", "首都", "都で", "であ", "あり"}},
+		{"データベースのクエリ", []string{"デー", "ータ", "タベ", "ベー", "ース", "スの", "のク", "クエ", "エリ"}},
+		{"데이터베이스 쿼리를 최적화", []string{"데이", "이터", "터베", "베이", "이스", "쿼리", "리를", "최적", "적화"}},
+		{"convert 文件 now", []string{"convert", "文件", "now"}},
+		{"use中文please", []string{"use", "中文", "please"}},
+		{"用parseJSON解析", []string{"用", "parse", "json", "parsejson", "解析"}},
+		{"a 中 b", []string{"a", "中", "b"}},
+		{"第3章", []string{"第", "3", "章"}},
+		{"日本's", []string{"日本", "s"}},
+		{"it's日本", []string{"it", "日本"}},
+		{"café日本", []string{"café", "日本"}},
+		// Width forms folded (cjk_width): full-width ASCII, half-width
+		// katakana with its voiced marks; a decomposed kana composed.
+		{"ＰＤＦ文件", []string{"pdf", "文件"}},
+		{"２０２４年ＡＢＣ", []string{"2024", "年", "abc"}},
+		{"ﾃﾞｰﾀﾍﾞｰｽ", []string{"デー", "ータ", "タベ", "ベー", "ース"}},
+		{"ｶﾞ", []string{"ガ"}},
+		{"か\u3099き", []string{"がき"}},
+		{"日\u0301本", []string{"日本"}},
+		{"\u1112\u1161\u11ab\u1100\u116e\u11a8", []string{"한국"}}, // decomposed Hangul
+		{"\uf900", []string{"\u8c48"}},                           // compatibility ideograph: its NFC form
+		// Scripts without spaces that need a dictionary: one word per run.
+		{"สวัสดีครับ", []string{"สวัสดีครับ"}},
 	}
 	for _, tt := range tests {
 		if got := Words(tt.in); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Words(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestMayChangeInNFC: every CJK letter mayChangeInNFC passes is its own
+// NFC form and never composes with the rune before it, so a run of them is
+// in NFC.
+func TestMayChangeInNFC(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !isCJK(r) || !isWordRune(r) || mayChangeInNFC(r) {
+			continue
+		}
+		if s := string(r); norm.NFC.String(s) != s || !norm.NFC.PropertiesString(s).BoundaryBefore() {
+			t.Errorf("U+%04X: NFC may change it; mayChangeInNFC says not", r)
 		}
 	}
 }
@@ -47,6 +89,8 @@ func TestTerms(t *testing.T) {
 		{"debugging failing tests", []string{"debug", "fail", "test"}},
 		{"please create an onboarding tour", []string{"creat", "onboard", "tour"}},
 		{"Generated 3D models in 2024", []string{"generat", "3d", "model", "2024"}},
+		// Stop words and stems are English only: CJK bigrams pass as they are.
+		{"converting 文档的 documents", []string{"convert", "文档", "档的", "document"}},
 	}
 	for _, tt := range tests {
 		if got := Terms(tt.in); !(len(got) == 0 && len(tt.want) == 0) && !reflect.DeepEqual(got, tt.want) {
@@ -130,31 +174,11 @@ func FuzzWords(f *testing.F) {
 	})
 }
 
-// appendWordsReference is AppendWords before its plain-ASCII fast path:
-// every word through emitWord.
+// appendWordsReference is AppendWords without its plain-ASCII fast path:
+// every word, CJK run and separator through appendWord.
 func appendWordsReference(dst []string, text string) []string {
-	var buf [64]rune
-	word := buf[:0]
 	for i := 0; i < len(text); {
-		r, size := rune(text[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRuneInString(text[i:])
-		}
-		i += size
-		switch {
-		case isWordRune(r):
-			word = append(word, r)
-		case isApostrophe(r) && len(word) > 0 && i < len(text) && nextIsLetter(text[i:]):
-			word = append(word, '\'')
-		default:
-			if len(word) > 0 {
-				dst = emitWord(dst, word)
-				word = word[:0]
-			}
-		}
-	}
-	if len(word) > 0 {
-		dst = emitWord(dst, word)
+		dst, i = appendWord(dst, text, i)
 	}
 	return dst
 }
@@ -162,12 +186,71 @@ func appendWordsReference(dst []string, text string) []string {
 // FuzzWordsFastPath: the fast path gives the words every word through
 // emitWord gives.
 func FuzzWordsFastPath(f *testing.F) {
-	for _, s := range []string{"", "plain words only", "HTTPServer fooBar", "user's don't", "a/b.c-d_e 42x", "日本語 café", "\xff\xfe ab", "x’y", "end", "A"} {
+	for _, s := range []string{"", "plain words only", "HTTPServer fooBar", "user's don't", "a/b.c-d_e 42x", "日本語 café", "\xff\xfe ab", "x’y", "end", "A",
+		"pdf文件", "it's日本", "ab'ｃ", "x\u3099y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := Words(s), appendWordsReference(nil, s); !slices.Equal(got, want) {
 			t.Fatalf("Words(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// cjkRuns are the maximal runs of CJK letters, found independently of
+// AppendWords' scanner.
+var cjkRuns = regexp.MustCompile(`[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー]+`)
+
+// FuzzWordsCJK: on NFC text without width forms or combining marks (which
+// are folded or composed first), the CJK words are exactly the bigrams of each
+// run of CJK letters (the letter itself for a run of one), in order, and
+// the other words are what the text gives with its CJK letters replaced by
+// spaces.
+func FuzzWordsCJK(f *testing.F) {
+	for _, s := range []string{"把这个PDF文件转换成Word文档", "東京都は、日本の首都であり", "데이터베이스 쿼리", "a中b", "〇一二", "日本's", "x'日", "ーabー", "ab12日本cd"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) || !norm.NFC.IsNormalString(s) || strings.ContainsFunc(s, func(r rune) bool { return r >= 0xFF01 || unicode.Is(unicode.Mn, r) }) {
+			t.Skip()
+		}
+		isCJKLetter := func(r rune) bool { return unicode.IsLetter(r) && isCJK(r) }
+		var wantCJK []string
+		for _, run := range cjkRuns.FindAllString(s, -1) {
+			// The regexp's classes hold non-letters too (radicals, 〇):
+			// those separate runs as any non-letter does.
+			for _, run := range strings.FieldsFunc(run, func(r rune) bool { return !isCJKLetter(r) }) {
+				rs := []rune(run)
+				if len(rs) == 1 {
+					wantCJK = append(wantCJK, run)
+				}
+				for k := 0; k+1 < len(rs); k++ {
+					wantCJK = append(wantCJK, string(rs[k:k+2]))
+				}
+			}
+		}
+		var gotCJK, gotOther []string
+		for _, w := range Words(s) {
+			if strings.ContainsFunc(w, isCJKLetter) {
+				if n := utf8.RuneCountInString(w); n > 2 || strings.ContainsFunc(w, func(r rune) bool { return !isCJKLetter(r) }) {
+					t.Fatalf("Words(%q): %q mixes CJK with other runes or is longer than a bigram", s, w)
+				}
+				gotCJK = append(gotCJK, w)
+			} else {
+				gotOther = append(gotOther, w)
+			}
+		}
+		if !slices.Equal(gotCJK, wantCJK) {
+			t.Fatalf("Words(%q) CJK words %q, want %q", s, gotCJK, wantCJK)
+		}
+		spaced := strings.Map(func(r rune) rune {
+			if isCJKLetter(r) {
+				return ' '
+			}
+			return r
+		}, s)
+		if want := Words(spaced); !slices.Equal(gotOther, want) {
+			t.Fatalf("Words(%q) other words %q, want those of %q: %q", s, gotOther, spaced, want)
 		}
 	})
 }

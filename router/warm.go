@@ -30,12 +30,16 @@ import (
 // measured with them), the signature cut and the calibration probes.
 var codeFingerprint = sync.OnceValue(func() string {
 	h := sha256.New()
-	probe := "Running the Deployments' CONFIGURATION: naïve façade, e-mail/URLs, camelCaseWords and snake_case_words; " +
-		"the quick brown fox jumps over 13 lazy dogs — reviewing pull-requests, analysing PDFs, querying databases."
-	fmt.Fprintf(h, "%q\n%+v %v %v\n%d %d\n%q\n", analysis.Terms(probe), index.DefaultBM25Params, bm25FieldWeights, hybridFieldWeights,
+	fmt.Fprintf(h, "%q\n%+v %v %v\n%d %d\n%q\n", analysis.Terms(fingerprintProbe), index.DefaultBM25Params, bm25FieldWeights, hybridFieldWeights,
 		dupBodyChars, calibrationSelfQueries, calibrationProbes)
 	return hex.EncodeToString(h.Sum(nil)[:8])
 })
+
+// fingerprintProbe exercises every rule of the analysis: case, camelCase,
+// apostrophes, accents, stemming, stop words, CJK bigrams and width folding.
+const fingerprintProbe = "Running the Deployments' CONFIGURATION: naïve façade, e-mail/URLs, camelCaseWords and snake_case_words; " +
+	"the quick brown fox jumps over 13 lazy dogs — reviewing pull-requests, analysing PDFs, querying databases. " +
+	"把ＰＤＦ文件转换成Word文档，ﾃﾞｰﾀベースを検索する，데이터베이스 쿼리."
 
 const lexicalMagic = "skillrouter-lexical\x00\x02"
 

@@ -232,3 +232,37 @@ func TestRouteAppliesTheAutoLoadBudget(t *testing.T) {
 		t.Errorf("table (err %v):\n%s", err, out)
 	}
 }
+
+// TestRouteJSONCJK: queries written without spaces, on the CJK fixture of
+// package router, rank and select the skill written in their language.
+func TestRouteJSONCJK(t *testing.T) {
+	fixture := filepath.Join("..", "..", "router", "testdata", "ranking-cjk")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"把这个PDF文件转换成Word文档"}, "pdf-convert"},
+		{[]string{"--strategy", "bm25", "帮我优化一下这个很慢的数据库查询"}, "db-query"},
+		{[]string{"この文章の誤字脱字を校正してください"}, "ja-proofread"},
+		{[]string{"--strategy", "bm25", "이력서를작성해주세요"}, "ko-resume"},
+	}
+	for _, tt := range tests {
+		args := append([]string{"route", "--skills", fixture, "--json"}, tt.args...)
+		out, errOut, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, errOut)
+		}
+		var d struct {
+			Ranked []struct {
+				ID string `json:"id"`
+			} `json:"ranked"`
+			Selected []string `json:"selected"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, out)
+		}
+		if len(d.Ranked) == 0 || d.Ranked[0].ID != tt.want || len(d.Selected) == 0 || d.Selected[0] != tt.want {
+			t.Errorf("%v: ranked %v, selected %v, want %q first", tt.args, d.Ranked, d.Selected, tt.want)
+		}
+	}
+}
