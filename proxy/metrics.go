@@ -114,7 +114,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"outcome"}),
 		usageAskResent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "usage_ask_resent_total",
-			Help: "Upstream refusals (400, 422) of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
+			Help: "Upstream refusals (400, 422) naming stream_options of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
 				"accepted (the upstream takes no stream_options: output-token caps are not enforced across its hidden rounds), refused (answered otherwise, relayed as it came), failed (not sent: the first refusal is relayed).",
 		}, []string{"outcome"}),
 		hiddenDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
