@@ -117,7 +117,9 @@ func benchProxy(b *testing.B, up *fakeai.Server, rw Rewriter) *httptest.Server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ps := httptest.NewServer(srv)
+	ps := httptest.NewUnstartedServer(srv)
+	ps.Listener = ResetStalled(ps.Listener) // as cmd/router serves it
+	ps.Start()
 	b.Cleanup(func() {
 		srv.transport.(*http.Transport).CloseIdleConnections()
 		ps.Close()

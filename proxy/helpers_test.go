@@ -176,7 +176,9 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = ResetStalled(ts.Listener) // as cmd/router serves it
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { // the deletion of hidden rounds' responses (hidden.go)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -30,7 +30,7 @@ type hiddenStored interface {
 // refused: a round after the first was refused (the upstream answered an
 // error status: it stored nothing of that round), or a stream's follow-up
 // could not be built; what the earlier rounds added to a conversation is
-// taken back (takeBack).
+// taken back (takeBack), as after a round that ended failed (turnFailed).
 type hiddenRounds struct {
 	paths   []string
 	refused bool
@@ -59,7 +59,7 @@ const discardTimeout = 30 * time.Second
 // background: the client has its answer (or is gone) and waits for none
 // of it. Best effort: a failure is counted and logged, never retried.
 func (s *Server) discardHidden(rt *routed, in *http.Request, h *hiddenRounds) {
-	if h.refused {
+	if h.refused || turnFailed(rt) {
 		s.takeBack(rt, in)
 	}
 	if len(h.paths) == 0 {

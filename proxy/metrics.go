@@ -114,7 +114,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"outcome"}),
 		usageAskResent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "usage_ask_resent_total",
-			Help: "Upstream refusals (400, 422) of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
+			Help: "Upstream refusals (400, 422) naming stream_options of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
 				"accepted (the upstream takes no stream_options: output-token caps are not enforced across its hidden rounds), refused (answered otherwise, relayed as it came), failed (not sent: the first refusal is relayed).",
 		}, []string{"outcome"}),
 		hiddenDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -124,7 +124,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"outcome"}),
 		conversationDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "conversation_items_deleted_total",
-			Help: "Items that the proxy's completed tool rounds added to a Responses conversation, taken back once a later round was refused, " +
+			Help: "Items that the proxy's completed tool rounds added to a Responses conversation, taken back once a later round was refused or ended failed (response.failed), " +
 				"by outcome: deleted, not_found, failed (a deletion failed; older items are not tried), " +
 				"unmatched (the conversation could not be read, or its newest items were not the turn's: left as they are), skipped (the server was shutting down).",
 		}, []string{"outcome"}),

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -123,4 +125,52 @@ type stallError struct{ limit time.Duration }
 
 func (e *stallError) Error() string {
 	return "client read nothing for " + e.limit.String() + " (server.write_timeout): disconnected"
+}
+
+// ResetStalled returns ln, its TCP connections closed with a reset
+// (SO_LINGER 0) once a write to them met its deadline: the data the
+// client never read (up to the socket buffers, megabytes) and the socket
+// are then dropped at once, where an orderly close queues the FIN behind
+// that data and holds both until TCP gives up on the peer. The write
+// deadline is Access.WriteTimeout's (stallWriter): the server sets no
+// other. The reset is decided in the failing write itself because
+// net/http closes the connection there, before the handler hears of it;
+// every other close stays orderly. The hot path pays one call per write
+// to the connection and one allocation per connection.
+func ResetStalled(ln net.Listener) net.Listener { return resetListener{ln} }
+
+type resetListener struct{ net.Listener }
+
+func (l resetListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok && err == nil {
+		return &resetConn{TCPConn: tc}, nil
+	}
+	return c, err
+}
+
+// resetConn is a TCP connection whose close after a write that met its
+// deadline is a reset. It embeds *net.TCPConn so that net/http still finds
+// CloseWrite and the sendfile/splice paths.
+type resetConn struct{ *net.TCPConn }
+
+func (c *resetConn) Write(p []byte) (int, error) {
+	n, err := c.TCPConn.Write(p)
+	c.stalled(err)
+	return n, err
+}
+
+func (c *resetConn) ReadFrom(r io.Reader) (int64, error) {
+	n, err := c.TCPConn.ReadFrom(r)
+	c.stalled(err)
+	return n, err
+}
+
+// NetConn is the connection it wraps, as tls.Conn's.
+func (c *resetConn) NetConn() net.Conn { return c.TCPConn }
+
+func (c *resetConn) stalled(err error) {
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		_ = c.SetLinger(0)
+	}
 }

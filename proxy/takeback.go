@@ -18,12 +18,25 @@ type conversationTurn interface {
 	// first, given the list read at AddedPath; an error when the list's
 	// newest items are not exactly those.
 	TakeBack(list []byte) ([]string, error)
+	// Failed reports whether the last round ended failed upstream
+	// (Responses: response.failed, status "failed").
+	Failed() bool
+}
+
+// turnFailed reports whether rt's last round ended failed upstream: over
+// there, as a refused round is, so the earlier rounds' items are taken
+// back. A round cut on the way (a timeout, a broken stream) is not: it may
+// still complete upstream and add its items after the others were taken
+// back; nor one that ended incomplete, a complete answer.
+func turnFailed(rt *routed) bool {
+	ct, ok := rt.req.(conversationTurn)
+	return ok && ct.Failed()
 }
 
 // takeBack removes from the conversation what the request's completed
-// rounds added, once a later round was refused (hiddenRounds.refused): the
-// client got an error and will retry the turn, which would leave those
-// items in the conversation twice. It runs as discardHidden does: in the
+// rounds added, once a later round was refused (hiddenRounds.refused) or
+// ended failed (turnFailed): the client got an error and will retry the
+// turn, which would leave those items in the conversation twice. It runs as discardHidden does: in the
 // background with the client's credentials and query, within
 // discardTimeout, stopped at shutdown, never retried. It deletes newest
 // first and stops at the first deletion that fails, so what stays is the

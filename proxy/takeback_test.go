@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -40,6 +41,13 @@ func countIn(items []string, sub string) int {
 func TestResponsesConversationFailedTurnTakenBack(t *testing.T) {
 	load := fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}})
 	refused := fakeai.Status(400, "Your input exceeds the context window of this model.")
+	// A round that ends failed is over upstream: it adds nothing to the
+	// conversation and will not complete later, so the earlier rounds'
+	// items are taken back as after a refusal.
+	failedStream := fakeai.Reply(fakeai.Turn{Content: "Here is your", Fail: &fakeai.Failure{After: 4, Message: "The server had an error while processing your request."}})
+	failedJSON := fakeai.Raw(200, "application/json", `{"id":"resp_failed","object":"response","created_at":1741476542,"status":"failed",`+
+		`"error":{"code":"server_error","message":"The server had an error while processing your request."},"incomplete_details":null,`+
+		`"model":"m","output":[],"usage":null}`)
 	for _, tc := range []struct {
 		name      string
 		stream    bool
@@ -51,6 +59,9 @@ func TestResponsesConversationFailedTurnTakenBack(t *testing.T) {
 		{"json, third round refused", false, false, []fakeai.Responder{load,
 			fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l2", Name: "load_skill", Arguments: `{"skill_id":"demo/xlsx"}`}}}), refused}},
 		{"stream, follow-up not built", true, true, []fakeai.Responder{load}},
+		{"stream, second round failed", true, false, []fakeai.Responder{load, failedStream}},
+		{"json, second round failed", false, false, []fakeai.Responder{load, failedJSON}},
+		{"stream answered as JSON, second round failed", true, false, []fakeai.Responder{load, failedJSON}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -61,7 +72,8 @@ func TestResponsesConversationFailedTurnTakenBack(t *testing.T) {
 			}
 			h.up.Script(tc.script...)
 			resp, b := h.do("POST", "/v1/responses?api-version=v1", turn, map[string]string{"Authorization": "Bearer sk-client", "Idempotency-Key": "k1"})
-			if failed := resp.StatusCode != 200 || strings.Contains(string(b), "response.failed") || strings.Contains(string(b), "event: error"); !failed {
+			if failed := resp.StatusCode != 200 || strings.Contains(string(b), "response.failed") || strings.Contains(string(b), "event: error") ||
+				gjson.GetBytes(b, "status").Str == "failed"; !failed {
 				t.Fatalf("the turn did not fail: %d %s", resp.StatusCode, b)
 			}
 			finish(t, h)
@@ -169,5 +181,45 @@ func TestResponsesConversationTakeBackSkippedAfterFinish(t *testing.T) {
 	})
 	if n := len(h.up.Deletes()); n != 0 {
 		t.Errorf("%d deletes after Finish", n)
+	}
+}
+
+// A round cut on the way (a timeout, a broken stream) may still complete
+// upstream and add its items after the proxy took the others back, leaving
+// its own without what they answer: nothing is taken back. Nor after a
+// round that ended incomplete (max_output_tokens reached): it completed,
+// an answer the client keeps, with every item the turn added.
+func TestResponsesConversationNotTakenBack(t *testing.T) {
+	load := fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}})
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		second fakeai.Responder
+		left   int // items in the conversation after the turn
+	}{
+		// The fake adds a cut round's items, as an upstream that completed it.
+		{"stream, second round cut", true, fakeai.Reply(fakeai.Turn{Content: "Here is your pdf.", CutAfter: 4}), 5},
+		{"json, second round cut", false, fakeai.CutBody(200, `{"id":"resp_cut","object":"resp`), 3},
+		{"stream, second round timed out", true, fakeai.Hang(), 3},
+		{"json, second round timed out", false, fakeai.Hang(), 3},
+		{"stream, second round incomplete", true, fakeai.Reply(fakeai.Turn{Content: "Here is your", Truncated: true}), 5},
+		{"json, second round incomplete", false, fakeai.Reply(fakeai.Turn{Content: "Here is your", Truncated: true}), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.HeaderTimeout, c.UpstreamTimeout = 300*time.Millisecond, 300*time.Millisecond })
+			cid := newConversation(t, h)
+			h.up.Script(load, tc.second)
+			h.do("POST", "/v1/responses", `{"model":"m","stream":`+strconv.FormatBool(tc.stream)+`,"conversation":"`+cid+`","input":"make me a pdf"}`, nil)
+			finish(t, h)
+			if n := len(h.up.Deletes()); n != 0 {
+				t.Errorf("%d items taken back", n)
+			}
+			if m := grepLines(metricsText(h), "skillrouter_conversation_items_deleted_total{"); m != "" {
+				t.Errorf("counted: %s", m)
+			}
+			if items := h.up.Conversation(cid); len(items) != tc.left {
+				t.Errorf("%d items in the conversation, want %d:\n%s", len(items), tc.left, strings.Join(items, "\n"))
+			}
+		})
 	}
 }

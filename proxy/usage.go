@@ -10,24 +10,40 @@ import (
 // for usage the client did not ask for (Chat streams with an output-token
 // cap, see chat.Request.Render).
 type usageAsker interface {
+	// AskedUsage reports whether the rewrite asked.
+	AskedUsage() bool
+	// UsageAskRefused reports whether refusal, an upstream's error body,
+	// plausibly refuses the ask (it names it).
+	UsageAskRefused(refusal []byte) bool
 	// WithoutUsageAsk returns body with the client's stream_options as
 	// sent, and false when the rewrite asked for nothing.
 	WithoutUsageAsk(body []byte) ([]byte, bool)
 }
 
+// refusalPeek bounds how much of a refusal is read to tell whether it
+// names the ask: error bodies are small, and one that names a parameter
+// does so near its start.
+const refusalPeek = 64 << 10
+
 // resendWithoutUsageAsk handles the upstream's refusal (400, or 422 from
 // servers that forbid unknown fields) of the first round of a request the
 // proxy asked for usage in: a server that does not take stream_options
 // (Azure's older API versions: "Unrecognized request argument supplied:
-// stream_options") refuses what it took before the ask. The request is
-// sent once more as the rewrite made it without the ask, and its answer is
-// the one to go on with, accepted or refused: the client gets what it got
-// before the proxy asked (hidden rounds then take nothing from the cap, as
-// a stream without usage does). When that send fails, resp's refusal goes
-// back as it came.
+// stream_options") refuses what it took before the ask. Only a refusal
+// that names the ask is taken for one (chat.Request.UsageAskRefused): any
+// other (a context too long, a bad model name) is the client's request's,
+// and sending it again would double it upstream, so it goes back at once.
+// The request is sent once more as the rewrite made it without the ask,
+// and its answer is the one to go on with, accepted or refused: the client
+// gets what it got before the proxy asked (hidden rounds then take nothing
+// from the cap, as a stream without usage does). When that send fails,
+// resp's refusal goes back as it came.
 func (s *Server) resendWithoutUsageAsk(ctx context.Context, rt *routed, in *http.Request, resp *http.Response, body []byte, info *reqInfo) (*http.Response, []byte) {
 	ua, ok := rt.req.(usageAsker)
-	if !ok || resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+	if !ok || !ua.AskedUsage() || resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+		return resp, body
+	}
+	if !ua.UsageAskRefused(peekBody(resp, refusalPeek)) {
 		return resp, body
 	}
 	next, ok := ua.WithoutUsageAsk(body)

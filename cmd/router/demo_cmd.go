@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skillrouter/skillrouter/proxy"
 )
 
 // demoPrompt is one sample request; topK, when set, is sent as X-Skillrouter-Top-K.
@@ -133,7 +135,7 @@ func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, 
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
+	go hs.Serve(proxy.ResetStalled(ln))
 	return &demoStack{base: "http://" + ln.Addr().String() + "/v1", skills: len(reg.Snapshot().Skills()),
 		stop: func() { hs.Close(); model.Close() }}, nil
 }

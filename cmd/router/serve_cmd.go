@@ -148,7 +148,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		}
 		defer metricsSrv.close()
 	}
-	ln = newLimitListener(ln, capConnections(cfg.Server.MaxConnections, log), "api", log, srv.Registry())
+	ln = apiListener(ln, capConnections(cfg.Server.MaxConnections, log), log, srv.Registry())
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
 	if len(snap.Skills()) == 0 {

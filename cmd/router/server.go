@@ -136,6 +136,14 @@ type limitListener struct {
 	notice lognotice.Every
 }
 
+// apiListener is the API's listener: at most limit connections open
+// (limitListener), each closed with a reset once a write to it met
+// server.write_timeout (proxy.ResetStalled), so a client that stopped
+// reading does not leave its unread data in the kernel.
+func apiListener(ln net.Listener, limit int, log *slog.Logger, reg *prometheus.Registry) net.Listener {
+	return newLimitListener(proxy.ResetStalled(ln), limit, "api", log, reg)
+}
+
 func newLimitListener(ln net.Listener, limit int, name string, log *slog.Logger, reg *prometheus.Registry) *limitListener {
 	l := &limitListener{Listener: ln, max: int64(limit), log: log, name: name, notice: lognotice.Every{Interval: 10 * time.Second}}
 	l.refused = prometheus.NewCounter(prometheus.CounterOpts{

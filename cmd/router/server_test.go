@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -295,5 +297,38 @@ func waitServe(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10 s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStalledClientIsReset: serve's listener closes the connection of a
+// client cut for reading nothing (server.write_timeout) with a reset, so
+// the kernel drops the answer the client never read at once; a client that
+// resumes reading is told (ECONNRESET), where an orderly close left that
+// data queued behind the FIN until TCP gave up.
+func TestStalledClientIsReset(t *testing.T) {
+	cfg := defaultsFor(t)
+	cfg.Server.WriteTimeout = 300 * time.Millisecond
+	big := strings.Repeat("x", 12<<20) // more than the socket buffers hold
+	sp := startServe(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}]}`, big)
+	}))
+	c, err := net.Dial("tcp", sp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"model":"m","messages":[{"role":"user","content":"write a git commit message"}]}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", sp.addr, len(body), body)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(sp.logs(), "server.write_timeout"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled client was not cut:\n%s", sp.logs())
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second)) // liveness guard
+	if n, err := io.Copy(io.Discard, c); !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("the client read %d bytes, then %v; want ECONNRESET", n, err)
 	}
 }

@@ -1,8 +1,10 @@
 package chat
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
@@ -71,6 +73,51 @@ func (r *Request) WithoutUsageAsk(body []byte) ([]byte, bool) {
 	}
 	r.askedUsage = false
 	return out, true
+}
+
+// UsageAskRefused reports whether refusal, the body of an upstream's
+// refusal (400, 422) of a request Render asked for usage in, plausibly
+// refuses that ask: it names stream_options or include_usage (Azure's
+// older API versions: "Unrecognized request argument supplied:
+// stream_options"; OpenAI's param; FastAPI's and pydantic's loc), as JSON
+// or as text. Names in what a refusal echoes of the request ("input",
+// "input_value": FastAPI puts the whole body there when it misses a field)
+// do not count: that refusal is about something else, and sending the
+// request again would only double it. False when Render asked for nothing.
+func (r *Request) UsageAskRefused(refusal []byte) bool {
+	if !r.askedUsage {
+		return false
+	}
+	var v any
+	if json.Unmarshal(refusal, &v) != nil {
+		return namesUsageAsk(string(refusal)) // text, or JSON cut short
+	}
+	return mentionsUsageAsk(v)
+}
+
+// mentionsUsageAsk walks a decoded refusal for namesUsageAsk.
+func mentionsUsageAsk(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return namesUsageAsk(v)
+	case []any:
+		return slices.ContainsFunc(v, mentionsUsageAsk)
+	case map[string]any:
+		for k, e := range v {
+			if k == "input" || k == "input_value" {
+				continue
+			}
+			if namesUsageAsk(k) || mentionsUsageAsk(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func namesUsageAsk(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "stream_options") || strings.Contains(s, "include_usage")
 }
 
 // render is Render without the ask for usage.

@@ -183,3 +183,43 @@ func TestStreamHiddenUsageStillSpendsTheCap(t *testing.T) {
 		}
 	}
 }
+
+// A refusal names the proxy's ask for usage when it names stream_options
+// or include_usage anywhere but in what it echoes of the request (pydantic
+// and FastAPI put the refused value, or the whole body, in "input"), and
+// only a request that asked can have its ask refused.
+func TestUsageAskRefused(t *testing.T) {
+	for _, c := range []struct {
+		name, refusal string
+		want          bool
+	}{
+		{"message", `{"error":{"message":"Unrecognized request argument supplied: stream_options","param":null}}`, true},
+		{"param", `{"error":{"message":"Unknown parameter.","param":"stream_options.include_usage"}}`, true},
+		{"loc", `{"detail":[{"type":"extra_forbidden","loc":["body","stream_options"],"input":{"include_usage":true}}]}`, true},
+		{"a key", `{"stream_options":["Unknown field."]}`, true},
+		{"other case", `{"message":"Stream_Options is not supported"}`, true},
+		{"text", `unrecognized argument include_usage`, true},
+		{"text cut short", `{"error":{"message":"Unrecognized request argument supplied: stream_options`, true},
+		{"echoed only", `{"detail":[{"type":"missing","loc":["body","model"],"input":{"stream_options":{"include_usage":true}}}]}`, false},
+		{"echoed in input_value", `{"errors":[{"msg":"bad","input_value":"stream_options"}]}`, false},
+		{"another parameter", `{"error":{"message":"max_tokens is too large","param":"max_tokens"}}`, false},
+		{"stream, not stream_options", `{"error":{"message":"stream is not supported"}}`, false},
+		{"empty", ``, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Parse([]byte(`{"stream":true,"max_tokens":100,"messages":[{"role":"user","content":"x"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.UsageAskRefused([]byte(c.refusal)) {
+				t.Error("refused an ask the request did not make")
+			}
+			if _, err := r.Render(toolPlan()); err != nil || !r.AskedUsage() {
+				t.Fatalf("the request did not ask: %v", err)
+			}
+			if got := r.UsageAskRefused([]byte(c.refusal)); got != c.want {
+				t.Errorf("UsageAskRefused %v, want %v", got, c.want)
+			}
+		})
+	}
+}

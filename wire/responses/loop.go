@@ -52,6 +52,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 	if json.Unmarshal(raw, &resp) != nil || resp.Output == nil {
 		return nil, nil, false
 	}
+	r.failed = resp.Status == "failed"
 	items := make([]item, len(resp.Output))
 	rd := ownership.Round{Mine: mine, Whole: true, NoHold: r.conversation != ""}
 	for i, raw := range resp.Output {

@@ -71,6 +71,8 @@ type Request struct {
 	// added is what the looping rounds added to the conversation, oldest
 	// first (see takeback.go).
 	added []addedItem
+	// failed: the last round read ended failed upstream (see Failed).
+	failed bool
 
 	// budget is what is left of the client's limits on the response (see
 	// budget.go).

@@ -169,6 +169,7 @@ func (s *Stream) completed(typ string, data []byte) {
 		rd.output = u.Get("output_tokens").Int()
 	}
 	rd.truncated = truncated(strings.TrimPrefix(typ, "response.")) // the terminal event names the status
+	s.req.failed = typ == "response.failed"
 	rd.loop = typ == "response.completed" && !rd.truncated && rd.Loops()
 	spent := rd.loop && !s.req.fits(rd.output)
 	if spent {

@@ -11,6 +11,14 @@ package responses
 // is refused the proxy lists the conversation's newest items (AddedPath)
 // and deletes those that are the turn's (TakeBack), newest first.
 //
+// A later round that ends failed (Failed) is refused as surely: a failed
+// response never completes, adds nothing and is over upstream. Not so a
+// round cut on the way (a timeout, a stream that broke off): it may still
+// complete upstream and add its items after those before it were taken
+// back, leaving them without the calls they answer; its turn's items stay.
+// Nor a round that ended incomplete (max_output_tokens reached): it
+// completed, an answer the client keeps.
+//
 // The API gives no ids for the input items it adds, so the turn's items
 // are recognised by their place: they must be the conversation's newest,
 // each matching what the proxy sent or got (an output item by its id, an
@@ -130,3 +138,8 @@ func (r *Request) TakeBack(list []byte) ([]string, error) {
 	}
 	return paths, nil
 }
+
+// Failed reports whether the request's last round ended failed upstream:
+// a response.failed event, or a response with status "failed" (see the
+// package's note on taking back a refused turn's items).
+func (r *Request) Failed() bool { return r.failed }

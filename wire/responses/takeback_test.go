@@ -81,3 +81,48 @@ func TestTakeBack(t *testing.T) {
 		t.Errorf("AddedPath %q without a conversation", p)
 	}
 }
+
+// A round that ended failed (a response.failed event, or a response with
+// status "failed") is over upstream: the turn's items are taken back as
+// after a refusal. A round that ended incomplete completed, and one whose
+// stream broke off may still complete: neither is failed.
+func TestFailed(t *testing.T) {
+	const body = `{"model":"m","stream":true,"conversation":"conv_1","input":"make me a pdf"}`
+	response := func(status string) string {
+		return `{"id":"resp_1","object":"response","status":"` + status + `","output":[{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Here"}]}],"usage":null}`
+	}
+	for _, tc := range []struct {
+		status string
+		want   bool
+	}{
+		{"completed", false},
+		{"incomplete", false},
+		{"failed", true},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			r, err := Parse([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			none := func(string) bool { return false }
+			if _, _, ok := r.ReadAnswer([]byte(response(tc.status)), 1, none); !ok || r.Failed() != tc.want {
+				t.Errorf("JSON: read %v, Failed %v, want %v", ok, r.Failed(), tc.want)
+			}
+			r, _ = Parse([]byte(body))
+			events, err := Events([]byte(response(tc.status)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, end := runRound(r.NewStream(none), false, events); end.Incomplete || r.Failed() != tc.want {
+				t.Errorf("stream: incomplete %v, Failed %v, want %v", end.Incomplete, r.Failed(), tc.want)
+			}
+		})
+	}
+	// A stream that broke off before its final event is not failed.
+	r, _ := Parse([]byte(body))
+	events, _ := Events([]byte(response("failed")))
+	cut := events[:strings.LastIndex(string(events), "event: response.failed")]
+	if _, end := runRound(r.NewStream(func(string) bool { return false }), false, cut); !end.Incomplete || r.Failed() {
+		t.Errorf("cut stream: incomplete %v, Failed %v", end.Incomplete, r.Failed())
+	}
+}

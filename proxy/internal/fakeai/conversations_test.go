@@ -166,3 +166,33 @@ func TestWithoutID(t *testing.T) {
 		}
 	}
 }
+
+// A response's items are added to its conversation "after this response
+// completes": a streamed response that fails never does; one that ends
+// incomplete (max_output_tokens) is complete, its items added.
+func TestConversationGetsCompletedResponsesOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		turn  Turn
+		added int
+	}{
+		{"completed", Turn{Content: "hi"}, 2},
+		{"incomplete", Turn{Content: "hi there", Truncated: true}, 2},
+		{"response.failed", Turn{Content: "hi there", Fail: &Failure{After: 3}}, 0},
+		{"error event", Turn{Content: "hi there", Fail: &Failure{After: 3, Event: "error"}}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := New()
+			defer f.Close()
+			_, _, b := post(t, f, "/v1/conversations", `{}`, nil)
+			cid := gjson.GetBytes(b, "id").Str
+			f.Script(Reply(tt.turn))
+			if code, _, b := post(t, f, "/v1/responses", `{"model":"m","stream":true,"conversation":"`+cid+`","input":"hi?"}`, nil); code != 200 {
+				t.Fatalf("%d %s", code, b)
+			}
+			if n := len(f.Conversation(cid)); n != tt.added {
+				t.Errorf("%d items added, want %d", n, tt.added)
+			}
+		})
+	}
+}

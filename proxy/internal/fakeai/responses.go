@@ -471,7 +471,13 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 	if a.f != nil && q.store.Type != gjson.False {
 		a.f.storeResponse(b.id, b.stored(prev, q))
 	}
-	if conv != nil {
+	var evs []event
+	if streamed {
+		evs = b.events()
+	}
+	// Added "after this response completes": a response that failed
+	// mid-stream never does (one cut on the way still did upstream).
+	if conv != nil && !failedStream(evs) {
 		a.f.addToConversation(q, b.items)
 	}
 	header := http.Header{"X-Request-Id": {fmt.Sprintf("req_fake_%d", a.n)}}
@@ -479,7 +485,17 @@ func replyResponses(turn Turn, w http.ResponseWriter, r *http.Request, rec Reque
 		writeOrdered(w, 200, header, b.response(b.status(), b.output(), true))
 		return
 	}
-	writeEvents(w, r, header, turn, b.events())
+	writeEvents(w, r, header, turn, evs)
+}
+
+// failedStream reports whether a Responses stream ends failed
+// (response.failed, or an error event).
+func failedStream(evs []event) bool {
+	if len(evs) == 0 {
+		return false
+	}
+	last := evs[len(evs)-1].name
+	return last == "response.failed" || last == "error"
 }
 
 // continued returns what a request continues: the stored response of
