@@ -196,7 +196,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Registry = newDefaultRegistry()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport,
-		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope}}
+		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope,
+			ToolResult: router.IsToolResult}}
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.bg.ctx, s.bg.cancel = context.WithCancel(s.drainCtx)
 	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}

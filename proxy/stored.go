@@ -18,16 +18,16 @@ import (
 )
 
 // storedView is how a GET of a stored Responses object is shown to the
-// client: raw is the upstream's JSON answer to r (the client's request,
-// or one the proxy read past an empty page with); list reads the list at
-// a path with a query (responses.ItemsNeighbours') and the client's, nil
-// for no query or when the read fails. An error is answered instead of
-// raw: the object is the proxy's.
-type storedView func(raw []byte, r *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error)
+// client: raw is the upstream's JSON answer to page (the client's request
+// r, or one the proxy read past an empty page with); list reads the list
+// at a path with a query (the neighbours' order, after and limit) and the
+// client's, nil for no query or when the read fails. An error is answered
+// instead of raw: the object is the proxy's.
+type storedView func(raw []byte, r, page *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error)
 
 // storedResponse shows GET /v1/responses/{id} as the client's POST showed
 // the response (see wire/responses/stored.go).
-func storedResponse(raw []byte, _ *http.Request, m wire.Marks, _ func(path, query string) []byte) ([]byte, *wire.Error) {
+func storedResponse(raw []byte, _, _ *http.Request, m wire.Marks, _ func(path, query string) []byte) ([]byte, *wire.Error) {
 	out, _ := responses.StoredResponse(raw, m)
 	return out, nil
 }
@@ -35,24 +35,37 @@ func storedResponse(raw []byte, _ *http.Request, m wire.Marks, _ func(path, quer
 // storedItems shows a list of stored items (GET
 // /v1/responses/{id}/input_items, GET /v1/conversations/{id}/items)
 // without the items the proxy added, reading the page's neighbours in the
-// same list where the page alone does not tell.
-func storedItems(raw []byte, r *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error) {
-	q := r.URL.Query()
+// same list where the page alone does not tell, and at most the client's
+// limit of them (a page read past holds more).
+func storedItems(raw []byte, r, page *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error) {
+	q := page.URL.Query()
 	order := q.Get("order")
-	before, after := responses.ItemsNeighbours(raw, order, q.Get("after") == "" && q.Get("before") == "", m)
-	n := responses.Neighbours{Before: list(r.URL.Path, before), After: list(r.URL.Path, after)}
-	out, _ := responses.StoredItems(raw, order, n, m)
+	read := func(query string) []byte { return list(r.URL.Path, query) }
+	n := responses.ItemsNeighbours(raw, order, q.Get("after") == "" && q.Get("before") == "", m, read)
+	out, _ := responses.StoredItems(raw, order, clientLimit(r), n, m)
 	return out, nil
 }
+
+// clientLimit is the page size the client asked for: its limit, else the
+// API's default.
+func clientLimit(r *http.Request) int {
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
+		return n
+	}
+	return defaultItems
+}
+
+// defaultItems is the API's page of items when the client names no limit.
+const defaultItems = 20
 
 // storedItem shows one conversation item (GET
 // /v1/conversations/{id}/items/{item_id}), its neighbours read from the
 // conversation's items where needed: one the proxy added is answered as
 // the API answers an item the conversation does not hold.
-func storedItem(raw []byte, r *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error) {
+func storedItem(raw []byte, r, _ *http.Request, m wire.Marks, list func(path, query string) []byte) ([]byte, *wire.Error) {
 	items := path.Dir(r.URL.Path) // /v1/conversations/{id}/items
-	before, after := responses.ItemNeighbours(raw, m)
-	if responses.StoredItem(raw, responses.Neighbours{Before: list(items, before), After: list(items, after)}, m) {
+	n := responses.ItemNeighbours(raw, m, func(query string) []byte { return list(items, query) })
+	if responses.StoredItem(raw, n, m) {
 		return raw, nil
 	}
 	return nil, &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest,
@@ -79,11 +92,16 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		// Neighbours are read as the proxy reads stored state: the
 		// client's credentials and query, within the request.
 		hdr := storedObjectHeader(r)
+		// The client's before (an input_items cursor) would bound the
+		// neighbours to its side of it.
+		cq := r.URL.Query()
+		cq.Del("before")
+		clientQuery := cq.Encode()
 		list := func(listPath, query string) []byte {
 			if query == "" {
 				return nil
 			}
-			raw, err := s.getStored(ctx, a.target(s), hdr, r.URL.RawQuery, listPath, query, exchangeAnswer)
+			raw, err := s.getStored(ctx, a.target(s), hdr, clientQuery, listPath, query, exchangeAnswer)
 			if err != nil {
 				return nil // what the neighbours would decide is shown
 			}
@@ -94,8 +112,9 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 		var werr *wire.Error
 		// A page that held only the proxy's items would come out empty with
 		// has_more true, and the SDKs stop paging at an empty page: the next
-		// pages are read (after the upstream's last_id) until one shows an
-		// item, a bounded number of times.
+		// pages are read (after the upstream's last_id, in pages of the
+		// API's largest size, cut to the client's limit when shown) until
+		// one shows an item, a bounded number of times.
 		for page, req := 0, r; ; page++ {
 			var elapsed time.Duration
 			var err error
@@ -126,7 +145,7 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 				return nil
 			}
 			resp.Body.Close()
-			out, werr = view(raw, req, s.marks, list)
+			out, werr = view(raw, r, req, s.marks, list)
 			after := gjson.GetBytes(raw, "last_id").Str
 			if werr != nil || page == maxHiddenPages || after == "" || !emptyWithMore(out) {
 				break
@@ -134,6 +153,7 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 			req = r.Clone(ctx)
 			q := req.URL.Query()
 			q.Set("after", after)
+			q.Set("limit", strconv.Itoa(readPastItems))
 			req.URL.RawQuery = q.Encode()
 		}
 		h := w.Header()
@@ -153,8 +173,13 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 }
 
 // maxHiddenPages bounds the pages read past ones that held only the
-// proxy's items.
-const maxHiddenPages = 8
+// proxy's items, readPastItems items each (the API's largest page): a
+// run of the proxy's items is a few per hidden round, so a page shows
+// an item long before that.
+const (
+	maxHiddenPages = 8
+	readPastItems  = 100
+)
 
 // emptyWithMore reports a list page that shows nothing but says more follow.
 func emptyWithMore(page []byte) bool {

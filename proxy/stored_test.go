@@ -412,3 +412,220 @@ func TestResponsesStoredItemsNoNeighboursAtTheEnds(t *testing.T) {
 		}
 	}
 }
+
+// layoutItem renders one item of a stored list for a test's layout: a
+// message ("user:text", "assistant:text", "envelope:skill"), reasoning
+// ("reasoning"), a call ("call:name:call_id") or its output
+// ("output:call_id:text"); id is the item's id.
+func layoutItem(id, spec string) string {
+	kind, rest, _ := strings.Cut(spec, ":")
+	q := strconv.Quote
+	switch kind {
+	case "user", "assistant":
+		part := "input_text"
+		if kind == "assistant" {
+			part = "output_text"
+		}
+		return `{"id":` + q(id) + `,"type":"message","role":"` + kind + `","content":[{"type":"` + part + `","text":` + q(rest) + `}]}`
+	case "envelope":
+		return `{"id":` + q(id) + `,"type":"message","role":"user","content":[{"type":"input_text","text":` +
+			q(`<skill_context id="`+rest+`">`+"\nbody\n</skill_context>") + `}]}`
+	case "reasoning":
+		return `{"id":` + q(id) + `,"type":"reasoning","summary":[]}`
+	case "call":
+		name, call, _ := strings.Cut(rest, ":")
+		return `{"id":` + q(id) + `,"type":"function_call","call_id":` + q(call) + `,"name":` + q(name) + `,"arguments":"{}"}`
+	case "output":
+		call, text, _ := strings.Cut(rest, ":")
+		return `{"id":` + q(id) + `,"type":"function_call_output","call_id":` + q(call) + `,"output":` + q(text) + `}`
+	}
+	panic("layoutItem: " + spec)
+}
+
+// shownText names a listed item for a test: a message's text, a call's
+// name, an output's text.
+func shownText(it gjson.Result) string {
+	switch it.Get("type").Str {
+	case "function_call":
+		return "call " + it.Get("name").Str
+	case "function_call_output":
+		if out := it.Get("output").Str; len(out) > 30 {
+			return "output " + out[:30] + "..."
+		}
+		return "output " + it.Get("output").Str
+	}
+	return itemText(it)
+}
+
+// The proxy's answers, as its tools write them (router.IsToolResult).
+const (
+	searchAnswer   = `{"query":"pdf","results":[{"id":"demo/pdf","description":"Make PDF files."}],"hint":"Call load_skill with the id of the skill that fits the task."}`
+	notFoundAnswer = "<skill_error id=\"demo/xlsx\" reason=\"not_found\">\n  <message>The skill \"demo/xlsx\" is unavailable: no skill has this id.</message>\n</skill_error>"
+	activeAnswer   = "<skill_status id=\"demo/pdf\" status=\"already_active\">\n  <message>loaded</message>\n</skill_status>"
+	envelopeAnswer = "<skill_context id=\"demo/pdf\">\nbody\n</skill_context>"
+)
+
+// A conversation with the proxy's items at the ends of its pages and a
+// run of them longer than several pages, paged as the SDKs page it
+// (openai-node and openai-python: a conversation's items from last_id, a
+// response's input items from the last item's id; both stop at has_more
+// false or an empty page), in either order and with small pages: the
+// client reads each of its items once, in order, whichever cursor it
+// follows; each page's first_id and last_id name its own first and last
+// items (null when it has none), and only the last page comes out empty.
+func TestResponsesStoredItemsPageEdges(t *testing.T) {
+	layout := []string{
+		"envelope:demo/pdf", "user:one", "assistant:reply one", "user:two",
+		// four hidden rounds in a row: longer than the pages read past at limit 1
+		"reasoning", "call:load_skill:c1", "output:c1:" + envelopeAnswer,
+		"reasoning", "call:search_skills:c2", "output:c2:" + searchAnswer,
+		"reasoning", "call:load_skill:c3", "output:c3:" + notFoundAnswer,
+		"reasoning", "call:load_skill:c4", "output:c4:" + activeAnswer,
+		"assistant:reply two", "user:three", "call:get_weather:cw", "output:cw:sunny", "assistant:reply three",
+		// a round the limit cut: the proxy's call left without output
+		"reasoning", "call:load_skill:c5",
+	}
+	want := []string{"one", "reply one", "two", "reply two", "three", "call get_weather", "output sunny", "reply three"}
+	var items []string
+	for i, spec := range layout {
+		items = append(items, layoutItem("item_"+strconv.Itoa(i), spec))
+	}
+	for _, cursor := range []string{"last_id", "last item"} {
+		for _, order := range []string{"asc", "desc"} {
+			for _, limit := range []int{1, 2, 3, 5, 20} {
+				t.Run(cursor+"/"+order+"/"+strconv.Itoa(limit), func(t *testing.T) {
+					h := newHarness(t, nil)
+					h.up.PutConversation("conv_edges", items...)
+					var got []string
+					after, done := "", false
+					for page := 0; page < 2*len(layout) && !done; page++ {
+						q := "?order=" + order + "&limit=" + strconv.Itoa(limit)
+						if after != "" {
+							q += "&after=" + after
+						}
+						resp, b := h.do("GET", "/v1/conversations/conv_edges/items"+q, "", nil)
+						if resp.StatusCode != 200 {
+							t.Fatalf("GET items%s: %d %s", q, resp.StatusCode, b)
+						}
+						data := gjson.GetBytes(b, "data").Array()
+						if len(data) > limit {
+							t.Errorf("page %d: %d items, over the limit %d", page, len(data), limit)
+						}
+						first, last := gjson.GetBytes(b, "first_id"), gjson.GetBytes(b, "last_id")
+						switch {
+						case len(data) == 0 && (first.Type != gjson.Null || last.Type != gjson.Null):
+							t.Errorf("page %d: empty, first_id %s and last_id %s, want null", page, first.Raw, last.Raw)
+						case len(data) > 0 && (first.Str != data[0].Get("id").Str || last.Str != data[len(data)-1].Get("id").Str):
+							t.Errorf("page %d: first_id %s, last_id %s, not its items' %s", page, first.Raw, last.Raw, b)
+						}
+						for _, it := range data {
+							got = append(got, shownText(it))
+						}
+						more := gjson.GetBytes(b, "has_more").Bool()
+						if len(data) == 0 && more {
+							t.Errorf("page %d: empty while has_more is true: the SDKs stop here", page)
+						}
+						done = !more || len(data) == 0
+						after = last.Str
+						if cursor == "last item" && len(data) > 0 {
+							after = data[len(data)-1].Get("id").Str
+						}
+					}
+					if !done {
+						t.Errorf("still has_more after %d pages", 2*len(layout))
+					}
+					w := slices.Clone(want)
+					if order == "desc" {
+						slices.Reverse(w)
+					}
+					if !slices.Equal(got, w) {
+						t.Errorf("paged like the SDKs, the client read %q, want %q", got, w)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The proxy's outputs are told apart however far their calls are: those
+// its tools' answers tell by their shape (load_skill's and search_skills')
+// with no read at all, a sandbox tool's by its call, sought further back
+// than the first 20 items. Read by the page or one by one, only the
+// client's items show.
+func TestResponsesStoredOutputsFarFromTheirCalls(t *testing.T) {
+	layout := []string{"user:make a pdf", "reasoning", "call:skill_execute:cx", "call:search_skills:cs"}
+	for i := range 30 {
+		layout = append(layout, "call:load_skill:cl"+strconv.Itoa(i))
+	}
+	layout = append(layout, "output:cs:"+searchAnswer)
+	for i := range 30 {
+		layout = append(layout, "output:cl"+strconv.Itoa(i)+":"+notFoundAnswer)
+	}
+	layout = append(layout, `output:cx:{"ok":true,"exit_code":0,"stdout":"done"}`, "assistant:Here is your pdf.")
+	var items []string
+	for i, spec := range layout {
+		items = append(items, layoutItem("item_"+strconv.Itoa(i), spec))
+	}
+	h := newHarness(t, func(c *Config) {
+		c.ProxyTool = func(name string) bool {
+			return name == "load_skill" || name == "search_skills" || name == "skill_execute"
+		}
+	})
+	h.up.PutConversation("conv_far", items...)
+	for _, q := range []string{"?order=asc&limit=1", "?order=desc&limit=1", "?order=asc&limit=100", "?order=desc&limit=3"} {
+		var got []string
+		after := ""
+		for page := 0; page < len(layout); page++ {
+			qa := q
+			if after != "" {
+				qa += "&after=" + after
+			}
+			resp, b := h.do("GET", "/v1/conversations/conv_far/items"+qa, "", nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET items%s: %d %s", qa, resp.StatusCode, b)
+			}
+			data := gjson.GetBytes(b, "data").Array()
+			for _, it := range data {
+				got = append(got, shownText(it))
+			}
+			if !gjson.GetBytes(b, "has_more").Bool() || len(data) == 0 {
+				break
+			}
+			after = gjson.GetBytes(b, "last_id").Str
+		}
+		want := []string{"make a pdf", "Here is your pdf."}
+		if strings.Contains(q, "desc") {
+			slices.Reverse(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("items%s: the client read %q, want %q", q, got, want)
+		}
+	}
+	for i, spec := range layout {
+		id := "item_" + strconv.Itoa(i)
+		resp, b := h.do("GET", "/v1/conversations/conv_far/items/"+id, "", nil)
+		client := spec == layout[0] || spec == layout[len(layout)-1]
+		if client && resp.StatusCode != 200 || !client && resp.StatusCode != 404 {
+			t.Errorf("item %s (%.40s): %d %.80s", id, spec, resp.StatusCode, b)
+		}
+	}
+}
+
+// The neighbours of a page are read outside it: without the client's
+// before (an input_items cursor), which would keep them on its side of it.
+func TestResponsesStoredNeighboursWithoutBefore(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.PutConversation("conv_b", layoutItem("item_0", "user:hi"), layoutItem("item_1", "reasoning"),
+		layoutItem("item_2", "call:load_skill:c1"), layoutItem("item_3", "assistant:ok"))
+	n := len(h.up.Requests())
+	if resp, b := h.do("GET", "/v1/conversations/conv_b/items?order=asc&limit=2&before=item_3", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()[n:]
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want the page and its neighbours", len(reqs))
+	}
+	if q, _ := url.ParseQuery(reqs[1].RawQuery); q.Has("before") || q.Get("after") != "item_1" {
+		t.Errorf("neighbours read with %s", reqs[1].RawQuery)
+	}
+}

@@ -160,3 +160,41 @@ func searchResult(query string, hits []searchHit) string {
 	}{query, hits, hint})
 	return string(b)
 }
+
+// IsToolResult reports whether text is an answer load_skill or
+// search_skills gives, told by its shape alone, as the writers above (and
+// package skills) write it: an envelope, a <skill_error> or <skill_status>
+// element, search results or a structured error that these writers give
+// back byte for byte. A stored read-back hides such an output wherever its
+// call is (wire.Marks.ToolResult); a client's own tool answering in these
+// shapes is not expected.
+func IsToolResult(text string) bool {
+	switch {
+	case skills.IsEnvelope(text), element(text, "skill_error"), element(text, "skill_status"):
+		return true
+	case !strings.HasPrefix(text, "{"):
+		return false
+	}
+	var e struct {
+		Error *struct{ Tool, Type, Message string } `json:"error"`
+	}
+	if json.Unmarshal([]byte(text), &e) == nil && e.Error != nil && toolError(e.Error.Tool, e.Error.Type, e.Error.Message) == text {
+		return true
+	}
+	var r struct {
+		Query   string      `json:"query"`
+		Results []searchHit `json:"results"`
+	}
+	return json.Unmarshal([]byte(text), &r) == nil && searchResult(r.Query, r.Results) == text
+}
+
+// element reports whether text is one <tag id="…" …>…</tag> element, as
+// the load_skill answers other than the envelope are written.
+func element(text, tag string) bool {
+	rest, ok := strings.CutPrefix(text, "<"+tag+` id="`)
+	if !ok || !strings.HasSuffix(rest, "</"+tag+">") {
+		return false
+	}
+	id, _, ok := strings.Cut(rest, `"`)
+	return ok && !strings.ContainsAny(id, "<>\n")
+}

@@ -230,6 +230,10 @@ type Marks struct {
 	CatalogStart func(text string) int
 	// Envelope reports whether text is an auto-loaded skill body.
 	Envelope func(text string) bool
+	// ToolResult reports whether text is an answer of the proxy's tools
+	// told by its shape alone (an envelope among them): such an output is
+	// the proxy's however far its call is.
+	ToolResult func(text string) bool
 }
 
 // RoundEnd is how one streamed round ended.

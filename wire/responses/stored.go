@@ -21,13 +21,14 @@ package responses
 //     Final removes them;
 //   - input items and conversation items: the auto-loaded envelopes (a
 //     message that is one envelope), the calls of the proxy's tools with
-//     the reasoning before them, their outputs (a load_skill output is an
-//     envelope; another is told by its call), and the outputs the
-//     stored-state repair gave dropped calls (notRunOutput). A page, or
-//     one item, does not always hold what decides: reasoning goes with
-//     the item after it and an output with its call. So the items next to
-//     it are read too (Neighbours: up to 20 each side, only when needed);
-//     what they do not decide is shown.
+//     the reasoning before them, their outputs (load_skill's and
+//     search_skills' are told by their shape, Marks.ToolResult; another
+//     is told by its call), and the outputs the stored-state repair gave
+//     dropped calls (notRunOutput). A page, or one item, does not always
+//     hold what decides: reasoning goes with the item after it and an
+//     output with its call. So the items next to it are read too
+//     (Neighbours: 20 after it, 20 and then 100 more before it, only as
+//     far as needed); what they do not decide is shown.
 //
 // What only the request knew stays as the upstream has it: usage (the last
 // round's, where the client got the sum of all rounds), the items of
@@ -35,9 +36,12 @@ package responses
 // client's tools the gate left out (and tool_choice and
 // parallel_tool_calls, removed with the last of them), instructions sent as
 // "" (null here). A page of items may come out shorter than its limit; its
-// first_id and last_id stay the upstream's, the cursor of its list (the
-// proxy reads on past a page it would show empty, proxy/stored.go). One
-// item of the proxy's read by its id is answered as a missing one.
+// first_id and last_id name the items it shows, so that a client paging
+// from either (openai-node and openai-python page a conversation's items
+// from last_id, a response's input items from the last item's id) goes on
+// right after what it got (the proxy reads on past a page it would show
+// empty, proxy/stored.go). One item of the proxy's read by its id is
+// answered as a missing one.
 
 import (
 	"encoding/json"
@@ -121,64 +125,100 @@ func proxyTool(t []byte, m wire.Marks) (string, bool) {
 	return name, res[0].Str == "function" && res[2].Type == gjson.False && m.Tool(name)
 }
 
-// Neighbours are the items next to a page of stored items (or one item) in
-// its list, as the upstream listed them for the queries ItemsNeighbours
-// (ItemNeighbours) gives: Before, the older items, newest first; After,
-// the newer, oldest first. The rules read reasoning with the item after it
-// and an output with its call, which the page may not hold. Either may be
-// nil: not needed, or not read.
+// Neighbours are the items next to a page of stored items (or one item)
+// in its list, oldest first: before, the older; after, the newer. The
+// rules read reasoning with the item after it and an output with its
+// call, which the page may not hold. ItemsNeighbours and ItemNeighbours
+// read them, as far as needed.
 type Neighbours struct {
-	Before, After []byte
+	before, after []json.RawMessage
 }
 
 // neighbourItems is how many neighbours are read on each side: the API's
-// default page.
-const neighbourItems = 20
+// default page. An output whose call they do not hold has its call sought
+// once more among the furtherItems before them (the API's largest page):
+// the proxy's outputs its content does not tell (only the sandbox tools')
+// follow their call within a round's items, and a client's output whose
+// call is further back than that is shown as it would be anyway.
+const (
+	neighbourItems = 20
+	furtherItems   = 100
+)
 
-// ItemsNeighbours returns the queries (order, after and limit, to list
-// with the client's query) that read a page's Neighbours, "" for a side
-// that is not needed: the items before its oldest when an output on it has
-// no call on it, after its newest when that is reasoning. first says the
-// page is its list's first (read without a cursor): with has_more false,
-// the page and first tell which end of the list it holds, where there is
-// nothing to read.
-func ItemsNeighbours(raw []byte, order string, first bool, m wire.Marks) (before, after string) {
-	asc, _, _, ok := pageItems(raw, order)
+// ItemsNeighbours reads a page's Neighbours through read (the list's
+// answer to a query with order, after and limit; nil when it fails): the
+// items before its oldest while an output on it has no call on it or read
+// (up to neighbourItems, then furtherItems), after its newest when that is
+// reasoning. first says the page is its list's first (read without a
+// cursor): with has_more false, the page and first tell which end of the
+// list it holds, where there is nothing to read.
+func ItemsNeighbours(raw []byte, order string, first bool, m wire.Marks, read func(query string) []byte) Neighbours {
+	p, ok := pageItems(raw, order)
 	if !ok {
-		return "", ""
+		return Neighbours{}
 	}
-	before, after = neighbourQueries(asc, m)
 	last := !gjson.GetBytes(raw, "has_more").Bool()
-	if order == "asc" && first || order != "asc" && last {
-		before = "" // the page holds the oldest item
-	}
-	if order == "asc" && last || order != "asc" && first {
-		after = "" // the page holds the newest
-	}
-	return before, after
+	oldest := order == "asc" && first || order != "asc" && last
+	newest := order == "asc" && last || order != "asc" && first
+	return readNeighbours(p.asc, oldest, newest, m, read)
 }
 
 // ItemNeighbours is ItemsNeighbours for one item.
-func ItemNeighbours(raw []byte, m wire.Marks) (before, after string) {
+func ItemNeighbours(raw []byte, m wire.Marks, read func(query string) []byte) Neighbours {
 	if !isObject(raw) {
-		return "", ""
+		return Neighbours{}
 	}
-	return neighbourQueries([]json.RawMessage{raw}, m)
+	return readNeighbours([]json.RawMessage{raw}, false, false, m, read)
 }
 
-// neighbourQueries returns the queries of the neighbours the rules need
-// for the items asc (oldest first).
-func neighbourQueries(asc []json.RawMessage, m wire.Marks) (before, after string) {
+// readNeighbours reads the Neighbours the rules need for the items asc
+// (oldest first); oldest and newest say asc holds an end of its list.
+func readNeighbours(asc []json.RawMessage, oldest, newest bool, m wire.Marks, read func(query string) []byte) Neighbours {
+	var n Neighbours
 	if len(asc) == 0 {
-		return "", ""
+		return n
 	}
-	query := func(order string, it json.RawMessage) string {
+	query := func(order string, it json.RawMessage, limit int) string {
 		id := gjson.GetBytes(it, "id").Str
 		if id == "" {
 			return ""
 		}
-		return "order=" + order + "&after=" + url.QueryEscape(id) + "&limit=" + strconv.Itoa(neighbourItems)
+		return "order=" + order + "&after=" + url.QueryEscape(id) + "&limit=" + strconv.Itoa(limit)
 	}
+	if last := asc[len(asc)-1]; !newest && gjson.GetBytes(last, "type").Str == "reasoning" {
+		if q := query("asc", last, neighbourItems); q != "" {
+			n.after = listed(read(q), "asc")
+		}
+	}
+	if oldest {
+		return n
+	}
+	sought := unmatchedOutputs(asc, m)
+	from, limit := asc[0], neighbourItems
+	for len(sought) > 0 {
+		q := query("desc", from, limit)
+		if q == "" {
+			break
+		}
+		page := read(q)
+		items := listed(page, "desc")
+		n.before = append(items, n.before...)
+		for _, it := range items {
+			if v := gjson.GetManyBytes(it, "type", "call_id"); v[0].Str == "function_call" {
+				delete(sought, v[1].Str)
+			}
+		}
+		if len(items) == 0 || limit == furtherItems || !gjson.GetBytes(page, "has_more").Bool() {
+			break
+		}
+		from, limit = items[0], furtherItems
+	}
+	return n
+}
+
+// unmatchedOutputs returns the call ids of the function outputs among asc
+// that the rules leave shown and whose calls asc does not hold.
+func unmatchedOutputs(asc []json.RawMessage, m wire.Marks) map[string]bool {
 	hide := hiddenItems(asc, Neighbours{}, m)
 	calls := map[string]bool{}
 	for _, it := range asc {
@@ -186,38 +226,63 @@ func neighbourQueries(asc []json.RawMessage, m wire.Marks) (before, after string
 			calls[v[1].Str] = true
 		}
 	}
+	sought := map[string]bool{}
 	for i, it := range asc {
 		if v := gjson.GetManyBytes(it, "type", "call_id"); !hide[i] && v[0].Str == "function_call_output" && !calls[v[1].Str] {
-			before = query("desc", asc[0])
-			break
+			sought[v[1].Str] = true
 		}
 	}
-	if last := asc[len(asc)-1]; gjson.GetBytes(last, "type").Str == "reasoning" {
-		after = query("asc", last)
-	}
-	return before, after
+	return sought
 }
 
 // StoredItems returns a page of stored items (GET
 // /v1/responses/{id}/input_items, GET /v1/conversations/{id}/items, listed
-// alike) without the proxy's, as far as m and the page's neighbours tell;
-// order is the page's ("asc", else the API's default, newest first).
-// changed is false (and raw returned) when nothing is removed.
-func StoredItems(raw []byte, order string, n Neighbours, m wire.Marks) (out []byte, changed bool) {
-	asc, items, s, ok := pageItems(raw, order)
+// alike) without the proxy's, as far as m and the page's neighbours tell,
+// and at most limit of them (none: no bound); order is the page's ("asc",
+// else the API's default, newest first). Its first_id and last_id name the
+// items shown (null for none), the cursor the SDKs page on, so a client
+// goes on right after the last item it got; has_more is the upstream's
+// unless items shown were cut by limit. changed is false (and raw
+// returned) when nothing is removed.
+func StoredItems(raw []byte, order string, limit int, n Neighbours, m wire.Marks) (out []byte, changed bool) {
+	p, ok := pageItems(raw, order)
 	if !ok {
 		return raw, false
 	}
-	hide := hiddenItems(asc, n, m)
-	hidden := make([]bool, len(items))
-	for i := range items {
-		hidden[i] = hide[ascIndex(order, len(items), i)]
+	hide := hiddenItems(p.asc, n, m)
+	var kept [][]byte
+	for i, it := range p.items {
+		if !hide[ascIndex(order, len(p.items), i)] {
+			kept = append(kept, it)
+		}
 	}
-	kept, ok := without(items, hidden)
-	if !ok {
+	cut := limit > 0 && len(kept) > limit
+	if cut {
+		kept = kept[:limit]
+	}
+	if len(kept) == len(p.items) {
 		return raw, false
 	}
-	return jsonspan.Apply(raw, jsonspan.Edit{At: s, With: kept}), true
+	edits := []jsonspan.Edit{{At: p.data, With: jsonspan.Array(kept)}}
+	id := func(key string, it []byte) {
+		v := []byte("null")
+		if it != nil {
+			v = wire.Quote(gjson.GetBytes(it, "id").Str)
+		}
+		if s, ok := jsonspan.Value(p.ms, key); ok {
+			edits = append(edits, jsonspan.Edit{At: s, With: v})
+		}
+	}
+	var first, last []byte
+	if len(kept) > 0 {
+		first, last = kept[0], kept[len(kept)-1]
+	}
+	id("first_id", first)
+	id("last_id", last)
+	if s, ok := jsonspan.Value(p.ms, "has_more"); ok && cut {
+		edits = append(edits, jsonspan.Edit{At: s, With: []byte("true")})
+	}
+	return jsonspan.Apply(raw, edits...), true
 }
 
 // StoredItem reports whether one stored item (GET
@@ -232,22 +297,31 @@ func StoredItem(raw []byte, n Neighbours, m wire.Marks) (shown bool) {
 
 func isObject(raw []byte) bool { return gjson.ValidBytes(raw) && gjson.ParseBytes(raw).IsObject() }
 
-// pageItems returns a page's items oldest first and as listed, and where
-// they are in raw; ok is false when raw is not a list.
-func pageItems(raw []byte, order string) (asc, items []json.RawMessage, at jsonspan.Span, ok bool) {
+// page is a list page's items, oldest first (asc) and as listed, with
+// the members of the list object and where its data is.
+type page struct {
+	asc, items []json.RawMessage
+	ms         []jsonspan.Member
+	data       jsonspan.Span
+}
+
+// pageItems returns a list page's items; ok is false when raw is not a
+// list.
+func pageItems(raw []byte, order string) (p page, ok bool) {
 	ms, err := jsonspan.Members(raw)
 	if err != nil || gjson.GetBytes(raw, "object").Str != "list" {
-		return nil, nil, at, false
+		return p, false
 	}
-	at, ok = jsonspan.Value(ms, "data")
-	if !ok || json.Unmarshal(raw[at.Start:at.End], &items) != nil {
-		return nil, nil, at, false
+	p.ms = ms
+	p.data, ok = jsonspan.Value(ms, "data")
+	if !ok || json.Unmarshal(raw[p.data.Start:p.data.End], &p.items) != nil {
+		return page{}, false
 	}
-	asc = make([]json.RawMessage, len(items))
-	for i, it := range items {
-		asc[ascIndex(order, len(items), i)] = it
+	p.asc = make([]json.RawMessage, len(p.items))
+	for i, it := range p.items {
+		p.asc[ascIndex(order, len(p.items), i)] = it
 	}
-	return asc, items, at, true
+	return p, true
 }
 
 // ascIndex is the place, oldest first, of the i-th of n items listed in
@@ -261,8 +335,8 @@ func ascIndex(order string, n, i int) int {
 
 // listed returns the items of a list page, oldest first given its order.
 func listed(raw []byte, order string) []json.RawMessage {
-	asc, _, _, _ := pageItems(raw, order)
-	return asc
+	p, _ := pageItems(raw, order)
+	return p.asc
 }
 
 // hiddenItems tells which of the stored items asc (oldest first) are the
@@ -272,8 +346,7 @@ func listed(raw []byte, order string) []json.RawMessage {
 // neighbours too, which decide reasoning at the newest end and outputs
 // whose calls are older than asc.
 func hiddenItems(asc []json.RawMessage, n Neighbours, m wire.Marks) []bool {
-	before := listed(n.Before, "desc")
-	all := slices.Concat(before, asc, listed(n.After, "asc"))
+	all := slices.Concat(n.before, asc, n.after)
 	hide := proxyItems(all, m.Tool)
 	calls := map[string]bool{}
 	for i, it := range all {
@@ -285,15 +358,16 @@ func hiddenItems(asc []json.RawMessage, n Neighbours, m wire.Marks) []bool {
 		v := gjson.GetManyBytes(it, "type", "call_id", "output", "content")
 		switch v[0].Str {
 		case "function_call_output":
-			// A load_skill output is an envelope: it is told apart even
-			// when its call is not read.
-			hide[i] = hide[i] || calls[v[1].Str] ||
-				(v[2].Type == gjson.String && (v[2].Str == notRunOutput || m.Envelope != nil && m.Envelope(v[2].Str)))
+			// The proxy's outputs its tools' answers tell by their shape
+			// (an envelope, a search's results, ...) are told apart
+			// however far their calls are.
+			hide[i] = hide[i] || calls[v[1].Str] || v[2].Type == gjson.String && (v[2].Str == notRunOutput ||
+				m.Envelope != nil && m.Envelope(v[2].Str) || m.ToolResult != nil && m.ToolResult(v[2].Str))
 		case "message", "":
 			hide[i] = hide[i] || envelope(v[3], m)
 		}
 	}
-	return hide[len(before) : len(before)+len(asc)]
+	return hide[len(n.before) : len(n.before)+len(asc)]
 }
 
 // envelope reports whether a message's content is one auto-loaded

@@ -196,6 +196,22 @@ func (f *Server) Conversation(id string) []string {
 	return nil
 }
 
+// PutConversation makes (or replaces) conversation id holding items,
+// oldest first, each given an id when it has none: a conversation laid
+// out item by item, as no model script would lay it out.
+func (f *Server) PutConversation(id string, items ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.convs == nil {
+		f.convs = map[string]*conversation{}
+	}
+	cv := &conversation{created: time.Now().Unix()}
+	for _, it := range items {
+		cv.items = append(cv.items, cv.withID(it))
+	}
+	f.convs[id] = cv
+}
+
 // deleteConversationItem answers DELETE
 // /v1/conversations/{id}/items/{item_id}; false for other requests.
 func (f *Server) deleteConversationItem(w http.ResponseWriter, r *http.Request) bool {
