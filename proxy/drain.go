@@ -10,12 +10,15 @@ import (
 
 // How requests end, for the access log and the outcome label of
 // skillrouter_requests_total: the status says what the client was told
-// first; the outcome whether it got all of it.
+// first; the outcome whether it got all of it, or that the proxy would
+// not relay it.
 const (
 	outcomeComplete     = "complete"      // the response was delivered whole (any status)
 	outcomeStreamError  = "stream_error"  // a started stream ended with an error event (upstream error, timeout, malformed event, tool loop)
 	outcomeClientClosed = "client_closed" // the client went away first (status 499)
 	outcomeShutdown     = "shutdown"      // the server's shutdown grace ended first
+	// A request upstream.passthrough does not allow, answered 404 (passallow.go).
+	outcomePassthroughRefused = "passthrough_refused"
 )
 
 // codeShutdown is the error code of requests ended by Drain.

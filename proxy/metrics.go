@@ -59,8 +59,8 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "requests_total",
 			Help: "HTTP requests served, by path, status code, A/B arm and outcome: complete (delivered whole, whatever the status), " +
-				"stream_error (a started stream ended by an upstream error, timeout or malformed event), client_closed (status 499) " +
-				"or shutdown (ended by the server's shutdown).",
+				"stream_error (a started stream ended by an upstream error, timeout or malformed event), client_closed (status 499), " +
+				"shutdown (ended by the server's shutdown) or passthrough_refused (not relayed: upstream.passthrough does not allow it; status 404).",
 		}, []string{"path", "status", "arm", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "request_duration_seconds",

@@ -53,6 +53,12 @@ type Config struct {
 	AnthropicAPIKey string
 	// Transport sends upstream requests; nil uses a tuned clone of http.DefaultTransport.
 	Transport http.RoundTripper
+	// PassThrough lists the requests relayed to the upstream as the client
+	// addressed them: every /v1 path the proxy does not route, and its
+	// read-backs of stored responses and conversation items. Patterns are
+	// "[METHOD ]PATH", PATH relative to /v1/ (passallow.go); nil: PassAll,
+	// everything; empty: nothing. Any other such request gets 404.
+	PassThrough []string
 
 	// Rewriter routes and rewrites chat requests (the only arm when AB is nil).
 	Rewriter Rewriter
@@ -131,6 +137,7 @@ type Server struct {
 	arms      []*armState // every configured arm, for readiness
 	presence  presence    // skills active in state stored upstream (presence.go)
 	marks     wire.Marks  // what the proxy writes, as stored objects show it (stored.go)
+	pass      passRules   // what is relayed as the client addressed it (passallow.go)
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context
@@ -159,6 +166,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Rewriter == nil {
 		return nil, errors.New("proxy: Config.Rewriter is required")
+	}
+	if cfg.PassThrough == nil {
+		cfg.PassThrough = []string{PassAll}
+	}
+	pass, err := parsePassThrough(cfg.PassThrough)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: Config.PassThrough: %w", err)
 	}
 	if cfg.ProxyTool == nil {
 		cfg.ProxyTool = router.IsTool
@@ -195,7 +209,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = newDefaultRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport,
+	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport, pass: pass,
 		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope,
 			ToolResult: router.IsToolResult}}
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
@@ -281,13 +295,15 @@ func (s *Server) routes() *echo.Echo {
 	// Only POST: GET /v1/responses and the other methods are stored
 	// responses, passed through; a GET of one, or of its input items,
 	// shows the client's request rather than the proxy's (stored.go).
+	// The read-backs relay the client's GET with the operator's key, as
+	// pass-through does: Config.PassThrough decides them too.
 	e.POST("/v1/responses", s.serveAPI(responsesAPI{}))
-	e.GET("/v1/responses/:id", s.readStored(storedResponse))
-	e.GET("/v1/responses/:id/input_items", s.readStored(storedItems))
+	e.GET("/v1/responses/:id", s.passable(s.readStored(storedResponse)))
+	e.GET("/v1/responses/:id/input_items", s.passable(s.readStored(storedItems)))
 	// A conversation's items hold every round's, the proxy's among them;
 	// other methods on them (POST adds items, DELETE) pass through.
-	e.GET("/v1/conversations/:id/items", s.readStored(storedItems))
-	e.GET("/v1/conversations/:id/items/:item", s.readStored(storedItem))
+	e.GET("/v1/conversations/:id/items", s.passable(s.readStored(storedItems)))
+	e.GET("/v1/conversations/:id/items/:item", s.passable(s.readStored(storedItem)))
 	// Counted as rewritten, so the count matches what a request with the
 	// same body sends upstream (as /v1/messages/count_tokens).
 	e.POST("/v1/responses/input_tokens", s.serveAPI(responsesAPI{}))
@@ -302,7 +318,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HEAD("/v1/skills", s.listSkills)
 	own(e, "/v1/skills/route", endpoint{http.MethodPost, s.explainRoute})
 	own(e, "/v1/skills/reload", endpoint{http.MethodPost, s.reload})
-	e.Any("/v1/*", s.passthrough)
+	e.Any("/v1/*", s.passable(s.passthrough))
 	return e
 }
 

@@ -111,6 +111,7 @@ type upstreamConfig struct {
 	ConnectTimeout  time.Duration `yaml:"connect_timeout"`
 	HeaderTimeout   time.Duration `yaml:"header_timeout"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	PassThrough     []string      `yaml:"passthrough"`
 }
 
 type routingConfig struct {
@@ -237,7 +238,8 @@ func defaultConfig() config {
 	return config{
 		Listen: defaultListen,
 		Upstream: upstreamConfig{URL: proxy.DefaultUpstream, Timeout: proxy.DefaultUpstreamTimeout, CheckInterval: defaultUpstreamCheckInterval,
-			ConnectTimeout: proxy.DefaultConnectTimeout, HeaderTimeout: proxy.DefaultHeaderTimeout, IdleTimeout: proxy.DefaultIdleTimeout},
+			ConnectTimeout: proxy.DefaultConnectTimeout, HeaderTimeout: proxy.DefaultHeaderTimeout, IdleTimeout: proxy.DefaultIdleTimeout,
+			PassThrough: []string{proxy.PassAll}},
 		Watch:      true,
 		Embedder:   embed.Config{Provider: embed.ProviderBuiltin},
 		Routing:    routingConfig{Strategy: string(router.DefaultStrategy), MaxAutoLoad: router.DefaultMaxAutoLoad, EmbedTimeout: router.DefaultEmbedTimeout},
@@ -317,6 +319,7 @@ var configKeys = []configKey{
 	{path: "upstream.connect_timeout", flag: "upstream-connect-timeout", kind: "duration", help: "bound on connecting to the upstream, TLS included (504 when hit)", ptr: func(c *config) any { return &c.Upstream.ConnectTimeout }},
 	{path: "upstream.header_timeout", flag: "upstream-header-timeout", kind: "duration", help: "bound on the wait for a streamed answer's response headers: a hung upstream fails within it (504)", ptr: func(c *config) any { return &c.Upstream.HeaderTimeout }},
 	{path: "upstream.idle_timeout", flag: "upstream-idle-timeout", kind: "duration", help: "bound on the silence between two reads of an upstream body; no bound on a whole stream (error event when hit)", ptr: func(c *config) any { return &c.Upstream.IdleTimeout }},
+	{path: "upstream.passthrough", flag: "upstream-passthrough", kind: "list", help: "requests relayed to the upstream as the client addressed them (paths the proxy does not route, stored responses read back): [METHOD ]PATH patterns relative to /v1/, * one segment, a last ** the rest; others get 404; empty: none (comma-separated)", ptr: func(c *config) any { return &c.Upstream.PassThrough }},
 	{path: "upstream.check_interval", flag: "upstream-check-interval", kind: "duration", help: "how often GET {upstream}/models is checked for /readyz and the log (0 = only at start)", ptr: func(c *config) any { return &c.Upstream.CheckInterval }},
 	{path: "skills", kind: "paths", help: "skill library folders, or builtin:examples (flag --skills, repeatable; env: separated by " + string(os.PathListSeparator) + ")", ptr: func(c *config) any { return &c.Skills }},
 	{path: "watch", flag: "watch", kind: "bool", help: "reload the library when its files change", ptr: func(c *config) any { return &c.Watch }},
@@ -1124,6 +1127,17 @@ func (c *config) validate() error {
 		if d.v <= 0 {
 			return &valueError{d.key, d.v.String(), "want a positive duration, such as " + d.sample.String()}
 		}
+	}
+	if err := proxy.CheckPassThrough(c.Upstream.PassThrough); err != nil {
+		var pe *proxy.PatternError
+		if !errors.As(err, &pe) {
+			return &keyError{"upstream.passthrough", err}
+		}
+		key := "upstream.passthrough"
+		if c.src.fromFile(key) { // the pattern's own line
+			key = fmt.Sprintf("%s[%d]", key, pe.Index)
+		}
+		return &valueError{key, pe.Pattern, pe.Reason}
 	}
 	if c.Server.MaxConnections <= 0 {
 		return &valueError{"server.max_connections", strconv.Itoa(c.Server.MaxConnections), "want a positive number, such as " + strconv.Itoa(defaultMaxConnections)}

@@ -128,7 +128,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "unknown top-level key", file: "listen: x:1\nlistn: y\n",
 			want: `config FILE:2: unknown key "listn" (known keys: ab, auth, body_limit, debug, embedder, exec, listen, log, mcp, rewrite, routing, server, skills, tool_rounds, upstream, watch)`},
 		{name: "unknown nested key", file: "upstream:\n  timout: 10m\n",
-			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url)`},
+			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, passthrough, timeout, url)`},
 		{name: "unknown arm key", file: "ab:\n  arms:\n    - name: a\n      percnt: 50\n",
 			want: `config FILE:4: unknown key "ab.arms[0].percnt" (known keys under ab.arms[0]: embedder, name, percent, strategy)`},
 		{name: "unknown embedder key", file: "embedder:\n  provder: ollama\n", want: `config FILE:2: unknown key "embedder.provder"`},
@@ -145,7 +145,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "bad bool", file: "watch: sometimes\n", want: `config FILE:1: watch "sometimes": want true or false`},
 		{name: "list as scalar", file: "skills: a\n", want: `config FILE:1: skills: want a list, such as [a, b] or one "- item" per line`},
 		{name: "section as scalar", file: "upstream: http://x/v1\n",
-			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, timeout, url`},
+			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, passthrough, timeout, url`},
 		{name: "bad strategy", file: "listen: 127.0.0.1:1\nrouting:\n  strategy: hybird\n",
 			want: `config FILE:3: routing.strategy "hybird": want keyword, bm25, embedding or hybrid`},
 		{name: "bad catalog mode", file: "rewrite:\n  catalog_mode: most\n",
@@ -187,6 +187,17 @@ func TestConfigErrors(t *testing.T) {
 		{name: "bad int flag", args: []string{"--tool-rounds", "x"}, want: `flag --tool-rounds: tool_rounds "x": want a whole number`},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, want: `flag --log-level: log.level "loud": want debug, info, warn or error`},
 		{name: "missing file", args: []string{"--config", "/nonexistent/x.yaml"}, want: "config: open /nonexistent/x.yaml: no such file or directory"},
+		{name: "bad pass-through pattern", file: "upstream:\n  passthrough:\n    - models\n    - /v1/files\n",
+			want: `config FILE:4: upstream.passthrough[1] "/v1/files": want a path relative to /v1/ (models/*, not /v1/models/*)`},
+		{name: "bad pass-through method", file: "upstream:\n  passthrough: [get models]\n",
+			want: `config FILE:2: upstream.passthrough[0] "get models": want an HTTP method in upper case`},
+		{name: "bad pass-through pattern env", env: map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": "models,files/**/x"},
+			want: `environment SKILLROUTER_UPSTREAM_PASSTHROUGH: upstream.passthrough "files/**/x": "**" matches the rest of the path: only as the last segment (files/**)`},
+		{name: "bad pass-through pattern env over a good file", file: "upstream:\n  passthrough: [models]\n",
+			env:  map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": "files/["},
+			want: `environment SKILLROUTER_UPSTREAM_PASSTHROUGH: upstream.passthrough "files/[": segment "[": bad pattern syntax`},
+		{name: "bad pass-through pattern flag", args: []string{"--upstream-passthrough", "models/"},
+			want: `flag --upstream-passthrough: upstream.passthrough "models/": empty segment`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,6 +211,46 @@ func TestConfigErrors(t *testing.T) {
 			_, err := loadFor(t, args, tc.env)
 			if err == nil || !strings.HasPrefix(err.Error(), want) {
 				t.Fatalf("got  %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+// TestPassThroughConfig: upstream.passthrough passes everything by
+// default; a list, from any source, passes what it allows; an empty one
+// (written [], left without a value, or an empty variable) nothing, and
+// reaches the proxy as empty, not as nil (its default, everything).
+func TestPassThroughConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{name: "default", want: []string{"**"}},
+		{name: "file", file: "upstream:\n  passthrough: [models, GET models/*]\n", want: []string{"models", "GET models/*"}},
+		{name: "file empty list", file: "upstream:\n  passthrough: []\n", want: []string{}},
+		{name: "file key without a value", file: "upstream:\n  passthrough:\n", want: []string{}},
+		{name: "file without the key", file: "upstream:\n  timeout: 1m\n", want: []string{"**"}},
+		{name: "env", env: map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": "models, GET models/*"}, want: []string{"models", "GET models/*"}},
+		{name: "env empty", file: "upstream:\n  passthrough: [models]\n", env: map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": ""}, want: []string{}},
+		{name: "flag over env", args: []string{"--upstream-passthrough", "responses/*"},
+			env: map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": "models"}, want: []string{"responses/*"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, "c.yaml", tc.file)}, args...)
+			}
+			cfg, err := loadFor(t, args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cfg.proxyConfig().PassThrough
+			if got == nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("proxy.Config.PassThrough = %#v, want %#v", got, tc.want)
 			}
 		})
 	}

@@ -93,8 +93,12 @@ func (c *config) proxyConfig() proxy.Config {
 	if c.Upstream.AnthropicURL != "" {
 		anthropic, _ = url.Parse(c.Upstream.AnthropicURL) // validated
 	}
+	// Empty, or null in the file: nothing passes (nil would be the
+	// proxy's default, everything).
+	pass := append([]string{}, c.Upstream.PassThrough...)
 	return proxy.Config{
 		Upstream:          up,
+		PassThrough:       pass,
 		AnthropicUpstream: anthropic,
 		AnthropicAPIKey:   c.Upstream.AnthropicAPIKey,
 		APIKey:            c.Upstream.APIKey,

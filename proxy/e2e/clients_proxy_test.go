@@ -7,11 +7,14 @@ package e2e
 // got (the final answer, no load_skill call, decision headers).
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 )
 
@@ -335,6 +338,35 @@ func TestRealClientsThroughProxyClaudeCode(t *testing.T) {
 		!hasEnvelope(main[1].Body, "commit-message") {
 		t.Fatalf("catalog %v, auto-loaded pdf-forms %v, loaded commit-message %v", strings.Contains(main[0].System(), "<available_skills>"),
 			hasEnvelope(main[0].Body, "pdf-forms"), hasEnvelope(main[1].Body, "commit-message"))
+	}
+}
+
+// TestRealClientsWithoutPassThrough: Codex CLI and Claude Code need
+// nothing but the requests the proxy routes (docs/security.md recommends
+// a short upstream.passthrough on that ground): with nothing passing
+// through, a turn with a load_skill round works and nothing was refused.
+func TestRealClientsWithoutPassThrough(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, baseURL, prompt string) agentRun
+	}{{"codex", runCodex}, {"claude", runClaude}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := setup(t, func(cfg *proxy.Config) { cfg.PassThrough = []string{} })
+			loadRound(e.up, helloAnswer)
+			run := c.run(t, e.proxy.URL, "Fill in the PDF form tax.pdf with my address.")
+			if run.Answer != helloAnswer {
+				t.Fatalf("answer %q\nstdout: %s\nstderr: %s", run.Answer, run.Stdout, run.Stderr)
+			}
+			resp, err := http.Get(e.proxy.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if i := strings.Index(string(m), `outcome="passthrough_refused"`); i >= 0 {
+				t.Fatalf("%s asked for a path that does not pass: %s", c.name, m[max(0, i-100):min(len(m), i+100)])
+			}
+		})
 	}
 }
 

@@ -51,7 +51,8 @@ type env struct {
 	proxy *httptest.Server
 }
 
-func setup(t *testing.T) *env {
+// setup starts the proxy, configured by mods, in front of a fake upstream.
+func setup(t *testing.T, mods ...func(*proxy.Config)) *env {
 	t.Helper()
 	requireNode(t)
 	ctx := context.Background()
@@ -67,12 +68,16 @@ func setup(t *testing.T) *env {
 	up := fakeai.New()
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.BaseURL())
-	srv, err := proxy.New(proxy.Config{
+	cfg := proxy.Config{
 		Upstream: u,
 		Rewriter: proxy.NewRewriter(r, router.RewriteOptions{CatalogMode: router.CatalogAll}),
 		Library:  reg,
 		Logger:   slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	srv, err := proxy.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
