@@ -124,7 +124,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"outcome"}),
 		conversationDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "conversation_items_deleted_total",
-			Help: "Items that the proxy's completed tool rounds added to a Responses conversation, taken back once a later round was refused or ended failed (response.failed), " +
+			Help: "Items that the proxy's completed tool rounds added to a Responses conversation, taken back once a later round was refused or ended failed (response.failed, an error event), " +
 				"by outcome: deleted, not_found, failed (a deletion failed; older items are not tried), " +
 				"unmatched (the conversation could not be read, or its newest items were not the turn's: left as they are), skipped (the server was shutting down).",
 		}, []string{"outcome"}),

@@ -19,7 +19,7 @@ type conversationTurn interface {
 	// newest items are not exactly those.
 	TakeBack(list []byte) ([]string, error)
 	// Failed reports whether the last round ended failed upstream
-	// (Responses: response.failed, status "failed").
+	// (Responses: response.failed or an error event, status "failed").
 	Failed() bool
 }
 

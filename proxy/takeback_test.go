@@ -45,6 +45,9 @@ func TestResponsesConversationFailedTurnTakenBack(t *testing.T) {
 	// conversation and will not complete later, so the earlier rounds'
 	// items are taken back as after a refusal.
 	failedStream := fakeai.Reply(fakeai.Turn{Content: "Here is your", Fail: &fakeai.Failure{After: 4, Message: "The server had an error while processing your request."}})
+	// A stream ended by an error event (one of the Responses stream's
+	// terminal events, as response.failed is) is over upstream just as well.
+	errorEvent := fakeai.Reply(fakeai.Turn{Content: "Here is your", Fail: &fakeai.Failure{After: 4, Event: "error", Message: "The server had an error while processing your request."}})
 	failedJSON := fakeai.Raw(200, "application/json", `{"id":"resp_failed","object":"response","created_at":1741476542,"status":"failed",`+
 		`"error":{"code":"server_error","message":"The server had an error while processing your request."},"incomplete_details":null,`+
 		`"model":"m","output":[],"usage":null}`)
@@ -60,6 +63,7 @@ func TestResponsesConversationFailedTurnTakenBack(t *testing.T) {
 			fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l2", Name: "load_skill", Arguments: `{"skill_id":"demo/xlsx"}`}}}), refused}},
 		{"stream, follow-up not built", true, true, []fakeai.Responder{load}},
 		{"stream, second round failed", true, false, []fakeai.Responder{load, failedStream}},
+		{"stream, second round ended by an error event", true, false, []fakeai.Responder{load, errorEvent}},
 		{"json, second round failed", false, false, []fakeai.Responder{load, failedJSON}},
 		{"stream answered as JSON, second round failed", true, false, []fakeai.Responder{load, failedJSON}},
 	} {

@@ -129,7 +129,10 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		s.completed(typ, data)
 		return s.out, false
 	case "error":
+		// The stream's other terminal event: the response is over
+		// upstream, failed, as after response.failed (see takeback.go).
 		rd.finished = true
+		s.req.failed = true
 		s.emit(typ, data, -1)
 		return s.out, false
 	default:

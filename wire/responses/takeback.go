@@ -11,7 +11,8 @@ package responses
 // is refused the proxy lists the conversation's newest items (AddedPath)
 // and deletes those that are the turn's (TakeBack), newest first.
 //
-// A later round that ends failed (Failed) is refused as surely: a failed
+// A later round that ends failed (Failed: response.failed, or the
+// stream's other terminal event, error) is refused as surely: a failed
 // response never completes, adds nothing and is over upstream. Not so a
 // round cut on the way (a timeout, a stream that broke off): it may still
 // complete upstream and add its items after those before it were taken
@@ -140,6 +141,6 @@ func (r *Request) TakeBack(list []byte) ([]string, error) {
 }
 
 // Failed reports whether the request's last round ended failed upstream:
-// a response.failed event, or a response with status "failed" (see the
-// package's note on taking back a refused turn's items).
+// a response.failed or error event, or a response with status "failed"
+// (see the package's note on taking back a refused turn's items).
 func (r *Request) Failed() bool { return r.failed }

@@ -118,8 +118,16 @@ func TestFailed(t *testing.T) {
 			}
 		})
 	}
-	// A stream that broke off before its final event is not failed.
+	// A stream ended by an error event, the stream's other terminal event
+	// (it carries no response), ended failed too.
 	r, _ := Parse([]byte(body))
+	errored := sse(`{"type":"response.created","response":{"id":"resp_1","status":"in_progress","output":[]}}`,
+		`{"type":"error","code":"server_error","message":"The server had an error while processing your request.","param":null}`)
+	if _, end := runRound(r.NewStream(func(string) bool { return false }), false, errored); end.Incomplete || !r.Failed() {
+		t.Errorf("error event: incomplete %v, Failed %v, want failed", end.Incomplete, r.Failed())
+	}
+	// A stream that broke off before its final event is not failed.
+	r, _ = Parse([]byte(body))
 	events, _ := Events([]byte(response("failed")))
 	cut := events[:strings.LastIndex(string(events), "event: response.failed")]
 	if _, end := runRound(r.NewStream(func(string) bool { return false }), false, cut); !end.Incomplete || r.Failed() {
