@@ -94,7 +94,7 @@ func parsePassRule(p string) (passRule, string) {
 		case seg == "." || seg == "..":
 			return r, "dot-segment: paths are matched cleaned, as the upstream sees them"
 		case strings.Contains(seg, "**") && (seg != "**" || i != len(segs)-1):
-			return r, `"**" matches the rest of the path: only as the last segment (files/**)`
+			return r, `"**" matches the rest of the path: only as the whole last segment (files/**)`
 		}
 		if _, err := path.Match(seg, ""); err != nil {
 			return r, fmt.Sprintf("segment %q: bad pattern syntax (%v)", seg, err)

@@ -31,9 +31,9 @@ func TestPassThroughPatterns(t *testing.T) {
 		{"models//x", "empty segment"},
 		{"models/../files", "dot-segment"},
 		{"./models", "dot-segment"},
-		{"**/files", "only as the last segment"},
-		{"files/**/content", "only as the last segment"},
-		{"files/a**", "only as the last segment"},
+		{"**/files", "only as the whole last segment"},
+		{"files/**/content", "only as the whole last segment"},
+		{"files/a**", "only as the whole last segment"}, // last, but not the whole segment
 		{"files/[", "syntax"},
 		{"get models", "method"},
 		{"FETCH models", "method"},

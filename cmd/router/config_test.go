@@ -192,7 +192,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "bad pass-through method", file: "upstream:\n  passthrough: [get models]\n",
 			want: `config FILE:2: upstream.passthrough[0] "get models": want an HTTP method in upper case`},
 		{name: "bad pass-through pattern env", env: map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": "models,files/**/x"},
-			want: `environment SKILLROUTER_UPSTREAM_PASSTHROUGH: upstream.passthrough "files/**/x": "**" matches the rest of the path: only as the last segment (files/**)`},
+			want: `environment SKILLROUTER_UPSTREAM_PASSTHROUGH: upstream.passthrough "files/**/x": "**" matches the rest of the path: only as the whole last segment (files/**)`},
 		{name: "bad pass-through pattern env over a good file", file: "upstream:\n  passthrough: [models]\n",
 			env:  map[string]string{"SKILLROUTER_UPSTREAM_PASSTHROUGH": "files/["},
 			want: `environment SKILLROUTER_UPSTREAM_PASSTHROUGH: upstream.passthrough "files/[": segment "[": bad pattern syntax`},
