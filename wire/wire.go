@@ -191,7 +191,8 @@ type Answer struct {
 	// stop_reason "max_tokens" or "model_context_window_exceeded"), or
 	// stopped by a content filter or a refusal (Chat "content_filter";
 	// Responses "incomplete" with reason content_filter; Messages
-	// "refusal"). It is the client's answer whatever calls it holds: the
+	// "refusal"), or failed (Responses status "failed"). It is the client's
+	// answer whatever calls it holds: the
 	// last call's arguments are likely cut, and another round would stop
 	// the same way. The proxy runs no round on it and drops its own calls
 	// from it, as at the round limit, keeping the stop signal.

@@ -8,18 +8,14 @@ import (
 	"path/filepath"
 )
 
-// Provider is the model provider the configuration names; its key is read
-// from the environment variable KeyEnv.
-const (
-	Provider = "skillrouter-test"
-	KeyEnv   = "SKILLROUTER_TEST_API_KEY"
-)
+// KeyEnv is the environment variable Codex reads the provider's key from.
+const KeyEnv = "SKILLROUTER_TEST_API_KEY"
 
 // base is the configuration every test shares: one model provider at
-// %[1]q speaking the Responses API, no retries (a fake that refuses a
-// request should fail the run at once), no approvals to wait for, the
-// read-only sandbox, nothing that phones home, and OAuth tokens in files
-// rather than the desktop keyring.
+// %[1]q, its key in the variable %[2]q, speaking the Responses API; no
+// retries (a fake that refuses a request should fail the run at once), no
+// approvals to wait for, the read-only sandbox, nothing that phones home,
+// and OAuth tokens in files rather than the desktop keyring.
 const base = `model = "fake-model"
 model_provider = "skillrouter-test"
 approval_policy = "never"
@@ -41,7 +37,7 @@ enabled = false
 [model_providers.skillrouter-test]
 name = "skillrouter test upstream"
 base_url = %[1]q
-env_key = "SKILLROUTER_TEST_API_KEY"
+env_key = %[2]q
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
@@ -50,7 +46,7 @@ stream_max_retries = 0
 // Config is the configuration for a model at baseURL (ending in /v1),
 // followed by extra (more TOML tables, such as [mcp_servers.NAME]).
 func Config(baseURL, extra string) string {
-	cfg := fmt.Sprintf(base, baseURL)
+	cfg := fmt.Sprintf(base, baseURL, KeyEnv)
 	if extra != "" {
 		cfg += "\n" + extra
 	}

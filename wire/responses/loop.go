@@ -23,8 +23,10 @@ type response struct {
 // truncated reports whether a response stopped short, by its status:
 // "incomplete" (incomplete_details.reason "max_output_tokens", or
 // "content_filter"), which a stream ends with response.incomplete (see
-// wire.Answer.Truncated).
-func truncated(status string) bool { return status == "incomplete" }
+// wire.Answer.Truncated), or "failed" (response.failed): the client gets it
+// as it is, and no round runs on what it holds, as no round runs on a
+// stream's response.failed.
+func truncated(status string) bool { return status == "incomplete" || status == "failed" }
 
 // item is what the tool loop reads of an output item.
 type item struct {
@@ -49,10 +51,13 @@ func callID(it item, round, i int) string {
 // answer; ok is false when raw is not a response object.
 func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var resp response
-	if json.Unmarshal(raw, &resp) != nil || resp.Output == nil {
+	if json.Unmarshal(raw, &resp) != nil {
 		return nil, nil, false
 	}
 	r.failed = resp.Status == "failed"
+	if resp.Output == nil {
+		return nil, nil, false
+	}
 	items := make([]item, len(resp.Output))
 	rd := ownership.Round{Mine: mine, Whole: true, NoHold: r.conversation != ""}
 	for i, raw := range resp.Output {

@@ -134,3 +134,37 @@ func TestFailed(t *testing.T) {
 		t.Errorf("cut stream: incomplete %v, Failed %v", end.Incomplete, r.Failed())
 	}
 }
+
+// A failed response is the client's answer whatever it holds: a complete
+// call of the proxy's in it runs no round (the answer stopped short, as an
+// incomplete one did), and its calls are dropped from what the client gets.
+// A failed response without output is still a failure.
+func TestFailedAnswerRunsNoRound(t *testing.T) {
+	const body = `{"model":"m","input":"make me a pdf"}`
+	mine := func(n string) bool { return n == "load_skill" }
+	for _, tc := range []struct {
+		name, raw string
+		stops     bool
+	}{
+		{"completed with a call", `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"function_call","id":"fc_1","call_id":"c1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}"}]}`, false},
+		{"failed with a call", `{"id":"resp_1","object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[{"type":"function_call","id":"fc_1","call_id":"c1","name":"load_skill","arguments":"{\"skill_id\":\"pdf\"}"}]}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Parse([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ans, _, ok := r.ReadAnswer([]byte(tc.raw), 0, mine)
+			if !ok || ans == nil || len(ans.Calls) != 1 {
+				t.Fatalf("read %v, answer %+v: want the proxy's call", ok, ans)
+			}
+			if ans.Truncated != tc.stops {
+				t.Errorf("Truncated %v, want %v: a failed answer must run no round", ans.Truncated, tc.stops)
+			}
+		})
+	}
+	r, _ := Parse([]byte(body))
+	if _, _, _ = r.ReadAnswer([]byte(`{"id":"resp_1","object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":null}`), 0, mine); !r.Failed() {
+		t.Error("a failed response with output null: Failed false, want true")
+	}
+}
