@@ -8,10 +8,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -394,4 +396,25 @@ func mustContain(t *testing.T, s, sub string) {
 func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// sendRaw sends method path with the extra header lines hdr (each ended by
+// CRLF) and body on a raw connection to the harness's proxy that reads
+// little (a 4 KB receive buffer), for tests of clients that stop reading.
+// The connection is closed when the test ends.
+func sendRaw(t *testing.T, h *harness, method, path, hdr, body string) *net.TCPConn {
+	t.Helper()
+	addr := strings.TrimPrefix(h.ts.URL, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tc := c.(*net.TCPConn)
+	tc.SetReadBuffer(4096)
+	if _, err := io.WriteString(c, method+" "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\n"+hdr+
+		"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }

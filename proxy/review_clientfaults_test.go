@@ -102,19 +102,11 @@ func TestStalledClientIsDisconnected(t *testing.T) {
 			} else {
 				h.up.Script(watch)
 			}
-			addr := strings.TrimPrefix(h.ts.URL, "http://")
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.(*net.TCPConn).SetReadBuffer(4096)
 			method := "POST"
 			if tc.passThrough {
 				method = "GET"
 			}
-			io.WriteString(c, method+" "+tc.path+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\n"+tc.hdr+
-				"Content-Length: "+strconv.Itoa(len(tc.body))+"\r\n\r\n"+tc.body)
+			sendRaw(t, h, method, tc.path, tc.hdr, tc.body)
 			// ... and the client reads nothing.
 			select {
 			case <-upstreamDone:

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,19 +116,11 @@ func TestStalledClientConnectionIsReset(t *testing.T) {
 			} else {
 				h.up.Script(reply)
 			}
-			addr := strings.TrimPrefix(h.ts.URL, "http://")
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.(*net.TCPConn).SetReadBuffer(4096)
 			method := "POST"
 			if tc.passThrough {
 				method = "GET"
 			}
-			io.WriteString(c, method+" "+tc.path+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nConnection: close\r\n"+
-				"Content-Length: "+strconv.Itoa(len(tc.body))+"\r\n\r\n"+tc.body)
+			c := sendRaw(t, h, method, tc.path, "Connection: close\r\n", tc.body)
 			if tc.stall {
 				// The client reads nothing until the proxy has cut it.
 				for deadline := time.Now().Add(10 * time.Second); findLogLine(h.logText(), tc.path) == ""; time.Sleep(5 * time.Millisecond) {
