@@ -53,7 +53,8 @@ helm-check:
 	$(GO) test -count=1 -run TestHelmChart -v ./cmd/router
 
 # Cost per routed request side by side (docs/performance.md): the built
-# router, a bare Go reverse proxy and the upstream called directly, in one
-# run, alternating targets; not part of `make test` (minutes of load).
+# router, two bare Go reverse proxies (Go's default transport and a pooled
+# one) and the upstream called directly, in one run, alternating targets;
+# not part of `make test` (minutes of load).
 bench-compare:
 	SKILLROUTER_SIDE_BY_SIDE=1 $(GO) test -count=1 -run TestSideBySide -v -timeout 60m ./proxy/e2e

@@ -1,13 +1,15 @@
 package e2e
 
-// The side-by-side cost benchmark (issue 18): the built `router serve`, a
-// bare Go httputil.ReverseProxy and the upstream called directly, measured
-// in one run, alternating targets, with a different ~50-word query on every
-// request (no ranking-cache hits). Not part of `make test`:
+// The side-by-side cost benchmark (issue 18): the built `router serve`, two
+// bare Go httputil.ReverseProxys (Go's default transport, which keeps 2 idle
+// upstream connections, and a pooled one, which keeps one per client as the
+// router does) and the upstream called directly, measured in one run,
+// alternating targets, with a different ~50-word query on every request (no
+// ranking-cache hits). Not part of `make test`:
 //
 //	make bench-compare    (SKILLROUTER_SIDE_BY_SIDE=1 go test -run TestSideBySide -v ./proxy/e2e)
 //
-// Each target is its own process (the bare proxy is this test binary
+// Each target is its own process (a bare proxy is this test binary
 // re-executed), so its CPU time (/proc/PID/stat) and RSS (/proc/PID/status)
 // are its own; the fake upstream and the load client run in this process.
 // Knobs: SKILLROUTER_SBS_SECONDS (per target and round, default 5),
@@ -59,9 +61,38 @@ import (
 // sbsMainTarget names the router of the first library size, routing on.
 const sbsMainTarget = "skillrouter, routing on"
 
+// sbsPooledTarget names the bare proxy whose transport keeps an idle
+// upstream connection per client, as the router's does.
+const sbsPooledTarget = "bare Go proxy, pooled"
+
+// sbsStartBare starts this test binary as a bare reverse proxy to upstream
+// (pool: idle connections kept, 0 for Go's default transport) and returns
+// it with its address; the test kills it at cleanup.
+func sbsStartBare(t *testing.T, upstream string, pool int) (*exec.Cmd, string) {
+	t.Helper()
+	bare := exec.Command(os.Args[0], "-test.run", "^$")
+	bare.Env = append(os.Environ(), bareProxyEnv+"="+upstream, bareProxyPoolEnv+"="+strconv.Itoa(pool))
+	out, _ := bare.StdoutPipe()
+	if err := bare.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bare.Process.Kill(); _ = bare.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("bare proxy: %v", err)
+	}
+	return bare, strings.TrimSpace(addr)
+}
+
 // bareProxyEnv makes this test binary a bare reverse proxy to its value
 // (the upstream's base URL), listening on the address it prints first.
 const bareProxyEnv = "SKILLROUTER_BARE_PROXY_UPSTREAM"
+
+// bareProxyPoolEnv, set to a number, gives the bare proxy a transport that
+// keeps that many idle upstream connections; unset, it has Go's default
+// transport, which keeps 2 and so opens a connection for most requests
+// once more than 2 are in flight.
+const bareProxyPoolEnv = "SKILLROUTER_BARE_PROXY_POOL"
 
 func init() {
 	up := os.Getenv(bareProxyEnv)
@@ -83,6 +114,11 @@ func init() {
 		r.SetURL(target)
 		r.Out.URL.Path = target.Path + strings.TrimPrefix(r.In.URL.Path, "/v1")
 	}}
+	if n, err := strconv.Atoi(os.Getenv(bareProxyPoolEnv)); err == nil && n > 0 {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = n, n
+		rp.Transport = tr
+	}
 	_ = http.Serve(ln, rp)
 	os.Exit(0)
 }
@@ -205,18 +241,10 @@ func TestSideBySide(t *testing.T) {
 	up.Handle("/v1/chat/completions", fakeai.DelayFromHeader(fakeai.Reply(fakeai.Turn{Content: "ok"})))
 	up.StopRecording()
 
-	// The bare proxy: this binary again.
-	bare := exec.Command(os.Args[0], "-test.run", "^$")
-	bare.Env = append(os.Environ(), bareProxyEnv+"="+up.BaseURL())
-	bareOut, _ := bare.StdoutPipe()
-	if err := bare.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = bare.Process.Kill(); _ = bare.Wait() }()
-	addr, err := bufio.NewReader(bareOut).ReadString('\n')
-	if err != nil {
-		t.Fatalf("bare proxy: %v", err)
-	}
+	// The bare proxies: this binary again, with Go's default transport and
+	// with one that keeps an idle connection for every client.
+	bare, addr := sbsStartBare(t, up.BaseURL(), 0)
+	pooled, pooledAddr := sbsStartBare(t, up.BaseURL(), 256)
 	// The router: the built binary, its own process.
 	bin := filepath.Join(t.TempDir(), "router")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/router").CombinedOutput(); err != nil {
@@ -232,7 +260,8 @@ func TestSideBySide(t *testing.T) {
 	}
 	targets := []sbsTarget{
 		{name: "direct", base: up.BaseURL()},
-		{name: "bare Go proxy", base: "http://" + strings.TrimSpace(addr) + "/v1", pid: bare.Process.Pid},
+		{name: "bare Go proxy", base: "http://" + addr + "/v1", pid: bare.Process.Pid},
+		{name: sbsPooledTarget, base: "http://" + pooledAddr + "/v1", pid: pooled.Process.Pid},
 		{name: "skillrouter, routing off", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid, header: map[string]string{"X-Skillrouter-Disable": "true"}},
 		{name: sbsMainTarget, base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
 	}
@@ -329,24 +358,32 @@ func TestSideBySide(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nside by side: %d skills, upstream answers in %v, %v per target and round, median of %d rounds; router RSS after ready %.0f MB\n",
 		nSkills, delay, seconds, rounds, readyRSS)
-	fmt.Fprintf(&b, "| clients | target | added p50 / p99 | CPU per request | requests/s | RSS | CPU vs bare | requests/s vs bare |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| clients | target | added p50 / p99 | CPU per request | requests/s | RSS | CPU vs bare (default / pooled) | requests/s vs bare (default / pooled) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range clients {
 		d := all[key("direct", c)]
 		dp50, dp99 := med(d, func(r sbsResult) float64 { return msf(r.p50) }), med(d, func(r sbsResult) float64 { return msf(r.p99) })
-		bare := all[key("bare Go proxy", c)]
-		if len(bare) == 0 {
-			bare = []sbsResult{{}}
+		type ref struct{ cpu, rps float64 }
+		var refs []ref // the bare proxies: Go's default transport, pooled
+		for _, name := range []string{"bare Go proxy", sbsPooledTarget} {
+			rs := all[key(name, c)]
+			if len(rs) == 0 {
+				rs = []sbsResult{{}} // not run
+			}
+			refs = append(refs, ref{med(rs, func(r sbsResult) float64 { return msf(r.cpu) }), med(rs, func(r sbsResult) float64 { return r.rps })})
 		}
-		bareCPU := med(bare, func(r sbsResult) float64 { return msf(r.cpu) })
-		bareRPS := med(bare, func(r sbsResult) float64 { return r.rps })
 		for _, tg := range targets[1:] {
 			rs := all[key(tg.name, c)]
 			cpu := med(rs, func(r sbsResult) float64 { return msf(r.cpu) })
 			rps := med(rs, func(r sbsResult) float64 { return r.rps })
-			vsCPU, vsRPS := "–", "–" // the bare proxy was not run
-			if bareCPU > 0 && bareRPS > 0 {
-				vsCPU, vsRPS = fmt.Sprintf("%.1f×", cpu/bareCPU), fmt.Sprintf("%.0f%%", 100*rps/bareRPS)
+			var cpus, rpss []string
+			for _, rf := range refs {
+				if rf.cpu > 0 && rf.rps > 0 {
+					cpus, rpss = append(cpus, fmt.Sprintf("%.1f×", cpu/rf.cpu)), append(rpss, fmt.Sprintf("%.0f%%", 100*rps/rf.rps))
+				} else {
+					cpus, rpss = append(cpus, "–"), append(rpss, "–")
+				}
 			}
+			vsCPU, vsRPS := strings.Join(cpus, " / "), strings.Join(rpss, " / ")
 			fmt.Fprintf(&b, "| %d | %s | %+.2f / %+.2f ms | %.3f ms | %.0f (direct %.0f) | %.0f MB | %s | %s |\n", c, tg.name,
 				med(rs, func(r sbsResult) float64 { return msf(r.p50) })-dp50, med(rs, func(r sbsResult) float64 { return msf(r.p99) })-dp99,
 				cpu, rps, med(d, func(r sbsResult) float64 { return r.rps }), med(rs, func(r sbsResult) float64 { return r.rss }),
