@@ -17,7 +17,8 @@ import (
 // whole upstream account; an operator who shares the proxy chooses what
 // passes, as LLM gateways let them.
 //
-// A pattern is "[METHOD ]PATH": PATH is relative to /v1/, its segments
+// A pattern is "[METHOD ]PATH": PATH is relative to /v1/ (and so never
+// starts with v1/, which would match /v1/v1/…), its segments
 // are path.Match patterns of one segment each (*, ?, [a-z]), and a last
 // segment "**" matches the rest of the path, nothing included (files/**
 // matches files, files/f and files/f/content; ** alone every path).
@@ -87,6 +88,9 @@ func parsePassRule(p string) (passRule, string) {
 		return r, "want a path relative to /v1/ (models/*, not /v1/models/*)"
 	}
 	segs := strings.Split(rel, "/")
+	if segs[0] == "v1" { // would match /v1/v1/…, never what was meant
+		return r, "want a path relative to /v1/ (models/*, not v1/models/*)"
+	}
 	for i, seg := range segs {
 		switch {
 		case seg == "":

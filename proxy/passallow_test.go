@@ -27,6 +27,12 @@ func TestPassThroughPatterns(t *testing.T) {
 		{"", "empty"},
 		{"/v1/models", "relative to /v1/"},
 		{"/models", "relative to /v1/"},
+		// The path as the client addresses it, /v1 included: it would
+		// allow /v1/v1/models, never what was meant.
+		{"v1/models", "relative to /v1/"},
+		{"GET v1/models/*", "relative to /v1/"},
+		{"v1/**", "relative to /v1/"},
+		{"v1", "relative to /v1/"},
 		{"models/", "empty segment"},
 		{"models//x", "empty segment"},
 		{"models/../files", "dot-segment"},

@@ -841,7 +841,13 @@ func loadConfigFile(path string, cfg *config) error {
 	cfg.src.file = path
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("config %s", fileLines(path, err.Error(), nil))
+		msg := err.Error()
+		if strings.Contains(msg, "did not find expected alphabetic or numeric character") || strings.Contains(msg, "unknown anchor") {
+			// A * or & that starts a value is an alias or anchor to YAML: the patterns
+			// of upstream.passthrough ("**", "*/items") must be quoted.
+			msg += ` (a value that starts with * or & must be quoted: "**", "*/items")`
+		}
+		return fmt.Errorf("config %s", fileLines(path, msg, nil))
 	}
 	if len(doc.Content) == 0 {
 		return nil // empty file: defaults

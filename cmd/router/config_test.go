@@ -198,6 +198,14 @@ func TestConfigErrors(t *testing.T) {
 			want: `environment SKILLROUTER_UPSTREAM_PASSTHROUGH: upstream.passthrough "files/[": segment "[": bad pattern syntax`},
 		{name: "bad pass-through pattern flag", args: []string{"--upstream-passthrough", "models/"},
 			want: `flag --upstream-passthrough: upstream.passthrough "models/": empty segment`},
+		// YAML reads a * that starts a value as an alias: the patterns of
+		// upstream.passthrough must then be quoted, which the error says.
+		{name: "unquoted ** pattern", file: "upstream:\n  passthrough:\n    - GET models\n    - **\n",
+			want: `config FILE:4: did not find expected alphabetic or numeric character (a value that starts with * or & must be quoted: "**", "*/items")`},
+		{name: "unquoted * pattern in a flow list", file: "upstream:\n  passthrough: [models, *]\n",
+			want: `config FILE:2: did not find expected alphabetic or numeric character (a value that starts with * or & must be quoted`},
+		{name: "unquoted *- pattern", file: "upstream:\n  passthrough: [*-jobs]\n",
+			want: `config FILE: yaml: unknown anchor '-jobs' referenced (a value that starts with * or & must be quoted`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
