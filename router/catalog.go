@@ -91,16 +91,16 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 		return catalogResult{text: r.text, tokens: r.tokens, shown: skillIDs(l.eligible)}
 	}
 
-	cands, subset := l.eligible, "auto"
+	cands, candsAt, subset := l.eligible, l.eligibleAt, "auto"
 	if o.CatalogMode == CatalogEnabled {
 		allow := map[string]bool{}
 		for _, id := range o.Allowlist {
 			allow[id] = true
 		}
-		cands = nil
-		for _, s := range l.eligible {
+		cands, candsAt = nil, nil
+		for i, s := range l.eligible {
 			if s.OptedIn() || allow[s.ID] {
-				cands = append(cands, s)
+				cands, candsAt = append(cands, s), append(candsAt, l.eligibleAt[i])
 			}
 		}
 		subset = "enabled\x00" + strings.Join(o.Allowlist, "\x00")
@@ -114,7 +114,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 	for _, maxDesc := range []int{0, o.DescriptionLimit} {
 		opts := skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority, MaxDescription: maxDesc, Footer: footer}
 		base := l.emptyCost(opts)
-		if !l.entriesFit(cands, o.CatalogFormat, maxDesc, budget-base) {
+		if !l.entriesFit(candsAt, o.CatalogFormat, maxDesc, budget-base) {
 			continue
 		}
 		k := catalogKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, subset: subset, footer: footer, priority: prio}
@@ -126,17 +126,25 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 
 	// Shortlist: pinned, then ranked, then the rest by id, as long as
 	// entries fit. Only what is taken is looked at: rankings can cover the
-	// whole library.
-	inCands := func(s *skills.Skill) bool { return !s.Disabled() }
+	// whole library. Skills are handled by position: seen and the subset
+	// are bitsets, entries come from the lock-free table.
+	words := (len(l.skills) + 63) / 64
+	var isCand []uint64 // nil: every eligible skill
 	if o.CatalogMode == CatalogEnabled {
-		set := make(map[string]bool, len(cands))
-		for _, s := range cands {
-			set[s.ID] = true
+		isCand = make([]uint64, words)
+		for _, k := range candsAt {
+			isCand[k/64] |= 1 << (k % 64)
 		}
-		inCands = func(s *skills.Skill) bool { return set[s.ID] }
+	}
+	inCands := func(k int32) bool {
+		if isCand == nil {
+			return !l.skills[k].Disabled()
+		}
+		return isCand[k/64]&(1<<(k%64)) != 0
 	}
 	rank := capRanking(ranking(false))
 	maxDesc := o.DescriptionLimit
+	table := l.entryTable(o.CatalogFormat, maxDesc)
 	// Token counts add up exactly over catalog entries (each starts on its
 	// own line; see countTokens), so the catalog's size is the empty
 	// catalog's plus the entries' costs and only the chosen text is rendered.
@@ -148,26 +156,26 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 			MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)})
 	}
 	used := emptyCost(len(l.eligible))
-	var shown []*skills.Skill
+	var shown []int32
 	costs := []int{0} // costs[n]: the first n entries
-	take := func(s *skills.Skill) bool {
-		c := l.entryCost(s, o.CatalogFormat, maxDesc)
+	seen := make([]uint64, words)
+	considerAt := func(k int32) bool { // false once an entry does not fit
+		if seen[k/64]&(1<<(k%64)) != 0 || !inCands(k) {
+			return true
+		}
+		seen[k/64] |= 1 << (k % 64)
+		c := l.entryAt(table, o.CatalogFormat, maxDesc, k).cost
 		if used+c > budget {
 			return false
 		}
 		used += c
-		shown = append(shown, s)
+		shown = append(shown, k)
 		costs = append(costs, costs[len(costs)-1]+c)
 		return true
 	}
-	seen := make(map[string]bool, 64)
-	consider := func(id string) bool { // false once an entry does not fit
-		sk, ok := l.byID[id]
-		if !ok || seen[id] || !inCands(sk) {
-			return true
-		}
-		seen[id] = true
-		return take(sk)
+	consider := func(id string) bool {
+		k, ok := l.at[id]
+		return !ok || considerAt(k)
 	}
 	fits := true
 	for _, ids := range [][]string{priority, rank} {
@@ -190,8 +198,8 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 		}
 	}
 	if fits {
-		for _, s := range cands {
-			if !consider(s.ID) {
+		for _, k := range candsAt {
+			if !considerAt(k) {
 				break
 			}
 		}
@@ -200,22 +208,27 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 		hidden := len(l.eligible) - n
 		if t := emptyCost(hidden) + costs[n]; t <= budget {
 			list := shown[:n]
-			text, quoted := l.renderCatalog(list, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
+			text, quoted := l.renderCatalogAt(list, skills.CatalogOptions{Format: o.CatalogFormat, NoLoadTool: o.NoTools, Priority: priority,
 				MaxDescription: maxDesc, Footer: catalogFooter(hidden, search)})
-			return catalogResult{text: text, json: quoted, tokens: t, shown: skillIDs(list), hidden: hidden, truncated: maxDesc > 0}
+			ids := make([]string, len(list))
+			for i, k := range list {
+				ids[i] = l.skills[k].ID
+			}
+			return catalogResult{text: text, json: quoted, tokens: t, shown: ids, hidden: hidden, truncated: maxDesc > 0}
 		}
 	}
 	return catalogResult{hidden: len(l.eligible)}
 }
 
-// entriesFit reports whether the entries of list cost at most room tokens,
-// stopping as soon as they do not.
-func (l *skillLib) entriesFit(list []*skills.Skill, format skills.Format, maxDesc, room int) bool {
+// entriesFit reports whether the entries of the skills at positions at
+// cost at most room tokens, stopping as soon as they do not.
+func (l *skillLib) entriesFit(at []int32, format skills.Format, maxDesc, room int) bool {
 	if room < 0 {
 		return false
 	}
-	for _, s := range list {
-		room -= l.entryCost(s, format, maxDesc)
+	t := l.entryTable(format, maxDesc)
+	for _, k := range at {
+		room -= l.entryAt(t, format, maxDesc, k).cost
 		if room < 0 {
 			return false
 		}

@@ -8,8 +8,10 @@ package router
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 	"weak"
@@ -20,16 +22,23 @@ import (
 
 // skillLib is the rewrite's view of one snapshot (see the file comment).
 type skillLib struct {
-	skills   []*skills.Skill // loaded skills, sorted by id
-	eligible []*skills.Skill // not disabled in frontmatter, sorted by id
-	byID     map[string]*skills.Skill
+	skills     []*skills.Skill // loaded skills, sorted by id
+	eligible   []*skills.Skill // not disabled in frontmatter, sorted by id
+	eligibleAt []int32         // eligible's positions in skills
+	byID       map[string]*skills.Skill
+	at         map[string]int32 // id -> position in skills
+
+	// tables holds the catalog entries of each format and description
+	// limit by position, read without a lock: a request's plan looks up a
+	// hundred or more entries, and one mutex shared by every request cost
+	// more than the lookups under load (see entryTable).
+	tables atomic.Pointer[[]*entryTable]
 
 	mu        sync.Mutex
 	envelopes map[string]renderedText     // id -> envelope
 	envTokens map[string]int              // id -> the envelope's token count, kept when envelopes is cleared
 	quoted    map[string][]byte           // id -> envelope as a JSON string
 	catalogQ  map[string][]byte           // catalog text -> as a JSON string
-	entries   map[entryKey]catalogEntry   // rendered catalog entries
 	catalogs  map[catalogKey]renderedText // whole-library catalogs
 	empties   map[emptyKey]int            // token counts of catalogs without entries
 	loadTool  map[bool]wire.ToolSpec      // load_skill by "enum stripped"
@@ -57,11 +66,20 @@ type renderedText struct {
 	tokens int
 }
 
-type entryKey struct {
+// entryTable is one format and description limit's catalog entries, by
+// position in the library; a slot is filled the first time its skill is
+// shown (rendering and counting every entry up front would cost seconds
+// at 10,000 skills) and read without a lock after that.
+type entryTable struct {
 	format  skills.Format
 	maxDesc int
-	id      string
+	slots   []atomic.Pointer[catalogEntry]
 }
+
+// maxEntryTables bounds the tables a library keeps; past it (a
+// configuration with many description limits) entries are rendered each
+// time. Requests of one server use one or two.
+const maxEntryTables = 8
 
 type catalogKey struct {
 	format   skills.Format
@@ -109,15 +127,17 @@ func newLibrary(list []*skills.Skill) *skillLib {
 		envTokens: map[string]int{},
 		quoted:    map[string][]byte{},
 		catalogQ:  map[string][]byte{},
-		entries:   map[entryKey]catalogEntry{},
 		catalogs:  map[catalogKey]renderedText{},
 		empties:   map[emptyKey]int{},
 		loadTool:  map[bool]wire.ToolSpec{},
 	}
-	for _, s := range list {
+	l.at = make(map[string]int32, len(list))
+	for i, s := range list {
 		l.byID[s.ID] = s
+		l.at[s.ID] = int32(i)
 		if !s.Disabled() {
 			l.eligible = append(l.eligible, s)
+			l.eligibleAt = append(l.eligibleAt, int32(i))
 		}
 	}
 	return l
@@ -218,18 +238,67 @@ func splitCatalog(empty string) (head, tail string, ok bool) {
 	return empty[:i+len(open)], empty[i+len(open):], true
 }
 
-// entry returns the rendering of s as a catalog entry: the catalog with the
-// entry minus the empty catalog. The cost is exact (entries sit on their own
+// entryTable returns the entry table of format and maxDesc, creating it on
+// first use; nil when the library keeps maxEntryTables already.
+func (l *skillLib) entryTable(format skills.Format, maxDesc int) *entryTable {
+	find := func(ts *[]*entryTable) *entryTable {
+		if ts != nil {
+			for _, t := range *ts {
+				if t.format == format && t.maxDesc == maxDesc {
+					return t
+				}
+			}
+		}
+		return nil
+	}
+	if t := find(l.tables.Load()); t != nil {
+		return t
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.tables.Load()
+	if t := find(old); t != nil {
+		return t
+	}
+	var ts []*entryTable
+	if old != nil {
+		ts = *old
+	}
+	if len(ts) >= maxEntryTables {
+		return nil
+	}
+	t := &entryTable{format: format, maxDesc: maxDesc, slots: make([]atomic.Pointer[catalogEntry], len(l.skills))}
+	next := append(slices.Clip(ts), t)
+	l.tables.Store(&next)
+	return t
+}
+
+// entryAt returns the catalog entry of the skill at position i, in t's
+// format and description limit (t may be nil: see entryTable).
+func (l *skillLib) entryAt(t *entryTable, format skills.Format, maxDesc int, i int32) catalogEntry {
+	if t != nil {
+		if e := t.slots[i].Load(); e != nil {
+			return *e
+		}
+	}
+	e := renderEntry(l.skills[i], format, maxDesc)
+	if t != nil {
+		t.slots[i].Store(&e) // the same value whoever renders it
+	}
+	return e
+}
+
+// entry is entryAt for a skill of the library.
+func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
+	return l.entryAt(l.entryTable(format, maxDesc), format, maxDesc, l.at[s.ID])
+}
+
+// renderEntry renders s as a catalog entry: the catalog with the entry
+// minus the empty catalog. The cost is exact (entries sit on their own
 // lines; see countTokens). Catalogs are then assembled from cached entries
 // instead of re-rendering every description on every request.
-func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
-	k := entryKey{format, maxDesc, s.ID}
-	l.mu.Lock()
-	e, ok := l.entries[k]
-	l.mu.Unlock()
-	if ok {
-		return e
-	}
+func renderEntry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
+	var e catalogEntry
 	opts := skills.CatalogOptions{Format: format, MaxDescription: maxDesc}
 	empty := skills.RenderCatalog(nil, opts)
 	one := skills.RenderCatalog([]*skills.Skill{s}, opts)
@@ -238,9 +307,6 @@ func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) cat
 		e.text = one[len(head) : len(one)-len(tail)]
 		e.json = quoteInner(e.text)
 	}
-	l.mu.Lock()
-	l.entries[k] = e
-	l.mu.Unlock()
 	return e
 }
 
@@ -264,11 +330,6 @@ func (l *skillLib) quote(catalog string) []byte {
 	return q
 }
 
-// entryCost is the token cost of s as a catalog entry.
-func (l *skillLib) entryCost(s *skills.Skill, format skills.Format, maxDesc int) int {
-	return l.entry(s, format, maxDesc).cost
-}
-
 // renderCatalog is skills.RenderCatalog assembled from cached entries; it
 // falls back to rendering when the layout does not split into head,
 // entries and tail. It also returns the catalog as a JSON string, assembled
@@ -276,18 +337,35 @@ func (l *skillLib) entryCost(s *skills.Skill, format skills.Format, maxDesc int)
 // quoting the whole catalog again on every request cost more than
 // assembling it.
 func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOptions) (string, []byte) {
+	at := make([]int32, len(list))
+	for i, s := range list {
+		at[i] = l.at[s.ID]
+	}
+	return l.renderCatalogAt(at, opts)
+}
+
+// renderCatalogAt is renderCatalog for the skills at the positions at.
+func (l *skillLib) renderCatalogAt(at []int32, opts skills.CatalogOptions) (string, []byte) {
+	list := func() []*skills.Skill {
+		out := make([]*skills.Skill, len(at))
+		for i, k := range at {
+			out[i] = l.skills[k]
+		}
+		return out
+	}
 	head, tail, ok := splitCatalog(skills.RenderCatalog(nil, opts))
 	if !ok {
-		return skills.RenderCatalog(list, opts), nil
+		return skills.RenderCatalog(list(), opts), nil
 	}
 	qhead, qtail := l.quote(head), l.quote(tail)
 	quoted := quotesPiecewise(head) && quotesPiecewise(tail)
 	n, nq := len(head)+len(tail), len(qhead)+len(qtail)
-	parts := make([]catalogEntry, len(list))
-	for i, s := range list {
-		e := l.entry(s, opts.Format, opts.MaxDescription)
+	t := l.entryTable(opts.Format, opts.MaxDescription)
+	parts := make([]catalogEntry, len(at))
+	for i, k := range at {
+		e := l.entryAt(t, opts.Format, opts.MaxDescription, k)
 		if e.text == "" {
-			return skills.RenderCatalog(list, opts), nil
+			return skills.RenderCatalog(list(), opts), nil
 		}
 		parts[i] = e
 		n += len(e.text)
