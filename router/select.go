@@ -42,7 +42,6 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		}
 		considered++
 		conf, score := e.conf, e.score
-		dup := ix.duplicateOf(i, chosen)
 		switch {
 		case conf <= 0 && score <= 0:
 			// Nothing matched at all; no reason worth printing.
@@ -58,9 +57,13 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 			reasons[s.ID] = fmt.Sprintf("max_auto_load %d reached", topK)
 		case auto > 0 && relative > 0 && score < relative*best:
 			reasons[s.ID] = fmt.Sprintf("score %.3f not within %.0f%% of the best match's %.3f", score, relative*100, best)
-		case dup >= 0:
-			reasons[s.ID] = fmt.Sprintf("near-duplicate of %s (term overlap %.2f)", ix.list[dup].ID, overlap(ix.sigs[i], ix.sigs[dup]))
 		default:
+			// Compared last: a signature overlap is the costliest test, and
+			// most skills considered fail an earlier one.
+			if dup := ix.duplicateOf(i, chosen); dup >= 0 {
+				reasons[s.ID] = fmt.Sprintf("near-duplicate of %s (term overlap %.2f)", ix.list[dup].ID, overlap(ix.sigs[i], ix.sigs[dup]))
+				break
+			}
 			d.Selected = append(d.Selected, s.ID)
 			picked[s.ID] = true
 			chosen = append(chosen, i)
