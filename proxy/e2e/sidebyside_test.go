@@ -19,6 +19,9 @@ package e2e
 // library size: the real skills first, then the synthetic variants of
 // `router bench --scale`; default: the 407 real skills; a list, e.g.
 // "10000,407", adds a router per further size as a target of its own) and
+// SKILLROUTER_SBS_REPEAT (n > 1 adds the main router once more as a target
+// whose clients each send every query n times in a row, as an agent's tool
+// loop repeats a user turn's message, so n-1 of n rankings are cached),
 // SKILLROUTER_SBS_BASELINE (another router binary, e.g. one built from
 // the previous commit: it runs as a fifth target, "baseline routing on",
 // for old/new figures alternated in one run), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
@@ -136,6 +139,7 @@ type sbsTarget struct {
 	base   string // URL including /v1
 	pid    int    // 0: this process (no CPU or RSS of its own)
 	header map[string]string
+	repeat int // requests each client sends with one query before the next (0: 1)
 }
 
 // procCPU is the process's user+system CPU time.
@@ -265,6 +269,14 @@ func TestSideBySide(t *testing.T) {
 		{name: "skillrouter, routing off", base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid, header: map[string]string{"X-Skillrouter-Disable": "true"}},
 		{name: sbsMainTarget, base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid},
 	}
+	if n := envInt("SKILLROUTER_SBS_REPEAT", 0); n > 1 {
+		// An agent's tool loop: every round of a user turn repeats its user
+		// message, so only the first round of each misses the ranking cache.
+		targets = append(targets, sbsTarget{name: fmt.Sprintf("routing on, %d requests per query", n), base: "http://" + routerAddr + "/v1", pid: rt.Process.Pid, repeat: n})
+		for _, b := range baseline {
+			baseline = append(baseline, sbsTarget{name: fmt.Sprintf("%s, %d requests per query", b.name, n), base: b.base, pid: b.pid, repeat: n})
+		}
+	}
 	targets = append(targets, baseline...)
 	for _, n := range sizes[1:] {
 		p, addr := sbsStartRouter(t, bin, library(n), up.BaseURL())
@@ -299,10 +311,14 @@ func TestSideBySide(t *testing.T) {
 		for range conc {
 			wg.Go(func() {
 				var mine []time.Duration
-				for ctx.Err() == nil && len(mine) < 1_000_000 {
+				var q int64
+				for n := 0; ctx.Err() == nil && len(mine) < 1_000_000; n++ {
+					if n%max(tg.repeat, 1) == 0 {
+						q = seq.Add(1)
+					}
 					body, _ := json.Marshal(map[string]any{"model": "bench", "messages": []any{
 						map[string]string{"role": "system", "content": "You are a helpful coding assistant."},
-						map[string]string{"role": "user", "content": query(seq.Add(1))}}})
+						map[string]string{"role": "user", "content": query(q)}}})
 					req, _ := http.NewRequest(http.MethodPost, tg.base+"/chat/completions", bytes.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set(fakeai.DelayHeader, strconv.FormatInt(delay.Microseconds(), 10))
@@ -393,12 +409,19 @@ func TestSideBySide(t *testing.T) {
 	// Ratios of CPU per request round by round: the targets of a round run
 	// back to back, so they share the machine's state (other load, cache
 	// and frequency) more than runs minutes apart do.
+	mainOf := map[int]string{} // the main router's target by requests per query
 	for _, tg := range targets {
-		if tg.name == sbsMainTarget || !strings.Contains(tg.name, "routing on") {
+		if tg.pid == rt.Process.Pid && tg.header == nil {
+			mainOf[max(tg.repeat, 1)] = tg.name
+		}
+	}
+	for _, tg := range targets {
+		main := mainOf[max(tg.repeat, 1)]
+		if main == "" || tg.name == main || tg.pid == rt.Process.Pid || !strings.Contains(tg.name, "routing on") {
 			continue
 		}
 		for _, c := range clients {
-			num, den := all[key(sbsMainTarget, c)], all[key(tg.name, c)]
+			num, den := all[key(main, c)], all[key(tg.name, c)]
 			var ratios []float64
 			var each []string
 			for i := range min(len(num), len(den)) {
@@ -415,7 +438,7 @@ func TestSideBySide(t *testing.T) {
 			}
 			slices.Sort(ratios)
 			fmt.Fprintf(&b, "CPU per request of %q (%d skills) against %q, %d clients, round by round: %s; median %.3f×\n",
-				sbsMainTarget, nSkills, tg.name, c, strings.Join(each, ", "), ratios[len(ratios)/2])
+				main, nSkills, tg.name, c, strings.Join(each, ", "), ratios[len(ratios)/2])
 		}
 	}
 	t.Log(b.String())
