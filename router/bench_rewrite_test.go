@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +134,33 @@ func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
 	slices.Sort(durs)
 	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkRewriteChatParallel is BenchmarkRewriteChat on every core at
+// once (-cpu sets how many goroutines), as concurrent requests run: what
+// the requests share (caches, locks, counters) shows here and not in the
+// one-at-a-time benchmark. ns/op is wall time per rewrite over all of them.
+func BenchmarkRewriteChatParallel(b *testing.B) {
+	snap := benchLibrary(b)
+	bodies := chatBodies(b, upstreamQueries(b))
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }, RankCache: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1))
+			rw, err := rewriteChat(context.Background(), r, bodies[i%len(bodies)], RewriteOptions{}, Overrides{})
+			if err != nil || rw.Decision.Fallback {
+				b.Errorf("%v %+v", err, rw.Decision)
+				return
+			}
+		}
+	})
 }
 
 // TestAddedTokensBenchLibrary reports the prompt tokens a rewrite adds on the
