@@ -90,18 +90,26 @@ func BenchmarkRewriteChatCold(b *testing.B) { benchRewriteChat(b, true, 0) }
 // and the core may have slept. Use -benchtime 500x.
 func BenchmarkRewriteChatIdle(b *testing.B) { benchRewriteChat(b, false, 20*time.Millisecond) }
 
-// benchRewriteChat rewrites the upstream queries one after another, the
-// caches flushed (cold) or the process idle for idle before each.
-func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
+// benchChatRouter returns a router over the bench library with the
+// builtin embedder, closed at the benchmark's end, and the upstream queries
+// as Chat bodies. Its ranking cache is off: the bodies repeat, and each
+// rewrite should rank afresh.
+func benchChatRouter(b *testing.B) (*Router, [][]byte) {
 	snap := benchLibrary(b)
 	bodies := chatBodies(b, upstreamQueries(b))
 	emb := embed.NewBuiltin(embed.Config{})
-	// RankCache off: the bodies repeat, and each rewrite should rank afresh.
 	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }, RankCache: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
+	b.Cleanup(r.Close)
+	return r, bodies
+}
+
+// benchRewriteChat rewrites the upstream queries one after another, the
+// caches flushed (cold) or the process idle for idle before each.
+func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
+	r, bodies := benchChatRouter(b)
 	var flush []byte
 	if cold {
 		flush = make([]byte, 64<<20) // larger than any last-level cache here
@@ -141,14 +149,7 @@ func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
 // the requests share (caches, locks, counters) shows here and not in the
 // one-at-a-time benchmark. ns/op is wall time per rewrite over all of them.
 func BenchmarkRewriteChatParallel(b *testing.B) {
-	snap := benchLibrary(b)
-	bodies := chatBodies(b, upstreamQueries(b))
-	emb := embed.NewBuiltin(embed.Config{})
-	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }, RankCache: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	r, bodies := benchChatRouter(b)
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
