@@ -315,3 +315,17 @@ func TestRenderCatalogQuotedEscapes(t *testing.T) {
 		}
 	}
 }
+
+// entry is entryAt for a skill of l.
+func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
+	return l.entryAt(l.entryTable(format, maxDesc), format, maxDesc, l.at[s.ID])
+}
+
+// renderCatalog is renderCatalogAt for skills of l.
+func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOptions) (string, []byte) {
+	at := make([]int32, len(list))
+	for i, s := range list {
+		at[i] = l.at[s.ID]
+	}
+	return l.renderCatalogAt(at, opts)
+}

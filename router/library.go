@@ -288,11 +288,6 @@ func (l *skillLib) entryAt(t *entryTable, format skills.Format, maxDesc int, i i
 	return e
 }
 
-// entry is entryAt for a skill of the library.
-func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
-	return l.entryAt(l.entryTable(format, maxDesc), format, maxDesc, l.at[s.ID])
-}
-
 // renderEntry renders s as a catalog entry: the catalog with the entry
 // minus the empty catalog. The cost is exact (entries sit on their own
 // lines; see countTokens). Catalogs are then assembled from cached entries
@@ -330,21 +325,12 @@ func (l *skillLib) quote(catalog string) []byte {
 	return q
 }
 
-// renderCatalog is skills.RenderCatalog assembled from cached entries; it
-// falls back to rendering when the layout does not split into head,
-// entries and tail. It also returns the catalog as a JSON string, assembled
-// from the entries' quoted forms (nil when a part cannot be quoted apart):
-// quoting the whole catalog again on every request cost more than
-// assembling it.
-func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOptions) (string, []byte) {
-	at := make([]int32, len(list))
-	for i, s := range list {
-		at[i] = l.at[s.ID]
-	}
-	return l.renderCatalogAt(at, opts)
-}
-
-// renderCatalogAt is renderCatalog for the skills at the positions at.
+// renderCatalogAt is skills.RenderCatalog, for the skills at the positions
+// at, assembled from cached entries; it falls back to rendering when the
+// layout does not split into head, entries and tail. It also returns the
+// catalog as a JSON string, assembled from the entries' quoted forms (nil
+// when a part cannot be quoted apart): quoting the whole catalog again on
+// every request cost more than assembling it.
 func (l *skillLib) renderCatalogAt(at []int32, opts skills.CatalogOptions) (string, []byte) {
 	list := func() []*skills.Skill {
 		out := make([]*skills.Skill, len(at))
