@@ -84,7 +84,7 @@ func newToolGate(o *RewriteOptions, req *wire.Request, lib *skillLib, active []s
 		t.used = t.gated && called[t.name]
 	}
 	for _, id := range active {
-		if s, ok := lib.byID[id]; ok {
+		if s, ok := lib.skill(id); ok {
 			tg.activate(s)
 		}
 	}

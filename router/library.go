@@ -22,11 +22,10 @@ import (
 
 // skillLib is the rewrite's view of one snapshot (see the file comment).
 type skillLib struct {
-	skills     []*skills.Skill // loaded skills, sorted by id
-	eligible   []*skills.Skill // not disabled in frontmatter, sorted by id
-	eligibleAt []int32         // eligible's positions in skills
-	byID       map[string]*skills.Skill
-	at         map[string]int32 // id -> position in skills
+	skills     []*skills.Skill  // loaded skills, sorted by id
+	eligible   []*skills.Skill  // not disabled in frontmatter, sorted by id
+	eligibleAt []int32          // eligible's positions in skills
+	at         map[string]int32 // id -> position in skills (see skill)
 
 	// tables holds the catalog entries of each format and description
 	// limit by position, read without a lock: a request's plan looks up a
@@ -122,7 +121,6 @@ func (l *skillLib) emptyCost(opts skills.CatalogOptions) int {
 func newLibrary(list []*skills.Skill) *skillLib {
 	l := &skillLib{
 		skills:    list,
-		byID:      make(map[string]*skills.Skill, len(list)),
 		envelopes: map[string]renderedText{},
 		envTokens: map[string]int{},
 		quoted:    map[string][]byte{},
@@ -133,7 +131,6 @@ func newLibrary(list []*skills.Skill) *skillLib {
 	}
 	l.at = make(map[string]int32, len(list))
 	for i, s := range list {
-		l.byID[s.ID] = s
 		l.at[s.ID] = int32(i)
 		if !s.Disabled() {
 			l.eligible = append(l.eligible, s)
@@ -141,6 +138,15 @@ func newLibrary(list []*skills.Skill) *skillLib {
 		}
 	}
 	return l
+}
+
+// skill returns the skill of l with the id id.
+func (l *skillLib) skill(id string) (*skills.Skill, bool) {
+	i, ok := l.at[id]
+	if !ok {
+		return nil, false
+	}
+	return l.skills[i], true
 }
 
 var skillLibs = struct {
@@ -415,7 +421,7 @@ func (l *skillLib) renderCached(k catalogKey, list []*skills.Skill, opts skills.
 // resolve finds the skill a model asked for, by the rule load_skill and
 // `router skills show` share (skills.Resolve).
 func (l *skillLib) resolve(want string) (*skills.Skill, bool) {
-	if s, ok := l.byID[want]; ok {
+	if s, ok := l.skill(want); ok {
 		return s, true
 	}
 	return skills.Resolve(l.skills, want)

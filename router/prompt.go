@@ -169,7 +169,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	// selection within the auto-load budget; nothing already present.
 	present := map[string]bool{}
 	for _, id := range append(envelopesIn(in.msgs), in.present...) {
-		if s, ok := lib.byID[id]; ok && !present[id] {
+		if s, ok := lib.skill(id); ok && !present[id] {
 			present[id] = true
 			p.Active = append(p.Active, s.ID)
 		}
@@ -182,7 +182,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		if injected[id] {
 			continue
 		}
-		s, ok := lib.byID[id]
+		s, ok := lib.skill(id)
 		switch {
 		case !ok:
 			d.Reasons[id] = "not in the library"
@@ -265,7 +265,7 @@ func offerTools(ctx context.Context, ts *serverTools, lib *skillLib, o *RewriteO
 	}
 	var act []*skills.Skill
 	for _, id := range active {
-		if s, ok := lib.byID[id]; ok {
+		if s, ok := lib.skill(id); ok {
 			act = append(act, s)
 		}
 	}

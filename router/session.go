@@ -318,7 +318,7 @@ func (s *Session) searchSkills(ctx context.Context, args json.RawMessage) string
 	// Ask for a few more than needed: disabled skills are filtered out.
 	var hits []searchHit
 	for _, sc := range s.search.Search(ctx, q, limit+4) {
-		sk, ok := s.lib.byID[sc.ID]
+		sk, ok := s.lib.skill(sc.ID)
 		if !ok || sk.Disabled() {
 			continue
 		}

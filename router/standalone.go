@@ -40,7 +40,7 @@ func (r *Router) NewSession(ctx context.Context, opts SessionOptions) (*Session,
 	lib := libraryOf(snap)
 	var active []string
 	for _, id := range opts.Active {
-		if _, ok := lib.byID[id]; ok {
+		if _, ok := lib.skill(id); ok {
 			active = append(active, id)
 		}
 	}
