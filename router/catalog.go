@@ -164,7 +164,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 			return true
 		}
 		seen[k/64] |= 1 << (k % 64)
-		c := l.entryAt(table, o.CatalogFormat, maxDesc, k).cost
+		c := l.entryAt(table, k).cost
 		if used+c > budget {
 			return false
 		}
@@ -228,7 +228,7 @@ func (l *skillLib) entriesFit(at []int32, format skills.Format, maxDesc, room in
 	}
 	t := l.entryTable(format, maxDesc)
 	for _, k := range at {
-		room -= l.entryAt(t, format, maxDesc, k).cost
+		room -= l.entryAt(t, k).cost
 		if room < 0 {
 			return false
 		}

@@ -318,7 +318,7 @@ func TestRenderCatalogQuotedEscapes(t *testing.T) {
 
 // entry is entryAt for a skill of l.
 func (l *skillLib) entry(s *skills.Skill, format skills.Format, maxDesc int) catalogEntry {
-	return l.entryAt(l.entryTable(format, maxDesc), format, maxDesc, l.at[s.ID])
+	return l.entryAt(l.entryTable(format, maxDesc), l.at[s.ID])
 }
 
 // renderCatalog is renderCatalogAt for skills of l.
@@ -328,4 +328,22 @@ func (l *skillLib) renderCatalog(list []*skills.Skill, opts skills.CatalogOption
 		at[i] = l.at[s.ID]
 	}
 	return l.renderCatalogAt(at, opts)
+}
+
+// TestEntryTablesBounded: past maxEntryTables description limits, entries
+// are rendered afresh, the same as a kept table's.
+func TestEntryTablesBounded(t *testing.T) {
+	l := libraryOf(fixture(t))
+	for maxDesc := 10; maxDesc < 10+2*maxEntryTables; maxDesc++ {
+		for i := range l.skills {
+			got := l.entryAt(l.entryTable(skills.FormatAgentSkills, maxDesc), int32(i))
+			want := renderEntry(l.skills[i], skills.FormatAgentSkills, maxDesc)
+			if got.text != want.text || got.cost != want.cost || !bytes.Equal(got.json, want.json) {
+				t.Fatalf("limit %d, skill %d: %+v, want %+v", maxDesc, i, got, want)
+			}
+		}
+	}
+	if n := len(*l.tables.Load()); n != maxEntryTables {
+		t.Fatalf("%d tables kept, want %d", n, maxEntryTables)
+	}
 }

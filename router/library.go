@@ -245,7 +245,7 @@ func splitCatalog(empty string) (head, tail string, ok bool) {
 }
 
 // entryTable returns the entry table of format and maxDesc, creating it on
-// first use; nil when the library keeps maxEntryTables already.
+// first use; past maxEntryTables, a table that keeps nothing.
 func (l *skillLib) entryTable(format skills.Format, maxDesc int) *entryTable {
 	find := func(ts *[]*entryTable) *entryTable {
 		if ts != nil {
@@ -271,7 +271,7 @@ func (l *skillLib) entryTable(format skills.Format, maxDesc int) *entryTable {
 		ts = *old
 	}
 	if len(ts) >= maxEntryTables {
-		return nil
+		return &entryTable{format: format, maxDesc: maxDesc}
 	}
 	t := &entryTable{format: format, maxDesc: maxDesc, slots: make([]atomic.Pointer[catalogEntry], len(l.skills))}
 	next := append(slices.Clip(ts), t)
@@ -280,17 +280,16 @@ func (l *skillLib) entryTable(format skills.Format, maxDesc int) *entryTable {
 }
 
 // entryAt returns the catalog entry of the skill at position i, in t's
-// format and description limit (t may be nil: see entryTable).
-func (l *skillLib) entryAt(t *entryTable, format skills.Format, maxDesc int, i int32) catalogEntry {
-	if t != nil {
-		if e := t.slots[i].Load(); e != nil {
-			return *e
-		}
+// format and description limit.
+func (l *skillLib) entryAt(t *entryTable, i int32) catalogEntry {
+	if t.slots == nil { // a table that keeps nothing (see entryTable)
+		return renderEntry(l.skills[i], t.format, t.maxDesc)
 	}
-	e := renderEntry(l.skills[i], format, maxDesc)
-	if t != nil {
-		t.slots[i].Store(&e) // the same value whoever renders it
+	if e := t.slots[i].Load(); e != nil {
+		return *e
 	}
+	e := renderEntry(l.skills[i], t.format, t.maxDesc)
+	t.slots[i].Store(&e) // the same value whoever renders it
 	return e
 }
 
@@ -355,7 +354,7 @@ func (l *skillLib) renderCatalogAt(at []int32, opts skills.CatalogOptions) (stri
 	t := l.entryTable(opts.Format, opts.MaxDescription)
 	parts := make([]catalogEntry, len(at))
 	for i, k := range at {
-		e := l.entryAt(t, opts.Format, opts.MaxDescription, k)
+		e := l.entryAt(t, k)
 		if e.text == "" {
 			return skills.RenderCatalog(list(), opts), nil
 		}
