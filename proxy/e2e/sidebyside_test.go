@@ -154,6 +154,31 @@ func procCPU(pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
+// procSwitches is the number of times the process's threads have given up
+// a core, waiting (voluntary) or preempted: each is a sleep and a wake-up.
+// It tells how many hand-offs a request costs, which is what one client
+// pays for most (its threads sleep between requests).
+func procSwitches(pid int) (waits, preempted int64) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "voluntary_ctxt_switches":
+				waits += c
+			case "nonvoluntary_ctxt_switches":
+				preempted += c
+			}
+		}
+	}
+	return waits, preempted
+}
+
 // procRSS is the process's resident set in MB.
 func procRSS(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -196,6 +221,8 @@ type sbsResult struct {
 	n        int
 	rps      float64
 	cpu      time.Duration // per request
+	waits    float64       // voluntary context switches per request
+	preempts float64       // involuntary ones
 	rss      float64
 }
 
@@ -304,6 +331,7 @@ func TestSideBySide(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), seconds)
 		defer cancel()
 		cpu0 := procCPU(tg.pid)
+		w0, p0 := procSwitches(tg.pid)
 		var mu sync.Mutex
 		var lat []time.Duration
 		var wg sync.WaitGroup
@@ -347,6 +375,8 @@ func TestSideBySide(t *testing.T) {
 		res.p50, res.p99 = percentiles(lat)
 		if tg.pid != 0 && len(lat) > 0 {
 			res.cpu = (procCPU(tg.pid) - cpu0) / time.Duration(len(lat))
+			w1, p1 := procSwitches(tg.pid)
+			res.waits, res.preempts = float64(w1-w0)/float64(len(lat)), float64(p1-p0)/float64(len(lat))
 			res.rss = procRSS(tg.pid)
 		}
 		return res
@@ -374,7 +404,7 @@ func TestSideBySide(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nside by side: %d skills, upstream answers in %v, %v per target and round, median of %d rounds; router RSS after ready %.0f MB\n",
 		nSkills, delay, seconds, rounds, readyRSS)
-	fmt.Fprintf(&b, "| clients | target | added p50 / p99 | CPU per request | requests/s | RSS | CPU vs bare (default / pooled) | requests/s vs bare (default / pooled) |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| clients | target | added p50 / p99 | CPU per request | switches per request: waits / preempted | requests/s | RSS | CPU vs bare (default / pooled) | requests/s vs bare (default / pooled) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range clients {
 		d := all[key("direct", c)]
 		dp50, dp99 := med(d, func(r sbsResult) float64 { return msf(r.p50) }), med(d, func(r sbsResult) float64 { return msf(r.p99) })
@@ -400,9 +430,9 @@ func TestSideBySide(t *testing.T) {
 				}
 			}
 			vsCPU, vsRPS := strings.Join(cpus, " / "), strings.Join(rpss, " / ")
-			fmt.Fprintf(&b, "| %d | %s | %+.2f / %+.2f ms | %.3f ms | %.0f (direct %.0f) | %.0f MB | %s | %s |\n", c, tg.name,
+			fmt.Fprintf(&b, "| %d | %s | %+.2f / %+.2f ms | %.3f ms | %.1f / %.1f | %.0f (direct %.0f) | %.0f MB | %s | %s |\n", c, tg.name,
 				med(rs, func(r sbsResult) float64 { return msf(r.p50) })-dp50, med(rs, func(r sbsResult) float64 { return msf(r.p99) })-dp99,
-				cpu, rps, med(d, func(r sbsResult) float64 { return r.rps }), med(rs, func(r sbsResult) float64 { return r.rss }),
+				cpu, med(rs, func(r sbsResult) float64 { return r.waits }), med(rs, func(r sbsResult) float64 { return r.preempts }), rps, med(d, func(r sbsResult) float64 { return r.rps }), med(rs, func(r sbsResult) float64 { return r.rss }),
 				vsCPU, vsRPS)
 		}
 	}
