@@ -4,8 +4,8 @@ package router
 // (budget), and the note that points at the skills it leaves out.
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
@@ -65,9 +65,9 @@ func catalogFooter(hidden int, search bool) string {
 		noun = "skill is"
 	}
 	if !search {
-		return fmt.Sprintf("%d more %s not listed here.", hidden, noun)
+		return strconv.Itoa(hidden) + " more " + noun + " not listed here."
 	}
-	return fmt.Sprintf("%d more %s not listed here: call search_skills with a few words about the task to find them, then load_skill with the id.", hidden, noun)
+	return strconv.Itoa(hidden) + " more " + noun + " not listed here: call search_skills with a few words about the task to find them, then load_skill with the id."
 }
 
 // planCatalog chooses the catalog for a request. ranking yields skill ids in

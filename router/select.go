@@ -1,8 +1,6 @@
 package router
 
-import (
-	"fmt"
-)
+import "strconv"
 
 // nearMisses is how many skills past the auto-loaded ones are considered
 // (and given a reason when not loaded).
@@ -46,7 +44,7 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		case conf <= 0 && score <= 0:
 			// Nothing matched at all; no reason worth printing.
 		case !(conf >= threshold): // also rejects NaN
-			reasons[s.ID] = fmt.Sprintf("confidence %.3f below threshold %.3f", conf, threshold)
+			reasons[s.ID] = "confidence " + f3(conf) + " below threshold " + f3(threshold)
 		case s.Disabled():
 			reasons[s.ID] = "disabled in frontmatter (enabled: false)"
 		case s.AutoLoad != nil && !*s.AutoLoad:
@@ -54,14 +52,14 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		case topK <= 0:
 			reasons[s.ID] = "auto-loading is off for this request"
 		case auto >= topK:
-			reasons[s.ID] = fmt.Sprintf("max_auto_load %d reached", topK)
+			reasons[s.ID] = "max_auto_load " + strconv.Itoa(topK) + " reached"
 		case auto > 0 && relative > 0 && score < relative*best:
-			reasons[s.ID] = fmt.Sprintf("score %.3f not within %.0f%% of the best match's %.3f", score, relative*100, best)
+			reasons[s.ID] = "score " + f3(score) + " not within " + strconv.FormatFloat(relative*100, 'f', 0, 64) + "% of the best match's " + f3(best)
 		default:
 			// Compared last: a signature overlap is the costliest test, and
 			// most skills considered fail an earlier one.
 			if dup := ix.duplicateOf(i, chosen); dup >= 0 {
-				reasons[s.ID] = fmt.Sprintf("near-duplicate of %s (term overlap %.2f)", ix.list[dup].ID, overlap(ix.sigs[i], ix.sigs[dup]))
+				reasons[s.ID] = "near-duplicate of " + ix.list[dup].ID + " (term overlap " + strconv.FormatFloat(overlap(ix.sigs[i], ix.sigs[dup]), 'f', 2, 64) + ")"
 				break
 			}
 			d.Selected = append(d.Selected, s.ID)
@@ -77,6 +75,10 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		d.Reasons = reasons
 	}
 }
+
+// f3 is x as %.3f formats it; reasons are written on every request, and
+// strconv costs a fraction of fmt.
+func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
 // duplicateOf returns the first of chosen that skill i nearly duplicates,
 // or -1.

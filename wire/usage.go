@@ -14,6 +14,9 @@ import (
 // Usage is empty.
 type Usage struct {
 	v map[string]any
+	// first is the first object added, not yet decoded: a tool loop of
+	// one round, the commonest, reads nothing of its usage.
+	first []byte
 }
 
 // Add adds one usage object; null, absent or malformed ones add nothing.
@@ -22,6 +25,23 @@ func (u *Usage) Add(raw json.RawMessage) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return
 	}
+	if u.v == nil && u.first == nil {
+		u.first = bytes.Clone(raw)
+		return
+	}
+	u.decodeFirst()
+	u.add(raw)
+}
+
+// decodeFirst adds the object Add kept undecoded.
+func (u *Usage) decodeFirst() {
+	if first := u.first; first != nil {
+		u.first = nil
+		u.add(first)
+	}
+}
+
+func (u *Usage) add(raw []byte) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
@@ -36,7 +56,13 @@ func (u *Usage) Add(raw json.RawMessage) {
 }
 
 // Empty reports whether nothing was added.
-func (u *Usage) Empty() bool { return u == nil || u.v == nil }
+func (u *Usage) Empty() bool {
+	if u == nil {
+		return true
+	}
+	u.decodeFirst()
+	return u.v == nil
+}
 
 // JSON renders the sum (keys sorted); null when empty.
 func (u *Usage) JSON() json.RawMessage {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -63,6 +64,14 @@ func truncated(finishReason string) bool {
 // when there is no call of the proxy's; ok is false when raw is not a chat
 // completion with choices.
 func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
+	if usage, ok := noCalls(raw); ok {
+		return nil, usage, true
+	}
+	return r.decodeAnswer(raw, round, mine)
+}
+
+// decodeAnswer is ReadAnswer by decoding the answer.
+func (r *Request) decodeAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var cmp completion
 	if json.Unmarshal(raw, &cmp) != nil || len(cmp.Choices) == 0 {
 		return nil, nil, false
@@ -88,6 +97,82 @@ func (r *Request) ReadAnswer(raw []byte, round int, mine func(name string) bool)
 	ans.Truncated = truncated(cmp.Choices[0].FinishReason)
 	ans.Output = wire.UsageCount(cmp.Usage, "completion_tokens")
 	return ans, cmp.Usage, true
+}
+
+// noCalls reads the commonest answer, one whose first choice's message has
+// no tool_calls, without decoding it: its usage, and ok when decoding it
+// as completion would have succeeded with no calls. Anything it does not
+// recognise at a glance (a repeated member, a name encoding/json would
+// match only by case, a member of the wrong type, tool_calls of any
+// value) is left to the decoder, so both read every answer alike.
+func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	top, err := jsonspan.Members(raw)
+	if err != nil || !plainMembers(top, "id", "choices", "usage") {
+		return nil, false
+	}
+	if s, ok := jsonspan.Value(top, "id"); ok && raw[s.Start] != '"' && !jsonspan.IsNull(raw[s.Start:s.End]) {
+		return nil, false
+	}
+	cs, ok := jsonspan.Value(top, "choices")
+	if !ok {
+		return nil, false
+	}
+	choices, err := jsonspan.Elements(raw[cs.Start:cs.End])
+	if err != nil || len(choices) == 0 {
+		return nil, false
+	}
+	var first []byte // the first choice's message
+	for i, e := range choices {
+		c := raw[cs.Start+e.Start : cs.Start+e.End]
+		ms, err := jsonspan.Members(c)
+		if err != nil || !plainMembers(ms, "message", "finish_reason") {
+			return nil, false
+		}
+		if s, ok := jsonspan.Value(ms, "finish_reason"); ok && c[s.Start] != '"' && !jsonspan.IsNull(c[s.Start:s.End]) {
+			return nil, false
+		}
+		if i == 0 {
+			s, ok := jsonspan.Value(ms, "message")
+			if !ok {
+				return nil, false
+			}
+			first = c[s.Start:s.End]
+		}
+	}
+	msg, err := jsonspan.Members(first)
+	if err != nil || !plainMembers(msg, "tool_calls") {
+		return nil, false
+	}
+	if _, ok := jsonspan.Value(msg, "tool_calls"); ok {
+		return nil, false
+	}
+	if s, ok := jsonspan.Value(top, "usage"); ok {
+		usage = json.RawMessage(raw[s.Start:s.End])
+	}
+	return usage, true
+}
+
+// plainMembers reports whether each of names is the key of at most one
+// member of ms and no other key matches it by case folding, as
+// encoding/json would also match it to a struct field of that name.
+func plainMembers(ms []jsonspan.Member, names ...string) bool {
+	for _, n := range names {
+		seen := false
+		for _, m := range ms {
+			if m.Key == n {
+				if seen {
+					return false
+				}
+				seen = true
+			} else if strings.EqualFold(m.Key, n) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // answerOf builds the Answer for the proxy's calls; msg is the assistant

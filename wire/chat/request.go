@@ -13,8 +13,8 @@ package chat
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/tidwall/gjson"
 
@@ -180,7 +180,7 @@ var roles = []string{"system", "developer", "user", "assistant", "tool", "functi
 // parseMessage reads role, content and tool calls of message i.
 func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]string) (message, error) {
 	m := message{raw: raw}
-	p := fmt.Sprintf("messages[%d]", i)
+	p := "messages[" + strconv.Itoa(i) + "]"
 	if raw[0] != '{' {
 		return m, wire.BadRequest("invalid_type", p, "'%s' must be a message object, got %s", p, wire.KindOf(raw))
 	}
@@ -192,7 +192,7 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 	if !ok {
 		return m, wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
 	}
-	if json.Unmarshal(raw[rs.Start:rs.End], &m.role) != nil {
+	if m.role, err = jsonspan.Unquote(raw[rs.Start:rs.End]); err != nil {
 		return m, wire.TypeError(p+".role", "a string", raw[rs.Start:rs.End])
 	}
 	if !slices.Contains(roles, m.role) {

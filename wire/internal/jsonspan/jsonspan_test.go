@@ -154,3 +154,19 @@ func TestValueEndNeverPanics(t *testing.T) {
 		t.Fatal("unterminated array: want error")
 	}
 }
+
+// FuzzUnquote checks that Unquote decodes every input as encoding/json
+// does: its fast path for plain literals must never differ.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"user"`, `"caf\u00e9"`, `"a\"b"`, `"tab	in"`, `"\xff"`, `""`, `"`, `null`, `5`, `"a"b"`, `"日本語"`, `"\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gerr := Unquote(b)
+		var want string
+		werr := json.Unmarshal(b, &want)
+		if (gerr == nil) != (werr == nil) || got != want {
+			t.Fatalf("Unquote(%q) = %q, %v; encoding/json: %q, %v", b, got, gerr, want, werr)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
 
 // Error types of the OpenAI error envelope.
@@ -123,8 +124,7 @@ func ContentText(content []byte) string {
 	}
 	switch content[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(content, &s) == nil && !wire.HarnessContext(s) {
+		if s, err := jsonspan.Unquote(content); err == nil && !wire.HarnessContext(s) {
 			return s
 		}
 	case '[':

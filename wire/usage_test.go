@@ -1,0 +1,45 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		adds  []string
+		want  string
+		empty bool
+	}{
+		{"none", nil, "null", true},
+		{"null and blank add nothing", []string{"null", " ", ""}, "null", true},
+		{"one, keys sorted and compacted", []string{`{"b": 2, "a": {"y": 1, "x": 0}}`}, `{"a":{"x":0,"y":1},"b":2}`, false},
+		{"two summed", []string{`{"prompt_tokens":5,"completion_tokens":2,"details":{"cached":1},"model":"m"}`, `{"prompt_tokens":7,"completion_tokens":3,"details":{"cached":4},"model":"n"}`},
+			`{"completion_tokens":5,"details":{"cached":5},"model":"m","prompt_tokens":12}`, false},
+		{"a malformed first one adds nothing", []string{`{"a":`, `{"a":1}`}, `{"a":1}`, false},
+		{"a malformed one alone", []string{`[1]`}, "null", true},
+		{"floats", []string{`{"cost":0.5}`, `{"cost":0.25}`}, `{"cost":0.75}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var u Usage
+			for _, a := range c.adds {
+				u.Add(json.RawMessage(a))
+			}
+			if got := string(u.JSON()); got != c.want {
+				t.Errorf("JSON() = %s, want %s", got, c.want)
+			}
+			if u.Empty() != c.empty {
+				t.Errorf("Empty() = %v, want %v", u.Empty(), c.empty)
+			}
+		})
+	}
+	// What Add was given may be reused by its caller.
+	var u Usage
+	b := []byte(`{"a":1}`)
+	u.Add(b)
+	copy(b, `{"a":9}`)
+	if got := string(u.JSON()); got != `{"a":1}` {
+		t.Errorf("after the caller reused its buffer: %s", got)
+	}
+}
