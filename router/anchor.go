@@ -55,7 +55,7 @@ func anchorPut(k anchorKey, ids []string) {
 // snapshot; while a reload's indexes are still building it is false, and
 // nothing is memoised, or the conversation would keep the old indexes'
 // shortlist under the new library's key after they are in place.
-func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, strategy Strategy, dec *Decision, o *RewriteOptions, depth int, settled bool) rankingFunc {
+func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, conv string, strategy Strategy, dec *Decision, o *RewriteOptions, depth int, settled bool) rankingFunc {
 	return func(deep bool) []string {
 		latest := capRanking(rankedIDs(dec.Ranked))
 		first, users := -1, 0
@@ -73,7 +73,7 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 			}
 			return latest
 		}
-		k := anchorKey{r: r, lib: lib, strategy: strategy, conv: conversationID(msgs)}
+		k := anchorKey{r: r, lib: lib, strategy: strategy, conv: conv}
 		ids, ok := anchorGet(k)
 		if !ok {
 			ids = latest

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -144,6 +146,12 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 	}
 	rank := capRanking(ranking(false))
 	maxDesc := o.DescriptionLimit
+	memo := shortlistKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, budget: budget, search: search,
+		subset: subset, priority: prio, rank: strings.Join(rank, "\x00")}
+	if r, ok := l.shortlists.get(memo); ok {
+		return r
+	}
+	deep := false // a deeper ranking was followed: not kept (its key would need it)
 	table := l.entryTable(o.CatalogFormat, maxDesc)
 	// Token counts add up exactly over catalog entries (each starts on its
 	// own line; see countTokens), so the catalog's size is the empty
@@ -191,6 +199,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 	if fits && len(rank) < min(catalogRankMax, len(l.skills)) {
 		// The ranking ran out with room left: follow a deeper one. Its
 		// start is what was just taken, which consider skips.
+		deep = true
 		for _, id := range capRanking(ranking(true)) {
 			if fits = consider(id); !fits {
 				break
@@ -214,10 +223,51 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 			for i, k := range list {
 				ids[i] = l.skills[k].ID
 			}
-			return catalogResult{text: text, json: quoted, tokens: t, shown: ids, hidden: hidden, truncated: maxDesc > 0}
+			r := catalogResult{text: text, json: quoted, tokens: t, shown: ids, hidden: hidden, truncated: maxDesc > 0}
+			if !deep {
+				l.shortlists.put(memo, r)
+			}
+			return r
 		}
 	}
 	return catalogResult{hidden: len(l.eligible)}
+}
+
+// shortlistKey is what a shortlist depends on besides the library: the
+// options that shape it, the pinned ids and the ranking it follows.
+type shortlistKey struct {
+	format          skills.Format
+	noTool, search  bool
+	maxDesc, budget int
+	subset          string // "auto", or "enabled" with the allowlist
+	priority, rank  string // ids joined with NULs
+}
+
+// shortlistMemoMax bounds the shortlists a library keeps (each is a few KB
+// of catalog text); past it the memo starts over.
+const shortlistMemoMax = 256
+
+// shortlistMemo holds recent shortlists, read without a lock. Results are
+// shared: callers only read them (PromptParts.CatalogShown, the JSON text).
+type shortlistMemo struct {
+	m sync.Map // shortlistKey -> catalogResult
+	n atomic.Int32
+}
+
+func (m *shortlistMemo) get(k shortlistKey) (catalogResult, bool) {
+	v, ok := m.m.Load(k)
+	if !ok {
+		return catalogResult{}, false
+	}
+	return v.(catalogResult), true
+}
+
+func (m *shortlistMemo) put(k shortlistKey, r catalogResult) {
+	if m.n.Add(1) > shortlistMemoMax {
+		m.m.Clear()
+		m.n.Store(1)
+	}
+	m.m.Store(k, r)
 }
 
 // entriesFit reports whether the entries of the skills at positions at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -345,5 +346,58 @@ func TestEntryTablesBounded(t *testing.T) {
 	}
 	if n := len(*l.tables.Load()); n != maxEntryTables {
 		t.Fatalf("%d tables kept, want %d", n, maxEntryTables)
+	}
+}
+
+// TestShortlistMemo: a shortlist kept for a repeated ranking is the one
+// computed afresh, whatever was asked in between, and rankings, pins,
+// budgets and the search tool each give their own.
+func TestShortlistMemo(t *testing.T) {
+	l := libraryOf(synthLibrary(t, 120, func(i int) string { return wordsDesc(i, 10+i%30) }))
+	rankOf := func(seed int) []string {
+		var r []string
+		for i := range 50 {
+			r = append(r, fmt.Sprintf("skill-%05d", (i*seed+seed)%120))
+		}
+		return r
+	}
+	type ask struct {
+		seed, budget int
+		pinned       []string
+		search       bool
+	}
+	var asks []ask
+	for _, seed := range []int{7, 11, 13} {
+		for _, budget := range []int{300, 1500} {
+			asks = append(asks, ask{seed, budget, nil, true}, ask{seed, budget, nil, false}, ask{seed, budget, []string{"skill-00003"}, true})
+		}
+	}
+	plan := func(a ask) catalogResult {
+		o := norm(t, RewriteOptions{CatalogBudgetTokens: a.budget})
+		return l.planCatalog(o, a.pinned, fixed(rankOf(a.seed)...), a.search)
+	}
+	fresh := make([]catalogResult, len(asks))
+	for i, a := range asks {
+		l.shortlists.m.Clear()
+		fresh[i] = plan(a)
+	}
+	kept := 0
+	for range 2 {
+		for i := len(asks) - 1; i >= 0; i-- {
+			if got := plan(asks[i]); !reflect.DeepEqual(got, fresh[i]) {
+				t.Fatalf("%+v: the memo gave %q, afresh %q", asks[i], got.text, fresh[i].text)
+			}
+		}
+	}
+	l.shortlists.m.Range(func(any, any) bool { kept++; return true })
+	if kept == 0 {
+		t.Fatal("no shortlist was kept")
+	}
+	for i := range asks {
+		for j := range i {
+			if asks[i].seed != asks[j].seed && fresh[i].text == fresh[j].text {
+				t.Errorf("%+v and %+v: different rankings, one catalog", asks[i], asks[j])
+			}
+		}
 	}
 }

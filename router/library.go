@@ -33,6 +33,11 @@ type skillLib struct {
 	// more than the lookups under load (see entryTable).
 	tables atomic.Pointer[[]*entryTable]
 
+	// shortlists keeps the catalogs cut down to a ranking, for the
+	// requests that repeat one (an agent's tool loop sends its turn's
+	// ranking with every round), read without a lock.
+	shortlists shortlistMemo
+
 	mu        sync.Mutex
 	envelopes map[string]renderedText     // id -> envelope
 	envTokens map[string]int              // id -> the envelope's token count, kept when envelopes is cleared

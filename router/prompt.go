@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"strconv"
 
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/wire"
@@ -64,6 +66,7 @@ type planInput struct {
 	lib         *skillLib
 	dec         *Decision
 	msgs        []Message
+	conv        string          // conversationID(msgs)
 	ranking     rankingFunc     // catalog ranking; called only when the catalog must be cut
 	clientNames map[string]bool // tool names the client defined (never shadowed)
 	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
@@ -89,7 +92,7 @@ func BuildPrompt(ctx context.Context, snap *skills.Snapshot, dec *Decision, msgs
 	if dec == nil {
 		dec = &Decision{}
 	}
-	in := planInput{snap: snap, lib: libraryOf(snap), dec: dec, msgs: msgs}
+	in := planInput{snap: snap, lib: libraryOf(snap), dec: dec, msgs: msgs, conv: conversationID(msgs)}
 	in.ranking = func(bool) []string { return rankedIDs(dec.Ranked) }
 	p, _ := planPrompt(ctx, in, &o)
 	return p, nil
@@ -114,8 +117,8 @@ func (r *Router) Prompt(ctx context.Context, q Query, opts RewriteOptions) (*Pro
 	settled := r.servesSnapshot(snap)
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
-	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages}
-	in.ranking = r.catalogRanking(ctx, lib, q.Messages, q.Strategy, dec, &o, q.Ranked, settled)
+	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages, conv: conversationID(q.Messages)}
+	in.ranking = r.catalogRanking(ctx, lib, q.Messages, in.conv, q.Strategy, dec, &o, q.Ranked, settled)
 	p, _ := planPrompt(ctx, in, &o)
 	return p, nil
 }
@@ -128,7 +131,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	if d.Reasons == nil {
 		d.Reasons = map[string]string{}
 	}
-	p := &PromptParts{Decision: &d, Conversation: conversationID(in.msgs)}
+	p := &PromptParts{Decision: &d, Conversation: in.conv}
 
 	// Mentions name ids; resolve leniently (a mention may use the name).
 	var pinned []string
@@ -288,14 +291,24 @@ func offerTools(ctx context.Context, ts *serverTools, lib *skillLib, o *RewriteO
 func conversationID(msgs []Message) string {
 	h := sha256.New()
 	var sys, user bool
+	var b []byte
+	part := func(role, text string) {
+		b = append(b[:0], role...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, int64(len(text)), 10)
+		b = append(b, 0)
+		h.Write(b)
+		io.WriteString(h, text)
+		h.Write([]byte{0})
+	}
 	for _, m := range msgs {
 		switch {
 		case !sys && (m.Role == "system" || m.Role == "developer"):
 			sys = true
-			fmt.Fprintf(h, "system\x00%d\x00%s\x00", len(m.Text), m.Text)
+			part("system", m.Text)
 		case !user && m.Role == "user":
 			user = true
-			fmt.Fprintf(h, "user\x00%d\x00%s\x00", len(m.Text), m.Text)
+			part("user", m.Text)
 		}
 		if sys && user {
 			break

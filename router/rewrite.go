@@ -91,7 +91,7 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
 	in.present = ov.Present
-	in.ranking = r.catalogRanking(ctx, lib, req.Turns, ov.Strategy, dec, &o, depth, settled)
+	in.ranking = r.catalogRanking(ctx, lib, req.Turns, in.conv, ov.Strategy, dec, &o, depth, settled)
 	return finishRewrite(ctx, r, req, in, o, ov.Session), nil
 }
 
@@ -134,7 +134,7 @@ func newPlanInput(snap *skills.Snapshot, lib *skillLib, dec *Decision, req *wire
 			names[t.Name] = true
 		}
 	}
-	return planInput{snap: snap, lib: lib, dec: dec, msgs: req.Turns, clientNames: names,
+	return planInput{snap: snap, lib: lib, dec: dec, msgs: req.Turns, conv: conversationID(req.Turns), clientNames: names,
 		noTools: req.NoTools || req.ToolChoice.None || forbidsProxyTools(req.ToolChoice)}
 }
 

@@ -2,6 +2,8 @@ package router
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -330,5 +332,36 @@ func TestReviewF15SearchLimitNotWhole(t *testing.T) {
 	res := rw.Session.Call(context.Background(), "c", ToolSearchSkills, json.RawMessage(`{"query":"db","limit":2.5}`))
 	if !strings.Contains(res.Content, `argument \"limit\" must be a whole number, got number 2.5`) {
 		t.Errorf("search_skills limit 2.5: %s", res.Content)
+	}
+}
+
+// TestConversationIDFormat: the id is the digest of the same bytes as
+// ever (conversation folders and anchors are named by it), written
+// without fmt now.
+func TestConversationIDFormat(t *testing.T) {
+	ref := func(msgs []Message) string {
+		h := sha256.New()
+		var sys, user bool
+		for _, m := range msgs {
+			switch {
+			case !sys && (m.Role == "system" || m.Role == "developer"):
+				sys = true
+				fmt.Fprintf(h, "system\x00%d\x00%s\x00", len(m.Text), m.Text)
+			case !user && m.Role == "user":
+				user = true
+				fmt.Fprintf(h, "user\x00%d\x00%s\x00", len(m.Text), m.Text)
+			}
+		}
+		return hex.EncodeToString(h.Sum(nil)[:12])
+	}
+	for _, msgs := range [][]Message{
+		nil,
+		{{Role: "user", Text: "hello"}},
+		{{Role: "developer", Text: "be brief"}, {Role: "assistant", Text: "x"}, {Role: "user", Text: "日本語\x00%d"}, {Role: "user", Text: "later"}},
+		{{Role: "system", Text: ""}, {Role: "system", Text: "second"}, {Role: "user", Text: strings.Repeat("long ", 2000)}},
+	} {
+		if got, want := conversationID(msgs), ref(msgs); got != want {
+			t.Errorf("%v: %s, want %s", msgs, got, want)
+		}
 	}
 }
