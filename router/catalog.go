@@ -82,7 +82,11 @@ func catalogFooter(hidden int, search bool) string {
 //     text on every request, so prompt caches hit); else with descriptions
 //     truncated at a word boundary; else pinned and ranked entries first,
 //     then the rest by id, as many as fit, and a footer counting the others.
-func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking rankingFunc, search bool) catalogResult {
+//
+// keep says whether the shortlist is kept for the next request with the
+// same ranking (see shortlistMemo): callers say so when the ranking itself
+// repeats.
+func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking rankingFunc, search, keep bool) catalogResult {
 	if len(l.eligible) == 0 {
 		return catalogResult{} // nothing to offer: no catalog at all
 	}
@@ -224,7 +228,7 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 				ids[i] = l.skills[k].ID
 			}
 			r := catalogResult{text: text, json: quoted, tokens: t, shown: ids, hidden: hidden, truncated: maxDesc > 0}
-			if !deep {
+			if keep && !deep {
 				l.shortlists.put(memo, r)
 			}
 			return r
@@ -249,6 +253,9 @@ const shortlistMemoMax = 256
 
 // shortlistMemo holds recent shortlists, read without a lock. Results are
 // shared: callers only read them (PromptParts.CatalogShown, the JSON text).
+// Only shortlists of rankings that repeated are kept: one kept for every
+// new query would cost each such request a store (a hash of the ranking,
+// an entry) that nothing reads.
 type shortlistMemo struct {
 	m sync.Map // shortlistKey -> catalogResult
 	n atomic.Int32

@@ -76,7 +76,7 @@ func checkCatalog(t *testing.T, name string, l *skillLib, o *RewriteOptions, c c
 func TestCatalogAllMode(t *testing.T) {
 	l := libraryOf(fixture(t))
 	o := norm(t, RewriteOptions{CatalogMode: CatalogAll, CatalogBudgetTokens: 10})
-	c := l.planCatalog(o, nil, fixed("sql-review", "pdf-tools"), true)
+	c := l.planCatalog(o, nil, fixed("sql-review", "pdf-tools"), true, true)
 	checkCatalog(t, "all", l, o, c)
 	if !slices.IsSorted(c.shown) || len(c.shown) != 10 || slices.Contains(c.shown, "legacy-fax") {
 		t.Fatalf("all mode: shown %v, want the 10 enabled skills sorted by id", c.shown)
@@ -89,7 +89,7 @@ func TestCatalogAllMode(t *testing.T) {
 func TestCatalogAutoFitsWhole(t *testing.T) {
 	l := libraryOf(fixture(t))
 	o := norm(t, RewriteOptions{})
-	c := l.planCatalog(o, nil, fixed("sql-review", "pdf-tools"), true)
+	c := l.planCatalog(o, nil, fixed("sql-review", "pdf-tools"), true, true)
 	checkCatalog(t, "auto", l, o, c)
 	if !slices.Equal(c.shown, skillIDs(l.eligible)) || c.truncated {
 		t.Fatalf("auto mode with room: shown %v truncated=%v, want every skill by id, untruncated", c.shown, c.truncated)
@@ -98,11 +98,11 @@ func TestCatalogAutoFitsWhole(t *testing.T) {
 
 func TestCatalogTruncatesBeforeDropping(t *testing.T) {
 	l := libraryOf(fixture(t))
-	full := l.planCatalog(norm(t, RewriteOptions{CatalogMode: CatalogAll}), nil, fixed(), true)
+	full := l.planCatalog(norm(t, RewriteOptions{CatalogMode: CatalogAll}), nil, fixed(), true, true)
 	// A budget just under the full catalog: truncating data-pipeline's long
 	// description is enough, so nothing is dropped.
 	o := norm(t, RewriteOptions{CatalogBudgetTokens: full.tokens - 5})
-	c := l.planCatalog(o, nil, fixed("sql-review"), true)
+	c := l.planCatalog(o, nil, fixed("sql-review"), true, true)
 	checkCatalog(t, "truncated", l, o, c)
 	if !c.truncated || c.hidden != 0 || !slices.IsSorted(c.shown) {
 		t.Fatalf("want all skills with truncated descriptions, got truncated=%v hidden=%d shown=%v", c.truncated, c.hidden, c.shown)
@@ -115,7 +115,7 @@ func TestCatalogTruncatesBeforeDropping(t *testing.T) {
 func TestCatalogAutoShortlist(t *testing.T) {
 	l := libraryOf(fixture(t))
 	o := norm(t, RewriteOptions{CatalogBudgetTokens: 330})
-	c := l.planCatalog(o, []string{"docker-deploy"}, fixed("sql-review", "legacy-fax", "nope", "pdf-tools", "csv-analysis"), true)
+	c := l.planCatalog(o, []string{"docker-deploy"}, fixed("sql-review", "legacy-fax", "nope", "pdf-tools", "csv-analysis"), true, true)
 	checkCatalog(t, "shortlist", l, o, c)
 	if len(c.shown) < 3 || !slices.Equal(c.shown[:3], []string{"docker-deploy", "sql-review", "pdf-tools"}) {
 		t.Fatalf("shortlist order %v: want pinned, then ranked (disabled and unknown ids skipped)", c.shown)
@@ -123,13 +123,13 @@ func TestCatalogAutoShortlist(t *testing.T) {
 	if c.hidden == 0 || !strings.Contains(c.text, "search_skills") || !strings.Contains(c.text, "<prioritized_skills>docker-deploy</prioritized_skills>") {
 		t.Fatalf("want footer naming search_skills and a priority line:\n%s", c.text)
 	}
-	noSearch := l.planCatalog(o, nil, fixed("sql-review"), false)
+	noSearch := l.planCatalog(o, nil, fixed("sql-review"), false, true)
 	checkCatalog(t, "shortlist without search", l, o, noSearch)
 	if strings.Contains(noSearch.text, "search_skills") {
 		t.Fatalf("footer names search_skills although it is not offered:\n%s", noSearch.text)
 	}
 	// Same ranking, same text (prompt caches); different ranking, different order.
-	again := l.planCatalog(o, []string{"docker-deploy"}, fixed("sql-review", "legacy-fax", "nope", "pdf-tools", "csv-analysis"), true)
+	again := l.planCatalog(o, []string{"docker-deploy"}, fixed("sql-review", "legacy-fax", "nope", "pdf-tools", "csv-analysis"), true, true)
 	if again.text != c.text {
 		t.Fatal("same library and ranking rendered different catalogs")
 	}
@@ -138,7 +138,7 @@ func TestCatalogAutoShortlist(t *testing.T) {
 func TestCatalogEnabledMode(t *testing.T) {
 	l := libraryOf(fixture(t))
 	o := norm(t, RewriteOptions{CatalogMode: CatalogEnabled, Allowlist: []string{"sql-review", "legacy-fax"}})
-	c := l.planCatalog(o, nil, fixed("pdf-tools"), true)
+	c := l.planCatalog(o, nil, fixed("pdf-tools"), true, true)
 	checkCatalog(t, "enabled", l, o, c)
 	if want := []string{"api-design", "brand-voice", "sql-review"}; !slices.Equal(c.shown, want) {
 		t.Fatalf("enabled mode shows %v, want %v (opted in + allowlisted, never disabled)", c.shown, want)
@@ -155,7 +155,7 @@ func TestCatalogEnabledMode(t *testing.T) {
 
 func TestCatalogEmptyLibrary(t *testing.T) {
 	l := newLibrary(nil)
-	c := l.planCatalog(norm(t, RewriteOptions{}), nil, fixed(), true)
+	c := l.planCatalog(norm(t, RewriteOptions{}), nil, fixed(), true, true)
 	if c.text != "" || c.hidden != 0 {
 		t.Fatalf("empty library: %+v", c)
 	}
@@ -171,7 +171,7 @@ func TestCatalogBudgetNeverExceeded(t *testing.T) {
 			for _, prio := range [][]string{nil, {"docker-deploy", "git-commit-messages"}} {
 				for budget := 1; budget <= 900; budget += 7 {
 					o := norm(t, RewriteOptions{CatalogFormat: f, CatalogMode: mode, CatalogBudgetTokens: budget, DescriptionLimit: 60})
-					c := l.planCatalog(o, prio, rank, true)
+					c := l.planCatalog(o, prio, rank, true, true)
 					checkCatalog(t, fmt.Sprintf("%s/%s/%v/%d", f, mode, prio, budget), l, o, c)
 				}
 			}
@@ -199,7 +199,7 @@ func TestCatalogBudgetPathological(t *testing.T) {
 			for _, budget := range []int{1, 50, 120, 300, 1500, 4000} {
 				for _, limit := range []int{0, 30, 1024} {
 					o := norm(t, RewriteOptions{CatalogBudgetTokens: budget, DescriptionLimit: limit})
-					checkCatalog(t, fmt.Sprintf("budget %d limit %d", budget, limit), l, o, l.planCatalog(o, nil, fixed(rank...), true))
+					checkCatalog(t, fmt.Sprintf("budget %d limit %d", budget, limit), l, o, l.planCatalog(o, nil, fixed(rank...), true, true))
 				}
 			}
 		})
@@ -218,7 +218,7 @@ func TestCatalogHugeLibrary(t *testing.T) {
 	}
 	for _, budget := range []int{200, 1500, 6000} {
 		o := norm(t, RewriteOptions{CatalogBudgetTokens: budget})
-		c := l.planCatalog(o, nil, fixed(rank...), true)
+		c := l.planCatalog(o, nil, fixed(rank...), true, true)
 		checkCatalog(t, fmt.Sprintf("3000 skills, budget %d", budget), l, o, c)
 		if budget >= 1500 && c.tokens < budget*9/10 {
 			t.Errorf("budget %d: only %d tokens used; the shortlist should fill the budget", budget, c.tokens)
@@ -374,7 +374,7 @@ func TestShortlistMemo(t *testing.T) {
 	}
 	plan := func(a ask) catalogResult {
 		o := norm(t, RewriteOptions{CatalogBudgetTokens: a.budget})
-		return l.planCatalog(o, a.pinned, fixed(rankOf(a.seed)...), a.search)
+		return l.planCatalog(o, a.pinned, fixed(rankOf(a.seed)...), a.search, true)
 	}
 	fresh := make([]catalogResult, len(asks))
 	for i, a := range asks {
@@ -393,6 +393,13 @@ func TestShortlistMemo(t *testing.T) {
 	if kept == 0 {
 		t.Fatal("no shortlist was kept")
 	}
+	// A ranking that did not repeat is not kept.
+	l.shortlists.m.Clear()
+	o := norm(t, RewriteOptions{CatalogBudgetTokens: 300})
+	if c := l.planCatalog(o, nil, fixed(rankOf(17)...), true, false); c.text == "" {
+		t.Fatal("no catalog")
+	}
+	l.shortlists.m.Range(func(any, any) bool { t.Fatal("a shortlist asked not to be kept was kept"); return false })
 	for i := range asks {
 		for j := range i {
 			if asks[i].seed != asks[j].seed && fresh[i].text == fresh[j].text {

@@ -156,7 +156,10 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		c.NoTools = true
 		co = &c
 	}
-	cat := lib.planCatalog(co, pinned, in.ranking, searchOK)
+	// A ranking from the cache is one a request asked for before (an
+	// agent's tool loop repeats its turn): its shortlist is kept for the
+	// next round.
+	cat := lib.planCatalog(co, pinned, in.ranking, searchOK, in.dec.Cached)
 	p.Catalog, p.CatalogTokens, p.CatalogShown, p.CatalogHidden, p.CatalogTruncated = cat.text, cat.tokens, cat.shown, cat.hidden, cat.truncated
 	p.catalogJSON = cat.json
 	if p.CatalogShown == nil {
