@@ -41,9 +41,12 @@ type PromptParts struct {
 	Decision     *Decision `json:"decision"` // Selected = ids auto-loaded here; Reasons says why others were not
 	Conversation string    `json:"conversation"`
 
-	Catalog          string   `json:"catalog,omitempty"` // the catalog section ("" when none)
-	CatalogTokens    int      `json:"catalog_tokens"`
-	CatalogShown     []string `json:"catalog_shown"` // ids listed, in catalog order
+	Catalog       string `json:"catalog,omitempty"` // the catalog section ("" when none)
+	CatalogTokens int    `json:"catalog_tokens"`
+	// CatalogShown lists the ids shown, in catalog order. It is shared
+	// with other requests that planned the same shortlist: read it, copy
+	// it before changing it.
+	CatalogShown     []string `json:"catalog_shown"`
 	CatalogHidden    int      `json:"catalog_hidden"`
 	CatalogTruncated bool     `json:"catalog_truncated,omitempty"`
 	CatalogNewSystem bool     `json:"catalog_new_system,omitempty"` // no system/developer message to append to
