@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -110,10 +109,10 @@ func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
 		return nil, false
 	}
 	top, err := jsonspan.Members(raw)
-	if err != nil || !plainMembers(top, "id", "choices", "usage") {
+	if err != nil || !jsonspan.Unambiguous(top, "id", "choices", "usage") {
 		return nil, false
 	}
-	if s, ok := jsonspan.Value(top, "id"); ok && raw[s.Start] != '"' && !jsonspan.IsNull(raw[s.Start:s.End]) {
+	if _, ok := jsonspan.StringField(raw, top, "id"); !ok {
 		return nil, false
 	}
 	cs, ok := jsonspan.Value(top, "choices")
@@ -128,10 +127,10 @@ func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
 	for i, e := range choices {
 		c := raw[cs.Start+e.Start : cs.Start+e.End]
 		ms, err := jsonspan.Members(c)
-		if err != nil || !plainMembers(ms, "message", "finish_reason") {
+		if err != nil || !jsonspan.Unambiguous(ms, "message", "finish_reason") {
 			return nil, false
 		}
-		if s, ok := jsonspan.Value(ms, "finish_reason"); ok && c[s.Start] != '"' && !jsonspan.IsNull(c[s.Start:s.End]) {
+		if _, ok := jsonspan.StringField(c, ms, "finish_reason"); !ok {
 			return nil, false
 		}
 		if i == 0 {
@@ -143,7 +142,7 @@ func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
 		}
 	}
 	msg, err := jsonspan.Members(first)
-	if err != nil || !plainMembers(msg, "tool_calls") {
+	if err != nil || !jsonspan.Unambiguous(msg, "tool_calls") {
 		return nil, false
 	}
 	if _, ok := jsonspan.Value(msg, "tool_calls"); ok {
@@ -153,26 +152,6 @@ func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
 		usage = json.RawMessage(raw[s.Start:s.End])
 	}
 	return usage, true
-}
-
-// plainMembers reports whether each of names is the key of at most one
-// member of ms and no other key matches it by case folding, as
-// encoding/json would also match it to a struct field of that name.
-func plainMembers(ms []jsonspan.Member, names ...string) bool {
-	for _, n := range names {
-		seen := false
-		for _, m := range ms {
-			if m.Key == n {
-				if seen {
-					return false
-				}
-				seen = true
-			} else if strings.EqualFold(m.Key, n) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // answerOf builds the Answer for the proxy's calls; msg is the assistant

@@ -93,6 +93,69 @@ func kind(typ string) ownership.Kind {
 // their results, and whether it stopped short. ans is nil when the round
 // is the client's answer; ok is false when raw is not a message.
 func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
+	if usage, ok := noCalls(raw); ok {
+		return nil, usage, true
+	}
+	return r.decodeAnswer(raw, rnd, mine)
+}
+
+// noCalls reads the commonest message, one without a tool_use block,
+// without decoding it: its usage, and ok when decoding it as message
+// would have succeeded. Anything it does not recognise at a glance (a
+// repeated member, a name encoding/json would match only by case, a
+// member of the wrong type, a container, a block's type that is not a
+// string) is left to the decoder, so both read every message alike.
+func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	top, err := jsonspan.Members(raw)
+	if err != nil || !jsonspan.Unambiguous(top, "id", "type", "content", "stop_reason", "usage", "container") {
+		return nil, false
+	}
+	typ, ok := jsonspan.StringField(raw, top, "type")
+	if !ok || typ != "message" {
+		return nil, false
+	}
+	for _, key := range []string{"id", "stop_reason"} {
+		if _, ok := jsonspan.StringField(raw, top, key); !ok {
+			return nil, false
+		}
+	}
+	if s, ok := jsonspan.Value(top, "container"); ok && !jsonspan.IsNull(raw[s.Start:s.End]) {
+		return nil, false
+	}
+	if cs, ok := jsonspan.Value(top, "content"); ok && !jsonspan.IsNull(raw[cs.Start:cs.End]) {
+		content := raw[cs.Start:cs.End]
+		if content[0] != '[' {
+			return nil, false
+		}
+		blocks, err := jsonspan.Elements(content)
+		if err != nil {
+			return nil, false
+		}
+		for _, e := range blocks {
+			b := content[e.Start:e.End]
+			if b[0] != '{' {
+				continue // decoded into nothing, as the decoder's error is ignored
+			}
+			ms, err := jsonspan.Members(b)
+			if err != nil || !jsonspan.Unambiguous(ms, "type") {
+				return nil, false
+			}
+			if typ, ok := jsonspan.StringField(b, ms, "type"); !ok || kind(typ) == ownership.Call {
+				return nil, false
+			}
+		}
+	}
+	if s, ok := jsonspan.Value(top, "usage"); ok {
+		usage = json.RawMessage(raw[s.Start:s.End])
+	}
+	return usage, true
+}
+
+// decodeAnswer is ReadAnswer by decoding the message.
+func (r *Request) decodeAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var msg message
 	if json.Unmarshal(raw, &msg) != nil || msg.Type != "message" {
 		return nil, nil, false

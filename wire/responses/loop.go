@@ -50,6 +50,67 @@ func callID(it item, round, i int) string {
 // and whether it stopped short. ans is nil when the round is the client's
 // answer; ok is false when raw is not a response object.
 func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
+	if usage, status, ok := noCalls(raw); ok {
+		r.failed = status == "failed"
+		return nil, usage, true
+	}
+	return r.decodeAnswer(raw, rnd, mine)
+}
+
+// noCalls reads the commonest response, one without a call item of any
+// kind, without decoding it: its usage and status, and ok when decoding it
+// as response would have succeeded. Anything it does not recognise at a
+// glance (a repeated member, a name encoding/json would match only by
+// case, a member of the wrong type, an item's type that is not a string)
+// is left to the decoder, so both read every response alike.
+func noCalls(raw []byte) (usage json.RawMessage, status string, ok bool) {
+	if !json.Valid(raw) {
+		return nil, "", false
+	}
+	top, err := jsonspan.Members(raw)
+	if err != nil || !jsonspan.Unambiguous(top, "id", "status", "output", "usage") {
+		return nil, "", false
+	}
+	if _, ok := jsonspan.StringField(raw, top, "id"); !ok {
+		return nil, "", false
+	}
+	if status, ok = jsonspan.StringField(raw, top, "status"); !ok {
+		return nil, "", false
+	}
+	os, ok := jsonspan.Value(top, "output")
+	if !ok || raw[os.Start] != '[' {
+		return nil, "", false // null or absent: not a response (see decodeAnswer)
+	}
+	out := raw[os.Start:os.End]
+	items, err := jsonspan.Elements(out)
+	if err != nil {
+		return nil, "", false
+	}
+	for _, e := range items {
+		it := out[e.Start:e.End]
+		if it[0] != '{' {
+			continue // decoded into nothing, as the decoder's error is ignored
+		}
+		ms, err := jsonspan.Members(it)
+		if err != nil || !jsonspan.Unambiguous(ms, "type") {
+			return nil, "", false
+		}
+		typ, ok := jsonspan.StringField(it, ms, "type")
+		if !ok {
+			return nil, "", false
+		}
+		if _, call := outputTypes[typ]; call {
+			return nil, "", false
+		}
+	}
+	if s, ok := jsonspan.Value(top, "usage"); ok {
+		usage = json.RawMessage(raw[s.Start:s.End])
+	}
+	return usage, status, true
+}
+
+// decodeAnswer is ReadAnswer by decoding the response.
+func (r *Request) decodeAnswer(raw []byte, rnd int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool) {
 	var resp response
 	if json.Unmarshal(raw, &resp) != nil {
 		return nil, nil, false

@@ -220,6 +220,40 @@ func Value(ms []Member, key string) (Span, bool) {
 	return Span{}, false
 }
 
+// Unambiguous reports whether each of names is the key of at most one
+// member of ms and no other key matches it by case folding: then the value
+// Value finds is the one encoding/json would decode into a struct field of
+// that name (it matches keys case-insensitively, the last repeat winning).
+// Fast paths that read members instead of decoding check it first.
+func Unambiguous(ms []Member, names ...string) bool {
+	for _, n := range names {
+		seen := false
+		for _, m := range ms {
+			if m.Key == n {
+				if seen {
+					return false
+				}
+				seen = true
+			} else if strings.EqualFold(m.Key, n) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// StringField is the value of key in object b (whose members are ms) as
+// encoding/json decodes it into a string field: "" when absent or null; ok
+// is false when it is not a string.
+func StringField(b []byte, ms []Member, key string) (v string, ok bool) {
+	s, found := Value(ms, key)
+	if !found || IsNull(b[s.Start:s.End]) {
+		return "", true
+	}
+	v, err := Unquote(b[s.Start:s.End])
+	return v, err == nil
+}
+
 // Splice returns b with b[s.Start:s.End] replaced by repl, in a new slice.
 func Splice(b []byte, s Span, repl []byte) []byte {
 	out := make([]byte, 0, len(b)-(s.End-s.Start)+len(repl))

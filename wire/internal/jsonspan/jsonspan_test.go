@@ -170,3 +170,32 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+func TestUnambiguousAndStringField(t *testing.T) {
+	for _, c := range []struct {
+		obj, key string
+		unamb    bool
+		val      string
+		ok       bool
+	}{
+		{`{"id":"a","x":1}`, "id", true, "a", true},
+		{`{"x":1}`, "id", true, "", true},
+		{`{"id":null}`, "id", true, "", true},
+		{`{"id":5}`, "id", true, "", false},
+		{`{"id":"caf\u00e9"}`, "id", true, "café", true},
+		{`{"ID":"a"}`, "id", false, "", true},
+		{`{"id":"a","id":"b"}`, "id", false, "b", true},
+		{`{"ſtatus":"x"}`, "status", false, "", true}, // encoding/json folds ſ to s
+	} {
+		ms, err := Members([]byte(c.obj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Unambiguous(ms, c.key); got != c.unamb {
+			t.Errorf("Unambiguous(%s, %q) = %v", c.obj, c.key, got)
+		}
+		if v, ok := StringField([]byte(c.obj), ms, c.key); v != c.val || ok != c.ok {
+			t.Errorf("StringField(%s, %q) = %q, %v; want %q, %v", c.obj, c.key, v, ok, c.val, c.ok)
+		}
+	}
+}
