@@ -105,7 +105,7 @@ func (r *Request) decodeAnswer(raw []byte, round int, mine func(name string) boo
 // match only by case, a member of the wrong type, tool_calls of any
 // value) is left to the decoder, so both read every answer alike.
 func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
-	if !json.Valid(raw) {
+	if !gjson.ValidBytes(raw) {
 		return nil, false
 	}
 	top, err := jsonspan.Members(raw)

@@ -106,7 +106,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 // member of the wrong type, a container, a block's type that is not a
 // string) is left to the decoder, so both read every message alike.
 func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
-	if !json.Valid(raw) {
+	if !gjson.ValidBytes(raw) {
 		return nil, false
 	}
 	top, err := jsonspan.Members(raw)

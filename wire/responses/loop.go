@@ -64,7 +64,7 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 // case, a member of the wrong type, an item's type that is not a string)
 // is left to the decoder, so both read every response alike.
 func noCalls(raw []byte) (usage json.RawMessage, status string, ok bool) {
-	if !json.Valid(raw) {
+	if !gjson.ValidBytes(raw) {
 		return nil, "", false
 	}
 	top, err := jsonspan.Members(raw)
