@@ -126,26 +126,9 @@ func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
 		return nil, false
 	}
 	if cs, ok := jsonspan.Value(top, "content"); ok && !jsonspan.IsNull(raw[cs.Start:cs.End]) {
-		content := raw[cs.Start:cs.End]
-		if content[0] != '[' {
+		noCall := func(typ string) bool { return kind(typ) != ownership.Call }
+		if !jsonspan.ObjectTypes(raw[cs.Start:cs.End], noCall) {
 			return nil, false
-		}
-		blocks, err := jsonspan.Elements(content)
-		if err != nil {
-			return nil, false
-		}
-		for _, e := range blocks {
-			b := content[e.Start:e.End]
-			if b[0] != '{' {
-				continue // decoded into nothing, as the decoder's error is ignored
-			}
-			ms, err := jsonspan.Members(b)
-			if err != nil || !jsonspan.Unambiguous(ms, "type") {
-				return nil, false
-			}
-			if typ, ok := jsonspan.StringField(b, ms, "type"); !ok || kind(typ) == ownership.Call {
-				return nil, false
-			}
 		}
 	}
 	if s, ok := jsonspan.Value(top, "usage"); ok {

@@ -81,27 +81,9 @@ func noCalls(raw []byte) (usage json.RawMessage, status string, ok bool) {
 	if !ok || raw[os.Start] != '[' {
 		return nil, "", false // null or absent: not a response (see decodeAnswer)
 	}
-	out := raw[os.Start:os.End]
-	items, err := jsonspan.Elements(out)
-	if err != nil {
+	noCall := func(typ string) bool { _, call := outputTypes[typ]; return !call }
+	if !jsonspan.ObjectTypes(raw[os.Start:os.End], noCall) {
 		return nil, "", false
-	}
-	for _, e := range items {
-		it := out[e.Start:e.End]
-		if it[0] != '{' {
-			continue // decoded into nothing, as the decoder's error is ignored
-		}
-		ms, err := jsonspan.Members(it)
-		if err != nil || !jsonspan.Unambiguous(ms, "type") {
-			return nil, "", false
-		}
-		typ, ok := jsonspan.StringField(it, ms, "type")
-		if !ok {
-			return nil, "", false
-		}
-		if _, call := outputTypes[typ]; call {
-			return nil, "", false
-		}
 	}
 	if s, ok := jsonspan.Value(top, "usage"); ok {
 		usage = json.RawMessage(raw[s.Start:s.End])

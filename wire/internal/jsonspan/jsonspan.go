@@ -254,6 +254,34 @@ func StringField(b []byte, ms []Member, key string) (v string, ok bool) {
 	return v, err == nil
 }
 
+// ObjectTypes calls each with the "type" member of every object in the
+// array arr, as encoding/json decodes it into a string field ("" when
+// absent); elements that are not objects are skipped (an API's items
+// decoded one at a time, errors ignored, leave nothing). It returns false
+// at once when arr is not an array, a type is ambiguous (see Unambiguous)
+// or not a string, or each returns false.
+func ObjectTypes(arr []byte, each func(typ string) bool) bool {
+	els, err := Elements(arr)
+	if err != nil {
+		return false
+	}
+	for _, e := range els {
+		el := arr[e.Start:e.End]
+		if el[0] != '{' {
+			continue
+		}
+		ms, err := Members(el)
+		if err != nil || !Unambiguous(ms, "type") {
+			return false
+		}
+		typ, ok := StringField(el, ms, "type")
+		if !ok || !each(typ) {
+			return false
+		}
+	}
+	return true
+}
+
 // Splice returns b with b[s.Start:s.End] replaced by repl, in a new slice.
 func Splice(b []byte, s Span, repl []byte) []byte {
 	out := make([]byte, 0, len(b)-(s.End-s.Start)+len(repl))
