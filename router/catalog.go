@@ -131,9 +131,17 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 	}
 
 	// Shortlist: pinned, then ranked, then the rest by id, as long as
-	// entries fit. Only what is taken is looked at: rankings can cover the
-	// whole library. Skills are handled by position: seen and the subset
-	// are bitsets, entries come from the lock-free table.
+	// entries fit; one kept for the same ranking is used as it is. Only
+	// what is taken is looked at: rankings can cover the whole library.
+	// Skills are handled by position: seen and the subset are bitsets,
+	// entries come from the lock-free table.
+	rank := capRanking(ranking(false))
+	maxDesc := o.DescriptionLimit
+	memo := shortlistKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, budget: budget, search: search,
+		subset: subset, priority: prio, rank: strings.Join(rank, "\x00")}
+	if r, ok := l.shortlists.get(memo); ok {
+		return r
+	}
 	words := (len(l.skills) + 63) / 64
 	var isCand []uint64 // nil: every eligible skill
 	if o.CatalogMode == CatalogEnabled {
@@ -147,13 +155,6 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 			return !l.skills[k].Disabled()
 		}
 		return isCand[k/64]&(1<<(k%64)) != 0
-	}
-	rank := capRanking(ranking(false))
-	maxDesc := o.DescriptionLimit
-	memo := shortlistKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, budget: budget, search: search,
-		subset: subset, priority: prio, rank: strings.Join(rank, "\x00")}
-	if r, ok := l.shortlists.get(memo); ok {
-		return r
 	}
 	deep := false // a deeper ranking was followed: not kept (its key would need it)
 	table := l.entryTable(o.CatalogFormat, maxDesc)

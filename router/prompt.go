@@ -298,14 +298,15 @@ func conversationID(msgs []Message) string {
 	h := sha256.New()
 	var sys, user bool
 	var b []byte
-	part := func(role, text string) {
+	nul := []byte{0}
+	part := func(role, text string) { // as fmt's "ROLE\x00%d\x00%s\x00" wrote it
 		b = append(b[:0], role...)
 		b = append(b, 0)
 		b = strconv.AppendInt(b, int64(len(text)), 10)
 		b = append(b, 0)
 		h.Write(b)
 		io.WriteString(h, text)
-		h.Write([]byte{0})
+		h.Write(nul)
 	}
 	for _, m := range msgs {
 		switch {
