@@ -229,6 +229,28 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 	return out, nil
 }
 
+// EmbedTerms is Embed for a few texts (a query's turns) that also hands
+// each text's terms to terms, in text order: its content words, stemmed, as
+// analysis.Terms gives them (vocabulary words are never stop words, and
+// their stems are analysis.Stem's). A caller that ranks by BM25 too then
+// analyses the text once. The slice terms gets is valid only during the
+// call.
+func (b *Builtin) EmbedTerms(ctx context.Context, texts []string, terms func(i int, terms []string)) ([][]float32, error) {
+	fs := featureSets.Get().(*featureSet)
+	defer featureSets.Put(fs)
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if i%64 == 63 { // as Embed checks
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = b.vector(t, fs)
+		terms(i, fs.terms)
+	}
+	return out, nil
+}
+
 // featureSets recycles scratch space: routing embeds one short query per
 // request, and fresh maps per call were a third of its allocations.
 var featureSets = sync.Pool{New: func() any { return new(featureSet) }}

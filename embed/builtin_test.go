@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/skillrouter/skillrouter/analysis"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -161,11 +162,47 @@ func FuzzBuiltin(f *testing.F) {
 		if !slices.Equal(full[0], fast[0]) {
 			t.Fatalf("%q: vector with the vocabulary differs", s)
 		}
+		checkEmbedTerms(t, b, s, s+" "+corpus[0]+" "+s)
 		// Walking only the touched slots adds up exactly as a pass over all.
 		if dense := denseVector(b, s+" "+s+" "+corpus[1]); !slices.Equal(dense, mustEmbed(t, b, s+" "+s+" "+corpus[1])) {
 			t.Fatalf("%q: vector differs from the dense computation", s)
 		}
 	})
+}
+
+// TestEmbedTerms: EmbedTerms gives Embed's vectors and, per text, the
+// terms analysis.Terms gives, fitted (vocabulary words take their stems from
+// it) or not.
+func TestEmbedTerms(t *testing.T) {
+	texts := []string{"", "the and of", "Tests tests TESTING the plan", "HTTPServer's don't can't",
+		"日本語テキスト and café Straße", "deploy deploy kubernetes\nreview pull-requests; x y", "\xff\x00 weird bytes"}
+	texts = append(texts, corpus...)
+	for _, b := range []*Builtin{NewBuiltin(Config{}), NewBuiltin(Config{}).Fit(corpus)} {
+		checkEmbedTerms(t, b, texts...)
+	}
+}
+
+func checkEmbedTerms(t *testing.T, b *Builtin, texts ...string) {
+	t.Helper()
+	var got [][]string
+	vecs, err := b.EmbedTerms(context.Background(), texts, func(i int, terms []string) {
+		if i != len(got) {
+			t.Fatalf("terms of text %d handed over as %d", len(got), i)
+		}
+		got = append(got, slices.Clone(terms))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := b.Embed(context.Background(), texts)
+	for i, text := range texts {
+		if !slices.Equal(vecs[i], want[i]) {
+			t.Errorf("%.40q: EmbedTerms' vector differs from Embed's", text)
+		}
+		if i >= len(got) || !slices.Equal(got[i], analysis.Terms(text)) {
+			t.Errorf("%.40q: terms differ from analysis.Terms", text)
+		}
+	}
 }
 
 // TestSparseVectorIsDense: vector's walk over the touched slots gives the

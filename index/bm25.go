@@ -604,27 +604,43 @@ func (ix *BM25) Ceiling(query []Term) float64 {
 // within text adds a quarter of its weight per repeat, at most doubling it,
 // so a pasted log repeating a word does not outweigh the question.
 func QueryTerms(dst []Term, text string, weight float64) []Term {
-	at := make(map[string]int, len(dst)+16)
-	for i, t := range dst {
-		at[t.Text] = i
+	return AddTerms(dst, analysis.Terms(text), weight)
+}
+
+// AddTerms is QueryTerms for a text already analysed: terms as
+// analysis.Terms gives them. The builtin embedder analyses a query the same
+// way, and hands its terms over so that the text is analysed once.
+func AddTerms(dst []Term, terms []string, weight float64) []Term {
+	byText := func(a, b Term) int { return strings.Compare(a.Text, b.Text) }
+	if !slices.IsSortedFunc(dst, byText) {
+		slices.SortFunc(dst, byText)
 	}
-	count := make(map[string]int, 16)
-	for _, t := range analysis.Terms(text) {
-		count[t]++
-		w := weight
-		if n := count[t]; n > 1 {
-			if n > 5 {
-				continue
-			}
-			w *= 0.25
+	// Equal terms side by side, from a copy (a query has a few dozen):
+	// each distinct term then adds its weight once and a quarter of it per
+	// repeat, the additions a term-by-term pass makes, in the same order.
+	var buf [64]string
+	sorted := append(buf[:0], terms...)
+	slices.Sort(sorted)
+	old := len(dst)
+	for k := 0; k < len(sorted); {
+		t, n := sorted[k], 1
+		for k+n < len(sorted) && sorted[k+n] == t {
+			n++
 		}
-		if i, ok := at[t]; ok {
-			dst[i].Weight += w
-			continue
+		k += n
+		i, found := slices.BinarySearchFunc(dst[:old], t, func(e Term, t string) int { return strings.Compare(e.Text, t) })
+		if found {
+			dst[i].Weight += weight
+		} else {
+			i = len(dst)
+			dst = append(dst, Term{Text: t, Weight: weight})
 		}
-		at[t] = len(dst)
-		dst = append(dst, Term{Text: t, Weight: w})
+		for range min(n, 5) - 1 {
+			dst[i].Weight += weight * 0.25
+		}
 	}
-	slices.SortFunc(dst, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
+	if old > 0 && len(dst) > old {
+		slices.SortFunc(dst, byText)
+	}
 	return dst
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -171,4 +172,56 @@ func TestScoreWeightedShortScores(t *testing.T) {
 		}
 	}()
 	ix.Score(QueryTerms(nil, "pdf forms", 1), make([]float64, ix.Len()-1))
+}
+
+// addTermsRef is AddTerms as first written, a term at a time with maps:
+// the weights and order AddTerms must give.
+func addTermsRef(dst []Term, terms []string, weight float64) []Term {
+	at := make(map[string]int, len(dst))
+	for i, t := range dst {
+		at[t.Text] = i
+	}
+	count := make(map[string]int)
+	for _, t := range terms {
+		count[t]++
+		w := weight
+		if n := count[t]; n > 1 {
+			if n > 5 {
+				continue
+			}
+			w *= 0.25
+		}
+		if i, ok := at[t]; ok {
+			dst[i].Weight += w
+			continue
+		}
+		at[t] = len(dst)
+		dst = append(dst, Term{Text: t, Weight: w})
+	}
+	slices.SortFunc(dst, func(a, b Term) int { return strings.Compare(a.Text, b.Text) })
+	return dst
+}
+
+// TestAddTermsReference: several turns of random terms (repeats up to
+// eight times, more than 64 terms, weights that round) merge into the
+// weights, bit for bit, and the order the term-at-a-time pass gives.
+func TestAddTermsReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vocab := []string{"a", "b", "deploy", "deploy2", "é", "zeta", "pdf", "form", "x", "y", "table", "index"}
+	for round := range 500 {
+		var got, want []Term
+		for turn := range 1 + round%4 {
+			n := r.IntN(90)
+			terms := make([]string, n)
+			for i := range terms {
+				terms[i] = vocab[r.IntN(1+r.IntN(len(vocab)))]
+			}
+			w := []float64{1, 0.35, 0.1, 1.0 / 3}[turn]
+			got = AddTerms(got, terms, w)
+			want = addTermsRef(want, slices.Clone(terms), w)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d, turn %d: %v, want %v", round, turn, got, want)
+			}
+		}
+	}
 }

@@ -137,10 +137,13 @@ func (l *skillLib) planCatalog(o *RewriteOptions, priority []string, ranking ran
 	// entries come from the lock-free table.
 	rank := capRanking(ranking(false))
 	maxDesc := o.DescriptionLimit
-	memo := shortlistKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, budget: budget, search: search,
-		subset: subset, priority: prio, rank: strings.Join(rank, "\x00")}
-	if r, ok := l.shortlists.get(memo); ok {
-		return r
+	var memo shortlistKey
+	if keep { // a new ranking's key (its ids joined) is not worth making
+		memo = shortlistKey{format: o.CatalogFormat, noTool: o.NoTools, maxDesc: maxDesc, budget: budget, search: search,
+			subset: subset, priority: prio, rank: strings.Join(rank, "\x00")}
+		if r, ok := l.shortlists.get(memo); ok {
+			return r
+		}
 	}
 	words := (len(l.skills) + 63) / 64
 	var isCand []uint64 // nil: every eligible skill

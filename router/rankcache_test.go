@@ -27,6 +27,16 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return c.Builtin.Embed(ctx, texts)
 }
 
+// EmbedTerms counts and fails as Embed does (the builtin's hand-over of
+// BM25's terms is how the router embeds a query).
+func (c *countingEmbedder) EmbedTerms(ctx context.Context, texts []string, terms func(int, []string)) ([][]float32, error) {
+	c.calls.Add(1)
+	if p := c.fail.Load(); p != nil {
+		return nil, *p
+	}
+	return c.Builtin.EmbedTerms(ctx, texts, terms)
+}
+
 func (c *countingEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	return c.Builtin.Embed(ctx, texts)
 }

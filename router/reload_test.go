@@ -64,6 +64,10 @@ func (c *remoteCounter) Embed(ctx context.Context, texts []string) ([][]float32,
 	c.queries.Add(1)
 	return c.Builtin.Embed(ctx, texts)
 }
+func (c *remoteCounter) EmbedTerms(ctx context.Context, texts []string, terms func(int, []string)) ([][]float32, error) {
+	c.queries.Add(1)
+	return c.Builtin.EmbedTerms(ctx, texts, terms)
+}
 func (c *remoteCounter) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	// hold is read before the call is counted: a test that waits for the
 	// count and then clears hold must find this call already holding.

@@ -87,7 +87,7 @@ func (r *Router) rank(ctx context.Context, ix *rankIndex, strategy Strategy, q r
 	var cosine []float64
 	var approx *index.Prepared // set when cosine holds approximations (see topRescored)
 	if strategy == StrategyEmbedding || strategy == StrategyHybrid {
-		pq, code, reason := r.cosines(ctx, ix, q, sc, depth > 0 && depth < n && !hybridRRF)
+		pq, code, reason := r.cosines(ctx, ix, &q, sc, depth > 0 && depth < n && !hybridRRF)
 		if reason != "" {
 			res.fallback, res.fallbackCode = reason, code
 			res.strategy = StrategyBM25
@@ -282,7 +282,7 @@ var hybridConfBM25Weight = 0.5
 // and details). With approx, it may write approximations instead and return
 // the prepared query that scores skills exactly (see index.Prepared); a nil
 // query means the cosines are exact.
-func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *rankScratch, approx bool) (*index.Prepared, FallbackCode, string) {
+func (r *Router) cosines(ctx context.Context, ix *rankIndex, q *rankQuery, sc *rankScratch, approx bool) (*index.Prepared, FallbackCode, string) {
 	switch {
 	case ix.emb == nil:
 		return nil, FallbackNoEmbedder, "no embedder configured"
@@ -295,7 +295,22 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q rankQuery, sc *ra
 		return nil, "", ""
 	}
 	texts, weights := q.texts()
-	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout)
+	// An embedder that analyses the text as BM25 does hands its terms
+	// over (see analysed: the same terms, weights and order).
+	var terms func(int, []string)
+	var analysed []index.Term
+	given := 0
+	if q.terms == nil {
+		analysed = []index.Term{}
+		terms = func(i int, t []string) {
+			analysed = index.AddTerms(analysed, t, weights[i])
+			given++
+		}
+	}
+	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout, terms)
+	if err == nil && terms != nil && given == len(texts) {
+		q.terms = analysed
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return nil, FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
@@ -354,11 +369,17 @@ func (ix *rankIndex) vectorRow(i int) int {
 // embedWithin runs the embedder with a deadline and stops waiting when it
 // passes, even if the embedder ignores its context; a late result is
 // dropped.
-func embedWithin(ctx context.Context, e Embedder, texts []string, budget time.Duration) ([][]float32, error) {
+func embedWithin(ctx context.Context, e Embedder, texts []string, budget time.Duration, terms func(i int, terms []string)) ([][]float32, error) {
 	if o, ok := e.(offlineEmbedder); ok && o.Offline() {
 		// In-process and fast: a goroutine hand-off would cost more than
 		// it guards against, and delays under CPU contention.
-		v, err := e.Embed(ctx, texts)
+		var v [][]float32
+		var err error
+		if te, ok := e.(termEmbedder); ok && terms != nil {
+			v, err = te.EmbedTerms(ctx, texts, terms)
+		} else {
+			v, err = e.Embed(ctx, texts)
+		}
 		if err == nil && len(v) != len(texts) {
 			err = fmt.Errorf("%d vectors for %d texts", len(v), len(texts))
 		}
@@ -389,6 +410,14 @@ func embedWithin(ctx context.Context, e Embedder, texts []string, budget time.Du
 // offlineEmbedder is implemented by in-process embedders (the builtin) that
 // need no latency budget.
 type offlineEmbedder interface{ Offline() bool }
+
+// termEmbedder is an offline embedder that analyses a text into BM25's
+// terms on its way to the vector (the builtin), and hands them over, so
+// that a query is split, stop-listed and stemmed once. A wrapper that
+// embeds the builtin and changes Embed must change EmbedTerms alike.
+type termEmbedder interface {
+	EmbedTerms(ctx context.Context, texts []string, terms func(i int, terms []string)) ([][]float32, error)
+}
 
 // blend sums turn vectors with their weights into one unit query vector.
 func blend(vecs [][]float32, weights []float64) ([]float32, error) {

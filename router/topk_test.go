@@ -163,3 +163,56 @@ func TestMixerAffine(t *testing.T) {
 	}
 	t.Logf("largest difference: %.3f of the slack", worst)
 }
+
+// embedOnly hides the builtin's EmbedTerms: the embedder of a router that
+// analyses every query for BM25 itself.
+type embedOnly struct{ *embed.Builtin }
+
+func (e embedOnly) EmbedTerms() {}
+
+// TestTermsHandedOver: the terms the builtin hands over while embedding a
+// query are the ones BM25's own analysis gives (every turn, its weight, its
+// order), and the rankings with and without the hand-over are the same.
+func TestTermsHandedOver(t *testing.T) {
+	snap := synthLibrary(t, 200, func(i int) string { return wordsDesc(i, 5+i%11) })
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	ix := r.cur.Load()
+	hidden := *ix
+	hidden.emb = embedOnly{ix.emb.(*embed.Builtin)}
+	ctx := context.Background()
+	for k := range 30 {
+		msgs := []Message{{Role: "user", Text: wordsDesc(k*17+3, 2+k%7)}, {Role: "assistant", Text: "ok"},
+			{Role: "user", Text: "The the and " + wordsDesc(k*5+1, 1+k%4) + "\n```\nfunc main() { deploy() }\n```\n" + wordsDesc(k, 3)}}
+		q := newRankQuery(msgs, r.opts, nil)
+		if len(q.turns) < 3 {
+			t.Fatalf("%d turns: the test wants history and a code turn", len(q.turns))
+		}
+		sc := getRankScratch(len(ix.list))
+		r.cosines(ctx, ix, &q, sc, false)
+		rankScratches.Put(sc)
+		if q.terms == nil {
+			t.Fatal("no terms handed over")
+		}
+		fresh := newRankQuery(msgs, r.opts, nil)
+		if !slices.Equal(q.terms, fresh.analysed()) {
+			t.Fatalf("handed-over terms %v, BM25's analysis %v", q.terms, fresh.analysed())
+		}
+		for _, strategy := range Strategies {
+			got, want := r.rank(ctx, ix, strategy, newRankQuery(msgs, r.opts, nil), 20), r.rank(ctx, &hidden, strategy, newRankQuery(msgs, r.opts, nil), 20)
+			if !slices.Equal(got.top, want.top) {
+				t.Fatalf("%s: ranking differs with the terms handed over", strategy)
+			}
+		}
+	}
+	q := newRankQuery([]Message{{Role: "user", Text: "deploy the model"}}, r.opts, nil)
+	sc := getRankScratch(len(ix.list))
+	defer rankScratches.Put(sc)
+	if r.cosines(ctx, &hidden, &q, sc, false); q.terms != nil {
+		t.Error("terms set by an embedder that does not hand them over")
+	}
+}
