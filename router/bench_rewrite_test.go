@@ -13,9 +13,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -194,4 +196,32 @@ func TestAddedTokensBenchLibrary(t *testing.T) {
 func medianInt(xs []int) int {
 	s := slices.Sorted(slices.Values(xs))
 	return s[len(s)/2]
+}
+
+// BenchmarkPromptNewQueries routes and plans (Prompt: the proxy's shallow
+// ranking, hybrid) queries like `make bench-compare`'s: 50 words drawn from
+// the upstream queries, a new one every time, so no cache answers and every
+// query word is analysed.
+func BenchmarkPromptNewQueries(b *testing.B) {
+	r, _ := benchChatRouter(b)
+	var words []string
+	for _, q := range upstreamQueries(b) {
+		words = append(words, strings.Fields(q)...)
+	}
+	queries := make([]string, 4096)
+	for i := range queries {
+		rnd := rand.New(rand.NewPCG(uint64(i), 7))
+		w := make([]string, 50)
+		for k := range w {
+			w[k] = words[rnd.IntN(len(words))]
+		}
+		queries[i] = strings.Join(w, " ")
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		p, err := r.Prompt(context.Background(), Query{Messages: []Message{{Role: "user", Text: queries[i%len(queries)]}}}, RewriteOptions{})
+		if err != nil || p.Decision.Fallback {
+			b.Fatalf("%v %+v", err, p.Decision)
+		}
+	}
 }
