@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"github.com/skillrouter/skillrouter/analysis"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/analysis"
 )
 
 var corpus = []string{

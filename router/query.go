@@ -68,7 +68,8 @@ func newRankQuery(msgs []Message, o Options, strip func(string) string) rankQuer
 }
 
 // analysed returns the query's weighted terms for bm25, analysing the text
-// on first use (a cached ranking never needs them).
+// on first use (a cached ranking never needs them) unless the embedder
+// handed them over while embedding it (cosines, termEmbedder).
 func (q *rankQuery) analysed() []index.Term {
 	if q.terms == nil {
 		q.terms = []index.Term{}
