@@ -20,12 +20,7 @@ import (
 func TestShallowRankingSamePrompt(t *testing.T) {
 	const n = 300
 	snap := synthLibrary(t, n, func(i int) string { return wordsDesc(i, 6+i%9) })
-	emb := embed.NewBuiltin(embed.Config{})
-	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r := builtinRouter(t, snap)
 	var allow []string
 	for i := 0; i < n; i += 10 {
 		allow = append(allow, fmt.Sprintf("skill-%05d", i))
@@ -80,12 +75,7 @@ func TestShallowRankingSamePrompt(t *testing.T) {
 // start of the whole ranking bit for bit.
 func TestShallowRankExact(t *testing.T) {
 	snap := synthLibrary(t, 400, func(i int) string { return wordsDesc(i, 5+i%11) })
-	emb := embed.NewBuiltin(embed.Config{})
-	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r := builtinRouter(t, snap)
 	ix := r.cur.Load()
 	ctx := context.Background()
 	for _, strategy := range Strategies {
@@ -175,12 +165,7 @@ func (e embedOnly) EmbedTerms() {}
 // order), and the rankings with and without the hand-over are the same.
 func TestTermsHandedOver(t *testing.T) {
 	snap := synthLibrary(t, 200, func(i int) string { return wordsDesc(i, 5+i%11) })
-	emb := embed.NewBuiltin(embed.Config{})
-	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r := builtinRouter(t, snap)
 	ix := r.cur.Load()
 	hidden := *ix
 	hidden.emb = embedOnly{ix.emb.(*embed.Builtin)}
@@ -215,4 +200,17 @@ func TestTermsHandedOver(t *testing.T) {
 	if r.cosines(ctx, &hidden, &q, sc, false); q.terms != nil {
 		t.Error("terms set by an embedder that does not hand them over")
 	}
+}
+
+// builtinRouter is a router over snap with the builtin embedder, fitted to
+// it, closed at the test's end.
+func builtinRouter(t testing.TB, snap *skills.Snapshot) *Router {
+	t.Helper()
+	emb := embed.NewBuiltin(embed.Config{})
+	r, err := New(context.Background(), snap, Options{Embedder: emb, Fit: func(c []string) Embedder { return emb.Fit(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
 }
