@@ -133,9 +133,17 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 			for _, text := range corpus[lo:hi] {
 				fs.extract(text, &b.opts, voc)
 				for k := range fs.order {
-					for _, h := range fs.order[k] {
-						d, _ := df.ref(h)
-						*d++
+					// The counts outgrow the cache: each count is a miss.
+					// Reading a batch's slots first has their misses
+					// overlap instead of coming one after another.
+					for hs := fs.order[k]; len(hs) > 0; {
+						batch := hs[:min(len(hs), dfBatch)]
+						df.touch(batch)
+						for _, h := range batch {
+							d, _ := df.ref(h)
+							*d++
+						}
+						hs = hs[len(batch):]
 					}
 				}
 				for i, id := range fs.wid {

@@ -12,6 +12,7 @@ type u64Table struct {
 	slots []u64Slot
 	gen   uint32
 	n     int
+	sink  uint32 // keeps touch's reads
 }
 
 type u64Slot struct {
@@ -88,6 +89,24 @@ func (t *u64Table) grow() {
 		}
 		t.slots[j] = u64Slot{key: s.key, val: s.val, gen: t.gen}
 	}
+}
+
+// dfBatch is how many counts Fit reads ahead (touch).
+const dfBatch = 64
+
+// touch reads the first slot of each of keys, so that the memory accesses
+// the refs that follow make hit the cache; the reads are independent, and
+// the core has them in flight together.
+func (t *u64Table) touch(keys []uint64) {
+	if len(t.slots) == 0 {
+		return
+	}
+	mask := len(t.slots) - 1
+	var x uint32
+	for _, k := range keys {
+		x += t.slots[int(k)&mask].gen
+	}
+	t.sink += x
 }
 
 // each calls fn for every key and value, in no particular order.
