@@ -40,3 +40,27 @@ func TestU64Table(t *testing.T) {
 		}
 	}
 }
+
+// TestU64TableTouch: touch reads and changes nothing, on an empty table and
+// on one that holds the keys it touches.
+func TestU64TableTouch(t *testing.T) {
+	var tab u64Table
+	keys := []uint64{mix64(1), mix64(2), mix64(3)}
+	tab.touch(keys)
+	for i, k := range keys {
+		v, _ := tab.ref(k)
+		*v = int32(i + 1)
+	}
+	tab.touch(append(keys, mix64(4)))
+	if tab.n != len(keys) {
+		t.Fatalf("%d keys after touch, want %d", tab.n, len(keys))
+	}
+	for i, k := range keys {
+		if s, ok := tab.slot(k); !ok || tab.slots[s].val != int32(i+1) {
+			t.Errorf("key %d: found %v, value %d", i, ok, tab.slots[s].val)
+		}
+	}
+	if _, ok := tab.slot(mix64(4)); ok {
+		t.Error("touch added a key")
+	}
+}
