@@ -160,6 +160,14 @@ type embedOnly struct{ *embed.Builtin }
 
 func (e embedOnly) EmbedTerms() {}
 
+// silentTerms has EmbedTerms but hands no terms over, as telemetry's
+// wrapper of an embedder without them does.
+type silentTerms struct{ *embed.Builtin }
+
+func (e silentTerms) EmbedTerms(ctx context.Context, texts []string, _ func(int, []string)) ([][]float32, error) {
+	return e.Embed(ctx, texts)
+}
+
 // TestTermsHandedOver: the terms the builtin hands over while embedding a
 // query are the ones BM25's own analysis gives (every turn, its weight, its
 // order), and the rankings with and without the hand-over are the same.
@@ -199,6 +207,11 @@ func TestTermsHandedOver(t *testing.T) {
 	defer rankScratches.Put(sc)
 	if r.cosines(ctx, &hidden, &q, sc, false); q.terms != nil {
 		t.Error("terms set by an embedder that does not hand them over")
+	}
+	silent := *ix
+	silent.emb = silentTerms{ix.emb.(*embed.Builtin)}
+	if r.cosines(ctx, &silent, &q, sc, false); q.terms != nil {
+		t.Error("terms set although none were handed over")
 	}
 }
 

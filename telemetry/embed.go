@@ -27,8 +27,8 @@ const (
 // Embedder wraps e so every call is a span "skillrouter.embed" (a child of
 // the routing span for a query; a root span when the library is indexed).
 // The wrapper keeps what the router asks of embedders besides the method
-// set: Offline (no latency budget) and EmbedDocuments. A disabled provider
-// returns e.
+// set: Offline (no latency budget), EmbedDocuments and EmbedTerms. A
+// disabled provider returns e.
 func (p *Provider) Embedder(e Embedder) Embedder {
 	if !p.Enabled() || e == nil {
 		return e
@@ -47,6 +47,10 @@ type documentEmbedder interface {
 
 type offlineEmbedder interface{ Offline() bool }
 
+type termEmbedder interface {
+	EmbedTerms(ctx context.Context, texts []string, terms func(int, []string)) ([][]float32, error)
+}
+
 // Offline is the wrapped embedder's answer (false when it has none, which
 // is what the router assumes of embedders without the method).
 func (t *tracedEmbedder) Offline() bool {
@@ -56,6 +60,20 @@ func (t *tracedEmbedder) Offline() bool {
 
 func (t *tracedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return t.traced(ctx, "query", texts, t.Embedder.Embed)
+}
+
+// EmbedTerms is the wrapped embedder's (the builtin's: it hands the router
+// the query's BM25 terms as it embeds it), traced as a query; without one,
+// Embed, and no terms are handed over (the router then analyses the query
+// itself).
+func (t *tracedEmbedder) EmbedTerms(ctx context.Context, texts []string, terms func(int, []string)) ([][]float32, error) {
+	te, ok := t.Embedder.(termEmbedder)
+	if !ok {
+		return t.Embed(ctx, texts)
+	}
+	return t.traced(ctx, "query", texts, func(ctx context.Context, texts []string) ([][]float32, error) {
+		return te.EmbedTerms(ctx, texts, terms)
+	})
 }
 
 func (t *tracedEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {

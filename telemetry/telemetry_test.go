@@ -281,6 +281,42 @@ type offlineFake struct{ fakeEmbedder }
 
 func (o *offlineFake) Offline() bool { return true }
 
+// termFake hands over each text's words as its terms, as the builtin does.
+type termFake struct{ offlineFake }
+
+func (f *termFake) EmbedTerms(ctx context.Context, texts []string, terms func(int, []string)) ([][]float32, error) {
+	for i, t := range texts {
+		terms(i, strings.Fields(t))
+	}
+	return f.Embed(ctx, texts)
+}
+
+// TestEmbedderTerms: the wrapper hands over the terms of an embedder that
+// has them, in a query span, and none for one that has not.
+func TestEmbedderTerms(t *testing.T) {
+	p, rec := newRecorded(t)
+	var got [][]string
+	collect := func(i int, terms []string) { got = append(got, terms) }
+	e := p.Embedder(&termFake{}).(termEmbedder)
+	if v, err := e.EmbedTerms(context.Background(), []string{"a b", "c"}, collect); err != nil || len(v) != 2 {
+		t.Fatalf("%v %v", v, err)
+	}
+	if len(got) != 2 || strings.Join(got[0], " ") != "a b" || strings.Join(got[1], " ") != "c" {
+		t.Errorf("terms %q", got)
+	}
+	if spans := rec.Ended(); len(spans) != 1 || attr(spans[0], "skillrouter.embed.kind") != "query" {
+		t.Errorf("spans %v", spans)
+	}
+	got = nil
+	plain := &offlineFake{}
+	if v, err := p.Embedder(plain).(termEmbedder).EmbedTerms(context.Background(), []string{"a"}, collect); err != nil || len(v) != 1 || plain.calls != 1 {
+		t.Fatalf("without EmbedTerms: %v %v, %d calls", v, err, plain.calls)
+	}
+	if got != nil {
+		t.Errorf("terms %q from an embedder without them", got)
+	}
+}
+
 func TestEmbedder(t *testing.T) {
 	p, rec := newRecorded(t)
 	ctx, parent := p.Tracer().Start(context.Background(), "skillrouter.route")
