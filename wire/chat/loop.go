@@ -105,11 +105,8 @@ func (r *Request) decodeAnswer(raw []byte, round int, mine func(name string) boo
 // match only by case, a member of the wrong type, tool_calls of any
 // value) is left to the decoder, so both read every answer alike.
 func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
-	if !gjson.ValidBytes(raw) {
-		return nil, false
-	}
-	top, err := jsonspan.Members(raw)
-	if err != nil || !jsonspan.Unambiguous(top, "id", "choices", "usage") {
+	top, ok := jsonspan.PlainObject(raw, "id", "choices", "usage")
+	if !ok {
 		return nil, false
 	}
 	if _, ok := jsonspan.StringField(raw, top, "id"); !ok {

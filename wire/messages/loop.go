@@ -106,11 +106,8 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 // member of the wrong type, a container, a block's type that is not a
 // string) is left to the decoder, so both read every message alike.
 func noCalls(raw []byte) (usage json.RawMessage, ok bool) {
-	if !gjson.ValidBytes(raw) {
-		return nil, false
-	}
-	top, err := jsonspan.Members(raw)
-	if err != nil || !jsonspan.Unambiguous(top, "id", "type", "content", "stop_reason", "usage", "container") {
+	top, ok := jsonspan.PlainObject(raw, "id", "type", "content", "stop_reason", "usage", "container")
+	if !ok {
 		return nil, false
 	}
 	typ, ok := jsonspan.StringField(raw, top, "type")

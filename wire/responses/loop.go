@@ -64,11 +64,8 @@ func (r *Request) ReadAnswer(raw []byte, rnd int, mine func(name string) bool) (
 // case, a member of the wrong type, an item's type that is not a string)
 // is left to the decoder, so both read every response alike.
 func noCalls(raw []byte) (usage json.RawMessage, status string, ok bool) {
-	if !gjson.ValidBytes(raw) {
-		return nil, "", false
-	}
-	top, err := jsonspan.Members(raw)
-	if err != nil || !jsonspan.Unambiguous(top, "id", "status", "output", "usage") {
+	top, ok := jsonspan.PlainObject(raw, "id", "status", "output", "usage")
+	if !ok {
 		return nil, "", false
 	}
 	if _, ok := jsonspan.StringField(raw, top, "id"); !ok {

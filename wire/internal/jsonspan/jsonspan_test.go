@@ -199,3 +199,22 @@ func TestUnambiguousAndStringField(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainObject(t *testing.T) {
+	for _, c := range []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"id":"x","usage":{"a":1},"Other":2}`, true},
+		{`{"id":"x","id":"y"}`, false}, // repeated
+		{`{"ID":"x"}`, false},          // matched only by case
+		{`{"id":"x",}`, false},         // not valid JSON
+		{`["id"]`, false},              // not an object
+		{`{"id":"x"} {}`, false},       // two values
+	} {
+		ms, ok := PlainObject([]byte(c.raw), "id", "usage")
+		if ok != c.ok || ok && len(ms) != 3 {
+			t.Errorf("PlainObject(%s) = %d members, %v; want %v", c.raw, len(ms), ok, c.ok)
+		}
+	}
+}
