@@ -209,18 +209,8 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 		wg.Add(1)
 		run := func() {
 			defer wg.Done()
-			fs := featureSets.Get().(*featureSet)
-			defer featureSets.Put(fs)
 			lo, hi := w*len(texts)/workers, (w+1)*len(texts)/workers
-			for i := lo; i < hi; i++ {
-				if (i-lo)%64 == 63 {
-					if err := ctx.Err(); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-				out[i] = b.vector(texts[i], fs)
-			}
+			errs[w] = b.embedRange(ctx, texts[lo:hi], out[lo:hi], nil)
 		}
 		if workers == 1 {
 			run() // routing: no goroutine hand-off
@@ -244,19 +234,30 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 // analyses the text once. The slice terms gets is valid only during the
 // call.
 func (b *Builtin) EmbedTerms(ctx context.Context, texts []string, terms func(i int, terms []string)) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	if err := b.embedRange(ctx, texts, out, terms); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// embedRange embeds texts into out with one pooled scratch, checking ctx
+// every 64 texts, and hands each text's terms to terms when it is set.
+func (b *Builtin) embedRange(ctx context.Context, texts []string, out [][]float32, terms func(i int, terms []string)) error {
 	fs := featureSets.Get().(*featureSet)
 	defer featureSets.Put(fs)
-	out := make([][]float32, len(texts))
 	for i, t := range texts {
-		if i%64 == 63 { // as Embed checks
+		if i%64 == 63 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		out[i] = b.vector(t, fs)
-		terms(i, fs.terms)
+		if terms != nil {
+			terms(i, fs.terms)
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // featureSets recycles scratch space: routing embeds one short query per
