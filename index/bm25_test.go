@@ -115,7 +115,7 @@ func TestBM25Empty(t *testing.T) {
 // whatever the count of postings (around its eight-wide steps), the
 // frequencies (zero, subnormal, huge, infinite, NaN) and the weights (a
 // zero body weight adds nothing; 0.2 rounds wb·tf, which a fused
-// multiply-add would not), from scores of zero or not.
+// multiply-add would not), from scores of +0, −0 or more.
 func TestAddBody(t *testing.T) {
 	if !useAVX512 {
 		t.Log("no AVX-512: addBody is addBodyGo")
@@ -146,8 +146,11 @@ func TestAddBody(t *testing.T) {
 			}
 			got, want := make([]float64, n), make([]float64, n)
 			for i := range got {
-				if r.IntN(2) == 0 {
+				switch r.IntN(3) {
+				case 0:
 					got[i] = r.Float64() * 10
+				case 1:
+					got[i] = math.Copysign(0, -1) // kept −0 where nothing is added
 				}
 				want[i] = got[i]
 			}

@@ -1,13 +1,37 @@
 package index
 
-// axpy4Int8Go adds x[0]·c0[i] + … + x[3]·c3[i] to acc[i]: the portable
-// kernel, and the reference the assembly one is tested against. Four
-// columns a pass read and write the accumulators a quarter as often; the
-// additions may round in any order, which Prepared.RowBound covers.
-func axpy4Int8Go(acc []float32, x *[4]float32, c0, c1, c2, c3 []int8) {
+// groupDoc is, for each of the 32 sums a full group of 32 documents keeps,
+// the document (within the group) it belongs to: the order the SIMD
+// kernels' interleaves leave them in (kernels_amd64.s), which the portable
+// loop keeps too, so Approximate reads every kernel's sums the same way.
+var groupDoc = [32]uint8{
+	0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27,
+	4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31,
+}
+
+// dot8Int16Go adds q[0]·c[0][i] + … + q[7]·c[7][i] to document i's sum in
+// acc: for the full groups of 32 documents at groupDoc's positions, for a
+// last partial group at i. It is the portable kernel and the reference the
+// SIMD ones are tested against. The sums are exact: Prepare sizes q so
+// that no int32 sum of the scan can overflow.
+func dot8Int16Go(acc []int32, q *[8]int16, c *[8][]int8) {
 	n := len(acc)
-	c0, c1, c2, c3 = c0[:n], c1[:n], c2[:n], c3[:n]
-	for i := range acc {
-		acc[i] += x[0]*float32(c0[i]) + x[1]*float32(c1[i]) + x[2]*float32(c2[i]) + x[3]*float32(c3[i])
+	var w [8]int32
+	var cs [8][]int8
+	for t := range w {
+		w[t], cs[t] = int32(q[t]), c[t][:n]
+	}
+	sum := func(i int) int32 {
+		return w[0]*int32(cs[0][i]) + w[1]*int32(cs[1][i]) + w[2]*int32(cs[2][i]) + w[3]*int32(cs[3][i]) +
+			w[4]*int32(cs[4][i]) + w[5]*int32(cs[5][i]) + w[6]*int32(cs[6][i]) + w[7]*int32(cs[7][i])
+	}
+	full := n &^ 31
+	for g := 0; g < full; g += 32 {
+		for m, d := range groupDoc {
+			acc[g+m] += sum(g + int(d))
+		}
+	}
+	for i := full; i < n; i++ {
+		acc[i] += sum(i)
 	}
 }

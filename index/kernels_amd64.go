@@ -2,25 +2,37 @@ package index
 
 import "golang.org/x/sys/cpu"
 
-// axpy4Int8 adds x[0]·c0[i] + … + x[3]·c3[i] to acc[i] with fused
-// multiply-adds, each accumulator loaded and stored once for the four
-// columns: sixty-four at a time in 512-bit registers where the CPU has
-// AVX-512, thirty-two at a time with AVX2 otherwise and for the rest.
-func axpy4Int8(acc []float32, x *[4]float32, c0, c1, c2, c3 []int8) {
+// dot8Int16 is dot8Int16Go with a SIMD kernel for the full groups of 32
+// documents: AVX-512 VNNI where the CPU has it, AVX2 otherwise. The sums
+// are exact integers, so every kernel gives the same ones.
+func dot8Int16(acc []int32, q *[8]int16, c *[8][]int8) {
 	n := len(acc)
-	if !useFMA || n == 0 {
-		axpy4Int8Go(acc, x, c0, c1, c2, c3)
+	full := n &^ 31
+	if full == 0 || !(useVNNI || useAVX2) {
+		dot8Int16Go(acc, q, c)
 		return
 	}
-	_, _, _, _ = c0[n-1], c1[n-1], c2[n-1], c3[n-1] // the kernel reads n of each
-	if wide := n &^ 63; useAVX512 && wide > 0 {
-		axpy4Int8AVX512(acc[:wide], x, &c0[0], &c1[0], &c2[0], &c3[0])
-		if wide == n {
-			return
-		}
-		acc, c0, c1, c2, c3 = acc[wide:], c0[wide:], c1[wide:], c2[wide:], c3[wide:]
+	var pairs [4]int32
+	var cols [8]*int8
+	for t := range 4 {
+		pairs[t] = int32(uint32(uint16(q[2*t])) | uint32(uint16(q[2*t+1]))<<16)
 	}
-	axpy4Int8FMA(acc, x, &c0[0], &c1[0], &c2[0], &c3[0])
+	for t := range cols {
+		_ = c[t][n-1] // the kernel reads n of each
+		cols[t] = &c[t][0]
+	}
+	if useVNNI {
+		dot8Int16VNNI(&acc[0], full, &pairs, &cols)
+	} else {
+		dot8Int16AVX2(&acc[0], full, &pairs, &cols)
+	}
+	if full < n {
+		var rest [8][]int8
+		for t := range rest {
+			rest[t] = c[t][full:]
+		}
+		dot8Int16Go(acc[full:], q, &rest)
+	}
 }
 
 // exactRows8 sets out[r] to the exact similarity (Prepared.Exact) of the
@@ -36,10 +48,10 @@ func exactRows8(rows []float32, off *[8]int32, idx []int32, val []float32, out *
 
 // addBody is addBodyGo with the same bits: eight postings at a time where
 // the CPU has AVX-512 (the same multiplications, addition and division in
-// each lane; the scores gathered, added to and scattered back), the rest
-// in Go. ScoreWeighted checks that scores covers every document; a term's
-// postings name each document once, so no two lanes write one score.
-// docs/performance.md ("Seventh pass") has what it saves and where.
+// each lane; each term then added to its score, −0 where Go adds nothing,
+// which leaves any score as it is), the rest in Go. ScoreWeighted checks that scores covers every document.
+// docs/performance.md ("Seventh pass", "Thirteenth pass") has what it
+// saves and where.
 func addBody(scores []float64, body []bodyPosting, c *bodyTerm) {
 	if n := len(body) &^ 7; useAVX512 && n > 0 {
 		addBodyAVX512(&scores[0], &body[0], n, c)
@@ -48,21 +60,21 @@ func addBody(scores []float64, body []bodyPosting, c *bodyTerm) {
 	addBodyGo(scores, body, c)
 }
 
+// These are variables so that tests can compare the kernels.
 var (
-	useAVX2 = cpu.X86.HasAVX2
-	useFMA  = useAVX2 && cpu.X86.HasFMA
-	// useAVX512 is a variable so that tests can compare both kernels.
-	useAVX512 = useFMA && cpu.X86.HasAVX512F
+	useAVX2   = cpu.X86.HasAVX2
+	useAVX512 = useAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX512F
+	useVNNI   = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 )
 
 //go:noescape
-func axpy4Int8AVX512(acc []float32, x *[4]float32, c0, c1, c2, c3 *int8)
+func dot8Int16VNNI(acc *int32, n int, q *[4]int32, c *[8]*int8)
+
+//go:noescape
+func dot8Int16AVX2(acc *int32, n int, q *[4]int32, c *[8]*int8)
 
 //go:noescape
 func exactRows8AVX2(rows *float32, off *[8]int32, idx *int32, val *float32, m int, out *[8]float32)
-
-//go:noescape
-func axpy4Int8FMA(acc []float32, x *[4]float32, c0, c1, c2, c3 *int8)
 
 //go:noescape
 func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)

@@ -1,119 +1,128 @@
 #include "textflag.h"
 #include "go_asm.h"
 
-// COLUMN32 adds one int8 column times its broadcast factor x to the 32
-// accumulators Y0-Y3: widen 32 bytes at c+AX to int32, convert, multiply-add.
-#define COLUMN32(c, x) \
-	VPMOVSXBD (c)(AX*1), Y4 \
-	VPMOVSXBD 8(c)(AX*1), Y5 \
-	VPMOVSXBD 16(c)(AX*1), Y6 \
-	VPMOVSXBD 24(c)(AX*1), Y7 \
-	VCVTDQ2PS Y4, Y4 \
-	VCVTDQ2PS Y5, Y5 \
-	VCVTDQ2PS Y6, Y6 \
-	VCVTDQ2PS Y7, Y7 \
-	VFMADD231PS x, Y4, Y0 \
-	VFMADD231PS x, Y5, Y1 \
-	VFMADD231PS x, Y6, Y2 \
-	VFMADD231PS x, Y7, Y3
+// The scan's kernels: eight int8 columns of 32 documents a pass, against
+// the query's int16 components in pairs (q[t] holds the components of
+// columns 2t, low half, and 2t+1, high half). Each column pair is widened
+// to int16 and interleaved (a document's two values side by side in one
+// 32-bit lane), then multiplied by the pair and summed into int32 lanes:
+// one VPDPWSSD with AVX-512 VNNI, VPMADDWD and VPADDD with AVX2. Integer
+// sums are exact, so both kernels and the Go loop give the same values.
+//
+// The interleave works within 128-bit lanes, so a group of 32 documents
+// keeps its sums in the order groupDoc gives (kernels.go): the low
+// interleaves (documents 0-3, 8-11, 16-19, 24-27) first, then the high
+// ones.
 
-// COLUMN64 is COLUMN32 for 64 accumulators in Z0-Z3.
-#define COLUMN64(c, x) \
-	VPMOVSXBD (c)(AX*1), Z4 \
-	VPMOVSXBD 16(c)(AX*1), Z5 \
-	VPMOVSXBD 32(c)(AX*1), Z6 \
-	VPMOVSXBD 48(c)(AX*1), Z7 \
-	VCVTDQ2PS Z4, Z4 \
-	VCVTDQ2PS Z5, Z5 \
-	VCVTDQ2PS Z6, Z6 \
-	VCVTDQ2PS Z7, Z7 \
-	VFMADD231PS x, Z4, Z0 \
-	VFMADD231PS x, Z5, Z1 \
-	VFMADD231PS x, Z6, Z2 \
-	VFMADD231PS x, Z7, Z3
+// PAIR64 adds column pair (a, b) at AX, times the pair in q, to Z0 (low
+// interleaves) and Z1 (high).
+#define PAIR64(a, b, q) \
+	VPMOVSXBW (a)(AX*1), Z4 \
+	VPMOVSXBW (b)(AX*1), Z5 \
+	VPUNPCKLWD Z5, Z4, Z6 \
+	VPUNPCKHWD Z5, Z4, Z7 \
+	VPDPWSSD q, Z6, Z0 \
+	VPDPWSSD q, Z7, Z1
 
-// func axpy4Int8FMA(acc []float32, x *[4]float32, c0, c1, c2, c3 *int8)
-// acc[i] += x[0]*c0[i] + x[1]*c1[i] + x[2]*c2[i] + x[3]*c3[i] for i < len(acc),
-// with fused multiply-adds; each column holds at least len(acc) values.
-TEXT ·axpy4Int8FMA(SB), NOSPLIT, $0-64
-	MOVQ acc_base+0(FP), DI
-	MOVQ acc_len+8(FP), CX
-	MOVQ x+24(FP), BX
-	VBROADCASTSS 0(BX), Y12
-	VBROADCASTSS 4(BX), Y13
-	VBROADCASTSS 8(BX), Y14
-	VBROADCASTSS 12(BX), Y15
-	MOVQ c0+32(FP), R8
-	MOVQ c1+40(FP), R9
-	MOVQ c2+48(FP), R10
-	MOVQ c3+56(FP), R11
+// func dot8Int16VNNI(acc *int32, n int, q *[4]int32, c *[8]*int8)
+// n is a multiple of 32; every column holds at least n values.
+TEXT ·dot8Int16VNNI(SB), NOSPLIT, $0-32
+	MOVQ acc+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ q+16(FP), BX
+	VPBROADCASTD 0(BX), Z12
+	VPBROADCASTD 4(BX), Z13
+	VPBROADCASTD 8(BX), Z14
+	VPBROADCASTD 12(BX), Z15
+	MOVQ c+24(FP), BX
+	MOVQ 0(BX), DX
+	MOVQ 8(BX), SI
+	MOVQ 16(BX), R8
+	MOVQ 24(BX), R9
+	MOVQ 32(BX), R10
+	MOVQ 40(BX), R11
+	MOVQ 48(BX), R12
+	MOVQ 56(BX), BX
 	XORQ AX, AX
-	MOVQ CX, DX
-	ANDQ $-32, DX
 
-loop32:
-	CMPQ AX, DX
-	JGE  tail8
-	VMOVUPS (DI)(AX*4), Y0
-	VMOVUPS 32(DI)(AX*4), Y1
-	VMOVUPS 64(DI)(AX*4), Y2
-	VMOVUPS 96(DI)(AX*4), Y3
-	COLUMN32(R8, Y12)
-	COLUMN32(R9, Y13)
-	COLUMN32(R10, Y14)
-	COLUMN32(R11, Y15)
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	VMOVUPS Y3, 96(DI)(AX*4)
-	ADDQ $32, AX
-	JMP  loop32
-
-tail8:
-	MOVQ CX, DX
-	ANDQ $-8, DX
-
-loop8:
-	CMPQ AX, DX
-	JGE  tail1
-	VMOVUPS (DI)(AX*4), Y0
-	VPMOVSXBD (R8)(AX*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VFMADD231PS Y12, Y4, Y0
-	VPMOVSXBD (R9)(AX*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VFMADD231PS Y13, Y4, Y0
-	VPMOVSXBD (R10)(AX*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VFMADD231PS Y14, Y4, Y0
-	VPMOVSXBD (R11)(AX*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VFMADD231PS Y15, Y4, Y0
-	VMOVUPS Y0, (DI)(AX*4)
-	ADDQ $8, AX
-	JMP  loop8
-
-tail1:
+vnni:
 	CMPQ AX, CX
-	JGE  done
-	VMOVSS (DI)(AX*4), X0
-	MOVBLSX (R8)(AX*1), BX
-	VCVTSI2SSL BX, X4, X4
-	VFMADD231SS X12, X4, X0
-	MOVBLSX (R9)(AX*1), BX
-	VCVTSI2SSL BX, X4, X4
-	VFMADD231SS X13, X4, X0
-	MOVBLSX (R10)(AX*1), BX
-	VCVTSI2SSL BX, X4, X4
-	VFMADD231SS X14, X4, X0
-	MOVBLSX (R11)(AX*1), BX
-	VCVTSI2SSL BX, X4, X4
-	VFMADD231SS X15, X4, X0
-	VMOVSS X0, (DI)(AX*4)
-	INCQ AX
-	JMP  tail1
+	JGE  vnnidone
+	VMOVDQU32 (DI)(AX*4), Z0
+	VMOVDQU32 64(DI)(AX*4), Z1
+	PAIR64(DX, SI, Z12)
+	PAIR64(R8, R9, Z13)
+	PAIR64(R10, R11, Z14)
+	PAIR64(R12, BX, Z15)
+	VMOVDQU32 Z0, (DI)(AX*4)
+	VMOVDQU32 Z1, 64(DI)(AX*4)
+	ADDQ $32, AX
+	JMP  vnni
 
-done:
+vnnidone:
+	VZEROUPPER
+	RET
+
+// PAIR32 is PAIR64 with AVX2: Y0 and Y1 take the low interleaves of
+// documents 0-15 and 16-31, Y2 and Y3 the high ones.
+#define PAIR32(a, b, q) \
+	VPMOVSXBW (a)(AX*1), Y4 \
+	VPMOVSXBW (b)(AX*1), Y5 \
+	VPMOVSXBW 16(a)(AX*1), Y6 \
+	VPMOVSXBW 16(b)(AX*1), Y7 \
+	VPUNPCKLWD Y5, Y4, Y8 \
+	VPUNPCKHWD Y5, Y4, Y9 \
+	VPUNPCKLWD Y7, Y6, Y10 \
+	VPUNPCKHWD Y7, Y6, Y11 \
+	VPMADDWD q, Y8, Y8 \
+	VPMADDWD q, Y9, Y9 \
+	VPMADDWD q, Y10, Y10 \
+	VPMADDWD q, Y11, Y11 \
+	VPADDD Y8, Y0, Y0 \
+	VPADDD Y10, Y1, Y1 \
+	VPADDD Y9, Y2, Y2 \
+	VPADDD Y11, Y3, Y3
+
+// func dot8Int16AVX2(acc *int32, n int, q *[4]int32, c *[8]*int8)
+// dot8Int16VNNI without AVX-512, in the same order.
+TEXT ·dot8Int16AVX2(SB), NOSPLIT, $0-32
+	MOVQ acc+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ q+16(FP), BX
+	VPBROADCASTD 0(BX), Y12
+	VPBROADCASTD 4(BX), Y13
+	VPBROADCASTD 8(BX), Y14
+	VPBROADCASTD 12(BX), Y15
+	MOVQ c+24(FP), BX
+	MOVQ 0(BX), DX
+	MOVQ 8(BX), SI
+	MOVQ 16(BX), R8
+	MOVQ 24(BX), R9
+	MOVQ 32(BX), R10
+	MOVQ 40(BX), R11
+	MOVQ 48(BX), R12
+	MOVQ 56(BX), BX
+	XORQ AX, AX
+
+avx2:
+	CMPQ AX, CX
+	JGE  avx2done
+	VMOVDQU (DI)(AX*4), Y0
+	VMOVDQU 32(DI)(AX*4), Y1
+	VMOVDQU 64(DI)(AX*4), Y2
+	VMOVDQU 96(DI)(AX*4), Y3
+	PAIR32(DX, SI, Y12)
+	PAIR32(R8, R9, Y13)
+	PAIR32(R10, R11, Y14)
+	PAIR32(R12, BX, Y15)
+	VMOVDQU Y0, (DI)(AX*4)
+	VMOVDQU Y1, 32(DI)(AX*4)
+	VMOVDQU Y2, 64(DI)(AX*4)
+	VMOVDQU Y3, 96(DI)(AX*4)
+	ADDQ $32, AX
+	JMP  avx2
+
+avx2done:
 	VZEROUPPER
 	RET
 
@@ -151,51 +160,22 @@ done:
 	RET
 
 
-// func axpy4Int8AVX512(acc []float32, x *[4]float32, c0, c1, c2, c3 *int8)
-// axpy4Int8FMA sixty-four accumulators at a time in 512-bit registers;
-// len(acc) is a multiple of 64.
-TEXT ·axpy4Int8AVX512(SB), NOSPLIT, $0-64
-	MOVQ acc_base+0(FP), DI
-	MOVQ acc_len+8(FP), CX
-	MOVQ x+24(FP), BX
-	VBROADCASTSS 0(BX), Z12
-	VBROADCASTSS 4(BX), Z13
-	VBROADCASTSS 8(BX), Z14
-	VBROADCASTSS 12(BX), Z15
-	MOVQ c0+32(FP), R8
-	MOVQ c1+40(FP), R9
-	MOVQ c2+48(FP), R10
-	MOVQ c3+56(FP), R11
-	XORQ AX, AX
-
-loop64:
-	CMPQ AX, CX
-	JGE  done
-	VMOVUPS (DI)(AX*4), Z0
-	VMOVUPS 64(DI)(AX*4), Z1
-	VMOVUPS 128(DI)(AX*4), Z2
-	VMOVUPS 192(DI)(AX*4), Z3
-	COLUMN64(R8, Z12)
-	COLUMN64(R9, Z13)
-	COLUMN64(R10, Z14)
-	COLUMN64(R11, Z15)
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	VMOVUPS Z3, 192(DI)(AX*4)
-	ADDQ $64, AX
-	JMP  loop64
-
-done:
-	VZEROUPPER
-	RET
+// ADDONE adds the k-th of the eight terms at SP to its posting's score.
+#define ADDONE(k) \
+	MOVLQSX (k*8)(SI), R8 \
+	VMOVSD (k*8)(SP), X0 \
+	VADDSD (DI)(R8*8), X0, X0 \
+	VMOVSD X0, (DI)(R8*8)
 
 // func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)
 // addBodyGo for n postings, n a multiple of 8, eight a pass: each lane
-// computes tf = wb·tf, then qw·tf / (k1 + tf) where tf > 0, as Go does
-// (multiply, add, divide; nothing fused), and the lanes' scores are
-// gathered, added to and scattered back under the tf > 0 mask.
-TEXT ·addBodyAVX512(SB), NOSPLIT, $0-32
+// computes tf = wb·tf, then qw·tf / (k1 + tf), or −0 unless tf > 0, as Go
+// does (multiply, add, divide; nothing fused), and the eight terms are
+// added to their scores one at a time (adding −0 leaves any score as it
+// is, as Go's skipping it does).
+// Scalar additions beat a gather and a scatter, which on AMD's Zen 4 cost
+// more than the division.
+TEXT ·addBodyAVX512(SB), NOSPLIT, $64-32
 	MOVQ scores+0(FP), DI
 	MOVQ body+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -204,29 +184,36 @@ TEXT ·addBodyAVX512(SB), NOSPLIT, $0-32
 	VBROADCASTSD bodyTerm_qw(BX), Z12
 	VBROADCASTSD bodyTerm_k1(BX), Z13
 	VPXORQ Z11, Z11, Z11
+	MOVQ $0x8000000000000000, AX
+	VPBROADCASTQ AX, Z15     // −0
 	SHLQ $3, CX
-	ADDQ SI, CX              // the end of the postings (8 bytes each)
+	ADDQ SI, CX
 
-loop8:
+ab8:
 	CMPQ SI, CX
-	JAE  done
-	VMOVDQU64 (SI), Z0       // eight {doc int32, tf float32}
-	VPMOVQD Z0, Y1           // the documents
-	VPSRLQ $32, Z0, Z2
-	VPMOVQD Z2, Y2           // the frequencies
+	JAE  abdone              // eight {doc int32, tf float32} a pass
+	VMOVDQU64 (SI), Z1
+	VPSRLQ $32, Z1, Z2
+	VPMOVQD Z2, Y2
 	VCVTPS2PD Y2, Z3
-	VMULPD Z10, Z3, Z3       // tf = wb·tf
-	VCMPPD $30, Z11, Z3, K1  // tf > 0 (ordered: not NaN)
+	VMULPD Z10, Z3, Z3
+	VCMPPD $30, Z11, Z3, K1
 	VMULPD Z12, Z3, Z4
 	VADDPD Z13, Z3, Z5
-	VDIVPD Z5, Z4, Z4        // qw·tf / (k1 + tf)
-	KMOVW K1, K2             // a gather clears its mask
-	VGATHERDPD (DI)(Y1*8), K2, Z6
-	VADDPD Z4, Z6, Z6
-	VSCATTERDPD Z6, K1, (DI)(Y1*8)
+	VDIVPD Z5, Z4, Z4
+	VBLENDMPD Z4, Z15, K1, Z4
+	VMOVUPD Z4, (SP)
+	ADDONE(0)
+	ADDONE(1)
+	ADDONE(2)
+	ADDONE(3)
+	ADDONE(4)
+	ADDONE(5)
+	ADDONE(6)
+	ADDONE(7)
 	ADDQ $64, SI
-	JMP  loop8
+	JMP  ab8
 
-done:
+abdone:
 	VZEROUPPER
 	RET

@@ -2,10 +2,8 @@
 
 package index
 
-// axpy4Int8 adds x[0]·c0[i] + … + x[3]·c3[i] to acc[i].
-func axpy4Int8(acc []float32, x *[4]float32, c0, c1, c2, c3 []int8) {
-	axpy4Int8Go(acc, x, c0, c1, c2, c3)
-}
+// dot8Int16 adds q[0]·c[0][i] + … + q[7]·c[7][i] to document i's sum.
+func dot8Int16(acc []int32, q *[8]int16, c *[8][]int8) { dot8Int16Go(acc, q, c) }
 
 // exactRows8 has no portable form: ExactRows scores four rows at a time.
 func exactRows8([]float32, *[8]int32, []int32, []float32, *[8]float32) bool { return false }

@@ -5,15 +5,17 @@ package index
 // document vectors costs non-zero components × documents multiply-adds.
 // The columns the scan reads are kept in as few bytes as a useful first
 // pass allows: int8, each row scaled by its own largest component (a
-// quarter of float32's bytes, half of int16's). At 10,000 skills an int16
-// scan waited on the last-level cache; the int8 one is bound by its own
-// instructions (widening, converting, multiply-adding), hence the 512-bit
-// kernel where there is one. Each row's error is bounded
-// (Prepared.RowBound); a caller that wants the top of a ranking rescores
-// exactly, from the float32 rows, only the documents whose bound reaches
-// it, so rankings, scores and ties are the exact ones. On the 10,000-skill
-// scale library that leaves 70–120 rows (median) to rescore for a top 46,
-// at most ~530 (docs/performance.md).
+// quarter of float32's bytes, half of int16's). The query is scaled to
+// int16, so the scan multiplies and adds integers, exactly, two products
+// to a 32-bit lane (VPDPWSSD with AVX-512 VNNI, VPMADDWD with AVX2): half
+// the instructions of widening each byte to float32 for a fused
+// multiply-add. Under load at 10,000 skills the scan waits on memory
+// whichever kernel reads the columns (docs/performance.md). Each row's
+// error is bounded (Prepared.RowBound); a caller that wants the top of a
+// ranking rescores exactly, from the float32 rows, only the documents
+// whose bound reaches it, so rankings, scores and ties are the exact ones.
+// On the 10,000-skill scale library that leaves 70–120 rows (median) to
+// rescore for a top 46, at most ~530 (docs/performance.md).
 
 import (
 	"fmt"
@@ -26,15 +28,24 @@ import (
 // maps to ±127.
 const quantMax = 127
 
-// scanBlock is how many documents Approximate scans at a time.
+// scanBlock is how many documents Approximate scans at a time: a multiple
+// of 32, so that only the library's last group of 32 can be partial (the
+// kernels keep a full group's sums in groupDoc's order).
 const scanBlock = 4096
+
+// queryMax is the largest int16 magnitude a query component is scaled to.
+const queryMax = 32767
 
 // quant is the int8 column-major copy of a Vectors' rows, with what bounds
 // each row's error.
 type quant struct {
-	cols  []int8    // dim×n: cols[j*n+i] = round(rows[i*dim+j] / scale[i])
-	zero  []int8    // n zeros: the missing columns of a last group of four
-	scale []float32 // per row: a component is about cols·scale
+	// dim columns of stride n rounded up to a multiple of 32 (the kernels'
+	// groups; the padding is zeros): cols[j*stride+i] = round(rows[i*dim+j]
+	// / scale[i]).
+	cols   []int8
+	stride int
+	zero   []int8    // stride zeros: the missing columns of a last group of eight
+	scale  []float32 // per row: a component is about cols·scale
 	// Per row, rounded up: the largest |cols·scale − rows| of a component,
 	// the L2 norm of those errors, and the row's L2 norm.
 	maxErr, resNorm, rowNorm []float32
@@ -45,8 +56,9 @@ type quant struct {
 
 // quantize makes the int8 columns of n rows of dim components.
 func quantize(rows []float32, n, dim int) quant {
+	stride := (n + 31) &^ 31
 	q := quant{
-		cols: make([]int8, n*dim), zero: make([]int8, n), scale: make([]float32, n),
+		cols: make([]int8, stride*dim), stride: stride, zero: make([]int8, stride), scale: make([]float32, n),
 		maxErr: make([]float32, n), resNorm: make([]float32, n), rowNorm: make([]float32, n),
 	}
 	for i := range n {
@@ -67,7 +79,7 @@ func quantize(rows []float32, n, dim int) quant {
 		for j, x := range row {
 			f := float64(x)
 			c := min(max(math.Round(f/float64(s)), -quantMax), quantMax)
-			q.cols[j*n+i] = int8(c)
+			q.cols[j*stride+i] = int8(c)
 			// c·s and its difference from f are exact in float64.
 			e := math.Abs(c*float64(s) - f)
 			maxErr = max(maxErr, e)
@@ -100,8 +112,11 @@ type Prepared struct {
 	v      *Vectors
 	idx    []int32   // non-zero components of the query, ascending
 	val    []float32 // their values
+	qv     []int16   // their int16 multiples of qs, for the scan
+	qs     float64   // the scan's query scale
+	qerr   float64   // the L2 norm of val − qs·qv, rounded up
 	l1, l2 float64   // the query's norms
-	gamma  float64   // the relative rounding of the float32 sums (errorBound)
+	gamma  float64   // the relative rounding of Exact's float32 sum (errorBound)
 	bound  float64   // the bound over all rows
 }
 
@@ -116,41 +131,78 @@ func (v *Vectors) Prepare(q []float32) (*Prepared, error) {
 			nz++
 		}
 	}
-	p := &Prepared{v: v, idx: make([]int32, 0, nz), val: make([]float32, 0, nz)}
-	var l2 float64
+	p := &Prepared{v: v, idx: make([]int32, 0, nz), val: make([]float32, 0, nz), qv: make([]int16, nz)}
+	var l2, top float64
 	for j, x := range q {
 		if x == 0 {
 			continue
 		}
 		p.idx = append(p.idx, int32(j))
 		p.val = append(p.val, x)
-		p.l1 += math.Abs(float64(x))
-		l2 += float64(x) * float64(x)
+		f := math.Abs(float64(x))
+		p.l1 += f
+		l2 += f * f
+		top = max(top, f)
 	}
 	p.l2 = math.Sqrt(l2)
 	const u = 0x1p-24
 	m := float64(len(p.idx) + 1)
-	// γ(m+1) for either float32 sum, and one more rounding for the
-	// approximation's multiplication by its row's scale.
+	// γ(m+1) for Exact's float32 sum, and one more rounding (as the
+	// float scan had).
 	p.gamma = m*u/(1-m*u) + u*(1+m*u/(1-m*u))
+	p.quantizeQuery(top)
 	p.bound = p.errorBound(v.maxErrAll, v.resNormAll, v.rowNormAll)
 	return p, nil
 }
 
+// quantizeQuery scales the query's components to int16 for the scan: the
+// largest to ±queryMax, unless that would let an int32 sum overflow, which
+// a sum of |qv|·127 below 2³¹ rules out (Σ|round(x/qs)| ≤ l1/qs + m/2). It
+// records the L2 norm of what the scaling loses, for errorBound; a query
+// it cannot scale (not finite) gets qs NaN and is not approximated.
+func (p *Prepared) quantizeQuery(top float64) {
+	m := float64(len(p.val))
+	if top == 0 || math.IsInf(p.l1, 0) || math.IsNaN(p.l1) || 127*(1.5*m+1) >= math.MaxInt32 {
+		p.qs = math.NaN()
+		if top == 0 {
+			p.qs = 1 // nothing to scan: every sum is 0, exactly
+		}
+		return
+	}
+	p.qs = max(top/queryMax, p.l1*(1+1e-9)*127/(math.MaxInt32-127*(1.5*m+1)))
+	var e2, most float64
+	for k, x := range p.val {
+		f := float64(x)
+		c := min(max(math.Round(f/p.qs), -queryMax), queryMax)
+		p.qv[k] = int16(c)
+		e := c*p.qs - f
+		e2 += e * e
+		most = max(most, math.Abs(f))
+	}
+	// The float64 arithmetic above rounds: a relative and an absolute
+	// slack cover it.
+	p.qerr = math.Sqrt(e2)*(1+1e-9) + (m+1)*0x1p-50*most
+}
+
 // errorBound bounds |approximation − exact| (see Approximate and Exact) for
 // a row whose components are off by at most maxErr, whose errors have L2
-// norm res and whose own norm is at most norm. With u the float32 unit
-// roundoff and a query of m non-zero components with norms l1 and l2:
+// norm res and whose own norm is at most norm. The approximation is, but
+// for two float64 roundings, the real Σ (qs·qv)·(s·c) of the scaled query
+// and the quantized row y = s·c, whose norm is at most norm + res. With a
+// query of m non-zero components q, norms l1 and l2, and scaling error
+// qerr:
 //
-//   - quantization: |Σ q·(c·s − x)| ≤ min(maxErr·l1, l2·res);
-//   - each float32 sum of m products is off its real value by at most
-//     γ(m+1)·Σ|q·x| (Higham), and Σ|q·x| ≤ l2·norm for the exact row, ≤
-//     l2·norm + l1·maxErr for the quantized one, whose final
-//     multiplication by the row's scale adds u of that again.
+//   - the row's quantization: |Σ q·(y − x)| ≤ min(maxErr·l1, l2·res);
+//   - the query's: |Σ (qs·qv − q)·y| ≤ qerr·(norm + res);
+//   - Exact's float32 sum of m products is off its real value by at most
+//     γ(m+1)·Σ|q·x| ≤ γ·l2·norm (Higham);
+//   - the approximation's two float64 roundings, at most 2⁻⁵⁰ of
+//     (l2 + qerr)·(norm + res).
 //
 // A tiny slack covers the float64 arithmetic of the bound itself.
 func (p *Prepared) errorBound(maxErr, res, norm float64) float64 {
-	b := min(maxErr*p.l1, p.l2*res) + p.gamma*(2*p.l2*norm+p.l1*maxErr)
+	y := norm + res
+	b := min(maxErr*p.l1, p.l2*res) + p.qerr*y + p.gamma*p.l2*norm + 0x1p-50*(p.l2+p.qerr)*y
 	return b*(1+1e-9) + 1e-12
 }
 
@@ -164,13 +216,11 @@ func (p *Prepared) MaxAbs() float64 {
 	return p.l2*p.v.rowNormAll*(1+p.gamma) + p.bound
 }
 
-// finite reports whether no float32 sum of the scan or of Exact can
-// overflow for this query, which the bound assumes: the scan's
-// accumulators hold about similarity/scale, up to 127·l1.
+// finite reports whether the query could be scaled for the scan and no
+// float32 sum of Exact can overflow for it, which the bound assumes.
 func (p *Prepared) finite() bool {
 	const most = math.MaxFloat32 / 2
-	v := p.v
-	return 127*p.l1*(1+p.gamma) < most && (p.l2*v.rowNormAll+p.l1*v.maxErrAll)*(1+p.gamma) < most
+	return !math.IsNaN(p.qs) && p.l2*p.v.rowNormAll*(1+p.gamma) < most
 }
 
 // RowBound is the largest difference between row i's approximate and exact
@@ -249,46 +299,64 @@ func (p *Prepared) exactRows4(rows []int32, dst []float64) {
 // Approximate writes every document's approximate similarity, within
 // RowBound of Exact, into dst (len Len()). It returns false, writing
 // nothing, when the index cannot be approximated (a vector not finite) or
-// the query is not finite or large enough to overflow float32 sums;
-// callers then score exactly.
+// the query is not finite or large enough to overflow Exact's float32
+// sums; callers then score exactly.
 func (p *Prepared) Approximate(dst []float64) bool {
 	v := p.v
 	if v.exact || len(dst) != v.n || math.IsNaN(p.bound) || math.IsInf(p.bound, 0) || !p.finite() {
 		return false
 	}
-	accp := accs.Get().(*[]float32)
-	if cap(*accp) < v.n {
-		*accp = make([]float32, v.n)
+	accp := accs.Get().(*[]int32)
+	if cap(*accp) < v.stride {
+		*accp = make([]int32, v.stride)
 	}
-	acc := (*accp)[:v.n]
+	acc := (*accp)[:v.stride]
 	clear(acc)
-	// A block of documents at a time, so its accumulators stay in the
-	// core's first-level cache while every column passes, and four columns
-	// a pass (fused multiply-adds), a last group padded with zeros.
-	for lo := 0; lo < v.n; lo += scanBlock {
-		hi := min(lo+scanBlock, v.n)
-		col := func(k int) []int8 {
-			if k >= len(p.idx) {
-				return v.zero[lo:hi]
+	// A block of documents at a time, so its sums stay in the core's
+	// first-level cache while every column passes, and eight columns a
+	// pass, a last group padded with zero columns. The blocks cover the
+	// columns' padding, so that every group of 32 is full.
+	n := v.stride
+	for lo := 0; lo < n; lo += scanBlock {
+		hi := min(lo+scanBlock, n)
+		for k := 0; k < len(p.idx); k += 8 {
+			var q [8]int16
+			var cols [8][]int8
+			for t := range cols {
+				cols[t] = v.zero[lo:hi]
+				if k+t < len(p.idx) {
+					at := int(p.idx[k+t]) * n
+					q[t], cols[t] = p.qv[k+t], v.cols[at+lo:at+hi]
+				}
 			}
-			at := int(p.idx[k]) * v.n
-			return v.cols[at+lo : at+hi]
-		}
-		for k := 0; k < len(p.idx); k += 4 {
-			var x [4]float32
-			copy(x[:], p.val[k:min(k+4, len(p.val))])
-			axpy4Int8(acc[lo:hi], &x, col(k), col(k+1), col(k+2), col(k+3))
+			dot8Int16(acc[lo:hi], &q, &cols)
 		}
 	}
-	for i, a := range acc {
-		dst[i] = float64(a * v.scale[i])
+	qs := p.qs
+	var last [32]float64 // the last group's, padding included
+	for g := 0; g < n; g += 32 {
+		sums := (*[32]int32)(acc[g : g+32])
+		out := &last
+		if g+32 <= v.n {
+			out = (*[32]float64)(dst[g : g+32])
+		}
+		for m, d := range groupDoc {
+			d &= 31 // no bounds checks
+			out[d] = float64(sums[m]) * qs
+		}
+		if out == &last {
+			copy(dst[g:], last[:v.n-g])
+		}
+	}
+	for i, s := range v.scale {
+		dst[i] *= float64(s)
 	}
 	accs.Put(accp)
 	return true
 }
 
-// accs recycles Approximate's float32 accumulators.
-var accs = sync.Pool{New: func() any { return new([]float32) }}
+// accs recycles Approximate's int32 sums.
+var accs = sync.Pool{New: func() any { return new([]int32) }}
 
 // Candidates returns the rows whose exact similarity can be among the n
 // best, given approximations within RowBound of it: every row whose

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -459,45 +460,61 @@ func TestPreparedBound(t *testing.T) {
 	}
 }
 
-// TestAxpy4Int8 checks the four-column kernel against float64 sums, at
-// every length around its 64-, 32- and 8-wide steps (it may round
-// differently from the plain loop, never by more than float32 rounding of
-// the terms).
-func TestAxpy4Int8(t *testing.T) {
-	checkAxpy4Int8(t, axpy4Int8)
-	checkAxpy4Int8(t, axpy4Int8Go)
+// TestDot8Int16 checks the scan's kernel against int64 sums, at every
+// length around its 32-document groups, with the largest components the
+// scan uses (the sums are exact, so every kernel gives the same values).
+func TestDot8Int16(t *testing.T) {
+	checkDot8Int16(t, dot8Int16)
+	checkDot8Int16(t, dot8Int16Go)
 }
 
-func checkAxpy4Int8(t *testing.T, kernel func([]float32, *[4]float32, []int8, []int8, []int8, []int8)) {
+func checkDot8Int16(t *testing.T, kernel func([]int32, *[8]int16, *[8][]int8)) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(9, 10))
 	for n := 0; n < 300; n++ {
-		acc := make([]float32, n)
-		want := make([]float64, n)
-		cols := make([][]int8, 4)
+		acc := make([]int32, n)
+		want := make([]int64, n)
+		var cols [8][]int8
 		for c := range cols {
 			cols[c] = make([]int8, n+3)
 			for i := range cols[c] {
 				cols[c][i] = int8(r.IntN(255) - 127)
 			}
-		}
-		for i := range acc {
-			acc[i] = r.Float32()
-			want[i] = float64(acc[i])
-		}
-		x := [4]float32{r.Float32()*2 - 1, r.Float32()*2 - 1, r.Float32()*2 - 1, r.Float32()*2 - 1}
-		kernel(acc, &x, cols[0], cols[1], cols[2], cols[3])
-		for i := range acc {
-			sum := math.Abs(want[i])
-			for c := range cols {
-				want[i] += float64(x[c]) * float64(cols[c][i])
-				sum += math.Abs(float64(x[c]) * float64(cols[c][i]))
+			if n%7 == c {
+				for i := range cols[c] {
+					cols[c][i] = -127 // the extremes, in one column
+				}
 			}
-			if d := math.Abs(float64(acc[i]) - want[i]); d > 6*0x1p-24*sum+1e-30 {
-				t.Fatalf("n=%d [%d]: %v, want %v (off %g)", n, i, acc[i], want[i], d)
+		}
+		for i := range acc {
+			acc[i] = int32(r.IntN(1<<20) - 1<<19)
+			want[docAt(n, i)] = int64(acc[i])
+		}
+		var q [8]int16
+		for c := range q {
+			q[c] = int16(r.IntN(2*queryMax+1) - queryMax)
+		}
+		q[n%8] = -queryMax
+		kernel(acc, &q, &cols)
+		for i := range want {
+			for c := range cols {
+				want[i] += int64(q[c]) * int64(cols[c][i])
+			}
+		}
+		for k := range acc {
+			if i := docAt(n, k); int64(acc[k]) != want[i] {
+				t.Fatalf("n=%d, sum %d (document %d): %d, want %d", n, k, i, acc[k], want[i])
 			}
 		}
 	}
+}
+
+// docAt is the document whose sum is at position k of n sums.
+func docAt(n, k int) int {
+	if k >= n&^31 {
+		return k
+	}
+	return k&^31 + int(groupDoc[k&31])
 }
 
 // TestExactRows: scoring rows eight at a time (SIMD lanes) and four at a
@@ -586,4 +603,125 @@ func TestApproximateEdgeRows(t *testing.T) {
 	if p.Approximate(make([]float64, v.Len())) {
 		t.Fatal("a query that overflows float32 sums was approximated")
 	}
+}
+
+// TestQueryScaling: with rows the int8 columns hold exactly, all that
+// separates the scan from Exact is the query's scaling to int16 (and
+// rounding), which the bound must cover on its own; a dense query of
+// 4,096 components is scaled below ±queryMax so that no int32 sum can
+// overflow, and is still within its bound.
+func TestQueryScaling(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, dim := range []int{16, 1024, 4096} {
+		const n = 70
+		rows := make([][]float32, n)
+		ids := make([]string, n)
+		for i := range rows {
+			ids[i] = fmt.Sprint(i)
+			rows[i] = make([]float32, dim)
+			s := float32(math.Ldexp(1, -7-r.IntN(4))) // a power of two: k·s is exact
+			for j := range rows[i] {
+				rows[i][j] = float32(r.IntN(255)-127) * s
+			}
+			rows[i][r.IntN(dim)] = 127 * s // the row's scale is s
+		}
+		v := &Vectors{}
+		if err := v.pack(ids, ids, ids, rows); err != nil {
+			t.Fatal(err)
+		}
+		if v.resNormAll != 0 {
+			t.Fatalf("dim %d: rows not held exactly (residual %g)", dim, v.resNormAll)
+		}
+		for trial := range 20 {
+			// Dense and alike (kind 0), dense over twelve decades of
+			// magnitude, the smallest scaling to zero (1), or sparse (2).
+			kind := trial % 3
+			q := make([]float32, dim)
+			for j := range q {
+				switch {
+				case kind == 0:
+					q[j] = float32(r.NormFloat64())
+				case kind == 1 || r.IntN(4) == 0:
+					q[j] = float32(r.NormFloat64() * math.Pow(10, -12*r.Float64()))
+				}
+			}
+			p, err := v.Prepare(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var most int64
+			for _, c := range p.qv {
+				most += 127 * int64(max(c, -c))
+			}
+			if most > math.MaxInt32 {
+				t.Fatalf("dim %d: int32 sums can reach %d", dim, most)
+			}
+			if dim == 4096 && kind == 0 && (slices.Max(p.qv) == queryMax || slices.Min(p.qv) == -queryMax) {
+				t.Fatalf("dense query of %d components scaled to ±%d: sums may overflow", dim, queryMax)
+			}
+			approx := make([]float64, v.Len())
+			if !p.Approximate(approx) {
+				t.Fatal("not approximated")
+			}
+			for i := range approx {
+				if off := math.Abs(approx[i] - p.Exact(i)); off > p.RowBound(i) {
+					t.Fatalf("dim %d, trial %d, row %d: off by %g, bound %g", dim, trial, i, off, p.RowBound(i))
+				}
+			}
+		}
+	}
+}
+
+// FuzzApproximate: for any finite rows and query (components drawn from
+// the input's bytes over a wide range of magnitudes), every approximation
+// of the integer scan is within its row's bound of Exact.
+func FuzzApproximate(f *testing.F) {
+	f.Add([]byte("a query and two rows"), uint8(3), uint8(7))
+	f.Add(bytes.Repeat([]byte{0xff, 0x00, 0x7f}, 200), uint8(40), uint8(33))
+	f.Fuzz(func(t *testing.T, data []byte, rows, dim uint8) {
+		n, d := int(rows%70)+1, int(dim%48)+1
+		at := 0
+		next := func() float32 {
+			if len(data) == 0 {
+				return 0
+			}
+			b0, b1 := data[at%len(data)], data[(at+1)%len(data)]
+			at += 2
+			if b0%5 == 0 {
+				return 0
+			}
+			// a mantissa from one byte, an exponent from the other
+			return float32(math.Ldexp(float64(int8(b0))/127, int(b1%48)-30))
+		}
+		vecs := make([][]float32, n)
+		ids := make([]string, n)
+		for i := range vecs {
+			ids[i] = fmt.Sprint(i)
+			vecs[i] = make([]float32, d)
+			for j := range vecs[i] {
+				vecs[i][j] = next()
+			}
+		}
+		v := &Vectors{}
+		if err := v.pack(ids, ids, ids, vecs); err != nil {
+			t.Fatal(err)
+		}
+		q := make([]float32, d)
+		for j := range q {
+			q[j] = next()
+		}
+		p, err := v.Prepare(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approx := make([]float64, n)
+		if !p.Approximate(approx) {
+			return
+		}
+		for i := range approx {
+			if off := math.Abs(approx[i] - p.Exact(i)); !(off <= p.RowBound(i)) {
+				t.Fatalf("row %d: %v, exact %v, off by %g, bound %g", i, approx[i], p.Exact(i), off, p.RowBound(i))
+			}
+		}
+	})
 }
