@@ -14,6 +14,28 @@
 // interleaves (documents 0-3, 8-11, 16-19, 24-27) first, then the high
 // ones.
 
+// DOT8ARGS loads the kernels' arguments: acc in DI, n in CX, the four
+// broadcast query pairs in q0-q3, the eight column pointers in DX, SI,
+// R8-R12 and BX; AX = 0.
+#define DOT8ARGS(q0, q1, q2, q3) \
+	MOVQ acc+0(FP), DI \
+	MOVQ n+8(FP), CX \
+	MOVQ q+16(FP), BX \
+	VPBROADCASTD 0(BX), q0 \
+	VPBROADCASTD 4(BX), q1 \
+	VPBROADCASTD 8(BX), q2 \
+	VPBROADCASTD 12(BX), q3 \
+	MOVQ c+24(FP), BX \
+	MOVQ 0(BX), DX \
+	MOVQ 8(BX), SI \
+	MOVQ 16(BX), R8 \
+	MOVQ 24(BX), R9 \
+	MOVQ 32(BX), R10 \
+	MOVQ 40(BX), R11 \
+	MOVQ 48(BX), R12 \
+	MOVQ 56(BX), BX \
+	XORQ AX, AX
+
 // PAIR64 adds column pair (a, b) at AX, times the pair in q, to Z0 (low
 // interleaves) and Z1 (high).
 #define PAIR64(a, b, q) \
@@ -27,23 +49,7 @@
 // func dot8Int16VNNI(acc *int32, n int, q *[4]int32, c *[8]*int8)
 // n is a multiple of 32; every column holds at least n values.
 TEXT ·dot8Int16VNNI(SB), NOSPLIT, $0-32
-	MOVQ acc+0(FP), DI
-	MOVQ n+8(FP), CX
-	MOVQ q+16(FP), BX
-	VPBROADCASTD 0(BX), Z12
-	VPBROADCASTD 4(BX), Z13
-	VPBROADCASTD 8(BX), Z14
-	VPBROADCASTD 12(BX), Z15
-	MOVQ c+24(FP), BX
-	MOVQ 0(BX), DX
-	MOVQ 8(BX), SI
-	MOVQ 16(BX), R8
-	MOVQ 24(BX), R9
-	MOVQ 32(BX), R10
-	MOVQ 40(BX), R11
-	MOVQ 48(BX), R12
-	MOVQ 56(BX), BX
-	XORQ AX, AX
+	DOT8ARGS(Z12, Z13, Z14, Z15)
 
 vnni:
 	CMPQ AX, CX
@@ -86,23 +92,7 @@ vnnidone:
 // func dot8Int16AVX2(acc *int32, n int, q *[4]int32, c *[8]*int8)
 // dot8Int16VNNI without AVX-512, in the same order.
 TEXT ·dot8Int16AVX2(SB), NOSPLIT, $0-32
-	MOVQ acc+0(FP), DI
-	MOVQ n+8(FP), CX
-	MOVQ q+16(FP), BX
-	VPBROADCASTD 0(BX), Y12
-	VPBROADCASTD 4(BX), Y13
-	VPBROADCASTD 8(BX), Y14
-	VPBROADCASTD 12(BX), Y15
-	MOVQ c+24(FP), BX
-	MOVQ 0(BX), DX
-	MOVQ 8(BX), SI
-	MOVQ 16(BX), R8
-	MOVQ 24(BX), R9
-	MOVQ 32(BX), R10
-	MOVQ 40(BX), R11
-	MOVQ 48(BX), R12
-	MOVQ 56(BX), BX
-	XORQ AX, AX
+	DOT8ARGS(Y12, Y13, Y14, Y15)
 
 avx2:
 	CMPQ AX, CX
