@@ -53,9 +53,10 @@ func BenchmarkExactRows(b *testing.B) {
 	})
 }
 
-// BenchmarkApproximate is the first pass over every row; per row, 2,000
-// rows (in the core's second-level cache) and 10,000 (not) take about the
-// same time, so the scan is bound by its instructions, not by memory.
+// BenchmarkApproximate is the first pass over every row, one query after
+// another, so its columns stay in the caches: it counts the kernel's
+// instructions. Under load at 10,000 rows the columns come from memory and
+// take several times as long (docs/performance.md, thirteenth pass).
 func BenchmarkApproximate(b *testing.B) {
 	for _, n := range []int{407, 2000, 10000} {
 		p, _ := scanBench(b, n)
@@ -70,8 +71,9 @@ func BenchmarkApproximate(b *testing.B) {
 
 // BenchmarkAddBody scores the body postings of 56 terms over 10,000
 // documents (~88,000 postings; a 50-word query has ~70,000 at 10,000
-// skills) with the kernel, where there is AVX-512, and in Go. The gathers
-// and scatters set the kernel's pace, not its divisions.
+// skills) with the kernel, where there is AVX-512, and in Go. On AMD's Zen
+// 4 a gather and a scatter cost more than the division, so the kernel
+// adds its terms to the scores with scalar stores.
 func BenchmarkAddBody(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const n, terms = 10000, 56
