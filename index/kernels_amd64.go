@@ -49,9 +49,9 @@ func exactRows8(rows []float32, off *[8]int32, idx []int32, val []float32, out *
 // addBody is addBodyGo with the same bits: eight postings at a time where
 // the CPU has AVX-512 (the same multiplications, addition and division in
 // each lane; each term then added to its score, −0 where Go adds nothing,
-// which leaves any score as it is), the rest in Go. ScoreWeighted checks that scores covers every document.
-// docs/performance.md ("Seventh pass", "Thirteenth pass") has what it
-// saves and where.
+// which leaves any score as it is), the rest in Go. ScoreWeighted checks
+// that scores covers every document. docs/performance.md ("Seventh pass",
+// "Thirteenth pass") has what it saves and where.
 func addBody(scores []float64, body []bodyPosting, c *bodyTerm) {
 	if n := len(body) &^ 7; useAVX512 && n > 0 {
 		addBodyAVX512(&scores[0], &body[0], n, c)
