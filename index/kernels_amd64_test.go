@@ -1,7 +1,6 @@
 package index
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -28,18 +27,13 @@ func TestApproximateKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, n := range []int{1, 31, 32, 100, 4096 + 40} {
 		rows := make([][]float32, n)
-		ids := make([]string, n)
 		for i := range rows {
-			ids[i] = fmt.Sprint(i)
 			rows[i] = make([]float32, 64)
 			for j := range rows[i] {
 				rows[i][j] = float32(r.NormFloat64())
 			}
 		}
-		v := &Vectors{}
-		if err := v.pack(ids, ids, ids, rows); err != nil {
-			t.Fatal(err)
-		}
+		v := packedRows(t, rows)
 		q := make([]float32, 64)
 		for j := range q {
 			if r.IntN(3) > 0 {

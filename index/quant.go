@@ -170,18 +170,17 @@ func (p *Prepared) quantizeQuery(top float64) {
 		return
 	}
 	p.qs = max(top/queryMax, p.l1*(1+1e-9)*127/(math.MaxInt32-127*(1.5*m+1)))
-	var e2, most float64
+	var e2 float64
 	for k, x := range p.val {
 		f := float64(x)
 		c := min(max(math.Round(f/p.qs), -queryMax), queryMax)
 		p.qv[k] = int16(c)
 		e := c*p.qs - f
 		e2 += e * e
-		most = max(most, math.Abs(f))
 	}
 	// The float64 arithmetic above rounds: a relative and an absolute
 	// slack cover it.
-	p.qerr = math.Sqrt(e2)*(1+1e-9) + (m+1)*0x1p-50*most
+	p.qerr = math.Sqrt(e2)*(1+1e-9) + (m+1)*0x1p-50*top
 }
 
 // errorBound bounds |approximation − exact| (see Approximate and Exact) for

@@ -570,11 +570,7 @@ func TestApproximateEdgeRows(t *testing.T) {
 	}
 	rows[2][5] = 1
 	unit(rows[3])
-	ids := []string{"a", "b", "c", "d"}
-	v := &Vectors{}
-	if err := v.pack(ids, ids, ids, rows); err != nil {
-		t.Fatal(err)
-	}
+	v := packedRows(t, rows)
 	for _, scale := range []float32{1, 1e-30, 1e30} {
 		q := make([]float32, dim)
 		for j := range q {
@@ -615,9 +611,7 @@ func TestQueryScaling(t *testing.T) {
 	for _, dim := range []int{16, 1024, 4096} {
 		const n = 70
 		rows := make([][]float32, n)
-		ids := make([]string, n)
 		for i := range rows {
-			ids[i] = fmt.Sprint(i)
 			rows[i] = make([]float32, dim)
 			s := float32(math.Ldexp(1, -7-r.IntN(4))) // a power of two: k·s is exact
 			for j := range rows[i] {
@@ -625,10 +619,7 @@ func TestQueryScaling(t *testing.T) {
 			}
 			rows[i][r.IntN(dim)] = 127 * s // the row's scale is s
 		}
-		v := &Vectors{}
-		if err := v.pack(ids, ids, ids, rows); err != nil {
-			t.Fatal(err)
-		}
+		v := packedRows(t, rows)
 		if v.resNormAll != 0 {
 			t.Fatalf("dim %d: rows not held exactly (residual %g)", dim, v.resNormAll)
 		}
@@ -694,18 +685,13 @@ func FuzzApproximate(f *testing.F) {
 			return float32(math.Ldexp(float64(int8(b0))/127, int(b1%48)-30))
 		}
 		vecs := make([][]float32, n)
-		ids := make([]string, n)
 		for i := range vecs {
-			ids[i] = fmt.Sprint(i)
 			vecs[i] = make([]float32, d)
 			for j := range vecs[i] {
 				vecs[i][j] = next()
 			}
 		}
-		v := &Vectors{}
-		if err := v.pack(ids, ids, ids, vecs); err != nil {
-			t.Fatal(err)
-		}
+		v := packedRows(t, vecs)
 		q := make([]float32, d)
 		for j := range q {
 			q[j] = next()
@@ -724,4 +710,18 @@ func FuzzApproximate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// packedRows is a Vectors of rows as they are, their ids their numbers.
+func packedRows(t testing.TB, rows [][]float32) *Vectors {
+	t.Helper()
+	ids := make([]string, len(rows))
+	for i := range ids {
+		ids[i] = fmt.Sprint(i)
+	}
+	v := &Vectors{}
+	if err := v.pack(ids, ids, ids, rows); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
