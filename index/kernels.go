@@ -10,8 +10,8 @@ var groupDoc = [32]uint8{
 }
 
 // dot8Int16Go adds q[0]·c[0][i] + … + q[7]·c[7][i] to document i's sum in
-// acc: for the full groups of 32 documents at groupDoc's positions, for a
-// last partial group at i. It is the portable kernel and the reference the
+// acc, whose length is a multiple of 32 (Approximate pads the columns), at
+// groupDoc's positions. It is the portable kernel and the reference the
 // SIMD ones are tested against. The sums are exact: Prepare sizes q so
 // that no int32 sum of the scan can overflow.
 func dot8Int16Go(acc []int32, q *[8]int16, c *[8][]int8) {
@@ -25,13 +25,9 @@ func dot8Int16Go(acc []int32, q *[8]int16, c *[8][]int8) {
 		return w[0]*int32(cs[0][i]) + w[1]*int32(cs[1][i]) + w[2]*int32(cs[2][i]) + w[3]*int32(cs[3][i]) +
 			w[4]*int32(cs[4][i]) + w[5]*int32(cs[5][i]) + w[6]*int32(cs[6][i]) + w[7]*int32(cs[7][i])
 	}
-	full := n &^ 31
-	for g := 0; g < full; g += 32 {
+	for g := 0; g < n; g += 32 {
 		for m, d := range groupDoc {
 			acc[g+m] += sum(g + int(d))
 		}
-	}
-	for i := full; i < n; i++ {
-		acc[i] += sum(i)
 	}
 }

@@ -1,14 +1,20 @@
 package index
 
-import "golang.org/x/sys/cpu"
+import (
+	"fmt"
 
-// dot8Int16 is dot8Int16Go with a SIMD kernel for the full groups of 32
-// documents: AVX-512 VNNI where the CPU has it, AVX2 otherwise. The sums
-// are exact integers, so every kernel gives the same ones.
+	"golang.org/x/sys/cpu"
+)
+
+// dot8Int16 is dot8Int16Go with a SIMD kernel: AVX-512 VNNI where the CPU
+// has it, AVX2 otherwise. The sums are exact integers, so every kernel
+// gives the same ones.
 func dot8Int16(acc []int32, q *[8]int16, c *[8][]int8) {
 	n := len(acc)
-	full := n &^ 31
-	if full == 0 || !(useVNNI || useAVX2) {
+	if n%32 != 0 {
+		panic(fmt.Sprintf("index: %d sums, not whole groups of 32", n)) // the kernels would write past them
+	}
+	if n == 0 || !(useVNNI || useAVX2) {
 		dot8Int16Go(acc, q, c)
 		return
 	}
@@ -22,16 +28,9 @@ func dot8Int16(acc []int32, q *[8]int16, c *[8][]int8) {
 		cols[t] = &c[t][0]
 	}
 	if useVNNI {
-		dot8Int16VNNI(&acc[0], full, &pairs, &cols)
+		dot8Int16VNNI(&acc[0], n, &pairs, &cols)
 	} else {
-		dot8Int16AVX2(&acc[0], full, &pairs, &cols)
-	}
-	if full < n {
-		var rest [8][]int8
-		for t := range rest {
-			rest[t] = c[t][full:]
-		}
-		dot8Int16Go(acc[full:], q, &rest)
+		dot8Int16AVX2(&acc[0], n, &pairs, &cols)
 	}
 }
 
@@ -63,7 +62,7 @@ func addBody(scores []float64, body []bodyPosting, c *bodyTerm) {
 // These are variables so that tests can compare the kernels.
 var (
 	useAVX2   = cpu.X86.HasAVX2
-	useAVX512 = useAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX512F
+	useAVX512 = useAVX2 && cpu.X86.HasAVX512F
 	useVNNI   = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 )
 

@@ -460,9 +460,10 @@ func TestPreparedBound(t *testing.T) {
 	}
 }
 
-// TestDot8Int16 checks the scan's kernel against int64 sums, at every
-// length around its 32-document groups, with the largest components the
-// scan uses (the sums are exact, so every kernel gives the same values).
+// TestDot8Int16 checks the scan's kernel against int64 sums, for up to ten
+// groups of 32 documents, with the largest components the scan uses (the
+// sums are exact, so every kernel gives the same values); a length that is
+// not whole groups panics.
 func TestDot8Int16(t *testing.T) {
 	checkDot8Int16(t, dot8Int16)
 	checkDot8Int16(t, dot8Int16Go)
@@ -471,7 +472,7 @@ func TestDot8Int16(t *testing.T) {
 func checkDot8Int16(t *testing.T, kernel func([]int32, *[8]int16, *[8][]int8)) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(9, 10))
-	for n := 0; n < 300; n++ {
+	for n := 0; n <= 320; n += 32 {
 		acc := make([]int32, n)
 		want := make([]int64, n)
 		var cols [8][]int8
@@ -488,13 +489,13 @@ func checkDot8Int16(t *testing.T, kernel func([]int32, *[8]int16, *[8][]int8)) {
 		}
 		for i := range acc {
 			acc[i] = int32(r.IntN(1<<20) - 1<<19)
-			want[docAt(n, i)] = int64(acc[i])
+			want[docAt(i)] = int64(acc[i])
 		}
 		var q [8]int16
 		for c := range q {
 			q[c] = int16(r.IntN(2*queryMax+1) - queryMax)
 		}
-		q[n%8] = -queryMax
+		q[n/32%8] = -queryMax
 		kernel(acc, &q, &cols)
 		for i := range want {
 			for c := range cols {
@@ -502,18 +503,29 @@ func checkDot8Int16(t *testing.T, kernel func([]int32, *[8]int16, *[8][]int8)) {
 			}
 		}
 		for k := range acc {
-			if i := docAt(n, k); int64(acc[k]) != want[i] {
+			if i := docAt(k); int64(acc[k]) != want[i] {
 				t.Fatalf("n=%d, sum %d (document %d): %d, want %d", n, k, i, acc[k], want[i])
 			}
 		}
 	}
+	for _, n := range []int{1, 31, 33} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("%d sums: no panic", n)
+				}
+			}()
+			var cols [8][]int8
+			for c := range cols {
+				cols[c] = make([]int8, n)
+			}
+			kernel(make([]int32, n), new([8]int16), &cols)
+		}()
+	}
 }
 
-// docAt is the document whose sum is at position k of n sums.
-func docAt(n, k int) int {
-	if k >= n&^31 {
-		return k
-	}
+// docAt is the document whose sum is at position k.
+func docAt(k int) int {
 	return k&^31 + int(groupDoc[k&31])
 }
 
