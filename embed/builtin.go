@@ -114,7 +114,7 @@ func (b *Builtin) Offline() bool { return true }
 // counted on every core: the counts are sums, the same in any order.
 func (b *Builtin) Fit(corpus []string) *Builtin {
 	workers := parallelism(len(corpus))
-	dfs := make([]*u64Table, workers)
+	dfs := make([]*dfTable, workers)
 	wordss := make([]map[string]int, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -122,7 +122,7 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 		go func() {
 			defer wg.Done()
 			lo, hi := w*len(corpus)/workers, (w+1)*len(corpus)/workers
-			df := new(u64Table)
+			df := new(dfTable)
 			df.reserve(min(32*(hi-lo), 1<<19)) // about what a library has (at most 16 MB): no rehashing as it grows
 			// Word counts by vocabulary entry; a map only for words past
 			// the counting vocabulary's bound.
@@ -130,21 +130,30 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 			words := make(map[string]int)
 			var fs featureSet
 			voc := counting()
+			stamp := uint32(firstStamp)
 			for _, text := range corpus[lo:hi] {
-				fs.extract(text, &b.opts, voc)
-				for k := range fs.order {
+				// The words alone: a document's features are counted
+				// straight into df, duplicates and all (see dfTable), not
+				// gathered per text first as an embedding needs them.
+				fs.readWords(text, &b.opts, voc)
+				if stamp > math.MaxUint32-numFamilies {
+					df.restamp()
+					stamp = firstStamp
+				}
+				for k := range numFamilies {
 					// The counts outgrow the cache: each count is a miss.
 					// Reading a batch's slots first has their misses
-					// overlap instead of coming one after another.
-					for hs := fs.order[k]; len(hs) > 0; {
+					// overlap instead of coming one after another. Each
+					// family counts on its own, as a set of its own.
+					for hs := fs.familyHashes(k, &b.opts, voc); len(hs) > 0; {
 						batch := hs[:min(len(hs), dfBatch)]
 						df.touch(batch)
 						for _, h := range batch {
-							d, _ := df.ref(h)
-							*d++
+							df.countOnce(h, stamp)
 						}
 						hs = hs[len(batch):]
 					}
+					stamp++
 				}
 				for i, id := range fs.wid {
 					if id < 0 {
@@ -166,10 +175,7 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 	wg.Wait()
 	df, words := dfs[0], wordss[0]
 	for w := 1; w < workers; w++ {
-		dfs[w].each(func(h uint64, d int32) {
-			p, _ := df.ref(h)
-			*p += d
-		})
+		dfs[w].each(func(h uint64, d int32) { df.ref(h).count += d })
 		for x, c := range wordss[w] {
 			words[x] += c
 		}
@@ -390,7 +396,8 @@ const (
 // frequency of each feature hash and the hashes in first-occurrence order.
 type featureSet struct {
 	words  []string
-	terms  []string
+	terms  []string              // the content words' stems, in order
+	occ    []int32               // per terms entry: its word's position in wseq
 	wseq   []string              // distinct content words in first-occurrence order
 	wpos   map[string]int        // word -> its position in wseq
 	wcount []int                 // per wseq word: occurrences
@@ -402,7 +409,7 @@ type featureSet struct {
 	order  [numFamilies][]uint64
 	tf     [numFamilies][]float64 // per order entry: the feature's count
 	idf    [numFamilies][]float32 // per order entry; NaN: look it up
-	grams  []uint64
+	grams  []uint64               // a word's n-grams (extract), a family's features (familyHashes)
 	acc    []float64
 	slots  []uint64 // bitmaps of the acc slots a text touches (vector)
 }
@@ -424,19 +431,93 @@ var unknownIDF = float32(math.NaN())
 
 // extract collects the features of text. Words found in voc (may be nil)
 // take their stem and features from it instead of computing them.
+// familyHashes lists the same features for Fit.
 func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
-	if fs.wpos == nil {
-		fs.wpos = make(map[string]int)
-	}
-	clear(fs.wpos)
+	fs.readWords(text, o, voc)
 	for k := range fs.pos {
 		fs.pos[k].reset()
 		fs.order[k] = fs.order[k][:0]
 		fs.tf[k] = fs.tf[k][:0]
 		fs.idf[k] = fs.idf[k][:0]
 	}
+	if o.Unigram != 0 {
+		for j, i := range fs.occ {
+			if e := voc.entry(fs.wid[i]); e != nil {
+				fs.add(famUnigram, e.uni, 1, e.uniIDF)
+			} else {
+				fs.add(famUnigram, hashStr(famUnigram, fs.terms[j], ""), 1, unknownIDF)
+			}
+		}
+	}
+	if o.Bigram != 0 {
+		for i := 1; i < len(fs.terms); i++ {
+			fs.add(famBigram, hashStr(famBigram, fs.terms[i-1], fs.terms[i]), 1, unknownIDF)
+		}
+	}
+	if o.CharGram != 0 {
+		// n-grams of each distinct word once, weighted by its count:
+		// repeated words are the bulk of long texts.
+		for i, w := range fs.wseq {
+			c := float64(fs.wcount[i])
+			if e := voc.entry(fs.wid[i]); e != nil {
+				hs, idfs := voc.grams(e)
+				for i, h := range hs {
+					fs.add(famChar, h, c, idfs[i])
+				}
+				continue
+			}
+			fs.grams = appendCharGrams(fs.grams[:0], w, o.CharMin, o.CharMax)
+			for _, h := range fs.grams {
+				fs.add(famChar, h, c, unknownIDF)
+			}
+		}
+	}
+}
+
+// familyHashes returns, in fs.grams, the features of family k that extract
+// would gather from the words readWords read, duplicates included (none
+// when the family weighs nothing): without the positions, counts and IDFs
+// extract keeps, which Fit does not need. TestBuiltinFitReference holds the
+// two to the same features.
+func (fs *featureSet) familyHashes(k int, o *BuiltinOptions, voc *vocab) []uint64 {
+	keys := fs.grams[:0]
+	switch {
+	case k == famUnigram && o.Unigram != 0:
+		for j, i := range fs.occ {
+			if e := voc.entry(fs.wid[i]); e != nil {
+				keys = append(keys, e.uni)
+			} else {
+				keys = append(keys, hashStr(famUnigram, fs.terms[j], ""))
+			}
+		}
+	case k == famBigram && o.Bigram != 0:
+		for i := 1; i < len(fs.terms); i++ {
+			keys = append(keys, hashStr(famBigram, fs.terms[i-1], fs.terms[i]))
+		}
+	case k == famChar && o.CharGram != 0:
+		for i, w := range fs.wseq {
+			if e := voc.entry(fs.wid[i]); e != nil {
+				hs, _ := voc.grams(e)
+				keys = append(keys, hs...)
+			} else {
+				keys = appendCharGrams(keys, w, o.CharMin, o.CharMax)
+			}
+		}
+	}
+	fs.grams = keys
+	return keys
+}
+
+// readWords reads text's content words: their terms (stems) in order, and
+// each distinct word once with its count and vocabulary entry. Words found
+// in voc (may be nil) take their stem from it.
+func (fs *featureSet) readWords(text string, o *BuiltinOptions, voc *vocab) {
+	if fs.wpos == nil {
+		fs.wpos = make(map[string]int)
+	}
+	clear(fs.wpos)
 	fs.words = analysis.AppendWords(fs.words[:0], text)
-	fs.terms = fs.terms[:0]
+	fs.terms, fs.occ = fs.terms[:0], fs.occ[:0]
 	fs.wseq, fs.wcount, fs.wid = fs.wseq[:0], fs.wcount[:0], fs.wid[:0]
 	fs.gen++
 	if fs.gen == 0 { // wrapped: stamps from 2^32 texts ago would look current
@@ -473,41 +554,11 @@ func (fs *featureSet) extract(text string, o *BuiltinOptions, voc *vocab) {
 			}
 		}
 		fs.wcount[i]++
+		fs.occ = append(fs.occ, int32(i))
 		if e := voc.entry(fs.wid[i]); e != nil {
 			fs.terms = append(fs.terms, e.stem)
-			if o.Unigram != 0 {
-				fs.add(famUnigram, e.uni, 1, e.uniIDF)
-			}
-			continue
-		}
-		st := analysis.Stem(w)
-		fs.terms = append(fs.terms, st)
-		if o.Unigram != 0 {
-			fs.add(famUnigram, hashStr(famUnigram, st, ""), 1, unknownIDF)
-		}
-
-	}
-	if o.Bigram != 0 {
-		for i := 1; i < len(fs.terms); i++ {
-			fs.add(famBigram, hashStr(famBigram, fs.terms[i-1], fs.terms[i]), 1, unknownIDF)
-		}
-	}
-	if o.CharGram != 0 {
-		// n-grams of each distinct word once, weighted by its count:
-		// repeated words are the bulk of long texts.
-		for i, w := range fs.wseq {
-			c := float64(fs.wcount[i])
-			if e := voc.entry(fs.wid[i]); e != nil {
-				hs, idfs := voc.grams(e)
-				for i, h := range hs {
-					fs.add(famChar, h, c, idfs[i])
-				}
-				continue
-			}
-			fs.grams = appendCharGrams(fs.grams[:0], w, o.CharMin, o.CharMax)
-			for _, h := range fs.grams {
-				fs.add(famChar, h, c, unknownIDF)
-			}
+		} else {
+			fs.terms = append(fs.terms, analysis.Stem(w))
 		}
 	}
 }

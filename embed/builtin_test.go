@@ -358,6 +358,40 @@ func TestBuiltinFitCountingVocab(t *testing.T) {
 	}
 }
 
+// TestBuiltinFitReference: Fit's document frequencies, counted straight from
+// each text's words with per-document stamps, are the plain count of the
+// distinct features extract gathers per text, family by family, whatever
+// the families' weights and across the parallel workers' merge.
+func TestBuiltinFitReference(t *testing.T) {
+	big := mixedCorpus(rand.New(rand.NewPCG(15, 16)), 400, " ", "\n", ", ", "'s ")
+	for _, o := range []BuiltinOptions{{}, {Unigram: 1, CharGram: 0.5}, {Bigram: 1}, {CharGram: 1, CharMin: 2, CharMax: 6}} {
+		b := NewBuiltinWith(o)
+		df := map[uint64]int{}
+		var fs featureSet
+		for _, text := range big {
+			fs.extract(text, &b.opts, nil)
+			for k := range fs.order {
+				for _, h := range fs.order[k] {
+					df[h]++
+				}
+			}
+		}
+		n := float64(len(big))
+		want := make(map[uint64]float32, len(df))
+		for h, d := range df {
+			want[h] = float32(math.Log((n+1)/(float64(d)+1)) + 1)
+		}
+		for _, procs := range []int{1, 3} {
+			prev := runtime.GOMAXPROCS(procs)
+			got := b.Fit(big).idf
+			runtime.GOMAXPROCS(prev)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("options %+v, %d cores: %d IDFs, want %d (or values differ)", o, procs, len(got), len(want))
+			}
+		}
+	}
+}
+
 // fitAndEmbed fits a builtin to corpus and embeds the corpus with it.
 func fitAndEmbed(t *testing.T, corpus []string) (*Builtin, [][]float32) {
 	t.Helper()

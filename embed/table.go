@@ -1,18 +1,17 @@
 package embed
 
-// u64Table maps feature hashes to int32s: open addressing with linear
-// probing over a power-of-two array. Fitting a library adds tens of
-// millions of hashes; Go's map spent most of that time in its generic
-// probing, and clearing a map per text cost as much as filling it. Keys are
-// mix64 outputs, so their low bits index the array directly; reset is O(1)
-// (a new generation) instead of a clear. A slot's key, value and generation
-// sit together: a fit's counts outgrow the cache, and a probe then costs
-// one memory access, not three.
+// u64Table maps feature hashes to int32s (a text's features to their
+// positions): open addressing with linear probing over a power-of-two
+// array. Embedding a library adds tens of millions of hashes; Go's map
+// spent most of that time in its generic probing, and clearing a map per
+// text cost as much as filling it. Keys are mix64 outputs, so their low
+// bits index the array directly; reset is O(1) (a new generation) instead
+// of a clear. A slot's key, value and generation sit together: one memory
+// access per probe.
 type u64Table struct {
 	slots []u64Slot
 	gen   uint32
 	n     int
-	sink  uint32 // keeps touch's reads
 }
 
 type u64Slot struct {
@@ -22,17 +21,6 @@ type u64Slot struct {
 }
 
 const u64TableMin = 1 << 10
-
-// reserve sizes an empty table for about n keys.
-func (t *u64Table) reserve(n int) {
-	size := u64TableMin
-	for size < 2*n {
-		size *= 2
-	}
-	if t.n == 0 && size > len(t.slots) {
-		t.slots, t.gen = make([]u64Slot, size), 1
-	}
-}
 
 // reset empties the table, keeping its memory.
 func (t *u64Table) reset() {
@@ -91,24 +79,6 @@ func (t *u64Table) grow() {
 	}
 }
 
-// dfBatch is how many counts Fit reads ahead (touch).
-const dfBatch = 64
-
-// touch reads the first slot of each of keys, so that the memory accesses
-// the refs that follow make hit the cache; the reads are independent, and
-// the core has them in flight together.
-func (t *u64Table) touch(keys []uint64) {
-	if len(t.slots) == 0 {
-		return
-	}
-	mask := len(t.slots) - 1
-	var x uint32
-	for _, k := range keys {
-		x += t.slots[int(k)&mask].gen
-	}
-	t.sink += x
-}
-
 // each calls fn for every key and value, in no particular order.
 func (t *u64Table) each(fn func(k uint64, v int32)) {
 	if t.n == 0 {
@@ -117,6 +87,122 @@ func (t *u64Table) each(fn func(k uint64, v int32)) {
 	for _, s := range t.slots {
 		if s.gen == t.gen {
 			fn(s.key, s.val)
+		}
+	}
+}
+
+// dfTable counts documents per feature hash: Fit's document frequencies.
+// A document's features come with duplicates (an n-gram of several of its
+// words, a stem of several word forms); each slot keeps the stamp of the
+// last document it counted, so a document is counted once without a table
+// of its own to make its features distinct first. Open addressing as in
+// u64Table, key, count and stamp in one 16-byte slot: the counts outgrow
+// the cache, and a probe costs one memory access.
+type dfTable struct {
+	slots []dfSlot
+	n     int
+	sink  uint32 // keeps touch's reads
+}
+
+type dfSlot struct {
+	key   uint64
+	count int32
+	stamp uint32 // the last document counted; 0: an empty slot
+}
+
+// reserve sizes an empty table for about n keys.
+func (t *dfTable) reserve(n int) {
+	size := u64TableMin
+	for size < 2*n {
+		size *= 2
+	}
+	if t.n == 0 && size > len(t.slots) {
+		t.slots = make([]dfSlot, size)
+	}
+}
+
+// ref returns k's slot, adding k with count 0 and stamp 1 if it is not
+// there. The pointer is valid until the next ref.
+func (t *dfTable) ref(k uint64) *dfSlot {
+	if (t.n+1)*2 > len(t.slots) {
+		t.grow()
+	}
+	mask := len(t.slots) - 1
+	for i := int(k) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.stamp == 0 {
+			*s = dfSlot{key: k, stamp: 1}
+			t.n++
+			return s
+		}
+		if s.key == k {
+			return s
+		}
+	}
+}
+
+// countOnce counts k for the document stamp (>= 2), once however often it
+// comes.
+func (t *dfTable) countOnce(k uint64, stamp uint32) {
+	if s := t.ref(k); s.stamp != stamp {
+		s.stamp = stamp
+		s.count++
+	}
+}
+
+// firstStamp is the first document stamp countOnce takes (ref's new slots
+// have stamp 1).
+const firstStamp = 2
+
+// restamp lets stamps start again at firstStamp once they would wrap.
+func (t *dfTable) restamp() {
+	for i := range t.slots {
+		if t.slots[i].stamp != 0 {
+			t.slots[i].stamp = 1
+		}
+	}
+}
+
+// grow doubles the array (at most half full after it).
+func (t *dfTable) grow() {
+	old := t.slots
+	t.slots = make([]dfSlot, max(u64TableMin, 2*len(old)))
+	mask := len(t.slots) - 1
+	for _, s := range old {
+		if s.stamp == 0 {
+			continue
+		}
+		j := int(s.key) & mask
+		for t.slots[j].stamp != 0 {
+			j = (j + 1) & mask
+		}
+		t.slots[j] = s
+	}
+}
+
+// dfBatch is how many counts Fit reads ahead (touch).
+const dfBatch = 64
+
+// touch reads the first slot of each of keys, so that the memory accesses
+// the counts that follow make hit the cache; the reads are independent,
+// and the core has them in flight together.
+func (t *dfTable) touch(keys []uint64) {
+	if len(t.slots) == 0 {
+		return
+	}
+	mask := len(t.slots) - 1
+	var x uint32
+	for _, k := range keys {
+		x += t.slots[int(k)&mask].stamp
+	}
+	t.sink += x
+}
+
+// each calls fn for every key and count, in no particular order.
+func (t *dfTable) each(fn func(k uint64, count int32)) {
+	for _, s := range t.slots {
+		if s.stamp != 0 {
+			fn(s.key, s.count)
 		}
 	}
 }

@@ -41,26 +41,65 @@ func TestU64Table(t *testing.T) {
 	}
 }
 
-// TestU64TableTouch: touch reads and changes nothing, on an empty table and
-// on one that holds the keys it touches.
-func TestU64TableTouch(t *testing.T) {
-	var tab u64Table
-	keys := []uint64{mix64(1), mix64(2), mix64(3)}
-	tab.touch(keys)
-	for i, k := range keys {
-		v, _ := tab.ref(k)
-		*v = int32(i + 1)
-	}
-	tab.touch(append(keys, mix64(4)))
-	if tab.n != len(keys) {
-		t.Fatalf("%d keys after touch, want %d", tab.n, len(keys))
-	}
-	for i, k := range keys {
-		if s, ok := tab.slot(k); !ok || tab.slots[s].val != int32(i+1) {
-			t.Errorf("key %d: found %v, value %d", i, ok, tab.slots[s].val)
+// TestDFTable: countOnce counts a key once per document stamp however often
+// it comes, across growth, low-bit collisions, a restamp and touches, as a
+// map of per-document sets would; ref adds counts for merging.
+func TestDFTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var tab dfTable
+	tab.touch([]uint64{1, 2}) // an empty table
+	want := map[uint64]int32{}
+	stamp := uint32(firstStamp)
+	for doc := range 300 {
+		keys := make([]uint64, r.IntN(200))
+		for i := range keys {
+			keys[i] = r.Uint64N(3000) * 0x9e3779b97f4a7c15
+			if r.IntN(3) == 0 {
+				keys[i] &= 0xff << 40 // same low bits: long probe runs
+			}
+			if i > 0 && r.IntN(4) == 0 {
+				keys[i] = keys[r.IntN(i)] // a duplicate within the document
+			}
+		}
+		seen := map[uint64]bool{}
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				want[k]++
+			}
+		}
+		tab.touch(keys)
+		for _, k := range keys {
+			tab.countOnce(k, stamp)
+		}
+		stamp++
+		if doc == 150 {
+			tab.restamp()
+			stamp = firstStamp
 		}
 	}
-	if _, ok := tab.slot(mix64(4)); ok {
-		t.Error("touch added a key")
+	got := map[uint64]int32{}
+	tab.each(func(k uint64, c int32) { got[k] = c })
+	if len(got) != len(want) || tab.n != len(want) {
+		t.Fatalf("%d keys (n %d), want %d", len(got), tab.n, len(want))
+	}
+	for k, c := range want {
+		if got[k] != c {
+			t.Fatalf("key %x counted %d times, want %d", k, got[k], c)
+		}
+	}
+	var other dfTable
+	for k, c := range want {
+		other.ref(k).count += c
+	}
+	other.ref(12345).count += 2
+	other.each(func(k uint64, c int32) { tab.ref(k).count += c })
+	for k, c := range want {
+		if s := tab.ref(k); s.count != 2*c {
+			t.Fatalf("merged key %x: %d, want %d", k, s.count, 2*c)
+		}
+	}
+	if s := tab.ref(12345); s.count != 2 {
+		t.Fatalf("merged new key: %d, want 2", s.count)
 	}
 }
