@@ -8,6 +8,7 @@
 package analysis
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -339,6 +340,47 @@ func AppendTerms(dst []string, text string) []string {
 			continue
 		}
 		out = append(out, Stem(w))
+	}
+	return out
+}
+
+// Memo is AppendTerms for one goroutine that analyses many texts (a
+// library): it remembers each word's term, its stem or that it is a stop
+// word, in a map of its own. Words repeat across a library's texts, and one
+// lookup there replaces the stop list's lookup and the shared stem memo's
+// hash, lock and lookup (a fifth of analysing a library). The zero value is
+// ready; it holds at most maxMemoWords words, then asks as AppendTerms does.
+type Memo struct{ terms map[string]string } // word -> its stem, "" for a stop word
+
+const maxMemoWords = 1 << 17
+
+// AppendTerms is AppendTerms.
+func (m *Memo) AppendTerms(dst []string, text string) []string {
+	if m.terms == nil {
+		m.terms = make(map[string]string)
+	}
+	start := len(dst)
+	dst = AppendWords(dst, text)
+	out := dst[:start]
+	for _, w := range dst[start:] {
+		t, ok := m.terms[w]
+		if !ok {
+			if !IsStopWord(w) {
+				t = Stem(w) // never "": a word is its own stem at worst
+			}
+			if len(m.terms) < maxMemoWords {
+				// Copies: w may be a slice of a whole text, which the
+				// memo would keep alive, and so may its stem (w itself).
+				key := strings.Clone(w)
+				if t == w {
+					t = key
+				}
+				m.terms[key] = t
+			}
+		}
+		if t != "" {
+			out = append(out, t)
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -171,7 +173,56 @@ func FuzzWords(f *testing.F) {
 		if got := Terms(s); !slices.Equal(got, want) {
 			t.Fatalf("Terms(%q) = %q, want the stems of the non-stop words %q", s, got, want)
 		}
+		// A memo gives the same terms, on first sight and from memory.
+		var m Memo
+		for range 2 {
+			if got := m.AppendTerms(nil, s); !slices.Equal(got, want) {
+				t.Fatalf("Memo.AppendTerms(%q) = %q, want %q", s, got, want)
+			}
+		}
 	})
+}
+
+// TestMemo: a memo gives AppendTerms' terms for texts that share words,
+// appending to what dst holds, whether it remembers a word, has not seen it
+// or is full; what it keeps is copied, never a slice of a text.
+func TestMemo(t *testing.T) {
+	texts := []string{
+		"Deploying the services and reviewing the deployments",
+		"the deployments were reviewed; a review of services",
+		"PDF forms, pdfs and HTTPServer logs in 日本語 text",
+		"xy ab a an deploy deploys deployed",
+	}
+	var m Memo
+	dst := []string{"kept"}
+	for round := range 3 {
+		if round == 2 {
+			// Full: words it has not seen are still analysed.
+			for i := len(m.terms); i < maxMemoWords; i++ {
+				m.terms[fmt.Sprint("filler", i)] = "filler"
+			}
+		}
+		for _, text := range append(texts, fmt.Sprintf("unseen words %d: zeppelin%d marmalades", round, round)) {
+			text = strings.Clone(text)
+			got := m.AppendTerms(slices.Clone(dst), text)
+			if want := AppendTerms(slices.Clone(dst), text); !slices.Equal(got, want) {
+				t.Fatalf("round %d: %q gives %q, want %q", round, text, got, want)
+			}
+			base := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+			inText := func(s string) bool {
+				p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+				return s != "" && p >= base && p < base+uintptr(len(text))
+			}
+			for w, term := range m.terms {
+				if inText(w) || inText(term) {
+					t.Fatalf("round %d: the memo keeps %q -> %q, a slice of the text", round, w, term)
+				}
+			}
+		}
+		if n := len(m.terms); round == 2 && n != maxMemoWords {
+			t.Fatalf("a full memo grew to %d words", n)
+		}
+	}
 }
 
 // appendWordsReference is AppendWords without its plain-ASCII fast path:

@@ -75,6 +75,7 @@ func analyseLexical(list []*skills.Skill, stats []*index.DocStats, sigs []termSi
 	for w := range workers {
 		wg.Go(func() {
 			var tc index.TermCounter
+			var memo analysis.Memo
 			var buf, tail []string
 			for i := w; i < len(list); i += workers {
 				if stats[i] != nil && sigs[i] != nil {
@@ -87,17 +88,17 @@ func analyseLexical(list []*skills.Skill, stats []*index.DocStats, sigs []termSi
 					end := len(textcut.Prefix(full, dupBodyChars))
 					split := max(0, strings.LastIndexAny(full[:min(end, len(body))], " \t\r\n"))
 					var terms [index.NumFields][]string
-					buf = analysis.AppendTerms(buf[:0], displayName(s))
+					buf = memo.AppendTerms(buf[:0], displayName(s))
 					nName := len(buf)
-					buf = analysis.AppendTerms(buf, s.Description)
+					buf = memo.AppendTerms(buf, s.Description)
 					nDesc := len(buf)
-					buf = analysis.AppendTerms(buf, body[:split])
+					buf = memo.AppendTerms(buf, body[:split])
 					nHead := len(buf)
-					buf = analysis.AppendTerms(buf, body[split:])
+					buf = memo.AppendTerms(buf, body[split:])
 					terms[index.FieldName], terms[index.FieldDescription], terms[index.FieldBody] = buf[:nName], buf[nName:nDesc], buf[nDesc:]
 					stats[i] = tc.Stats(&terms)
 					if sigs[i] == nil {
-						tail = analysis.AppendTerms(tail[:0], full[split:end])
+						tail = memo.AppendTerms(tail[:0], full[split:end])
 						sigs[i] = hashTerms(buf[:nHead], tail)
 					}
 					continue
