@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -736,4 +738,34 @@ func packedRows(t testing.TB, rows [][]float32) *Vectors {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestQuantizeParallel: the int8 columns and bounds of a library quantized
+// on several cores are one core's, bit for bit, and a row that is not
+// finite in any core's share leaves the whole index exact.
+func TestQuantizeParallel(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	n, dim := 3*quantizeMinRows+100, 24
+	rows := make([]float32, n*dim)
+	for i := range rows {
+		rows[i] = float32(r.NormFloat64() * math.Ldexp(1, -r.IntN(8)))
+	}
+	run := func(procs int, rows []float32) quant {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		return quantize(rows, n, dim)
+	}
+	one := run(1, rows)
+	if one.exact {
+		t.Fatal("finite rows left exact")
+	}
+	if many := run(3, rows); !reflect.DeepEqual(one, many) {
+		t.Fatal("3 cores quantize otherwise than 1")
+	}
+	for _, at := range []int{0, n/2 + 7, n - 1} {
+		bad := slices.Clone(rows)
+		bad[at*dim+3] = float32(math.Inf(-1))
+		if q := run(3, bad); !q.exact || q.cols != nil {
+			t.Errorf("row %d not finite: exact %v", at, q.exact)
+		}
+	}
 }
