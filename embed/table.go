@@ -79,18 +79,6 @@ func (t *u64Table) grow() {
 	}
 }
 
-// each calls fn for every key and value, in no particular order.
-func (t *u64Table) each(fn func(k uint64, v int32)) {
-	if t.n == 0 {
-		return
-	}
-	for _, s := range t.slots {
-		if s.gen == t.gen {
-			fn(s.key, s.val)
-		}
-	}
-}
-
 // dfTable counts documents per feature hash: Fit's document frequencies.
 // A document's features come with duplicates (an n-gram of several of its
 // words, a stem of several word forms); each slot keeps the stamp of the

@@ -57,8 +57,9 @@ type quant struct {
 
 // quantize makes the int8 columns of n rows of dim components. Rows are
 // independent: a large library's are quantized on every core (~0.2 s of one
-// core at 10,000 skills, at every start), each core a run of whole groups of
-// 64 rows so that no two write the same cache line of a column.
+// core at 10,000 skills, at every start), each core a run of rows that
+// starts at a multiple of 64, so that two cores' bytes of a column meet in
+// one cache line at most.
 func quantize(rows []float32, n, dim int) quant {
 	stride := (n + 31) &^ 31
 	q := quant{
