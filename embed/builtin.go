@@ -136,7 +136,7 @@ func (b *Builtin) Fit(corpus []string) *Builtin {
 				// straight into df, duplicates and all (see dfTable), not
 				// gathered per text first as an embedding needs them.
 				fs.readWords(text, &b.opts, voc)
-				if stamp > math.MaxUint32-numFamilies {
+				if stamp > lastStamp-numFamilies {
 					df.restamp()
 					stamp = firstStamp
 				}

@@ -361,7 +361,8 @@ func TestBuiltinFitCountingVocab(t *testing.T) {
 // TestBuiltinFitReference: Fit's document frequencies, counted straight from
 // each text's words with per-document stamps, are the plain count of the
 // distinct features extract gathers per text, family by family, whatever
-// the families' weights and across the parallel workers' merge.
+// the families' weights, across the parallel workers' merge and when the
+// stamps wrap.
 func TestBuiltinFitReference(t *testing.T) {
 	big := mixedCorpus(rand.New(rand.NewPCG(15, 16)), 400, " ", "\n", ", ", "'s ")
 	for _, o := range []BuiltinOptions{{}, {Unigram: 1, CharGram: 0.5}, {Bigram: 1}, {CharGram: 1, CharMin: 2, CharMax: 6}} {
@@ -382,11 +383,15 @@ func TestBuiltinFitReference(t *testing.T) {
 			want[h] = float32(math.Log((n+1)/(float64(d)+1)) + 1)
 		}
 		for _, procs := range []int{1, 3} {
-			prev := runtime.GOMAXPROCS(procs)
-			got := b.Fit(big).idf
-			runtime.GOMAXPROCS(prev)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("options %+v, %d cores: %d IDFs, want %d (or values differ)", o, procs, len(got), len(want))
+			for _, last := range []uint32{math.MaxUint32, firstStamp + 3*numFamilies} {
+				prev := runtime.GOMAXPROCS(procs)
+				lastStamp = last // small: the stamps wrap every few documents
+				got := b.Fit(big).idf
+				lastStamp = math.MaxUint32
+				runtime.GOMAXPROCS(prev)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("options %+v, %d cores, last stamp %d: %d IDFs, want %d (or values differ)", o, procs, last, len(got), len(want))
+				}
 			}
 		}
 	}

@@ -1,5 +1,7 @@
 package embed
 
+import "math"
+
 // u64Table maps feature hashes to int32s (a text's features to their
 // positions): open addressing with linear probing over a power-of-two
 // array. Embedding a library adds tens of millions of hashes; Go's map
@@ -141,6 +143,10 @@ func (t *dfTable) countOnce(k uint64, stamp uint32) {
 // firstStamp is the first document stamp countOnce takes (ref's new slots
 // have stamp 1).
 const firstStamp = 2
+
+// lastStamp is the largest stamp Fit gives before it restamps the table; a
+// variable for the test that makes Fit restamp.
+var lastStamp uint32 = math.MaxUint32
 
 // restamp lets stamps start again at firstStamp once they would wrap.
 func (t *dfTable) restamp() {
