@@ -26,9 +26,20 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	binary    string
 	buildErr  error
 )
+
+// TestMain removes the built binary after the run: each build is ~46 MB,
+// and a shared machine's temporary folder would keep one per run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // routerBinary builds cmd/router once per test run.
 func routerBinary(t *testing.T) string {
@@ -39,6 +50,7 @@ func routerBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		binary = filepath.Join(dir, "router")
 		out, err := exec.Command("go", "build", "-o", binary, "github.com/skillrouter/skillrouter/cmd/router").CombinedOutput()
 		if err != nil {
