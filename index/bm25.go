@@ -550,13 +550,29 @@ func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float
 		}
 		tp := &ix.post[id]
 		qw := q.Weight * tp.idf * (k1 + 1)
-		for _, p := range tp.full {
-			tf := w[0]*float64(p.tf[0]) + w[1]*float64(p.tf[1]) + w[2]*float64(p.tf[2])
-			if tf > 0 {
-				scores[p.doc] += qw * tf / (k1 + tf)
-			}
-		}
+		addFull(scores, tp.full, &fullTerm{w0: w[0], w1: w[1], w2: w[2], qw: qw, k1: k1})
 		addBody(scores, tp.body, &bodyTerm{wb: w[FieldBody], qw: qw, k1: k1})
+	}
+}
+
+// fullTerm is what scoring one query term's full postings needs: the three
+// field weights, the term's weight (query weight · idf · (k1 + 1)) and k1.
+// The assembly reads the fields by the offsets go_asm.h gives.
+type fullTerm struct{ w0, w1, w2, qw, k1 float64 }
+
+// addFullGo adds each full posting's term score to its document's:
+// qw·tf/(k1 + tf) for tf = w0·tf0 + w1·tf1 + w2·tf2 > 0, summed left to
+// right. It is the portable form of addFull and the reference its kernel
+// is tested against, bit for bit.
+func addFullGo(scores []float64, full []posting, c *fullTerm) {
+	w0, w1, w2, qw, k1 := c.w0, c.w1, c.w2, c.qw, c.k1
+	for _, p := range full {
+		// Every product and sum is rounded on its own (the conversions keep
+		// a GOAMD64=v3 build from fusing them), as the kernel's lanes do.
+		tf := float64(float64(w0*float64(p.tf[0]))+float64(w1*float64(p.tf[1]))) + float64(w2*float64(p.tf[2]))
+		if tf > 0 {
+			scores[p.doc] += qw * tf / (k1 + tf)
+		}
 	}
 }
 

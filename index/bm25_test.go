@@ -165,6 +165,63 @@ func TestAddBody(t *testing.T) {
 	}
 }
 
+// TestAddFull: the full-posting kernel gives addFullGo's bits, under the
+// same conditions as TestAddBody, with each of the three frequencies drawn
+// on its own and weights that leave fields out or round their products.
+func TestAddFull(t *testing.T) {
+	if !useAVX512 {
+		t.Log("no AVX-512: addFull is addFullGo")
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	const n = 300
+	freq := func() float32 {
+		switch r.IntN(8) {
+		case 0:
+			return 0
+		case 1:
+			return math.SmallestNonzeroFloat32 * float32(1+r.IntN(9))
+		case 2:
+			return float32(r.ExpFloat64() * 1e30)
+		case 3:
+			return [...]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1}[r.IntN(4)]
+		default:
+			return float32(r.ExpFloat64())
+		}
+	}
+	for _, c := range []*fullTerm{
+		{3, 2, 0.5, 3.7, 1.2}, {0.3, 0.7, 0.2, 3.7, 1.2}, {0.1, 0.2, 0.3, 0.01, 1.2},
+		{0, 0, 1, 2, 1.2}, {1, 0, 0, 2, 1.2}, {1e300, 1e300, 1e-300, 1e-300, 0},
+	} {
+		for count := 0; count <= 41; count++ {
+			var full []posting
+			for _, d := range r.Perm(n)[:count] {
+				full = append(full, posting{doc: int32(d)})
+			}
+			slices.SortFunc(full, func(a, b posting) int { return int(a.doc - b.doc) })
+			for k := range full {
+				full[k].tf = [NumFields]float32{freq(), freq(), freq()}
+			}
+			got, want := make([]float64, n), make([]float64, n)
+			for i := range got {
+				switch r.IntN(3) {
+				case 0:
+					got[i] = r.Float64() * 10
+				case 1:
+					got[i] = math.Copysign(0, -1)
+				}
+				want[i] = got[i]
+			}
+			addFull(got, full, c)
+			addFullGo(want, full, c)
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("weights %+v, %d postings, document %d: %v, want %v", *c, count, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestScoreWeightedShortScores: scores shorter than the documents panic
 // before the kernel could write past them.
 func TestScoreWeightedShortScores(t *testing.T) {

@@ -59,6 +59,24 @@ func addBody(scores []float64, body []bodyPosting, c *bodyTerm) {
 	addBodyGo(scores, body, c)
 }
 
+// addFull is addFullGo with the same bits: eight postings at a time where
+// the CPU has AVX-512, as addBody does, the rest in Go.
+func addFull(scores []float64, full []posting, c *fullTerm) {
+	if n := len(full) &^ 7; useAVX512 && n > 0 {
+		addFullAVX512(&scores[0], &full[0], n, c)
+		full = full[n:]
+	}
+	addFullGo(scores, full, c)
+}
+
+// fullLanes picks, from the 32 words of eight full postings ({doc, tf0,
+// tf1, tf2} each), the eight tf0s, tf1s and tf2s, for VPERMT2D.
+var fullLanes = [3][16]int32{
+	{1, 5, 9, 13, 17, 21, 25, 29},
+	{2, 6, 10, 14, 18, 22, 26, 30},
+	{3, 7, 11, 15, 19, 23, 27, 31},
+}
+
 // These are variables so that tests can compare the kernels.
 var (
 	useAVX2   = cpu.X86.HasAVX2
@@ -74,6 +92,9 @@ func dot8Int16AVX2(acc *int32, n int, q *[4]int32, c *[8]*int8)
 
 //go:noescape
 func exactRows8AVX2(rows *float32, off *[8]int32, idx *int32, val *float32, m int, out *[8]float32)
+
+//go:noescape
+func addFullAVX512(scores *float64, full *posting, n int, c *fullTerm)
 
 //go:noescape
 func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)

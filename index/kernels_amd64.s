@@ -207,3 +207,74 @@ ab8:
 abdone:
 	VZEROUPPER
 	RET
+
+#define ADDFULL(k) \
+	MOVLQSX (k*16)(SI), R8 \
+	VMOVSD (k*8)(SP), X0 \
+	VADDSD (DI)(R8*8), X0, X0 \
+	VMOVSD X0, (DI)(R8*8)
+
+// func addFullAVX512(scores *float64, full *posting, n int, c *fullTerm)
+// addFullGo for n postings, n a multiple of 8, eight a pass: the three
+// frequencies are picked into lanes (fullLanes), then each lane computes
+// tf = w0·tf0 + w1·tf1 + w2·tf2 and qw·tf / (k1 + tf), or −0 unless
+// tf > 0, as Go does (nothing fused), and the terms are added to their
+// scores one at a time, as addBodyAVX512 does.
+TEXT ·addFullAVX512(SB), NOSPLIT, $64-32
+	MOVQ scores+0(FP), DI
+	MOVQ full+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ c+24(FP), BX
+	VBROADCASTSD fullTerm_w0(BX), Z16
+	VBROADCASTSD fullTerm_w1(BX), Z17
+	VBROADCASTSD fullTerm_w2(BX), Z18
+	VBROADCASTSD fullTerm_qw(BX), Z12
+	VBROADCASTSD fullTerm_k1(BX), Z13
+	VMOVDQU32 ·fullLanes+0(SB), Z20
+	VMOVDQU32 ·fullLanes+64(SB), Z21
+	VMOVDQU32 ·fullLanes+128(SB), Z22
+	VPXORQ Z11, Z11, Z11
+	MOVQ $0x8000000000000000, AX
+	VPBROADCASTQ AX, Z15     // −0
+	SHLQ $4, CX
+	ADDQ SI, CX
+
+af8:
+	CMPQ SI, CX
+	JAE  afdone              // eight {doc int32, tf [3]float32} a pass
+	VMOVDQU32 (SI), Z1
+	VMOVDQU32 64(SI), Z2
+	VMOVDQA64 Z1, Z3
+	VPERMT2D Z2, Z20, Z3     // tf0s
+	VMOVDQA64 Z1, Z4
+	VPERMT2D Z2, Z21, Z4     // tf1s
+	VMOVDQA64 Z1, Z5
+	VPERMT2D Z2, Z22, Z5     // tf2s
+	VCVTPS2PD Y3, Z6
+	VCVTPS2PD Y4, Z7
+	VCVTPS2PD Y5, Z8
+	VMULPD Z16, Z6, Z6
+	VMULPD Z17, Z7, Z7
+	VMULPD Z18, Z8, Z8
+	VADDPD Z7, Z6, Z6
+	VADDPD Z8, Z6, Z3
+	VCMPPD $30, Z11, Z3, K1
+	VMULPD Z12, Z3, Z4
+	VADDPD Z13, Z3, Z5
+	VDIVPD Z5, Z4, Z4
+	VBLENDMPD Z4, Z15, K1, Z4
+	VMOVUPD Z4, (SP)
+	ADDFULL(0)
+	ADDFULL(1)
+	ADDFULL(2)
+	ADDFULL(3)
+	ADDFULL(4)
+	ADDFULL(5)
+	ADDFULL(6)
+	ADDFULL(7)
+	ADDQ $128, SI
+	JMP  af8
+
+afdone:
+	VZEROUPPER
+	RET

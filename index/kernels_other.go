@@ -11,5 +11,8 @@ func exactRows8([]float32, *[8]int32, []int32, []float32, *[8]float32) bool { re
 // addBody adds each body posting's term score to its document's.
 func addBody(scores []float64, body []bodyPosting, c *bodyTerm) { addBodyGo(scores, body, c) }
 
+// addFull adds each full posting's term score to its document's.
+func addFull(scores []float64, full []posting, c *fullTerm) { addFullGo(scores, full, c) }
+
 // useAVX512: addBody is the Go loop here.
 const useAVX512 = false
