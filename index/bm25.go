@@ -317,6 +317,14 @@ func NewBM25Stats(ids []string, stats []*DocStats, p BM25Params) *BM25 {
 	p = p.withDefaults()
 	b := newBM25Builder(len(ids), p)
 	copy(b.ix.ids, ids)
+	// The statistics say how many (document, term) pairs there are: sized
+	// once, the two arrays leave no garbage behind (~80 MB of it at
+	// 10,000 skills, grown by doubling, on every rebuild).
+	pairs := 0
+	for _, st := range stats {
+		pairs += st.n
+	}
+	b.rawTerm, b.rawCount = make([]int32, 0, pairs), make([][NumFields]uint32, 0, pairs)
 	for i, st := range stats {
 		b.add(i, st)
 	}

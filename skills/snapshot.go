@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Snapshot is an immutable library: every skill found under the roots,
@@ -222,7 +223,10 @@ func fingerprintSkill(h hash.Hash, sk *Skill) {
 	str := func(v string) {
 		var n [binary.MaxVarintLen64]byte
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
-		h.Write([]byte(v))
+		// A hash neither keeps nor changes what it is given: hashing the
+		// string's own bytes spares a copy of every body (~120 MB for a
+		// 10,000-skill library, on each snapshot).
+		h.Write(unsafe.Slice(unsafe.StringData(v), len(v)))
 	}
 	boolp := func(b *bool) {
 		switch {
