@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"math"
+	"runtime/debug"
+	"testing"
+)
 
 func TestGCPercent(t *testing.T) {
 	const mib = 1 << 20
@@ -43,6 +47,31 @@ func TestMemoryLimit(t *testing.T) {
 		}
 		if over := float64(limit) - gogc - float64(c.nonHeap); over > float64(headroom(c.live)/2+16*mib)+0.05*float64(c.live+headroom(c.live)) {
 			t.Errorf("live %d MiB: limit %d MiB leaves %.0f MiB over the heap's goal and overhead", c.live/mib, limit/mib, over/mib)
+		}
+	}
+}
+
+// TestStartRebuildPacing: the first build collects at the default 100%,
+// one beside a serving index at rebuildGCPercent; both lift the cap.
+func TestStartRebuildPacing(t *testing.T) {
+	if userGOGC || userMemLimit {
+		t.Skip("GOGC or GOMEMLIMIT set: the pacing is the user's")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	for _, c := range []struct {
+		serving bool
+		want    int
+	}{{false, 100}, {true, rebuildGCPercent}} {
+		startRebuild(c.serving) // not done: it would settle (a full collection, a ticker)
+		got := debug.SetGCPercent(-1)
+		debug.SetGCPercent(got)
+		limit := debug.SetMemoryLimit(-1)
+		memoryMu.Lock()
+		rebuildsGoing--
+		memoryMu.Unlock()
+		if got != c.want || limit != math.MaxInt64 {
+			t.Errorf("serving %v: GOGC %d, limit %d; want %d, no limit", c.serving, got, limit, c.want)
 		}
 	}
 }

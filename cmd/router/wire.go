@@ -98,9 +98,9 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	}
 	// A settle is a build too: the memory cap is lifted for it as for a
 	// reload's (memory.go).
-	opts.OnSettle = startRebuild
+	opts.OnSettle = func() func() { return startRebuild(true) }
 	snap := reg.Snapshot()
-	done := startRebuild()
+	done := startRebuild(false)
 	r, err := router.New(ctx, snap, opts)
 	// Settling is a full collection (~0.3 s at 10,000 skills): beside the
 	// first requests, not before them.
@@ -116,7 +116,7 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 	// router no longer ranks it.
 	// The memory cap is lifted until the build is in place (memory.go).
 	reg.OnSwap(func(s *skills.Snapshot) {
-		done := startRebuild()
+		done := startRebuild(true)
 		r.Follow(s)
 		go func() {
 			defer done()
