@@ -17,34 +17,38 @@ import (
 	"github.com/skillrouter/skillrouter/skills"
 )
 
-const anchorMax = 4096 // conversations remembered before the memo is cleared
+const anchorMax = 4096 // conversations a library remembers before its memo is cleared
 
 type anchorKey struct {
 	r        *Router
-	lib      *skillLib
 	strategy Strategy
 	conv     string
 }
 
-var anchors = struct {
-	sync.Mutex
-	m map[anchorKey][]string
-}{m: map[anchorKey][]string{}}
+// anchorMemo holds a library's conversation rankings. It belongs to the
+// library (skillLib.anchors): a memo shared by all libraries, keyed by
+// library, kept every library a conversation had been seen with, and all
+// its skills and caches, alive until 4,096 conversations had passed (an
+// edit's previous 10,000-skill library was ~50 MB of packed text alone).
+type anchorMemo struct {
+	mu sync.Mutex
+	m  map[anchorKey][]string
+}
 
-func anchorGet(k anchorKey) ([]string, bool) {
-	anchors.Lock()
-	defer anchors.Unlock()
-	ids, ok := anchors.m[k]
+func (a *anchorMemo) get(k anchorKey) ([]string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids, ok := a.m[k]
 	return ids, ok
 }
 
-func anchorPut(k anchorKey, ids []string) {
-	anchors.Lock()
-	defer anchors.Unlock()
-	if len(anchors.m) >= anchorMax {
-		anchors.m = map[anchorKey][]string{}
+func (a *anchorMemo) put(k anchorKey, ids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil || len(a.m) >= anchorMax {
+		a.m = map[anchorKey][]string{}
 	}
-	anchors.m[k] = ids
+	a.m[k] = ids
 }
 
 // catalogRanking returns the ranking a shortened catalog follows for msgs
@@ -73,8 +77,8 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 			}
 			return latest
 		}
-		k := anchorKey{r: r, lib: lib, strategy: strategy, conv: conv}
-		ids, ok := anchorGet(k)
+		k := anchorKey{r: r, strategy: strategy, conv: conv}
+		ids, ok := lib.anchors.get(k)
 		if !ok {
 			ids = latest
 			if users > 1 {
@@ -88,7 +92,7 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 			ids = r.deeperRanking(ctx, lib, ids, Query{Messages: msgs[:first+1], Strategy: strategy})
 		}
 		if (!ok || deep) && settled {
-			anchorPut(k, ids)
+			lib.anchors.put(k, ids)
 		}
 		return ids
 	}

@@ -38,6 +38,9 @@ type skillLib struct {
 	// ranking with every round), read without a lock.
 	shortlists shortlistMemo
 
+	// anchors are the rankings conversations' shortlists follow (anchor.go).
+	anchors anchorMemo
+
 	mu        sync.Mutex
 	envelopes map[string]renderedText     // id -> envelope
 	envTokens map[string]int              // id -> the envelope's token count, kept when envelopes is cleared
