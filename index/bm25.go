@@ -546,7 +546,7 @@ func (ix *BM25) Score(query []Term, scores []float64) {
 // fields gives when the other two are zero.
 func (ix *BM25) ScoreWeighted(query []Term, w [NumFields]float64, scores []float64) {
 	if len(scores) < len(ix.ids) {
-		// The body kernel does not check its stores; every posting's
+		// The kernels do not check their stores; every posting's
 		// document is below len(ix.ids) (built so, checked on reading).
 		panic(fmt.Sprintf("index: %d scores for %d documents", len(scores), len(ix.ids)))
 	}

@@ -63,6 +63,8 @@ func TestStartRebuildPacing(t *testing.T) {
 		serving bool
 		want    int
 	}{{false, 100}, {true, rebuildGCPercent}} {
+		debug.SetGCPercent(77) // neither value, and a limit: startRebuild must set both
+		debug.SetMemoryLimit(1 << 40)
 		startRebuild(c.serving) // not done: it would settle (a full collection, a ticker)
 		got := debug.SetGCPercent(-1)
 		debug.SetGCPercent(got)
