@@ -131,29 +131,9 @@ func TestAddBody(t *testing.T) {
 			}
 			slices.SortFunc(body, func(a, b bodyPosting) int { return int(a.doc - b.doc) })
 			for k := range body {
-				switch r.IntN(8) {
-				case 0:
-					body[k].tf = 0
-				case 1:
-					body[k].tf = math.SmallestNonzeroFloat32 * float32(1+r.IntN(9))
-				case 2:
-					body[k].tf = float32(r.ExpFloat64() * 1e30)
-				case 3:
-					body[k].tf = [...]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1}[r.IntN(4)]
-				default:
-					body[k].tf = float32(r.ExpFloat64())
-				}
+				body[k].tf = drawFreq(r)
 			}
-			got, want := make([]float64, n), make([]float64, n)
-			for i := range got {
-				switch r.IntN(3) {
-				case 0:
-					got[i] = r.Float64() * 10
-				case 1:
-					got[i] = math.Copysign(0, -1) // kept −0 where nothing is added
-				}
-				want[i] = got[i]
-			}
+			got, want := startScores(r, n)
 			addBody(got, body, c)
 			addBodyGo(want, body, c)
 			for i := range got {
@@ -174,20 +154,6 @@ func TestAddFull(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(15, 16))
 	const n = 300
-	freq := func() float32 {
-		switch r.IntN(8) {
-		case 0:
-			return 0
-		case 1:
-			return math.SmallestNonzeroFloat32 * float32(1+r.IntN(9))
-		case 2:
-			return float32(r.ExpFloat64() * 1e30)
-		case 3:
-			return [...]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1}[r.IntN(4)]
-		default:
-			return float32(r.ExpFloat64())
-		}
-	}
 	for _, c := range []*fullTerm{
 		{3, 2, 0.5, 3.7, 1.2}, {0.3, 0.7, 0.2, 3.7, 1.2}, {0.1, 0.2, 0.3, 0.01, 1.2},
 		{0, 0, 1, 2, 1.2}, {1, 0, 0, 2, 1.2}, {1e300, 1e300, 1e-300, 1e-300, 0},
@@ -199,18 +165,9 @@ func TestAddFull(t *testing.T) {
 			}
 			slices.SortFunc(full, func(a, b posting) int { return int(a.doc - b.doc) })
 			for k := range full {
-				full[k].tf = [NumFields]float32{freq(), freq(), freq()}
+				full[k].tf = [NumFields]float32{drawFreq(r), drawFreq(r), drawFreq(r)}
 			}
-			got, want := make([]float64, n), make([]float64, n)
-			for i := range got {
-				switch r.IntN(3) {
-				case 0:
-					got[i] = r.Float64() * 10
-				case 1:
-					got[i] = math.Copysign(0, -1)
-				}
-				want[i] = got[i]
-			}
+			got, want := startScores(r, n)
 			addFull(got, full, c)
 			addFullGo(want, full, c)
 			for i := range got {
@@ -220,6 +177,39 @@ func TestAddFull(t *testing.T) {
 			}
 		}
 	}
+}
+
+// drawFreq draws a posting's frequency for the kernel tests: zero,
+// subnormal, huge, NaN, infinite, negative or ordinary.
+func drawFreq(r *rand.Rand) float32 {
+	switch r.IntN(8) {
+	case 0:
+		return 0
+	case 1:
+		return math.SmallestNonzeroFloat32 * float32(1+r.IntN(9))
+	case 2:
+		return float32(r.ExpFloat64() * 1e30)
+	case 3:
+		return [...]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1}[r.IntN(4)]
+	default:
+		return float32(r.ExpFloat64())
+	}
+}
+
+// startScores returns two equal score arrays of +0, −0 (kept where
+// nothing is added) and other values, for a kernel and its Go loop.
+func startScores(r *rand.Rand, n int) (got, want []float64) {
+	got, want = make([]float64, n), make([]float64, n)
+	for i := range got {
+		switch r.IntN(3) {
+		case 0:
+			got[i] = r.Float64() * 10
+		case 1:
+			got[i] = math.Copysign(0, -1)
+		}
+		want[i] = got[i]
+	}
+	return got, want
 }
 
 // TestScoreWeightedShortScores: scores shorter than the documents panic

@@ -94,7 +94,7 @@ func dot8Int16AVX2(acc *int32, n int, q *[4]int32, c *[8]*int8)
 func exactRows8AVX2(rows *float32, off *[8]int32, idx *int32, val *float32, m int, out *[8]float32)
 
 //go:noescape
-func addFullAVX512(scores *float64, full *posting, n int, c *fullTerm)
+func addFullAVX512(scores *float64, p *posting, n int, c *fullTerm)
 
 //go:noescape
-func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)
+func addBodyAVX512(scores *float64, p *bodyPosting, n int, c *bodyTerm)

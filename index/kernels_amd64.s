@@ -1,6 +1,50 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// ADDTERM adds the k-th of the eight terms at SP to the score of its
+// posting, one of size bytes whose document comes first.
+#define ADDTERM(k, size) \
+	MOVLQSX (k*size)(SI), R8 \
+	VMOVSD (k*8)(SP), X0 \
+	VADDSD (DI)(R8*8), X0, X0 \
+	VMOVSD X0, (DI)(R8*8)
+
+// TERMARGS loads the BM25 kernels' arguments: scores in DI, the postings
+// in SI and their end (n postings of 1<<shift bytes) in CX, the term in BX,
+// its qw and k1 (at the offsets given) in Z12 and Z13; Z11 = 0, Z15 = −0.
+#define TERMARGS(qw, k1, shift) \
+	MOVQ scores+0(FP), DI \
+	MOVQ p+8(FP), SI \
+	MOVQ n+16(FP), CX \
+	MOVQ c+24(FP), BX \
+	VBROADCASTSD qw(BX), Z12 \
+	VBROADCASTSD k1(BX), Z13 \
+	VPXORQ Z11, Z11, Z11 \
+	MOVQ $0x8000000000000000, AX \
+	VPBROADCASTQ AX, Z15 \
+	SHLQ $shift, CX \
+	ADDQ SI, CX
+
+// SCORE8 turns the eight weighted frequencies in tf into qw·tf / (k1 + tf),
+// or −0 unless tf > 0, as Go does (nothing fused), and adds them to their
+// postings' scores one at a time (adding −0 leaves any score as it is, as
+// Go's skipping it does). Postings are size bytes.
+#define SCORE8(tf, size) \
+	VCMPPD $30, Z11, tf, K1 \
+	VMULPD Z12, tf, Z4 \
+	VADDPD Z13, tf, Z5 \
+	VDIVPD Z5, Z4, Z4 \
+	VBLENDMPD Z4, Z15, K1, Z4 \
+	VMOVUPD Z4, (SP) \
+	ADDTERM(0, size) \
+	ADDTERM(1, size) \
+	ADDTERM(2, size) \
+	ADDTERM(3, size) \
+	ADDTERM(4, size) \
+	ADDTERM(5, size) \
+	ADDTERM(6, size) \
+	ADDTERM(7, size)
+
 // The scan's kernels: eight int8 columns of 32 documents a pass, against
 // the query's int16 components in pairs (q[t] holds the components of
 // columns 2t, low half, and 2t+1, high half). Each column pair is widened
@@ -150,34 +194,14 @@ done:
 	RET
 
 
-// ADDONE adds the k-th of the eight terms at SP to its posting's score.
-#define ADDONE(k) \
-	MOVLQSX (k*8)(SI), R8 \
-	VMOVSD (k*8)(SP), X0 \
-	VADDSD (DI)(R8*8), X0, X0 \
-	VMOVSD X0, (DI)(R8*8)
-
-// func addBodyAVX512(scores *float64, body *bodyPosting, n int, c *bodyTerm)
+// func addBodyAVX512(scores *float64, p *bodyPosting, n int, c *bodyTerm)
 // addBodyGo for n postings, n a multiple of 8, eight a pass: each lane
-// computes tf = wb·tf, then qw·tf / (k1 + tf), or −0 unless tf > 0, as Go
-// does (multiply, add, divide; nothing fused), and the eight terms are
-// added to their scores one at a time (adding −0 leaves any score as it
-// is, as Go's skipping it does).
+// computes tf = wb·tf, then SCORE8.
 // Scalar additions beat a gather and a scatter, which on AMD's Zen 4 cost
 // more than the division.
 TEXT ·addBodyAVX512(SB), NOSPLIT, $64-32
-	MOVQ scores+0(FP), DI
-	MOVQ body+8(FP), SI
-	MOVQ n+16(FP), CX
-	MOVQ c+24(FP), BX
+	TERMARGS(bodyTerm_qw, bodyTerm_k1, 3)
 	VBROADCASTSD bodyTerm_wb(BX), Z10
-	VBROADCASTSD bodyTerm_qw(BX), Z12
-	VBROADCASTSD bodyTerm_k1(BX), Z13
-	VPXORQ Z11, Z11, Z11
-	MOVQ $0x8000000000000000, AX
-	VPBROADCASTQ AX, Z15     // −0
-	SHLQ $3, CX
-	ADDQ SI, CX
 
 ab8:
 	CMPQ SI, CX
@@ -187,20 +211,7 @@ ab8:
 	VPMOVQD Z2, Y2
 	VCVTPS2PD Y2, Z3
 	VMULPD Z10, Z3, Z3
-	VCMPPD $30, Z11, Z3, K1
-	VMULPD Z12, Z3, Z4
-	VADDPD Z13, Z3, Z5
-	VDIVPD Z5, Z4, Z4
-	VBLENDMPD Z4, Z15, K1, Z4
-	VMOVUPD Z4, (SP)
-	ADDONE(0)
-	ADDONE(1)
-	ADDONE(2)
-	ADDONE(3)
-	ADDONE(4)
-	ADDONE(5)
-	ADDONE(6)
-	ADDONE(7)
+	SCORE8(Z3, 8)
 	ADDQ $64, SI
 	JMP  ab8
 
@@ -208,36 +219,19 @@ abdone:
 	VZEROUPPER
 	RET
 
-#define ADDFULL(k) \
-	MOVLQSX (k*16)(SI), R8 \
-	VMOVSD (k*8)(SP), X0 \
-	VADDSD (DI)(R8*8), X0, X0 \
-	VMOVSD X0, (DI)(R8*8)
-
-// func addFullAVX512(scores *float64, full *posting, n int, c *fullTerm)
+// func addFullAVX512(scores *float64, p *posting, n int, c *fullTerm)
 // addFullGo for n postings, n a multiple of 8, eight a pass: the three
-// frequencies are picked into lanes (fullLanes), then each lane computes
-// tf = w0·tf0 + w1·tf1 + w2·tf2 and qw·tf / (k1 + tf), or −0 unless
-// tf > 0, as Go does (nothing fused), and the terms are added to their
-// scores one at a time, as addBodyAVX512 does.
+// frequencies are picked into lanes (fullLanes), each lane computes
+// tf = w0·tf0 + w1·tf1 + w2·tf2 (each product and sum rounded), then
+// SCORE8.
 TEXT ·addFullAVX512(SB), NOSPLIT, $64-32
-	MOVQ scores+0(FP), DI
-	MOVQ full+8(FP), SI
-	MOVQ n+16(FP), CX
-	MOVQ c+24(FP), BX
+	TERMARGS(fullTerm_qw, fullTerm_k1, 4)
 	VBROADCASTSD fullTerm_w0(BX), Z16
 	VBROADCASTSD fullTerm_w1(BX), Z17
 	VBROADCASTSD fullTerm_w2(BX), Z18
-	VBROADCASTSD fullTerm_qw(BX), Z12
-	VBROADCASTSD fullTerm_k1(BX), Z13
 	VMOVDQU32 ·fullLanes+0(SB), Z20
 	VMOVDQU32 ·fullLanes+64(SB), Z21
 	VMOVDQU32 ·fullLanes+128(SB), Z22
-	VPXORQ Z11, Z11, Z11
-	MOVQ $0x8000000000000000, AX
-	VPBROADCASTQ AX, Z15     // −0
-	SHLQ $4, CX
-	ADDQ SI, CX
 
 af8:
 	CMPQ SI, CX
@@ -258,20 +252,7 @@ af8:
 	VMULPD Z18, Z8, Z8
 	VADDPD Z7, Z6, Z6
 	VADDPD Z8, Z6, Z3
-	VCMPPD $30, Z11, Z3, K1
-	VMULPD Z12, Z3, Z4
-	VADDPD Z13, Z3, Z5
-	VDIVPD Z5, Z4, Z4
-	VBLENDMPD Z4, Z15, K1, Z4
-	VMOVUPD Z4, (SP)
-	ADDFULL(0)
-	ADDFULL(1)
-	ADDFULL(2)
-	ADDFULL(3)
-	ADDFULL(4)
-	ADDFULL(5)
-	ADDFULL(6)
-	ADDFULL(7)
+	SCORE8(Z3, 16)
 	ADDQ $128, SI
 	JMP  af8
 
