@@ -7,8 +7,9 @@ package main
 // indexes. After every build, and then regularly (caches fill, a build's
 // leftovers go), the process therefore returns freed memory to the system
 // and lets the heap grow by a fixed headroom for requests instead of by
-// what is live (docs/performance.md). During a rebuild the default pacing
-// is back: the old indexes serve while the new ones are built.
+// what is live (docs/performance.md). During a rebuild collection by
+// percentage is back (rebuildGCPercent): the old indexes serve while the
+// new ones are built.
 //
 // Two settings do it. A GOGC percentage worked out from the live heap paces
 // the collector; a memory limit a little above the heap that pacing allows
