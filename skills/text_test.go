@@ -47,6 +47,47 @@ func TestPackKeepsText(t *testing.T) {
 	}
 }
 
+// TestPackFrom: a snapshot packed after an edit takes the previous
+// snapshot's packed forms of the texts that did not change, and packs the
+// rest itself; readers see the same text either way.
+func TestPackFrom(t *testing.T) {
+	long := strings.Repeat("Run the linter, then fix what it reports. ", 100)
+	mk := func(id, body string) *Skill {
+		s := parse(id+"/SKILL.md", "---\nname: "+id+"\ndescription: d\n---\n"+body, "", 0)
+		s.ID = id
+		return s
+	}
+	ctx := context.Background()
+	old := newSnapshot(nil, []*Skill{mk("a", long), mk("b", long), mk("c", long+"old")}, nil)
+	old.Pack(ctx)
+	// The next load: a and b as they were, c edited, d new, e (same text
+	// as a, another id) new; the old snapshot has no e to take from.
+	next := newSnapshot(nil, []*Skill{mk("a", long), mk("b", long), mk("c", long+"new"), mk("d", long+"d"), mk("e", long)}, nil)
+	want := map[string]string{}
+	for _, s := range next.Skills() {
+		want[s.ID] = s.Content()
+	}
+	if next.PackFrom(ctx, old) == 0 {
+		t.Fatal("nothing saved")
+	}
+	for _, s := range next.Skills() {
+		o, _ := old.Get(s.ID)
+		shared := o != nil && s.text.Load() == o.text.Load()
+		if wantShared := s.ID == "a" || s.ID == "b"; shared != wantShared {
+			t.Errorf("%s: shares the old packed form %v, want %v", s.ID, shared, wantShared)
+		}
+		if !s.Packed() {
+			t.Errorf("%s: not packed", s.ID)
+		}
+		if s.Content() != want[s.ID] {
+			t.Errorf("%s: content changed by packing", s.ID)
+		}
+	}
+	if next.PackFrom(ctx, old) != 0 {
+		t.Error("packing twice saved more")
+	}
+}
+
 func TestSameText(t *testing.T) {
 	a := (&Skill{}).SetText("---\nx\n---\nbody", "body")
 	for _, tc := range []struct {

@@ -41,6 +41,9 @@ func TestPackTextFollowsSwaps(t *testing.T) {
 	if s, _ := snap.Get("gamma"); !strings.Contains(s.Body(), "release notes") {
 		t.Errorf("packed body %q", s.Body())
 	}
+	if s, _ := snap.Get("alpha"); !strings.Contains(s.Body(), "migration plan") {
+		t.Errorf("packed body taken from the earlier snapshot %q", s.Body())
+	}
 }
 
 func waitPacked(t *testing.T, snap *skills.Snapshot) {

@@ -133,7 +133,8 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 }
 
 // packText keeps the library's text packed (skills.Snapshot.Pack, ~1 s of
-// one core at 10,000 skills) once every router serving it has indexed it,
+// one core at 10,000 skills; after a reload only the texts that changed
+// since the last whole pack) once every router serving it has indexed it,
 // for the current snapshot and after every swap; a newer snapshot cancels
 // the waiting for, or packing of, an older one. Packing while a router
 // still builds would make the build unpack what it reads. Call it after the
@@ -141,11 +142,13 @@ func newRouter(ctx context.Context, reg *skills.Registry, ec embed.Config, opts 
 func packText(ctx context.Context, log *slog.Logger, reg *skills.Registry, routers ...*router.Router) {
 	var mu sync.Mutex
 	stop := func() {}
+	var packed *skills.Snapshot // the last one packed whole: unchanged texts are taken from it
 	run := func(snap *skills.Snapshot) {
 		mu.Lock()
 		stop() // OnSwap runs before the swap: snap is the newest
 		pctx, cancel := context.WithCancel(ctx)
 		stop = cancel
+		prev := packed
 		mu.Unlock()
 		go func() {
 			defer cancel()
@@ -155,7 +158,12 @@ func packText(ctx context.Context, log *slog.Logger, reg *skills.Registry, route
 				}
 			}
 			start := time.Now()
-			saved := snap.Pack(pctx)
+			saved := snap.PackFrom(pctx, prev)
+			if pctx.Err() == nil {
+				mu.Lock()
+				packed = snap
+				mu.Unlock()
+			}
 			log.Debug("skill text packed", "skills", len(snap.Skills()), "saved_mb", saved>>20,
 				"took", time.Since(start).Round(time.Millisecond), "whole", pctx.Err() == nil)
 		}()
