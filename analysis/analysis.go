@@ -336,12 +336,20 @@ func AppendTerms(dst []string, text string) []string {
 	dst = AppendWords(dst, text)
 	out := dst[:start]
 	for _, w := range dst[start:] {
-		if IsStopWord(w) {
-			continue
+		if t := term(w); t != "" {
+			out = append(out, t)
 		}
-		out = append(out, Stem(w))
 	}
 	return out
+}
+
+// term is w's index term: "" for a stop word, else its stem (never "": a
+// word is its own stem at worst).
+func term(w string) string {
+	if IsStopWord(w) {
+		return ""
+	}
+	return Stem(w)
 }
 
 // Memo is AppendTerms for one goroutine that analyses many texts (a
@@ -365,9 +373,7 @@ func (m *Memo) AppendTerms(dst []string, text string) []string {
 	for _, w := range dst[start:] {
 		t, ok := m.terms[w]
 		if !ok {
-			if !IsStopWord(w) {
-				t = Stem(w) // never "": a word is its own stem at worst
-			}
+			t = term(w)
 			if len(m.terms) < maxMemoWords {
 				// Copies: w may be a slice of a whole text, which the
 				// memo would keep alive, and so may its stem (w itself).

@@ -166,11 +166,9 @@ func (s *Snapshot) PackFrom(ctx context.Context, prev *Snapshot) (saved int) {
 			return saved
 		}
 		before := sk.text.Load()
-		if prev != nil && sk.adopt(prev.allByID[sk.ID]) {
-			saved += len(before.content) - len(sk.text.Load().packed)
-			continue
+		if prev == nil || !sk.adopt(prev.allByID[sk.ID]) {
+			buf = sk.pack(enc, buf)
 		}
-		buf = sk.pack(enc, buf)
 		if after := sk.text.Load(); after != before {
 			saved += len(before.content) - len(after.packed)
 		}
