@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/tidwall/gjson"
 )
 
 // fixtureRoot is the test library, loaded with a relative root so rendered
@@ -193,19 +194,16 @@ func upstreamMessages(t testing.TB, body []byte) []Message {
 // toolNames lists function names in the body's tools.
 func toolNames(t testing.TB, body []byte) []string {
 	t.Helper()
-	var req struct {
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatalf("body: %v", err)
+	// gjson matches keys exactly, as the upstream API and the gate do;
+	// encoding/json's case-insensitive match would read a client's unknown
+	// "tOols" or "Function" as the field itself.
+	if !gjson.ValidBytes(body) {
+		t.Fatalf("body is not JSON: %s", body)
 	}
 	var out []string
-	for _, tl := range req.Tools {
-		out = append(out, tl.Function.Name)
-	}
+	gjson.GetBytes(body, "tools").ForEach(func(_, tl gjson.Result) bool {
+		out = append(out, tl.Get("function.name").String())
+		return true
+	})
 	return out
 }
