@@ -109,7 +109,7 @@ func TestCountMemoExact(t *testing.T) {
 }
 
 // sharedSkills loads a directory of ../shared/bench, or skips.
-func sharedSkills(t *testing.T, name string) []*skills.Skill {
+func sharedSkills(t testing.TB, name string) []*skills.Skill {
 	t.Helper()
 	dir := filepath.Join("..", "..", "shared", "bench", name)
 	if _, err := os.Stat(dir); err != nil {
@@ -231,7 +231,7 @@ func TestCountMemoOtherEncodings(t *testing.T) {
 // TestCountMemoBounded: the memo is cleared when full and counts stay right.
 func TestCountMemoBounded(t *testing.T) {
 	base := counter(t, O200kBase)
-	c := &Counter{enc: base.enc, codec: base.codec, chunked: true, memo: newMemo(8)}
+	c := &Counter{enc: base.enc, fast: base.fast, chunked: true, memo: newMemo(8)}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
 		s := randomText(rng, 30)
@@ -245,7 +245,7 @@ func TestCountMemoBounded(t *testing.T) {
 // TestCountMemoRemembers: lines shared by texts are counted once.
 func TestCountMemoRemembers(t *testing.T) {
 	base := counter(t, O200kBase)
-	c := &Counter{enc: base.enc, codec: base.codec, chunked: true, memo: newMemo(memoMax)}
+	c := &Counter{enc: base.enc, fast: base.fast, chunked: true, memo: newMemo(memoMax)}
 	checkExact(t, c, "three lines", "alpha\nbeta\ngamma")
 	if n := len(c.memo.m); n != 3 {
 		t.Fatalf("memo holds %d chunks, want 3", n)
@@ -260,7 +260,7 @@ func TestCountMemoRemembers(t *testing.T) {
 // (run with -race).
 func TestCountMemoConcurrent(t *testing.T) {
 	base := counter(t, O200kBase)
-	c := &Counter{enc: base.enc, codec: base.codec, chunked: true, memo: newMemo(16)}
+	c := &Counter{enc: base.enc, fast: base.fast, chunked: true, memo: newMemo(16)}
 	texts := renderings(fixtureSkills(), 1)
 	want := map[string]int{}
 	for name, s := range texts {
