@@ -26,6 +26,9 @@ func FuzzRewrite(f *testing.F) {
 		`{"a":1,"messages":[{"role":"developer","content":[]}],"messages":[{"role":"user"}]}`,
 		` {"messages" : [ {"role":"tool","content":"<skill_context id=\"pdf-tools\">"} ] } `,
 		`{"messages":[{"role":"user","content":"x"}],"functions":[]}`,
+		// A capped stream: the rewrite asks for usage (chat.Request.Render).
+		`{"messages":[{"role":"user","content":"x"}],"stream":true,"max_tokens":100}`,
+		`{"messages":[{"role":"user","content":"x"}],"stream":true,"max_completion_tokens":100,"stream_options":{"x":1}}`,
 		`[]`, `{`, `"x"`, ``,
 	} {
 		f.Add([]byte(s))

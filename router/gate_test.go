@@ -348,6 +348,12 @@ func FuzzToolGate(f *testing.F) {
 	f.Add(string(gateRequest([]string{toolBash, toolWeather, toolFetch}, `,"tool_choice":"required"`, "")), "shell-helper")
 	f.Add(string(gateRequest([]string{toolBash}, `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"bash"}}]}}`, "web-research")), "")
 	f.Add(`{"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"bash"}},{"type":"custom"},null,1],"tool_choice":{"function":null}}`, "plain-notes")
+	// Keys the gate once read case-insensitively or first-wins: a tool it
+	// reported withheld was still sent under the upstream's reading.
+	f.Add(`{"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"bash"}},{"function":{"name":"bash"},"Function":{"name":"y"}}]}`, "")
+	f.Add(`{"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"bash"}},{"Type":"x","function":{"name":"bash"}}]}`, "")
+	f.Add(`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"bash"}}],"tools":[{"type":"function","function":{"name":"bash"}}]}`, "")
+	f.Add(`{"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"bash"}},{"function":{"name":"bash"},"function":{"name":"y"}}]}`, "")
 	snap := gateLibrary(f)
 	f.Fuzz(func(t *testing.T, body, selected string) {
 		dec := &Decision{Selected: []string{selected}}

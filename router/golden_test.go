@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/tidwall/gjson"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -120,18 +121,19 @@ func checkPreserved(t *testing.T, in, out []byte) {
 	if err != nil {
 		t.Fatalf("rewritten body does not parse: %v", err)
 	}
-	others := func(b []byte) []string {
+	others := func(b []byte, skip ...string) []string {
 		var kv []string
 		for _, m := range topMembers(t, b) {
-			if m.key != "messages" && m.key != "tools" {
+			if m.key != "messages" && m.key != "tools" && !slices.Contains(skip, m.key) {
 				kv = append(kv, m.key+"\x00"+string(m.value))
 			}
 		}
 		return kv
 	}
-	if !slices.Equal(others(in), others(out)) {
+	if !slices.Equal(others(in, "stream_options"), others(out, "stream_options")) {
 		t.Fatalf("fields other than messages and tools changed:\n%q\n%q", others(in), others(out))
 	}
+	checkUsageAsk(t, in, out)
 	// Original messages appear in order; at most one differs (the catalog).
 	j, changed := 0, 0
 	for _, m := range inReq.Messages() {
@@ -156,6 +158,34 @@ func checkPreserved(t *testing.T, in, out []byte) {
 		if i >= len(outReq.ClientTools()) || !bytes.Equal(outReq.ClientTools()[i], ct) {
 			t.Fatalf("client tool %d changed or moved", i)
 		}
+	}
+}
+
+// checkUsageAsk: stream_options is the client's, or (a capped stream
+// offered the proxy's tools: chat.Request.Render's usage ask) the client's
+// with include_usage set to true and its other members unchanged.
+func checkUsageAsk(t *testing.T, in, out []byte) {
+	t.Helper()
+	before, after := lastMember(gjson.ParseBytes(in), "stream_options"), lastMember(gjson.ParseBytes(out), "stream_options")
+	if before.Raw == after.Raw {
+		return
+	}
+	if !lastMember(gjson.ParseBytes(in), "stream").Bool() || lastMember(before, "include_usage").Bool() || !lastMember(after, "include_usage").Bool() {
+		t.Fatalf("stream_options changed other than by asking for usage: %s → %s", before.Raw, after.Raw)
+	}
+	rest := func(so gjson.Result) []string {
+		var kv []string
+		if so.IsObject() {
+			for _, m := range topMembers(t, []byte(so.Raw)) {
+				if m.key != "include_usage" {
+					kv = append(kv, m.key+"\x00"+string(m.value))
+				}
+			}
+		}
+		return kv
+	}
+	if !slices.Equal(rest(before), rest(after)) {
+		t.Fatalf("the usage ask changed other stream_options: %s → %s", before.Raw, after.Raw)
 	}
 }
 

@@ -194,16 +194,29 @@ func upstreamMessages(t testing.TB, body []byte) []Message {
 // toolNames lists function names in the body's tools.
 func toolNames(t testing.TB, body []byte) []string {
 	t.Helper()
-	// gjson matches keys exactly, as the upstream API and the gate do;
-	// encoding/json's case-insensitive match would read a client's unknown
-	// "tOols" or "Function" as the field itself.
+	// Keys are matched exactly and the last repeat wins, as the gate and
+	// the upstream read them: encoding/json would read a client's unknown
+	// "tOols" or "Function" as the field, gjson's Get the first repeat.
 	if !gjson.ValidBytes(body) {
 		t.Fatalf("body is not JSON: %s", body)
 	}
 	var out []string
-	gjson.GetBytes(body, "tools").ForEach(func(_, tl gjson.Result) bool {
-		out = append(out, tl.Get("function.name").String())
+	lastMember(gjson.ParseBytes(body), "tools").ForEach(func(_, tl gjson.Result) bool {
+		out = append(out, lastMember(lastMember(tl, "function"), "name").String())
 		return true
 	})
 	return out
+}
+
+// lastMember is the value of o's last member named key.
+func lastMember(o gjson.Result, key string) (v gjson.Result) {
+	if o.IsObject() {
+		o.ForEach(func(k, e gjson.Result) bool {
+			if k.Str == key {
+				v = e
+			}
+			return true
+		})
+	}
+	return v
 }

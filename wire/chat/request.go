@@ -16,8 +16,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
@@ -160,8 +158,8 @@ func (r *Request) scalars() *wire.Error {
 		}
 	}
 	// A cap the API takes must be at least 1.
-	r.maxCompletion = wire.NewBudget(gjson.GetBytes(r.body, "max_completion_tokens"), 1)
-	r.maxTokens = wire.NewBudget(gjson.GetBytes(r.body, "max_tokens"), 1)
+	r.maxCompletion = wire.NewBudget(jsonspan.Result(r.body, r.members, "max_completion_tokens"), 1)
+	r.maxTokens = wire.NewBudget(jsonspan.Result(r.body, r.members, "max_tokens"), 1)
 	if raw, ok := get("n"); ok {
 		if json.Unmarshal(raw, &v.Choices) != nil {
 			if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
@@ -203,17 +201,12 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 	}
 	if m.role == "assistant" {
 		if ts, ok := jsonspan.Value(ms, "tool_calls"); ok {
-			var calls []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			}
-			if json.Unmarshal(raw[ts.Start:ts.End], &calls) == nil {
-				for _, c := range calls {
-					if n := c.Function.Name; n != "" && !called[n] {
-						called[n] = true
-						*calledList = append(*calledList, n)
-					}
+			calls := raw[ts.Start:ts.End]
+			els, _ := jsonspan.Elements(calls)
+			for _, e := range els {
+				if n, _ := jsonspan.StringAt(calls[e.Start:e.End], "function", "name"); n != "" && !called[n] {
+					called[n] = true
+					*calledList = append(*calledList, n)
 				}
 			}
 		}
@@ -223,16 +216,11 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 
 // toolName returns function.name of a Chat tool definition, or "".
 func toolName(def []byte) string {
-	var t struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if json.Unmarshal(def, &t) != nil || (t.Type != "" && t.Type != "function") {
+	if typ, ok := jsonspan.StringAt(def, "type"); !ok || typ != "" && typ != "function" {
 		return ""
 	}
-	return t.Function.Name
+	name, _ := jsonspan.StringAt(def, "function", "name")
+	return name
 }
 
 // View returns the neutral view of the request.

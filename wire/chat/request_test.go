@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -52,6 +53,7 @@ func TestParseErrors(t *testing.T) {
 		{`{"messages":[]}`, "empty_messages", "messages", "at least one message"},
 		{`{"messages":[null]}`, "invalid_type", "messages[0]", "got null"},
 		{`{"messages":[{"content":"x"}]}`, "missing_role", "messages[0].role", "missing required parameter"},
+		{`{"messages":[{"Role":"user","content":"x"}]}`, "missing_role", "messages[0].role", "missing required parameter"},
 		{`{"messages":[{"role":7}]}`, "invalid_type", "messages[0].role", "must be a string, got a number"},
 		{`{"model":5,"messages":[{"role":"user"}]}`, "invalid_type", "model", "'model' must be a string, got a number"},
 		{`{"stream":"yes","messages":[{"role":"user"}]}`, "invalid_type", "stream", "must be a boolean"},
@@ -89,11 +91,16 @@ func FuzzParse(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"tools":[{"type":"function","function":{"name":"f"}}]}`} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"messages":[{"role":"struct"}]}`)) // a role quoted back in the error
+	f.Add([]byte(`{"messages":[{"role":"Go "}]}`))    // a role quoted back in the error
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := Parse(in)
 		if err != nil {
 			we, ok := err.(*wire.Error)
-			if !ok || we.Status != 400 || strings.Contains(we.Message, "Go ") || strings.Contains(we.Message, "struct") {
+			// Go's words in a message are a leak unless the client sent them
+			// (a role or a key the message quotes back).
+			leak := func(w string) bool { return strings.Contains(we.Message, w) && !bytes.Contains(in, []byte(w)) }
+			if !ok || we.Status != 400 || leak("Go ") || leak("struct") {
 				t.Fatalf("error %v", err)
 			}
 			return

@@ -3,8 +3,6 @@ package messages
 import (
 	"strconv"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
@@ -24,7 +22,7 @@ func (r *Request) maxTokens() *wire.Budget {
 		if r.thinking() > 0 {
 			min = minThinkingBudget + 1
 		}
-		b := wire.NewBudget(gjson.GetBytes(r.body, "max_tokens"), min)
+		b := wire.NewBudget(jsonspan.Result(r.body, r.members, "max_tokens"), min)
 		r.budget = &b
 	}
 	return r.budget
@@ -36,7 +34,7 @@ const minThinkingBudget = 1024
 // thinking is the client's thinking.budget_tokens with extended thinking
 // enabled; 0 without.
 func (r *Request) thinking() int64 {
-	t := gjson.GetBytes(r.body, "thinking")
+	t := jsonspan.Result(r.body, r.members, "thinking")
 	if t.Get("type").Str != "enabled" {
 		return 0
 	}

@@ -203,19 +203,19 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if m[0] != '{' {
 		return "", wire.BadRequest("invalid_type", p, "'%s' must be a message object, got %s", p, wire.KindOf(m))
 	}
-	var msg struct {
-		Role    json.RawMessage `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(m, &msg) != nil {
+	// Keys are read exactly, the last repeat winning, as the API reads
+	// them (encoding/json would take "Role" for role).
+	ms, err := jsonspan.Members(m)
+	if err != nil {
 		return "", wire.BadRequest("invalid_type", p, "'%s' must be a message object", p)
 	}
-	var role string
-	if len(msg.Role) == 0 {
+	rs, ok := jsonspan.Value(ms, "role")
+	if !ok {
 		return "", wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
 	}
-	if json.Unmarshal(msg.Role, &role) != nil {
-		return "", wire.TypeError(p+".role", "a string", msg.Role)
+	var role string
+	if rawRole := m[rs.Start:rs.End]; json.Unmarshal(rawRole, &role) != nil {
+		return "", wire.TypeError(p+".role", "a string", rawRole)
 	}
 	if role == "" {
 		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must not be empty", p)
@@ -223,7 +223,10 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if !slices.Contains(roles, role) {
 		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 	}
-	content := msg.Content
+	var content []byte
+	if cs, ok := jsonspan.Value(ms, "content"); ok {
+		content = m[cs.Start:cs.End]
+	}
 	if len(content) == 0 || jsonspan.IsNull(content) {
 		return "", wire.BadRequest("missing_content", p+".content", "missing required parameter: '%s.content'", p)
 	}
@@ -310,14 +313,11 @@ func toolChoice(raw []byte) wire.ToolChoice {
 // customToolName returns the name of a client-defined tool ("custom",
 // with an input_schema), "" for server tools, which are never gated.
 func customToolName(def []byte) string {
-	var t struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(def, &t) != nil || (t.Type != "" && t.Type != "custom") {
+	if typ, ok := jsonspan.StringAt(def, "type"); !ok || typ != "" && typ != "custom" {
 		return ""
 	}
-	return t.Name
+	name, _ := jsonspan.StringAt(def, "name")
+	return name
 }
 
 // View returns the neutral view of the request.

@@ -31,8 +31,8 @@ type budgets struct {
 func (r *Request) limits() *budgets {
 	if r.budget == nil {
 		r.budget = &budgets{
-			output:    wire.NewBudget(gjson.GetBytes(r.body, "max_output_tokens"), 16),
-			toolCalls: wire.NewBudget(gjson.GetBytes(r.body, "max_tool_calls"), 1),
+			output:    wire.NewBudget(jsonspan.Result(r.body, r.members, "max_output_tokens"), 16),
+			toolCalls: wire.NewBudget(jsonspan.Result(r.body, r.members, "max_tool_calls"), 1),
 		}
 	}
 	return r.budget

@@ -189,37 +189,45 @@ func (r *Request) parseInput(raw []byte) error {
 		if item[0] != '{' {
 			return wire.TypeError(p, "an input item object", item)
 		}
-		var it struct {
-			Type    string          `json:"type"`
-			Role    json.RawMessage `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Name    string          `json:"name"`
-			Output  json.RawMessage `json:"output"`
+		// Keys are read exactly, the last repeat winning, as the API reads
+		// them (encoding/json would take "Role" for role).
+		ms, err := jsonspan.Members(item)
+		if err != nil {
+			return wire.TypeError(p, "an input item object", item)
 		}
-		if json.Unmarshal(item, &it) != nil {
+		typ, okType := jsonspan.StringField(item, ms, "type")
+		name, okName := jsonspan.StringField(item, ms, "name")
+		if !okType || !okName {
 			return wire.BadRequest("invalid_type", p, "'%s' has a field of the wrong type", p)
 		}
-		switch it.Type {
+		member := func(key string) []byte {
+			if s, ok := jsonspan.Value(ms, key); ok {
+				return item[s.Start:s.End]
+			}
+			return nil
+		}
+		switch typ {
 		case "", "message":
 			var role string
-			if len(it.Role) == 0 {
+			rawRole := member("role")
+			if rawRole == nil {
 				return wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
 			}
-			if json.Unmarshal(it.Role, &role) != nil {
-				return wire.TypeError(p+".role", "a string", it.Role)
+			if json.Unmarshal(rawRole, &role) != nil {
+				return wire.TypeError(p+".role", "a string", rawRole)
 			}
 			if !slices.Contains(roles, role) {
 				return wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 			}
-			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(it.Content)})
+			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(member("content"))})
 		case "function_call":
-			if it.Name != "" && !called[it.Name] {
-				called[it.Name] = true
-				v.Called = append(v.Called, it.Name)
+			if name != "" && !called[name] {
+				called[name] = true
+				v.Called = append(v.Called, name)
 			}
 			v.Turns = append(v.Turns, wire.Turn{Role: "assistant"})
 		case "function_call_output", "custom_tool_call_output":
-			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(it.Output)})
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(member("output"))})
 		}
 		// reasoning, item_reference, built-in tool calls...: nothing to rank on.
 	}
@@ -233,14 +241,11 @@ func outputText(raw json.RawMessage) string { return openai.ContentText(raw) }
 // functionName returns the name of a function tool, "" for other tools
 // (built-in and custom tools are never gated).
 func functionName(def []byte) string {
-	var t struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(def, &t) != nil || t.Type != "function" {
+	if typ, _ := jsonspan.StringAt(def, "type"); typ != "function" {
 		return ""
 	}
-	return t.Name
+	name, _ := jsonspan.StringAt(def, "name")
+	return name
 }
 
 // View returns the neutral view of the request.

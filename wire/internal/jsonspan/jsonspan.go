@@ -222,6 +222,47 @@ func Value(ms []Member, key string) (Span, bool) {
 	return Span{}, false
 }
 
+// StringAt reads the string at path in the JSON value b with each key
+// matched exactly and the last repeat winning, as the APIs' servers read a
+// request (encoding/json would match keys case-insensitively): "" and true
+// when a member on the path is absent or null; "" and false when b or a
+// value on the path is not an object, or the value is not a string.
+func StringAt(b []byte, path ...string) (string, bool) {
+	for i, key := range path {
+		b = bytes.TrimSpace(b)
+		if IsNull(b) {
+			return "", true
+		}
+		ms, err := Members(b)
+		if err != nil {
+			return "", false
+		}
+		s, ok := Value(ms, key)
+		if !ok {
+			return "", true
+		}
+		if b = b[s.Start:s.End]; i < len(path)-1 {
+			continue
+		}
+		if IsNull(b) {
+			return "", true
+		}
+		v, err := Unquote(b)
+		return v, err == nil
+	}
+	return "", false
+}
+
+// Result is the value of the last member named key as gjson reads it:
+// gjson.Get takes the first of repeated keys, where servers take the last.
+func Result(b []byte, ms []Member, key string) gjson.Result {
+	s, ok := Value(ms, key)
+	if !ok {
+		return gjson.Result{}
+	}
+	return gjson.ParseBytes(b[s.Start:s.End])
+}
+
 // Unambiguous reports whether each of names is the key of at most one
 // member of ms and no other key matches it by case folding: then the value
 // Value finds is the one encoding/json would decode into a struct field of

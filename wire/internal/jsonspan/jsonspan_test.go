@@ -218,3 +218,48 @@ func TestPlainObject(t *testing.T) {
 		}
 	}
 }
+
+// StringAt reads exact keys, the last repeat winning, where encoding/json
+// would take "Function" or "NAME" for the field.
+func TestStringAt(t *testing.T) {
+	tests := []struct {
+		in     string
+		path   []string
+		want   string
+		wantOK bool
+	}{
+		{`{"function":{"name":"bash"}}`, []string{"function", "name"}, "bash", true},
+		{`{"function":{"name":"bash"},"Function":{"name":"y"}}`, []string{"function", "name"}, "bash", true},
+		{`{"Function":{"name":"y"}}`, []string{"function", "name"}, "", true},
+		{`{"function":{"NAME":"y"}}`, []string{"function", "name"}, "", true},
+		{`{"function":{"name":"a"},"function":{"name":"b"}}`, []string{"function", "name"}, "b", true},
+		{`{"function":null}`, []string{"function", "name"}, "", true},
+		{`{"function":{"name":null}}`, []string{"function", "name"}, "", true},
+		{`null`, []string{"type"}, "", true},
+		{` {"type" : "a\u0062"} `, []string{"type"}, "ab", true},
+		{`{"function":"bash"}`, []string{"function", "name"}, "", false},
+		{`{"function":{"name":5}}`, []string{"function", "name"}, "", false},
+		{`[{"name":"x"}]`, []string{"name"}, "", false},
+		{`{"name":"x"}`, nil, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := StringAt([]byte(tt.in), tt.path...)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("StringAt(%s, %q) = %q, %v; want %q, %v", tt.in, tt.path, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestResult(t *testing.T) {
+	b := []byte(`{"max_tokens":10,"Max_tokens":7,"max_tokens":100}`)
+	ms, err := Members(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Result(b, ms, "max_tokens").Int(); got != 100 {
+		t.Errorf("max_tokens = %d, want the last repeat's 100", got)
+	}
+	if Result(b, ms, "n").Exists() {
+		t.Error("an absent key must not exist")
+	}
+}
