@@ -6,7 +6,9 @@ package tokens
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -17,45 +19,87 @@ import (
 // split.go.
 type bpe struct {
 	piece func(string) int // the length of the first piece of a non-empty text
-	ranks map[string]uint32
+	vocab
 }
+
+// vocab maps token bytes to ranks in ~4 MB for o200k_base (a Go map took
+// 8 MB): the tokens' bytes in one string, their offsets, and an
+// open-addressing table of ids tagged with hash bits, so that a miss (most
+// of a merge's lookups) rarely reads a token's bytes.
+type vocab struct {
+	arena string
+	offs  []uint32 // token id i is arena[offs[i]:offs[i+1]]
+	slots []uint32 // tag<<idBits | id+1; 0 is empty
+	seed  maphash.Seed
+}
+
+const (
+	idBits = 18 // ids below 2^18-1: o200k_base has 199,998 tokens
+	idMask = 1<<idBits - 1
+	noRank = math.MaxUint32
+)
 
 // newBPE reads the codec's vocabulary back through Decode (tiktoken-go keeps
 // it unexported): every id below the first special token's decodes to its
-// token's bytes. The keys are slices of one string, so the table holds no
-// per-token allocation (~7 MB for o200k_base, most of it the map).
+// token's bytes.
 func newBPE(codec tokenizer.Codec, piece func(string) int) (*bpe, error) {
-	var toks []string
-	size, misses := 0, 0
-	for id := uint(0); misses < 64; id++ {
+	var all strings.Builder
+	offs := []uint32{0}
+	for id, misses := uint(0), 0; misses < 64; id++ {
 		tok, err := codec.Decode([]uint{id})
 		if err != nil {
 			misses++ // ids the vocabulary skips; its end is 64 misses in a row
-			tok = ""
 		} else {
 			misses = 0
+			all.WriteString(tok)
 		}
-		toks = append(toks, tok)
-		size += len(tok)
+		offs = append(offs, uint32(all.Len()))
 	}
-	if size < 256 {
-		return nil, fmt.Errorf("tokens: %s: the vocabulary is empty", codec.GetName())
+	n := len(offs) - 1
+	if all.Len() < 256 || n >= idMask {
+		return nil, fmt.Errorf("tokens: %s: a vocabulary of %d bytes in %d ids", codec.GetName(), all.Len(), n)
 	}
-	var all strings.Builder
-	all.Grow(size)
-	for _, tok := range toks {
-		all.WriteString(tok)
+	v := vocab{arena: all.String(), offs: slices.Clip(offs), seed: maphash.MakeSeed()}
+	size := 1
+	for size < 2*n {
+		size <<= 1
 	}
-	arena := all.String()
-	ranks := make(map[string]uint32, len(toks))
-	off := 0
-	for id, tok := range toks {
-		if tok != "" {
-			ranks[arena[off:off+len(tok)]] = uint32(id)
-			off += len(tok)
+	v.slots = make([]uint32, size)
+	for id := range n {
+		tok := v.arena[offs[id]:offs[id+1]]
+		if tok == "" {
+			continue
+		}
+		h := maphash.String(v.seed, tok)
+		i := h & uint64(size-1)
+		for v.slots[i] != 0 {
+			i = (i + 1) & uint64(size-1)
+		}
+		v.slots[i] = tag(h) | uint32(id+1)
+	}
+	return &bpe{piece: piece, vocab: v}, nil
+}
+
+// tag is the hash bits a slot keeps beside its id.
+func tag(h uint64) uint32 { return uint32(h>>(64-(32-idBits))) << idBits }
+
+// rank returns the rank of p, or noRank if p is not a token.
+func (v *vocab) rank(p string) uint32 {
+	h := maphash.String(v.seed, p)
+	t := tag(h)
+	mask := uint64(len(v.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := v.slots[i]
+		if e == 0 {
+			return noRank
+		}
+		if e&^idMask == t {
+			id := e&idMask - 1
+			if v.arena[v.offs[id]:v.offs[id+1]] == p {
+				return id
+			}
 		}
 	}
-	return &bpe{piece: piece, ranks: ranks}, nil
 }
 
 // count returns the number of tokens in s, as the codec's Count would.
@@ -94,21 +138,13 @@ func runeSafe(s string) string {
 const scanMax = 96
 
 func (b *bpe) countPiece(p string) int {
-	if _, ok := b.ranks[p]; ok {
+	if b.rank(p) != noRank {
 		return 1
 	}
 	if len(p) < scanMax {
 		return b.mergeScan(p)
 	}
 	return b.mergeHeap(p)
-}
-
-// rank returns the rank of p, or math.MaxUint32 if p is not a token.
-func (b *bpe) rank(p string) uint32 {
-	if r, ok := b.ranks[p]; ok {
-		return r
-	}
-	return math.MaxUint32
 }
 
 // mergeScan merges the leftmost pair of lowest rank until none is a token,
@@ -156,7 +192,7 @@ func (b *bpe) mergeScan(p string) int {
 // linked list, candidate merges in a min-heap by (rank, offset), stale
 // candidates skipped when popped.
 func (b *bpe) mergeHeap(p string) int {
-	const none = math.MaxUint32
+	const none = noRank
 	n := int32(len(p))
 	type node struct {
 		prev, next int32
