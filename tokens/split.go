@@ -242,11 +242,18 @@ func indexByte(set string, b byte) bool {
 //   - `\s+(?!\S)`: the run, less its last rune when a visible rune follows;
 //   - `\s+`: the run.
 func whitespace(s string) int {
-	e := run(s, clsS)
-	for i := 0; i < e; i++ {
-		if s[i] == '\r' || s[i] == '\n' {
-			return i + runOf(s[i:], "\r\n")
+	// The scan stops at the first newline: measuring the whole run first
+	// made a long run of lines holding only whitespace quadratic.
+	e := 0
+	for e < len(s) {
+		if s[e] == '\r' || s[e] == '\n' {
+			return e + runOf(s[e:], "\r\n")
 		}
+		_, n, c := runeAt(s[e:])
+		if c&clsS == 0 {
+			break
+		}
+		e += n
 	}
 	if e == len(s) {
 		return e

@@ -211,3 +211,15 @@ func TestSplitRunes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWhitespaceLines: lines holding only whitespace, one long run for
+// the memo. Measuring the whole run before each newline made it quadratic
+// (2 s for 30 KB of NBSP lines).
+func BenchmarkWhitespaceLines(b *testing.B) {
+	c := counter(b, O200kBase)
+	text := strings.Repeat("\u00a0\n", 10000)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		c.fast.count(text)
+	}
+}

@@ -35,10 +35,10 @@ const minThinkingBudget = 1024
 // enabled; 0 without.
 func (r *Request) thinking() int64 {
 	t := jsonspan.Result(r.body, r.members, "thinking")
-	if t.Get("type").Str != "enabled" {
+	if typ, _ := jsonspan.StringAt([]byte(t.Raw), "type"); typ != "enabled" {
 		return 0
 	}
-	return t.Get("budget_tokens").Int()
+	return jsonspan.ResultAt([]byte(t.Raw), "budget_tokens").Int()
 }
 
 // thinkingBudget lowers the follow-up's thinking.budget_tokens below what

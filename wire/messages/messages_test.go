@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/wire"
+	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/streamtest"
 )
 
@@ -458,5 +459,37 @@ func TestStreamErrorEndsIt(t *testing.T) {
 	))
 	if end.Loop != nil || !strings.HasSuffix(strings.TrimSpace(got), `"message":"Overloaded"}}`) {
 		t.Fatalf("loop %v, stream:\n%s", end.Loop, got)
+	}
+}
+
+// The thinking budget is read as the API reads it, the last repeat of a key
+// winning, so the follow-up's lowered budget_tokens is the one the upstream
+// checks against max_tokens.
+func TestThinkingBudgetLastRepeat(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","max_tokens":4000,"thinking":{"type":"enabled","budget_tokens":2000,"budget_tokens":3999},"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.thinking(); got != 3999 {
+		t.Fatalf("thinking() = %d, want the last repeat's 3999", got)
+	}
+	out, err := r.thinkingBudget(r.Body(), 2500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonspan.ResultAt(out, "thinking", "budget_tokens").Int(); got != 2499 {
+		t.Fatalf("follow-up budget_tokens = %d, want 2499: %s", got, out)
+	}
+	for _, body := range []string{
+		`{"max_tokens":4000,"thinking":{"type":"disabled","Type":"enabled","budget_tokens":2000},"messages":[{"role":"user","content":"x"}]}`,
+		`{"max_tokens":4000,"thinking":{"type":"enabled","type":"disabled","budget_tokens":2000},"messages":[{"role":"user","content":"x"}]}`,
+	} {
+		r, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.thinking(); got != 0 {
+			t.Errorf("%s: thinking() = %d, want 0 (disabled)", body, got)
+		}
 	}
 }

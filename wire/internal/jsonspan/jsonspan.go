@@ -228,29 +228,45 @@ func Value(ms []Member, key string) (Span, bool) {
 // when a member on the path is absent or null; "" and false when b or a
 // value on the path is not an object, or the value is not a string.
 func StringAt(b []byte, path ...string) (string, bool) {
-	for i, key := range path {
-		b = bytes.TrimSpace(b)
-		if IsNull(b) {
-			return "", true
+	v, ok := walk(b, path)
+	if !ok || v == nil || IsNull(v) {
+		return "", ok
+	}
+	s, err := Unquote(v)
+	return s, err == nil
+}
+
+// ResultAt is the value at path in b as gjson reads it, with keys matched
+// as StringAt matches them (gjson's Get takes the first of repeated keys).
+func ResultAt(b []byte, path ...string) gjson.Result {
+	if v, _ := walk(b, path); v != nil {
+		return gjson.ParseBytes(v)
+	}
+	return gjson.Result{}
+}
+
+// walk follows path through nested objects and returns the value's bytes:
+// nil and true when a member on the way is absent or null, nil and false
+// when b or a value on the way is not an object.
+func walk(b []byte, path []string) ([]byte, bool) {
+	if len(path) == 0 {
+		return nil, false
+	}
+	for _, key := range path {
+		if b = bytes.TrimSpace(b); IsNull(b) {
+			return nil, true
 		}
 		ms, err := Members(b)
 		if err != nil {
-			return "", false
+			return nil, false
 		}
 		s, ok := Value(ms, key)
 		if !ok {
-			return "", true
+			return nil, true
 		}
-		if b = b[s.Start:s.End]; i < len(path)-1 {
-			continue
-		}
-		if IsNull(b) {
-			return "", true
-		}
-		v, err := Unquote(b)
-		return v, err == nil
+		b = b[s.Start:s.End]
 	}
-	return "", false
+	return b, true
 }
 
 // Result is the value of the last member named key as gjson reads it:

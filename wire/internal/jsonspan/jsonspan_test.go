@@ -262,4 +262,11 @@ func TestResult(t *testing.T) {
 	if Result(b, ms, "n").Exists() {
 		t.Error("an absent key must not exist")
 	}
+	nested := []byte(`{"thinking":{"budget_tokens":1,"Budget_tokens":5,"budget_tokens":2}}`)
+	if got := ResultAt(nested, "thinking", "budget_tokens").Int(); got != 2 {
+		t.Errorf("thinking.budget_tokens = %d, want the last repeat's 2", got)
+	}
+	if ResultAt(nested, "thinking", "x").Exists() || ResultAt([]byte(`{"thinking":null}`), "thinking", "budget_tokens").Exists() {
+		t.Error("an absent path must not exist")
+	}
 }
