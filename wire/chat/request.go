@@ -216,10 +216,18 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 
 // toolName returns function.name of a Chat tool definition, or "".
 func toolName(def []byte) string {
-	if typ, ok := jsonspan.StringAt(def, "type"); !ok || typ != "" && typ != "function" {
+	ms, err := jsonspan.Members(def)
+	if err != nil {
 		return ""
 	}
-	name, _ := jsonspan.StringAt(def, "function", "name")
+	if typ, ok := jsonspan.StringField(def, ms, "type"); !ok || typ != "" && typ != "function" {
+		return ""
+	}
+	fs, ok := jsonspan.Value(ms, "function")
+	if !ok {
+		return ""
+	}
+	name, _ := jsonspan.StringAt(def[fs.Start:fs.End], "name")
 	return name
 }
 

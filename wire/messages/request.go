@@ -313,10 +313,14 @@ func toolChoice(raw []byte) wire.ToolChoice {
 // customToolName returns the name of a client-defined tool ("custom",
 // with an input_schema), "" for server tools, which are never gated.
 func customToolName(def []byte) string {
-	if typ, ok := jsonspan.StringAt(def, "type"); !ok || typ != "" && typ != "custom" {
+	ms, err := jsonspan.Members(def)
+	if err != nil {
 		return ""
 	}
-	name, _ := jsonspan.StringAt(def, "name")
+	if typ, ok := jsonspan.StringField(def, ms, "type"); !ok || typ != "" && typ != "custom" {
+		return ""
+	}
+	name, _ := jsonspan.StringField(def, ms, "name")
 	return name
 }
 

@@ -241,10 +241,14 @@ func outputText(raw json.RawMessage) string { return openai.ContentText(raw) }
 // functionName returns the name of a function tool, "" for other tools
 // (built-in and custom tools are never gated).
 func functionName(def []byte) string {
-	if typ, _ := jsonspan.StringAt(def, "type"); typ != "function" {
+	ms, err := jsonspan.Members(def)
+	if err != nil {
 		return ""
 	}
-	name, _ := jsonspan.StringAt(def, "name")
+	if typ, _ := jsonspan.StringField(def, ms, "type"); typ != "function" {
+		return ""
+	}
+	name, _ := jsonspan.StringField(def, ms, "name")
 	return name
 }
 
