@@ -45,6 +45,9 @@ const (
 // it unexported): every id below the first special token's decodes to its
 // token's bytes.
 func newBPE(codec tokenizer.Codec, piece func(string) int) (*bpe, error) {
+	// A token may hold part of a character: Decode must return its bytes
+	// as they are, not replaced or dropped.
+	codec.SetErrorMode(tokenizer.ErrorModeNone)
 	var all strings.Builder
 	offs := []uint32{0}
 	for id, misses := uint(0), 0; misses < 64; id++ {

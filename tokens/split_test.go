@@ -223,3 +223,36 @@ func BenchmarkWhitespaceLines(b *testing.B) {
 		c.fast.count(text)
 	}
 }
+
+// TestVocabulary: the table holds every token of the codec's vocabulary
+// under its id, partial UTF-8 included, and nothing else.
+func TestVocabulary(t *testing.T) {
+	for _, tt := range []struct {
+		enc    Encoding
+		tokens int
+	}{{O200kBase, 199998}, {Cl100kBase, 100256}} {
+		c := counter(t, tt.enc)
+		n, partial := 0, 0
+		for id := range len(c.fast.offs) - 1 {
+			tok := c.fast.arena[c.fast.offs[id]:c.fast.offs[id+1]]
+			if tok == "" {
+				continue
+			}
+			n++
+			if !utf8.ValidString(tok) {
+				partial++
+			}
+			if got := c.fast.rank(tok); got != uint32(id) {
+				t.Fatalf("%s: rank(%q) = %d, want %d", tt.enc, tok, got, id)
+			}
+		}
+		if n != tt.tokens || partial == 0 {
+			t.Fatalf("%s: %d tokens (%d partial characters), want %d", tt.enc, n, partial, tt.tokens)
+		}
+		for _, s := range []string{"not a token at all, surely", "\x00\x01\x02\x03\x04"} {
+			if c.fast.rank(s) != noRank {
+				t.Errorf("%s: %q has a rank", tt.enc, s)
+			}
+		}
+	}
+}
