@@ -53,8 +53,11 @@ func Get(enc Encoding) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: encoding %q: %w", enc, err)
 	}
-	c := &Counter{enc: enc, chunked: enc == O200kBase || enc == Cl100kBase, memo: newMemo(memoMax)}
-	if piece := pieces[enc]; piece != nil {
+	// The encodings whose split patterns are written out are the ones
+	// chunkEnd's reasoning holds for.
+	piece := pieces[enc]
+	c := &Counter{enc: enc, chunked: piece != nil, memo: newMemo(memoMax)}
+	if piece != nil {
 		// The codec is dropped once its vocabulary is read: its regexp
 		// and the reverse table Decode built are not needed again.
 		if c.fast, err = newBPE(codec, piece); err != nil {
