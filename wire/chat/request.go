@@ -223,11 +223,7 @@ func toolName(def []byte) string {
 	if typ, ok := jsonspan.StringField(def, ms, "type"); !ok || typ != "" && typ != "function" {
 		return ""
 	}
-	fs, ok := jsonspan.Value(ms, "function")
-	if !ok {
-		return ""
-	}
-	name, _ := jsonspan.StringAt(def[fs.Start:fs.End], "name")
+	name, _ := jsonspan.StringAt(jsonspan.Raw(def, ms, "function"), "name")
 	return name
 }
 

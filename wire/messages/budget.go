@@ -34,11 +34,15 @@ const minThinkingBudget = 1024
 // thinking is the client's thinking.budget_tokens with extended thinking
 // enabled; 0 without.
 func (r *Request) thinking() int64 {
-	t := jsonspan.Result(r.body, r.members, "thinking")
-	if typ, _ := jsonspan.StringAt([]byte(t.Raw), "type"); typ != "enabled" {
+	t := jsonspan.Raw(r.body, r.members, "thinking")
+	ms, err := jsonspan.Members(t)
+	if err != nil {
+		return 0 // absent, null or not an object
+	}
+	if typ, _ := jsonspan.StringField(t, ms, "type"); typ != "enabled" {
 		return 0
 	}
-	return jsonspan.ResultAt([]byte(t.Raw), "budget_tokens").Int()
+	return jsonspan.Result(t, ms, "budget_tokens").Int()
 }
 
 // thinkingBudget lowers the follow-up's thinking.budget_tokens below what

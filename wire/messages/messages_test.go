@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/wire"
-	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/streamtest"
 )
 
@@ -486,7 +485,11 @@ func TestThinkingBudgetLastRepeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := jsonspan.ResultAt(out, "thinking", "budget_tokens").Int(); got != 2499 {
+	follow, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := follow.thinking(); got != 2499 {
 		t.Fatalf("follow-up budget_tokens = %d, want 2499: %s", got, out)
 	}
 	for _, body := range []string{

@@ -114,12 +114,7 @@ func (w *eventWriter) item(i int, it []byte) error {
 	if err != nil {
 		return errNotResponse
 	}
-	raw := func(key string) []byte {
-		if s, ok := jsonspan.Value(ms, key); ok {
-			return it[s.Start:s.End]
-		}
-		return nil
-	}
+	raw := func(key string) []byte { return jsonspan.Raw(it, ms, key) }
 	id := raw("id")
 	var added []jsonspan.Edit
 	set := func(key, value string) {
@@ -186,12 +181,7 @@ func (w *eventWriter) parts(i int, id, content []byte) error {
 		if err != nil {
 			return errNotResponse
 		}
-		raw := func(key string) []byte {
-			if s, ok := jsonspan.Value(ms, key); ok {
-				return part[s.Start:s.End]
-			}
-			return nil
-		}
+		raw := func(key string) []byte { return jsonspan.Raw(part, ms, key) }
 		var edits []jsonspan.Edit
 		set := func(key, value string) {
 			if _, ok := jsonspan.Value(ms, key); ok {

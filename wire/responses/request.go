@@ -200,16 +200,10 @@ func (r *Request) parseInput(raw []byte) error {
 		if !okType || !okName {
 			return wire.BadRequest("invalid_type", p, "'%s' has a field of the wrong type", p)
 		}
-		member := func(key string) []byte {
-			if s, ok := jsonspan.Value(ms, key); ok {
-				return item[s.Start:s.End]
-			}
-			return nil
-		}
 		switch typ {
 		case "", "message":
 			var role string
-			rawRole := member("role")
+			rawRole := jsonspan.Raw(item, ms, "role")
 			if rawRole == nil {
 				return wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
 			}
@@ -219,7 +213,7 @@ func (r *Request) parseInput(raw []byte) error {
 			if !slices.Contains(roles, role) {
 				return wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 			}
-			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(member("content"))})
+			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(jsonspan.Raw(item, ms, "content"))})
 		case "function_call":
 			if name != "" && !called[name] {
 				called[name] = true
@@ -227,7 +221,7 @@ func (r *Request) parseInput(raw []byte) error {
 			}
 			v.Turns = append(v.Turns, wire.Turn{Role: "assistant"})
 		case "function_call_output", "custom_tool_call_output":
-			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(member("output"))})
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(jsonspan.Raw(item, ms, "output"))})
 		}
 		// reasoning, item_reference, built-in tool calls...: nothing to rank on.
 	}

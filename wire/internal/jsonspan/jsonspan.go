@@ -228,55 +228,44 @@ func Value(ms []Member, key string) (Span, bool) {
 // when a member on the path is absent or null; "" and false when b or a
 // value on the path is not an object, or the value is not a string.
 func StringAt(b []byte, path ...string) (string, bool) {
-	v, ok := walk(b, path)
-	if !ok || v == nil || IsNull(v) {
-		return "", ok
-	}
-	s, err := Unquote(v)
-	return s, err == nil
-}
-
-// ResultAt is the value at path in b as gjson reads it, with keys matched
-// as StringAt matches them (gjson's Get takes the first of repeated keys).
-func ResultAt(b []byte, path ...string) gjson.Result {
-	if v, _ := walk(b, path); v != nil {
-		return gjson.ParseBytes(v)
-	}
-	return gjson.Result{}
-}
-
-// walk follows path through nested objects and returns the value's bytes:
-// nil and true when a member on the way is absent or null, nil and false
-// when b or a value on the way is not an object.
-func walk(b []byte, path []string) ([]byte, bool) {
 	if len(path) == 0 {
-		return nil, false
+		return "", false
 	}
 	for _, key := range path {
-		if b = bytes.TrimSpace(b); IsNull(b) {
-			return nil, true
+		if IsNull(b) {
+			return "", true
 		}
 		ms, err := Members(b)
 		if err != nil {
-			return nil, false
+			return "", false
 		}
-		s, ok := Value(ms, key)
-		if !ok {
-			return nil, true
+		if b = Raw(b, ms, key); b == nil {
+			return "", true
 		}
-		b = b[s.Start:s.End]
 	}
-	return b, true
+	if IsNull(b) {
+		return "", true
+	}
+	s, err := Unquote(b)
+	return s, err == nil
+}
+
+// Raw is the value of the last member named key of the object b (whose
+// members are ms), or nil when there is none.
+func Raw(b []byte, ms []Member, key string) []byte {
+	if s, ok := Value(ms, key); ok {
+		return b[s.Start:s.End]
+	}
+	return nil
 }
 
 // Result is the value of the last member named key as gjson reads it:
 // gjson.Get takes the first of repeated keys, where servers take the last.
 func Result(b []byte, ms []Member, key string) gjson.Result {
-	s, ok := Value(ms, key)
-	if !ok {
-		return gjson.Result{}
+	if v := Raw(b, ms, key); v != nil {
+		return gjson.ParseBytes(v)
 	}
-	return gjson.ParseBytes(b[s.Start:s.End])
+	return gjson.Result{}
 }
 
 // Unambiguous reports whether each of names is the key of at most one
