@@ -1,5 +1,6 @@
-// Package streamtest drives an API package's stream translator through one
-// upstream round the way the proxy does, for the API packages' tests.
+// Package streamtest holds what the API packages' tests share: it drives a
+// stream translator through one upstream round the way the proxy does, and
+// tells whether an error message leaks the decoder's wording.
 package streamtest
 
 import (
