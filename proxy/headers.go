@@ -99,12 +99,15 @@ func upstreamRequestHeader(in http.Header) http.Header {
 //
 // The upstream's Access-Control-* headers stay upstream: the proxy answers
 // a browser's CORS itself (guard.go), and the public APIs' own (allowing
-// every origin) would replace that answer. Vary adds to the proxy's
-// (Origin) instead of replacing it.
+// every origin) would replace that answer. So do its X-Skillrouter-*
+// headers: they are the proxy's report of its own decision, and an
+// upstream's (another skillrouter behind this one, or any server) would
+// replace or contradict it. Vary adds to the proxy's (Origin) instead of
+// replacing it.
 func copyResponseHeader(dst, src http.Header, keepLength bool) {
 	for k, vv := range src {
 		switch {
-		case strings.HasPrefix(k, "Access-Control-"):
+		case strings.HasPrefix(k, "Access-Control-"), strings.HasPrefix(k, skillrouterPrefix):
 			continue
 		case k == "Vary":
 			dst[k] = append(dst[k], vv...)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -256,6 +257,45 @@ func TestUpstreamCORSHeadersStayUpstream(t *testing.T) {
 				if e := r.Header.Get("Expect"); e != "" {
 					t.Errorf("Expect %q went upstream", e)
 				}
+			}
+		})
+	}
+}
+
+// TestUpstreamSkillrouterHeadersStayUpstream: X-Skillrouter-* response
+// headers report this proxy's decision. An upstream's (another skillrouter
+// behind this one, or any server) must neither replace nor contradict them,
+// streamed or not, nor reach the client when this proxy sets none.
+func TestUpstreamSkillrouterHeadersStayUpstream(t *testing.T) {
+	spoof := func(next fakeai.Responder) fakeai.Responder {
+		return func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			for _, k := range []string{HeaderSelected, HeaderStrategy, HeaderToolRounds, "X-Skillrouter-Upstream-Only"} {
+				w.Header().Set(k, "spoofed")
+			}
+			next(w, r, rec)
+		}
+	}
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(spoof(fakeai.Reply(fakeai.Turn{Content: "hi"})))
+			body := simpleChat
+			if stream {
+				body = streamChat("")
+			}
+			resp, b := h.chat(body, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			for k, vv := range resp.Header {
+				for _, v := range vv {
+					if strings.HasPrefix(k, "X-Skillrouter-") && strings.Contains(v, "spoofed") {
+						t.Errorf("%s: %q came from the upstream", k, v)
+					}
+				}
+			}
+			if resp.Header.Get(HeaderSelected) == "" || resp.Header.Get(HeaderStrategy) == "" {
+				t.Errorf("the proxy's own decision headers are missing: %v", resp.Header)
 			}
 		})
 	}
