@@ -197,6 +197,9 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 		return m, wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(m.role))
 	}
 	if cs, ok := jsonspan.Value(ms, "content"); ok {
+		if err := openai.CheckContent(p+".content", raw[cs.Start:cs.End]); err != nil {
+			return m, err
+		}
 		m.text = openai.ContentText(raw[cs.Start:cs.End])
 	}
 	if m.role == "assistant" {

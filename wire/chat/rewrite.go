@@ -226,8 +226,8 @@ func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
 // withCatalog returns message m with the catalog (given JSON-encoded)
 // appended to its content, as parts to concatenate: "\n\n"+catalog for
 // string content, a text part for array content, the catalog itself for
-// null or missing content. nil means the content has another shape and m
-// is left alone. The common case, string content, is returned as slices of
+// null or missing content. nil means the content has another shape (Parse
+// rejects those) and m is left alone. The common case, string content, is returned as slices of
 // m and the catalog, so that Render copies the ~10 KB catalog once, not
 // three times.
 func withCatalog(m message, quoted []byte) ([][]byte, error) {

@@ -213,7 +213,11 @@ func (r *Request) parseInput(raw []byte) error {
 			if !slices.Contains(roles, role) {
 				return wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 			}
-			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(jsonspan.Raw(item, ms, "content"))})
+			content := jsonspan.Raw(item, ms, "content")
+			if err := openai.CheckContent(p+".content", content); err != nil {
+				return err
+			}
+			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(content)})
 		case "function_call":
 			if name != "" && !called[name] {
 				called[name] = true

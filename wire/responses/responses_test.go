@@ -58,6 +58,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"input":[{"role":3,"content":"x"}]}`, "input[0].role", "must be a string"},
 		{`{"input":[{"Role":"user","content":"x"}]}`, "input[0].role", "missing required parameter"},
 		{`{"input":[{"type":"function_call","name":5}]}`, "input[0]", "has a field of the wrong type"},
+		{`{"input":[{"role":"user","content":5}]}`, "input[0].content", "'input[0].content' must be a string or an array of content parts, got a number"},
+		{`{"input":[{"type":"message","role":"user","content":{"type":"input_text"}}]}`, "input[0].content", "got an object"},
 		{`{"input":[{"role":"tool","content":"x"}]}`, "input[0].role", `must be one of user, assistant, system or developer, got "tool"`},
 		{`{"input":"x","tools":"web_search"}`, "tools", "must be an array of tool objects, got a string"},
 		{`{"input":"x","tools":[[]]}`, "tools[0]", "must be a tool object"},

@@ -113,6 +113,23 @@ func ToolChoice(raw []byte) wire.ToolChoice {
 	return tc
 }
 
+// CheckContent rejects a message content (param names it) that neither API
+// takes: a number, a boolean or an object, where a string or an array of
+// parts belongs (null is left to the upstream: assistant messages carry it).
+// Read as text it would rank the request on nothing and forward it to fail
+// upstream with the rewrite's cost spent.
+func CheckContent(param string, content []byte) error {
+	content = bytes.TrimSpace(content)
+	if len(content) == 0 {
+		return nil
+	}
+	switch content[0] {
+	case '"', '[', 'n':
+		return nil
+	}
+	return wire.TypeError(param, "a string or an array of content parts", content)
+}
+
 // ContentText joins the text of a content value: a string, or an array of
 // parts of which only text parts count ("text" in Chat, "input_text" and
 // "output_text" in Responses); images, audio and files are not text to rank
