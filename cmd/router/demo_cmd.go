@@ -94,7 +94,8 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 		}
 	}
 	if keep {
-		fmt.Fprintf(out, "\nserving on %s (model \"demo\"; Chat Completions, Responses and Anthropic Messages); Ctrl-C to stop\n", base)
+		fmt.Fprintf(out, "\nserving on %s (model \"demo\"; Chat Completions, Responses and Anthropic Messages), MCP at %s; Ctrl-C to stop\n",
+			base, strings.TrimSuffix(base, "/v1")+"/mcp")
 		<-ctx.Done()
 	}
 	return nil
@@ -121,9 +122,10 @@ func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, 
 	cfg.Watch = false
 	cfg.Log.Level = "warn"
 	log := newLogger(cfg.Log, os.Stderr)
-	srv, reg, build, err := buildProxy(ctx, cfg, roots, log)
+	// As serve wires it, MCP at /mcp included (its default).
+	sv, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, nil)
 	if err == nil {
-		err = build(ctx)
+		err = sv.build(ctx)
 	}
 	if err != nil {
 		model.Close()
@@ -131,13 +133,18 @@ func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, 
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
+		sv.lib.close()
 		model.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = sv.srv
+	if sv.mcp != nil {
+		handler = withMCP(sv.srv, sv.srv.Protect(sv.mcp.Handler(ctx)))
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(proxy.ResetStalled(ln))
-	return &demoStack{base: "http://" + ln.Addr().String() + "/v1", skills: len(reg.Snapshot().Skills()),
-		stop: func() { hs.Close(); model.Close() }}, nil
+	return &demoStack{base: "http://" + ln.Addr().String() + "/v1", skills: len(sv.reg.Snapshot().Skills()),
+		stop: func() { hs.Close(); model.Close(); sv.lib.close() }}, nil
 }
 
 func demoExchange(ctx context.Context, out io.Writer, base string, p demoPrompt) error {

@@ -47,6 +47,9 @@ func TestDemoModelReply(t *testing.T) {
 		{"asks to load", `{"model":"m","messages":[{"role":"user","content":"load regex-builder"}],"tools":[{"type":"function","function":{"name":"load_skill"}}]}`, true, ""},
 		{"no tool offered", `{"model":"m","messages":[{"role":"user","content":"load regex-builder"}]}`, false, "no skill instructions"},
 		{"answered", `{"model":"m","messages":[{"role":"user","content":"load x"},{"role":"tool","tool_call_id":"a","content":"<skill_context id=\"x\">"}],"tools":[{"type":"function","function":{"name":"load_skill"}}]}`, false, "x (tool)"},
+		// A library without the skill: the demo says why nothing loaded.
+		{"not found", `{"model":"m","messages":[{"role":"user","content":"load x\u0026y"},{"role":"tool","tool_call_id":"a","content":"<skill_error id=\"x\u0026amp;y\" reason=\"not_found\">\n  <message>The skill \"x\u0026amp;y\" is unavailable: no skill has this id.</message>\n</skill_error>"}],"tools":[{"type":"function","function":{"name":"load_skill"}}]}`,
+			false, `load_skill "x&y" answered not_found: The skill "x&y" is unavailable: no skill has this id.`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +119,20 @@ func TestDemoStackAllAPIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.stop()
+	// MCP is served beside the APIs, as serve does by default.
+	mreq, _ := http.NewRequest(http.MethodPost, strings.TrimSuffix(d.base, "/v1")+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	mreq.Header.Set("Content-Type", "application/json")
+	mreq.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(mreq); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"serverInfo"`) {
+			t.Errorf("/mcp: status %d: %s", resp.StatusCode, b)
+		}
+	}
 	const ask = "Please load regex-builder and then write a regex for ISO dates."
 	tests := []struct {
 		name, path, body string

@@ -11,6 +11,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"regexp"
@@ -25,7 +26,9 @@ import (
 var (
 	envelopeRe = regexp.MustCompile(`<skill_context id="([^"]+)">`)
 	catalogRe  = regexp.MustCompile(`<skill>`)
-	loadAskRe  = regexp.MustCompile(`(?i)\bload (?:the )?(?:skill )?([a-z0-9][a-z0-9/_.-]*)`)
+	// A load_skill error as the proxy writes it (router.loadSkillError).
+	skillErrorRe = regexp.MustCompile(`(?s)<skill_error id="([^"]*)" reason="([^"]*)">\s*<message>(.*?)</message>`)
+	loadAskRe    = regexp.MustCompile(`(?i)\bload (?:the )?(?:skill )?([a-z0-9][a-z0-9/_.-]*)`)
 )
 
 func serveDemoModel(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +127,16 @@ func demoReply(req *wire.Request) wire.Reply {
 		fmt.Fprintf(&b, "; skill instructions in my context: %s", strings.Join(loaded, ", "))
 	} else {
 		b.WriteString("; no skill instructions were loaded")
+	}
+	// A load_skill the proxy answered with an error (an id the library
+	// does not have): say so, or the demo looks broken on other libraries.
+	for _, m := range req.Turns {
+		if m.Role != "tool" {
+			continue
+		}
+		for _, g := range skillErrorRe.FindAllStringSubmatch(m.Text, -1) {
+			fmt.Fprintf(&b, "; load_skill %q answered %s: %s", html.UnescapeString(g[1]), g[2], strings.TrimSuffix(html.UnescapeString(g[3]), "."))
+		}
 	}
 	b.WriteString(".")
 	rep.Text = b.String()
