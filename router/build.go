@@ -250,14 +250,16 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		ix.settled = pre.settledIndex()
 	}
 	r.logPrebuilt(pre, prev, stats)
-	msg, attrs := "routing index built", []any{"skills", len(list), "changed", changed}
+	msg, attrs := "routing index built", []any{"skills", len(list)}
 	switch {
 	case fresh && prev != nil:
-		msg, attrs = "routing index settled", []any{"skills", len(list)} // prompts now equal a fresh start's
+		msg = "routing index settled" // prompts now equal a fresh start's
 	case prev != nil:
-		// A change's build: settled when it refitted (past a tenth of the
-		// library), which no settle line follows; else one will.
-		attrs = append(attrs, "settled", ix.settled)
+		// A change's build: what the change touched, and settled when it
+		// refitted (past a tenth of the library), which no settle line
+		// follows; else one will. The first build has nothing to compare
+		// with: every skill would read as changed, kept index or not.
+		attrs = append(attrs, "changed", changed, "settled", ix.settled)
 	}
 	attrs = append(attrs, "took", time.Since(start).Round(time.Millisecond))
 	if ix.emb != nil {
