@@ -646,10 +646,10 @@ type configFlags struct {
 	aliases     map[string][]string // flag name -> older names that set it too
 }
 
-// registerServing registers every key's flag and --print-config, for the
-// commands that serve (serve, mcp).
-func (cf *configFlags) registerServing(fs *pflag.FlagSet) {
-	cf.register(fs)
+// registerServing registers the flags of the keys at paths (every key when
+// none) and --print-config, for the commands that serve (serve, mcp).
+func (cf *configFlags) registerServing(fs *pflag.FlagSet, paths ...string) {
+	cf.register(fs, paths...)
 	fs.BoolVar(&cf.printConfig, "print-config", false, "print the effective configuration as YAML (secrets redacted) and exit")
 }
 
@@ -1228,13 +1228,18 @@ func (c config) redacted() config {
 	return c
 }
 
-// configHelp is the table of keys in `router serve --help`.
-func configHelp() string {
+// configHelp is the table of keys in `router serve --help`: the keys at
+// paths (every key when none), as the command registered them.
+func configHelp(paths ...string) string {
 	def := defaultConfig()
+	shown := func(path string) bool { return len(paths) == 0 || slices.Contains(paths, path) }
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  KEY\tENVIRONMENT\tFLAG\tDEFAULT")
 	for _, k := range configKeys {
+		if !shown(k.path) {
+			continue
+		}
 		flag := "-"
 		if k.flag != "" {
 			flag = "--" + k.flag
@@ -1251,13 +1256,18 @@ func configHelp() string {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", k.path, env, flag, d)
 	}
-	fmt.Fprintln(tw, "  routing.min_score\t-\t-\tcalibrated (map strategy: score)")
-	fmt.Fprintln(tw, "  ab.arms\t-\t-\tnone (list of name, percent, strategy, embedder)")
+	// Keys of the file only.
+	if shown("routing.strategy") {
+		fmt.Fprintln(tw, "  routing.min_score\t-\t-\tcalibrated (map strategy: score)")
+	}
+	if shown("ab.header") {
+		fmt.Fprintln(tw, "  ab.arms\t-\t-\tnone (list of name, percent, strategy, embedder)")
+	}
 	tw.Flush()
 	// Keys with a flag are described under Flags; the others here.
 	b.WriteString("\nKeys without a flag of their own:\n")
 	for _, k := range configKeys {
-		if k.flag == "" && k.help != "" {
+		if k.flag == "" && k.help != "" && shown(k.path) {
 			fmt.Fprintf(&b, "  %s: %s\n", k.path, k.help)
 		}
 	}

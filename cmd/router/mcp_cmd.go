@@ -35,17 +35,38 @@ func newMCPCmd() *cobra.Command {
 			"skill, and list_changed notifications when the library changes. Logs go to stderr.\n" +
 			"The answers are the proxy's own (docs/mcp.md). `router serve` serves the same at /mcp.\n\n" +
 			"It reads the same configuration as `router serve` (file, SKILLROUTER_* environment, flags);\n" +
-			"listen, upstream, tool_rounds, body_limit, rewrite catalog settings, mcp and ab do not apply.\n\n" +
-			configHelp(),
+			"of it the library, embedder, routing, exec, log and debug settings and rewrite.description_limit\n" +
+			"apply, and only those have flags here: the HTTP server's (listen, upstream, server, auth, the\n" +
+			"rest of rewrite, tool_rounds, body_limit, mcp, ab) are serve's.\n\n" +
+			configHelp(mcpKeys()...),
 		Example: "  router mcp --skills examples/skills\n" +
 			"  router mcp --config examples/config.yaml --exec\n" +
 			"  claude mcp add skills -- router mcp --skills ~/skills",
 		Args: cobra.NoArgs,
 		RunE: runConfigured(&cf, runMCP),
 	}
-	cf.registerServing(cmd.Flags())
+	cf.registerServing(cmd.Flags(), mcpKeys()...)
 	cmd.Flags().SortFlags = false
 	return cmd
+}
+
+// mcpKeys are the configuration keys `router mcp` reads: a flag of serve's
+// HTTP side here would be taken and silently ignored. A configuration file
+// shared with serve may still hold those keys.
+func mcpKeys() []string {
+	var keys []string
+	for _, k := range configKeys {
+		p := k.path
+		switch {
+		case p == "listen", p == "tool_rounds", p == "body_limit",
+			strings.HasPrefix(p, "rewrite.") && p != "rewrite.description_limit",
+			strings.HasPrefix(p, "upstream."), strings.HasPrefix(p, "server."), strings.HasPrefix(p, "auth."),
+			strings.HasPrefix(p, "mcp."), strings.HasPrefix(p, "ab."):
+			continue
+		}
+		keys = append(keys, p)
+	}
+	return keys
 }
 
 // runMCP serves stdio until the client disconnects or ctx ends. The session

@@ -84,3 +84,38 @@ func TestServeMCP(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPFlags: `router mcp` takes the flags of the keys it reads and
+// refuses serve's HTTP-side ones, which it would take and ignore; its help
+// lists only its keys. A configuration file may still hold the others.
+func TestMCPFlags(t *testing.T) {
+	for _, flag := range []string{"--listen", "--upstream", "--tool-rounds", "--catalog-budget", "--max-connections", "--mcp"} {
+		_, _, err := run(t, "mcp", "--skills", "../../examples/skills", flag+"=1")
+		if err == nil || !strings.Contains(err.Error(), "unknown flag") {
+			t.Errorf("%s: %v, want unknown flag", flag, err)
+		}
+	}
+	out, _, err := run(t, "mcp", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--skills", "--embedder", "--strategy", "--exec", "--log-level", "--debug-listen", "rewrite.description_limit", "--print-config"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %s", want)
+		}
+	}
+	for _, not := range []string{"upstream.url", "--listen", "ab.arms", "server.max_connections"} {
+		if strings.Contains(out, not) {
+			t.Errorf("help lists %s, which mcp does not read", not)
+		}
+	}
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "router.yaml")
+	if err := os.WriteFile(cfgFile, []byte("listen: 127.0.0.1:9\nupstream:\n  url: http://127.0.0.1:9/v1\nlog:\n  level: warn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = run(t, "mcp", "--config", cfgFile, "--skills", "../../examples/skills", "--print-config")
+	if err != nil || !strings.Contains(out, "level: warn") {
+		t.Fatalf("a shared configuration file: %v\n%s", err, out)
+	}
+}
