@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -104,10 +105,15 @@ func upstreamRequestHeader(in http.Header) http.Header {
 // upstream's (another skillrouter behind this one, or any server) would
 // replace or contradict it. Vary adds to the proxy's (Origin) instead of
 // replacing it.
+//
+// Hop-by-hop headers are left out of the copy rather than deleted from dst
+// after it: dst holds the proxy's own headers already, and an upstream's
+// Connection naming them (Connection: X-Skillrouter-Selected, Vary) would
+// have deleted them.
 func copyResponseHeader(dst, src http.Header, keepLength bool) {
 	for k, vv := range src {
 		switch {
-		case strings.HasPrefix(k, "Access-Control-"), strings.HasPrefix(k, skillrouterPrefix):
+		case strings.HasPrefix(k, "Access-Control-"), strings.HasPrefix(k, skillrouterPrefix), isHop(src, k):
 			continue
 		case k == "Vary":
 			dst[k] = append(dst[k], vv...)
@@ -115,10 +121,25 @@ func copyResponseHeader(dst, src http.Header, keepLength bool) {
 		}
 		dst[k] = append([]string(nil), vv...)
 	}
-	removeHopHeaders(dst)
 	if !keepLength {
 		dst.Del("Content-Length")
 	}
+}
+
+// isHop reports whether header k of h is hop-by-hop: one of hopHeaders, or
+// one h's Connection names.
+func isHop(h http.Header, k string) bool {
+	if slices.Contains(hopHeaders, k) {
+		return true
+	}
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(textproto.TrimString(f), k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // headerIdempotencyKey names one request (an SDK that sends it keeps it

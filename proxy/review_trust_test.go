@@ -223,6 +223,9 @@ func TestUpstreamCORSHeadersStayUpstream(t *testing.T) {
 			w.Header().Set("Access-Control-Allow-Origin", "*")
 			w.Header().Set("Access-Control-Expose-Headers", "x-secret-internal")
 			w.Header().Set("Vary", "Accept-Encoding")
+			// Naming the proxy's own CORS headers hop-by-hop must not
+			// delete them from its answer.
+			w.Header().Set("Connection", "Access-Control-Allow-Origin")
 			next(w, r, rec)
 		}
 	}
@@ -272,6 +275,10 @@ func TestUpstreamSkillrouterHeadersStayUpstream(t *testing.T) {
 			for _, k := range []string{HeaderSelected, HeaderStrategy, HeaderToolRounds, "X-Skillrouter-Upstream-Only"} {
 				w.Header().Set(k, "spoofed")
 			}
+			// Hop-by-hop by the upstream's word: they stay on its hop,
+			// and the proxy's own headers of those names stay too.
+			w.Header().Set("Connection", "X-Skillrouter-Selected, x-skillrouter-strategy, X-Upstream-Hop")
+			w.Header().Set("X-Upstream-Hop", "1")
 			next(w, r, rec)
 		}
 	}
@@ -294,8 +301,11 @@ func TestUpstreamSkillrouterHeadersStayUpstream(t *testing.T) {
 					}
 				}
 			}
-			if resp.Header.Get(HeaderSelected) == "" || resp.Header.Get(HeaderStrategy) == "" {
+			if _, ok := resp.Header[HeaderSelected]; !ok || resp.Header.Get(HeaderStrategy) == "" {
 				t.Errorf("the proxy's own decision headers are missing: %v", resp.Header)
+			}
+			if resp.Header.Get("X-Upstream-Hop") != "" {
+				t.Errorf("a header the upstream's Connection names reached the client")
 			}
 		})
 	}
