@@ -279,3 +279,22 @@ func TestResponsesInputTokensCountsTheRewrite(t *testing.T) {
 		t.Errorf("%d %s", resp.StatusCode, b)
 	}
 }
+
+// An item reference may leave its type out ({"id": "msg_..."}, as the API
+// reference and the SDKs' types allow): the request is routed and relayed
+// with the reference as the client wrote it, not refused for a missing role.
+func TestResponsesItemReferenceWithoutType(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "done"}))
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","input":[{"id":"msg_1"},{"role":"user","content":"make me a pdf"}]}`, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 1 || gjson.GetBytes(reqs[0].Body, "input.0").Raw != `{"id":"msg_1"}` {
+		t.Fatalf("upstream got %s", reqs[0].Body)
+	}
+	if resp.Header.Get(HeaderStrategy) == "" {
+		t.Error("the request was not routed")
+	}
+}

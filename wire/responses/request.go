@@ -204,6 +204,11 @@ func (r *Request) parseInput(raw []byte) error {
 		case "", "message":
 			var role string
 			rawRole := jsonspan.Raw(item, ms, "role")
+			if rawRole == nil && typ == "" && jsonspan.Raw(item, ms, "id") != nil {
+				// An item reference may leave its type out ({"id":
+				// "msg_..."}): nothing to rank on, as with the type.
+				continue
+			}
 			if rawRole == nil {
 				return wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
 			}

@@ -26,6 +26,7 @@ func TestParseView(t *testing.T) {
 		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"xyz"},` +
 		`{"type":"function_call","call_id":"c1","name":"shell","arguments":"{}"},` +
 		`{"type":"function_call_output","call_id":"c1","output":"done"},` +
+		`{"type":"item_reference","id":"msg_0"},{"id":"msg_1"},` + // the type of an item reference is optional
 		`{"type":"some_future_item","x":1}],` +
 		`"tools":[{"type":"function","name":"shell","parameters":{}},{"type":"web_search"}],"tool_choice":"required","stream":true}`
 	r, err := Parse([]byte(body))
@@ -55,6 +56,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"input":5}`, "input", "'input' must be a string or an array of input items, got a number"},
 		{`{"input":[7]}`, "input[0]", "must be an input item object"},
 		{`{"input":[{"type":"message","content":"x"}]}`, "input[0].role", "missing required parameter"},
+		{`{"input":[{"type":"message","id":"msg_1","content":"x"}]}`, "input[0].role", "missing required parameter"},
+		{`{"input":[{"content":"x"}]}`, "input[0].role", "missing required parameter"},
 		{`{"input":[{"role":3,"content":"x"}]}`, "input[0].role", "must be a string"},
 		{`{"input":[{"Role":"user","content":"x"}]}`, "input[0].role", "missing required parameter"},
 		{`{"input":[{"type":"function_call","name":5}]}`, "input[0]", "has a field of the wrong type"},

@@ -318,8 +318,12 @@ func (q responsesReq) validateInput(prev *storedResponse) *apiErr {
 			return false
 		}
 		typ := it.Get("type")
-		if !typ.Exists() && it.Get("role").Exists() {
+		switch {
+		case typ.Exists():
+		case it.Get("role").Exists():
 			typ = gjson.Result{Type: gjson.String, Str: "message"}
+		case it.Get("id").Exists(): // an item reference's type is optional
+			typ = gjson.Result{Type: gjson.String, Str: "item_reference"}
 		}
 		switch typ.Str {
 		case "":

@@ -98,6 +98,8 @@ func TestResponsesValidation(t *testing.T) {
 		{"user output_text part", `{"model":"m","input":[{"role":"user","content":[{"type":"output_text","text":"hi"}]}]}`, 400, `Invalid value: 'output_text'`},
 		{"assistant input_text part", `{"model":"m","input":[{"role":"assistant","content":[{"type":"input_text","text":"hi"}]}]}`, 400, `Invalid value: 'input_text'`},
 		{"bad role", `{"model":"m","input":[{"role":"tool","content":"x"}]}`, 400, `Invalid value: 'tool'`},
+		{"item reference without its type", `{"model":"m","input":[{"id":"msg_1"},{"role":"user","content":"hi"}]}`, 200, `"completed"`},
+		{"item without type, role or id", `{"model":"m","input":[{"content":"x"}]}`, 400, `Missing required parameter: 'input[0].type'`},
 		{"reasoning by id with store off", `{"model":"m","store":false,"input":[{"type":"reasoning","id":"rs_1","summary":[]},{"role":"user","content":"hi"}]}`, 400, `Items are not persisted when`},
 		{"reasoning with foreign encrypted content", `{"model":"m","store":false,"input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"},{"role":"user","content":"hi"}]}`, 200, `"completed"`},
 		{"tampered encrypted content", `{"model":"m","store":false,"input":[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"changed"}],"encrypted_content":"` + signature("original") + `"},{"role":"user","content":"hi"}]}`, 400, `could not be verified`},
