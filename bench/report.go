@@ -160,7 +160,7 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 	lat := make([]time.Duration, len(obs))
 	var selected, shown []int
 	res := Result{Strategy: string(s), Embedder: cfg.Embedder}
-	if !usesEmbedder(s) {
+	if !router.UsesEmbedder(s) {
 		res.Embedder = "none"
 	}
 	var cpu time.Duration
@@ -171,7 +171,7 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 			res.Fallbacks++
 		}
 		res.AutoLoadDropped += o.dropped
-		if o.emb != "" && usesEmbedder(s) {
+		if o.emb != "" && router.UsesEmbedder(s) {
 			res.Embedder = o.emb
 		}
 		selected = append(selected, len(dedupe(o.judged.Selected)))
@@ -218,12 +218,6 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 		res.PromptTokensByEncoding = nil
 	}
 	return res
-}
-
-// usesEmbedder reports whether a strategy's ranking involves the embedder;
-// keyword and bm25 results are labelled "none" whatever the router is configured with.
-func usesEmbedder(s router.Strategy) bool {
-	return s == router.StrategyEmbedding || s == router.StrategyHybrid
 }
 
 func durInts(ds []time.Duration) []int64 {

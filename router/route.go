@@ -428,7 +428,7 @@ func (r *Router) Route(ctx context.Context, q Query) *Decision {
 		d.Latency = time.Since(start)
 		return d
 	}
-	if ix.emb != nil {
+	if ix.emb != nil && UsesEmbedder(strategy) {
 		d.Embedder = ix.emb.Name()
 	}
 	var pinned []string

@@ -36,6 +36,10 @@ const (
 // Strategies lists every strategy, in benchmark order.
 var Strategies = []Strategy{StrategyKeyword, StrategyBM25, StrategyEmbedding, StrategyHybrid}
 
+// UsesEmbedder reports whether strategy s ranks with the embedder (keyword
+// and bm25 do not).
+func UsesEmbedder(s Strategy) bool { return s == StrategyEmbedding || s == StrategyHybrid }
+
 // Scored is one ranked skill with its fused score and per-component scores
 // ("bm25", "bm25_norm", "cosine", "confidence", "keyword").
 type Scored struct {
@@ -65,7 +69,7 @@ type Query struct {
 type Decision struct {
 	Query          string            `json:"query"`
 	Strategy       Strategy          `json:"strategy"`
-	Embedder       string            `json:"embedder"`
+	Embedder       string            `json:"embedder"` // that the strategy ranks with ("" for keyword and bm25); after a fallback, the one that failed
 	Fallback       bool              `json:"fallback"`
 	FallbackReason string            `json:"fallback_reason,omitempty"`
 	FallbackCode   FallbackCode      `json:"fallback_code,omitempty"` // FallbackReason's short form, safe to show clients
