@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/internal/coldcache"
 )
 
 // BenchmarkBuiltinEmbedRealQueries embeds the upstream prompts with the
@@ -49,30 +51,22 @@ func BenchmarkBuiltinEmbedRealQueries(b *testing.B) {
 	}
 	for _, cold := range []bool{false, true} {
 		name := "warm"
-		var flush []byte
+		var flush *coldcache.Flusher
 		if cold {
-			// Under load the rest of a request and the other requests evict
-			// what an embedding reads; a flush larger than the last-level
-			// cache before each query stands in for them.
-			name, flush = "cold", make([]byte, 64<<20)
+			name, flush = "cold", coldcache.New()
 		}
 		b.Run(name, func(b *testing.B) {
-			var sink byte
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if cold {
 					b.StopTimer()
-					for j := 0; j < len(flush); j += 64 {
-						flush[j]++
-						sink += flush[j]
-					}
+					flush.Flush()
 					b.StartTimer()
 				}
 				if _, err := e.Embed(ctx, qs[i%len(qs):i%len(qs)+1]); err != nil {
 					b.Fatal(err)
 				}
 			}
-			_ = sink
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/coldcache"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -112,20 +113,16 @@ func benchChatRouter(b *testing.B) (*Router, [][]byte) {
 // caches flushed (cold) or the process idle for idle before each.
 func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
 	r, bodies := benchChatRouter(b)
-	var flush []byte
+	var flush *coldcache.Flusher
 	if cold {
-		flush = make([]byte, 64<<20) // larger than any last-level cache here
+		flush = coldcache.New()
 	}
-	var sink byte
 	durs := make([]time.Duration, 0, 4096)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if cold {
 			b.StopTimer()
-			for j := 0; j < len(flush); j += 64 {
-				flush[j]++
-				sink += flush[j]
-			}
+			flush.Flush()
 			b.StartTimer()
 		}
 		if idle > 0 {
@@ -140,7 +137,6 @@ func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
 			b.Fatalf("%v %+v", err, rw.Decision)
 		}
 	}
-	_ = sink
 	slices.Sort(durs)
 	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds()), "p99-µs")
