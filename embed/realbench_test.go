@@ -58,11 +58,7 @@ func BenchmarkBuiltinEmbedRealQueries(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if cold {
-					b.StopTimer()
-					flush.Flush()
-					b.StartTimer()
-				}
+				flush.Before(b)
 				if _, err := e.Embed(ctx, qs[i%len(qs):i%len(qs)+1]); err != nil {
 					b.Fatal(err)
 				}

@@ -120,11 +120,7 @@ func benchRewriteChat(b *testing.B, cold bool, idle time.Duration) {
 	durs := make([]time.Duration, 0, 4096)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if cold {
-			b.StopTimer()
-			flush.Flush()
-			b.StartTimer()
-		}
+		flush.Before(b)
 		if idle > 0 {
 			b.StopTimer()
 			time.Sleep(idle)
