@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -296,5 +297,35 @@ func TestResponsesItemReferenceWithoutType(t *testing.T) {
 	}
 	if resp.Header.Get(HeaderStrategy) == "" {
 		t.Error("the request was not routed")
+	}
+}
+
+// A call into a namespace tool is the client's, whatever its name: Codex
+// CLI offers each MCP server's tools as {"type":"namespace","name":
+// "mcp__NAME","tools":[...]}, and the model's call of that server's
+// search_skills carries "namespace": the proxy must relay it, not answer
+// it as its own search_skills, streamed or not.
+func TestResponsesNamespacedCallIsTheClients(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{
+				{ID: "call_ns", Name: "search_skills", Namespace: "mcp__skills", Arguments: `{"query":"pdf"}`}}}))
+			body := `{"model":"m","stream":` + strconv.FormatBool(stream) + `,"input":"make me a pdf","tools":[` +
+				`{"type":"namespace","name":"mcp__skills","description":"skills over MCP","tools":[{"type":"function","name":"search_skills","parameters":{}}]}]}`
+			resp, b := h.do("POST", "/v1/responses", body, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if n := len(h.up.Requests()); n != 1 {
+				t.Errorf("%d upstream requests: the proxy answered the client's call", n)
+			}
+			if rounds := resp.Header.Get(HeaderToolRounds) + resp.Trailer.Get(HeaderToolRounds); rounds != "0" {
+				t.Errorf("tool rounds %q, want 0", rounds)
+			}
+			if !strings.Contains(string(b), `"namespace":"mcp__skills"`) || !strings.Contains(string(b), `"call_ns"`) {
+				t.Errorf("the client did not get its call:\n%.2000s", b)
+			}
+		})
 	}
 }

@@ -32,9 +32,24 @@ func truncated(status string) bool { return status == "incomplete" || status == 
 type item struct {
 	Type      string `json:"type"`
 	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 	CallID    string `json:"call_id"`
 	ID        string `json:"id"`
 	Arguments string `json:"arguments"`
+}
+
+// owner is the name item it's ownership is decided by (see ownName).
+func (it item) owner() string { return ownName(it.Name, it.Namespace) }
+
+// ownName is the name the proxy's ownership of a call goes by: its name, or
+// "" for a call into a namespace tool (Codex CLI groups each MCP server's
+// tools in one, "mcp__NAME"). The proxy's tools are plain functions, so such
+// a call is the client's even when its name is load_skill or search_skills.
+func ownName(name, namespace string) string {
+	if namespace != "" {
+		return ""
+	}
+	return name
 }
 
 // callID is the call_id of a function call, else its id, else one made up.
@@ -102,12 +117,12 @@ func (r *Request) decodeAnswer(raw []byte, rnd int, mine func(name string) bool)
 	rd := ownership.Round{Mine: mine, Whole: true, NoHold: r.conversation != ""}
 	for i, raw := range resp.Output {
 		_ = json.Unmarshal(raw, &items[i])
-		rd.ProxyAhead = rd.ProxyAhead || (items[i].Type == "function_call" && mine(items[i].Name))
+		rd.ProxyAhead = rd.ProxyAhead || (items[i].Type == "function_call" && mine(items[i].owner()))
 	}
 	owners := make([]ownership.Owner, len(resp.Output))
 	var calls []wire.ToolCall
 	for i, it := range items {
-		o, resolved, shown := rd.Add(i, kind(it.Type), it.Name)
+		o, resolved, shown := rd.Add(i, kind(it.Type), it.owner())
 		owners[i] = o
 		for _, j := range resolved {
 			owners[j] = ownership.Client
@@ -274,7 +289,7 @@ func proxyItems(items []json.RawMessage, mine func(name string) bool) []bool {
 	for i, raw := range items {
 		var it item
 		_ = json.Unmarshal(raw, &it)
-		o, resolved, shown := rd.Add(i, kind(it.Type), it.Name)
+		o, resolved, shown := rd.Add(i, kind(it.Type), it.owner())
 		hide[i] = o == ownership.Proxy
 		for _, j := range resolved {
 			hide[j] = !shown

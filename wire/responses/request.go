@@ -224,7 +224,9 @@ func (r *Request) parseInput(raw []byte) error {
 			}
 			v.Turns = append(v.Turns, wire.Turn{Role: role, Text: openai.ContentText(content)})
 		case "function_call":
-			if name != "" && !called[name] {
+			// A call into a namespace tool is not one of the top-level
+			// functions the gate keeps for having been called.
+			if ns, _ := jsonspan.StringField(item, ms, "namespace"); name != "" && ns == "" && !called[name] {
 				called[name] = true
 				v.Called = append(v.Called, name)
 			}

@@ -93,6 +93,10 @@ type Call struct {
 	// Custom: a call of a custom (free-form) tool, Responses only
 	// ("custom_tool_call", answered with a custom_tool_call_output).
 	Custom bool
+	// Namespace: a call of a function inside a namespace tool, Responses
+	// only (the item's "namespace"; Codex CLI groups an MCP server's
+	// tools in one).
+	Namespace string
 }
 
 // Usage is the usage block of an answer. Chat writes it as it is; Responses

@@ -688,8 +688,12 @@ func (b *responseBuilder) callItem(i int, c Call, args, status string) ordered {
 		return ordered{"id", fmt.Sprintf("ctc_fake_%d_%d", b.n, i), "type", "custom_tool_call", "status", status,
 			"call_id", c.ID, "input", args, "name", c.Name}
 	}
-	return ordered{"id", fmt.Sprintf("fc_fake_%d_%d", b.n, i), "type", "function_call", "status", status,
+	it := ordered{"id", fmt.Sprintf("fc_fake_%d_%d", b.n, i), "type", "function_call", "status", status,
 		"arguments", args, "call_id", c.ID, "name", c.Name}
+	if c.Namespace != "" {
+		it = append(it, "namespace", c.Namespace)
+	}
+	return it
 }
 
 // orRaw returns v's raw JSON, or def when v is absent.
