@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"syscall"
@@ -87,7 +88,7 @@ func readResolved(r resolved, limit int) (any, *toolError) {
 		return nil, newError(CodeReadFailed, "%s could not be read", r.rel)
 	}
 	if info.IsDir() {
-		return listDir(f, r.rel)
+		return listDir(f, r)
 	}
 	if !info.Mode().IsRegular() {
 		return nil, newError(CodeNotAFile, "%s is not a regular file", r.rel)
@@ -118,7 +119,12 @@ func isBinary(b []byte) bool {
 	return bytes.IndexByte(head, 0) >= 0 || !utf8.Valid(b)
 }
 
-func listDir(f *os.File, rel string) (any, *toolError) {
+// listDir lists the folder f, r: what a read of each entry would give, so a
+// symbolic link is listed as what it leads to (a folder gets its "/") and
+// one that leads outside the skill, or nowhere, is not listed at all, as
+// resources/list leaves it out.
+func listDir(f *os.File, r resolved) (any, *toolError) {
+	rel := r.rel
 	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, newError(CodeReadFailed, "%s could not be listed", rel)
@@ -133,7 +139,19 @@ func listDir(f *os.File, rel string) (any, *toolError) {
 			continue // not a resource (resolveInSkill refuses it too)
 		}
 		n := prefix + e.Name()
-		if e.IsDir() {
+		dir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			t, terr := resolveInSkill(r.root, n)
+			if terr != nil {
+				continue
+			}
+			info, err := os.Stat(t.abs)
+			if err != nil {
+				continue
+			}
+			dir = info.IsDir()
+		}
+		if dir {
 			n += "/"
 		}
 		names = append(names, n)

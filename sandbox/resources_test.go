@@ -90,3 +90,50 @@ func TestReadSkillResource(t *testing.T) {
 		}
 	})
 }
+
+// A folder listing gives what a read of each entry would: a symbolic link
+// inside the skill is listed as what it leads to (a folder with its "/"),
+// one leading outside the skill or nowhere is left out, as resources/list
+// leaves it out, instead of listed and then refused.
+func TestListDirSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	skill := filepath.Join(dir, "linky")
+	for _, d := range []string{"references", "scripts"} {
+		if err := os.MkdirAll(filepath.Join(skill, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{"SKILL.md": "---\nname: linky\ndescription: Links.\n---\nBody.\n", "references/guide.md": "guide", "scripts/run.sh": "echo"} {
+		if err := os.WriteFile(filepath.Join(skill, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"references/passwd":  "/etc/passwd", // outside: left out
+		"references/etc":     "/etc",        // outside: left out
+		"references/gone":    "missing.md",  // nowhere: left out
+		"references/readme":  "../SKILL.md", // inside: a file
+		"references/scripts": "../scripts",  // inside: a folder
+	} {
+		if err := os.Symlink(target, filepath.Join(skill, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := newTestProvider(t, nil)
+	s := skillAt("linky", skill)
+	read := toolNamed(t, p.Tools(context.Background(), []*skills.Skill{s}), ToolReadResource)
+	var l listResult
+	if err := json.Unmarshal([]byte(callTool(t, read, "c", map[string]string{"skill_id": s.ID, "path": "references"})), &l); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"references/guide.md", "references/readme", "references/scripts/"}
+	if !l.OK || !slices.Equal(l.Entries, want) {
+		t.Fatalf("entries %q, want %q", l.Entries, want)
+	}
+	for _, e := range l.Entries {
+		var r struct{ OK bool }
+		if err := json.Unmarshal([]byte(callTool(t, read, "c", map[string]string{"skill_id": s.ID, "path": strings.TrimSuffix(e, "/")})), &r); err != nil || !r.OK {
+			t.Errorf("%s is listed but does not read", e)
+		}
+	}
+}
