@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,9 +37,10 @@ var demoPrompts = []demoPrompt{
 
 func newDemoCmd() *cobra.Command {
 	var (
-		dirs   []string
-		listen string
-		keep   bool
+		dirs     []string
+		listen   string
+		keep     bool
+		logLevel string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--skills DIR]... [\"message\"]...",
@@ -46,7 +48,8 @@ func newDemoCmd() *cobra.Command {
 		Long: "demo starts the real proxy (builtin embedder, hybrid strategy, all defaults) in front of a\n" +
 			"deterministic stand-in model, sends chat requests through it over HTTP and prints what\n" +
 			"the proxy decided and what the model received. With --keep it stays up so you can point\n" +
-			"curl or an OpenAI SDK at it. The stand-in calls load_skill when a message says \"load <id>\".\n" +
+			"curl, an SDK or an agent CLI at it (--log-level info logs each request's decision to stderr).\n" +
+			"The stand-in calls load_skill when a message says \"load <id>\".\n" +
 			"Default library: " + builtinExamples + ", the example library built into this binary, so the\n" +
 			"demo works from any folder.",
 		Example: "  router demo\n  router demo \"write a regex for ISO dates\"\n  router demo --keep --listen 127.0.0.1:8080",
@@ -61,7 +64,10 @@ func newDemoCmd() *cobra.Command {
 					prompts = append(prompts, demoPrompt{text: a})
 				}
 			}
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), dirs, listen, keep, prompts)
+			if _, err := parseLevel(logLevel); err != nil {
+				return err
+			}
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), dirs, listen, keep, logLevel, prompts)
 		},
 	}
 	addSkillsFlag(cmd.Flags(), &dirs)
@@ -69,17 +75,18 @@ func newDemoCmd() *cobra.Command {
 	cmd.Flags().Lookup("skills").Usage = "skill library folder; repeat for several (default: " + builtinExamples + ", the example library built into this binary)"
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address of the demo proxy")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep serving after the sample requests (Ctrl-C to stop)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "the proxy's log level: "+oneOf(logLevelNames)+" (info: a line per request with its decision)")
 	return cmd
 }
 
-func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, keep bool, prompts []demoPrompt) error {
+func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, keep bool, logLevel string, prompts []demoPrompt) error {
 	cfg := defaultConfig()
 	cfg.Skills = dirs
 	roots, err := requireRoots(&cfg, "router demo --skills "+builtinExamples)
 	if err != nil {
 		return err
 	}
-	d, err := startDemo(ctx, roots, listen)
+	d, err := startDemo(ctx, roots, listen, logLevel)
 	if err != nil {
 		return err
 	}
@@ -108,8 +115,9 @@ type demoStack struct {
 	stop   func()
 }
 
-// startDemo starts the stand-in model and the proxy in front of it.
-func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, error) {
+// startDemo starts the stand-in model and the proxy in front of it, logging
+// to stderr at logLevel ("" is warn).
+func startDemo(ctx context.Context, roots []string, listen, logLevel string) (*demoStack, error) {
 	modelLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo model: %w", err)
@@ -120,7 +128,7 @@ func startDemo(ctx context.Context, roots []string, listen string) (*demoStack, 
 	cfg := defaultConfig()
 	cfg.Upstream.URL = "http://" + modelLn.Addr().String() + "/v1"
 	cfg.Watch = false
-	cfg.Log.Level = "warn"
+	cfg.Log.Level = cmp.Or(logLevel, "warn")
 	log := newLogger(cfg.Log, os.Stderr)
 	// As serve wires it, MCP at /mcp included (its default).
 	sv, err := buildServer(ctx, cfg, roots, log, cfg.MCP.Enabled, nil)

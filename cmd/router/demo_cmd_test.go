@@ -18,7 +18,7 @@ import (
 // front of the stand-in model, over HTTP, on the shipped example library.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	err := runDemo(context.Background(), &out, []string{"../../examples/skills"}, "127.0.0.1:0", false, demoPrompts)
+	err := runDemo(context.Background(), &out, []string{"../../examples/skills"}, "127.0.0.1:0", false, "", demoPrompts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestDemoModelAPIs(t *testing.T) {
 // skill in its context.
 func TestDemoStackAllAPIs(t *testing.T) {
 	ctx := context.Background()
-	d, err := startDemo(ctx, []string{"../../examples/skills"}, "127.0.0.1:0")
+	d, err := startDemo(ctx, []string{"../../examples/skills"}, "127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +186,23 @@ func TestDemoNonASCIISkill(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runDemo(context.Background(), &out, []string{dir}, "127.0.0.1:0", false, []demoPrompt{{text: "#café how do I steam milk"}}); err != nil {
+	if err := runDemo(context.Background(), &out, []string{dir}, "127.0.0.1:0", false, "", []demoPrompt{{text: "#café how do I steam milk"}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "auto-loaded: café ") {
 		t.Fatalf("demo output:\n%s", out.String())
 	}
+}
+
+// demo --log-level: info logs each request's decision; a bad level is
+// refused before anything starts.
+func TestDemoLogLevel(t *testing.T) {
+	if _, _, err := run(t, "demo", "--log-level", "loud"); err == nil || !strings.Contains(err.Error(), `log.level "loud"`) {
+		t.Fatalf("bad level: %v", err)
+	}
+	d, err := startDemo(context.Background(), []string{"../../examples/skills"}, "127.0.0.1:0", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stop()
 }
