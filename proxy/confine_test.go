@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,27 @@ func TestUpstreamURLStaysUnderBase(t *testing.T) {
 	}
 	if u, err := tgt.url("/v1/models", "a=1"); err != nil || !strings.HasSuffix(u, "/openai/v1/models?a=1") {
 		t.Errorf("models: %s %v", u, err)
+	}
+}
+
+// The base URL's query parameters go with every request, the client's own
+// values winning: a gateway that wants ?api-version=... gets it on chat
+// requests as the upstream check sends it, not only on the check.
+func TestUpstreamURLBaseQuery(t *testing.T) {
+	base, _ := url.Parse("https://gw.example/openai/v1?api-version=2024-10-21&deployment=a%20b")
+	tgt := &upstreamTarget{base: baseURL(base)}
+	for _, tt := range []struct{ client, want string }{
+		{"", "api-version=2024-10-21&deployment=a%20b"},
+		{"a=1", "a=1&api-version=2024-10-21&deployment=a%20b"},
+		{"api-version=2025-01-01", "api-version=2025-01-01&deployment=a%20b"},
+		{"deployment=x&z", "deployment=x&z&api-version=2024-10-21"},
+	} {
+		u, err := tgt.url("/v1/chat/completions", tt.client)
+		if err != nil || u != "https://gw.example/openai/v1/chat/completions?"+tt.want {
+			t.Errorf("client %q: %s %v, want ?%s", tt.client, u, err, tt.want)
+		}
+	}
+	if got := withBaseQuery("a=1", ""); got != "a=1" {
+		t.Errorf("no base query: %q", got)
 	}
 }

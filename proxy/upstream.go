@@ -32,15 +32,39 @@ type upstreamTarget struct {
 }
 
 // url maps a client path under /v1 to the target's base URL; a path that
-// would leave the base (see confine.go) is an error.
+// would leave the base (see confine.go) is an error. The client's query is
+// kept as it came; the base URL's parameters the client does not set are
+// added to it (a gateway that wants ?api-version=... on every request, as
+// the upstream check sends it too).
 func (t *upstreamTarget) url(clientPath, rawQuery string) (string, error) {
 	u := *t.base
 	u.Path = t.base.Path + strings.TrimPrefix(clientPath, "/v1")
 	if !strings.HasPrefix(clientPath, "/v1/") && clientPath != "/v1" || !within(u.Path, t.base.Path) {
 		return "", errOutsideBase
 	}
-	u.RawQuery = rawQuery
+	u.RawQuery = withBaseQuery(rawQuery, t.base.RawQuery)
 	return u.String(), nil
+}
+
+// withBaseQuery adds to the client's raw query the parameters of base it
+// does not have, in base's order.
+func withBaseQuery(client, base string) string {
+	if base == "" {
+		return client
+	}
+	have, _ := url.ParseQuery(client)
+	out := client
+	for kv := range strings.SplitSeq(base, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if name, err := url.QueryUnescape(k); kv == "" || err != nil || have.Has(name) {
+			continue
+		}
+		if out != "" {
+			out += "&"
+		}
+		out += kv
+	}
+	return out
 }
 
 // header builds the upstream request headers from the client's.

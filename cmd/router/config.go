@@ -1068,14 +1068,22 @@ func atPrefix(prefix string) string {
 // validate reports the first bad value as a *valueError naming its key and
 // what the key accepts.
 func (c *config) validate() error {
-	u, err := url.Parse(c.Upstream.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &valueError{"upstream.url", c.Upstream.URL, "want an absolute http(s) URL such as " + proxy.DefaultUpstream}
-	}
-	if c.Upstream.AnthropicURL != "" {
-		u, err := url.Parse(c.Upstream.AnthropicURL)
+	for _, up := range []struct{ key, v, example, keyKey string }{
+		{"upstream.url", c.Upstream.URL, proxy.DefaultUpstream, "upstream.api_key"},
+		{"upstream.anthropic_url", c.Upstream.AnthropicURL, "https://api.anthropic.com/v1", "upstream.anthropic_api_key"},
+	} {
+		if up.v == "" && up.key == "upstream.anthropic_url" {
+			continue // upstream.url's
+		}
+		u, err := url.Parse(up.v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &valueError{"upstream.anthropic_url", c.Upstream.AnthropicURL, "want an absolute http(s) URL such as https://api.anthropic.com/v1"}
+			return &valueError{up.key, up.v, "want an absolute http(s) URL such as " + up.example}
+		}
+		if u.User != nil {
+			// The check's client would send them, the proxy's requests not.
+			shown := *u
+			shown.User = url.User("xxxxx") // a user name alone may be a token
+			return &valueError{up.key, shown.String(), "credentials in the URL are not sent with requests: set " + up.keyKey + " instead"}
 		}
 	}
 	for _, l := range []struct{ key, v string }{
