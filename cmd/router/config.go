@@ -377,9 +377,9 @@ var configKeys = []configKey{
 	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},
 }
 
-// pathKeys are the keys holding folders: relative values in a config file
-// are relative to the file's folder.
-var pathKeys = []string{"routing.index_dir", "routing.prebuilt_index", "embedder.cache_dir", "exec.output_dir"}
+// pathKeys are the keys holding folders or files: relative values in a
+// config file are relative to the file's folder.
+var pathKeys = []string{"routing.index_dir", "routing.prebuilt_index", "embedder.cache_dir", "exec.output_dir", "auth.api_keys_file"}
 
 // shownDefaults replaces a zero default in --help where the real default
 // is decided downstream (by the embedding provider or the sandbox).
@@ -1280,6 +1280,6 @@ func configHelp(paths ...string) string {
 		}
 	}
 	b.WriteString("\nDurations use Go syntax (250ms, 30s, 10m, 1h30m); sizes take a unit (8MiB, 512KB).\n" +
-		"Relative folders in a config file are relative to the file's folder.\n")
+		"Relative paths in a config file are relative to the file's folder.\n")
 	return b.String()
 }

@@ -273,7 +273,7 @@ func TestPassThroughConfig(t *testing.T) {
 // the command runs.
 func TestConfigRelativePaths(t *testing.T) {
 	home := isolate(t)
-	file := writeFile(t, "c.yaml", "skills: [lib, /abs/lib, ~/mine, builtin:examples]\nrouting:\n  index_dir: idx\nembedder:\n  cache_dir: \"-\"\nexec:\n  output_dir: out\n")
+	file := writeFile(t, "c.yaml", "skills: [lib, /abs/lib, ~/mine, builtin:examples]\nrouting:\n  index_dir: idx\nembedder:\n  cache_dir: \"-\"\nexec:\n  output_dir: out\nauth:\n  api_keys_file: keys\n")
 	dir := filepath.Dir(file)
 	cfg, err := loadFor(t, []string{"--config", file}, nil)
 	if err != nil {
@@ -283,8 +283,9 @@ func TestConfigRelativePaths(t *testing.T) {
 	if !slices.Equal(cfg.Skills, want) {
 		t.Errorf("skills %q, want %q", cfg.Skills, want)
 	}
-	if cfg.Routing.IndexDir != filepath.Join(dir, "idx") || cfg.Exec.OutputDir != filepath.Join(dir, "out") || cfg.Embedder.CacheDir != "-" {
-		t.Errorf("paths: %q %q %q", cfg.Routing.IndexDir, cfg.Exec.OutputDir, cfg.Embedder.CacheDir)
+	if cfg.Routing.IndexDir != filepath.Join(dir, "idx") || cfg.Exec.OutputDir != filepath.Join(dir, "out") || cfg.Embedder.CacheDir != "-" ||
+		cfg.Auth.APIKeysFile != filepath.Join(dir, "keys") {
+		t.Errorf("paths: %q %q %q %q", cfg.Routing.IndexDir, cfg.Exec.OutputDir, cfg.Embedder.CacheDir, cfg.Auth.APIKeysFile)
 	}
 	cfg, err = loadFor(t, []string{"--config", file, "--skills", "lib"}, map[string]string{"SKILLROUTER_EXEC_OUTPUT_DIR": "o2"})
 	if err != nil {
