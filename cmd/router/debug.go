@@ -29,7 +29,7 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) (string, err
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	hs := &http.Server{Handler: debugHostCheck(mux, ownHosts(addr)), ReadHeaderTimeout: 10 * time.Second}
-	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+	if beyondLoopback(ln.Addr().String()) {
 		log.Warn("debug profiles are served on a non-loopback address: anyone who reaches it can read the process's memory profile", "addr", ln.Addr().String())
 	}
 	log.Info("debug profiles", "addr", "http://"+ln.Addr().String()+"/debug/pprof/")

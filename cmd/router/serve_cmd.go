@@ -160,8 +160,13 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if metricsSrv != nil {
 		metricsAddr = "http://" + metricsSrv.ln.Addr().String() + "/metrics"
 	}
+	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
+	if !keys && beyondLoopback(ln.Addr().String()) {
+		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",
+			"addr", ln.Addr().String(), "exec", cfg.Exec.Enabled)
+	}
 	log.Info("skillrouter proxy listening; building the routing index",
-		"addr", "http://"+ln.Addr().String()+"/v1", "metrics", metricsAddr, "upstream", redactURL(cfg.Upstream.URL),
+		"addr", "http://"+ln.Addr().String()+"/v1", "client_keys", keys, "metrics", metricsAddr, "upstream", redactURL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
@@ -223,6 +228,15 @@ func mcpURL(cfg config, ln net.Listener) string {
 		return "off"
 	}
 	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// beyondLoopback reports whether a listener at addr (host:port) is
+// reachable from other machines: any address but a loopback one, the
+// unspecified ones (0.0.0.0, ::) included.
+func beyondLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // flushTraces exports the spans still buffered when the server stops.

@@ -233,3 +233,16 @@ func TestServeReportsWrongUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// beyondLoopback decides the start-up warning about an API other machines
+// reach without client keys (and the debug listener's).
+func TestBeyondLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": false, "[::1]:8080": false, "127.0.0.2:1": false,
+		"0.0.0.0:8080": true, "[::]:8080": true, "10.0.0.5:8080": true, "example.com:80": true,
+	} {
+		if got := beyondLoopback(addr); got != want {
+			t.Errorf("%s: %v, want %v", addr, got, want)
+		}
+	}
+}
