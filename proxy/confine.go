@@ -56,6 +56,29 @@ func checkTarget(r *http.Request) *wire.Error {
 	return nil
 }
 
+// mergeSlashes reads a doubled slash in the request path as one, as nginx
+// does by default, before routing: "/v1//chat/completions" is routed as
+// /v1/chat/completions, and a pass-through path goes upstream as the rules
+// checked it (they match cleaned paths).
+func mergeSlashes(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		if strings.Contains(u.Path, "//") {
+			u.Path = collapseSlashes(u.Path)
+			u.RawPath = collapseSlashes(u.RawPath)
+		}
+		return next(c)
+	}
+}
+
+// collapseSlashes replaces each run of slashes in p with one.
+func collapseSlashes(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
+	}
+	return p
+}
+
 // rawPath is the path of the request target as sent, without the query.
 func rawPath(r *http.Request) string {
 	raw := r.RequestURI

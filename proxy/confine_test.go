@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 )
 
 // rawRequest sends one request line as written (no client normalizes it,
@@ -74,6 +76,8 @@ func TestPassThroughConfinement(t *testing.T) {
 		"/v1/files/file%20x?purpose=a": "/openai/v1/files/file x",
 		"/v1/models/ft:gpt-4o:org..1":  "/openai/v1/models/ft:gpt-4o:org..1",
 		"/v1/files/.hidden":            "/openai/v1/files/.hidden",
+		// A doubled slash is read as one: relayed as the rules checked it.
+		"/v1//models//gpt-4o": "/openai/v1/models/gpt-4o",
 	} {
 		h.up.Reset()
 		resp, body := rawRequest(t, addr, "GET", target, "")
@@ -117,5 +121,19 @@ func TestUpstreamURLBaseQuery(t *testing.T) {
 	}
 	if got := withBaseQuery("a=1", ""); got != "a=1" {
 		t.Errorf("no base query: %q", got)
+	}
+}
+
+// A doubled slash is read as one before routing: a chat request with one
+// is routed (the proxy's decision headers), not passed through unrouted.
+func TestDoubledSlashRouted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "hi"}))
+	resp, b := h.do("POST", "/v1//chat/completions", simpleChat, nil)
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderStrategy) == "" {
+		t.Fatalf("status %d, strategy %q: %s", resp.StatusCode, resp.Header.Get(HeaderStrategy), b)
+	}
+	if reqs := h.up.Requests(); len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" {
+		t.Fatalf("upstream %+v", reqs)
 	}
 }

@@ -282,6 +282,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.httpError
+	e.Pre(mergeSlashes)
 	e.Use(s.observe, s.boundWrites, s.guard, s.confine)
 
 	own(e, "/healthz", endpoint{http.MethodGet, s.healthz})
