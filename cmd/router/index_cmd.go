@@ -73,6 +73,11 @@ func runIndexBuild(cmd *cobra.Command, cfg config, roots []string, out string) e
 	}
 	snap := reg.Snapshot()
 	snap.LogProblems(log, nil)
+	if len(snap.Skills()) == 0 {
+		// A build job pointed at an empty mount would otherwise succeed,
+		// and every replica would serve an empty catalog.
+		return fmt.Errorf("index build: no skill loaded from %s (%d problems; `router skills validate` lists them): nothing to index", strings.Join(roots, ", "), len(snap.Problems()))
+	}
 	ec := cfg.Embedder
 	if ec.CacheDir == "" {
 		ec.CacheDir = out // the embedding cache travels with the index

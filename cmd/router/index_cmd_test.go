@@ -127,6 +127,15 @@ func TestIndexBuildErrors(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(out, "prebuilt-*.json")); len(m) > 0 {
 		t.Error("a manifest was written for an incomplete index")
 	}
+	// An empty library (a build job pointed at an empty mount) fails.
+	empty := t.TempDir()
+	out = filepath.Join(t.TempDir(), "index")
+	if _, _, err := runCLI(t, "index", "build", "--skills", empty, "--out", out); err == nil || !strings.Contains(err.Error(), "nothing to index") {
+		t.Errorf("empty library: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(out, "prebuilt-*.json")); len(m) > 0 {
+		t.Error("a manifest was written for an empty library")
+	}
 }
 
 // TestIndexBuildWritesSettledIndex: `router index build` writes an index
