@@ -249,8 +249,12 @@ func sandboxRow(cfg *config) checkRow {
 	sc := cfg.sandboxConfig(nil)
 	p, err := sandbox.New(sc, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return checkRow{name: "sandbox", status: checkFail, detail: err.Error(),
-			fix: "exec.confinement: auto runs scripts unconfined where Landlock is missing"}
+		row := checkRow{name: "sandbox", status: checkFail, detail: err.Error()}
+		if strings.Contains(err.Error(), "confinement") {
+			// The other failures (the output folder's) say their own fix.
+			row.fix = "exec.confinement: auto runs scripts unconfined where Landlock is missing"
+		}
+		return row
 	}
 	conf := p.Confinement()
 	if conf == "none" || conf == "" {

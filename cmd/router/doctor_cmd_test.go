@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,5 +122,21 @@ func TestNoLibraryHint(t *testing.T) {
 	out, _, err := run(t, "route", "--strategy", "bm25", "--skills", "builtin:examples", "my postgres query is slow")
 	if err != nil || !strings.Contains(out, "sql-query-tuning") {
 		t.Errorf("route with the built-in library: %v\n%s", err, out)
+	}
+}
+
+// The sandbox row's fix is about confinement only when confinement is what
+// failed; an unusable output folder's error says its own fix.
+func TestDoctorSandboxRowFix(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := defaultConfig()
+	cfg.Exec.Enabled = true
+	cfg.Exec.OutputDir = filepath.Join(file, "out") // under a file: cannot be made
+	row := sandboxRow(&cfg)
+	if row.status != checkFail || row.fix != "" || !strings.Contains(row.detail, "output") {
+		t.Errorf("%+v", row)
 	}
 }
