@@ -331,7 +331,11 @@ func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) 
 		return
 	}
 	if p.skipped != nil {
-		r.logPrebuilt(p.skipped, prev, st)
+		// The warm index matched where the prebuilt one did not (see
+		// loadPrebuilt): nothing is built, whatever the prebuilt's own
+		// line would say.
+		r.opts.Logger.Warn("the prebuilt routing index does not match; the one kept from the last start does and is loaded instead",
+			"dir", p.skipped.dir, "reason", p.skipped.why, "kept", p.dir)
 	}
 	switch {
 	case p.matches && p.warm:

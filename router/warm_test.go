@@ -78,6 +78,33 @@ func TestWarmStart(t *testing.T) {
 	}
 	r2.Close()
 
+	// A prebuilt index of another library beside the warm one of this
+	// library: the warm one is loaded, and the log says so rather than
+	// that every skill is embedded again.
+	other := copyLibrary(t)
+	if ms, _ := filepath.Glob(filepath.Join(other, "*", "SKILL.md")); len(ms) < 2 || os.RemoveAll(filepath.Dir(ms[0])) != nil {
+		t.Fatalf("cannot shrink the other library: %v", ms)
+	}
+	pre := t.TempDir()
+	rp, err := router.New(context.Background(), load(t, other), router.Options{Embedder: embed.NewBuiltin(embed.Config{}),
+		Fit: func(c []string) router.Embedder { return embed.NewBuiltin(embed.Config{}).Fit(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.SavePrebuilt(pre); err != nil {
+		t.Fatal(err)
+	}
+	rp.Close()
+	fits.Store(0)
+	logs.Reset()
+	o := builtin(&logs)
+	o.Prebuilt = pre
+	start(o).Close()
+	if line := "the one kept from the last start does and is loaded instead"; !strings.Contains(logs.String(), line) ||
+		strings.Contains(logs.String(), "embedded again") || fits.Load() != 0 {
+		t.Errorf("a stale prebuilt index beside a matching warm one, want %q and no fit (%d):\n%s", line, fits.Load(), logs.String())
+	}
+
 	// A remote embedder makes no call at all on a warm start.
 	rlogs := &bytes.Buffer{}
 	remote := func(e *remoteFake) router.Options {
