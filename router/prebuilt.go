@@ -221,6 +221,9 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 	case errors.Is(err, os.ErrNotExist):
 		p.absent = true
 		p.why = fmt.Sprintf("no index for embedder %s/%s in the folder (%s missing%s)", provider, base, manifestName(key), othersIn(dir))
+		if _, serr := os.Stat(dir); serr != nil {
+			p.why = "the folder cannot be read: " + serr.Error() // not there (a wrong path or an unmounted volume)
+		}
 	case err != nil:
 		p.why = "unreadable manifest: " + err.Error()
 	case p.m.Version != prebuiltVersion:

@@ -432,3 +432,20 @@ func TestPrebuiltEarlierFormatFilesRemoved(t *testing.T) {
 		}
 	}
 }
+
+// A prebuilt index folder that is not there (a wrong path, a volume not
+// mounted) is named as such, not as a manifest missing from it.
+func TestPrebuiltFolderMissing(t *testing.T) {
+	var logs bytes.Buffer
+	o := builtinOptions()
+	o.Prebuilt = filepath.Join(t.TempDir(), "not-mounted")
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	r, err := router.New(context.Background(), load(t, copyLibrary(t)), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if !strings.Contains(logs.String(), "the folder cannot be read") || strings.Contains(logs.String(), "json missing") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+}
