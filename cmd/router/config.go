@@ -1094,6 +1094,14 @@ func (c *config) validate() error {
 		}
 		if _, port, err := net.SplitHostPort(l.v); err != nil || port == "" {
 			return &valueError{l.key, l.v, "want host:port, such as " + defaultListen}
+		} else if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) {
+			return &valueError{l.key, l.v, "want a port from 0 to 65535"}
+		}
+	}
+	for i, k := range c.Auth.APIKeys {
+		if strings.TrimSpace(k) == "" {
+			// It would match no client's key: every request refused.
+			return &valueError{fmt.Sprintf("auth.api_keys[%d]", i), k, "want a key, not an empty string"}
 		}
 	}
 	for _, k := range configKeys {
