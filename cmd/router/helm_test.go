@@ -195,6 +195,17 @@ func TestHelmChart(t *testing.T) {
 				if m := byName(list(c, "volumeMounts"), "index"); m == nil || m["readOnly"] == true {
 					t.Errorf("the index build job must mount the index writable: %v", m)
 				}
+				// It embeds the library and calls no model: no upstream key,
+				// and resources for a cold build's peak.
+				if byName(list(c, "env"), "SKILLROUTER_UPSTREAM_API_KEY") != nil {
+					t.Error("the index build job gets the upstream key")
+				}
+				if byName(list(get(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers", 0), "env"), "SKILLROUTER_UPSTREAM_API_KEY") == nil {
+					t.Error("the pods lost the upstream key")
+				}
+				if get(c, "resources", "limits", "memory") == nil || get(c, "resources", "requests", "memory") == nil {
+					t.Errorf("the index build job has no memory request and limit: %v", get(c, "resources"))
+				}
 				// Skills arrive as a ConfigMap whose keys map to skill folders.
 				skillsCM := docs["ConfigMap/r-skillrouter-skills"]
 				vol := byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "volumes"), "skills")

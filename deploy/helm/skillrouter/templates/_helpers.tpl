@@ -335,24 +335,35 @@ so any image runs the chart's configuration. */}}
 
 {{/* Secret-backed environment. */}}
 {{- define "skillrouter.secretEnv" -}}
-{{- $name := include "skillrouter.secretName" . -}}
-{{- if or .Values.secrets.existingSecret .Values.secrets.upstreamApiKey }}
+{{- include "skillrouter.secretEnvOf" (dict "root" . "upstream" true) -}}
+{{- end -}}
+
+{{/* The secret variables without the upstream key: the index build Job
+embeds the library and calls no model. */}}
+{{- define "skillrouter.buildSecretEnv" -}}
+{{- include "skillrouter.secretEnvOf" (dict "root" . "upstream" false) -}}
+{{- end -}}
+
+{{- define "skillrouter.secretEnvOf" -}}
+{{- $v := .root.Values -}}
+{{- $name := include "skillrouter.secretName" .root -}}
+{{- if and .upstream (or $v.secrets.existingSecret $v.secrets.upstreamApiKey) }}
 - name: SKILLROUTER_UPSTREAM_API_KEY
   valueFrom:
     secretKeyRef:
       name: {{ $name }}
       key: upstream-api-key
-      optional: {{ not .Values.secrets.upstreamApiKey }}
+      optional: {{ not $v.secrets.upstreamApiKey }}
 {{- end }}
-{{- if or .Values.secrets.existingSecret .Values.secrets.embedApiKey }}
+{{- if or $v.secrets.existingSecret $v.secrets.embedApiKey }}
 - name: SKILLROUTER_EMBEDDER_API_KEY
   valueFrom:
     secretKeyRef:
       name: {{ $name }}
       key: embed-api-key
-      optional: {{ not .Values.secrets.embedApiKey }}
+      optional: {{ not $v.secrets.embedApiKey }}
 {{- end }}
-{{- range $k, $_ := .Values.secrets.extraEnv }}
+{{- range $k, $_ := $v.secrets.extraEnv }}
 - name: {{ $k }}
   valueFrom:
     secretKeyRef:
