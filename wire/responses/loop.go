@@ -38,15 +38,17 @@ type item struct {
 	Arguments string `json:"arguments"`
 }
 
-// owner is the name item it's ownership is decided by (see ownName).
-func (it item) owner() string { return ownName(it.Name, it.Namespace) }
+// owner is the name item's ownership is decided by (see ownName).
+func (it item) owner() string { return ownName(it.Type, it.Name, it.Namespace) }
 
-// ownName is the name the proxy's ownership of a call goes by: its name, or
-// "" for a call into a namespace tool (Codex CLI groups each MCP server's
-// tools in one, "mcp__NAME"). The proxy's tools are plain functions, so such
-// a call is the client's even when its name is load_skill or search_skills.
-func ownName(name, namespace string) string {
-	if namespace != "" {
+// ownName is the name the proxy's ownership of an item of type typ goes by:
+// a function call's name, or "" for any other call, which is the client's
+// whatever its name. The proxy's tools are plain functions, so a custom
+// (free-form) tool's call, or a call into a namespace tool (Codex CLI groups
+// each MCP server's tools in one, "mcp__NAME"), is never the proxy's, even
+// when it is called load_skill or search_skills.
+func ownName(typ, name, namespace string) string {
+	if typ != "function_call" || namespace != "" {
 		return ""
 	}
 	return name

@@ -46,4 +46,20 @@ func TestNamespacedCallsAreTheClients(t *testing.T) {
 	if err != nil || len(r.View().Called) != 0 {
 		t.Errorf("Called %v, %v: a namespaced call is no top-level function's", r.View().Called, err)
 	}
+
+	// A read-back shows the client's namespaced call with its output, though
+	// the output has the shape of the proxy's load_skill answer (the
+	// library's own MCP server answers in it).
+	out := `{"id":"fco_1","type":"function_call_output","call_id":"call_1","output":"ENVELOPE pdf"}`
+	page := `{"object":"list","data":[` + call + `,` + out + `],"first_id":"fc_1","last_id":"fco_1","has_more":false}`
+	if got, changed := StoredItems([]byte(page), "asc", 0, Neighbours{}, testMarks); changed {
+		t.Errorf("a read-back hid the client's namespaced call's output: %s", got)
+	}
+
+	// A custom (free-form) tool's call is the client's under any name.
+	custom := `{"type":"custom_tool_call","id":"ctc_1","call_id":"call_3","name":"load_skill","input":"x","status":"completed"}`
+	r, _ = Parse([]byte(`{"model":"m","input":"x"}`))
+	if ans, _, ok := r.ReadAnswer([]byte(`{"id":"resp_1","object":"response","status":"completed","output":[`+custom+`]}`), 0, mine); !ok || ans != nil {
+		t.Errorf("the proxy took a custom tool's call named load_skill: %+v", ans)
+	}
 }

@@ -97,7 +97,7 @@ func (r *Request) AnswerDropped(body, state []byte, mine func(name string) bool)
 		id := it.Get("call_id").Str
 		switch {
 		case id == "":
-		case typ == "function_call" && mine(ownName(it.Get("name").Str, it.Get("namespace").Str)):
+		case mine(ownName(typ, it.Get("name").Str, it.Get("namespace").Str)):
 			calls = append(calls, id)
 		case isOutput(typ):
 			answered[id] = true

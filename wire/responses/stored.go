@@ -348,10 +348,15 @@ func listed(raw []byte, order string) []json.RawMessage {
 func hiddenItems(asc []json.RawMessage, n Neighbours, m wire.Marks) []bool {
 	all := slices.Concat(n.before, asc, n.after)
 	hide := proxyItems(all, m.Tool)
-	calls := map[string]bool{}
+	calls := map[string]bool{}   // the proxy's calls
+	clients := map[string]bool{} // calls read here that are the client's
 	for i, it := range all {
-		if v := gjson.GetManyBytes(it, "type", "call_id"); hide[i] && v[0].Str == "function_call" {
-			calls[v[1].Str] = true
+		if v := gjson.GetManyBytes(it, "type", "call_id"); v[0].Str == "function_call" || v[0].Str == "custom_tool_call" {
+			if hide[i] {
+				calls[v[1].Str] = true
+			} else {
+				clients[v[1].Str] = true
+			}
 		}
 	}
 	for i, it := range all {
@@ -360,8 +365,10 @@ func hiddenItems(asc []json.RawMessage, n Neighbours, m wire.Marks) []bool {
 		case "function_call_output":
 			// The proxy's outputs its tools' answers tell by their shape
 			// (an envelope, a search's results, ...) are told apart
-			// however far their calls are.
-			hide[i] = hide[i] || calls[v[1].Str] || v[2].Type == gjson.String && (v[2].Str == notRunOutput ||
+			// however far their calls are; an output whose call is here
+			// and the client's (a namespaced load_skill of the library's
+			// own MCP server answers in the same shape) is the client's.
+			hide[i] = hide[i] || calls[v[1].Str] || !clients[v[1].Str] && v[2].Type == gjson.String && (v[2].Str == notRunOutput ||
 				m.Envelope != nil && m.Envelope(v[2].Str) || m.ToolResult != nil && m.ToolResult(v[2].Str))
 		case "message", "":
 			hide[i] = hide[i] || envelope(v[3], m)

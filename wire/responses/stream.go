@@ -118,7 +118,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		}
 		rd.items[i] = it
 		var exhausted bool
-		it.Item, exhausted = rd.Start(i, kind(it.typ), ownName(it.name, item.Get("namespace").String()), data)
+		it.Item, exhausted = rd.Start(i, kind(it.typ), ownName(it.typ, it.name, item.Get("namespace").String()), data)
 		if exhausted {
 			s.out = append(s.out, wire.ExhaustedComment...)
 		}
