@@ -1058,6 +1058,28 @@ func fileLines(path, msg string, lines map[string]int) string {
 	return strings.TrimPrefix(out, "yaml: unmarshal errors:\n  ")
 }
 
+// withoutUserinfo is a URL as written with whatever stands before an "@"
+// in its authority shown as xxxxx: it may be a password or a token, and the
+// URL may not parse (a "#" or "%" in a password).
+func withoutUserinfo(s string) string {
+	rest, scheme := s, ""
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+3], s[i+3:]
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return scheme + "xxxxx" + rest[at:]
+	}
+	// A "#" in a password ends the authority early: look past it.
+	if at := strings.LastIndex(rest, "@"); at >= 0 && strings.Contains(rest[:at], "#") {
+		return scheme + "xxxxx" + rest[at:]
+	}
+	return s
+}
+
 func atPrefix(prefix string) string {
 	if prefix == "" {
 		return ""
@@ -1077,13 +1099,11 @@ func (c *config) validate() error {
 		}
 		u, err := url.Parse(up.v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &valueError{up.key, up.v, "want an absolute http(s) URL such as " + up.example}
+			return &valueError{up.key, withoutUserinfo(up.v), "want an absolute http(s) URL such as " + up.example}
 		}
 		if u.User != nil {
 			// The check's client would send them, the proxy's requests not.
-			shown := *u
-			shown.User = url.User("xxxxx") // a user name alone may be a token
-			return &valueError{up.key, shown.String(), "credentials in the URL are not sent with requests: set " + up.keyKey + " instead"}
+			return &valueError{up.key, withoutUserinfo(up.v), "credentials in the URL are not sent with requests: set " + up.keyKey + " instead"}
 		}
 	}
 	for _, l := range []struct{ key, v string }{
@@ -1094,8 +1114,11 @@ func (c *config) validate() error {
 		}
 		if _, port, err := net.SplitHostPort(l.v); err != nil || port == "" {
 			return &valueError{l.key, l.v, "want host:port, such as " + defaultListen}
-		} else if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) {
-			return &valueError{l.key, l.v, "want a port from 0 to 65535"}
+		} else if port[0] >= '0' && port[0] <= '9' || port[0] == '+' || port[0] == '-' {
+			// A number (a name such as "http" is the system's to resolve).
+			if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+				return &valueError{l.key, l.v, "want a port from 0 to 65535"}
+			}
 		}
 	}
 	for i, k := range c.Auth.APIKeys {

@@ -176,6 +176,9 @@ func TestConfigErrors(t *testing.T) {
 			want: `flag --upstream: upstream.url "ftp://x": want an absolute http(s) URL such as http://127.0.0.1:11434/v1`},
 		{name: "port out of range", file: "listen: 127.0.0.1:99999\n",
 			want: `config FILE:1: listen "127.0.0.1:99999": want a port from 0 to 65535`},
+		{name: "port past any integer", file: "listen: 127.0.0.1:99999999999999999999\n",
+			want: `config FILE:1: listen "127.0.0.1:99999999999999999999": want a port from 0 to 65535`},
+		{name: "signed port", file: "listen: 127.0.0.1:+80\n", want: `config FILE:1: listen "127.0.0.1:+80": want a port from 0 to 65535`},
 		{name: "empty client key", file: "auth:\n  api_keys: [sk-a, \"\"]\n",
 			want: `config FILE:2: auth.api_keys[1] "": want a key, not an empty string`},
 		{name: "credentials in the upstream URL", file: "upstream:\n  url: http://u:secret@gw.example/v1\n",
@@ -477,5 +480,22 @@ func TestImageDefaultsFile(t *testing.T) {
 	}
 	if m := misspelledEnv([]string{"SKILLROUTER_DEFAULTS=/usr/share/skillrouter/defaults.yaml"}); len(m) != 0 {
 		t.Errorf("SKILLROUTER_DEFAULTS taken for a misspelling: %v", m)
+	}
+}
+
+// An upstream URL refused for any reason never shows what stands before
+// its "@": a password with "#" or "%" does not parse as a URL at all.
+func TestUpstreamURLErrorsHideCredentials(t *testing.T) {
+	for _, u := range []string{"https://team:pa#ss@llm.internal/v1", "https://team:pa%zzword@llm.internal/v1",
+		"https://team:sec ret@llm.internal/v1", "ftp://team:secret@llm.internal/v1", "https://team:secret@/v1", "https://tok@llm.internal/v1"} {
+		for _, env := range []string{"SKILLROUTER_UPSTREAM_URL", "SKILLROUTER_UPSTREAM_ANTHROPIC_URL"} {
+			_, err := loadFor(t, nil, map[string]string{env: u})
+			if err == nil || strings.Contains(err.Error(), "team") || strings.Contains(err.Error(), "tok@") || strings.Contains(err.Error(), "pa") && strings.Contains(err.Error(), "ss@") {
+				t.Errorf("%s=%s: %v", env, u, err)
+			}
+		}
+	}
+	if got := withoutUserinfo("http://127.0.0.1:11434/v1?a=b@c"); got != "http://127.0.0.1:11434/v1?a=b@c" {
+		t.Errorf("a URL without credentials changed: %s", got)
 	}
 }
