@@ -122,6 +122,9 @@ func TestUpstreamURLBaseQuery(t *testing.T) {
 	if got := withBaseQuery("a=1", ""); got != "a=1" {
 		t.Errorf("no base query: %q", got)
 	}
+	if got := withBaseQuery("", "%zz=1&b=2"); got != "%zz=1&b=2" {
+		t.Errorf("a base key with a bad escape is dropped: %q", got)
+	}
 }
 
 // A doubled slash is read as one before routing: a chat request with one

@@ -56,7 +56,11 @@ func withBaseQuery(client, base string) string {
 	out := client
 	for kv := range strings.SplitSeq(base, "&") {
 		k, _, _ := strings.Cut(kv, "=")
-		if name, err := url.QueryUnescape(k); kv == "" || err != nil || have.Has(name) {
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			name = k // sent as written, as the upstream check sends it
+		}
+		if kv == "" || have.Has(name) {
 			continue
 		}
 		if out != "" {
