@@ -196,6 +196,11 @@ func (r *Router) loadPrebuilt(list []*skills.Skill) *prebuilt {
 		if p = r.readPrebuilt(r.opts.Prebuilt, list); p.matches {
 			return p
 		}
+		if _, err := os.Stat(p.dir); p.absent && err != nil {
+			// Named as such: a wrong path or a volume not mounted. (A warm
+			// folder not there yet is a first start's.)
+			p.why = "the folder cannot be read: " + err.Error()
+		}
 	}
 	if r.opts.WarmDir != "" && r.opts.WarmDir != r.opts.Prebuilt {
 		if w = r.readPrebuilt(r.opts.WarmDir, list); w.matches || p == nil {
@@ -221,9 +226,6 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 	case errors.Is(err, os.ErrNotExist):
 		p.absent = true
 		p.why = fmt.Sprintf("no index for embedder %s/%s in the folder (%s missing%s)", provider, base, manifestName(key), othersIn(dir))
-		if _, serr := os.Stat(dir); serr != nil {
-			p.why = "the folder cannot be read: " + serr.Error() // not there (a wrong path or an unmounted volume)
-		}
 	case err != nil:
 		p.why = "unreadable manifest: " + err.Error()
 	case p.m.Version != prebuiltVersion:

@@ -21,7 +21,7 @@ import (
 // is built again and kept anew; a damaged file is rebuilt, not trusted.
 func TestWarmStart(t *testing.T) {
 	lib := copyLibrary(t)
-	warm := t.TempDir()
+	warm := filepath.Join(t.TempDir(), "warm") // not there yet: a first start
 	base := fittedBuiltin(t, load(t, lib))
 	var fits atomic.Int64
 	builtin := func(logs *bytes.Buffer) router.Options {
@@ -53,7 +53,8 @@ func TestWarmStart(t *testing.T) {
 	var logs bytes.Buffer
 	r1 := start(builtin(&logs))
 	// A first start has no index kept to be out of date.
-	if line := "building the routing index: none kept from an earlier start"; !strings.Contains(logs.String(), line) || strings.Contains(logs.String(), "out of date") {
+	if line := "building the routing index: none kept from an earlier start"; !strings.Contains(logs.String(), line) || strings.Contains(logs.String(), "out of date") ||
+		strings.Contains(logs.String(), "cannot be read") {
 		t.Errorf("first start, want %q:\n%s", line, logs.String())
 	}
 	want := rankings(r1)
