@@ -57,13 +57,14 @@ func checkTarget(r *http.Request) *wire.Error {
 }
 
 // mergeSlashes reads a doubled slash in the request path as one, as nginx
-// does by default, before routing: "/v1//chat/completions" is routed as
+// does by default, and drops a trailing one, before routing:
+// "/v1//chat/completions" and "/v1/chat/completions/" are routed as
 // /v1/chat/completions, and a pass-through path goes upstream as the rules
 // checked it (they match cleaned paths).
 func mergeSlashes(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		u := c.Request().URL
-		if strings.Contains(u.Path, "//") {
+		if strings.Contains(u.Path, "//") || len(u.Path) > 1 && strings.HasSuffix(u.Path, "/") {
 			u.Path = collapseSlashes(u.Path)
 			u.RawPath = collapseSlashes(u.RawPath)
 		}
@@ -71,10 +72,14 @@ func mergeSlashes(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// collapseSlashes replaces each run of slashes in p with one.
+// collapseSlashes replaces each run of slashes in p with one and drops a
+// trailing one ("/" stays).
 func collapseSlashes(p string) string {
 	for strings.Contains(p, "//") {
 		p = strings.ReplaceAll(p, "//", "/")
+	}
+	if len(p) > 1 {
+		p = strings.TrimSuffix(p, "/")
 	}
 	return p
 }

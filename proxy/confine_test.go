@@ -78,6 +78,7 @@ func TestPassThroughConfinement(t *testing.T) {
 		"/v1/files/.hidden":            "/openai/v1/files/.hidden",
 		// A doubled slash is read as one: relayed as the rules checked it.
 		"/v1//models//gpt-4o": "/openai/v1/models/gpt-4o",
+		"/v1/models/":         "/openai/v1/models",
 	} {
 		h.up.Reset()
 		resp, body := rawRequest(t, addr, "GET", target, "")
@@ -130,13 +131,15 @@ func TestUpstreamURLBaseQuery(t *testing.T) {
 // A doubled slash is read as one before routing: a chat request with one
 // is routed (the proxy's decision headers), not passed through unrouted.
 func TestDoubledSlashRouted(t *testing.T) {
-	h := newHarness(t, nil)
-	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "hi"}))
-	resp, b := h.do("POST", "/v1//chat/completions", simpleChat, nil)
-	if resp.StatusCode != 200 || resp.Header.Get(HeaderStrategy) == "" {
-		t.Fatalf("status %d, strategy %q: %s", resp.StatusCode, resp.Header.Get(HeaderStrategy), b)
-	}
-	if reqs := h.up.Requests(); len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" {
-		t.Fatalf("upstream %+v", reqs)
+	for _, p := range []string{"/v1//chat/completions", "/v1/chat/completions/", "//v1/chat//completions//"} {
+		h := newHarness(t, nil)
+		h.up.Script(fakeai.Reply(fakeai.Turn{Content: "hi"}))
+		resp, b := h.do("POST", p, simpleChat, nil)
+		if resp.StatusCode != 200 || resp.Header.Get(HeaderStrategy) == "" {
+			t.Fatalf("%s: status %d, strategy %q: %s", p, resp.StatusCode, resp.Header.Get(HeaderStrategy), b)
+		}
+		if reqs := h.up.Requests(); len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" {
+			t.Fatalf("%s: upstream %+v", p, reqs)
+		}
 	}
 }
