@@ -21,22 +21,39 @@ import (
 
 // CacheDir resolves Config.CacheDir: "-" disables the cache (returns ""),
 // "" means $XDG_CACHE_HOME/skillrouter, falling back to the OS cache
-// directory (os.UserCacheDir).
+// directory (os.UserCacheDir). The default folder is made this user's own
+// (see privateDefault); a folder configured is left as it is.
 func CacheDir(dir string) (string, error) {
 	switch dir {
 	case "-":
 		return "", nil
 	case "":
-		if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
-			return filepath.Join(x, "skillrouter"), nil
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			var err error
+			if base, err = os.UserCacheDir(); err != nil {
+				return "", misconfigured("cache", fmt.Errorf("no cache directory (set cache_dir, or \"-\" to disable): %w", err))
+			}
 		}
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return "", misconfigured("cache", fmt.Errorf("no cache directory (set cache_dir, or \"-\" to disable): %w", err))
-		}
-		return filepath.Join(base, "skillrouter"), nil
+		dir = filepath.Join(base, "skillrouter")
+		privateDefault(dir)
+		return dir, nil
 	default:
 		return dir, nil
+	}
+}
+
+// privateDefault creates the default cache folder 0700, and closes one an
+// older build created 0755: it holds the library's vectors, the kept
+// routing index (the library's vocabulary) and the unpacked example
+// library, which other local users should neither read nor replace.
+// Failures are left to the writes that follow (a read-only home).
+func privateDefault(dir string) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(dir, 0o700)
 	}
 }
 

@@ -140,16 +140,49 @@ func TestCacheUnwritableDegrades(t *testing.T) {
 }
 
 func TestCacheDir(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", "/xdg")
-	tests := map[string]string{"-": "", "": "/xdg/skillrouter", "/custom": "/custom"}
+	xdg := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	tests := map[string]string{"-": "", "": filepath.Join(xdg, "skillrouter"), "/custom": "/custom"}
 	for in, want := range tests {
 		if got, err := CacheDir(in); err != nil || got != want {
 			t.Errorf("CacheDir(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	t.Setenv("XDG_CACHE_HOME", "")
-	t.Setenv("HOME", "/home/u")
+	t.Setenv("HOME", t.TempDir())
 	if got, _ := CacheDir(""); !strings.HasSuffix(got, "skillrouter") {
 		t.Errorf("CacheDir fallback = %q", got)
+	}
+}
+
+// The default cache folder is this user's own: created 0700, and one an
+// older build left readable by others is closed. A folder configured is
+// left alone.
+func TestCacheDirPrivate(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	dir := filepath.Join(xdg, "skillrouter")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if _, err := CacheDir(""); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("default cache folder mode %v, %v; want 0700", fi.Mode().Perm(), err)
+	}
+	own := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(own, 0o755)
+	if _, err := CacheDir(own); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(own); fi.Mode().Perm() != 0o755 {
+		t.Errorf("a configured folder was changed to %v", fi.Mode().Perm())
 	}
 }
