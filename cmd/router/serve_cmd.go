@@ -219,7 +219,32 @@ func redactURL(s string) string {
 	if err != nil {
 		return s
 	}
+	if u.RawQuery != "" {
+		// A query goes with every upstream request (upstream.url's
+		// ?api-version=...), so a key may ride in it too.
+		var parts []string
+		for kv := range strings.SplitSeq(u.RawQuery, "&") {
+			k, _, ok := strings.Cut(kv, "=")
+			if ok && secretQueryKey(k) {
+				kv = k + "=xxxxx"
+			}
+			parts = append(parts, kv)
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
 	return u.Redacted()
+}
+
+// secretQueryKey reports whether a query parameter's name says it holds a
+// credential (key, api-key, token, sig, secret, password...).
+func secretQueryKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"key", "token", "secret", "sig", "password", "auth"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // mcpURL is where MCP hosts connect ("off" when disabled).

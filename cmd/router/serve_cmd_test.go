@@ -246,3 +246,20 @@ func TestBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// redactURL, for logs, doctor and --print-config: a password, and a query
+// parameter whose name says it holds a credential (the base URL's query
+// goes with every request), are shown as xxxxx; the rest as written.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://u:pw@h/v1":                        "https://u:xxxxx@h/v1",
+		"https://h/v1?api-version=2024-10-21":      "https://h/v1?api-version=2024-10-21",
+		"https://h/v1?key=AIza123&api-version=1":   "https://h/v1?key=xxxxx&api-version=1",
+		"https://h/v1?sig=abc&X-Api-Key=k&token=t": "https://h/v1?sig=xxxxx&X-Api-Key=xxxxx&token=xxxxx",
+		"http://127.0.0.1:11434/v1":                "http://127.0.0.1:11434/v1",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
