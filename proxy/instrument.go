@@ -10,5 +10,7 @@ import "net/http"
 func DefaultTransport() http.RoundTripper { return NewTransport(0) }
 
 // RouteLabel maps a request path to the bounded-cardinality label the
-// metrics use (/v1/models/gpt-4o → /v1/models), fit for span names.
-func RouteLabel(path string) string { return metricPath(path) }
+// metrics use (/v1/models/gpt-4o → /v1/models), fit for span names. It takes
+// the path as the client sent it, so its slashes are merged first, as the
+// proxy routes it (see mergeSlashes).
+func RouteLabel(path string) string { return metricPath(collapseSlashes(path)) }

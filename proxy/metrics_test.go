@@ -116,6 +116,12 @@ func TestMetricPathCardinality(t *testing.T) {
 			t.Errorf("metricPath(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// Span names take the path as sent: merged as the proxy routes it.
+	for in, want := range map[string]string{"/v1//chat/completions": "/v1/chat/completions", "/v1/messages/": "/v1/messages"} {
+		if got := RouteLabel(in); got != want {
+			t.Errorf("RouteLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
 
 	// Made-up paths sent to the server add no series: they all count as /v1/other.
 	h := newHarness(t, nil)
