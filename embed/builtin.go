@@ -207,6 +207,22 @@ const parallelMinTexts = 64
 // between texts so a huge batch can be abandoned. Large batches (a library)
 // are embedded on every core.
 func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return b.embed(ctx, texts, false)
+}
+
+// EmbedDocuments embeds library texts (the router's documentEmbedder): as
+// Embed, except that a feature the fit does not know adds nothing. Slot 0
+// holds a query's unknown words (see feature), which documents never use: a
+// skill embedded with a fit made before it was written (an edit's build
+// keeps the library's fit until the index settles) would otherwise put its
+// own new words there, and match every query of unknown words through them.
+// A fit made on the texts themselves knows every feature, so documents
+// embedded after it are Embed's vectors, bit for bit.
+func (b *Builtin) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	return b.embed(ctx, texts, true)
+}
+
+func (b *Builtin) embed(ctx context.Context, texts []string, docs bool) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	workers := parallelism(len(texts))
 	errs := make([]error, workers)
@@ -216,7 +232,7 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 		run := func() {
 			defer wg.Done()
 			lo, hi := w*len(texts)/workers, (w+1)*len(texts)/workers
-			errs[w] = b.embedRange(ctx, texts[lo:hi], out[lo:hi], nil)
+			errs[w] = b.embedRange(ctx, texts[lo:hi], out[lo:hi], nil, docs)
 		}
 		if workers == 1 {
 			run() // routing: no goroutine hand-off
@@ -241,15 +257,16 @@ func (b *Builtin) Embed(ctx context.Context, texts []string) ([][]float32, error
 // call.
 func (b *Builtin) EmbedTerms(ctx context.Context, texts []string, terms func(i int, terms []string)) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	if err := b.embedRange(ctx, texts, out, terms); err != nil {
+	if err := b.embedRange(ctx, texts, out, terms, false); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // embedRange embeds texts into out with one pooled scratch, checking ctx
-// every 64 texts, and hands each text's terms to terms when it is set.
-func (b *Builtin) embedRange(ctx context.Context, texts []string, out [][]float32, terms func(i int, terms []string)) error {
+// every 64 texts, and hands each text's terms to terms when it is set; docs
+// embeds them as documents (see EmbedDocuments).
+func (b *Builtin) embedRange(ctx context.Context, texts []string, out [][]float32, terms func(i int, terms []string), docs bool) error {
 	fs := featureSets.Get().(*featureSet)
 	defer featureSets.Put(fs)
 	for i, t := range texts {
@@ -258,7 +275,7 @@ func (b *Builtin) embedRange(ctx context.Context, texts []string, out [][]float3
 				return err
 			}
 		}
-		out[i] = b.vector(t, fs)
+		out[i] = b.vector(t, fs, docs)
 		if terms != nil {
 			terms(i, fs.terms)
 		}
@@ -272,8 +289,9 @@ var featureSets = sync.Pool{New: func() any { return new(featureSet) }}
 
 // vector computes one unit-length vector (all zeros for text with no
 // features, e.g. only stop words). Features are visited in first-occurrence
-// order, so the float sums, and the vector, are the same on every run.
-func (b *Builtin) vector(text string, fs *featureSet) []float32 {
+// order, so the float sums, and the vector, are the same on every run. A
+// document's (doc) unknown features are left out rather than put in slot 0.
+func (b *Builtin) vector(text string, fs *featureSet, doc bool) []float32 {
 	fs.extract(text, &b.opts, b.vocab)
 	dim := b.opts.Dimensions
 	v := make([]float32, dim)
@@ -308,8 +326,10 @@ func (b *Builtin) vector(text string, fs *featureSet) []float32 {
 			acc[idx] += w
 			slots[idx/64] |= 1 << (idx % 64)
 		}
-		acc[0] = math.Sqrt(unseen)
-		slots[0] |= 1
+		if !doc {
+			acc[0] = math.Sqrt(unseen)
+			slots[0] |= 1
+		}
 		var norm float64
 		eachSlot(slots, func(i int) { norm += acc[i] * acc[i] })
 		if norm != 0 {

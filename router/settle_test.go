@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -394,4 +395,44 @@ func TestReloadBuildSaysSettled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A skill added by an edit is embedded with the library's fit, which does
+// not know its new words. Those words must not land in the slot that holds
+// a query's unknown words, or every query of words the library does not
+// know (gibberish, another topic) would match the new skill through it
+// until the index settles, and be auto-loaded.
+func TestEditedSkillDoesNotMatchUnknownWords(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	o := builtinOptions()
+	o.SettleAfter = -1 // stay on the edit's incremental build
+	r := newRouter(t, snap, o)
+	writeSkill(t, dir, "json-fixer", "Repairs malformed JSON documents with trailing commas, unquoted keys and smart quotes. Use when JSON fails to parse.")
+	if err := r.Update(ctx, skills.Load(ctx, []string{dir}, skills.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"zebra quixotic marmalade", "xylophone lessons for toddlers"} {
+		for _, s := range []router.Strategy{router.StrategyHybrid, router.StrategyEmbedding} {
+			d := route(r, s, q)
+			if slices.Contains(d.Selected, "json-fixer") {
+				t.Errorf("%s %q auto-loaded the edited skill: %v", s, q, topScores(d, 3))
+			}
+			for _, sc := range d.Ranked {
+				if sc.ID == "json-fixer" && cosineOf(sc) > 0.05 {
+					t.Errorf("%s %q: the edited skill's cosine %.3f, from words neither knows", s, q, cosineOf(sc))
+				}
+			}
+		}
+	}
+	// Its own words still find it.
+	if d := route(r, router.StrategyHybrid, "my JSON has trailing commas and fails to parse"); !slices.Contains(d.Selected, "json-fixer") {
+		t.Errorf("the edited skill is not found by its own words: %v", topScores(d, 3))
+	}
+}
+
+func cosineOf(s router.Scored) float64 {
+	v, _ := s.Components.Get("cosine")
+	return v
 }
