@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -64,11 +65,18 @@ func newRouteCmd() *cobra.Command {
 				level = slog.LevelDebug
 			}
 			opts := cfg.routerOptions(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})))
+			// An index kept by a server stopped before it settled an edit
+			// ranks as that edit's build did: settled at once here, so a
+			// one-off route ranks as a fresh start does.
+			opts.SettleAfter = time.Nanosecond
 			reg, r, err := buildRouter(cmd.Context(), roots, cfg.Embedder, opts)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
+			if err := r.Settled(cmd.Context()); err != nil {
+				return err
+			}
 			printLibraryProblems(cmd.ErrOrStderr(), reg.Snapshot())
 			if ranked < 0 {
 				return fmt.Errorf("--ranked %d: must be 0 or more", ranked)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -268,5 +270,63 @@ func TestRouteJSONCJK(t *testing.T) {
 		if len(d.Ranked) == 0 || d.Ranked[0].ID != tt.want || len(d.Selected) == 0 || d.Selected[0] != tt.want {
 			t.Errorf("%v: ranked %v, selected %v, want %q first", tt.args, d.Ranked, d.Selected, tt.want)
 		}
+	}
+}
+
+// A routing index kept by a server stopped before it settled an edit (its
+// build kept the library's older fit) is settled before `route` ranks:
+// a one-off route ranks as a fresh start does.
+func TestRouteSettlesAKeptIndex(t *testing.T) {
+	lib := t.TempDir()
+	write := func(id, desc string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(lib, id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := "---\nname: " + id + "\ndescription: " + desc + "\n---\n# " + id + "\n\nSteps for " + desc + "\n"
+		if err := os.WriteFile(filepath.Join(lib, id, "SKILL.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, topic := range []string{"postgres query plans", "kubernetes pod crashes", "pdf form filling", "regex for dates",
+		"git commit messages", "docker image size", "csv data profiling", "incident postmortems", "api pagination",
+		"changelog entries", "terraform state drift", "react hooks bugs", "python packaging", "go race conditions",
+		"sql index tuning", "css grid layouts", "bash script safety", "kafka consumer lag", "redis eviction", "latex tables"} {
+		write(fmt.Sprintf("skill-%02d", i), "Helps with "+topic+". Use when the user asks about "+topic+".")
+	}
+	idx := t.TempDir()
+	t.Setenv("SKILLROUTER_ROUTING_INDEX_DIR", idx)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ctx := context.Background()
+	opts := router.Options{SettleAfter: -1, IndexDir: idx}
+	reg, r, err := buildRouter(ctx, []string{lib}, embed.Config{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("json-fixer", "Repairs malformed JSON with trailing commas and unquoted keys. Use when JSON fails to parse.")
+	reg.Reload(ctx)
+	if err := r.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the edit's index is kept, unsettled
+	const q = "my JSON has trailing commas and the postgres query plan is slow"
+	kept, _, err := run(t, "route", "--skills", lib, "--json", "--ranked", "0", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SKILLROUTER_ROUTING_INDEX_DIR", t.TempDir()) // a fresh start
+	fresh, _, err := run(t, "route", "--skills", lib, "--json", "--ranked", "0", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(s string) string { // the one field that differs by nature
+		var d map[string]any
+		_ = json.Unmarshal([]byte(s), &d)
+		delete(d, "latency_ms")
+		b, _ := json.Marshal(d)
+		return string(b)
+	}
+	if strip(kept) != strip(fresh) {
+		t.Errorf("route on the kept, unsettled index ranks differently from a fresh start:\nkept  %s\nfresh %s", kept, fresh)
 	}
 }
