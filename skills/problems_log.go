@@ -3,6 +3,8 @@ package skills
 import (
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // LogProblems logs the problems of s that prev (nil at startup) did not
@@ -54,4 +56,35 @@ func (s *Snapshot) LogProblems(log *slog.Logger, prev *Snapshot) {
 			log.Info("skills: a skipped skill loads again", "skill", fixed.ID, "path", fixed.Path)
 		}
 	}
+	// Skills that came or went: an edit's build line counts changes but
+	// names none, and a deletion is otherwise silent. One broken or fixed
+	// is logged above.
+	added, removed := idsOnlyIn(s.loaded, prev.all), idsOnlyIn(prev.loaded, s.all)
+	if len(added) > 0 || len(removed) > 0 {
+		log.Info("skills: library changed", "added", firstIDs(added), "removed", firstIDs(removed), "skills", len(s.loaded))
+	}
+}
+
+// idsOnlyIn lists the ids of a that b lacks, in a's order (sorted by id).
+func idsOnlyIn(a, b []*Skill) []string {
+	in := make(map[string]bool, len(b))
+	for _, sk := range b {
+		in[sk.ID] = true
+	}
+	var out []string
+	for _, sk := range a {
+		if !in[sk.ID] {
+			out = append(out, sk.ID)
+		}
+	}
+	return out
+}
+
+// firstIDs joins up to ten ids for a log line, with how many more there are.
+func firstIDs(ids []string) string {
+	const most = 10
+	if len(ids) <= most {
+		return strings.Join(ids, ",")
+	}
+	return strings.Join(ids[:most], ",") + ",… (" + strconv.Itoa(len(ids)-most) + " more)"
 }

@@ -71,3 +71,28 @@ func TestReloadLogsFixedSkills(t *testing.T) {
 		t.Errorf("a broken skill that was deleted does not load again:\n%s", buf.String())
 	}
 }
+
+// TestReloadLogsAddedAndRemoved: a reload names the skills that came and
+// went (a deletion was otherwise silent); one broken or fixed is logged as
+// such, not again here.
+func TestReloadLogsAddedAndRemoved(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "good"), "Body.\n")
+	writeSkill(t, filepath.Join(root, "old"), "Body.\n")
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	reg := NewRegistry([]string{root}, Options{})
+	reg.SetLogger(log)
+	writeSkill(t, filepath.Join(root, "new"), "Body.\n")
+	os.RemoveAll(filepath.Join(root, "old"))
+	reg.Reload(context.Background())
+	if out := buf.String(); !strings.Contains(out, `msg="skills: library changed" added=new removed=old skills=2`) {
+		t.Errorf("log:\n%s", out)
+	}
+	buf.Reset()
+	writeFile(t, filepath.Join(root, "good", SkillFile), "---\nname: good\n---\nno description\n")
+	reg.Reload(context.Background())
+	if out := buf.String(); strings.Contains(out, "library changed") || !strings.Contains(out, "skipped a broken skill") {
+		t.Errorf("a broken skill is logged as broken, not as removed:\n%s", out)
+	}
+}
