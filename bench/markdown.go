@@ -27,6 +27,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			b.WriteString("\n")
 			costTable(&b, r.Results, enc, i)
 		}
+		missTable(&b, r.Results[len(r.Results)-1])
 	}
 	if len(r.Scale) > 0 {
 		b.WriteString("\n")
@@ -35,6 +36,35 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// missTable lists the first queries of res (the last strategy run, hybrid
+// by default) whose expected skills were not auto-loaded, with where the
+// best of them ranked: the skills to reword first.
+func missTable(b *strings.Builder, res Result) {
+	if res.MissCount == 0 {
+		return
+	}
+	const shown = 10
+	fmt.Fprintf(b, "\nQueries whose expected skills %s did not auto-load: %d (the first %d; `router route` on one says why).\n\n",
+		res.Strategy, res.MissCount, min(shown, len(res.Misses)))
+	row(b, []string{"query", "expected", "auto-loaded", "rank of expected"})
+	sep(b, 4)
+	for _, m := range res.Misses[:min(shown, len(res.Misses))] {
+		rank := "not ranked"
+		if m.Rank > 0 {
+			rank = strconv.Itoa(m.Rank)
+		}
+		sel := strings.Join(m.Selected, ", ")
+		if sel == "" {
+			sel = "none"
+		}
+		row(b, []string{cellText.Replace(m.Query), strings.Join(m.Expected, ", "), sel, rank})
+	}
+}
+
+// cellText makes a query one table cell: no line breaks, no column
+// separator, no backticks that would open a code span across the row.
+var cellText = strings.NewReplacer("|", "\\|", "\n", " ", "\r", " ", "`", "'")
 
 func head(xs []string, n int) []string {
 	if len(xs) <= n {

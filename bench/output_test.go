@@ -288,3 +288,26 @@ func TestLogAxis(t *testing.T) {
 		t.Errorf("fcount = %s", got)
 	}
 }
+
+// The report names the queries whose expected skills were not auto-loaded
+// (a skill author's next step), with where the best of them ranked.
+func TestMisses(t *testing.T) {
+	q := Query{Text: "make | a pdf", Expected: []string{"pdf", "pdf-forms"}}
+	if _, ok := missOf(q, Judged{Expected: q.Expected, Ranked: []string{"docx", "pdf"}, Selected: []string{"pdf"}}); ok {
+		t.Error("a query that auto-loaded an expected skill is a miss")
+	}
+	if _, ok := missOf(Query{Text: "hi"}, Judged{Selected: []string{"x"}}); ok {
+		t.Error("a query without expectations is a miss")
+	}
+	m, ok := missOf(q, Judged{Expected: q.Expected, Ranked: []string{"docx", "xlsx", "pdf-forms"}, Selected: []string{"docx", "docx"}})
+	if !ok || m.Rank != 3 || strings.Join(m.Selected, ",") != "docx" {
+		t.Fatalf("%+v %v", m, ok)
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, &Report{Dataset: "d", Results: []Result{{Strategy: "hybrid", Misses: []Miss{m}, MissCount: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| make \\| a pdf | pdf, pdf-forms | docx | 3 |"; !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "did not auto-load: 1") {
+		t.Errorf("markdown lacks %q:\n%s", want, b.String())
+	}
+}

@@ -55,7 +55,24 @@ type Result struct {
 	CatalogEntriesMean     float64                 `json:"catalog_entries_mean"` // skills listed in the catalog shown
 	Fallbacks              int                     `json:"fallbacks"`            // decisions that fell back to bm25
 	AutoLoadDropped        int                     `json:"auto_load_dropped"`    // selections left out by the auto-load budget
+
+	// Misses are the first maxMisses queries with expected skills that
+	// auto-loaded none of them, in query order; MissCount counts them all.
+	// They are what a skill author looks at next (which skill to reword).
+	Misses    []Miss `json:"misses,omitempty"`
+	MissCount int    `json:"miss_count"`
 }
+
+// Miss is one query whose expected skills were not auto-loaded.
+type Miss struct {
+	Query    string   `json:"query"`
+	Expected []string `json:"expected"`
+	Selected []string `json:"selected"`
+	Rank     int      `json:"rank"` // 1-based rank of the best-ranked expected skill; 0: not in the ranking looked at
+}
+
+// maxMisses bounds the misses a result lists (MetaTool has thousands).
+const maxMisses = 50
 
 // Latency is routing latency per query in milliseconds (nearest-rank).
 type Latency struct {
@@ -178,6 +195,11 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 		shown = append(shown, len(o.judged.Shown))
 		if evaluate == nil || evaluate(qs[i]) {
 			judged = append(judged, o.judged)
+			if m, ok := missOf(qs[i], o.judged); ok {
+				if res.MissCount++; len(res.Misses) < maxMisses {
+					res.Misses = append(res.Misses, m)
+				}
+			}
 		}
 	}
 	q := Evaluate(judged, cfg.Ks)
@@ -218,6 +240,38 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 		res.PromptTokensByEncoding = nil
 	}
 	return res
+}
+
+// missOf reports whether a query with expected skills auto-loaded none of
+// them, and how.
+func missOf(q Query, j Judged) (Miss, bool) {
+	if len(j.Expected) == 0 {
+		return Miss{}, false
+	}
+	for _, id := range j.Selected {
+		if slices.Contains(j.Expected, id) {
+			return Miss{}, false
+		}
+	}
+	m := Miss{Query: clip(q.Text, 120), Expected: j.Expected, Selected: dedupe(j.Selected)}
+	for r, id := range j.Ranked {
+		if slices.Contains(j.Expected, id) {
+			m.Rank = r + 1
+			break
+		}
+	}
+	if m.Selected == nil {
+		m.Selected = []string{}
+	}
+	return m, true
+}
+
+// clip shortens s to n runes, marking the cut.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 func durInts(ds []time.Duration) []int64 {
