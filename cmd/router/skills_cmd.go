@@ -119,13 +119,21 @@ func status(s *skills.Skill) string {
 			warns++
 		}
 	}
-	switch {
-	case s.Skipped:
+	if s.Skipped {
 		return "skipped: " + plural(errs, "error")
-	case warns > 0:
-		return "ok, " + plural(warns, "warning")
 	}
-	return "ok"
+	// What frontmatter turns off is said: "ok" alone read as routable.
+	st := "ok"
+	switch {
+	case s.Disabled():
+		st = "disabled (enabled: false)"
+	case s.AutoLoad != nil && !*s.AutoLoad:
+		st = "ok, never auto-loaded"
+	}
+	if warns > 0 {
+		st += ", " + plural(warns, "warning")
+	}
+	return st
 }
 
 func plural(n int, word string) string {

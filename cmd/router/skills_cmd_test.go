@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 const (
@@ -297,5 +299,24 @@ func TestSkillsValidateLibraryWarnings(t *testing.T) {
 				t.Errorf("doctor's library row: %+v", row)
 			}
 		})
+	}
+}
+
+// skills list says what frontmatter turns off, not a plain "ok".
+func TestSkillsListStatusOptOuts(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		s    *skills.Skill
+		want string
+	}{
+		{&skills.Skill{}, "ok"},
+		{&skills.Skill{Enabled: &no}, "disabled (enabled: false)"},
+		{&skills.Skill{AutoLoad: &no}, "ok, never auto-loaded"},
+		{&skills.Skill{Enabled: &yes, Problems: []skills.Problem{{Severity: skills.SeverityWarning}}}, "ok, 1 warning"},
+		{&skills.Skill{Enabled: &no, Problems: []skills.Problem{{Severity: skills.SeverityWarning}}}, "disabled (enabled: false), 1 warning"},
+	} {
+		if got := status(tc.s); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
 	}
 }
