@@ -107,6 +107,10 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 			// The usual cause: an unquoted description with a colon in it.
 			msg += `; quote a value that contains ": " (description: "Use when: …")`
 		}
+		if l := strings.Split(fm, "\n"); line >= 1 && line <= len(l) && strings.Contains(l[line-1], "\t") &&
+			!strings.Contains(msg, "tab") {
+			msg += "; that line holds a tab: YAML indents with spaces"
+		}
 		is.errorf(line+fmFirstLine-1, "invalid YAML in frontmatter: %s", msg)
 		return s
 	}

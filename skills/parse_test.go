@@ -93,6 +93,7 @@ func TestParseBrokenInput(t *testing.T) {
 		{"hash inside a word", "---\nname: x\ndescription: C# and F#\n---\n", []want{emptyBody}},
 		{"block scalar with hash", "---\nname: x\ndescription: >\n  Use #python\n  for scripts\n---\n", []want{emptyBody}},
 		{"invalid YAML colon hint", "---\nname: x\ndescription: Use when: the user asks\n---\n", []want{{SeverityError, 3, `quote a value that contains ": "`}}},
+		{"invalid YAML tab hint", "---\nname: x\ndescription: d\ntags:\n\t- a\n---\n", []want{{SeverityError, 5, "that line holds a tab: YAML indents with spaces"}}},
 		// A skill with no instructions is almost certainly a mistake; the
 		// warning points at the closing "---" after which nothing follows.
 		{"empty body", "---\nname: x\ndescription: y\n---\n", []want{{SeverityWarning, 4, "body is empty"}}},
