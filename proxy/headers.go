@@ -52,16 +52,27 @@ var hopHeaders = []string{
 	"Upgrade",
 }
 
-// removeHopHeaders deletes hop-by-hop headers, including those named in Connection.
-func removeHopHeaders(h http.Header) {
-	for _, v := range h["Connection"] {
-		for _, f := range strings.Split(v, ",") {
+// hopNames lists h's hop-by-hop headers, canonical: hopHeaders and those
+// h's Connection names.
+func hopNames(h http.Header) []string {
+	conn := h["Connection"]
+	if len(conn) == 0 {
+		return hopHeaders // callers only read it
+	}
+	names := slices.Clone(hopHeaders)
+	for _, v := range conn {
+		for f := range strings.SplitSeq(v, ",") {
 			if f = textproto.TrimString(f); f != "" {
-				h.Del(f)
+				names = append(names, textproto.CanonicalMIMEHeaderKey(f))
 			}
 		}
 	}
-	for _, k := range hopHeaders {
+	return names
+}
+
+// removeHopHeaders deletes hop-by-hop headers, including those named in Connection.
+func removeHopHeaders(h http.Header) {
+	for _, k := range hopNames(h) {
 		h.Del(k)
 	}
 }
@@ -111,9 +122,10 @@ func upstreamRequestHeader(in http.Header) http.Header {
 // Connection naming them (Connection: X-Skillrouter-Selected, Vary) would
 // have deleted them.
 func copyResponseHeader(dst, src http.Header, keepLength bool) {
+	hop := hopNames(src)
 	for k, vv := range src {
 		switch {
-		case strings.HasPrefix(k, "Access-Control-"), strings.HasPrefix(k, skillrouterPrefix), isHop(src, k):
+		case strings.HasPrefix(k, "Access-Control-"), strings.HasPrefix(k, skillrouterPrefix), slices.Contains(hop, k):
 			continue
 		case k == "Vary":
 			dst[k] = append(dst[k], vv...)
@@ -124,22 +136,6 @@ func copyResponseHeader(dst, src http.Header, keepLength bool) {
 	if !keepLength {
 		dst.Del("Content-Length")
 	}
-}
-
-// isHop reports whether header k of h is hop-by-hop: one of hopHeaders, or
-// one h's Connection names.
-func isHop(h http.Header, k string) bool {
-	if slices.Contains(hopHeaders, k) {
-		return true
-	}
-	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(textproto.TrimString(f), k) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // headerIdempotencyKey names one request (an SDK that sends it keeps it
