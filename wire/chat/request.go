@@ -196,11 +196,11 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 	if !slices.Contains(roles, m.role) {
 		return m, wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(m.role))
 	}
-	if cs, ok := jsonspan.Value(ms, "content"); ok {
-		if err := openai.CheckContent(p+".content", raw[cs.Start:cs.End]); err != nil {
+	if content := jsonspan.Raw(raw, ms, "content"); content != nil {
+		if err := openai.CheckContent(p+".content", content); err != nil {
 			return m, err
 		}
-		m.text = openai.ContentText(raw[cs.Start:cs.End])
+		m.text = openai.ContentText(content)
 	}
 	if m.role == "assistant" {
 		if ts, ok := jsonspan.Value(ms, "tool_calls"); ok {

@@ -209,12 +209,12 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if err != nil {
 		return "", wire.BadRequest("invalid_type", p, "'%s' must be a message object", p)
 	}
-	rs, ok := jsonspan.Value(ms, "role")
-	if !ok {
+	rawRole := jsonspan.Raw(m, ms, "role")
+	if rawRole == nil {
 		return "", wire.BadRequest("missing_role", p+".role", "missing required parameter: '%s.role'", p)
 	}
 	var role string
-	if rawRole := m[rs.Start:rs.End]; json.Unmarshal(rawRole, &role) != nil {
+	if json.Unmarshal(rawRole, &role) != nil {
 		return "", wire.TypeError(p+".role", "a string", rawRole)
 	}
 	if role == "" {
@@ -223,10 +223,7 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 	if !slices.Contains(roles, role) {
 		return "", wire.BadRequest("invalid_role", p+".role", "'%s.role' must be one of %s, got %q", p, wire.OneOf(roles), wire.Clip(role))
 	}
-	var content []byte
-	if cs, ok := jsonspan.Value(ms, "content"); ok {
-		content = m[cs.Start:cs.End]
-	}
+	content := jsonspan.Raw(m, ms, "content")
 	if len(content) == 0 || jsonspan.IsNull(content) {
 		return "", wire.BadRequest("missing_content", p+".content", "missing required parameter: '%s.content'", p)
 	}
