@@ -217,22 +217,34 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
+		// Shown anyway (in an error, --print-config): what stands before an
+		// "@" and credential-named query values are hidden all the same.
+		s = withoutUserinfo(s)
+		if base, query, ok := strings.Cut(s, "?"); ok {
+			s = base + "?" + redactQuery(query)
+		}
 		return s
 	}
-	if u.RawQuery != "" {
-		// A query goes with every upstream request (upstream.url's
-		// ?api-version=...), so a key may ride in it too.
-		var parts []string
-		for kv := range strings.SplitSeq(u.RawQuery, "&") {
-			k, _, ok := strings.Cut(kv, "=")
-			if ok && secretQueryKey(k) {
-				kv = k + "=xxxxx"
-			}
-			parts = append(parts, kv)
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
+	// A query goes with every upstream request (upstream.url's
+	// ?api-version=...), so a key may ride in it too.
+	u.RawQuery = redactQuery(u.RawQuery)
 	return u.Redacted()
+}
+
+// redactQuery replaces the values of credential-named parameters of a raw
+// query with xxxxx.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	var parts []string
+	for kv := range strings.SplitSeq(raw, "&") {
+		if k, _, ok := strings.Cut(kv, "="); ok && secretQueryKey(k) {
+			kv = k + "=xxxxx"
+		}
+		parts = append(parts, kv)
+	}
+	return strings.Join(parts, "&")
 }
 
 // secretQueryKey reports whether a query parameter's name says it holds a

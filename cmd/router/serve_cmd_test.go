@@ -257,6 +257,10 @@ func TestRedactURL(t *testing.T) {
 		"https://h/v1?key=AIza123&api-version=1":   "https://h/v1?key=xxxxx&api-version=1",
 		"https://h/v1?sig=abc&X-Api-Key=k&token=t": "https://h/v1?sig=xxxxx&X-Api-Key=xxxxx&token=xxxxx",
 		"http://127.0.0.1:11434/v1":                "http://127.0.0.1:11434/v1",
+		// Not parsable (a "%" that is no escape): hidden all the same.
+		"https://u:p%zz@h/v1":        "https://xxxxx@h/v1",
+		"https://h/v1?key=a%zz&x=1":  "https://h/v1?key=xxxxx&x=1",
+		"https://u:p#w@h/v1?token=t": "https://xxxxx@h/v1?token=xxxxx",
 	} {
 		if got := redactURL(in); got != want {
 			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
