@@ -72,6 +72,8 @@ func TestParseErrors(t *testing.T) {
 		{"{\"messages\":[{\"role\":\"user\",\"content\":\"ok\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\xffb\"}]}]}", "invalid_utf8", "messages[1].content[0].text", "'messages[1].content[0].text' is not valid UTF-8 (byte 0xff at offset"},
 		{"{\"model\":\"m\xc3\",\"messages\":[{\"role\":\"user\"}]}", "invalid_utf8", "model", "is not valid UTF-8"},
 		{"{\"a\xff\":1,\"messages\":[{\"role\":\"user\"}]}", "invalid_utf8", "a\ufffd", "is not valid UTF-8"},
+		{`{"messages":[{"role":"user","content":"a"}],"model":"m","messages":[{"role":"user","content":"b"}]}`, "duplicate_parameter", "messages", "'messages' appears more than once"},
+		{`{"tools":[],"messages":[{"role":"user"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "duplicate_parameter", "tools", "send each parameter once"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.body))

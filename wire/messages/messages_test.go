@@ -53,6 +53,7 @@ func TestParseView(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ body, param, msg string }{
 		{`{"model":"m"}`, "messages", "missing required parameter"},
+		{`{"system":"a","messages":[{"role":"user","content":"x"}],"system":"b"}`, "system", "'system' appears more than once"},
 		{`{"messages":[]}`, "messages", "at least one message"},
 		{`{"messages":[{"role":"","content":"x"}]}`, "messages[0].role", `must not be empty`},
 		{`{"messages":[{"role":"user"}]}`, "messages[0].content", "missing required parameter"},

@@ -53,6 +53,7 @@ func TestParseView(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ body, param, msg string }{
 		{`[]`, "", "must be a JSON object"},
+		{`{"input":"a","instructions":"x","input":"b"}`, "input", "'input' appears more than once"},
 		{`{"input":5}`, "input", "'input' must be a string or an array of input items, got a number"},
 		{`{"input":[7]}`, "input[0]", "must be an input item object"},
 		{`{"input":[{"type":"message","content":"x"}]}`, "input[0].role", "missing required parameter"},

@@ -4,6 +4,7 @@ import (
 	"github.com/skillrouter/skillrouter/wire"
 
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -275,5 +276,35 @@ func TestResult(t *testing.T) {
 	}
 	if got := string(Raw(nested, nms, "Budget_tokens")); got != "5" {
 		t.Errorf("Raw(Budget_tokens) = %q, want 5", got)
+	}
+}
+
+// A key twice is refused, at the top level only, in a small body and in one
+// of thousands of members (the map).
+func TestBodyRepeatedMember(t *testing.T) {
+	var many strings.Builder
+	many.WriteString("{")
+	for i := range 5000 {
+		fmt.Fprintf(&many, "\"k%d\":1,", i)
+	}
+	for _, tt := range []struct {
+		body, param string
+	}{
+		{`{"a":1,"b":{"x":1,"x":2}}`, ""},
+		{`{"a":1,"b":2,"a":3}`, "a"},
+		{`{"a":1,"A":2}`, ""},
+		{many.String() + `"k4999":2}`, "k4999"},
+		{many.String() + `"z":2}`, ""},
+	} {
+		_, err := Body([]byte(tt.body), "x")
+		if tt.param == "" {
+			if err != nil {
+				t.Errorf("%.40s: %v", tt.body, err)
+			}
+			continue
+		}
+		if err == nil || err.Code != "duplicate_parameter" || err.Param != tt.param {
+			t.Errorf("%.40s: %v, want duplicate_parameter %s", tt.body, err, tt.param)
+		}
 	}
 }
