@@ -637,3 +637,32 @@ func TestHelmServiceSessionAffinity(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmPDBOnlyOverTwoPods: a PodDisruptionBudget over a single pod
+// (one replica, or an HPA allowed down to one) blocks every eviction, so
+// node drains hang; it is rendered only when at least two pods always run.
+func TestHelmPDBOnlyOverTwoPods(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	for _, tt := range []struct {
+		set  []string
+		want bool
+	}{
+		{nil, true}, // the default: two replicas
+		{[]string{"replicaCount=1"}, false},
+		{[]string{"replicaCount=3"}, true},
+		{[]string{"autoscaling.enabled=true", "autoscaling.minReplicas=1"}, false},
+		{[]string{"autoscaling.enabled=true", "autoscaling.minReplicas=2", "replicaCount=1"}, true},
+		{[]string{"replicaCount=3", "podDisruptionBudget.enabled=false"}, false},
+	} {
+		args := []string{"template", "r", chartDir, "--namespace", "ai"}
+		for _, s := range tt.set {
+			args = append(args, "--set", s)
+		}
+		docs := parseManifests(t, runHelm(t, args...))
+		if _, got := docs["PodDisruptionBudget/r-skillrouter"]; got != tt.want {
+			t.Errorf("%v: PodDisruptionBudget rendered %v, want %v", tt.set, got, tt.want)
+		}
+	}
+}
