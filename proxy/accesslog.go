@@ -36,6 +36,12 @@ type reqInfo struct {
 	exhausted      bool
 	truncated      bool // the proxy's calls were dropped: the answer stopped short (wire.Answer.Truncated)
 	toolCalls      int
+	// loaded are the skills the model loaded with load_skill; carried,
+	// those loaded earlier in the turn and loaded again (turns.go).
+	loaded, carried []string
+	// dropped counts the proxy's calls dropped unanswered (the round
+	// limit, an answer stopped short, a client call relayed first).
+	dropped int
 	// droppedAnswered counts calls of an earlier answer that the proxy had
 	// removed and answered when stored state was continued (state.go).
 	droppedAnswered int
@@ -188,6 +194,15 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		)
 		if info.fallbackReason != "" {
 			attrs = append(attrs, slog.String("fallback_reason", info.fallbackReason))
+		}
+		if len(info.loaded) > 0 {
+			attrs = append(attrs, slog.String("loaded", strings.Join(info.loaded, ",")))
+		}
+		if len(info.carried) > 0 {
+			attrs = append(attrs, slog.String("carried", strings.Join(info.carried, ",")))
+		}
+		if info.dropped > 0 {
+			attrs = append(attrs, slog.Int("dropped_calls", info.dropped))
 		}
 		if info.droppedAnswered > 0 {
 			attrs = append(attrs, slog.Int("dropped_calls_answered", info.droppedAnswered))

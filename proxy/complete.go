@@ -85,6 +85,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			info.exhausted = round >= s.cfg.MaxToolRounds
 			info.truncated = ans.Truncated
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(ans.Calls)))
+			info.dropped += len(ans.Calls)
 			s.writeFinal(w, rt, info, resp.Header, raw, round, info.exhausted, &usage, sess.Handles)
 			return
 		}
@@ -94,6 +95,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			// cap (Final says so), with the proxy's calls dropped.
 			info.truncated = true
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(len(ans.Calls)))
+			info.dropped += len(ans.Calls)
 			s.writeFinal(w, rt, info, resp.Header, raw, round, false, &usage, sess.Handles)
 		}
 		// Checked before the calls run: nothing would read their results.
@@ -173,6 +175,7 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 			out, patched = p, true
 		}
 	}
+	s.rememberTurn(rt, info)
 	if _, ok := rt.req.(stateRefs); ok {
 		// Only a response (not an input_tokens count) adds to stored state.
 		if res := gjson.GetManyBytes(raw, "object", "id"); res[0].Str == "response" && res[1].Str != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -26,6 +27,8 @@ type routed struct {
 	rwErr   error
 	present []string // skills the stored state it continues holds (presence.go)
 	scope   string   // whose stored state it is (presence.go)
+	turn    string   // the conversation turn it is a step of, with its credential (turns.go)
+	carried []string // skills loaded earlier in that turn, loaded again (turns.go)
 }
 
 // route parses body once, picks the arm, plans the rewrite and renders it.
@@ -61,13 +64,19 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	ov.Session = sessionKey(h, view)
 	scope := presenceScope(parsed, h, info.clientKey)
 	ov.Present = s.presence.get(presenceKey(parsed, scope))
+	var turn string
+	if key, continues := router.TurnKey(view); key != "" {
+		turn = credentialScope(h, info.clientKey) + " turn " + key
+		ov.Carried = s.carried(turn, continues)
+		info.carried = ov.Carried
+	}
 	info.arm = label
 	info.routed = true
 	if s.log.Enabled(ctx, slog.LevelDebug) { // the query is message content
 		info.query = view.FirstUserText()
 	}
 
-	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope}
+	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope, turn: turn, carried: ov.Carried}
 	if !arm.rw.Ready() {
 		// Starting up (the index is being built): forwarded unmodified and
 		// said so, but not a rewrite error; /readyz tells load balancers.

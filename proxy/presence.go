@@ -20,21 +20,24 @@ import (
 // Overrides.Present. It is a per-process memory: a turn served by another
 // replica, or after a restart, loads what it selects, as without it.
 
-// presenceEntries bounds the memory: about 200 bytes an entry.
+// presenceEntries bounds each memory (presence, turns): about 200 bytes an
+// entry.
 const presenceEntries = 16384
 
-type presence struct {
+// skillMemory maps a key (a stored response, a conversation turn) to skill
+// ids, the least recently used forgotten first.
+type skillMemory struct {
 	once sync.Once
 	c    *lru.Cache[string, []string]
 }
 
-func (p *presence) cache() *lru.Cache[string, []string] {
+func (p *skillMemory) cache() *lru.Cache[string, []string] {
 	p.once.Do(func() { p.c = lru.New[string, []string](presenceEntries, 0, nil) })
 	return p.c
 }
 
 // get returns the skills remembered for key (nil if none).
-func (p *presence) get(key string) []string {
+func (p *skillMemory) get(key string) []string {
 	if key == "" {
 		return nil
 	}
@@ -43,7 +46,7 @@ func (p *presence) get(key string) []string {
 }
 
 // put remembers ids for key.
-func (p *presence) put(key string, ids []string) {
+func (p *skillMemory) put(key string, ids []string) {
 	if key == "" || len(ids) == 0 {
 		return
 	}
@@ -58,15 +61,21 @@ type stateRefs interface {
 	StateRefs() (previous, conversation string, stored bool)
 }
 
-// presenceScope names whose stored state a request reaches: a digest of
-// the credential it is served with (the client's own key for the proxy, else
-// the one it forwards), so that a client naming another's response id is
-// not ranked with what that conversation holds. "" for requests that cannot
-// continue stored state.
+// presenceScope names whose stored state a request reaches (credentialScope),
+// so that a client naming another's response id is not ranked with what
+// that conversation holds. "" for requests that cannot continue stored
+// state.
 func presenceScope(req apiRequest, h http.Header, clientKey string) string {
 	if _, ok := req.(stateRefs); !ok {
 		return ""
 	}
+	return credentialScope(h, clientKey)
+}
+
+// credentialScope is a digest of the credential a request is served with:
+// the client's own key for the proxy, else the one it forwards. What the
+// proxy remembers of a client's conversations is kept under it.
+func credentialScope(h http.Header, clientKey string) string {
 	cred := clientKey
 	if cred == "" {
 		cred = h.Get("Authorization") + "\x00" + h.Get("X-Api-Key") + "\x00" + h.Get("Api-Key")

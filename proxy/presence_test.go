@@ -78,7 +78,7 @@ func TestPresenceOnlyForStoredResponses(t *testing.T) {
 
 // The memory is bounded: the least recently used entry goes first.
 func TestPresenceBounded(t *testing.T) {
-	var p presence
+	var p skillMemory
 	for i := range presenceEntries + 10 {
 		p.put("k"+strconv.Itoa(i), []string{"s"})
 		if i == presenceEntries-1 {

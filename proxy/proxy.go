@@ -135,7 +135,8 @@ type Server struct {
 	ab        *splitter
 	echo      *echo.Echo
 	arms      []*armState // every configured arm, for readiness
-	presence  presence    // skills active in state stored upstream (presence.go)
+	presence  skillMemory // skills active in state stored upstream (presence.go)
+	turns     skillMemory // skills the model loaded in a conversation's turn (turns.go)
 	marks     wire.Marks  // what the proxy writes, as stored objects show it (stored.go)
 	pass      passRules   // what is relayed as the client addressed it (passallow.go)
 

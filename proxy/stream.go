@@ -116,6 +116,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		if end.Dropped > 0 {
 			s.metrics.droppedCalls.WithLabelValues(armLabel(info.arm)).Add(float64(end.Dropped))
+			info.dropped += end.Dropped
 		}
 		if end.Exhausted {
 			info.exhausted = true
@@ -126,6 +127,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if end.Loop == nil || sr.sess == nil {
 			if end.Loop == nil { // an incomplete stream has returned above
 				s.rememberPresence(rt, end.ID)
+				s.rememberTurn(rt, info)
 			}
 			sr.finishTrailers()
 			return

@@ -74,6 +74,7 @@ type planInput struct {
 	clientNames map[string]bool // tool names the client defined (never shadowed)
 	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
 	present     []string        // skills held where msgs cannot show them (Overrides.Present)
+	carried     []string        // skills loaded earlier in the turn, loaded again (Overrides.Carried)
 }
 
 // serverTools is what the session needs to answer the offered tools.
@@ -174,8 +175,15 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		added += MessageOverheadTokens
 	}
 
-	// Tier 2: pinned first (forced, whatever their size), then the router's
-	// selection within the auto-load budget; nothing already present.
+	// Tier 2: pinned first, then the skills the model loaded earlier in the
+	// turn (both forced, whatever their size), then the router's selection
+	// within the auto-load budget; nothing already present.
+	for _, id := range in.carried {
+		if s, ok := lib.skill(id); ok && !pinnedSet[s.ID] {
+			pinnedSet[s.ID] = true
+			pinned = append(pinned, s.ID)
+		}
+	}
 	present := map[string]bool{}
 	for _, id := range append(envelopesIn(in.msgs), in.present...) {
 		if s, ok := lib.skill(id); ok && !present[id] {

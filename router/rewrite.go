@@ -33,6 +33,11 @@ type Overrides struct {
 	// does not carry. They are not auto-loaded again, and count as active
 	// (allowed-tools, tier-3 tools), as envelopes in the request would.
 	Present []string
+	// Carried lists skills the model loaded with load_skill earlier in
+	// this turn of the conversation (see TurnKey), whose bodies went only
+	// into a hidden round the client never kept: they are loaded again,
+	// whatever their size, as mentions are, unless the request shows them.
+	Carried []string
 }
 
 // Rewrite is the plan for one request plus the state the tool loop needs.
@@ -91,6 +96,7 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
 	in.present = ov.Present
+	in.carried = ov.Carried
 	in.ranking = r.catalogRanking(ctx, lib, req.Turns, in.conv, ov.Strategy, dec, &o, depth, settled)
 	return finishRewrite(ctx, r, req, in, o, ov.Session), nil
 }

@@ -1,0 +1,61 @@
+package proxy
+
+import (
+	"slices"
+
+	"github.com/skillrouter/skillrouter/router"
+)
+
+// A client that keeps the transcript itself (Chat Completions, Messages,
+// Responses with store false: Codex CLI, Claude Code) never sees the
+// proxy's hidden tool rounds, so the body of a skill the model loads with
+// load_skill reaches the model in that request only. The model loads a
+// skill to follow it while it works, and its next step (after the client
+// ran the tool the skill said to use) would go on without it, or load it
+// again at the price of another hidden round. turns remembers, per
+// conversation turn (router.TurnKey) and credential, the skills the model
+// loaded during the turn; its later steps load them again, after the last
+// message as auto-loaded skills are, so the cached prefix stays as it was.
+// It is a per-process memory, like presence: a step served by another
+// replica, or after a restart, goes without, and the model can load the
+// skill again.
+
+// loadedSkills is implemented by tool sessions that know the skills the
+// model loaded with load_skill (*router.Session).
+type loadedSkills interface{ Loaded() []string }
+
+var _ loadedSkills = (*router.Session)(nil)
+
+// carried returns the skills to load again for a request: those the model
+// loaded earlier in the turn the request continues. key is "" when the
+// request has no turn to continue.
+func (s *Server) carried(key string, continues bool) []string {
+	if key == "" || !continues {
+		return nil
+	}
+	return s.turns.get(key)
+}
+
+// rememberTurn records, once the client has its answer, the skills the
+// model loaded in this turn: those carried into the request and those it
+// loaded now.
+func (s *Server) rememberTurn(rt *routed, info *reqInfo) {
+	ls, ok := rt.session.(loadedSkills)
+	if !ok {
+		return
+	}
+	loaded := ls.Loaded()
+	info.loaded = loaded
+	if rt.turn == "" {
+		return
+	}
+	ids := slices.Clone(rt.carried)
+	for _, id := range loaded {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > len(rt.carried) {
+		s.turns.put(rt.turn, ids)
+	}
+}
