@@ -14,6 +14,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,9 +333,25 @@ func AppendEvent(out []byte, typ string, data []byte) []byte {
 		out = append(out, typ...)
 		out = append(out, '\n')
 	}
-	out = append(out, "data: "...)
-	out = append(out, data...)
-	return append(out, "\n\n"...)
+	return AppendData(out, data)
+}
+
+// AppendData writes data as an event's data: lines, one per line of data,
+// and the blank line that ends the event. An upstream may spread an event's
+// JSON over several data: lines (the reader joins them with \n, WHATWG HTML
+// §9.2.6); written back behind one data: prefix, the lines after the first
+// would be fields of no kind, and the client would read half a JSON value.
+func AppendData(out, data []byte) []byte {
+	for {
+		line, rest, more := bytes.Cut(data, []byte("\n"))
+		out = append(out, "data: "...)
+		out = append(out, line...)
+		out = append(out, '\n')
+		if !more {
+			return append(out, '\n')
+		}
+		data = rest
+	}
 }
 
 // Elements lists a tools array of this set: the client's definitions

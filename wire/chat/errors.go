@@ -16,7 +16,7 @@ func ErrorJSON(e *wire.Error) []byte { return openai.ErrorJSON(e) }
 // ErrorEvent renders e as the final event of a stream that already started:
 // data: {"error":{...}}, which the OpenAI SDKs raise as an APIError.
 func ErrorEvent(e *wire.Error) []byte {
-	return append(append([]byte("data: "), openai.ErrorJSON(e)...), "\n\n"...)
+	return wire.AppendData(nil, openai.ErrorJSON(e))
 }
 
 // UpstreamErrorEvent turns an upstream error answer that arrived after the
@@ -27,7 +27,7 @@ func UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	if msg := openai.ErrorMessage(raw); msg != "" {
 		var compact bytes.Buffer
 		if json.Compact(&compact, raw) == nil { // one data: line
-			return append(append([]byte("data: "), compact.Bytes()...), "\n\n"...), msg
+			return wire.AppendData(nil, compact.Bytes()), msg
 		}
 	}
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))

@@ -711,16 +711,13 @@ func withoutUsage(ev *wire.Event) (*wire.Event, json.RawMessage) {
 		usage = append(json.RawMessage(nil), u...)
 	}
 	data := jsonspan.Apply(ev.Data, jsonspan.Removals(ms, "usage")...)
-	raw := append(append([]byte("data: "), data...), "\n\n"...)
-	return &wire.Event{Raw: raw, Data: data, HasData: true}, usage
+	return &wire.Event{Raw: wire.AppendData(nil, data), Data: data, HasData: true}, usage
 }
 
 // writeData appends one "data:" event.
 func (s *Stream) writeData(data []byte) {
 	s.noteRole(data)
-	s.out = append(s.out, "data: "...)
-	s.out = append(s.out, data...)
-	s.out = append(s.out, "\n\n"...)
+	s.out = wire.AppendData(s.out, data)
 }
 
 // noteRole records that the client got a role delta, if data (a chunk it
