@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -23,6 +25,10 @@ func TestRoundLimitLeavesNoEmptyAnswer(t *testing.T) {
 		{"chat stream", "/v1/chat/completions", streamChat(""), nil},
 		{"messages", "/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"make me a pdf"}]}`, anthropic},
 		{"messages stream", "/v1/messages", msgStream, anthropic},
+		// Responses allows an empty output, but Codex CLI then shows an
+		// empty turn with no word of why.
+		{"responses", "/v1/responses", `{"model":"m","store":false,"input":"make me a pdf"}`, nil},
+		{"responses stream", "/v1/responses", `{"model":"m","store":false,"stream":true,"input":"make me a pdf"}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.MaxToolRounds = 1 })
@@ -39,6 +45,29 @@ func TestRoundLimitLeavesNoEmptyAnswer(t *testing.T) {
 			}
 			if strings.Contains(string(b), "load_skill") {
 				t.Errorf("the proxy's call reached the client:\n%s", b)
+			}
+			if strings.HasPrefix(tc.name, "responses") {
+				final := b
+				if strings.HasSuffix(tc.name, "stream") {
+					var done string
+					for _, d := range sseData(t, b) {
+						if gjson.Get(d, "type").Str == "response.completed" {
+							done = d
+						}
+					}
+					if got := gjson.Get(done, `response.output.#(type=="message").content.0.text`).String(); got != wire.EmptyAnswerText {
+						t.Errorf("response.completed lists no message with the text (%q): %s", got, done)
+					}
+					for _, ev := range []string{"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done"} {
+						if !strings.Contains(string(b), "event: "+ev+"\n") {
+							t.Errorf("no %s event:\n%s", ev, b)
+						}
+					}
+					return
+				}
+				if got := gjson.GetBytes(final, "output.#(type==\"message\").content.0.text").String(); got != wire.EmptyAnswerText {
+					t.Errorf("output message text %q:\n%s", got, final)
+				}
 			}
 		})
 	}

@@ -185,6 +185,9 @@ func (s *Stream) completed(typ string, data []byte) {
 		return
 	}
 	rd.ShowPending() // reasoning left pending goes with the answer
+	if rd.ProxyCalls > 0 && !answered(s.visible) {
+		s.emitNoAnswer(resp.Get("id").String(), rd.truncated)
+	}
 	s.emit(typ, s.patchResponse(data, func(resp []byte, ms []jsonspan.Member) []jsonspan.Edit {
 		var edits []jsonspan.Edit
 		if out, ok := jsonspan.Value(ms, "output"); ok && (s.n > 1 || rd.ProxyCalls > 0) {
