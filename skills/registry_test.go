@@ -3,6 +3,7 @@ package skills
 import (
 	"context"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -276,4 +277,39 @@ func TestRegistryWatchNotStarved(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRegistryWatchPermissionChange: fixing a SKILL.md's permissions loads
+// the skill it kept out, and taking them away drops it again, with no other
+// change to the library. Reads are refused by mode (openFile), as for a
+// user other than root.
+func TestRegistryWatchPermissionChange(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	file := writeSkill(t, filepath.Join(root, "locked"), "")
+	if err := os.Chmod(file, 0); err != nil {
+		t.Fatal(err)
+	}
+	orig := openFile
+	openFile = func(name string) (fileHandle, error) {
+		if info, err := os.Stat(name); err == nil && info.Mode().Perm()&0o444 == 0 {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+		}
+		return os.Open(name)
+	}
+	r := quietRegistry([]string{root})
+	loaded := func() bool { s, ok := r.Snapshot().Lookup("locked"); return ok && !s.Skipped }
+	if loaded() {
+		t.Fatal("an unreadable SKILL.md loaded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	defer func() { // before goleak's check
+		cancel()
+		<-done
+		openFile = orig
+	}()
+	retry(t, "a SKILL.md made readable to load", func() { _ = os.Chmod(file, 0o644) }, loaded)
+	retry(t, "a SKILL.md made unreadable to be dropped", func() { _ = os.Chmod(file, 0) }, func() bool { return !loaded() })
 }

@@ -131,13 +131,17 @@ type watchState struct {
 }
 
 // relevant drops events that cannot change the library: permission changes
-// and hidden files (editor swap files, .git internals) except a kubelet
-// "..data" swap, and anything outside the roots (seen when a missing
-// root's parent is watched) except the replacement of a link on a root's
-// path.
+// other than a folder's or a SKILL.md's (which decide what the scan can
+// read: fixing an unreadable skill must load it, and taking its reading
+// away must drop it), hidden files (editor swap files, .git internals)
+// except a kubelet "..data" swap, and anything outside the roots (seen
+// when a missing root's parent is watched) except the replacement of a
+// link on a root's path.
 func relevant(ev fsnotify.Event, roots []string, links map[string]bool) bool {
-	if ev.Op == fsnotify.Chmod {
-		return false
+	if ev.Op == fsnotify.Chmod && filepath.Base(ev.Name) != SkillFile {
+		if info, err := os.Stat(ev.Name); err != nil || !info.IsDir() {
+			return false
+		}
 	}
 	if links[ev.Name] {
 		return true
