@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +108,9 @@ func (s *Snapshot) Resolve(want string) (*Skill, bool) { return Resolve(s.loaded
 // skill whose id ends in "/"+want. An ambiguous name or suffix finds none.
 // When nothing matches as written, the same rules run on NFKC forms
 // (NormalizeName): a model writes "café" composed where the folder name may
-// be decomposed, as macOS stores it.
+// be decomposed, as macOS stores it. Last, an id whose folder was renamed
+// (a model asks by the id it saw before the rename) finds the one skill
+// whose name is the id's last part.
 func Resolve(list []*Skill, want string) (*Skill, bool) {
 	if i, ok := slices.BinarySearchFunc(list, want, func(s *Skill, id string) int { return cmp.Compare(s.ID, id) }); ok {
 		return list[i], true
@@ -116,8 +119,20 @@ func Resolve(list []*Skill, want string) (*Skill, bool) {
 	if s, found, ambiguous := resolveBy(list, want, same); found || ambiguous {
 		return s, found
 	}
-	s, found, _ := resolveBy(list, NormalizeName(want), NormalizeName)
-	return s, found
+	if s, found, ambiguous := resolveBy(list, NormalizeName(want), NormalizeName); found || ambiguous || !strings.Contains(want, "/") {
+		return s, found
+	}
+	base := NormalizeName(path.Base(want))
+	var match *Skill
+	for _, s := range list {
+		if NormalizeName(s.Name) == base {
+			if match != nil {
+				return nil, false
+			}
+			match = s
+		}
+	}
+	return match, match != nil
 }
 
 // resolveBy applies Resolve's rules to the ids and names as form gives

@@ -99,6 +99,12 @@ func TestResolve(t *testing.T) {
 		{"x/dup", "x/dup"},
 		{"nope", ""},
 		{"", ""},
+		// An id from before its folder was renamed: the one skill named
+		// as its last part.
+		{"old/fancy-name", "folder"},
+		{"old/place/pdf-tools-2", "z/shared"},
+		{"old/dup", ""}, // two skills have that name
+		{"old/nope", ""},
 	}
 	for _, tt := range tests {
 		s, ok := Resolve(list, tt.want)
