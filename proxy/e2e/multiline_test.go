@@ -119,4 +119,3 @@ func textOf(v map[string]any) string {
 	}
 	return ""
 }
-

@@ -12,8 +12,8 @@ import (
 // Review resp15 (coverage, passes): Codex CLI through the proxy, a hidden
 // load_skill round, then in the same request a call of Codex's shell tool
 // (exec_command), which Codex runs and answers in its next, stateless
-// request. The skill's envelope is not in that next request: documented in
-// docs/sandbox.md ("Across turns"), so not asserted here.
+// request. That next request carrying the skill's envelope again is
+// asserted by TestCarriedSkillCodexCLI.
 func TestReviewResp15CodexShellAfterHiddenRound(t *testing.T) {
 	e := setup(t)
 	work := t.TempDir()
