@@ -59,7 +59,14 @@ func TestResponsesStoredReadBackIsTheClients(t *testing.T) {
 				t.Fatalf("GET: %d %s", resp.StatusCode, got)
 			}
 			for _, k := range []string{"instructions", "tools", "output"} {
-				if g, p := gjson.GetBytes(got, k).Raw, gjson.GetBytes(posted, k).Raw; g != p {
+				p := gjson.GetBytes(posted, k).Raw
+				if k == "output" && tc.rounds == 1 {
+					// The round limit's message stands in for an answer the
+					// stored object does not have; read back, it cannot be
+					// told from a hidden round's, which has none either.
+					p = gjson.GetBytes(posted, `output.#(id!%"msg_skillrouter_*")#`).Raw
+				}
+				if g := gjson.GetBytes(got, k).Raw; g != p {
 					t.Errorf("%s read back:\n%s\nthe POST's:\n%s", k, g, p)
 				}
 			}
