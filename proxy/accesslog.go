@@ -111,7 +111,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 func metricPath(p string) string {
 	switch p {
 	case "/v1/chat/completions", "/v1/responses", "/v1/responses/input_tokens", "/v1/messages", "/v1/messages/count_tokens",
-		"/healthz", "/readyz", "/metrics", "/v1/skills", "/v1/skills/route", "/v1/skills/reload":
+		"/healthz", "/readyz", "/metrics", "/v1/skills", "/v1/skills/route", "/v1/skills/reload", "/mcp":
 		return p
 	}
 	rest, ok := strings.CutPrefix(p, "/v1/")

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -89,25 +90,77 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // Protect applies the proxy's access checks (Access) to a handler served
-// beside it on the same listener, such as MCP at /mcp; refusals are logged
-// like the proxy's own.
+// beside it on the same listener, such as MCP at /mcp; its requests, and
+// the refusals, are logged and counted like the proxy's own.
 func (s *Server) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		werr := s.admit(w, r)
 		if werr == errPreflightServed {
 			return
 		}
+		info := &reqInfo{path: metricPath(r.URL.Path), outcome: outcomeComplete}
 		if werr != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
-				slog.String("path", wire.Clip(r.URL.Path)), slog.Int("status", werr.Status), slog.String("error", werr.Message))
-			s.metrics.observeRequest(&reqInfo{path: metricPath(r.URL.Path), status: werr.Status, outcome: outcomeComplete}, 0)
+			info.status, info.err = werr.Status, werr.Message
+			s.observeBeside(r, info, 0)
 			writeError(w, chatAPI{}, werr)
 			return
 		}
 		defer unwrapBody(r)
-		h.ServeHTTP(s.writeBound(w), r)
+		sw := &statusWriter{ResponseWriter: s.writeBound(w)}
+		h.ServeHTTP(sw, r)
+		info.status = sw.status
+		if info.status == 0 {
+			info.status = http.StatusOK // net/http's answer to a handler that wrote nothing
+		}
+		if r.Context().Err() != nil && sw.status == 0 {
+			info.status, info.outcome = statusClientClosed, outcomeClientClosed
+		}
+		s.observeBeside(r, info, time.Since(start))
 	})
 }
+
+// observeBeside counts and logs a request a handler beside the proxy
+// served (Protect): one line, as the proxy's own requests get.
+func (s *Server) observeBeside(r *http.Request, info *reqInfo, elapsed time.Duration) {
+	s.metrics.observeRequest(info, elapsed)
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", wire.Clip(r.URL.Path)),
+		slog.Int("status", info.status), slog.String("outcome", info.outcome), slog.Float64("duration_ms", ms(elapsed))}
+	if info.err != "" {
+		attrs = append(attrs, slog.String("error", info.err))
+	}
+	level := slog.LevelInfo
+	if info.status >= 500 {
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(context.WithoutCancel(r.Context()), level, "request", attrs...)
+}
+
+// statusWriter records the status a handler answered with; Unwrap lets
+// http.ResponseController (flushes of an event stream) reach the writer
+// below.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // errPreflightServed: admit answered a CORS preflight itself.
 var errPreflightServed = &wire.Error{Status: http.StatusNoContent}

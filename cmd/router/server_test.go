@@ -262,6 +262,23 @@ func TestMCPIsProtected(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
 		t.Errorf("rebinding Host: %v %v", resp, err)
 	}
+	// Counted and logged as the API's requests are, under path /mcp.
+	mreq, _ := http.NewRequest("GET", "http://"+sp.addr+"/metrics", nil)
+	mreq.Header.Set("Authorization", "Bearer sk-one")
+	resp, err := http.DefaultClient.Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`path="/mcp",status="200"`, `path="/mcp",status="401"`, `path="/mcp",status="403"`} {
+		if !strings.Contains(strings.ReplaceAll(string(m), `arm="default",`, ""), want) {
+			t.Errorf("metrics lack %s:\n%s", want, m)
+		}
+	}
+	if logs := sp.logs(); !strings.Contains(logs, `path=/mcp status=200`) {
+		t.Errorf("no log line of the served /mcp request:\n%s", logs)
+	}
 }
 
 func TestPrintConfigRedactsClientKeys(t *testing.T) {
