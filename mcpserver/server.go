@@ -177,17 +177,6 @@ func (s *Server) router(ctx context.Context) (*router.Router, error) {
 	}
 }
 
-// RunStdio serves one session on stdin/stdout until the client disconnects
-// or ctx ends.
-func (s *Server) RunStdio(ctx context.Context) error {
-	s.activate()
-	err := s.srv.Run(ctx, &mcp.StdioTransport{})
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
 // Handler serves streamable HTTP. Requests end when ctx ends, so a server
 // shutting down is not held up by clients' open event streams.
 func (s *Server) Handler(ctx context.Context) http.Handler {

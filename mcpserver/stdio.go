@@ -1,0 +1,157 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+)
+
+// The SDK's stdio connection ends the session on the first line it cannot
+// decode: a host that sends one bad message (or a JSON-RPC batch, which
+// MCP no longer has) loses the skill server, and answers to what it sent
+// before are never written. JSON-RPC 2.0 (§5.1) answers such a message
+// with an error and goes on; stdio frames are single lines (MCP's stdio
+// transport), so each line is checked before the SDK reads it, and a bad
+// one is answered here.
+
+// RunStdio serves one session on stdin/stdout until the client disconnects
+// or ctx ends.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.runIO(ctx, os.Stdin, os.Stdout)
+}
+
+// runIO serves one session on in and out, newline-delimited JSON-RPC.
+func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
+	s.activate()
+	w := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	go func() { _ = pw.CloseWithError(filterFrames(in, pw, w)) }()
+	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+	_ = pr.Close() // a filter still writing gets io.ErrClosedPipe and stops
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// lockedWriter serialises whole messages: the SDK writes each with one
+// Write, and so does filterFrames.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Close() error { return nil }
+
+// JSON-RPC 2.0's codes for a message that is not one.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
+
+// filterFrames copies the lines of in that are JSON-RPC messages to good,
+// and answers the others on errs. A line longer than the SDK accepts is
+// answered and skipped without being held in memory.
+func filterFrames(in io.Reader, good io.Writer, errs io.Writer) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if tooLong = tooLong || len(line)+len(chunk) > mcp.DefaultMaxLineLength; !tooLong {
+				line = append(line, chunk...)
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		var werr error
+		if tooLong || len(line)+len(chunk) > mcp.DefaultMaxLineLength {
+			werr = answer(errs, nil, codeInvalidRequest, "message longer than 16 MiB")
+		} else if msg := bytes.TrimSpace(append(line, chunk...)); len(msg) > 0 {
+			werr = frame(msg, good, errs)
+		}
+		if werr != nil {
+			return werr
+		}
+		line, tooLong = line[:0], false
+		if err != nil { // io.EOF
+			return nil
+		}
+	}
+}
+
+// frame passes one message on, or answers why it is not one.
+func frame(msg []byte, good, errs io.Writer) error {
+	if !json.Valid(msg) {
+		return answer(errs, nil, codeParseError, "parse error: the line is not JSON")
+	}
+	if msg[0] == '[' {
+		return answer(errs, nil, codeInvalidRequest, "JSON-RPC batches are not supported: send one message a line")
+	}
+	if why := invalidMessage(msg); why != "" {
+		return answer(errs, json.RawMessage(gjson.GetBytes(msg, "id").Raw), codeInvalidRequest, "invalid request: "+why)
+	}
+	_, err := good.Write(append(msg, '\n'))
+	return err
+}
+
+// invalidMessage says why msg (valid JSON) is no JSON-RPC 2.0 message the
+// SDK can take: a request or notification names its method, a response
+// has an id and a result or an error; "" when it is one.
+func invalidMessage(msg []byte) string {
+	if msg[0] != '{' {
+		return "a message is a JSON object"
+	}
+	v := gjson.GetManyBytes(msg, "jsonrpc", "method", "id", "result", "error")
+	switch {
+	case v[0].Str != "2.0":
+		return `"jsonrpc" must be "2.0"`
+	case v[1].Exists() && v[1].Type != gjson.String:
+		return `"method" must be a string`
+	case !v[1].Exists() && (!v[2].Exists() || v[3].Exists() == v[4].Exists()):
+		return "neither a request (method) nor a response (id with a result or an error)"
+	}
+	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// answer writes a JSON-RPC error response; id nil or not a string or
+// number is null, as for a message whose id could not be read.
+func answer(w io.Writer, id json.RawMessage, code int, message string) error {
+	if len(id) == 0 || (id[0] != '"' && (id[0] < '0' || id[0] > '9') && id[0] != '-') {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	_, err := w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,90 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// A line that is not a JSON-RPC message (not JSON, a batch, no method) is
+// answered with a JSON-RPC error and the session goes on: the SDK's stdio
+// connection ended on it, losing the host its skill server.
+func TestStdioBadLinesAnswered(t *testing.T) {
+	f := newFixture(t, false)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f.srv.runIO(ctx, inR, outW); _ = outW.Close() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	sent := 0
+	send := func(s string) {
+		t.Helper()
+		sent++
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the session ended")
+			}
+			return l
+		case <-ctx.Done():
+			t.Fatalf("no answer after %d lines", sent)
+		}
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if l := next(); gjson.Get(l, "id").Int() != 1 || !gjson.Get(l, "result.serverInfo").Exists() {
+		t.Fatalf("initialize: %s", l)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, tt := range []struct {
+		line, id string
+		code     int64
+	}{
+		{"not json at all", "null", codeParseError},
+		{`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`, "null", codeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":9}`, "9", codeInvalidRequest},
+		{"", "", 0}, // blank lines are skipped
+	} {
+		if tt.line == "" {
+			send("")
+			continue
+		}
+		send(tt.line)
+		l := next()
+		if gjson.Get(l, "id").Raw != tt.id || gjson.Get(l, "error.code").Int() != tt.code || gjson.Get(l, "jsonrpc").Str != "2.0" {
+			t.Errorf("%q answered %s, want id %s code %d", tt.line, l, tt.id, tt.code)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if l := next(); gjson.Get(l, "id").Int() != 2 || !gjson.Get(l, "result").Exists() {
+		t.Fatalf("ping after the bad lines: %s", l)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if l := next(); gjson.Get(l, "id").Int() != 3 || !strings.Contains(l, "load_skill") {
+		t.Fatalf("tools/list after the bad lines: %s", l)
+	}
+	_ = inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("session: %v", err)
+	}
+}
