@@ -42,6 +42,9 @@ type reqInfo struct {
 	// dropped counts the proxy's calls dropped unanswered (the round
 	// limit, an answer stopped short, a client call relayed first).
 	dropped int
+	// toolsRefused names the proxy's tool an upstream refusal named
+	// (noteToolRefusal).
+	toolsRefused string
 	// droppedAnswered counts calls of an earlier answer that the proxy had
 	// removed and answered when stored state was continued (state.go).
 	droppedAnswered int
@@ -161,6 +164,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if info.outcome == outcomeStreamError || info.outcome == outcomeShutdown {
 		level = slog.LevelWarn // a 200 that did not end well
 	}
+	if info.toolsRefused != "" {
+		level = slog.LevelWarn // every request will fail alike
+	}
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
 		return
 	}
@@ -203,6 +209,10 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		}
 		if info.dropped > 0 {
 			attrs = append(attrs, slog.Int("dropped_calls", info.dropped))
+		}
+		if info.toolsRefused != "" {
+			attrs = append(attrs, slog.String("hint", "the upstream refused the request naming the proxy's "+info.toolsRefused+
+				" tool: if the model takes no tools, serve with --no-tools (catalog and auto-loaded skills only)"))
 		}
 		if info.droppedAnswered > 0 {
 			attrs = append(attrs, slog.Int("dropped_calls_answered", info.droppedAnswered))

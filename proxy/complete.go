@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
 
+	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -49,6 +51,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		// Upstream errors and answers the proxy has nothing to do with go back unchanged.
 		if sess == nil || resp.StatusCode != http.StatusOK {
+			noteToolRefusal(info, resp, sess != nil)
 			s.relayResponse(ctx, w, info, resp)
 			return
 		}
@@ -196,6 +199,28 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 	w.WriteHeader(http.StatusOK)
 	info.status = http.StatusOK
 	_, _ = w.Write(out)
+}
+
+// noteToolRefusal marks a request whose upstream refused it (400, 422)
+// naming a tool the proxy added: the model behind it takes no tools, or
+// not these, and every request will fail alike until the proxy offers none.
+// The log line then says so, at warn. The body is peeked, not consumed.
+func noteToolRefusal(info *reqInfo, resp *http.Response, offered bool) {
+	if !offered || (resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity) {
+		return
+	}
+	br := bufio.NewReaderSize(resp.Body, 8<<10)
+	head, _ := br.Peek(8 << 10)
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body}
+	for _, name := range []string{router.ToolLoadSkill, router.ToolSearchSkills} {
+		if bytes.Contains(head, []byte(name)) {
+			info.toolsRefused = name
+			return
+		}
+	}
 }
 
 // relayResponse copies an upstream response to the client unchanged.

@@ -84,6 +84,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 				if !sr.started {
 					// An error, or JSON the proxy does not stream (a stream
 					// relayed without its tools, or not an answer): as is.
+					noteToolRefusal(info, resp, sr.sess != nil)
 					s.relayResponse(ctx, w, info, resp)
 					return
 				}

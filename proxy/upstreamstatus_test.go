@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/upstreamcheck"
 )
 
@@ -44,5 +46,35 @@ func TestReadyzReportsUpstreams(t *testing.T) {
 	_ = json.Unmarshal(b, &m)
 	if _, ok := m["upstreams"]; ok {
 		t.Errorf("upstreams without checks: %s", b)
+	}
+}
+
+// An upstream that refuses the request naming the proxy's tool (a model
+// that takes no tools, or not these) fails every request alike: the log
+// line says so at warn, with what to change; the client gets the refusal
+// as it came, streamed or not.
+func TestUpstreamRefusingProxyToolsIsLogged(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		h := newHarness(t, nil)
+		h.up.Script(fakeai.Status(400, "Unknown tool type or name: load_skill is not permitted"))
+		body := simpleChat
+		if stream {
+			body = streamChat("")
+		}
+		resp, b := h.chat(body, nil)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "load_skill is not permitted") {
+			t.Fatalf("stream=%v: %d %s", stream, resp.StatusCode, b)
+		}
+		logs := h.logText()
+		if !strings.Contains(logs, `"level":"WARN","msg":"request"`) || !strings.Contains(logs, "--no-tools") {
+			t.Errorf("stream=%v: no warning with a hint:\n%s", stream, logs)
+		}
+	}
+	// Another refusal stays at info, without the hint.
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Status(400, "temperature is out of range"))
+	h.chat(simpleChat, nil)
+	if logs := h.logText(); strings.Contains(logs, "WARN") || strings.Contains(logs, "--no-tools") {
+		t.Errorf("a refusal of something else is flagged:\n%s", logs)
 	}
 }
