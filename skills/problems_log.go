@@ -60,9 +60,32 @@ func (s *Snapshot) LogProblems(log *slog.Logger, prev *Snapshot) {
 	// names none, and a deletion is otherwise silent. One broken or fixed
 	// is logged above.
 	added, removed := idsOnlyIn(s.loaded, prev.all), idsOnlyIn(prev.loaded, s.all)
-	if len(added) > 0 || len(removed) > 0 {
-		log.Info("skills: library changed", "added", firstIDs(added), "removed", firstIDs(removed), "skills", len(s.loaded))
+	changed := idsChanged(s.loaded, prev.loaded)
+	if len(added) > 0 || len(removed) > 0 || len(changed) > 0 {
+		log.Info("skills: library changed", "added", firstIDs(added), "removed", firstIDs(removed), "changed", firstIDs(changed), "skills", len(s.loaded))
 	}
+}
+
+// idsChanged lists the ids of a, in a's order, that b loaded too with
+// another SKILL.md: edited, or now another root's copy. Texts are
+// compared by their sums, packed or not.
+func idsChanged(a, b []*Skill) []string {
+	before := make(map[string]*Skill, len(b))
+	for _, sk := range b {
+		before[sk.ID] = sk
+	}
+	var out []string
+	for _, sk := range a {
+		p, ok := before[sk.ID]
+		if !ok || p == sk {
+			continue
+		}
+		t, pt := sk.text.Load(), p.text.Load()
+		if p.Path != sk.Path || t == nil || pt == nil || t.sum != pt.sum {
+			out = append(out, sk.ID)
+		}
+	}
+	return out
 }
 
 // idsOnlyIn lists the ids of a that b lacks, in a's order (sorted by id).

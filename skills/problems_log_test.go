@@ -86,8 +86,16 @@ func TestReloadLogsAddedAndRemoved(t *testing.T) {
 	writeSkill(t, filepath.Join(root, "new"), "Body.\n")
 	os.RemoveAll(filepath.Join(root, "old"))
 	reg.Reload(context.Background())
-	if out := buf.String(); !strings.Contains(out, `msg="skills: library changed" added=new removed=old skills=2`) {
+	if out := buf.String(); !strings.Contains(out, `msg="skills: library changed" added=new removed=old changed="" skills=2`) {
 		t.Errorf("log:\n%s", out)
+	}
+	// An edit names the skill; a reload that changes nothing logs nothing.
+	buf.Reset()
+	writeSkill(t, filepath.Join(root, "new"), "Edited body.\n")
+	reg.Reload(context.Background())
+	reg.Reload(context.Background())
+	if out := buf.String(); strings.Count(out, "library changed") != 1 || !strings.Contains(out, `added="" removed="" changed=new skills=2`) {
+		t.Errorf("an edit:\n%s", out)
 	}
 	buf.Reset()
 	writeFile(t, filepath.Join(root, "good", SkillFile), "---\nname: good\n---\nno description\n")
