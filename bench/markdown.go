@@ -20,6 +20,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "\n**Warning:** %d expected ids are not in the library (counted as misses): %s\n",
 			len(r.UnknownExpected), strings.Join(head(r.UnknownExpected, 10), ", "))
 	}
+	if len(r.SkippedExpected) > 0 {
+		fmt.Fprintf(&b, "\n**Warning:** %d expected skills are skipped for errors (`router skills validate`; counted as misses): %s\n",
+			len(r.SkippedExpected), strings.Join(head(r.SkippedExpected, 10), ", "))
+	}
 	if len(r.Results) > 0 {
 		b.WriteString("\n")
 		qualityTable(&b, r.Ks, r.Results, nil)

@@ -19,12 +19,14 @@ type Report struct {
 	Queries int      `json:"queries"`
 	Results []Result `json:"results,omitempty"`
 
-	RankedQueries   int          `json:"ranked_queries"` // queries with expectations
-	EmptyQueries    int          `json:"empty_queries"`  // expected: []
-	Encodings       []string     `json:"encodings"`      // prompt_tokens uses the first
-	Ks              []int        `json:"k"`
-	IndexBuildMS    float64      `json:"index_build_ms,omitempty"`
-	UnknownExpected []string     `json:"unknown_expected,omitempty"`
+	RankedQueries   int      `json:"ranked_queries"` // queries with expectations
+	EmptyQueries    int      `json:"empty_queries"`  // expected: []
+	Encodings       []string `json:"encodings"`      // prompt_tokens uses the first
+	Ks              []int    `json:"k"`
+	IndexBuildMS    float64  `json:"index_build_ms,omitempty"`
+	UnknownExpected []string `json:"unknown_expected,omitempty"`
+	// SkippedExpected are expected skills the library skipped for errors.
+	SkippedExpected []string     `json:"skipped_expected,omitempty"`
 	Scale           []ScalePoint `json:"scale,omitempty"`
 }
 

@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Ks:              slices.Clone(cfg.Ks),
 		IndexBuildMS:    durMS(lib.build),
 		UnknownExpected: unknownExpected(cfg.Snapshot, cfg.Queries),
+		SkippedExpected: skippedExpected(cfg.Snapshot, cfg.Queries),
 	}
 	for _, q := range cfg.Queries {
 		if len(q.Expected) == 0 {
@@ -230,11 +231,30 @@ func rankedIDs(d *router.Decision) []string {
 // unknownExpected lists expected ids that are not skills of the library,
 // sorted: they can never be hit, so a report must say so.
 func unknownExpected(snap *skills.Snapshot, qs []Query) []string {
+	return expectedWhere(qs, func(id string) bool {
+		_, loaded := snap.Get(id)
+		sk, found := snap.Lookup(id)
+		return !loaded && !(found && sk.Skipped)
+	})
+}
+
+// skippedExpected lists the expected ids of skills the library has but
+// skipped for errors: not unknown, but as unrankable.
+func skippedExpected(snap *skills.Snapshot, qs []Query) []string {
+	return expectedWhere(qs, func(id string) bool {
+		sk, found := snap.Lookup(id)
+		return found && sk.Skipped
+	})
+}
+
+// expectedWhere lists, sorted and once each, the expected ids of qs that
+// match.
+func expectedWhere(qs []Query, match func(id string) bool) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, q := range qs {
 		for _, id := range q.Expected {
-			if _, ok := snap.Get(id); !ok && !seen[id] {
+			if !seen[id] && match(id) {
 				seen[id] = true
 				out = append(out, id)
 			}

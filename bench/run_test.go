@@ -312,3 +312,27 @@ func TestRunScale(t *testing.T) {
 		t.Fatal("size 0 accepted")
 	}
 }
+
+// An expected skill the library skipped for errors is not "not in the
+// library": it is reported apart, so its author runs validate.
+func TestRunReportsSkippedExpected(t *testing.T) {
+	root := t.TempDir()
+	for name, fm := range map[string]string{"good": "name: good\ndescription: Check the weather.", "bad": "name: Bad Name\ndescription: Broken."} {
+		if err := os.MkdirAll(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name, "SKILL.md"), []byte("---\n"+fm+"\n---\nBody.\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := skills.Load(context.Background(), []string{root}, skills.Options{})
+	qs := []Query{{ID: "a", Text: "weather", Expected: []string{"bad", "gone"}}}
+	cfg, _ := testConfig(t, snap, qs)
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.SkippedExpected, []string{"bad"}) || !slices.Equal(rep.UnknownExpected, []string{"gone"}) {
+		t.Fatalf("skipped %v, unknown %v", rep.SkippedExpected, rep.UnknownExpected)
+	}
+}

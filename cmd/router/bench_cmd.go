@@ -320,6 +320,10 @@ func warnReport(w io.Writer, rep *bench.Report) {
 		fmt.Fprintf(w, "warning: %d expected skill ids are not in the library and count as misses: %s\n",
 			n, strings.Join(rep.UnknownExpected, ", "))
 	}
+	if n := len(rep.SkippedExpected); n > 0 {
+		fmt.Fprintf(w, "warning: %d expected skills are in the library but skipped for errors (`router skills validate` says why) and count as misses: %s\n",
+			n, strings.Join(rep.SkippedExpected, ", "))
+	}
 	results := rep.Results
 	for _, p := range rep.Scale {
 		results = append(results, p.Results...)
