@@ -1,13 +1,16 @@
 package skills
 
 import (
+	"bytes"
 	"context"
+	"github.com/fsnotify/fsnotify"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -312,4 +315,27 @@ func TestRegistryWatchPermissionChange(t *testing.T) {
 	}()
 	retry(t, "a SKILL.md made readable to load", func() { _ = os.Chmod(file, 0o644) }, loaded)
 	retry(t, "a SKILL.md made unreadable to be dropped", func() { _ = os.Chmod(file, 0) }, func() bool { return !loaded() })
+}
+
+// A folder that cannot be watched is logged once, not again each time
+// watches are added after a reload.
+func TestWatchFailureLoggedOnce(t *testing.T) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var buf bytes.Buffer
+	r := quietRegistry([]string{t.TempDir()})
+	r.SetLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}}
+	gone := filepath.Join(t.TempDir(), "gone")
+	for range 3 {
+		if r.add(ws, gone, map[string]bool{}) {
+			t.Fatal("a missing folder was watched")
+		}
+	}
+	if n := strings.Count(buf.String(), "cannot watch folder"); n != 1 {
+		t.Errorf("%d warnings:\n%s", n, buf.String())
+	}
 }

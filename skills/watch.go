@@ -41,7 +41,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	for i, root := range r.roots {
 		roots[i] = filepath.Clean(root)
 	}
-	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}}
+	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}}
 	// Roots the library was loaded without: one that exists by the time
 	// its watch is added appeared unseen, and needs a reload.
 	for _, p := range r.Snapshot().LibraryProblems() {
@@ -128,6 +128,9 @@ type watchState struct {
 	links map[string]bool
 	// missing are the roots that were not there when last looked at.
 	missing map[string]bool
+	// failed are the folders a watch could not be added to, with why (each
+	// logged once).
+	failed map[string]string
 }
 
 // relevant drops events that cannot change the library: permission changes
@@ -252,9 +255,15 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 		return true // already watched: still descend, children may be new
 	}
 	if err := ws.w.Add(dir); err != nil {
-		r.logger().Warn("skills: cannot watch folder; changes in it will be missed", "dir", dir, "err", err)
+		// Once per folder and failure: it is tried again after every
+		// reload, which would repeat the line each time.
+		if why := err.Error(); ws.failed[dir] != why {
+			ws.failed[dir] = why
+			r.logger().Warn("skills: cannot watch folder; changes in it will be missed", "dir", dir, "err", err)
+		}
 		return false
 	}
+	delete(ws.failed, dir)
 	if info, err := os.Stat(dir); err == nil {
 		ws.watched[dir] = info
 	}
