@@ -3,7 +3,6 @@ package skills
 import (
 	"bytes"
 	"context"
-	"github.com/fsnotify/fsnotify"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"go.uber.org/goleak"
 )
 
