@@ -339,3 +339,56 @@ func TestWatchFailureLoggedOnce(t *testing.T) {
 		t.Errorf("%d warnings:\n%s", n, buf.String())
 	}
 }
+
+// TestRegistryWatchSymlinkTargetReturns: a symlinked skill whose target
+// goes away is dropped, and loads again when the target comes back (a move
+// back, a re-clone), with no other change to the library.
+func TestRegistryWatchSymlinkTargetReturns(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root, ext := t.TempDir(), t.TempDir()
+	target := filepath.Join(ext, "repo", "linked")
+	writeSkill(t, target, "")
+	if err := os.Symlink(target, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	r := quietRegistry([]string{root})
+	loaded := func() bool { s, ok := r.Snapshot().Lookup("linked"); return ok && !s.Skipped }
+	if !loaded() {
+		t.Fatal("the symlinked skill did not load")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	defer func() { cancel(); <-done }()
+	// The watches are in place once a new skill shows (renames below are
+	// done once: they cannot be retried as writes can).
+	retry(t, "the watcher to start", func() { writeSkill(t, filepath.Join(root, "probe"), "") },
+		func() bool { _, ok := r.Snapshot().Get("probe"); return ok })
+	moved := filepath.Join(ext, "moved")
+	rename := func(from, to string) {
+		t.Helper()
+		if err := os.Rename(from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := func() bool { _, ok := r.Snapshot().Get("linked"); return !ok }
+	rename(target, moved)
+	eventually(t, "a skill whose link broke to be dropped", gone)
+	rename(moved, target)
+	eventually(t, "a skill whose link target came back to load", loaded)
+	// Its folder's parent too (a re-clone): gone, then made anew. The
+	// reload that loaded it re-aims the watches just after: let it.
+	time.Sleep(200 * time.Millisecond)
+	rename(target, moved)
+	eventually(t, "a skill whose link broke again to be dropped", gone)
+	if err := os.Remove(filepath.Join(ext, "repo")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the reload that re-aims the watch
+	if err := os.Mkdir(filepath.Join(ext, "repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	rename(moved, target)
+	eventually(t, "a skill whose target's folders came back to load", loaded)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	for i, root := range r.roots {
 		roots[i] = filepath.Clean(root)
 	}
-	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}}
+	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}, targets: map[string]bool{}}
 	// Roots the library was loaded without: one that exists by the time
 	// its watch is added appeared unseen, and needs a reload.
 	for _, p := range r.Snapshot().LibraryProblems() {
@@ -75,10 +76,13 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			if !ok {
 				return nil
 			}
-			if !relevant(ev, roots, ws.links) {
+			if !relevant(ev, roots, ws) {
 				continue
 			}
-			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink {
+			// A broken link's target coming back is watched through the
+			// link once the reload finds it: watched here by its own path
+			// as well, its events would carry that path, which is no root's.
+			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink && !towardTarget(ev.Name, ws.targets) {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
 					r.watchTree(ws, ev.Name, nil, map[string]bool{})
 					delete(ws.missing, ev.Name) // a root seen appearing
@@ -131,6 +135,10 @@ type watchState struct {
 	// failed are the folders a watch could not be added to, with why (each
 	// logged once).
 	failed map[string]string
+	// targets are the missing targets of broken symlinks in the library:
+	// the nearest folder above each is watched, so that its return (a
+	// re-clone, a move back) reloads.
+	targets map[string]bool
 }
 
 // relevant drops events that cannot change the library: permission changes
@@ -139,14 +147,17 @@ type watchState struct {
 // away must drop it), hidden files (editor swap files, .git internals)
 // except a kubelet "..data" swap, and anything outside the roots (seen
 // when a missing root's parent is watched) except the replacement of a
-// link on a root's path.
-func relevant(ev fsnotify.Event, roots []string, links map[string]bool) bool {
+// link on a root's path, or what brings back a broken link's target.
+func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
 	if ev.Op == fsnotify.Chmod && filepath.Base(ev.Name) != SkillFile {
 		if info, err := os.Stat(ev.Name); err != nil || !info.IsDir() {
 			return false
 		}
 	}
-	if links[ev.Name] {
+	if ws.links[ev.Name] {
+		return true
+	}
+	if towardTarget(ev.Name, ws.targets) {
 		return true
 	}
 	if base := filepath.Base(ev.Name); strings.HasPrefix(base, ".") && base != atomicDataLink {
@@ -168,6 +179,7 @@ func relevant(ev fsnotify.Event, roots []string, links map[string]bool) bool {
 // now without an event having said so: the caller reloads.
 func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 	seen := map[string]bool{}
+	clear(ws.targets) // the walk below finds the links still broken
 	for _, p := range ws.w.WatchList() {
 		if old, ok := ws.watched[p]; ok {
 			if now, err := os.Stat(p); err != nil || !os.SameFile(old, now) {
@@ -239,6 +251,10 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 		if e.Type()&os.ModeSymlink != 0 {
 			// Symlinked folders are scanned, so watch them too, unless they loop.
 			info, err := os.Stat(child)
+			if errors.Is(err, fs.ErrNotExist) {
+				r.watchMissingTarget(ws, child, seen)
+				continue
+			}
 			if err != nil || !info.IsDir() || loopsTo(info, ancestors) != "" {
 				continue
 			}
@@ -246,6 +262,41 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 			continue
 		}
 		r.watchTree(ws, child, ancestors, seen)
+	}
+}
+
+// towardTarget reports whether name is a broken link's target, or a
+// folder on its way back (a re-clone makes the parent first).
+func towardTarget(name string, targets map[string]bool) bool {
+	for target := range targets {
+		if name == target || strings.HasPrefix(target, name+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// watchMissingTarget watches the nearest existing folder above the target
+// of link, a broken symlink, and records the target (see relevant).
+func (r *Registry) watchMissingTarget(ws *watchState, link string, seen map[string]bool) {
+	target, err := os.Readlink(link)
+	if err != nil {
+		return
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(link), target)
+	}
+	target = filepath.Clean(target)
+	for dir := filepath.Dir(target); ; dir = filepath.Dir(dir) {
+		if info, err := os.Stat(dir); err == nil && info.IsDir() {
+			if r.add(ws, dir, seen) {
+				ws.targets[target] = true
+			}
+			return
+		}
+		if dir == filepath.Dir(dir) {
+			return
+		}
 	}
 }
 
