@@ -75,6 +75,9 @@ type apiStream interface {
 	// UpstreamErrorEvent turns an upstream error answer met after the
 	// stream started into its final event, and the message for the log.
 	UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string)
+	// Preamble reports whether out (translated events) holds only what
+	// opens a stream: nothing the client reads yet.
+	Preamble(out []byte) bool
 }
 
 // chatAPI is OpenAI Chat Completions (package wire/chat).

@@ -44,7 +44,9 @@ func TestDrainEndsRequestsInTheirAPIsFormat(t *testing.T) {
 		results <- result{name, resp.StatusCode, string(b)}
 	}
 	for _, api := range streamAPIs {
-		h.up.Script(fakeai.Reply(fakeai.Turn{Content: "one two three", Hold: never, HoldAfter: 2}))
+		// Held after the answer began: a stream shows nothing (not its headers)
+		// until then.
+		h.up.Script(fakeai.Reply(fakeai.Turn{Content: "one two three", Hold: never, HoldAfter: 3}))
 		wg.Add(1)
 		started := make(chan struct{})
 		go send(api.name, api.path, api.body, api.hdr, started)

@@ -33,7 +33,7 @@ func TestBrokenStreamsAreReported(t *testing.T) {
 		cause string
 	}{
 		{"cut", fakeai.Turn{Content: "one two three four", CutAfter: 3}, "closed the connection before the end of its response"},
-		{"malformed", fakeai.Turn{Content: "one two three four", Inject: "data: [1,2,\n\n", InjectAfter: 2}, "upstream sent an event whose data is not JSON"},
+		{"malformed", fakeai.Turn{Content: "one two three four", Inject: "data: [1,2,\n\n", InjectAfter: 3}, "upstream sent an event whose data is not JSON"},
 	}
 	for _, api := range streamAPIs {
 		for _, f := range faults {

@@ -129,43 +129,48 @@ func TestReviewResp15IdempotencyKeyNotReusedAcrossRounds(t *testing.T) {
 
 // Review resp15: the upstream refuses a hidden round's follow-up (the
 // skill body the round loaded is what pushed the input over the context
-// window, a rate limit, a quota) after the client's stream started. The
-// proxy ends the stream with an "error" event whose code it made up
-// ("upstream_400"), dropping the upstream's ("context_length_exceeded"),
-// and with no terminal response event. The Responses API ends a response
-// that fails with response.failed, whose response.error carries the code
-// (API reference, "response.failed": "An event that is emitted when a
-// response fails", with the response object and its error {code,
-// message}); Codex CLI reads failures only from there: through the proxy
-// it reports "stream disconnected before completion: stream closed before
-// response.completed" and retries the whole request as a broken
-// connection, where the same answer sent directly gives "Codex ran out of
-// room in the model's context window" (proxy/e2e
-// TestReviewResp15CodexSeesUpstreamErrorOfHiddenRound).
+// window, a rate limit, a quota). When the client's stream showed nothing
+// yet (its headers are held until the answer begins), the client gets the
+// upstream's answer as it came: its status, which an SDK retries on (429,
+// 5xx), and its body. When the stream had begun (text before the proxy's
+// call), the stream ends with response.failed, whose response.error
+// carries the upstream's code (API reference, "response.failed"): Codex
+// CLI reads failures only from there, and otherwise reports "stream closed
+// before response.completed" and retries the whole request as a broken
+// connection (proxy/e2e TestReviewResp15CodexSeesUpstreamErrorOfHiddenRound).
 func TestReviewResp15LaterRoundUpstreamErrorEndsWithResponseFailed(t *testing.T) {
-	h := newHarness(t, nil)
-	h.up.Script(
-		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
-		fakeai.Raw(400, "application/json", `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`),
-	)
-	resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
-	}
-	data := sseData(t, b)
-	if len(data) == 0 {
-		t.Fatal("empty stream")
-	}
-	var failed string
-	for _, d := range data {
-		if gjson.Get(d, "type").Str == "response.failed" {
-			failed = d
+	refusal := `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`
+	for _, text := range []string{"", "Loading the skill."} {
+		h := newHarness(t, nil)
+		h.up.Script(
+			fakeai.Reply(fakeai.Turn{Content: text, ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+			fakeai.Raw(400, "application/json", refusal),
+		)
+		resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, nil)
+		if text == "" {
+			if resp.StatusCode != 400 || string(b) != refusal {
+				t.Errorf("nothing shown yet: status %d: %s, want the upstream's 400 as it came", resp.StatusCode, b)
+			}
+			continue
 		}
-	}
-	if failed == "" {
-		t.Fatalf("the stream ends without response.failed; last event: %s", data[len(data)-1])
-	}
-	if code := gjson.Get(failed, "response.error.code").Str; code != "context_length_exceeded" {
-		t.Errorf("response.failed carries code %q, want the upstream's context_length_exceeded: %s", code, failed)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		data := sseData(t, b)
+		if len(data) == 0 {
+			t.Fatal("empty stream")
+		}
+		var failed string
+		for _, d := range data {
+			if gjson.Get(d, "type").Str == "response.failed" {
+				failed = d
+			}
+		}
+		if failed == "" {
+			t.Fatalf("the stream ends without response.failed; last event: %s", data[len(data)-1])
+		}
+		if code := gjson.Get(failed, "response.error.code").Str; code != "context_length_exceeded" {
+			t.Errorf("response.failed carries code %q, want the upstream's context_length_exceeded: %s", code, failed)
+		}
 	}
 }

@@ -48,7 +48,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			f := classify(ctx, err)
-			if !sr.started {
+			if sr.uncommitted() {
 				s.fail(w, rt.api, info, f)
 			} else {
 				sr.broke(f, "")
@@ -73,7 +73,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			}
 			if bad {
 				resp.Body.Close()
-				if !sr.started {
+				if sr.uncommitted() {
 					s.fail(w, rt.api, info, f)
 				} else {
 					sr.broke(f, "")
@@ -81,7 +81,10 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 				return
 			}
 			if whole == nil {
-				if !sr.started {
+				if sr.uncommitted() {
+					// Nothing sent yet (the rounds before were hidden):
+					// the upstream's error goes out as its status, which
+					// the client's SDK can retry on (429, 5xx).
 					// An error, or JSON the proxy does not stream (a stream
 					// relayed without its tools, or not an answer): as is.
 					noteToolRefusal(info, resp, sr.sess != nil)
@@ -103,16 +106,26 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		resp.Body.Close()
 		if err != nil {
 			// A client that stopped reading may not have its context done yet.
-			if sr.writeErr != nil && errors.Is(err, sr.writeErr) && ctx.Err() == nil {
+			switch {
+			case sr.writeErr != nil && errors.Is(err, sr.writeErr) && ctx.Err() == nil:
 				sr.broke(failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}, "")
-			} else {
+			case sr.uncommitted():
+				f := classifyStream(ctx, err)
+				f.msg = "upstream stream broke: " + f.msg
+				s.fail(w, rt.api, info, f)
+			default:
 				sr.broke(classifyStream(ctx, err), "upstream stream broke: ")
 			}
 			return
 		}
 		if end.Incomplete {
 			// Closed cleanly but cut: the client must not take it for a whole answer.
-			sr.broke(failure{status: http.StatusBadGateway, code: "upstream_stream_incomplete", msg: "upstream stream ended before its final event"}, "")
+			f := failure{status: http.StatusBadGateway, code: "upstream_stream_incomplete", msg: "upstream stream ended before its final event"}
+			if sr.uncommitted() {
+				s.fail(w, rt.api, info, f)
+			} else {
+				sr.broke(f, "")
+			}
 			return
 		}
 		if end.Dropped > 0 {
@@ -126,6 +139,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			info.truncated = true
 		}
 		if end.Loop == nil || sr.sess == nil {
+			sr.commit()          // the answer, however little of it there is
 			if end.Loop == nil { // an incomplete stream has returned above
 				s.rememberPresence(rt, end.ID)
 				s.rememberTurn(rt, info)
@@ -190,16 +204,25 @@ type streamRelay struct {
 	api     api
 	tr      apiStream   // the API's translator; with sess nil, used for the error event only
 	sess    ToolSession // nil: relay only
-	started bool
-	out     []byte // the translator's output for the event at hand
+	started bool        // headers set (start)
+	// committed: the headers went out; until then writes are held back.
+	committed bool
+	held      []byte
+	before    http.Header // the headers before start
+	out       []byte      // the translator's output for the event at hand
 	// writeErr is set once the client stopped accepting bytes.
 	writeErr error
 }
 
-// start writes the response headers from the first round's upstream answer.
+// start sets the response headers from the first round's upstream answer.
 // Trailers are declared here because the round limit is only known later.
+// With the proxy's tools the headers and the events that open the stream
+// are held back until the answer begins (commit): a hidden round can still
+// fail with an HTTP status then. A stream relayed as it comes is
+// committed at once.
 func (sr *streamRelay) start(upstream http.Header) {
 	h := sr.w.Header()
+	sr.before = h.Clone()
 	copyResponseHeader(h, upstream, false)
 	h.Del("Content-Encoding")
 	h.Set("Content-Type", "text/event-stream")
@@ -210,10 +233,43 @@ func (sr *streamRelay) start(upstream http.Header) {
 	if sr.sess != nil {
 		h.Set("Trailer", HeaderToolRounds+", "+HeaderRoundsExceeded)
 	}
+	sr.started = true
+	if sr.sess == nil {
+		sr.commit()
+	}
+}
+
+// commit sends the headers and what was held back; from then on events go
+// out as they come.
+func (sr *streamRelay) commit() {
+	if sr.committed || !sr.started {
+		return
+	}
+	sr.committed = true
 	sr.w.WriteHeader(http.StatusOK)
 	sr.info.status = http.StatusOK
-	sr.started = true
+	held := sr.held
+	sr.held = nil
+	sr.write(held)
 	sr.flush()
+}
+
+// uncommitted reports whether nothing went to the client yet; if so, it
+// drops what was held back and puts the headers back as before start, so
+// that an error can go out as an HTTP answer of its own.
+func (sr *streamRelay) uncommitted() bool {
+	if sr.committed {
+		return false
+	}
+	if sr.started {
+		h := sr.w.Header()
+		clear(h)
+		for k, v := range sr.before {
+			h[k] = v
+		}
+		sr.started, sr.held = false, nil
+	}
+	return true
 }
 
 // malformedError is an upstream event whose data is not what its API
@@ -273,6 +329,7 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 		}
 		var more bool
 		sr.out, more = tr.Event(ev, sr.out[:0])
+		sr.commitFor(tr)
 		sr.emit()
 		if !more {
 			break
@@ -283,8 +340,17 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 	}
 	var end wire.RoundEnd
 	sr.out, end = tr.End(sr.out[:0])
+	sr.commitFor(tr)
 	sr.emit()
 	return end, sr.writeErr
+}
+
+// commitFor commits once the translator's output says more than the
+// stream's opening (apiStream.Preamble).
+func (sr *streamRelay) commitFor(tr apiStream) {
+	if !sr.committed && len(sr.out) > 0 && !tr.Preamble(sr.out) {
+		sr.commit()
+	}
 }
 
 // emit writes and flushes what the translator produced, if anything.
@@ -306,6 +372,10 @@ func (sr *streamRelay) finishTrailers() {
 }
 
 func (sr *streamRelay) write(b []byte) {
+	if sr.started && !sr.committed {
+		sr.held = append(sr.held, b...)
+		return
+	}
 	if sr.writeErr != nil {
 		return
 	}
@@ -315,7 +385,7 @@ func (sr *streamRelay) write(b []byte) {
 }
 
 func (sr *streamRelay) flush() {
-	if sr.writeErr != nil {
+	if sr.writeErr != nil || !sr.committed {
 		return
 	}
 	if err := sr.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -352,6 +422,7 @@ func (sr *streamRelay) streamError(e *wire.Error) {
 		sr.info.outcome = outcomeStreamError
 	}
 	sr.info.err = e.Message
+	sr.commit()
 	sr.write(sr.tr.ErrorEvent(e))
 	sr.flush()
 }
@@ -365,6 +436,7 @@ func (sr *streamRelay) upstreamErrorEvent(resp *http.Response) {
 	ev, msg := sr.tr.UpstreamErrorEvent(resp.StatusCode, raw, sr.info.rounds)
 	sr.info.err = msg
 	sr.info.outcome = outcomeStreamError
+	sr.commit()
 	sr.write(ev)
 	sr.flush()
 	sr.finishTrailers()

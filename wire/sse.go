@@ -139,3 +139,19 @@ func (s *EventReader) readLine() ([]byte, error) {
 	}
 	return long, err
 }
+
+// EveryEvent reports whether each event of out (server-sent events as the
+// proxy writes them) passes ok, given its data; comments pass. It reads
+// out whole, so it is meant for the few events a stream starts with.
+func EveryEvent(out []byte, ok func(data []byte) bool) bool {
+	rd := NewEventReader(bytes.NewReader(out))
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return true // io.EOF: all read
+		}
+		if ev.HasData && !ok(ev.Data) {
+			return false
+		}
+	}
+}

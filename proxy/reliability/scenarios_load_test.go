@@ -376,7 +376,7 @@ func scenarioSoak(t *testing.T) {
 		want   int
 	}
 	kinds := []kind{{"", false, 200}, {"", true, 200}, {"", false, 200}, {"", true, 200}, {"", false, 200}, {"", true, 200},
-		{"500", false, 500}, {"429", true, 429}, {"cut-stream:3", true, 200}, {"malformed:2", true, 200},
+		{"500", false, 500}, {"429", true, 429}, {"cut-stream:3", true, 200}, {"malformed:3", true, 200},
 		{"cut-body", false, 502}, {"hang", true, 504}, {"slow:20ms", true, 200}, {"stray:1", true, 200}}
 	send := func(ctx context.Context, w, n int) call {
 		k := kinds[n%len(kinds)]

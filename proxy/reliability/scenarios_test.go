@@ -209,7 +209,7 @@ func scenarioValidation(t *testing.T) {
 func scenarioBrokenStreams(t *testing.T) {
 	up := upstream(t)
 	p := startProxy(t, baseConfig(up, examples(), "idle_timeout: 2s"), 0)
-	faults := []string{"cut-stream:3", "malformed:2", "stall:2"}
+	faults := []string{"cut-stream:3", "malformed:3", "stall:3"}
 	ended := 0
 	for _, a := range apis {
 		for _, f := range faults {

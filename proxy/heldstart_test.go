@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
+)
+
+// A stream's headers and opening events wait until the answer begins, so
+// that a hidden round's failure before then reaches the client as an HTTP
+// answer: the upstream's own (429 with Retry-After, which SDKs retry on),
+// or the proxy's 502 for a broken stream. Once the answer began, the same
+// failures end the stream with the API's error event.
+func TestStreamHeldUntilTheAnswerBegins(t *testing.T) {
+	load := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}
+	limited := func() fakeai.Responder {
+		return func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			w.Header().Set("Retry-After", "7")
+			fakeai.Status(429, "Rate limit reached")(w, r, rec)
+		}
+	}
+	for _, api := range streamAPIs {
+		t.Run(api.name, func(t *testing.T) {
+			// A hidden round, then a rate limit: the client gets the 429.
+			h := newHarness(t, nil)
+			h.up.Script(fakeai.Reply(load), limited())
+			resp, b := h.do("POST", api.path, api.body, api.hdr)
+			if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || !strings.Contains(string(b), "Rate limit reached") ||
+				resp.Header.Get("Content-Type") == "text/event-stream" || strings.Contains(string(b), "data:") {
+				t.Errorf("hidden round then 429: %d %v %s", resp.StatusCode, resp.Header, b)
+			}
+			if resp.Header.Get(HeaderSelected) == "" {
+				t.Errorf("the decision's headers are gone: %v", resp.Header)
+			}
+			// A hidden round, then a broken stream: the proxy's 502.
+			h = newHarness(t, nil)
+			h.up.Script(fakeai.Reply(load), fakeai.Reply(fakeai.Turn{Content: "one two three", CutAfter: 1}))
+			resp, b = h.do("POST", api.path, api.body, api.hdr)
+			if resp.StatusCode != 502 || strings.Contains(string(b), "data:") {
+				t.Errorf("hidden round then a cut stream: %d %s", resp.StatusCode, b)
+			}
+			// Text shown, then a hidden round, then a rate limit: the
+			// stream ends with an error event.
+			h = newHarness(t, nil)
+			shown := load
+			shown.Content = "Loading."
+			h.up.Script(fakeai.Reply(shown), limited())
+			resp, b = h.do("POST", api.path, api.body, api.hdr)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "Loading.") || !strings.Contains(string(b), api.errorEvent) {
+				t.Errorf("text then 429: %d %s", resp.StatusCode, b)
+			}
+			// An answer streams as before, its opening included.
+			h = newHarness(t, nil)
+			h.up.Script(fakeai.Reply(load), fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."}))
+			resp, b = h.do("POST", api.path, api.body, api.hdr)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "pdf.") {
+				t.Fatalf("answer: %d %s", resp.StatusCode, b)
+			}
+			if api.name == "responses" {
+				data := sseData(t, b)
+				if len(data) < 3 || gjson.Get(data[0], "type").Str != "response.created" || gjson.Get(data[0], "sequence_number").Int() != 0 {
+					t.Errorf("the held opening is not first: %s", b)
+				}
+				for i, d := range data {
+					if n := gjson.Get(d, "sequence_number").Int(); n != int64(i) {
+						t.Errorf("event %d numbered %s", i, strconv.FormatInt(n, 10))
+					}
+				}
+			}
+		})
+	}
+}
