@@ -251,11 +251,15 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if out, err = jsonspan.SetBudget(out, "max_tokens", r.maxTokens); err != nil {
 		return nil, err
 	}
-	tools := r.toolsJSON(ts)
-	if tools == nil {
-		return out, nil
+	if tools := r.toolsJSON(ts); tools != nil {
+		if out, err = jsonspan.Set(out, "tools", tools); err != nil {
+			return nil, err
+		}
 	}
-	return jsonspan.Set(out, "tools", tools)
+	if t := gjson.GetBytes(ans.Turn, "content"); t.Type == gjson.String {
+		r.earlier += t.Str // the round loops: shown to a streaming client as it came
+	}
+	return out, nil
 }
 
 // fits reports whether a round that used output tokens could loop: a
@@ -278,21 +282,27 @@ func (r *Request) fits(output int64) bool {
 // would have needed (wire.ErrBudgetSpent), it ends as the API ends an
 // answer at that cap: finish_reason "length".
 func (r *Request) Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
-	return final(raw, usage, strip, r.spent)
+	return final(raw, usage, strip, r.spent, r.earlier)
 }
 
 // final patches the last answer of a tool loop: usage (when non-nil)
 // replaces the answer's, and when strip is set the proxy's own calls are
 // removed from choice 0 (a finish_reason "tool_calls" becomes "stop" if no
 // call is left, "length" when spent; "length" and "content_filter" stay).
-// Unknown fields are kept.
-func final(raw []byte, usage json.RawMessage, strip func(name string) bool, spent bool) ([]byte, error) {
+// Unknown fields are kept. earlier is the text of the answers that looped,
+// which a streaming client was shown as it came: it goes before choice 0's.
+func final(raw []byte, usage json.RawMessage, strip func(name string) bool, spent bool, earlier string) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, err
 	}
 	if usage != nil {
 		top["usage"] = usage
+	}
+	if earlier != "" {
+		if err := prependText(top, earlier); err != nil {
+			return nil, err
+		}
 	}
 	if strip != nil {
 		var choices []map[string]json.RawMessage
@@ -350,4 +360,28 @@ func (r *Request) HiddenPath(ans *wire.Answer) string {
 		return ""
 	}
 	return "/v1/chat/completions/" + ans.ID
+}
+
+// prependText puts text before the content of choice 0's message (a
+// string, or none); content of another shape is left alone.
+func prependText(top map[string]json.RawMessage, text string) error {
+	var choices []map[string]json.RawMessage
+	if err := json.Unmarshal(top["choices"], &choices); err != nil || len(choices) == 0 {
+		return err
+	}
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(choices[0]["message"], &msg); err != nil {
+		return err
+	}
+	var content *string
+	if c := msg["content"]; len(c) > 0 && json.Unmarshal(c, &content) != nil {
+		return nil
+	}
+	if content != nil {
+		text += *content
+	}
+	msg["content"] = wire.Quote(text)
+	choices[0]["message"] = wire.Marshal(msg)
+	top["choices"] = wire.Marshal(choices)
+	return nil
 }

@@ -47,6 +47,8 @@ type Request struct {
 	// spent: a follow-up could not carry what was left of them, and the
 	// answer ends at the output-token limit (see Final).
 	spent bool
+	// earlier is the text of the answers that looped (see final).
+	earlier string
 }
 
 // message is one message of the request.
