@@ -75,3 +75,42 @@ func TestStreamHeldUntilTheAnswerBegins(t *testing.T) {
 		})
 	}
 }
+
+// Held no longer than the hold limit: past it, the stream starts, and a
+// later failure ends it with the API's error event as before.
+func TestStreamHoldIsBounded(t *testing.T) {
+	load := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}
+	for _, api := range streamAPIs {
+		h := newHarness(t, nil)
+		h.srv.holdLimit = 0
+		h.up.Script(fakeai.Reply(load), fakeai.Status(429, "Rate limit reached"))
+		resp, b := h.do("POST", api.path, api.body, api.hdr)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), api.errorEvent) {
+			t.Errorf("%s: %d %s", api.name, resp.StatusCode, b)
+		}
+	}
+}
+
+// The first round's stored response, whose id the held stream never
+// showed, is deleted with the hidden ones when the client gets an HTTP
+// error instead: nobody has its id.
+func TestHeldStreamFailureDeletesFirstRound(t *testing.T) {
+	h := newHarness(t, nil)
+	load := func(id string) fakeai.Responder {
+		return fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: id, Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}})
+	}
+	h.up.Script(load("call_1"), load("call_2"), fakeai.Status(429, "Rate limit reached"))
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, nil)
+	if resp.StatusCode != 429 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	finish(t, h)
+	var deleted []string
+	for _, d := range h.up.Deletes() {
+		deleted = append(deleted, d.Path)
+	}
+	got := strings.Join(deleted, " ")
+	if !strings.Contains(got, "resp_fake_1") || !strings.Contains(got, "resp_fake_2") {
+		t.Errorf("deleted %q, want both hidden rounds' responses", got)
+	}
+}

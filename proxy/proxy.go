@@ -134,11 +134,12 @@ type Server struct {
 	metrics   *metrics
 	ab        *splitter
 	echo      *echo.Echo
-	arms      []*armState // every configured arm, for readiness
-	presence  skillMemory // skills active in state stored upstream (presence.go)
-	turns     skillMemory // skills the model loaded in a conversation's turn (turns.go)
-	marks     wire.Marks  // what the proxy writes, as stored objects show it (stored.go)
-	pass      passRules   // what is relayed as the client addressed it (passallow.go)
+	arms      []*armState   // every configured arm, for readiness
+	presence  skillMemory   // skills active in state stored upstream (presence.go)
+	turns     skillMemory   // skills the model loaded in a conversation's turn (turns.go)
+	marks     wire.Marks    // what the proxy writes, as stored objects show it (stored.go)
+	pass      passRules     // what is relayed as the client addressed it (passallow.go)
+	holdLimit time.Duration // how long a stream's start is held at most (stream.go)
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context
@@ -210,7 +211,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = newDefaultRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport, pass: pass,
+	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport, pass: pass, holdLimit: defaultHoldLimit,
 		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope,
 			ToolResult: router.IsToolResult}}
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,12 +44,25 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	// Every round's but the first (its id went out in response.created) and the last.
 	var hidden hiddenRounds
 	defer s.discardHidden(rt, r, &hidden)
+	// The first round's answer when it looped: hidden too if the client
+	// gets an HTTP error instead of the stream that would have named it.
+	var first *wire.Answer
+	held := func() bool {
+		if !sr.uncommitted() {
+			return false
+		}
+		if first != nil {
+			hidden.add(rt, first)
+			first = nil
+		}
+		return true
+	}
 	for round := 0; ; round++ {
 		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeStream)
 		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
 		if err != nil {
 			f := classify(ctx, err)
-			if sr.uncommitted() {
+			if held() {
 				s.fail(w, rt.api, info, f)
 			} else {
 				sr.broke(f, "")
@@ -73,7 +87,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			}
 			if bad {
 				resp.Body.Close()
-				if sr.uncommitted() {
+				if held() {
 					s.fail(w, rt.api, info, f)
 				} else {
 					sr.broke(f, "")
@@ -81,7 +95,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 				return
 			}
 			if whole == nil {
-				if sr.uncommitted() {
+				if held() {
 					// Nothing sent yet (the rounds before were hidden):
 					// the upstream's error goes out as its status, which
 					// the client's SDK can retry on (429, 5xx).
@@ -109,7 +123,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			switch {
 			case sr.writeErr != nil && errors.Is(err, sr.writeErr) && ctx.Err() == nil:
 				sr.broke(failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}, "")
-			case sr.uncommitted():
+			case held():
 				f := classifyStream(ctx, err)
 				f.msg = "upstream stream broke: " + f.msg
 				s.fail(w, rt.api, info, f)
@@ -121,7 +135,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if end.Incomplete {
 			// Closed cleanly but cut: the client must not take it for a whole answer.
 			f := failure{status: http.StatusBadGateway, code: "upstream_stream_incomplete", msg: "upstream stream ended before its final event"}
-			if sr.uncommitted() {
+			if held() {
 				s.fail(w, rt.api, info, f)
 			} else {
 				sr.broke(f, "")
@@ -152,13 +166,22 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if err != nil {
 			info.err = "follow-up: " + err.Error()
 			hidden.refused = true // the turn fails: no next round adds to it
-			sr.streamError(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: "tool_loop_failed",
-				Message: "skillrouter tool loop: " + err.Error()})
+			if round == 0 {
+				first = end.Loop
+			}
+			f := failure{status: http.StatusBadGateway, code: "tool_loop_failed", msg: "skillrouter tool loop: " + err.Error()}
+			if held() {
+				s.fail(w, rt.api, info, f)
+				return
+			}
+			sr.streamError(&wire.Error{Status: f.status, Kind: wire.KindUpstream, Code: f.code, Message: f.msg})
 			sr.finishTrailers()
 			return
 		}
 		if round > 0 {
 			hidden.add(rt, end.Loop)
+		} else {
+			first = end.Loop
 		}
 		body = next
 	}
@@ -208,6 +231,7 @@ type streamRelay struct {
 	// committed: the headers went out; until then writes are held back.
 	committed bool
 	held      []byte
+	heldAt    time.Time   // when start began holding
 	before    http.Header // the headers before start
 	out       []byte      // the translator's output for the event at hand
 	// writeErr is set once the client stopped accepting bytes.
@@ -233,7 +257,7 @@ func (sr *streamRelay) start(upstream http.Header) {
 	if sr.sess != nil {
 		h.Set("Trailer", HeaderToolRounds+", "+HeaderRoundsExceeded)
 	}
-	sr.started = true
+	sr.started, sr.heldAt = true, time.Now()
 	if sr.sess == nil {
 		sr.commit()
 	}
@@ -346,12 +370,21 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 }
 
 // commitFor commits once the translator's output says more than the
-// stream's opening (apiStream.Preamble).
+// stream's opening (apiStream.Preamble), or once the stream has been held
+// for Server.holdLimit: reasoning or thinking the client is not shown can run for
+// minutes, and an idle timeout between the client and the proxy (a load
+// balancer's, a proxy's 60 s) would end a connection that shows nothing.
 func (sr *streamRelay) commitFor(tr apiStream) {
-	if !sr.committed && len(sr.out) > 0 && !tr.Preamble(sr.out) {
+	if sr.committed {
+		return
+	}
+	if (len(sr.out) > 0 && !tr.Preamble(sr.out)) || time.Since(sr.heldAt) > sr.s.holdLimit {
 		sr.commit()
 	}
 }
+
+// defaultHoldLimit bounds how long a stream's start is held (commitFor).
+const defaultHoldLimit = 10 * time.Second
 
 // emit writes and flushes what the translator produced, if anything.
 func (sr *streamRelay) emit() {

@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -21,7 +23,9 @@ func (s *Stream) Preamble(out []byte) bool {
 				return false
 			}
 			c.Get("delta").ForEach(func(k, v gjson.Result) bool {
-				if k.Str != "role" && v.Type != gjson.Null && v.String() != "" {
+				// Whitespace alone (models write "\n\n" before a call) is
+				// not an answer yet.
+				if k.Str != "role" && v.Type != gjson.Null && strings.TrimSpace(v.String()) != "" {
 					quiet = false
 				}
 				return quiet
