@@ -392,3 +392,33 @@ func TestRegistryWatchSymlinkTargetReturns(t *testing.T) {
 	rename(moved, target)
 	eventually(t, "a skill whose target's folders came back to load", loaded)
 }
+
+// TestRegistryWatchBrokenLinkBesideLinkedFolder: a broken link whose
+// target's parent the library reaches through another link does not take
+// that folder's watch over (a second watch of a folder renames its events
+// to a path outside the roots): edits through the other link still load.
+func TestRegistryWatchBrokenLinkBesideLinkedFolder(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root, ext := t.TempDir(), t.TempDir()
+	repo := filepath.Join(ext, "repo")
+	writeSkill(t, filepath.Join(repo, "x"), "")
+	// "a-pdf" sorts before "team", so the walk meets the broken link first.
+	if err := os.Symlink(filepath.Join(repo, "pdf"), filepath.Join(root, "a-pdf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(repo, filepath.Join(root, "team")); err != nil {
+		t.Fatal(err)
+	}
+	r := quietRegistry([]string{root})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	defer func() { cancel(); <-done }()
+	retry(t, "a skill added through the linked folder to load",
+		func() { writeSkill(t, filepath.Join(root, "team", "y"), "") },
+		func() bool { _, ok := r.Snapshot().Get("team/y"); return ok })
+	// And the broken link's target appearing loads it.
+	retry(t, "the broken link's target to load",
+		func() { writeSkill(t, filepath.Join(repo, "pdf"), "") },
+		func() bool { _, ok := r.Snapshot().Get("a-pdf"); return ok })
+}

@@ -137,8 +137,10 @@ type watchState struct {
 	failed map[string]string
 	// targets are the missing targets of broken symlinks in the library:
 	// the nearest folder above each is watched, so that its return (a
-	// re-clone, a move back) reloads.
+	// re-clone, a move back) reloads. broken are the links a walk found,
+	// until watchMissingTargets.
 	targets map[string]bool
+	broken  []string
 }
 
 // relevant drops events that cannot change the library: permission changes
@@ -216,6 +218,7 @@ func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 		}
 		ws.missing[root] = true
 	}
+	r.watchMissingTargets(ws, seen)
 	return appeared
 }
 
@@ -252,7 +255,7 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 			// Symlinked folders are scanned, so watch them too, unless they loop.
 			info, err := os.Stat(child)
 			if errors.Is(err, fs.ErrNotExist) {
-				r.watchMissingTarget(ws, child, seen)
+				ws.broken = append(ws.broken, child) // watchMissingTargets, after the walk
 				continue
 			}
 			if err != nil || !info.IsDir() || loopsTo(info, ancestors) != "" {
@@ -276,28 +279,55 @@ func towardTarget(name string, targets map[string]bool) bool {
 	return false
 }
 
-// watchMissingTarget watches the nearest existing folder above the target
-// of link, a broken symlink, and records the target (see relevant).
-func (r *Registry) watchMissingTarget(ws *watchState, link string, seen map[string]bool) {
-	target, err := os.Readlink(link)
-	if err != nil {
-		return
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(link), target)
-	}
-	target = filepath.Clean(target)
-	for dir := filepath.Dir(target); ; dir = filepath.Dir(dir) {
-		if info, err := os.Stat(dir); err == nil && info.IsDir() {
-			if r.add(ws, dir, seen) {
-				ws.targets[target] = true
+// watchMissingTargets watches, for each broken symlink the walks found,
+// the nearest existing folder above its target, and records the target
+// (see relevant). It runs after the walks: a folder the library reaches
+// through another link is watched under that path, which its events must
+// keep (a second watch of one folder would take its events' path over),
+// and its events are the library's anyway.
+func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
+	for _, link := range ws.broken {
+		target, err := os.Readlink(link)
+		if err != nil {
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			dir := filepath.Dir(link)
+			if real, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = real // ".." is relative to where the link really is
 			}
-			return
+			target = filepath.Join(dir, target)
 		}
-		if dir == filepath.Dir(dir) {
-			return
+		target = filepath.Clean(target)
+		ws.targets[target] = true
+		for dir := filepath.Dir(target); ; dir = filepath.Dir(dir) {
+			if info, err := os.Stat(dir); err == nil && info.IsDir() {
+				if !watchedAlready(ws, info) {
+					r.add(ws, dir, seen)
+				}
+				break
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
 		}
 	}
+	ws.broken = ws.broken[:0]
+}
+
+// watchedAlready reports whether the folder info describes is watched,
+// under whatever path. A watch ends with its folder, whose inode number a
+// new folder may reuse at once: only live watches whose path still leads
+// to the folder count.
+func watchedAlready(ws *watchState, info os.FileInfo) bool {
+	for _, p := range ws.w.WatchList() {
+		if w, ok := ws.watched[p]; ok && os.SameFile(w, info) {
+			if now, err := os.Stat(p); err == nil && os.SameFile(now, info) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // add watches dir unless it already is; false only when it cannot be watched.
