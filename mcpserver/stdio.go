@@ -34,7 +34,7 @@ func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.activate()
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
-	go func() { _ = pw.CloseWithError(filterFrames(in, pw, w)) }()
+	go func() { _ = pw.CloseWithError(filterFrames(in, pw, w)) }() // ends with in, or when pr closes
 	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
 	_ = pr.Close() // a filter still writing gets io.ErrClosedPipe and stops
 	if ctx.Err() != nil {
@@ -68,6 +68,7 @@ const (
 // and answers the others on errs. A line longer than the SDK accepts is
 // answered and skipped without being held in memory.
 func filterFrames(in io.Reader, good io.Writer, errs io.Writer) error {
+	f := &framer{good: good, errs: errs}
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	tooLong := false
@@ -86,7 +87,7 @@ func filterFrames(in io.Reader, good io.Writer, errs io.Writer) error {
 		if tooLong || len(line)+len(chunk) > mcp.DefaultMaxLineLength {
 			werr = answer(errs, nil, codeInvalidRequest, "message longer than 16 MiB")
 		} else if msg := bytes.TrimSpace(append(line, chunk...)); len(msg) > 0 {
-			werr = frame(msg, good, errs)
+			werr = f.frame(msg)
 		}
 		if werr != nil {
 			return werr
@@ -98,18 +99,43 @@ func filterFrames(in io.Reader, good io.Writer, errs io.Writer) error {
 	}
 }
 
+// framer checks the lines of one session.
+type framer struct {
+	good, errs io.Writer
+	// version is the protocol version the client's initialize asked for:
+	// JSON-RPC batches are MCP's before 2025-06-18.
+	version string
+}
+
+// batchesUntil is the first protocol version without JSON-RPC batches.
+const batchesUntil = "2025-06-18"
+
 // frame passes one message on, or answers why it is not one.
-func frame(msg []byte, good, errs io.Writer) error {
+func (f *framer) frame(msg []byte) error {
 	if !json.Valid(msg) {
-		return answer(errs, nil, codeParseError, "parse error: the line is not JSON")
+		return answer(f.errs, nil, codeParseError, "parse error: the line is not JSON")
 	}
 	if msg[0] == '[' {
-		return answer(errs, nil, codeInvalidRequest, "JSON-RPC batches are not supported: send one message a line")
+		if f.version == "" || f.version >= batchesUntil {
+			return answer(f.errs, nil, codeInvalidRequest, "JSON-RPC batches are not part of MCP since "+batchesUntil+": send one message a line")
+		}
+		ok := true
+		gjson.ParseBytes(msg).ForEach(func(_, el gjson.Result) bool {
+			ok = invalidMessage([]byte(el.Raw)) == ""
+			return ok
+		})
+		if !ok || len(bytes.TrimSpace(msg[1:len(msg)-1])) == 0 {
+			return answer(f.errs, nil, codeInvalidRequest, "invalid request: a batch of JSON-RPC messages, not empty")
+		}
+	} else if why := invalidMessage(msg); why != "" {
+		if v := gjson.GetManyBytes(msg, "id", "result", "error"); !v[1].Exists() && !v[2].Exists() {
+			return answer(f.errs, json.RawMessage(v[0].Raw), codeInvalidRequest, "invalid request: "+why)
+		}
+		return nil // a response is never answered (JSON-RPC 2.0 §5): dropped
+	} else if gjson.GetBytes(msg, "method").Str == "initialize" {
+		f.version = gjson.GetBytes(msg, "params.protocolVersion").Str
 	}
-	if why := invalidMessage(msg); why != "" {
-		return answer(errs, json.RawMessage(gjson.GetBytes(msg, "id").Raw), codeInvalidRequest, "invalid request: "+why)
-	}
-	_, err := good.Write(append(msg, '\n'))
+	_, err := f.good.Write(append(msg, '\n'))
 	return err
 }
 

@@ -83,8 +83,42 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 	if l := next(); gjson.Get(l, "id").Int() != 3 || !strings.Contains(l, "load_skill") {
 		t.Fatalf("tools/list after the bad lines: %s", l)
 	}
+	// A response that is not one is dropped, never answered.
+	send(`{"jsonrpc":"2.0","id":77,"result":1,"error":{"code":1,"message":"x"}}`)
+	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if l := next(); gjson.Get(l, "id").Int() != 4 {
+		t.Fatalf("ping after a bad response: %s", l)
+	}
 	_ = inW.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("session: %v", err)
+	}
+}
+
+// On a protocol version that has JSON-RPC batches (before 2025-06-18), a
+// batch goes to the SDK, which answers it as one.
+func TestStdioBatchOnOlderProtocol(t *testing.T) {
+	f := newFixture(t, false)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`,
+	}, "\n") + "\n"
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f.srv.runIO(ctx, inR, outW); _ = outW.Close() }()
+	go func() { _, _ = io.WriteString(inW, in) }()
+	sc := bufio.NewScanner(outR)
+	var got []string
+	for len(got) < 2 && sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	_ = inW.Close()
+	<-done
+	if len(got) != 2 || !gjson.Get(got[1], "#").Exists() || gjson.Get(got[1], "#").Int() != 2 {
+		t.Fatalf("answers %q, want the initialize result and a batch of two", got)
 	}
 }
