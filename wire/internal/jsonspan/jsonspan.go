@@ -546,31 +546,35 @@ func Body(body []byte, what string) ([]Member, *wire.Error) {
 		return nil, wire.BadRequest("invalid_utf8", p, "%s is not valid UTF-8 (byte 0x%02x at offset %d)", quotedPath(p), body[at], at)
 	}
 	// The proxy reads and edits a member's first copy; upstreams decode
-	// the last (Python's json, encoding/json). Two copies of messages or
-	// tools would have the model read what the proxy did not route or edit.
+	// the last (Python's json, encoding/json), and those in Go match names
+	// regardless of case (Ollama's "Messages" is its messages). Two copies
+	// of messages or tools would have the model read what the proxy did not
+	// route or edit.
 	if k, ok := repeated(ms); ok {
 		return nil, wire.BadRequest("duplicate_parameter", k, "%s appears more than once in the request body; send each parameter once", quotedPath(k))
 	}
 	return ms, nil
 }
 
-// repeated returns a key that two members share. A request has a dozen
-// members; a body of thousands gets a map, not a quadratic scan.
+// repeated returns a key that two members share, compared without case.
+// A request has a dozen members; a body of thousands gets a map, not a
+// quadratic scan.
 func repeated(ms []Member) (string, bool) {
 	if len(ms) > 32 {
 		seen := make(map[string]struct{}, len(ms))
 		for _, m := range ms {
-			if _, ok := seen[m.Key]; ok {
+			k := strings.ToLower(m.Key)
+			if _, ok := seen[k]; ok {
 				return m.Key, true
 			}
-			seen[m.Key] = struct{}{}
+			seen[k] = struct{}{}
 		}
 		return "", false
 	}
 	for i := 1; i < len(ms); i++ {
 		for _, m := range ms[:i] {
-			if m.Key == ms[i].Key {
-				return m.Key, true
+			if strings.EqualFold(m.Key, ms[i].Key) {
+				return ms[i].Key, true
 			}
 		}
 	}
