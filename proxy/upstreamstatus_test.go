@@ -65,6 +65,8 @@ func TestUpstreamRefusingProxyToolsIsLogged(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(string(b), "load_skill is not permitted") {
 			t.Fatalf("stream=%v: %d %s", stream, resp.StatusCode, b)
 		}
+		// The line is written once the handler returns, after the answer.
+		waitFor(t, func() bool { return strings.Contains(h.logText(), `"msg":"request"`) })
 		logs := h.logText()
 		if !strings.Contains(logs, `"level":"WARN","msg":"request"`) || !strings.Contains(logs, "--no-tools") {
 			t.Errorf("stream=%v: no warning with a hint:\n%s", stream, logs)
@@ -74,6 +76,7 @@ func TestUpstreamRefusingProxyToolsIsLogged(t *testing.T) {
 	h := newHarness(t, nil)
 	h.up.Script(fakeai.Status(400, "temperature is out of range"))
 	h.chat(simpleChat, nil)
+	waitFor(t, func() bool { return strings.Contains(h.logText(), `"msg":"request"`) })
 	if logs := h.logText(); strings.Contains(logs, "WARN") || strings.Contains(logs, "--no-tools") {
 		t.Errorf("a refusal of something else is flagged:\n%s", logs)
 	}

@@ -127,9 +127,6 @@ func TestLoadedSkillStaysForTheTurn(t *testing.T) {
 				if bytes.Count(body, []byte(envelope)) != 1 {
 					t.Fatalf("step 2: the body is there more than once: %s", body)
 				}
-				if !strings.Contains(logs.String(), `"carried":"git-helper"`) || !strings.Contains(logs.String(), `"loaded":"git-helper"`) {
-					t.Errorf("the access log does not say what was loaded and carried:\n%s", logs.String())
-				}
 				// A new user ask starts a new turn: nothing carried.
 				up.Script(fakeai.Reply(fakeai.Turn{Content: "Here are your notes."}))
 				send(a.next(st, ask))
@@ -148,6 +145,10 @@ func TestLoadedSkillStaysForTheTurn(t *testing.T) {
 				send(a.step(st, ask))
 				if bytes.Contains(last(), []byte(envelope)) {
 					t.Fatalf("another credential got this conversation's skill: %s", last())
+				}
+				// Lines are written once each handler returns: read last.
+				if !strings.Contains(logs.String(), `"carried":"git-helper"`) || !strings.Contains(logs.String(), `"loaded":"git-helper"`) {
+					t.Errorf("the access log does not say what was loaded and carried:\n%s", logs.String())
 				}
 			})
 		}
