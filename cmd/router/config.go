@@ -1058,26 +1058,29 @@ func fileLines(path, msg string, lines map[string]int) string {
 	return strings.TrimPrefix(out, "yaml: unmarshal errors:\n  ")
 }
 
-// withoutUserinfo is a URL as written with whatever stands before an "@"
-// in its authority shown as xxxxx: it may be a password or a token, and the
-// URL may not parse (a "#" or "%" in a password).
+// withoutUserinfo is a URL as written with whatever stands before the "@"
+// that ends its authority shown as xxxxx: it may be a password or a token.
+// A URL that does not parse (a "#", "%", "/" or "?" in a password) is
+// hidden up to its last "@": too much rather than a password.
 func withoutUserinfo(s string) string {
 	rest, scheme := s, ""
 	if i := strings.Index(s, "://"); i >= 0 {
 		scheme, rest = s[:i+3], s[i+3:]
 	}
-	end := strings.IndexAny(rest, "/?")
-	if end < 0 {
-		end = len(rest)
+	at := -1
+	if u, err := url.Parse(s); err == nil {
+		if u.User == nil {
+			return s
+		}
+		at = strings.Index(rest, "@"+u.Host)
 	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
-		return scheme + "xxxxx" + rest[at:]
+	if at < 0 {
+		at = strings.LastIndex(rest, "@")
 	}
-	// A "#" in a password ends the authority early: look past it.
-	if at := strings.LastIndex(rest, "@"); at >= 0 && strings.Contains(rest[:at], "#") {
-		return scheme + "xxxxx" + rest[at:]
+	if at < 0 {
+		return s
 	}
-	return s
+	return scheme + "xxxxx" + rest[at:]
 }
 
 func atPrefix(prefix string) string {

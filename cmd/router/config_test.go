@@ -487,7 +487,8 @@ func TestImageDefaultsFile(t *testing.T) {
 // its "@": a password with "#" or "%" does not parse as a URL at all.
 func TestUpstreamURLErrorsHideCredentials(t *testing.T) {
 	for _, u := range []string{"https://team:pa#ss@llm.internal/v1", "https://team:pa%zzword@llm.internal/v1",
-		"https://team:sec ret@llm.internal/v1", "ftp://team:secret@llm.internal/v1", "https://team:secret@/v1", "https://tok@llm.internal/v1"} {
+		"https://team:sec ret@llm.internal/v1", "ftp://team:secret@llm.internal/v1", "https://team:secret@/v1", "https://tok@llm.internal/v1",
+		"https://team:pa/ss@llm.internal/v1", "https://team:pa?ss@llm.internal/v1"} {
 		for _, env := range []string{"SKILLROUTER_UPSTREAM_URL", "SKILLROUTER_UPSTREAM_ANTHROPIC_URL"} {
 			_, err := loadFor(t, nil, map[string]string{env: u})
 			if err == nil || strings.Contains(err.Error(), "team") || strings.Contains(err.Error(), "tok@") || strings.Contains(err.Error(), "pa") && strings.Contains(err.Error(), "ss@") {

@@ -217,8 +217,8 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
-		// Shown anyway (in an error, --print-config): what stands before an
-		// "@" and credential-named query values are hidden all the same.
+		// Shown anyway (in an error, --print-config): credentials and
+		// credential-named query values are hidden all the same.
 		s = withoutUserinfo(s)
 		if base, query, ok := strings.Cut(s, "?"); ok {
 			s = base + "?" + redactQuery(query)

@@ -258,9 +258,11 @@ func TestRedactURL(t *testing.T) {
 		"https://h/v1?sig=abc&X-Api-Key=k&token=t": "https://h/v1?sig=xxxxx&X-Api-Key=xxxxx&token=xxxxx",
 		"http://127.0.0.1:11434/v1":                "http://127.0.0.1:11434/v1",
 		// Not parsable (a "%" that is no escape): hidden all the same.
-		"https://u:p%zz@h/v1":        "https://xxxxx@h/v1",
-		"https://h/v1?key=a%zz&x=1":  "https://h/v1?key=xxxxx&x=1",
-		"https://u:p#w@h/v1?token=t": "https://xxxxx@h/v1?token=xxxxx",
+		"https://u:p%zz@h/v1":             "https://xxxxx@h/v1",
+		"https://h/v1?key=a%zz&x=1":       "https://h/v1?key=xxxxx&x=1",
+		"https://u:p#w@h/v1?token=t":      "https://xxxxx@h/v1?token=xxxxx",
+		"https://user:pa/ss@h.example/v1": "https://xxxxx@h.example/v1",
+		"https://user:p?ss@h.example/v1":  "https://xxxxx@h.example/v1",
 	} {
 		if got := redactURL(in); got != want {
 			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
