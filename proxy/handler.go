@@ -68,7 +68,6 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	if key, continues := router.TurnKey(view); key != "" {
 		turn = credentialScope(h, info.clientKey) + " turn " + key
 		ov.Carried = s.carried(turn, continues)
-		info.carried = ov.Carried
 	}
 	info.arm = label
 	info.routed = true
@@ -105,6 +104,13 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		return out, nil
 	}
 	out.rw, out.body = rw, rendered
+	if rw.Plan != nil {
+		for _, e := range rw.Plan.Envelopes { // the carried skills loaded again, not those shown already
+			if slices.Contains(ov.Carried, e.ID) {
+				info.carried = append(info.carried, e.ID)
+			}
+		}
+	}
 	// The loop handles one answer only; with n>1 the proxy's calls go back as they are.
 	if view.Choices <= 1 {
 		out.session = rw.Session
