@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -112,5 +114,44 @@ func TestHeldStreamFailureDeletesFirstRound(t *testing.T) {
 	got := strings.Join(deleted, " ")
 	if !strings.Contains(got, "resp_fake_1") || !strings.Contains(got, "resp_fake_2") {
 		t.Errorf("deleted %q, want both hidden rounds' responses", got)
+	}
+}
+
+// The hold ends on time while nothing comes from the upstream at all (a
+// hidden round's follow-up waiting for its headers): the client gets the
+// stream's headers, and the answer after them.
+func TestStreamHoldEndsWhileUpstreamIsSilent(t *testing.T) {
+	h := newHarness(t, nil)
+	h.srv.holdLimit = 20 * time.Millisecond
+	release := make(chan struct{})
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+		func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			<-release // headers only once the client has its own
+			fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."})(w, r, rec)
+		})
+	req, _ := http.NewRequest("POST", h.ts.URL+"/v1/chat/completions", strings.NewReader(streamChat("")))
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := h.ts.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			close(release)
+			return
+		}
+		got <- resp
+	}()
+	var resp *http.Response
+	select {
+	case resp = <-got:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("no headers while the upstream was silent")
+	}
+	close(release)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "pdf.") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -27,6 +28,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	defer done()
 	w := c.Response()
 	sr := &streamRelay{s: s, w: w, rc: http.NewResponseController(w), info: info, sess: rt.session, api: rt.api}
+	defer sr.end()
 	var mine func(string) bool
 	if sr.sess != nil {
 		mine = sr.sess.Handles
@@ -121,7 +123,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if err != nil {
 			// A client that stopped reading may not have its context done yet.
 			switch {
-			case sr.writeErr != nil && errors.Is(err, sr.writeErr) && ctx.Err() == nil:
+			case sr.writeFailed() != nil && errors.Is(err, sr.writeFailed()) && ctx.Err() == nil:
 				sr.broke(failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}, "")
 			case held():
 				f := classifyStream(ctx, err)
@@ -228,11 +230,14 @@ type streamRelay struct {
 	tr      apiStream   // the API's translator; with sess nil, used for the error event only
 	sess    ToolSession // nil: relay only
 	started bool        // headers set (start)
-	// committed: the headers went out; until then writes are held back.
+	before  http.Header // the headers before start
+	// mu guards what the hold's timer shares with the relay: whether the
+	// headers went out (until then writes are held back), the writes.
+	mu        sync.Mutex
 	committed bool
 	held      []byte
-	heldAt    time.Time   // when start began holding
-	before    http.Header // the headers before start
+	hold      *time.Timer // commits when the hold ends
+	done      bool        // the handler returned (end)
 	out       []byte      // the translator's output for the event at hand
 	// writeErr is set once the client stopped accepting bytes.
 	writeErr error
@@ -241,9 +246,9 @@ type streamRelay struct {
 // start sets the response headers from the first round's upstream answer.
 // Trailers are declared here because the round limit is only known later.
 // With the proxy's tools the headers and the events that open the stream
-// are held back until the answer begins (commit): a hidden round can still
-// fail with an HTTP status then. A stream relayed as it comes is
-// committed at once.
+// are held back until the answer begins (commitFor), for Server.holdLimit
+// at most: a hidden round can still fail with an HTTP status then. A
+// stream relayed as it comes is committed at once.
 func (sr *streamRelay) start(upstream http.Header) {
 	h := sr.w.Header()
 	sr.before = h.Clone()
@@ -257,35 +262,57 @@ func (sr *streamRelay) start(upstream http.Header) {
 	if sr.sess != nil {
 		h.Set("Trailer", HeaderToolRounds+", "+HeaderRoundsExceeded)
 	}
-	sr.started, sr.heldAt = true, time.Now()
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.started = true
 	if sr.sess == nil {
-		sr.commit()
+		sr.commitLocked()
+		return
 	}
+	// Reasoning or thinking the client is not shown, a hidden round's wait
+	// for its upstream's headers or a script can run for minutes; an idle
+	// timeout between the client and the proxy (a load balancer's, a
+	// reverse proxy's 60 s) would end a connection that showed nothing.
+	sr.hold = time.AfterFunc(sr.s.holdLimit, sr.commit)
 }
 
 // commit sends the headers and what was held back; from then on events go
-// out as they come.
+// out as they come. The hold's timer calls it too.
 func (sr *streamRelay) commit() {
-	if sr.committed || !sr.started {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.commitLocked()
+}
+
+func (sr *streamRelay) commitLocked() {
+	if sr.committed || !sr.started || sr.done {
 		return
 	}
 	sr.committed = true
+	if sr.hold != nil {
+		sr.hold.Stop()
+	}
 	sr.w.WriteHeader(http.StatusOK)
 	sr.info.status = http.StatusOK
 	held := sr.held
 	sr.held = nil
-	sr.write(held)
-	sr.flush()
+	sr.writeLocked(held)
+	sr.flushLocked()
 }
 
 // uncommitted reports whether nothing went to the client yet; if so, it
 // drops what was held back and puts the headers back as before start, so
 // that an error can go out as an HTTP answer of its own.
 func (sr *streamRelay) uncommitted() bool {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
 	if sr.committed {
 		return false
 	}
 	if sr.started {
+		if sr.hold != nil {
+			sr.hold.Stop()
+		}
 		h := sr.w.Header()
 		clear(h)
 		for k, v := range sr.before {
@@ -294,6 +321,24 @@ func (sr *streamRelay) uncommitted() bool {
 		sr.started, sr.held = false, nil
 	}
 	return true
+}
+
+// end stops the hold: the handler returns, and nothing may write to the
+// response after it.
+func (sr *streamRelay) end() {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.done = true
+	if sr.hold != nil {
+		sr.hold.Stop()
+	}
+}
+
+// writeFailed is the error of a write to the client, once one failed.
+func (sr *streamRelay) writeFailed() error {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return sr.writeErr
 }
 
 // malformedError is an upstream event whose data is not what its API
@@ -339,8 +384,8 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 		if err != nil {
 			return wire.RoundEnd{}, err
 		}
-		if sr.writeErr != nil {
-			return wire.RoundEnd{}, sr.writeErr
+		if err := sr.writeFailed(); err != nil {
+			return wire.RoundEnd{}, err
 		}
 		if err := sr.checkEvent(ev); err != nil {
 			return wire.RoundEnd{}, err
@@ -360,30 +405,26 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 		}
 	}
 	if sr.sess == nil {
-		return wire.RoundEnd{Incomplete: !ended}, sr.writeErr
+		return wire.RoundEnd{Incomplete: !ended}, sr.writeFailed()
 	}
 	var end wire.RoundEnd
 	sr.out, end = tr.End(sr.out[:0])
 	sr.commitFor(tr)
 	sr.emit()
-	return end, sr.writeErr
+	return end, sr.writeFailed()
 }
 
 // commitFor commits once the translator's output says more than the
-// stream's opening (apiStream.Preamble), or once the stream has been held
-// for Server.holdLimit: reasoning or thinking the client is not shown can run for
-// minutes, and an idle timeout between the client and the proxy (a load
-// balancer's, a proxy's 60 s) would end a connection that shows nothing.
+// stream's opening (apiStream.Preamble).
 func (sr *streamRelay) commitFor(tr apiStream) {
-	if sr.committed {
-		return
-	}
-	if (len(sr.out) > 0 && !tr.Preamble(sr.out)) || time.Since(sr.heldAt) > sr.s.holdLimit {
-		sr.commit()
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if !sr.committed && len(sr.out) > 0 && !tr.Preamble(sr.out) {
+		sr.commitLocked()
 	}
 }
 
-// defaultHoldLimit bounds how long a stream's start is held (commitFor).
+// defaultHoldLimit bounds how long a stream's start is held (start).
 const defaultHoldLimit = 10 * time.Second
 
 // emit writes and flushes what the translator produced, if anything.
@@ -405,6 +446,12 @@ func (sr *streamRelay) finishTrailers() {
 }
 
 func (sr *streamRelay) write(b []byte) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.writeLocked(b)
+}
+
+func (sr *streamRelay) writeLocked(b []byte) {
 	if sr.started && !sr.committed {
 		sr.held = append(sr.held, b...)
 		return
@@ -418,6 +465,12 @@ func (sr *streamRelay) write(b []byte) {
 }
 
 func (sr *streamRelay) flush() {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.flushLocked()
+}
+
+func (sr *streamRelay) flushLocked() {
 	if sr.writeErr != nil || !sr.committed {
 		return
 	}

@@ -46,7 +46,7 @@ func newServeCmd() *cobra.Command {
 			"Client tools and skills: exec.allowed_tools (--exec-allowed-tools bash,mcp_*) gates the client's\n" +
 			"tools of those function names (exact and case-sensitive, x* prefixes, * all): a gated tool is\n" +
 			"withheld from the upstream request unless an active skill (auto-loaded, #mentioned, loaded\n" +
-			"earlier in the conversation or by load_skill in this request) lists it in its allowed-tools\n" +
+			"earlier in the conversation or turn, or by load_skill in this request) lists it in its allowed-tools\n" +
 			"frontmatter (Bash or Bash(git:*) enables bash: that comparison ignores case), or tool_choice names\n" +
 			"it. It works with or without --exec; empty (the default) gates nothing. Withheld tools are\n" +
 			"listed in the X-Skillrouter-Tools-Withheld response header. See docs/sandbox.md.\n\n" +
