@@ -18,20 +18,33 @@ func (s *Stream) Preamble(out []byte) bool {
 		}
 		quiet := true
 		gjson.GetBytes(data, "choices").ForEach(func(_, c gjson.Result) bool {
-			if c.Get("finish_reason").Exists() && c.Get("finish_reason").Type != gjson.Null {
+			if !empty(c.Get("finish_reason")) {
 				quiet = false
 				return false
 			}
 			c.Get("delta").ForEach(func(k, v gjson.Result) bool {
-				// Whitespace alone (models write "\n\n" before a call) is
-				// not an answer yet.
-				if k.Str != "role" && v.Type != gjson.Null && strings.TrimSpace(v.String()) != "" {
-					quiet = false
-				}
+				quiet = k.Str == "role" || empty(v)
 				return quiet
 			})
 			return quiet
 		})
 		return quiet && !gjson.GetBytes(data, "usage").IsObject()
 	})
+}
+
+// empty reports whether a chunk's field says nothing: absent, null, a
+// string of whitespace alone (models write "\n\n" before a call), an empty
+// array or object (some servers send "tool_calls": []).
+func empty(v gjson.Result) bool {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return true
+	case v.Type == gjson.String:
+		return strings.TrimSpace(v.Str) == ""
+	case v.IsArray() || v.IsObject():
+		none := true
+		v.ForEach(func(_, _ gjson.Result) bool { none = false; return false })
+		return none
+	}
+	return false
 }

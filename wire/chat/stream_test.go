@@ -355,3 +355,28 @@ func TestStreamTurnKeepsReasoningDetails(t *testing.T) {
 		})
 	}
 }
+
+// Chunks that say nothing yet keep a stream's start held; anything else
+// (text, a call, a finish reason, usage) ends it.
+func TestPreamble(t *testing.T) {
+	s := &Stream{}
+	for _, tt := range []struct {
+		out   string
+		quiet bool
+	}{
+		{`data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n", true},
+		{`data: {"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[]}}]}` + "\n\n", true},
+		{`data: {"choices":[{"delta":{"content":"\n\n"},"finish_reason":""}]}` + "\n\n", true},
+		{`data: {"choices":[{"delta":{}}]}` + "\n\n: keep-alive\n\n", true},
+		{`data: {"choices":[{"delta":{"content":"Hi"}}]}` + "\n\n", false},
+		{`data: {"choices":[{"delta":{"reasoning_content":"hm"}}]}` + "\n\n", false},
+		{`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"bash"}}]}}]}` + "\n\n", false},
+		{`data: {"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n", false},
+		{`data: {"choices":[],"usage":{"total_tokens":3}}` + "\n\n", false},
+		{"data: [DONE]\n\n", false},
+	} {
+		if got := s.Preamble([]byte(tt.out)); got != tt.quiet {
+			t.Errorf("%q: quiet %v, want %v", tt.out, got, tt.quiet)
+		}
+	}
+}
