@@ -98,11 +98,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			}
 			if whole == nil {
 				if held() {
-					// Nothing sent yet (the rounds before were hidden):
-					// the upstream's error goes out as its status, which
-					// the client's SDK can retry on (429, 5xx).
-					// An error, or JSON the proxy does not stream (a stream
-					// relayed without its tools, or not an answer): as is.
+					// Nothing sent yet (any rounds before were hidden): an
+					// error, or JSON the proxy does not stream (a stream
+					// relayed without its tools, or not an answer), goes out
+					// as it came, its status one the client's SDK can retry
+					// on (429, 5xx).
 					noteToolRefusal(info, resp, sr.sess != nil)
 					s.relayResponse(ctx, w, info, resp)
 					return
