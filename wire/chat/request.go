@@ -65,7 +65,7 @@ type message struct {
 // object with a string role, tools that are not an array, or model, stream,
 // stream_options, n or user of the wrong type.
 func Parse(body []byte) (*Request, error) {
-	ms, werr := jsonspan.Body(body, "a JSON chat completion request")
+	ms, werr := jsonspan.Body(body, "a JSON chat completion request", "messages", "tools", "tool_choice", "functions", "parallel_tool_calls", "stream", "stream_options", "model", "n", "user", "max_tokens", "max_completion_tokens", "store", "prediction")
 	if werr != nil {
 		return nil, werr
 	}

@@ -74,6 +74,7 @@ func TestParseErrors(t *testing.T) {
 		{"{\"a\xff\":1,\"messages\":[{\"role\":\"user\"}]}", "invalid_utf8", "a\ufffd", "is not valid UTF-8"},
 		{`{"messages":[{"role":"user","content":"a"}],"model":"m","messages":[{"role":"user","content":"b"}]}`, "duplicate_parameter", "messages", "'messages' appears more than once"},
 		{`{"tools":[],"messages":[{"role":"user"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "duplicate_parameter", "tools", "send each parameter once"},
+		{`{"messages":[{"role":"user"}],"Tools":[{"type":"function","function":{"name":"f"}}]}`, "unknown_parameter", "Tools", "unknown parameter 'Tools': the API's is 'tools'"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.body))

@@ -82,7 +82,7 @@ type block struct {
 // Parse validates a messages body and locates its parts. Client errors are
 // *wire.Error (400, with the parameter at fault).
 func Parse(body []byte) (*Request, error) {
-	ms, werr := jsonspan.Body(body, "a JSON Messages API request")
+	ms, werr := jsonspan.Body(body, "a JSON Messages API request", "messages", "system", "tools", "tool_choice", "stream", "model", "max_tokens", "metadata", "thinking", "container")
 	if werr != nil {
 		return nil, werr
 	}

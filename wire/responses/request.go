@@ -82,7 +82,7 @@ type Request struct {
 // Parse validates a responses.create body and locates its parts. Client
 // errors are *wire.Error (400, with the parameter at fault).
 func Parse(body []byte) (*Request, error) {
-	ms, werr := jsonspan.Body(body, "a JSON Responses API request")
+	ms, werr := jsonspan.Body(body, "a JSON Responses API request", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "stream", "model", "store", "previous_response_id", "conversation", "max_output_tokens", "max_tool_calls", "truncation", "prompt", "user")
 	if werr != nil {
 		return nil, werr
 	}

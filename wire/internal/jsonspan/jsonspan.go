@@ -518,7 +518,11 @@ func End(b []byte, ms []Member) (Span, bool) {
 
 // Body checks that a request body is one valid JSON object and lists its
 // members; what names the expected request in the error for an empty body.
-func Body(body []byte, what string) ([]Member, *wire.Error) {
+// names are the top-level parameters the proxy reads or writes: one
+// written in another case ("Tools") is refused, as the APIs refuse an
+// unknown parameter; passed on, it would sit beside the member the proxy
+// adds, which an upstream in Go reads as the same.
+func Body(body []byte, what string, names ...string) ([]Member, *wire.Error) {
 	trimmed := body
 	for len(trimmed) > 0 && (trimmed[0] == ' ' || trimmed[0] == '\t' || trimmed[0] == '\n' || trimmed[0] == '\r') {
 		trimmed = trimmed[1:]
@@ -552,6 +556,13 @@ func Body(body []byte, what string) ([]Member, *wire.Error) {
 	// route or edit.
 	if k, ok := repeated(ms); ok {
 		return nil, wire.BadRequest("duplicate_parameter", k, "%s appears more than once in the request body; send each parameter once", quotedPath(k))
+	}
+	for _, m := range ms {
+		for _, n := range names {
+			if m.Key != n && strings.EqualFold(m.Key, n) {
+				return nil, wire.BadRequest("unknown_parameter", m.Key, "unknown parameter %s: the API's is %s", quotedPath(m.Key), quotedPath(n))
+			}
+		}
 	}
 	return ms, nil
 }
