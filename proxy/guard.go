@@ -18,6 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillrouter/skillrouter/internal/statuswriter"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -107,13 +108,13 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 			return
 		}
 		defer unwrapBody(r)
-		sw := &statusWriter{ResponseWriter: s.writeBound(w)}
+		sw := &statuswriter.Writer{ResponseWriter: s.writeBound(w)}
 		h.ServeHTTP(sw, r)
-		info.status = sw.status
+		info.status = sw.Status
 		if info.status == 0 {
 			info.status = http.StatusOK // net/http's answer to a handler that wrote nothing
 		}
-		if r.Context().Err() != nil && sw.status == 0 {
+		if r.Context().Err() != nil && sw.Status == 0 {
 			info.status, info.outcome = statusClientClosed, outcomeClientClosed
 		}
 		s.observeBeside(r, info, time.Since(start))
@@ -135,32 +136,6 @@ func (s *Server) observeBeside(r *http.Request, info *reqInfo, elapsed time.Dura
 	}
 	s.log.LogAttrs(context.WithoutCancel(r.Context()), level, "request", attrs...)
 }
-
-// statusWriter records the status a handler answered with; Unwrap lets
-// http.ResponseController (flushes of an event stream) reach the writer
-// below.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // errPreflightServed: admit answered a CORS preflight itself.
 var errPreflightServed = &wire.Error{Status: http.StatusNoContent}

@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillrouter/skillrouter/internal/statuswriter"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -61,13 +62,13 @@ func (p *Provider) Handler(next http.Handler, route func(*http.Request) string) 
 		}
 		ctx, span := p.tracer.Start(ctx, r.Method+" "+path,
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statuswriter.Writer{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
 				// A handler that ends a request without an answer (its
 				// client went away: http.ErrAbortHandler) has no status
 				// to record; any panic goes on as it came.
-				if v == http.ErrAbortHandler && sw.status == 0 {
+				if v == http.ErrAbortHandler && sw.Status == 0 {
 					span.SetAttributes(semconv.ErrorTypeKey.String("client_closed"))
 				} else {
 					span.SetStatus(codes.Error, fmt.Sprint(v))
@@ -75,7 +76,7 @@ func (p *Provider) Handler(next http.Handler, route func(*http.Request) string) 
 				span.End()
 				panic(v)
 			}
-			status := sw.status
+			status := sw.Status
 			if status == 0 {
 				status = http.StatusOK
 			}
@@ -107,42 +108,6 @@ func method(m string) attribute.KeyValue {
 	}
 	return semconv.HTTPRequestMethodKey.String("_OTHER")
 }
-
-// statusWriter records the status the handler wrote. Unwrap lets
-// http.ResponseController reach the connection's Flush, Hijack and
-// deadlines; Flush is implemented for handlers that type-assert, and
-// FlushError for http.ResponseController, which then returns its error.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() { _ = w.FlushError() }
-
-// FlushError is what http.ResponseController.Flush calls: a failed flush
-// (a write deadline passed) reaches the caller, as without the span.
-func (w *statusWriter) FlushError() error {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Transport wraps base (nil: http.DefaultTransport) so every request is a
 // client span named "peer METHOD", a child of the span in the request's

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/internal/statuswriter"
 )
 
 // flushFails is a response writer whose flush fails, as a connection's
@@ -20,11 +22,11 @@ func (flushFails) FlushError() error { return errFlush }
 // proxy's write bound learns from it that its client stalled (logged with
 // that cause), which a Flush without an error hid when tracing was on.
 func TestStatusWriterPassesFlushErrors(t *testing.T) {
-	sw := &statusWriter{ResponseWriter: flushFails{httptest.NewRecorder()}}
+	sw := &statuswriter.Writer{ResponseWriter: flushFails{httptest.NewRecorder()}}
 	if err := http.NewResponseController(sw).Flush(); !errors.Is(err, errFlush) {
 		t.Fatalf("Flush through the span's writer: %v, want %v", err, errFlush)
 	}
-	if sw.status != http.StatusOK {
-		t.Errorf("status %d after a flush, want 200", sw.status)
+	if sw.Status != http.StatusOK {
+		t.Errorf("status %d after a flush, want 200", sw.Status)
 	}
 }
