@@ -14,7 +14,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/skillrouter/skillrouter/internal/codexhome"
 	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
@@ -47,7 +45,7 @@ func TestCarriedSkillCodexCLI(t *testing.T) {
 		fakeai.Reply(fakeai.Turn{Content: carryAnswer}),
 		fakeai.Reply(fakeai.Turn{Content: carryDone}))
 	home := t.TempDir()
-	if got := codexSessionRun(t, e.proxy.URL, home, work, carryAsk); got != carryAnswer {
+	if got := execCodex(t, e.proxy.URL, home, work, carryAsk).Answer; got != carryAnswer {
 		t.Fatalf("answer %q", got)
 	}
 	reqs := e.up.Requests()
@@ -71,7 +69,7 @@ func TestCarriedSkillCodexCLI(t *testing.T) {
 	}
 
 	// A new user ask in the same session: a new turn, nothing carried.
-	if got := codexSessionRun(t, e.proxy.URL, home, work, "resume", "--last", carryNext); got != carryDone {
+	if got := execCodex(t, e.proxy.URL, home, work, "resume", "--last", carryNext).Answer; got != carryDone {
 		t.Fatalf("resumed answer %q", got)
 	}
 	checkNewTurn(t, e.up.Requests(), 3)
@@ -85,7 +83,7 @@ func TestCarriedSkillClaudeCode(t *testing.T) {
 		fakeai.Reply(fakeai.Turn{Content: carryAnswer}),
 		fakeai.Reply(fakeai.Turn{Content: carryDone}))
 	home := t.TempDir()
-	if got := claudeSessionRun(t, e.proxy.URL, home, work, "-p", carryAsk); got != carryAnswer {
+	if got := execClaude(t, e.proxy.URL, home, work, "-p", carryAsk).Answer; got != carryAnswer {
 		t.Fatalf("answer %q", got)
 	}
 	reqs := messagesOnly(e.up.Requests())
@@ -113,7 +111,7 @@ func TestCarriedSkillClaudeCode(t *testing.T) {
 	}
 
 	// A new user ask in the same session: a new turn, nothing carried.
-	if got := claudeSessionRun(t, e.proxy.URL, home, work, "--continue", "-p", carryNext); got != carryDone {
+	if got := execClaude(t, e.proxy.URL, home, work, "--continue", "-p", carryNext).Answer; got != carryDone {
 		t.Fatalf("continued answer %q", got)
 	}
 	checkNewTurn(t, messagesOnly(e.up.Requests()), 3)
@@ -208,69 +206,4 @@ func messagesOnly(reqs []fakeai.Request) []fakeai.Request {
 		}
 	}
 	return out
-}
-
-// codexSessionRun runs `codex exec … args` as runCodexIn does, but keeps
-// the session (no --ephemeral) under home, so that a later run with
-// "resume", "--last", prompt continues it; returns the final message.
-func codexSessionRun(t *testing.T, baseURL, home, work string, args ...string) string {
-	t.Helper()
-	requireNode(t)
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := codexhome.Write(codexHome, baseURL+"/v1", ""); err != nil {
-		t.Fatal(err)
-	}
-	last := filepath.Join(home, "last-message.txt")
-	os.Remove(last)
-	cmd, cancel := command(t, agentTimeout, nodeBin(t, ".bin", "codex"),
-		append([]string{"exec", "--skip-git-repo-check", "--color", "never", "-o", last}, args...)...)
-	defer cancel()
-	cmd.Dir = work
-	cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+codexHome, codexhome.KeyEnv+"=sk-e2e-codex")
-	cmd.Stdin = strings.NewReader("")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("codex exec %q: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
-	}
-	b, err := os.ReadFile(last)
-	if err != nil {
-		t.Fatalf("codex wrote no last message: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// claudeSessionRun runs Claude Code as runClaudeIn does, but keeps the
-// session under home (no --no-session-persistence), so that a later run
-// with --continue continues it; returns the answer.
-func claudeSessionRun(t *testing.T, baseURL, home, work string, args ...string) string {
-	t.Helper()
-	requireNode(t)
-	cmd, cancel := command(t, agentTimeout, claudeBinary(t), append(append([]string(nil), args...), "--output-format", "json")...)
-	defer cancel()
-	cmd.Dir = work
-	cmd.Env = append(cleanEnv(), "HOME="+home,
-		"ANTHROPIC_BASE_URL="+baseURL, "ANTHROPIC_API_KEY=sk-ant-e2e-dummy",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
-		"DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=0")
-	cmd.Stdin = strings.NewReader("")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("claude %q: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
-	}
-	var out struct {
-		IsError bool `json:"is_error"`
-		Result  string
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); err != nil {
-		t.Fatalf("claude printed %q: %v\nstderr: %s", stdout.String(), err, stderr.String())
-	}
-	if out.IsError {
-		t.Fatalf("claude reported an error: %s\nstderr: %s", stdout.String(), stderr.String())
-	}
-	return strings.TrimSpace(out.Result)
 }

@@ -135,12 +135,21 @@ func runCodex(t *testing.T, baseURL, prompt string) agentRun {
 // runCodexIn is runCodex in the working folder work ("" for a fresh one).
 func runCodexIn(t *testing.T, baseURL, work, prompt string) agentRun {
 	t.Helper()
-	requireNode(t)
 	home := t.TempDir()
-	codexHome := filepath.Join(home, ".codex")
 	if work == "" {
 		work = filepath.Join(home, "work")
 	}
+	return execCodex(t, baseURL, home, work, "--ephemeral", prompt)
+}
+
+// execCodex runs `codex exec --skip-git-repo-check … args` against baseURL
+// with HOME home and CODEX_HOME home/.codex, in the folder work, and
+// returns its final message. Without --ephemeral in args the session stays
+// under home, for a later `resume --last`.
+func execCodex(t *testing.T, baseURL, home, work string, args ...string) agentRun {
+	t.Helper()
+	requireNode(t)
+	codexHome := filepath.Join(home, ".codex")
 	for _, d := range []string{codexHome, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -150,8 +159,9 @@ func runCodexIn(t *testing.T, baseURL, work, prompt string) agentRun {
 		t.Fatal(err)
 	}
 	last := filepath.Join(home, "last-message.txt")
+	os.Remove(last) // a run that writes none must not read an earlier one's
 	cmd, cancel := command(t, agentTimeout, nodeBin(t, ".bin", "codex"),
-		"exec", "--skip-git-repo-check", "--ephemeral", "--color", "never", "-o", last, prompt)
+		append([]string{"exec", "--skip-git-repo-check", "--color", "never", "-o", last}, args...)...)
 	defer cancel()
 	cmd.Dir = work
 	cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+codexHome, codexhome.KeyEnv+"=sk-e2e-codex")
@@ -162,7 +172,7 @@ func runCodexIn(t *testing.T, baseURL, work, prompt string) agentRun {
 	err := cmd.Run()
 	run.Stdout, run.Stderr = stdout.String(), stderr.String()
 	if err != nil {
-		t.Fatalf("codex exec: %v\nstdout: %s\nstderr: %s", err, run.Stdout, run.Stderr)
+		t.Fatalf("codex exec %q: %v\nstdout: %s\nstderr: %s", args, err, run.Stdout, run.Stderr)
 	}
 	b, err := os.ReadFile(last)
 	if err != nil {
@@ -198,16 +208,24 @@ func runClaude(t *testing.T, baseURL, prompt string) agentRun {
 // with extra command-line arguments.
 func runClaudeIn(t *testing.T, baseURL, work, prompt string, extraArgs ...string) agentRun {
 	t.Helper()
-	requireNode(t)
 	home := t.TempDir()
 	if work == "" {
 		work = filepath.Join(home, "work")
 	}
+	return execClaude(t, baseURL, home, work, append([]string{"-p", prompt, "--no-session-persistence"}, extraArgs...)...)
+}
+
+// execClaude runs Claude Code with args and --output-format json against
+// baseURL, with HOME home, in the folder work, and returns its answer.
+// Without --no-session-persistence in args the session stays under home,
+// for a later --continue.
+func execClaude(t *testing.T, baseURL, home, work string, args ...string) agentRun {
+	t.Helper()
+	requireNode(t)
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-p", prompt, "--output-format", "json", "--no-session-persistence"}, extraArgs...)
-	cmd, cancel := command(t, agentTimeout, claudeBinary(t), args...)
+	cmd, cancel := command(t, agentTimeout, claudeBinary(t), append(append([]string(nil), args...), "--output-format", "json")...)
 	defer cancel()
 	cmd.Dir = work
 	cmd.Env = append(cleanEnv(), "HOME="+home,
@@ -221,7 +239,7 @@ func runClaudeIn(t *testing.T, baseURL, work, prompt string, extraArgs ...string
 	err := cmd.Run()
 	run.Stdout, run.Stderr = stdout.String(), stderr.String()
 	if err != nil {
-		t.Fatalf("claude -p: %v\nstdout: %s\nstderr: %s", err, run.Stdout, run.Stderr)
+		t.Fatalf("claude %q: %v\nstdout: %s\nstderr: %s", args, err, run.Stdout, run.Stderr)
 	}
 	var out struct {
 		Type, Subtype string
