@@ -28,6 +28,10 @@ type Rewrite struct {
 	AddedTokens int
 	// Prompt details what the rewrite added (for POST /v1/skills/route); optional.
 	Prompt *router.PromptParts
+	// Turn and Carried are router.Rewrite's: the conversation turn the
+	// request is a step of ("" for none), the skills carried into it.
+	Turn    string
+	Carried []string
 }
 
 // ToolSession answers the proxy's own tool calls (load_skill, search_skills,
@@ -60,7 +64,7 @@ func (a *routerRewriter) Rewrite(ctx context.Context, req *wire.Request, ov rout
 	if err != nil {
 		return nil, err
 	}
-	out := &Rewrite{Plan: rw.Plan, Decision: rw.Decision, AddedTokens: rw.AddedTokens, Prompt: rw.Prompt}
+	out := &Rewrite{Plan: rw.Plan, Decision: rw.Decision, AddedTokens: rw.AddedTokens, Prompt: rw.Prompt, Turn: rw.Turn, Carried: rw.Carried}
 	// Keep a nil *Session from becoming a non-nil interface; a disabled
 	// rewrite offers no tools, so its stream can be relayed untouched.
 	if rw.Session != nil && !rw.Disabled {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -64,18 +63,15 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	ov.Session = sessionKey(h, view)
 	scope := presenceScope(parsed, h, info.clientKey)
 	ov.Present = s.presence.get(presenceKey(parsed, scope))
-	var turn string
-	if key, continues := router.TurnKey(view); key != "" {
-		turn = credentialScope(h, info.clientKey) + " turn " + key
-		ov.Carried = s.carried(turn, continues)
-	}
+	turns := s.turnMemory(h, info.clientKey)
+	ov.Carried = turns.get
 	info.arm = label
 	info.routed = true
 	if s.log.Enabled(ctx, slog.LevelDebug) { // the query is message content
 		info.query = view.FirstUserText()
 	}
 
-	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope, turn: turn, carried: ov.Carried}
+	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope}
 	if !arm.rw.Ready() {
 		// Starting up (the index is being built): forwarded unmodified and
 		// said so, but not a rewrite error; /readyz tells load balancers.
@@ -104,9 +100,12 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		return out, nil
 	}
 	out.rw, out.body = rw, rendered
+	if rw.Turn != "" {
+		out.turn, out.carried = turns.key(rw.Turn), rw.Carried
+	}
 	if rw.Plan != nil {
 		for _, e := range rw.Plan.Envelopes { // the carried skills loaded again, not those shown already
-			if slices.Contains(ov.Carried, e.ID) {
+			if slices.Contains(rw.Carried, e.ID) {
 				info.carried = append(info.carried, e.ID)
 			}
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/http"
 	"slices"
 
 	"github.com/skillrouter/skillrouter/router"
@@ -13,7 +14,7 @@ import (
 // skill to follow it while it works, and its next step (after the client
 // ran the tool the skill said to use) would go on without it, or load it
 // again at the price of another hidden round. turns remembers, per
-// conversation turn (router.TurnKey) and credential, the skills the model
+// conversation turn (router.Rewrite.Turn) and credential, the skills the model
 // loaded during the turn; its later steps load them again, after the last
 // message as auto-loaded skills are, so the cached prefix stays as it was.
 // It is a per-process memory, like presence: a step served by another
@@ -26,15 +27,30 @@ type loadedSkills interface{ Loaded() []string }
 
 var _ loadedSkills = (*router.Session)(nil)
 
-// carried returns the skills to load again for a request: those the model
-// loaded earlier in the turn the request continues. key is "" when the
-// request has no turn to continue.
-func (s *Server) carried(key string, continues bool) []string {
-	if key == "" || !continues {
-		return nil
-	}
-	return s.turns.get(key)
+// turnMemory is the memory of one request's credential: the turns are
+// router.Rewrite's, and each credential keeps its own.
+func (s *Server) turnMemory(h http.Header, clientKey string) *credTurns {
+	return &credTurns{s: s, h: h, clientKey: clientKey}
 }
+
+type credTurns struct {
+	s         *Server
+	h         http.Header
+	clientKey string
+	scope     string // credentialScope, once needed
+}
+
+// key is the memory's key of turn.
+func (c *credTurns) key(turn string) string {
+	if c.scope == "" {
+		c.scope = credentialScope(c.h, c.clientKey)
+	}
+	return c.scope + " turn " + turn
+}
+
+// get returns the skills the model loaded earlier in turn
+// (router.Overrides.Carried).
+func (c *credTurns) get(turn string) []string { return c.s.turns.get(c.key(turn)) }
 
 // rememberTurn records, once the client has its answer, the skills the
 // model loaded in this turn: those carried into the request and those it

@@ -74,7 +74,7 @@ type planInput struct {
 	clientNames map[string]bool // tool names the client defined (never shadowed)
 	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
 	present     []string        // skills held where msgs cannot show them (Overrides.Present)
-	carried     []string        // skills loaded earlier in the turn, loaded again (Overrides.Carried)
+	carried     []string        // skills loaded earlier in the turn, loaded again (Overrides.Carried's)
 }
 
 // serverTools is what the session needs to answer the offered tools.

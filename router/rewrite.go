@@ -33,11 +33,12 @@ type Overrides struct {
 	// does not carry. They are not auto-loaded again, and count as active
 	// (allowed-tools, tier-3 tools), as envelopes in the request would.
 	Present []string
-	// Carried lists skills the model loaded with load_skill earlier in
-	// this turn of the conversation (see TurnKey), whose bodies went only
-	// into a hidden round the client never kept: they are loaded again,
-	// whatever their size, as mentions are, unless the request shows them.
-	Carried []string
+	// Carried looks up, by the turn's name (Rewrite.Turn), the skills the
+	// model loaded with load_skill earlier in the turn a request continues,
+	// whose bodies went only into a hidden round the client never kept:
+	// they are loaded again, whatever their size, as mentions are, unless
+	// the request shows them. nil: none are kept.
+	Carried func(turn string) []string
 }
 
 // Rewrite is the plan for one request plus the state the tool loop needs.
@@ -51,6 +52,12 @@ type Rewrite struct {
 
 	Prompt   *PromptParts // what was added; nil when disabled
 	Disabled bool         // X-Skillrouter-Disable: the request goes upstream unchanged
+
+	// Turn names the conversation turn the request is a step of (""
+	// without one: no user ask, state stored upstream); Carried are the
+	// skills Overrides.Carried gave for it.
+	Turn    string
+	Carried []string
 }
 
 // Rewrite routes req and plans its rewrite. An error means the request
@@ -96,9 +103,14 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
 	in.present = ov.Present
-	in.carried = ov.Carried
+	turn, continues := turnKey(req, in.conv)
+	if continues && ov.Carried != nil {
+		in.carried = ov.Carried(turn)
+	}
 	in.ranking = r.catalogRanking(ctx, lib, req.Turns, in.conv, ov.Strategy, dec, &o, depth, settled)
-	return finishRewrite(ctx, r, req, in, o, ov.Session), nil
+	rw := finishRewrite(ctx, r, req, in, o, ov.Session)
+	rw.Turn, rw.Carried = turn, in.carried
+	return rw, nil
 }
 
 // RewriteWith is Rewrite with a given decision instead of routing: the pure

@@ -15,16 +15,17 @@ import (
 // false: Codex CLI, Claude Code) never holds the proxy's hidden tool
 // rounds, so a skill the model loaded with load_skill is in one request
 // only; the next step, which runs the tool the skill said to use, would
-// not show it. TurnKey names the turn so that the proxy can load such
-// skills again on its later steps (Overrides.Carried).
+// not show it. Rewrite names the turn (Rewrite.Turn) so that the proxy can
+// load such skills again on its later steps (Overrides.Carried).
 
-// TurnKey returns a stable name of the request's current turn: a digest of
-// the conversation's opening (conversationID), the position of its latest
-// user ask among the turns and that ask's text. continues reports whether
-// the request is a later step of that turn: something (the model's answer,
-// tool results) follows the ask. A request with no user ask, or that
-// continues state stored upstream (presence covers that), has no key.
-func TurnKey(req *wire.Request) (key string, continues bool) {
+// turnKey returns a stable name of the request's current turn: a digest of
+// the conversation's opening (conv, its conversationID), the position of
+// its latest user ask among the turns and that ask's text. continues
+// reports whether the request is a later step of that turn: something (the
+// model's answer, tool results) follows the ask. A request with no user
+// ask, or that continues state stored upstream (presence covers that), has
+// no key.
+func turnKey(req *wire.Request, conv string) (key string, continues bool) {
 	if req == nil || req.Stateful {
 		return "", false
 	}
@@ -45,7 +46,7 @@ func TurnKey(req *wire.Request) (key string, continues bool) {
 		}
 	}
 	h := sha256.New()
-	h.Write([]byte(conversationID(req.Turns)))
+	h.Write([]byte(conv))
 	h.Write([]byte{0})
 	h.Write(strconv.AppendInt(nil, int64(ask), 10))
 	h.Write([]byte{0})

@@ -11,6 +11,7 @@ import (
 )
 
 func TestTurnKey(t *testing.T) {
+	TurnKey := func(r *wire.Request) (string, bool) { return turnKey(r, conversationID(r.Turns)) }
 	turns := func(ts ...string) *wire.Request {
 		r := &wire.Request{}
 		for _, s := range ts {
@@ -63,7 +64,11 @@ func TestRewriteCarried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw, err := rewriteChat(ctx, r, body, opts, Overrides{TopK: intp(0), Carried: []string{"sql-review", "ghost"}})
+	var asked []string // the turns Carried was asked about
+	carried := func(ids ...string) func(string) []string {
+		return func(turn string) []string { asked = append(asked, turn); return ids }
+	}
+	rw, err := rewriteChat(ctx, r, body, opts, Overrides{TopK: intp(0), Carried: carried("sql-review", "ghost")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +88,32 @@ func TestRewriteCarried(t *testing.T) {
 	}
 	// Shown in the request already: not added again.
 	shown := []byte(strings.Replace(string(body), `"content":"done"`, `"content":"done <skill_context id=\"sql-review\">x</skill_context>"`, 1))
-	rw, err = rewriteChat(ctx, r, shown, opts, Overrides{TopK: intp(0), Carried: []string{"sql-review"}})
+	rw, err = rewriteChat(ctx, r, shown, opts, Overrides{TopK: intp(0), Carried: carried("sql-review")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rw.Decision.Selected) != 0 {
 		t.Fatalf("selected %v: the request shows the skill already", rw.Decision.Selected)
+	}
+}
+
+// A rewrite names its turn and asks Overrides.Carried about it only for a
+// later step of the turn.
+func TestRewriteTurn(t *testing.T) {
+	r := newTestRouter(t, fixture(t))
+	ctx := context.Background()
+	ask := `{"role":"system","content":"sys"},{"role":"user","content":"extract the tables from this pdf file"}`
+	var asked []string
+	ov := Overrides{Carried: func(turn string) []string { asked = append(asked, turn); return nil }}
+	first, err := rewriteChat(ctx, r, []byte(`{"messages":[`+ask+`]}`), RewriteOptions{}, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := rewriteChat(ctx, r, []byte(`{"messages":[`+ask+`,{"role":"assistant","content":"ok"},{"role":"tool","tool_call_id":"c","content":"x"}]}`), RewriteOptions{}, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Turn == "" || step.Turn != first.Turn || len(asked) != 1 || asked[0] != first.Turn {
+		t.Fatalf("turns %q and %q, Carried asked about %q", first.Turn, step.Turn, asked)
 	}
 }
