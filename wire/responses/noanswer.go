@@ -45,8 +45,11 @@ func noAnswerItem(respID string, truncated bool, status string) []byte {
 		Status  string `json:"status"`
 		Role    string `json:"role"`
 		Content []part `json:"content"`
-	}{"msg_skillrouter_" + strings.TrimPrefix(respID, "resp_"), "message", status, "assistant", content})
+	}{noAnswerID(respID), "message", status, "assistant", content})
 }
+
+// noAnswerID is the id of the no-answer message of response respID.
+func noAnswerID(respID string) string { return "msg_skillrouter_" + strings.TrimPrefix(respID, "resp_") }
 
 // emitNoAnswer streams the no-answer message as the events that build a
 // message item, at the client's next output index, and adds it to the
@@ -54,7 +57,7 @@ func noAnswerItem(respID string, truncated bool, status string) []byte {
 func (s *Stream) emitNoAnswer(respID string, truncated bool) {
 	idx := s.nextIdx
 	s.nextIdx++
-	id := "msg_skillrouter_" + strings.TrimPrefix(respID, "resp_")
+	id := noAnswerID(respID)
 	text := wire.NoAnswerText(truncated)
 	part := func(text string) json.RawMessage {
 		return wire.Marshal(map[string]any{"type": "output_text", "text": text, "annotations": []any{}})
