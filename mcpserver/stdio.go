@@ -58,12 +58,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (l *lockedWriter) Close() error { return nil }
 
-// JSON-RPC 2.0's codes for a message that is not one.
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-)
-
 // filterFrames copies the lines of in that are JSON-RPC messages to good,
 // and answers the others on errs. A line longer than the SDK accepts is
 // answered and skipped without being held in memory.
@@ -85,7 +79,7 @@ func filterFrames(in io.Reader, good io.Writer, errs io.Writer) error {
 		}
 		var werr error
 		if tooLong || len(line)+len(chunk) > mcp.DefaultMaxLineLength {
-			werr = answer(errs, nil, codeInvalidRequest, "message longer than 16 MiB")
+			werr = answer(errs, nil, jsonrpc.CodeInvalidRequest, "message longer than 16 MiB")
 		} else if msg := bytes.TrimSpace(append(line, chunk...)); len(msg) > 0 {
 			werr = f.frame(msg)
 		}
@@ -113,11 +107,11 @@ const batchesUntil = "2025-06-18"
 // frame passes one message on, or answers why it is not one.
 func (f *framer) frame(msg []byte) error {
 	if !json.Valid(msg) {
-		return answer(f.errs, nil, codeParseError, "parse error: the line is not JSON")
+		return answer(f.errs, nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
 	}
 	if msg[0] == '[' {
 		if f.version == "" || f.version >= batchesUntil {
-			return answer(f.errs, nil, codeInvalidRequest, "JSON-RPC batches are not part of MCP since "+batchesUntil+": send one message a line")
+			return answer(f.errs, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not part of MCP since "+batchesUntil+": send one message a line")
 		}
 		ok := true
 		gjson.ParseBytes(msg).ForEach(func(_, el gjson.Result) bool {
@@ -125,11 +119,11 @@ func (f *framer) frame(msg []byte) error {
 			return ok
 		})
 		if !ok || len(bytes.TrimSpace(msg[1:len(msg)-1])) == 0 {
-			return answer(f.errs, nil, codeInvalidRequest, "invalid request: a batch of JSON-RPC messages, not empty")
+			return answer(f.errs, nil, jsonrpc.CodeInvalidRequest, "invalid request: a batch of JSON-RPC messages, not empty")
 		}
 	} else if why := invalidMessage(msg); why != "" {
 		if v := gjson.GetManyBytes(msg, "id", "result", "error"); !v[1].Exists() && !v[2].Exists() {
-			return answer(f.errs, json.RawMessage(v[0].Raw), codeInvalidRequest, "invalid request: "+why)
+			return answer(f.errs, json.RawMessage(v[0].Raw), jsonrpc.CodeInvalidRequest, "invalid request: "+why)
 		}
 		return nil // a response is never answered (JSON-RPC 2.0 §5): dropped
 	} else if gjson.GetBytes(msg, "method").Str == "initialize" {
@@ -163,21 +157,19 @@ func invalidMessage(msg []byte) string {
 
 // answer writes a JSON-RPC error response; id nil or not a string or
 // number is null, as for a message whose id could not be read.
-func answer(w io.Writer, id json.RawMessage, code int, message string) error {
+func answer(w io.Writer, id json.RawMessage, code int64, message string) error {
 	if len(id) == 0 || (id[0] != '"' && (id[0] < '0' || id[0] > '9') && id[0] != '-') {
 		id = json.RawMessage("null")
+	}
+	type rpcError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
 	}
 	b, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, message}})
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, message}})
 	_, err := w.Write(append(b, '\n'))
 	return err
 }

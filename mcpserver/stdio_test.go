@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/tidwall/gjson"
 )
 
@@ -60,9 +61,9 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 		line, id string
 		code     int64
 	}{
-		{"not json at all", "null", codeParseError},
-		{`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`, "null", codeInvalidRequest},
-		{`{"jsonrpc":"2.0","id":9}`, "9", codeInvalidRequest},
+		{"not json at all", "null", jsonrpc.CodeParseError},
+		{`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`, "null", jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":9}`, "9", jsonrpc.CodeInvalidRequest},
 		{"", "", 0}, // blank lines are skipped
 	} {
 		if tt.line == "" {
