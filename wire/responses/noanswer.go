@@ -49,7 +49,9 @@ func noAnswerItem(respID string, truncated bool, status string) []byte {
 }
 
 // noAnswerID is the id of the no-answer message of response respID.
-func noAnswerID(respID string) string { return "msg_skillrouter_" + strings.TrimPrefix(respID, "resp_") }
+func noAnswerID(respID string) string {
+	return "msg_skillrouter_" + strings.TrimPrefix(respID, "resp_")
+}
 
 // emitNoAnswer streams the no-answer message as the events that build a
 // message item, at the client's next output index, and adds it to the
