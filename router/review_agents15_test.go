@@ -28,8 +28,12 @@ func TestReviewAgents15ForcedToolChoiceGetsNoProxyTools(t *testing.T) {
 	for _, tc := range []string{
 		`{"type":"function","name":"get_weather"}`,
 		`{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"get_weather"}]}`,
+		// Built-in tools are forced or allowed by type alone.
+		`{"type":"web_search"}`,
+		`{"type":"allowed_tools","mode":"required","tools":[{"type":"web_search"}]}`,
+		`{"type":"mcp","server_label":"wiki"}`,
 	} {
-		body := `{"model":"m","tool_choice":` + tc + `,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}}}],` +
+		body := `{"model":"m","tool_choice":` + tc + `,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}}},{"type":"web_search"},{"type":"mcp","server_label":"wiki","server_url":"https://example.com/mcp"}],` +
 			`"input":"extract the tables from this pdf file and merge two pdf documents"}`
 		req, err := responses.Parse([]byte(body))
 		if err != nil {

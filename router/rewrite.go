@@ -156,12 +156,12 @@ func newPlanInput(snap *skills.Snapshot, lib *skillLib, dec *Decision, req *wire
 		noTools: req.NoTools || req.ToolChoice.None || forbidsProxyTools(req.ToolChoice)}
 }
 
-// forbidsProxyTools: a tool_choice that names tools (a forced function,
-// Anthropic's {"type":"tool"}, OpenAI's allowed_tools) lets the model call
-// those alone, so the proxy's tools would never be called, and a catalog
-// telling the model to call them would mislead it.
+// forbidsProxyTools: a tool_choice that lists tools (a forced function or
+// built-in tool, Anthropic's {"type":"tool"}, OpenAI's allowed_tools) lets
+// the model call those alone, so the proxy's tools would never be called,
+// and a catalog telling the model to call them would mislead it.
 func forbidsProxyTools(tc wire.ToolChoice) bool {
-	return len(tc.Named) > 0 && !slices.Contains(tc.Named, ToolLoadSkill) && !slices.Contains(tc.Named, ToolSearchSkills)
+	return tc.Restricts && !slices.Contains(tc.Named, ToolLoadSkill) && !slices.Contains(tc.Named, ToolSearchSkills)
 }
 
 // finishRewrite plans the additions and builds the session; search answers

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -55,6 +56,37 @@ type ToolChoice struct {
 	// Named lists the tools the choice names (a forced function, or
 	// allowed_tools); nil when it names none.
 	Named []string
+	// Restricts: the choice lists the tools the model may call (a forced
+	// tool of any kind, OpenAI's allowed_tools, Anthropic's {"type":"tool"}),
+	// so a tool it does not list is never called.
+	Restricts bool
+	// Unnamed counts the listed tools that have no name: built-in tools
+	// forced or allowed by type ({"type":"web_search"}, an MCP server).
+	Unnamed int
+}
+
+// ServedOnly reports whether the choice can be met by calling the proxy's
+// tools (ts.Server) alone: it lists only those, or requires a call while
+// none of the client's clientTools tools goes upstream. A follow-up that
+// kept such a choice would have the model call them again every round and
+// never answer, so each API's FollowUp relaxes it to "auto" once the proxy
+// has answered (as the Agents SDK resets a forced tool_choice after a call).
+func (tc ToolChoice) ServedOnly(ts ToolSet, clientTools int) bool {
+	if len(ts.Server) == 0 {
+		return false
+	}
+	if tc.Restricts {
+		if tc.Unnamed > 0 || len(tc.Named) == 0 {
+			return false
+		}
+		for _, n := range tc.Named {
+			if !slices.ContainsFunc(ts.Server, func(s ToolSpec) bool { return s.Name == n }) {
+				return false
+			}
+		}
+		return true
+	}
+	return tc.Required && clientTools-len(ts.Withheld) <= 0
 }
 
 // Request is the API-neutral view of one client request, parsed once by its

@@ -38,3 +38,32 @@ func TestClipKeepsCharactersWhole(t *testing.T) {
 		t.Errorf("Clip(short) = %q", got)
 	}
 }
+
+func TestToolChoiceServedOnly(t *testing.T) {
+	proxy := ToolSet{Server: []ToolSpec{{Name: "load_skill"}, {Name: "search_skills"}}}
+	gated := ToolSet{Withheld: []int{0}, Server: proxy.Server}
+	tests := []struct {
+		name    string
+		tc      ToolChoice
+		ts      ToolSet
+		clients int
+		want    bool
+	}{
+		{"auto", ToolChoice{}, proxy, 0, false},
+		{"forced load_skill", ToolChoice{Restricts: true, Required: true, Named: []string{"load_skill"}}, proxy, 2, true},
+		{"allowed proxy tools only", ToolChoice{Restricts: true, Named: []string{"load_skill", "search_skills"}}, proxy, 2, true},
+		{"allowed with a client tool", ToolChoice{Restricts: true, Named: []string{"load_skill", "bash"}}, proxy, 2, false},
+		{"allowed with a built-in tool", ToolChoice{Restricts: true, Named: []string{"load_skill"}, Unnamed: 1}, proxy, 2, false},
+		{"forced client tool", ToolChoice{Restricts: true, Named: []string{"bash"}}, proxy, 1, false},
+		{"allowed none", ToolChoice{Restricts: true}, proxy, 1, false},
+		{"required, no client tools", ToolChoice{Required: true}, proxy, 0, true},
+		{"required, every client tool withheld", ToolChoice{Required: true}, gated, 1, true},
+		{"required with client tools", ToolChoice{Required: true}, proxy, 1, false},
+		{"required, no proxy tools", ToolChoice{Required: true}, ToolSet{}, 0, false},
+	}
+	for _, tt := range tests {
+		if got := tt.tc.ServedOnly(tt.ts, tt.clients); got != tt.want {
+			t.Errorf("%s: ServedOnly = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

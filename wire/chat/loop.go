@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/openai"
 )
 
 // toolCall is one complete tool call of an assistant message.
@@ -44,6 +45,7 @@ type completion struct {
 	Choices []struct {
 		Message      json.RawMessage `json:"message"` // kept for the follow-up (see assistantTurn)
 		FinishReason string          `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage json.RawMessage `json:"usage"`
 }
@@ -91,6 +93,7 @@ func (r *Request) decodeAnswer(raw []byte, round int, mine func(name string) boo
 	if len(calls) == 0 {
 		return nil, cmp.Usage, true
 	}
+	r.roundLogprobs = gjson.GetBytes(cmp.Choices[0].Logprobs, "content").Array()
 	ans = answerOf(cmp.Choices[0].Message, calls)
 	ans.ID = cmp.ID
 	ans.Truncated = truncated(cmp.Choices[0].FinishReason)
@@ -256,8 +259,16 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 			return nil, err
 		}
 	}
+	if r.view.ToolChoice.ServedOnly(ts, len(r.view.Tools)) {
+		if out, err = openai.RelaxChoice(out); err != nil {
+			return nil, err
+		}
+	}
 	if t := gjson.GetBytes(ans.Turn, "content"); t.Type == gjson.String {
 		r.earlier += t.Str // the round loops: shown to a streaming client as it came
+		for _, lp := range r.roundLogprobs {
+			r.earlierLogprobs = append(r.earlierLogprobs, []byte(lp.Raw))
+		}
 	}
 	return out, nil
 }
@@ -282,71 +293,140 @@ func (r *Request) fits(output int64) bool {
 // would have needed (wire.ErrBudgetSpent), it ends as the API ends an
 // answer at that cap: finish_reason "length".
 func (r *Request) Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
-	return final(raw, usage, strip, r.spent, r.earlier)
+	earlier := r.earlier
+	if r.jsonFormat {
+		// Under a JSON response_format each round's text is a whole JSON
+		// value: put together they would parse as none. The last round's
+		// is the answer.
+		earlier = ""
+	}
+	return final(raw, usage, strip, r.spent, earlier, r.earlierLogprobs)
 }
 
-// final patches the last answer of a tool loop: usage (when non-nil)
-// replaces the answer's, and when strip is set the proxy's own calls are
-// removed from choice 0 (a finish_reason "tool_calls" becomes "stop" if no
-// call is left, "length" when spent; "length" and "content_filter" stay).
-// Unknown fields are kept. earlier is the text of the answers that looped,
-// which a streaming client was shown as it came: it goes before choice 0's.
-func final(raw []byte, usage json.RawMessage, strip func(name string) bool, spent bool, earlier string) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
+// final patches the last answer of a tool loop in place (the answer's
+// members keep their order): usage (when non-nil) replaces the answer's,
+// and when strip is set the proxy's own calls are removed from choice 0 (a
+// finish_reason "tool_calls" becomes "stop" if no call is left, "length"
+// when spent; "length" and "content_filter" stay). earlier is the text of
+// the answers that looped, which a streaming client was shown as it came:
+// it goes before choice 0's, and their logprobs (earlierLogprobs, the
+// content tokens) before its logprobs.
+func final(raw []byte, usage json.RawMessage, strip func(name string) bool, spent bool, earlier string, earlierLogprobs [][]byte) ([]byte, error) {
+	out := raw
+	if _, err := jsonspan.Members(raw); err != nil {
 		return nil, err
 	}
 	if usage != nil {
-		top["usage"] = usage
-	}
-	if earlier != "" {
-		if err := prependText(top, earlier); err != nil {
+		var err error
+		if out, err = jsonspan.Set(out, "usage", usage); err != nil {
 			return nil, err
 		}
 	}
-	if strip != nil {
-		var choices []map[string]json.RawMessage
-		if err := json.Unmarshal(top["choices"], &choices); err != nil {
+	if earlier == "" && strip == nil {
+		return out, nil
+	}
+	return editChoice0(out, func(choice []byte) ([]byte, error) {
+		cms, err := jsonspan.Members(choice)
+		if err != nil {
 			return nil, err
 		}
-		if len(choices) > 0 {
-			var msg map[string]json.RawMessage
-			if err := json.Unmarshal(choices[0]["message"], &msg); err != nil {
+		at, ok := jsonspan.Value(cms, "message")
+		if !ok {
+			return choice, nil
+		}
+		msg := choice[at.Start:at.End]
+		if earlier != "" {
+			if msg, ok = prependText(msg, earlier); ok && len(earlierLogprobs) > 0 {
+				if choice, err = prependLogprobs(choice, earlierLogprobs); err != nil {
+					return nil, err
+				}
+				if cms, err = jsonspan.Members(choice); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if strip != nil {
+			var finish string
+			msg, finish, err = stripCalls(msg, strip, spent, jsonspan.Result(choice, cms, "finish_reason").Str)
+			if err != nil {
 				return nil, err
 			}
-			var calls []json.RawMessage
-			_ = json.Unmarshal(msg["tool_calls"], &calls)
-			kept := calls[:0]
-			for _, c := range calls {
-				var tc toolCall
-				if json.Unmarshal(c, &tc) == nil && strip(tc.Function.Name) {
-					continue
+			if finish != "" {
+				if choice, err = jsonspan.Set(choice, "finish_reason", wire.Quote(finish)); err != nil {
+					return nil, err
 				}
-				kept = append(kept, c)
 			}
-			if len(kept) == 0 {
-				delete(msg, "tool_calls")
-				var finish string
-				_ = json.Unmarshal(choices[0]["finish_reason"], &finish)
-				switch {
-				case spent:
-					finish = "length"
-					choices[0]["finish_reason"] = json.RawMessage(`"length"`)
-				case finish == "tool_calls":
-					choices[0]["finish_reason"] = json.RawMessage(`"stop"`)
-				}
-				var text *string
-				if len(calls) > 0 && (json.Unmarshal(msg["content"], &text) != nil || text == nil || *text == "") {
-					msg["content"] = wire.Quote(wire.NoAnswerText(truncated(finish))) // see wire.EmptyAnswerText
-				}
-			} else {
-				msg["tool_calls"] = wire.Marshal(kept)
+		}
+		return jsonspan.Set(choice, "message", msg)
+	})
+}
+
+// stripCalls removes the calls strip claims from a message's tool_calls.
+// When none is left, tool_calls goes, finish is the finish_reason the
+// answer gets ("" to keep finishReason), and a message left with no text
+// says so (see wire.EmptyAnswerText).
+func stripCalls(msg []byte, strip func(name string) bool, spent bool, finishReason string) (out []byte, finish string, err error) {
+	ms, err := jsonspan.Members(msg)
+	if err != nil {
+		return nil, "", err
+	}
+	var calls []json.RawMessage
+	_ = json.Unmarshal(jsonspan.Raw(msg, ms, "tool_calls"), &calls)
+	kept := calls[:0]
+	for _, c := range calls {
+		var tc toolCall
+		if json.Unmarshal(c, &tc) == nil && strip(tc.Function.Name) {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) > 0 {
+		out, err = jsonspan.Set(msg, "tool_calls", wire.Marshal(kept))
+		return out, "", err
+	}
+	if out, err = jsonspan.Remove(msg, "tool_calls"); err != nil {
+		return nil, "", err
+	}
+	switch {
+	case spent:
+		finish, finishReason = "length", "length"
+	case finishReason == "tool_calls":
+		finish = "stop"
+	}
+	if len(calls) > 0 {
+		cms, err := jsonspan.Members(out)
+		if err != nil {
+			return nil, "", err
+		}
+		if c := jsonspan.Result(out, cms, "content"); c.Type != gjson.String || c.Str == "" {
+			if out, err = jsonspan.Set(out, "content", wire.Quote(wire.NoAnswerText(truncated(finishReason)))); err != nil {
+				return nil, "", err
 			}
-			choices[0]["message"] = wire.Marshal(msg)
-			top["choices"] = wire.Marshal(choices)
 		}
 	}
-	return wire.Marshal(top), nil
+	return out, finish, nil
+}
+
+// editChoice0 replaces choice 0 of a completion with what edit makes of it.
+func editChoice0(raw []byte, edit func(choice []byte) ([]byte, error)) ([]byte, error) {
+	ms, err := jsonspan.Members(raw)
+	if err != nil {
+		return nil, err
+	}
+	cs, ok := jsonspan.Value(ms, "choices")
+	if !ok {
+		return raw, nil
+	}
+	els, err := jsonspan.Elements(raw[cs.Start:cs.End])
+	if err != nil || len(els) == 0 {
+		return raw, err
+	}
+	at := jsonspan.Span{Start: cs.Start + els[0].Start, End: cs.Start + els[0].End}
+	choice, err := edit(raw[at.Start:at.End])
+	if err != nil {
+		return nil, err
+	}
+	return jsonspan.Splice(raw, at, choice), nil
 }
 
 // HiddenPath returns where the completion a round that loops (ans) left
@@ -362,26 +442,59 @@ func (r *Request) HiddenPath(ans *wire.Answer) string {
 	return "/v1/chat/completions/" + ans.ID
 }
 
-// prependText puts text before the content of choice 0's message (a
-// string, or none); content of another shape is left alone.
-func prependText(top map[string]json.RawMessage, text string) error {
-	var choices []map[string]json.RawMessage
-	if err := json.Unmarshal(top["choices"], &choices); err != nil || len(choices) == 0 {
-		return err
+// prependText puts text before the content of a message (a string, or
+// none); content of another shape is left alone (ok false).
+func prependText(msg []byte, text string) (out []byte, ok bool) {
+	ms, err := jsonspan.Members(msg)
+	if err != nil {
+		return msg, false
 	}
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(choices[0]["message"], &msg); err != nil {
-		return err
+	c := jsonspan.Result(msg, ms, "content")
+	switch c.Type {
+	case gjson.String:
+		text += c.Str
+	case gjson.Null:
+	default:
+		return msg, false
 	}
-	var content *string
-	if c := msg["content"]; len(c) > 0 && json.Unmarshal(c, &content) != nil {
-		return nil
+	out, err = jsonspan.Set(msg, "content", wire.Quote(text))
+	if err != nil {
+		return msg, false
 	}
-	if content != nil {
-		text += *content
+	return out, true
+}
+
+// prependLogprobs puts the looping rounds' content logprobs (earlier, in
+// order) before those of a choice whose logprobs has a content array, so
+// that they cover the text prependText joined.
+func prependLogprobs(choice []byte, earlier [][]byte) ([]byte, error) {
+	ms, err := jsonspan.Members(choice)
+	if err != nil {
+		return nil, err
 	}
-	msg["content"] = wire.Quote(text)
-	choices[0]["message"] = wire.Marshal(msg)
-	top["choices"] = wire.Marshal(choices)
-	return nil
+	lp := jsonspan.Raw(choice, ms, "logprobs")
+	lms, err := jsonspan.Members(lp)
+	if err != nil {
+		return choice, nil // null or absent: the client did not ask
+	}
+	cur, ok := jsonspan.Value(lms, "content")
+	if !ok || lp[cur.Start] != '[' {
+		return choice, nil
+	}
+	var all [][]byte
+	for _, e := range earlier {
+		all = append(all, e)
+	}
+	els, err := jsonspan.Elements(lp[cur.Start:cur.End])
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range els {
+		all = append(all, lp[cur.Start+e.Start:cur.Start+e.End])
+	}
+	lp, err = jsonspan.Set(lp, "content", jsonspan.Array(all))
+	if err != nil {
+		return nil, err
+	}
+	return jsonspan.Set(choice, "logprobs", lp)
 }

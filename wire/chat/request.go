@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
@@ -47,8 +49,15 @@ type Request struct {
 	// spent: a follow-up could not carry what was left of them, and the
 	// answer ends at the output-token limit (see Final).
 	spent bool
-	// earlier is the text of the answers that looped (see final).
-	earlier string
+	// earlier is the text of the answers that looped (see final), and
+	// earlierLogprobs their content logprobs; roundLogprobs are the last
+	// answer read's.
+	earlier         string
+	earlierLogprobs [][]byte
+	roundLogprobs   []gjson.Result
+	// jsonFormat: response_format asks for JSON (json_schema or
+	// json_object), which each round's text is on its own.
+	jsonFormat bool
 }
 
 // message is one message of the request.
@@ -65,7 +74,7 @@ type message struct {
 // object with a string role, tools that are not an array, or model, stream,
 // stream_options, n or user of the wrong type.
 func Parse(body []byte) (*Request, error) {
-	ms, werr := jsonspan.Body(body, "a JSON chat completion request", "messages", "tools", "tool_choice", "functions", "parallel_tool_calls", "stream", "stream_options", "model", "n", "user", "max_tokens", "max_completion_tokens", "store", "prediction")
+	ms, werr := jsonspan.Body(body, "a JSON chat completion request", "messages", "tools", "tool_choice", "functions", "parallel_tool_calls", "stream", "stream_options", "model", "n", "user", "max_tokens", "max_completion_tokens", "store", "prediction", "response_format")
 	if werr != nil {
 		return nil, werr
 	}
@@ -112,6 +121,10 @@ func Parse(body []byte) (*Request, error) {
 	}
 	if tc, ok := jsonspan.Value(ms, "tool_choice"); ok {
 		v.ToolChoice = openai.ToolChoice(body[tc.Start:tc.End])
+	}
+	switch gjson.GetBytes(jsonspan.Raw(body, ms, "response_format"), "type").Str {
+	case "json_schema", "json_object":
+		r.jsonFormat = true
 	}
 	if ts, ok := jsonspan.Value(ms, "tools"); ok {
 		r.tools, r.hasTools = ts, true

@@ -3,6 +3,8 @@ package messages
 import (
 	"strconv"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
@@ -62,4 +64,49 @@ func (r *Request) Spent(ans *wire.Answer) bool {
 		r.spent = true
 	}
 	return r.spent
+}
+
+// countUses adds the server tool calls of a looping round's assistant turn
+// (its server_tool_use blocks, by tool name) to r.uses: a server tool's
+// max_uses bounds its calls over the whole message, as the API counts
+// them within one request.
+func (r *Request) countUses(turn []byte) {
+	for _, b := range gjson.GetBytes(turn, "content").Array() {
+		if b.Get("type").Str != "server_tool_use" {
+			continue
+		}
+		if r.uses == nil {
+			r.uses = map[string]int64{}
+		}
+		r.uses[b.Get("name").Str]++
+	}
+}
+
+// withUses returns the client's tools with each max_uses lowered by the
+// calls earlier rounds made of that tool; a tool with none left is nil
+// (not sent, as Responses leaves built-in tools out at max_tool_calls).
+// A tool_choice cannot force it: a forced server tool gets no proxy tools,
+// so no round loops.
+func (r *Request) withUses() [][]byte {
+	if len(r.uses) == 0 {
+		return r.clientTools
+	}
+	tools := make([][]byte, len(r.clientTools))
+	for i, t := range r.clientTools {
+		tools[i] = t
+		res := gjson.GetManyBytes(t, "name", "max_uses")
+		used := r.uses[res[0].Str]
+		if used == 0 || res[1].Type != gjson.Number {
+			continue
+		}
+		left := res[1].Int() - used
+		if left < 1 {
+			tools[i] = nil
+			continue
+		}
+		if out, err := jsonspan.Set(t, "max_uses", strconv.AppendInt(nil, left, 10)); err == nil {
+			tools[i] = out
+		}
+	}
+	return tools
 }

@@ -267,7 +267,36 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	}
 	r.visible = append(r.visible, r.pending...)
 	r.waiting, r.pending, r.pendingWaiting = r.pendingWaiting, nil, nil
-	return jsonspan.SetTools(out, ts, r.toolsJSON)
+	r.countUses(ans.Turn)
+	if out, err = jsonspan.SetTools(out, ts, r.toolsJSON); err != nil {
+		return nil, err
+	}
+	if r.view.ToolChoice.ServedOnly(ts, len(r.view.Tools)) {
+		return relaxChoice(out)
+	}
+	return out, nil
+}
+
+// relaxChoice sets a follow-up's tool_choice to {"type":"auto"} (keeping
+// disable_parallel_tool_use): the tool it forced was the proxy's and has
+// been answered (wire.ToolChoice.ServedOnly).
+func relaxChoice(body []byte) ([]byte, error) {
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := jsonspan.Value(ms, "tool_choice")
+	if !ok {
+		return body, nil
+	}
+	c, err := jsonspan.Set(body[tc.Start:tc.End], "type", []byte(`"auto"`))
+	if err != nil {
+		return body, nil // not an object: left for the upstream to judge
+	}
+	if c, err = jsonspan.Remove(c, "name"); err != nil {
+		return nil, err
+	}
+	return jsonspan.Splice(body, tc, c), nil
 }
 
 // Final patches the message the client gets: the blocks of earlier rounds

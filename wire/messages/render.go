@@ -199,7 +199,7 @@ func textBlock(quoted []byte) []byte {
 // toolsJSON renders the tools array of ts (see wire.ToolSet.Elements);
 // nil when it would be empty.
 func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
-	els := ts.Elements(r.clientTools, toolJSON)
+	els := slices.DeleteFunc(ts.Elements(r.withUses(), toolJSON), func(e []byte) bool { return e == nil })
 	if len(els) == 0 {
 		return nil
 	}

@@ -66,6 +66,9 @@ type Request struct {
 	// (see Final).
 	budget *wire.Budget
 	spent  bool
+	// uses counts the server tool calls of the rounds that looped, by
+	// tool name (see withUses).
+	uses map[string]int64
 }
 
 // block is what the proxy reads of a content block.
@@ -299,7 +302,7 @@ func toolChoice(raw []byte) wire.ToolChoice {
 	case "any":
 		out.Required = true
 	case "tool":
-		out.Required = true
+		out.Required, out.Restricts = true, true
 		if tc.Name != "" {
 			out.Named = []string{tc.Name}
 		}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
+	"github.com/skillrouter/skillrouter/wire/internal/openai"
 	"github.com/skillrouter/skillrouter/wire/internal/ownership"
 )
 
@@ -271,6 +273,12 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 	if out, err = jsonspan.SetTools(out, ts, r.toolsJSON); err != nil {
 		return nil, err
 	}
+	if r.view.ToolChoice.ServedOnly(ts, len(r.view.Tools)) {
+		r.rewrote("tool_choice")
+		if out, err = openai.RelaxChoice(out); err != nil {
+			return nil, err
+		}
+	}
 	// What the earlier rounds left of the client's limits; when too little
 	// is left the round is the client's answer, whose items are its own.
 	if out, err = r.carryBudgets(out, ans); err != nil {
@@ -319,6 +327,12 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			return nil, err
 		}
 		kept := append([]json.RawMessage(nil), r.visible...)
+		if r.jsonFormat && hasMessage(items) {
+			// Each round's message is a whole JSON value: the SDKs' parse
+			// helpers read the first message, and output_text joins them
+			// all. The last round's is the answer.
+			kept = slices.DeleteFunc(kept, func(it json.RawMessage) bool { return gjson.GetBytes(it, "type").Str == "message" })
+		}
 		if strip != nil {
 			for i, hidden := range proxyItems(items, strip) {
 				if !hidden {
@@ -348,4 +362,9 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		return raw, nil
 	}
 	return jsonspan.Apply(raw, edits...), nil
+}
+
+// hasMessage reports whether output items hold a message.
+func hasMessage(items []json.RawMessage) bool {
+	return slices.ContainsFunc(items, func(it json.RawMessage) bool { return gjson.GetBytes(it, "type").Str == "message" })
 }

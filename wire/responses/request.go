@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
@@ -77,12 +79,15 @@ type Request struct {
 	// budget is what is left of the client's limits on the response (see
 	// budget.go).
 	budget *budgets
+	// jsonFormat: text.format asks for JSON (json_schema or json_object),
+	// which each round's message is on its own (see Final).
+	jsonFormat bool
 }
 
 // Parse validates a responses.create body and locates its parts. Client
 // errors are *wire.Error (400, with the parameter at fault).
 func Parse(body []byte) (*Request, error) {
-	ms, werr := jsonspan.Body(body, "a JSON Responses API request", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "stream", "model", "store", "previous_response_id", "conversation", "max_output_tokens", "max_tool_calls", "truncation", "prompt", "user")
+	ms, werr := jsonspan.Body(body, "a JSON Responses API request", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "stream", "model", "store", "previous_response_id", "conversation", "max_output_tokens", "max_tool_calls", "truncation", "prompt", "user", "text")
 	if werr != nil {
 		return nil, werr
 	}
@@ -145,6 +150,12 @@ func Parse(body []byte) (*Request, error) {
 	}
 	if raw, _, ok := get("tool_choice"); ok {
 		v.ToolChoice = openai.ToolChoice(raw)
+	}
+	if raw, _, ok := get("text"); ok {
+		switch gjson.GetBytes(raw, "format.type").Str {
+		case "json_schema", "json_object":
+			r.jsonFormat = true
+		}
 	}
 	if raw, s, ok := get("tools"); ok {
 		r.tools, r.hasTools = s, true

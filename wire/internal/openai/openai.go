@@ -100,17 +100,63 @@ func ToolChoice(raw []byte) wire.ToolChoice {
 	if json.Unmarshal(raw, &c) != nil {
 		return tc
 	}
+	// Every object form lists the tools the model may call: one forced
+	// (a function, a custom tool, or a built-in one by its type) or an
+	// allowed set. Built-in tools have no name and count as Unnamed.
+	listed := slices.Concat(c.Tools, c.AllowedTools.Tools)
+	if c.Type != "allowed_tools" {
+		listed = append(listed, c.ref)
+	}
+	tc.Restricts = c.Type != ""
 	seen := map[string]bool{}
-	for _, r := range slices.Concat([]ref{c.ref}, c.Tools, c.AllowedTools.Tools) {
+	for _, r := range listed {
+		named := false
 		for _, n := range []string{r.Function.Name, r.Custom.Name, r.Name} {
-			if n != "" && !seen[n] {
+			if n == "" {
+				continue
+			}
+			named = true
+			if !seen[n] {
 				seen[n] = true
 				tc.Named = append(tc.Named, n)
 			}
 		}
+		if !named && r.Type != "" {
+			tc.Unnamed++
+		}
 	}
 	tc.Required = c.Type == "allowed_tools" && (c.Mode == "required" || c.AllowedTools.Mode == "required")
 	return tc
+}
+
+// RelaxChoice returns body with its tool_choice relaxed to let the model
+// answer (see wire.ToolChoice.ServedOnly): an allowed_tools set keeps its
+// tools with mode "auto" (nested in Chat, flat in Responses), and any other
+// choice becomes "auto".
+func RelaxChoice(body []byte) ([]byte, error) {
+	ms, err := jsonspan.Members(body)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := jsonspan.Value(ms, "tool_choice")
+	if !ok {
+		return body, nil
+	}
+	choice := []byte(`"auto"`)
+	raw := body[tc.Start:tc.End]
+	if cms, err := jsonspan.Members(raw); err == nil {
+		if typ, _ := jsonspan.StringField(raw, cms, "type"); typ == "allowed_tools" {
+			if _, nested := jsonspan.Value(cms, "allowed_tools"); nested {
+				choice, err = jsonspan.SetIn(raw, "allowed_tools", "mode", choice)
+			} else {
+				choice, err = jsonspan.Set(raw, "mode", choice)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return jsonspan.Splice(body, tc, choice), nil
 }
 
 // CheckContent rejects a message content (param names it) that neither API

@@ -9,27 +9,52 @@ import (
 
 func TestToolChoice(t *testing.T) {
 	tests := []struct {
-		raw            string
-		none, required bool
-		named          []string
+		raw                       string
+		none, required, restricts bool
+		named                     []string
+		unnamed                   int
 	}{
-		{``, false, false, nil},
-		{`"auto"`, false, false, nil},
-		{`"none"`, true, false, nil},
-		{`"required"`, false, true, nil},
-		{`{"type":"function","function":{"name":"bash"}}`, false, false, []string{"bash"}},
-		{`{"type":"function","name":"bash"}`, false, false, []string{"bash"}},
-		{`{"type":"custom","custom":{"name":"patch"}}`, false, false, []string{"patch"}},
-		{`{"type":"custom","name":"patch"}`, false, false, []string{"patch"}},
-		{`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}]}}`, false, true, []string{"a", "b"}},
-		{`{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"a"}]}`, false, true, []string{"a"}},
-		{`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}`, false, false, nil},
-		{`42`, false, false, nil},
+		{``, false, false, false, nil, 0},
+		{`"auto"`, false, false, false, nil, 0},
+		{`"none"`, true, false, false, nil, 0},
+		{`"required"`, false, true, false, nil, 0},
+		{`{"type":"function","function":{"name":"bash"}}`, false, false, true, []string{"bash"}, 0},
+		{`{"type":"function","name":"bash"}`, false, false, true, []string{"bash"}, 0},
+		{`{"type":"custom","custom":{"name":"patch"}}`, false, false, true, []string{"patch"}, 0},
+		{`{"type":"custom","name":"patch"}`, false, false, true, []string{"patch"}, 0},
+		{`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}]}}`, false, true, true, []string{"a", "b"}, 0},
+		{`{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"a"}]}`, false, true, true, []string{"a"}, 0},
+		{`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}`, false, false, true, nil, 0},
+		// Built-in tools are forced or allowed by type, with no name.
+		{`{"type":"web_search"}`, false, false, true, nil, 1},
+		{`{"type":"mcp","server_label":"wiki"}`, false, false, true, nil, 1},
+		{`{"type":"mcp","server_label":"wiki","name":"ask"}`, false, false, true, []string{"ask"}, 0},
+		{`{"type":"allowed_tools","mode":"required","tools":[{"type":"web_search"},{"type":"function","name":"load_skill"}]}`, false, true, true, []string{"load_skill"}, 1},
+		{`42`, false, false, false, nil, 0},
 	}
 	for _, tt := range tests {
 		got := ToolChoice([]byte(tt.raw))
-		if got.None != tt.none || got.Required != tt.required || !slices.Equal(got.Named, tt.named) {
-			t.Errorf("%s: %+v, want none %v required %v named %v", tt.raw, got, tt.none, tt.required, tt.named)
+		if got.None != tt.none || got.Required != tt.required || got.Restricts != tt.restricts || !slices.Equal(got.Named, tt.named) || got.Unnamed != tt.unnamed {
+			t.Errorf("%s: %+v, want none %v required %v restricts %v named %v unnamed %d", tt.raw, got, tt.none, tt.required, tt.restricts, tt.named, tt.unnamed)
+		}
+	}
+}
+
+func TestRelaxChoice(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"tool_choice":"required","x":1}`, `{"tool_choice":"auto","x":1}`},
+		{`{"tool_choice":{"type":"function","function":{"name":"load_skill"}}}`, `{"tool_choice":"auto"}`},
+		{`{"tool_choice":{"type":"function","name":"load_skill"}}`, `{"tool_choice":"auto"}`},
+		{`{"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"load_skill"}}]}}}`,
+			`{"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"load_skill"}}]}}}`},
+		{`{"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"load_skill"}]}}`,
+			`{"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"load_skill"}]}}`},
+		{`{"x":1}`, `{"x":1}`},
+	}
+	for _, tt := range tests {
+		got, err := RelaxChoice([]byte(tt.body))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("RelaxChoice(%s) = %s, %v; want %s", tt.body, got, err, tt.want)
 		}
 	}
 }
