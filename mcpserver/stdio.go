@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,10 +33,22 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // runIO serves one session on in and out, newline-delimited JSON-RPC.
 func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.activate()
-	w := &lockedWriter{w: out}
+	w := &lockedWriter{w: out, pending: newPending()}
 	pr, pw := io.Pipe()
-	go func() { _ = pw.CloseWithError(filterFrames(in, pw, w)) }() // ends with in, or when pr closes
+	done := make(chan struct{})
+	go func() {
+		err := filterFrames(in, pw, w, w.pending)
+		if err == nil {
+			// stdin ended: a host that writes its requests and closes
+			// (`printf ... | router mcp`, or a shutdown right after a call)
+			// gets the answers still being worked on before the SDK sees
+			// the end, which ends the session and drops them.
+			w.pending.drain(done, drainLimit)
+		}
+		_ = pw.CloseWithError(err)
+	}() // ends with in, or when pr closes
 	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+	close(done)
 	_ = pr.Close() // a filter still writing gets io.ErrClosedPipe and stops
 	if ctx.Err() != nil {
 		return nil
@@ -43,17 +56,107 @@ func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
 	return err
 }
 
+// drainLimit bounds how long the end of stdin waits for answers still
+// being worked on: MCP's stdio shutdown has the host wait for the server
+// to exit, then signal it.
+const drainLimit = 30 * time.Second
+
 // lockedWriter serialises whole messages: the SDK writes each with one
-// Write, and so does filterFrames.
+// Write, and so does filterFrames. It notes the responses that go out.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	pending *pending
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if l.pending != nil {
+		if v := gjson.GetManyBytes(p, "method", "id"); !v[0].Exists() && v[1].Exists() {
+			l.pending.answered(v[1])
+		}
+	}
+	return n, err
+}
+
+// pending holds the ids of the client's requests not answered yet.
+type pending struct {
+	mu      sync.Mutex
+	ids     map[string]bool
+	changed chan struct{} // closed and replaced when ids shrinks
+}
+
+func newPending() *pending {
+	return &pending{ids: map[string]bool{}, changed: make(chan struct{})}
+}
+
+func idKey(id gjson.Result) string {
+	if id.Type == gjson.String {
+		return "s" + id.Str
+	}
+	return "n" + id.Raw
+}
+
+// asked notes the requests in a message passed on (one, or a batch's),
+// and forgets the ones a notifications/cancelled names (the SDK does not
+// answer those).
+func (p *pending) asked(msg []byte) {
+	note := func(m gjson.Result) {
+		v := m.Get("method")
+		if !v.Exists() {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if id := m.Get("id"); id.Exists() {
+			p.ids[idKey(id)] = true
+		} else if v.Str == "notifications/cancelled" {
+			p.forget(idKey(m.Get("params.requestId")))
+		}
+	}
+	if r := gjson.ParseBytes(msg); r.IsArray() {
+		r.ForEach(func(_, el gjson.Result) bool { note(el); return true })
+	} else {
+		note(r)
+	}
+}
+
+func (p *pending) answered(id gjson.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forget(idKey(id))
+}
+
+func (p *pending) forget(key string) {
+	if p.ids[key] {
+		delete(p.ids, key)
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+}
+
+// drain waits until every request is answered, the session ends (done) or
+// limit passes.
+func (p *pending) drain(done <-chan struct{}, limit time.Duration) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		n, changed := len(p.ids), p.changed
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-done:
+			return
+		case <-t.C:
+			return
+		}
+	}
 }
 
 func (l *lockedWriter) Close() error { return nil }
@@ -61,8 +164,8 @@ func (l *lockedWriter) Close() error { return nil }
 // filterFrames copies the lines of in that are JSON-RPC messages to good,
 // and answers the others on errs. A line longer than the SDK accepts is
 // answered and skipped without being held in memory.
-func filterFrames(in io.Reader, good io.Writer, errs io.Writer) error {
-	f := &framer{good: good, errs: errs}
+func filterFrames(in io.Reader, good io.Writer, errs io.Writer, asked *pending) error {
+	f := &framer{good: good, errs: errs, asked: asked}
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	tooLong := false
@@ -99,6 +202,7 @@ type framer struct {
 	// version is the protocol version the client's initialize asked for:
 	// JSON-RPC batches are MCP's before 2025-06-18.
 	version string
+	asked   *pending // the requests passed on; nil: not noted
 }
 
 // batchesUntil is the first protocol version without JSON-RPC batches.
@@ -128,6 +232,9 @@ func (f *framer) frame(msg []byte) error {
 		return nil // a response is never answered (JSON-RPC 2.0 §5): dropped
 	} else if gjson.GetBytes(msg, "method").Str == "initialize" {
 		f.version = gjson.GetBytes(msg, "params.protocolVersion").Str
+	}
+	if f.asked != nil {
+		f.asked.asked(msg)
 	}
 	_, err := f.good.Write(append(msg, '\n'))
 	return err

@@ -123,3 +123,39 @@ func TestStdioBatchOnOlderProtocol(t *testing.T) {
 		t.Fatalf("answers %q, want the initialize result and a batch of two", got)
 	}
 }
+
+// A host that writes its requests and closes stdin (`printf ... | router
+// mcp`, or a shutdown right after a call) gets every answer: the SDK ends
+// the session at the end of its input, dropping the calls still being
+// worked on.
+func TestStdioAnswersPendingAtEOF(t *testing.T) {
+	f := newFixture(t, false)
+	var id string
+	for _, s := range f.reg.Snapshot().Skills() {
+		id = s.ID
+		break
+	}
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"load_skill","arguments":{"id":"` + id + `"}}}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"search_skills","arguments":{"query":"pdf"}}}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.runIO(ctx, strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if gjson.Get(l, "result").Exists() {
+			got[gjson.Get(l, "id").String()] = true
+		}
+	}
+	for _, want := range []string{"1", "2", "three"} {
+		if !got[want] {
+			t.Errorf("no answer to request %s at the end of stdin; got:\n%s", want, out.String())
+		}
+	}
+}
