@@ -142,9 +142,17 @@ const (
 	EnvSkillDir  = "SKILLROUTER_SKILL_DIR"
 )
 
-// DefaultOutputRoot is the output root when none is configured: a folder
-// per user in the temporary directory, so users of one machine do not
-// share one (New refuses a root another user owns or can write to).
+// DefaultOutputRoot is the output root when none is configured: out/ in
+// the user's cache folder ($XDG_CACHE_HOME/skillrouter, else
+// ~/.cache/skillrouter, beside the index cache), else, without one, a
+// folder per user in the temporary directory. Not the temporary directory
+// first: every user can write /tmp, and npm (npx tsx) and uv read project
+// files from the parent folders of a script's working folder, so a
+// /tmp/node_modules of another user's would run as this one (New also
+// refuses a root another user owns or can write to).
 func DefaultOutputRoot() string {
+	if base, err := os.UserCacheDir(); err == nil && filepath.IsAbs(base) {
+		return filepath.Join(base, "skillrouter", "out")
+	}
 	return filepath.Join(os.TempDir(), "skillrouter-out-"+strconv.Itoa(os.Getuid()))
 }

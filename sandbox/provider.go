@@ -31,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/skillrouter/skillrouter/internal/private"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 )
@@ -92,6 +93,10 @@ func New(cfg Config, logger *slog.Logger) (*Provider, error) {
 	}
 	if err := checkPrivate(c.OutputRoot); err != nil {
 		return nil, err
+	}
+	if d := private.SharedAncestor(c.OutputRoot); d != "" {
+		logger.Warn("sandbox: the output root lies in a folder every user can write: npm (npx tsx) and uv look for node_modules, .npmrc and uv.toml in the parent folders of a script's working folder, so another user could put code there that runs as this one; set exec.output_dir to a folder under one only this user can write",
+			"output_root", c.OutputRoot, "shared", d)
 	}
 	logger.Info("sandbox: skill script execution enabled",
 		"confinement", p.runner.confinement(), "timeout", c.Timeout, "output_limit", c.OutputLimit,

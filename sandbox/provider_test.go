@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -165,7 +166,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if c.Timeout != DefaultTimeout || c.OutputLimit != DefaultOutputLimit || c.ReadLimit != DefaultReadLimit ||
 		c.Concurrency < 2 || c.Queue != 2*c.Concurrency || c.OutputTTL != DefaultOutputTTL || c.Confinement != ConfineAuto ||
-		c.OutputRoot != DefaultOutputRoot() || !strings.Contains(c.OutputRoot, "skillrouter-out-") {
+		c.OutputRoot != DefaultOutputRoot() || !strings.HasSuffix(c.OutputRoot, filepath.Join("skillrouter", "out")) {
 		t.Errorf("defaults %+v", c)
 	}
 	if c, _ := (Config{Queue: -1, Timeout: time.Second}).withDefaults(); c.Queue != 0 || c.Timeout != time.Second {
@@ -228,5 +229,23 @@ func TestCutRunesAndTail(t *testing.T) {
 		if tl := tail(s, i); !utf8Valid([]byte(tl)) {
 			t.Errorf("tail(%d) = %q", i, tl)
 		}
+	}
+}
+
+// The default output root is in the user's cache folder, not under /tmp:
+// npm (npx tsx) and uv read project files from the parent folders of a
+// script's working folder, and every user can write /tmp (a planted
+// /tmp/node_modules/.bin/tsx ran as the proxy's user).
+func TestDefaultOutputRootNotShared(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	t.Setenv("XDG_CACHE_HOME", cache)
+	if got, want := DefaultOutputRoot(), filepath.Join(cache, "skillrouter", "out"); got != want {
+		t.Errorf("with XDG_CACHE_HOME: DefaultOutputRoot() = %s, want %s", got, want)
+	}
+	home := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", home)
+	if got, want := DefaultOutputRoot(), filepath.Join(home, ".cache", "skillrouter", "out"); got != want {
+		t.Errorf("with HOME: DefaultOutputRoot() = %s, want %s", got, want)
 	}
 }

@@ -37,7 +37,9 @@ func commandFor(abs string, info fs.FileInfo, lookPath lookPathFunc) (command, *
 		if uv, err := lookPath("uv"); err == nil {
 			// --no-project: a pyproject.toml in the skill must not make uv
 			// build a .venv inside the (read-only) skill folder.
-			return command{argv: []string{uv, "run", "--no-project", "--quiet", abs}, runtime: "uv", python: true}, nil
+			// --no-config: nor may a uv.toml in a parent of the working
+			// folder (another user's, in a shared one) choose its index.
+			return command{argv: []string{uv, "run", "--no-project", "--no-config", "--quiet", abs}, runtime: "uv", python: true}, nil
 		}
 		py, e := need("python3")
 		if e != nil {

@@ -42,7 +42,7 @@ func TestCommandFor(t *testing.T) {
 		runtime  string
 		wantCode string
 	}{
-		{"py with uv", py, all, []string{"/opt/bin/uv", "run", "--no-project", "--quiet", py}, "uv", ""},
+		{"py with uv", py, all, []string{"/opt/bin/uv", "run", "--no-project", "--no-config", "--quiet", py}, "uv", ""},
 		{"py without uv", py, noUV, []string{"/opt/bin/python3", py}, "python3", ""},
 		{"sh", sh, all, []string{"/opt/bin/bash", sh}, "bash", ""},
 		{"mjs", js, all, []string{"/opt/bin/node", js}, "node", ""},

@@ -393,7 +393,7 @@ var shownDefaults = map[string]string{
 	"embedder.cache_dir":     "$XDG_CACHE_HOME/skillrouter",
 	"routing.rank_cache":     "up to 1024 (32 MiB)",
 	"exec.concurrency":       "max(2, CPUs)",
-	"exec.output_dir":        "$TMPDIR/skillrouter-out-<uid>",
+	"exec.output_dir":        "$XDG_CACHE_HOME/skillrouter/out",
 	"server.allowed_origins": "none",
 }
 

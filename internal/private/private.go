@@ -8,6 +8,7 @@ package private
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -28,4 +29,20 @@ func Check(dir string) error {
 		return fmt.Errorf("%s is writable by other users (mode %v)", dir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// SharedAncestor returns the nearest folder above dir (an absolute path)
+// that every user can write, such as /tmp; "" when there is none. Tools
+// that look for project files in the parent folders of their working folder
+// (npm's node_modules and .npmrc, uv's uv.toml) would read what another
+// user put there, even in a folder Check accepts.
+func SharedAncestor(dir string) string {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o002 != 0 {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }

@@ -49,3 +49,27 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestSharedAncestor(t *testing.T) {
+	base := t.TempDir()
+	shared := filepath.Join(base, "shared")
+	own := filepath.Join(shared, "own", "out")
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	if got := SharedAncestor(own); got != shared {
+		t.Errorf("SharedAncestor(%s) = %q, want %q", own, got, shared)
+	}
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := SharedAncestor(own); got != "" && !strings.HasPrefix(base, got) {
+		t.Errorf("SharedAncestor(%s) = %q below %s, none of whose folders others can write", own, got, base)
+	}
+}
