@@ -84,7 +84,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	b, err := sandbox.ReadFile(f.skill.sk.Dir, f.rel, maxSkillBytes)
+	b, err := sandbox.ReadFile(f.skill.sk, f.rel, maxSkillBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, mcp.ResourceNotFoundError(uri)

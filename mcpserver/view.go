@@ -187,7 +187,7 @@ func (ss *servedSkill) manifest() (*SkillEntry, error) {
 		rels := append([]string{skills.SkillFile}, resourcePaths(ss.sk)...)
 		var total int64
 		for _, rel := range rels {
-			b, err := sandbox.ReadFile(ss.sk.Dir, rel, maxSkillBytes-total)
+			b, err := sandbox.ReadFile(ss.sk, rel, maxSkillBytes-total)
 			if err != nil {
 				ss.err = fmt.Errorf("%s: %w", rel, err)
 				return

@@ -49,7 +49,7 @@ type schemaEntry struct {
 // entryPoint finds an executable skill's execute file.
 func entryPoint(s *skills.Skill, lookPath lookPathFunc) (resolved, command, error) {
 	for _, name := range executeEntries {
-		r, e := resolveInSkill(s.Dir, name)
+		r, e := resolveSkillPath(s, name)
 		if e != nil {
 			if e.Code == CodeNotFound {
 				continue
@@ -93,7 +93,7 @@ func (p *Provider) executableTool(ctx context.Context, s *skills.Skill) (router.
 
 // entryHash keys the schema cache: file name and content.
 func entryHash(r resolved) (string, error) {
-	root, err := os.OpenRoot(r.root)
+	root, err := openRoot(r)
 	if err != nil {
 		return "", err
 	}

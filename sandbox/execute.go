@@ -74,7 +74,7 @@ func (t *executeTool) Call(ctx context.Context, call router.ToolCall) (string, e
 	if a.Command == "" {
 		return p.refuse(ToolExecute, newError(CodeInvalidArguments, "command is required: a script path relative to the skill folder")), nil
 	}
-	r, e := resolveInSkill(s.Dir, a.Command)
+	r, e := resolveSkillPath(s, a.Command)
 	if e != nil {
 		e.SkillID = s.ID
 		return p.refuse(ToolExecute, e), nil

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,40 @@ import (
 
 // resolved is a model-supplied path mapped to a real location inside a skill.
 type resolved struct {
-	root string // the skill folder with symlinks evaluated
-	abs  string // the target with symlinks evaluated; inside root
-	rel  string // abs relative to root, slash-separated ("." for root)
-	name string // the path as the model gave it, cleaned (for messages)
+	root  string        // the skill folder with symlinks evaluated
+	abs   string        // the target with symlinks evaluated; inside root
+	rel   string        // abs relative to root, slash-separated ("." for root)
+	name  string        // the path as the model gave it, cleaned (for messages)
+	skill *skills.Skill // whose folder root must still be (see openRoot); nil: not checked
+}
+
+// resolveSkillPath is resolveInSkill in skill s's folder, whose opening
+// (openRoot) is then checked to be the folder the scan read.
+func resolveSkillPath(s *skills.Skill, rel string) (resolved, *toolError) {
+	r, e := resolveInSkill(s.Dir, rel)
+	r.skill = s
+	return r, e
+}
+
+// errFolderChanged: the skill's folder is no longer the one the scan read.
+var errFolderChanged = errors.New("the skill folder was replaced since the library was read; it is read again on the next reload")
+
+// openRoot opens r's skill folder as an os.Root, so that no path opened in
+// it leads out, and checks it is the folder the scan read: a folder swapped
+// for a symlink after the scan resolves (and would open) elsewhere, where
+// os.Root's confinement starts too late.
+func openRoot(r resolved) (*os.Root, error) {
+	root, err := os.OpenRoot(r.root)
+	if err != nil {
+		return nil, err
+	}
+	if r.skill != nil {
+		if fi, err := root.Stat("."); err != nil || !r.skill.SameFolder(fi) {
+			_ = root.Close()
+			return nil, errFolderChanged
+		}
+	}
+	return root, nil
 }
 
 // resolveInSkill maps rel, a path relative to the skill folder dir, to a real

@@ -33,7 +33,7 @@ func (p *Provider) ReadSkillResource(id string, s *skills.Skill, path string) st
 	if path == "" {
 		path = "."
 	}
-	r, e := resolveInSkill(s.Dir, path)
+	r, e := resolveSkillPath(s, path)
 	if e != nil {
 		e.SkillID = s.ID
 		return p.refuse(ToolReadResource, e)
@@ -64,15 +64,15 @@ func (p *Provider) readLimit() int {
 var ErrTooLarge = errors.New("file is larger than the limit")
 
 // ReadFile returns the raw bytes of the regular file rel (slash path) inside
-// the skill folder dir, confined as read_skill_resource is: no "..", no
+// skill s's folder, confined as read_skill_resource is: no "..", no
 // absolute paths, no symlink leading out, opened through an os.Root. A file
 // over limit bytes is ErrTooLarge.
-func ReadFile(dir, rel string, limit int64) ([]byte, error) {
-	r, e := resolveInSkill(dir, rel)
+func ReadFile(s *skills.Skill, rel string, limit int64) ([]byte, error) {
+	r, e := resolveSkillPath(s, rel)
 	if e != nil {
 		return nil, e
 	}
-	root, err := os.OpenRoot(r.root)
+	root, err := openRoot(r)
 	if err != nil {
 		return nil, fmt.Errorf("opening the skill folder: %w", err)
 	}

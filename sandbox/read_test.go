@@ -30,12 +30,12 @@ func TestReadFile(t *testing.T) {
 		{"references", "", true}, // a folder
 		{"nope", "", true},
 	} {
-		b, err := ReadFile(skill, tc.rel, 1<<20)
+		b, err := ReadFile(&skills.Skill{Dir: skill}, tc.rel, 1<<20)
 		if (err != nil) != tc.err || string(b) != tc.want {
 			t.Errorf("%s: %q %v", tc.rel, b, err)
 		}
 	}
-	if _, err := ReadFile(skill, "references/a.md", 4); !errors.Is(err, ErrTooLarge) {
+	if _, err := ReadFile(&skills.Skill{Dir: skill}, "references/a.md", 4); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("limit: %v", err)
 	}
 }
@@ -61,6 +61,48 @@ func TestReadSkillResourceWithoutExec(t *testing.T) {
 	} {
 		if got := p.ReadSkillResource(tc.id, tc.sk, tc.path); !strings.Contains(got, tc.want) {
 			t.Errorf("%s %s: %s", tc.id, tc.path, got)
+		}
+	}
+}
+
+// A skill folder swapped for a symlink after the scan (by whoever can write
+// the library) must not let reads follow it: the folder was resolved again
+// on every read and opened as an os.Root there, so read_skill_resource and
+// MCP's resources read any file the proxy's user could (~/.ssh/id_rsa).
+func TestReadAfterFolderSwap(t *testing.T) {
+	lib, outside := t.TempDir(), t.TempDir()
+	dir := filepath.Join(lib, "swap")
+	if err := os.MkdirAll(filepath.Join(dir, "references"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: swap\ndescription: a skill\n---\nbody\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "references", "a.md"), []byte("library text"), 0o644)
+	os.MkdirAll(filepath.Join(outside, "references"), 0o755)
+	os.WriteFile(filepath.Join(outside, "references", "a.md"), []byte("SECRET"), 0o644)
+	os.WriteFile(filepath.Join(outside, "id_rsa"), []byte("SECRET"), 0o644)
+	s, ok := skills.NewRegistry([]string{lib}, skills.Options{}).Snapshot().Get("swap")
+	if !ok {
+		t.Fatal("the skill did not load")
+	}
+	if b, err := ReadFile(s, "references/a.md", 1<<20); err != nil || string(b) != "library text" {
+		t.Fatalf("before the swap: %q %v", b, err)
+	}
+	if err := os.Rename(dir, filepath.Join(lib, ".orig")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(s, "references/a.md", 1<<20); err == nil || strings.Contains(string(b), "SECRET") {
+		t.Errorf("ReadFile after the swap: %q %v", b, err)
+	}
+	p, err := New(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"id_rsa", "."} {
+		if got := p.ReadSkillResource(s.ID, s, path); strings.Contains(got, "SECRET") || !strings.Contains(got, `"code":"read_failed"`) {
+			t.Errorf("read_skill_resource %q after the swap: %s", path, got)
 		}
 	}
 }

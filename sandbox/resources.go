@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -72,7 +73,10 @@ func (t *resourceTool) Call(ctx context.Context, call router.ToolCall) (string, 
 // readResolved reads at most limit bytes of a resolved path, through an
 // os.Root so a symlink swapped in after resolution still cannot escape.
 func readResolved(r resolved, limit int) (any, *toolError) {
-	root, err := os.OpenRoot(r.root)
+	root, err := openRoot(r)
+	if errors.Is(err, errFolderChanged) {
+		return nil, newError(CodeReadFailed, "%v", err)
+	}
 	if err != nil {
 		return nil, newError(CodeReadFailed, "the skill folder is not readable")
 	}

@@ -345,6 +345,7 @@ func loadSkill(j *job, opts Options, buf []byte) *Skill {
 		s = parse(file, text, path.Base(j.id), opts.MaxBodySize)
 	}
 	s.ID, s.Dir, s.Root = j.id, j.dir, j.root
+	s.folder, _ = os.Stat(j.dir)
 
 	res, omitted, probs := listResources(dir, path.Base(j.id), j.entries, opts.MaxResources)
 	s.Resources, s.ResourcesOmitted = res, omitted

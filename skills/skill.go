@@ -6,6 +6,8 @@ package skills
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"sync/atomic"
 )
 
@@ -92,6 +94,16 @@ type Skill struct {
 	Problems         []Problem `json:"problems"`
 	// Skipped is true when an error-severity problem kept the skill out of the library.
 	Skipped bool `json:"skipped,omitempty"`
+
+	folder fs.FileInfo // the folder as the scan found it (see SameFolder); nil when not scanned
+}
+
+// SameFolder reports whether fi, the skill's folder as it is opened now, is
+// the folder the scan read: one replaced since (by a symlink to another
+// folder, say) is not, and reads through it would reach files the library
+// never held. A skill not read by a scan has nothing to compare: true.
+func (s *Skill) SameFolder(fi fs.FileInfo) bool {
+	return s.folder == nil || (fi != nil && os.SameFile(s.folder, fi))
 }
 
 // OptedIn reports whether frontmatter opts the skill in (enabled: true or
