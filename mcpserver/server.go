@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/skillrouter/skillrouter/internal/lognotice"
 	"github.com/skillrouter/skillrouter/router"
@@ -63,7 +64,8 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 
-	refused refusals // new sessions refused at the cap
+	refused refusals            // new sessions refused at the cap
+	reads   *semaphore.Weighted // bytes of files being read for HTTP clients (see admitRead)
 
 	mu      sync.Mutex // serialises Sync and activation
 	view    atomic.Pointer[view]
@@ -95,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{}), reads: newReadBudget()}
 	s.refused.notice.Interval = 10 * time.Second
 	s.refused.total = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillrouter", Name: "mcp_sessions_refused_total",
 		Help: "New MCP streamable HTTP sessions refused (503) because the session cap was reached."})
@@ -202,6 +204,13 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
 		s.activate()
+		release, err := s.admitRead(rctx, r)
+		if err != nil {
+			return // the client went away, or the server is stopping, while it waited
+		}
+		if release != nil {
+			defer release() // once the answer is written: ServeHTTP returns after it
+		}
 		h.ServeHTTP(w, r.WithContext(rctx))
 	})
 }
