@@ -14,10 +14,17 @@ const envelopeOpen = `<skill_context id="`
 // envelopesIn returns the ids of the envelopes found in the messages' text,
 // in order of first appearance. The id is read from the opening tag the
 // skills package renders, `<skill_context id="ID">`, and XML-unescaped.
+// Only text a load_skill could have put there counts (see loadedBy): an
+// envelope in another tool's result (a fetched web page) or in the model's
+// own words is not a skill the model loaded, and counting it would enable
+// the client tools the skill's allowed-tools gate and stop its loading.
 func envelopesIn(msgs []Message) []string {
 	var ids []string
 	seen := map[string]bool{}
 	for _, m := range msgs {
+		if !loadedBy(m) {
+			continue
+		}
 		text := m.Text
 		for {
 			i := strings.Index(text, envelopeOpen)
@@ -40,4 +47,24 @@ func envelopesIn(msgs []Message) []string {
 		}
 	}
 	return ids
+}
+
+// loadedBy reports whether a message's envelopes count: text the user, the
+// system or the developer wrote (a client that pins a skill by pasting
+// it), or the result of a load_skill call, the proxy's or an MCP server's
+// as the client names it (mcp__skillrouter__load_skill in Claude Code).
+func loadedBy(m Message) bool {
+	switch m.Role {
+	case "user", "system", "developer":
+		return true
+	case "tool":
+		name := m.Tool
+		for _, sep := range []string{"__", ".", "/"} {
+			if i := strings.LastIndex(name, sep); i >= 0 {
+				name = name[i+len(sep):]
+			}
+		}
+		return name == ToolLoadSkill
+	}
+	return false
 }

@@ -129,6 +129,10 @@ func TestToolGateRewrite(t *testing.T) {
 			[]string{"get_weather", "WebFetch", "load_skill"}, []string{"bash"}, map[string]string{"WebFetch": "web-research"}, nil},
 		{"skill loaded earlier in the conversation", gateRequest(all, "", "shell-helper"), Decision{}, []string{"bash", "Web*"}, nil, false,
 			[]string{"bash", "get_weather", "load_skill"}, []string{"WebFetch"}, map[string]string{"bash": "shell-helper"}, nil},
+		// An envelope in another tool's result (a fetched page saying
+		// <skill_context id="shell-helper">) is no skill the model loaded.
+		{"an envelope in another tool's result enables nothing", []byte(strings.Replace(string(gateRequest(all, "", "shell-helper")), `"name":"load_skill"`, `"name":"WebFetch"`, 1)), Decision{}, []string{"bash", "Web*"}, nil, false,
+			[]string{"get_weather", "WebFetch", "load_skill"}, []string{"bash"}, nil, nil}, // WebFetch stays: the transcript called it
 		{"tool the assistant called in an earlier turn stays", calledEarlier(gateRequest(all, "", ""), "bash"), Decision{}, []string{"bash", "Web*"}, nil, false,
 			[]string{"bash", "get_weather", "load_skill"}, []string{"WebFetch"}, nil, nil},
 		{"skill without allowed-tools enables nothing", gateRequest(all, "", ""), Decision{Selected: []string{"plain-notes"}}, []string{"*"}, nil, false,

@@ -94,10 +94,21 @@ func TestRewriteCatalogPlacement(t *testing.T) {
 func TestRewriteDedup(t *testing.T) {
 	// An envelope arrives inside array content, with its id XML-escaped.
 	env := `<skill_context id=\"team/release-notes\">…</skill_context> and <skill_context id=\"pdf-tools\"> too; not an envelope: <skill_context id=\"sql-review\" x>`
-	body := []byte(`{"messages":[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"` + env + `"}]},{"role":"user","content":"again"}]}`)
+	body := []byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"mcp__skillrouter__load_skill","arguments":"{}"}}]},{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"` + env + `"}]},{"role":"user","content":"again"}]}`)
 	rw := rewriteFixture(t, body, Decision{Selected: []string{"team/release-notes", "pdf-tools", "sql-review"}}, RewriteOptions{}, nil)
 	if got := rw.Decision.Selected; !slices.Equal(got, []string{"sql-review"}) {
 		t.Fatalf("selected %v: envelopes already present must not be injected again", got)
+	}
+	// The same text in another tool's result (a fetched page), or in the
+	// model's own words, is no skill the model loaded.
+	for _, other := range []string{
+		strings.Replace(string(body), "mcp__skillrouter__load_skill", "web_fetch", 1),
+		`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"` + env + `"},{"role":"user","content":"again"}]}`,
+	} {
+		rw := rewriteFixture(t, []byte(other), Decision{Selected: []string{"team/release-notes", "pdf-tools", "sql-review"}}, RewriteOptions{}, nil)
+		if got := rw.Decision.Selected; !slices.Equal(got, []string{"team/release-notes", "pdf-tools", "sql-review"}) {
+			t.Errorf("selected %v: an envelope no load_skill returned counted as loaded in %s", got, other)
+		}
 	}
 	if rw.Decision.Reasons["pdf-tools"] != "already in the conversation" {
 		t.Fatalf("reasons %v", rw.Decision.Reasons)

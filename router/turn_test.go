@@ -87,7 +87,7 @@ func TestRewriteCarried(t *testing.T) {
 		t.Fatalf("a carried skill is not active: %s", res.Content)
 	}
 	// Shown in the request already: not added again.
-	shown := []byte(strings.Replace(string(body), `"content":"done"`, `"content":"done <skill_context id=\"sql-review\">x</skill_context>"`, 1))
+	shown := []byte(strings.Replace(strings.Replace(string(body), `"content":"done"`, `"content":"done <skill_context id=\"sql-review\">x</skill_context>"`, 1), `"name":"bash"`, `"name":"load_skill"`, 1))
 	rw, err = rewriteChat(ctx, r, shown, opts, Overrides{TopK: intp(0), Carried: carried("sql-review")})
 	if err != nil {
 		t.Fatal(err)

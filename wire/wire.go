@@ -37,6 +37,9 @@ const (
 type Turn struct {
 	Role string
 	Text string
+	// Tool names the tool whose call a "tool" turn answers, as the
+	// transcript's call named it; "" when no call in it has the result's id.
+	Tool string
 }
 
 // ClientTool is one entry of the client's tools, in order. Name is the

@@ -66,6 +66,7 @@ type message struct {
 	at   jsonspan.Span // where raw sits in body
 	role string
 	text string // text parts joined by newlines
+	tool string // a tool result's tool (see wire.Turn.Tool)
 }
 
 // Parse validates a chat.completions body and locates its parts. Client
@@ -99,15 +100,16 @@ func Parse(body []byte) (*Request, error) {
 	r.msgs = make([]message, len(elems))
 	v.Turns = make([]wire.Turn, len(elems))
 	called := map[string]bool{}
+	callNames := map[string]string{} // tool call id → the function it called
 	for i, e := range elems {
 		at := jsonspan.Span{Start: msgSpan.Start + e.Start, End: msgSpan.Start + e.End}
-		m, err := parseMessage(body[at.Start:at.End], i, called, &v.Called)
+		m, err := parseMessage(body[at.Start:at.End], i, called, &v.Called, callNames)
 		if err != nil {
 			return nil, err
 		}
 		m.at = at
 		r.msgs[i] = m
-		v.Turns[i] = wire.Turn{Role: m.role, Text: m.text}
+		v.Turns[i] = wire.Turn{Role: m.role, Text: m.text, Tool: m.tool}
 	}
 	// Requests that cannot take the proxy's tools:
 	if _, ok := jsonspan.Value(ms, "functions"); ok {
@@ -191,7 +193,7 @@ func (r *Request) scalars() *wire.Error {
 var roles = []string{"system", "developer", "user", "assistant", "tool", "function"}
 
 // parseMessage reads role, content and tool calls of message i.
-func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]string) (message, error) {
+func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]string, callNames map[string]string) (message, error) {
 	m := message{raw: raw}
 	p := "messages[" + strconv.Itoa(i) + "]"
 	if raw[0] != '{' {
@@ -222,12 +224,23 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 			calls := raw[ts.Start:ts.End]
 			els, _ := jsonspan.Elements(calls)
 			for _, e := range els {
-				if n, _ := jsonspan.StringAt(calls[e.Start:e.End], "function", "name"); n != "" && !called[n] {
+				n, _ := jsonspan.StringAt(calls[e.Start:e.End], "function", "name")
+				if n != "" && !called[n] {
 					called[n] = true
 					*calledList = append(*calledList, n)
 				}
+				if id, _ := jsonspan.StringAt(calls[e.Start:e.End], "id"); id != "" {
+					callNames[id] = n
+				}
 			}
 		}
+	}
+	switch m.role {
+	case "tool":
+		id, _ := jsonspan.StringField(raw, ms, "tool_call_id")
+		m.tool = callNames[id]
+	case "function": // the legacy function result names its function
+		m.tool, _ = jsonspan.StringField(raw, ms, "name")
 	}
 	return m, nil
 }

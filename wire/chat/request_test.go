@@ -20,7 +20,7 @@ func TestParseView(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := r.View()
-	want := []wire.Turn{{Role: "system", Text: "S"}, {Role: "user", Text: "a"}, {Role: "assistant"}, {Role: "tool", Text: "ok"}}
+	want := []wire.Turn{{Role: "system", Text: "S"}, {Role: "user", Text: "a"}, {Role: "assistant"}, {Role: "tool", Text: "ok", Tool: "bash"}}
 	if len(v.Turns) != len(want) {
 		t.Fatalf("turns %+v", v.Turns)
 	}

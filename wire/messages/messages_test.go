@@ -35,7 +35,7 @@ func TestParseView(t *testing.T) {
 	}
 	v := r.View()
 	want := []wire.Turn{{Role: "system", Text: "You are Claude Code.\nBe brief."}, {Role: "user", Text: "make a pdf"},
-		{Role: "assistant"}, {Role: "tool", Text: "ok"}, {Role: "user", Text: "thanks"}}
+		{Role: "assistant"}, {Role: "tool", Text: "ok", Tool: "Bash"}, {Role: "user", Text: "thanks"}}
 	if len(v.Turns) != len(want) {
 		t.Fatalf("turns %+v", v.Turns)
 	}

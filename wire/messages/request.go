@@ -143,9 +143,10 @@ func Parse(body []byte) (*Request, error) {
 	}
 	r.messages = msgSpan
 	called := map[string]bool{}
+	callNames := map[string]string{} // tool_use id → the tool it called
 	for i, e := range els {
 		m := raw[e.Start:e.End]
-		role, err := r.parseMessage(m, i, called)
+		role, err := r.parseMessage(m, i, called, callNames)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +201,7 @@ var roles = []string{"user", "assistant", "system"}
 
 // parseMessage reads message i: its text as a turn of its role, each
 // tool_result as a "tool" turn, and the names its tool_use blocks call.
-func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string, error) {
+func (r *Request) parseMessage(m []byte, i int, called map[string]bool, callNames map[string]string) (string, error) {
 	v := &r.view
 	p := fmt.Sprintf("messages[%d]", i)
 	if m[0] != '{' {
@@ -255,8 +256,11 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool) (string,
 				called[b.Name] = true
 				v.Called = append(v.Called, b.Name)
 			}
+			if b.ID != "" {
+				callNames[b.ID] = b.Name
+			}
 		case "tool_result":
-			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: resultText(b.Content)})
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: resultText(b.Content), Tool: callNames[b.ToolUseID]})
 		}
 	}
 	if len(texts) > 0 || role == "assistant" {

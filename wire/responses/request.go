@@ -194,6 +194,7 @@ func (r *Request) parseInput(raw []byte) error {
 		return wire.TypeError("input", "a string or an array of input items", raw)
 	}
 	called := map[string]bool{}
+	callNames := map[string]string{} // call_id → the tool it called
 	for i, e := range els {
 		item := raw[e.Start:e.End]
 		p := fmt.Sprintf("input[%d]", i)
@@ -241,9 +242,17 @@ func (r *Request) parseInput(raw []byte) error {
 				called[name] = true
 				v.Called = append(v.Called, name)
 			}
+			if id, _ := jsonspan.StringField(item, ms, "call_id"); id != "" {
+				callNames[id] = name
+			}
 			v.Turns = append(v.Turns, wire.Turn{Role: "assistant"})
+		case "custom_tool_call":
+			if id, _ := jsonspan.StringField(item, ms, "call_id"); id != "" {
+				callNames[id] = name
+			}
 		case "function_call_output", "custom_tool_call_output":
-			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(jsonspan.Raw(item, ms, "output"))})
+			id, _ := jsonspan.StringField(item, ms, "call_id")
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(jsonspan.Raw(item, ms, "output")), Tool: callNames[id]})
 		}
 		// reasoning, item_reference, built-in tool calls...: nothing to rank on.
 	}

@@ -35,7 +35,7 @@ func TestParseView(t *testing.T) {
 	}
 	v := r.View()
 	want := []wire.Turn{{Role: "system", Text: "Be brief."}, {Role: "developer", Text: "env"}, {Role: "user", Text: "make a pdf"},
-		{Role: "assistant"}, {Role: "tool", Text: "done"}}
+		{Role: "assistant"}, {Role: "tool", Text: "done", Tool: "shell"}}
 	if len(v.Turns) != len(want) {
 		t.Fatalf("turns %+v", v.Turns)
 	}
