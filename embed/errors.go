@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+
+	"github.com/skillrouter/skillrouter/internal/redact"
 )
 
 // The router tells embedder trouble apart with errors.Is: ErrUnavailable is
@@ -48,4 +51,17 @@ func transportError(ctx context.Context, provider string, err error) (error, boo
 		return unavailable(provider, err), false
 	}
 	return unavailable(provider, err), true
+}
+
+// redactedURLError hides credentials in the URL a transport error names
+// (net/http's *url.Error quotes the whole request URL): the error reaches
+// logs, the access log's fallback_reason and /v1/skills/route answers.
+func redactedURLError(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	c := *ue
+	c.URL = redact.URL(c.URL)
+	return &c
 }

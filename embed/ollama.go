@@ -11,6 +11,8 @@ import (
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/envconfig"
+
+	"github.com/skillrouter/skillrouter/internal/redact"
 )
 
 // DefaultOllamaModel is the model used when Config.Model is empty.
@@ -63,7 +65,7 @@ func NewOllama(cfg Config) (*Ollama, error) {
 		}
 		client = api.NewClient(u, hc)
 	}
-	return &Ollama{remote: newRemote("ollama", cfg), client: client, model: model, host: host}, nil
+	return &Ollama{remote: newRemote("ollama", cfg), client: client, model: model, host: redact.URL(host)}, nil
 }
 
 // Name implements the router's Embedder.
@@ -140,7 +142,7 @@ func (o *Ollama) call(ctx context.Context, batch []string) ([][]float32, bool, e
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) || ctx.Err() != nil {
-			e, retry := transportError(ctx, "ollama", fmt.Errorf("%s: %w", o.host, err))
+			e, retry := transportError(ctx, "ollama", fmt.Errorf("%s: %w", o.host, redactedURLError(err)))
 			return nil, retry, e
 		}
 		// A body that is not JSON (a proxy's HTML error page) or a

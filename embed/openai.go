@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/skillrouter/skillrouter/internal/redact"
 )
 
 // Defaults for the OpenAI-compatible provider.
@@ -25,11 +27,12 @@ const maxErrorBody = 4 << 10
 // endpoint: OpenAI, vLLM, LM Studio, llama.cpp server, TEI, LiteLLM.
 type OpenAI struct {
 	*remote
-	client  *http.Client
-	base    string
-	key     string
-	model   string
-	askDims int // the `dimensions` request field; 0 = the model's own
+	client   *http.Client
+	endpoint string // the base URL's path joined with /embeddings, its query kept
+	shown    string // endpoint as errors show it: credentials redacted
+	key      string
+	model    string
+	askDims  int // the `dimensions` request field; 0 = the model's own
 }
 
 // NewOpenAI configures the provider. BaseURL defaults to the OpenAI API and
@@ -52,12 +55,13 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 		model = DefaultOpenAIModel
 	}
 	return &OpenAI{
-		remote:  newRemote("openai", cfg),
-		client:  &http.Client{Transport: cfg.Transport},
-		base:    strings.TrimSuffix(base, "/"),
-		key:     key,
-		model:   model,
-		askDims: max(cfg.Dimensions, 0),
+		remote:   newRemote("openai", cfg),
+		client:   &http.Client{Transport: cfg.Transport},
+		endpoint: u.JoinPath("embeddings").String(),
+		shown:    redact.URL(u.JoinPath("embeddings").String()),
+		key:      key,
+		model:    model,
+		askDims:  max(cfg.Dimensions, 0),
 	}, nil
 }
 
@@ -129,7 +133,7 @@ func (o *OpenAI) call(ctx context.Context, batch []string) ([][]float32, bool, e
 	if err != nil {
 		return nil, false, misconfigured("openai", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.base+"/embeddings", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, false, misconfigured("openai", err)
 	}
@@ -140,7 +144,7 @@ func (o *OpenAI) call(ctx context.Context, batch []string) ([][]float32, bool, e
 	}
 	resp, err := o.client.Do(req)
 	if err != nil {
-		e, retry := transportError(ctx, "openai", err)
+		e, retry := transportError(ctx, "openai", redactedURLError(err))
 		return nil, retry, e
 	}
 	defer resp.Body.Close()
@@ -151,7 +155,7 @@ func (o *OpenAI) call(ctx context.Context, batch []string) ([][]float32, bool, e
 		if json.Unmarshal(raw, &oe) == nil && oe.Error.Message != "" {
 			msg = oe.Error.Message
 		}
-		e, retry := statusError("openai", resp.StatusCode, fmt.Errorf("POST %s/embeddings: %s: %s", o.base, resp.Status, msg))
+		e, retry := statusError("openai", resp.StatusCode, fmt.Errorf("POST %s: %s: %s", o.shown, resp.Status, msg))
 		return nil, retry, e
 	}
 	var out openAIResponse

@@ -372,3 +372,29 @@ func checkEmbedErr(t *testing.T, err, kind error, in string) {
 		t.Errorf("err = %v, want it to mention %q", err, in)
 	}
 }
+
+// A base URL with a query (a key some gateways take as ?key=) keeps it on
+// the embeddings path, and no error shows its value: they reach logs, the
+// access log's fallback_reason and /v1/skills/route answers.
+func TestOpenAIBaseURLQuery(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.String()
+		http.Error(w, `{"error":{"message":"no"}}`, http.StatusBadRequest)
+	}))
+	o, err := NewOpenAI(Config{BaseURL: srv.URL + "/v1?key=SECRET", Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), []string{"x"})
+	if got != "/v1/embeddings?key=SECRET" {
+		t.Errorf("the upstream got %q, want /v1/embeddings?key=SECRET", got)
+	}
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("status error %v", err)
+	}
+	srv.Close() // down: a transport error, which quotes the URL
+	if _, err = o.Embed(context.Background(), []string{"y"}); err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("transport error %v", err)
+	}
+}

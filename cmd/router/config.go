@@ -36,6 +36,7 @@ import (
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/internal/editdistance"
 	"github.com/skillrouter/skillrouter/internal/npmcache"
+	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
@@ -1058,31 +1059,6 @@ func fileLines(path, msg string, lines map[string]int) string {
 	return strings.TrimPrefix(out, "yaml: unmarshal errors:\n  ")
 }
 
-// withoutUserinfo is a URL as written with whatever stands before the "@"
-// that ends its authority shown as xxxxx: it may be a password or a token.
-// A URL that does not parse (a "#", "%", "/" or "?" in a password) is
-// hidden up to its last "@": too much rather than a password.
-func withoutUserinfo(s string) string {
-	rest, scheme := s, ""
-	if i := strings.Index(s, "://"); i >= 0 {
-		scheme, rest = s[:i+3], s[i+3:]
-	}
-	at := -1
-	if u, err := url.Parse(s); err == nil {
-		if u.User == nil {
-			return s
-		}
-		at = strings.Index(rest, "@"+u.Host)
-	}
-	if at < 0 {
-		at = strings.LastIndex(rest, "@")
-	}
-	if at < 0 {
-		return s
-	}
-	return scheme + "xxxxx" + rest[at:]
-}
-
 func atPrefix(prefix string) string {
 	if prefix == "" {
 		return ""
@@ -1102,11 +1078,11 @@ func (c *config) validate() error {
 		}
 		u, err := url.Parse(up.v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &valueError{up.key, withoutUserinfo(up.v), "want an absolute http(s) URL such as " + up.example}
+			return &valueError{up.key, redact.Userinfo(up.v), "want an absolute http(s) URL such as " + up.example}
 		}
 		if u.User != nil {
 			// The check's client would send them, the proxy's requests not.
-			return &valueError{up.key, withoutUserinfo(up.v), "credentials in the URL are not sent with requests: set " + up.keyKey + " instead"}
+			return &valueError{up.key, redact.Userinfo(up.v), "credentials in the URL are not sent with requests: set " + up.keyKey + " instead"}
 		}
 	}
 	for _, l := range []struct{ key, v string }{
@@ -1236,9 +1212,9 @@ func (c config) redacted() config {
 	hide(&c.Upstream.APIKey)
 	hide(&c.Upstream.AnthropicAPIKey)
 	// A password in a URL is a credential too (sent as Basic auth).
-	c.Upstream.URL = redactURL(c.Upstream.URL)
-	c.Upstream.AnthropicURL = redactURL(c.Upstream.AnthropicURL)
-	c.Embedder.BaseURL = redactURL(c.Embedder.BaseURL)
+	c.Upstream.URL = redact.URL(c.Upstream.URL)
+	c.Upstream.AnthropicURL = redact.URL(c.Upstream.AnthropicURL)
+	c.Embedder.BaseURL = redact.URL(c.Embedder.BaseURL)
 	hide(&c.Auth.AdminToken)
 	keys := make([]string, len(c.Auth.APIKeys))
 	for i := range keys {
@@ -1251,7 +1227,7 @@ func (c config) redacted() config {
 		if a.Embedder != nil {
 			e := *a.Embedder
 			hide(&e.APIKey)
-			e.BaseURL = redactURL(e.BaseURL)
+			e.BaseURL = redact.URL(e.BaseURL)
 			a.Embedder = &e
 		}
 		arms[i] = a

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/skillrouter/skillrouter/internal/redact"
 )
 
 // loadFor parses args as `router serve` flags and loads the configuration
@@ -496,7 +498,7 @@ func TestUpstreamURLErrorsHideCredentials(t *testing.T) {
 			}
 		}
 	}
-	if got := withoutUserinfo("http://127.0.0.1:11434/v1?a=b@c"); got != "http://127.0.0.1:11434/v1?a=b@c" {
+	if got := redact.Userinfo("http://127.0.0.1:11434/v1?a=b@c"); got != "http://127.0.0.1:11434/v1?a=b@c" {
 		t.Errorf("a URL without credentials changed: %s", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/upstreamcheck"
@@ -142,9 +143,9 @@ func upstreamRow(ctx context.Context, c *upstreamcheck.Checker, cfg *config) che
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	r := c.Check(ctx)
-	name, where := "upstream", redactURL(cfg.Upstream.URL)
+	name, where := "upstream", redact.URL(cfg.Upstream.URL)
 	if r.Name == "upstream.anthropic_url" {
-		name, where = "anthropic", redactURL(cfg.Upstream.AnthropicURL)
+		name, where = "anthropic", redact.URL(cfg.Upstream.AnthropicURL)
 	}
 	if r.OK() {
 		detail := fmt.Sprintf("%s: %s", where, r.Summary())

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/mcpserver"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
@@ -166,7 +166,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 			"addr", ln.Addr().String(), "exec", cfg.Exec.Enabled)
 	}
 	log.Info("skillrouter proxy listening; building the routing index",
-		"addr", "http://"+ln.Addr().String()+"/v1", "client_keys", keys, "metrics", metricsAddr, "upstream", redactURL(cfg.Upstream.URL),
+		"addr", "http://"+ln.Addr().String()+"/v1", "client_keys", keys, "metrics", metricsAddr, "upstream", redact.URL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
 		"ab_arms", len(cfg.AB.Arms), "mcp", mcpURL(cfg, ln), "tracing", tel.Exporter())
@@ -211,52 +211,6 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		return err
 	}
 	return failed
-}
-
-// redactURL hides a password in a URL for the log.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		// Shown anyway (in an error, --print-config): credentials and
-		// credential-named query values are hidden all the same.
-		s = withoutUserinfo(s)
-		if base, query, ok := strings.Cut(s, "?"); ok {
-			s = base + "?" + redactQuery(query)
-		}
-		return s
-	}
-	// A query goes with every upstream request (upstream.url's
-	// ?api-version=...), so a key may ride in it too.
-	u.RawQuery = redactQuery(u.RawQuery)
-	return u.Redacted()
-}
-
-// redactQuery replaces the values of credential-named parameters of a raw
-// query with xxxxx.
-func redactQuery(raw string) string {
-	if raw == "" {
-		return raw
-	}
-	var parts []string
-	for kv := range strings.SplitSeq(raw, "&") {
-		if k, _, ok := strings.Cut(kv, "="); ok && secretQueryKey(k) {
-			kv = k + "=xxxxx"
-		}
-		parts = append(parts, kv)
-	}
-	return strings.Join(parts, "&")
-}
-
-// secretQueryKey reports whether a query parameter's name says it holds a
-// credential (key, api-key, token, sig, secret, password...).
-func secretQueryKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, w := range []string{"key", "token", "secret", "sig", "password", "auth"} {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // mcpURL is where MCP hosts connect ("off" when disabled).

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/redact"
 )
 
 // TestServeBeforeIndexBuilt: the proxy answers while its routing index is
@@ -264,8 +266,8 @@ func TestRedactURL(t *testing.T) {
 		"https://user:pa/ss@h.example/v1": "https://xxxxx@h.example/v1",
 		"https://user:p?ss@h.example/v1":  "https://xxxxx@h.example/v1",
 	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		if got := redact.URL(in); got != want {
+			t.Errorf("redact.URL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
