@@ -182,6 +182,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 	if len(a.APIKeys) > 0 || (adminPaths[r.URL.Path] && a.AdminToken != "") {
 		r.Header.Del("Authorization")
 		r.Header.Del("X-Api-Key")
+		// Azure's SDKs send the key as api-key too: the proxy's own key
+		// must not ride upstream in it.
+		if v := r.Header.Get("Api-Key"); v != "" && matchesAny(strings.TrimSpace(v), a.APIKeys) {
+			r.Header.Del("Api-Key")
+		}
 	}
 	s.bodyDeadline(w, r)
 	return nil
@@ -234,8 +239,8 @@ func originAllowed(allowed []string, origin string) bool {
 // clientKey returns the key the client presented: Bearer, or x-api-key on
 // Anthropic requests (where Claude Code and the Anthropic SDKs send it).
 func clientKey(r *http.Request) (string, bool) {
-	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return strings.TrimSpace(v), true
+	if v, ok := bearer(r); ok {
+		return v, true
 	}
 	if anthropicRequest(r) {
 		if v := r.Header.Get("X-Api-Key"); v != "" {
@@ -243,6 +248,16 @@ func clientKey(r *http.Request) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// bearer returns the token of an "Authorization: Bearer TOKEN" header; the
+// scheme's name is compared without case (RFC 9110, 11.1).
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
 }
 
 func keyHeaders(r *http.Request) string {
@@ -277,8 +292,8 @@ func matchesAny(key string, keys []string) bool {
 func (s *Server) adminAllowed(r *http.Request) *wire.Error {
 	a := &s.cfg.Access
 	if a.AdminToken != "" {
-		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !matchesAny(strings.TrimSpace(key), []string{a.AdminToken}) {
+		key, ok := bearer(r)
+		if !ok || !matchesAny(key, []string{a.AdminToken}) {
 			return &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_admin_token",
 				Message: r.URL.Path + " is an admin endpoint: send auth.admin_token as Authorization: Bearer TOKEN"}
 		}

@@ -103,6 +103,10 @@ func TestClientKeys(t *testing.T) {
 		{"wrong key", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer sk-nope"}, 401, ""},
 		{"x-api-key is not an OpenAI header", "/v1/chat/completions", simpleChat, map[string]string{"X-Api-Key": "sk-client-1"}, 401, ""},
 		{"chat", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer sk-client-2"}, 200, "Bearer sk-upstream"},
+		// The scheme's name is compared without case (RFC 9110, 11.1).
+		{"lower-case scheme", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "bearer sk-client-2"}, 200, "Bearer sk-upstream"},
+		// Azure's SDKs send the key as api-key too: the proxy's key stays here.
+		{"the proxy's key as api-key too", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer sk-client-1", "Api-Key": "sk-client-1"}, 200, "Bearer sk-upstream"},
 		{"responses", "/v1/responses", `{"model":"m","input":"hi"}`, map[string]string{"Authorization": "Bearer sk-client-1"}, 200, "Bearer sk-upstream"},
 		{"pass-through", "/v1/models", "", map[string]string{"Authorization": "Bearer sk-client-1"}, 200, "Bearer sk-upstream"},
 		{"messages with x-api-key", "/v1/messages", anth, map[string]string{"X-Api-Key": "sk-client-1", "Anthropic-Version": "2023-06-01"}, 200, "sk-upstream"},
@@ -141,7 +145,7 @@ func TestClientKeys(t *testing.T) {
 				return
 			}
 			got := h.up.Requests()[0].Header
-			seen := got.Get("Authorization") + got.Get("X-Api-Key")
+			seen := got.Get("Authorization") + got.Get("X-Api-Key") + got.Get("Api-Key")
 			if seen != tc.upstreamAuth || strings.Contains(seen, "client") {
 				t.Fatalf("upstream saw credentials %q, want %q", seen, tc.upstreamAuth)
 			}

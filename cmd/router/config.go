@@ -527,6 +527,12 @@ func setValue(ptr any, kind, s string) error {
 				*p = append(*p, f)
 			}
 		}
+		if *p == nil && strings.TrimSpace(s) != "" {
+			// ", ," is a list with nothing in it, most likely a value that
+			// did not expand: for auth.api_keys that would open the proxy
+			// to everyone, where a keys file without a key is refused.
+			return fmt.Errorf("%q lists nothing: leave it empty for none", s)
+		}
 	default:
 		return fmt.Errorf("unsupported setting type %T", ptr)
 	}

@@ -502,3 +502,21 @@ func TestUpstreamURLErrorsHideCredentials(t *testing.T) {
 		t.Errorf("a URL without credentials changed: %s", got)
 	}
 }
+
+// A list that names nothing (", ,", a variable that did not expand) is an
+// error, not an empty list: SKILLROUTER_AUTH_API_KEYS=", ," opened the
+// proxy to everyone, where a keys file with no key is refused.
+func TestListNamingNothing(t *testing.T) {
+	for _, v := range []string{",", " , ,", ","} {
+		_, err := loadFor(t, nil, map[string]string{"SKILLROUTER_AUTH_API_KEYS": v})
+		if err == nil || !strings.Contains(err.Error(), "SKILLROUTER_AUTH_API_KEYS") || !strings.Contains(err.Error(), "lists nothing") {
+			t.Errorf("SKILLROUTER_AUTH_API_KEYS=%q: %v", v, err)
+		}
+	}
+	if cfg, err := loadFor(t, nil, map[string]string{"SKILLROUTER_AUTH_API_KEYS": ""}); err != nil || len(cfg.Auth.APIKeys) != 0 {
+		t.Errorf("empty: %v %v", cfg.Auth.APIKeys, err)
+	}
+	if cfg, err := loadFor(t, nil, map[string]string{"SKILLROUTER_AUTH_API_KEYS": "sk-a, ,sk-b"}); err != nil || len(cfg.Auth.APIKeys) != 2 {
+		t.Errorf("two keys and a gap: %v %v", cfg.Auth.APIKeys, err)
+	}
+}
