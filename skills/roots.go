@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/skillrouter/skillrouter/internal/private"
 )
 
 // Root is a folder searched for skills when none is given, and whose
@@ -28,9 +30,24 @@ func DefaultRootCandidates() []Root {
 
 // DefaultRoots returns the conventional roots that exist, in order. A folder
 // reachable under two names (run from $HOME, ./.claude/skills is
-// ~/.claude/skills) is returned once, under its first name.
+// ~/.claude/skills) is returned once, under its first name. One another
+// user owns is left out (see ForeignDefaultRoots).
 func DefaultRoots() []string {
-	var out []string
+	roots, _ := defaultRoots()
+	return roots
+}
+
+// ForeignDefaultRoots lists the conventional folders that exist but belong
+// to a user other than this one and root, which DefaultRoots leaves out:
+// run from a shared folder (/tmp), ./.claude/skills may be anyone's, and its
+// skills would go into this user's prompts (and with script execution, run
+// as this user). Given with --skills, such a folder is read.
+func ForeignDefaultRoots() []string {
+	_, foreign := defaultRoots()
+	return foreign
+}
+
+func defaultRoots() (roots, foreign []string) {
 	var infos []os.FileInfo
 outer:
 	for _, r := range DefaultRootCandidates() {
@@ -44,9 +61,13 @@ outer:
 			}
 		}
 		infos = append(infos, info)
-		out = append(out, r.Path)
+		if _, other := private.Foreign(info); other {
+			foreign = append(foreign, r.Path)
+			continue
+		}
+		roots = append(roots, r.Path)
 	}
-	return out
+	return roots, foreign
 }
 
 // rootCandidates is DefaultRootCandidates for a working directory, a home

@@ -143,3 +143,34 @@ func TestClaudePluginRoots(t *testing.T) {
 		t.Errorf("bad file: %v", got)
 	}
 }
+
+// Run from a shared folder (/tmp), ./.claude/skills may be another user's:
+// its skills would go into this user's prompts, and with script execution
+// run as this user. DefaultRoots leaves it out; ForeignDefaultRoots names it.
+func TestDefaultRootsLeaveOutAnotherUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a folder another user's needs root")
+	}
+	wd := t.TempDir()
+	dir := filepath.Join(wd, ".claude", "skills")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	t.Setenv("CODEX_HOME", "")
+	if got := DefaultRoots(); len(got) != 1 {
+		t.Fatalf("own folder: DefaultRoots() = %v", got)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if got := DefaultRoots(); len(got) != 0 {
+		t.Errorf("another user's folder read: DefaultRoots() = %v", got)
+	}
+	if got := ForeignDefaultRoots(); len(got) != 1 || !strings.HasSuffix(got[0], filepath.Join(".claude", "skills")) {
+		t.Errorf("ForeignDefaultRoots() = %v", got)
+	}
+}

@@ -76,6 +76,9 @@ func builtinRoot(spec string) (string, error) {
 // builtin: libraries unpacked, else the default roots that exist.
 func resolveRoots(entries []string) ([]string, error) {
 	if len(entries) == 0 {
+		for _, f := range skills.ForeignDefaultRoots() {
+			fmt.Fprintf(os.Stderr, "router: not reading %s: another user owns it (give it with --skills to read it anyway)\n", f)
+		}
 		return skills.DefaultRoots(), nil
 	}
 	roots := make([]string, len(entries))

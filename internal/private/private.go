@@ -46,3 +46,16 @@ func SharedAncestor(dir string) string {
 		}
 	}
 }
+
+// Foreign reports whether fi belongs to a user other than this process's
+// and root, and which: folders found by convention in a shared place (run
+// from /tmp, ./.claude/skills) may be another user's, whose files would go
+// into prompts, and with script execution, run as this user.
+func Foreign(fi os.FileInfo) (uid int, foreign bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	uid = int(st.Uid)
+	return uid, uid != os.Geteuid() && uid != 0
+}
