@@ -160,6 +160,13 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if metricsSrv != nil {
 		metricsAddr = "http://" + metricsSrv.ln.Addr().String() + "/metrics"
 	}
+	for _, k := range []string{"upstream.api_key", "upstream.anthropic_api_key", "embedder.api_key"} {
+		if w := cfg.src.where(k); strings.HasPrefix(w, "flag ") {
+			// Every user of the machine can read a process's arguments.
+			log.Warn("a key given on the command line is visible to every user of this machine (ps, /proc/PID/cmdline): set it in the environment or the config file",
+				"key", k, "given", w)
+		}
+	}
 	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
 	if !keys && beyondLoopback(ln.Addr().String()) {
 		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",

@@ -114,7 +114,7 @@ func TestRunServeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	cfg, err := loadFor(t, []string{"--skills", lib, "--listen", busy.Addr().String(), "--watch=false"}, nil)
+	cfg, err := loadFor(t, []string{"--skills", lib, "--listen", busy.Addr().String(), "--watch=false", "--upstream-api-key", "sk-on-the-command-line"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +146,10 @@ func TestRunServeLifecycle(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != 200 {
 		t.Errorf("readyz %d", r.StatusCode)
+	}
+	// Every user can read a process's arguments: a key given there is said.
+	if l := logs(); !strings.Contains(l, "visible to every user") || strings.Contains(l, "sk-on-the-command-line") {
+		t.Errorf("a key given as --upstream-api-key: no warning, or the key logged:\n%s", l)
 	}
 	cancel()
 	if err := <-done; err != nil {
