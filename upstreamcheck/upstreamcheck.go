@@ -51,6 +51,11 @@ type Result struct {
 	CheckedAt  time.Time `json:"checked_at,omitzero"`
 	// ModelIDs are the first few models listed, for doctor; not in /readyz.
 	ModelIDs []string `json:"-"`
+	// ClientKeys: the upstream answered 401 or 403 to a probe without a
+	// key, none being configured: it is there, and wants the key clients
+	// send (Claude Code and the SDKs send their own), which is how a proxy
+	// without upstream keys is meant to run.
+	ClientKeys bool `json:"client_keys,omitempty"`
 }
 
 // OK reports whether the upstream answered as expected.
@@ -82,6 +87,9 @@ type Config struct {
 	// KeyName is the configuration key of the upstream's API key, named in
 	// hints (default upstream.api_key).
 	KeyName string
+	// Default: URL is the default, not one the configuration gave; a hint
+	// for an upstream that does not answer says so.
+	Default bool
 	// Transport sends the probes; nil: a clone of http.DefaultTransport.
 	Transport http.RoundTripper
 	// Timeout bounds one probe (default 5s).
@@ -167,6 +175,10 @@ func (c *Checker) logResult(r Result, first bool) {
 		c.log.Info(msg, append(attrs, "models", r.Models)...)
 		return
 	}
+	if r.ClientKeys {
+		c.log.Info("upstream answers; it wants a key, which clients must send (none configured)", append(attrs, "http_status", r.HTTPStatus)...)
+		return
+	}
 	c.log.Warn("upstream check failed: "+r.Summary(), attrs...)
 }
 
@@ -185,6 +197,9 @@ func (c *Checker) probe(ctx context.Context) Result {
 	if err != nil {
 		r.Status, r.Error = StatusUnreachable, "unreachable: "+cause(err)
 		r.Hint = "is the server running, and is " + c.cfg.Name + " its address?"
+		if c.cfg.Default {
+			r.Hint = c.cfg.Name + " is not set, and its default (Ollama on this machine) does not answer: set it to your model's API (--upstream), or ignore this if no client uses it"
+		}
 		return r
 	}
 	r.HTTPStatus = status
@@ -204,7 +219,8 @@ func (c *Checker) probe(ctx context.Context) Result {
 		if c.cfg.Header.Get("Authorization") != "" || c.cfg.Header.Get("X-Api-Key") != "" {
 			r.Hint = "the upstream rejects the configured key (" + c.cfg.KeyName + ")"
 		} else {
-			r.Hint = "the upstream wants a key: set " + c.cfg.KeyName + " (" + env + "), or clients must send their own"
+			r.Hint = "the upstream wants a key: clients must send their own (Claude Code and the SDKs do), or set " + c.cfg.KeyName + " (" + env + ")"
+			r.ClientKeys = true
 		}
 	case status == http.StatusNotFound:
 		r.Status, r.Error = StatusNotFound, "GET /models answered 404"

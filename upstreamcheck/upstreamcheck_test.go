@@ -90,7 +90,7 @@ func TestCheck(t *testing.T) {
 		{name: "has /v1 but no models", url: up.URL + "/x/v1", status: StatusNotFound, code: 404,
 			hint: "is " + up.URL + "/x/v1 an OpenAI-compatible API?"},
 		{name: "no key", url: keyed.URL + "/v1", status: StatusUnauthorized, code: 401,
-			err: "GET /models answered 401", hint: "the upstream wants a key: set upstream.api_key"},
+			err: "GET /models answered 401", hint: "the upstream wants a key: clients must send their own"},
 		{name: "wrong key", url: keyed.URL + "/v1", header: bearer("sk-wrong"), status: StatusUnauthorized, code: 401,
 			hint: "the upstream rejects the configured key (upstream.api_key)"},
 		{name: "right key", url: keyed.URL + "/v1", header: bearer("sk-right"), status: StatusOK, code: 200},
@@ -184,7 +184,7 @@ func TestAnthropicKeyHint(t *testing.T) {
 	defer s.Close()
 	h := http.Header{"Anthropic-Version": {"2023-06-01"}}
 	r := check(t, Config{Name: "upstream.anthropic_url", URL: s.URL + "/v1", Header: h, KeyName: "upstream.anthropic_api_key"})
-	if want := "the upstream wants a key: set upstream.anthropic_api_key (SKILLROUTER_UPSTREAM_ANTHROPIC_API_KEY), or clients must send their own"; r.Hint != want {
+	if want := "the upstream wants a key: clients must send their own (Claude Code and the SDKs do), or set upstream.anthropic_api_key (SKILLROUTER_UPSTREAM_ANTHROPIC_API_KEY)"; r.Hint != want || !r.ClientKeys {
 		t.Errorf("hint %q, want %q", r.Hint, want)
 	}
 	h.Set("X-Api-Key", "sk-ant")

@@ -158,7 +158,14 @@ func upstreamRow(ctx context.Context, c *upstreamcheck.Checker, cfg *config) che
 		}
 		return checkRow{name: name, status: checkOK, detail: detail}
 	}
-	return checkRow{name: name, status: checkFail, detail: where + ": " + r.Error, fix: r.Hint}
+	status := checkFail
+	if r.ClientKeys || (r.Status == upstreamcheck.StatusUnreachable && name == "upstream" && cfg.src.where("upstream.url") == "" && cfg.Upstream.AnthropicURL != "") {
+		// It answers and wants the clients' keys, as a proxy without
+		// upstream keys runs; or it is the default upstream, unused by a
+		// setup that gave only Anthropic's.
+		status = checkWarn
+	}
+	return checkRow{name: name, status: status, detail: where + ": " + r.Error, fix: r.Hint}
 }
 
 func embedderRow(ctx context.Context, cfg *config) checkRow {

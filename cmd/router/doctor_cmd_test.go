@@ -58,6 +58,25 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("anthropic upstream: %v\n%s", err, out)
 	}
 
+	// The README's Claude Code setup: Anthropic's API answers 401 to a
+	// probe without a key, and Claude Code sends its own. A warning, not a
+	// failure; and the default upstream, unset and not answering, only warns
+	// in a setup that gave Anthropic's alone.
+	anthropic := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"}}`)
+	}))
+	defer anthropic.Close()
+	out, _, err = run(t, "doctor", "--skills", examples, "--upstream", up.URL+"/v1", "--listen", listen, "--anthropic-upstream", anthropic.URL+"/v1")
+	if err != nil || !strings.Contains(out, "anthropic  warn") || !strings.Contains(out, "clients must send their own") {
+		t.Errorf("anthropic upstream wanting the clients' keys: %v\n%s", err, out)
+	}
+	t.Setenv("OLLAMA_HOST", "")
+	out, _, err = run(t, "doctor", "--skills", examples, "--listen", listen, "--anthropic-upstream", anthropic.URL+"/v1")
+	if strings.Contains(out, "upstream  FAIL") || (strings.Contains(out, "upstream  warn") && !strings.Contains(out, "is not set")) {
+		t.Errorf("the default upstream, unset, with Anthropic's given: %v\n%s", err, out)
+	}
+
 	// A wrong upstream URL and a taken address: exit 1, each with its fix.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -120,7 +120,8 @@ func (c *config) upstreamCheckers(log *slog.Logger) ([]*upstreamcheck.Checker, e
 	if c.Upstream.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.Upstream.APIKey)
 	}
-	main, err := upstreamcheck.New(upstreamcheck.Config{Name: "upstream.url", URL: c.Upstream.URL, Header: h, Logger: log})
+	main, err := upstreamcheck.New(upstreamcheck.Config{Name: "upstream.url", URL: c.Upstream.URL, Header: h, Logger: log,
+		Default: c.src.where("upstream.url") == ""})
 	if err != nil {
 		return nil, err
 	}
