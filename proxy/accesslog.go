@@ -167,6 +167,10 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if info.toolsRefused != "" {
 		level = slog.LevelWarn // every request will fail alike
 	}
+	keptKey := info.upstreamStatus == http.StatusUnauthorized && s.keptClientKey(c.Request())
+	if keptKey {
+		level = slog.LevelWarn // so will every request of a client with such a key
+	}
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
 		return
 	}
@@ -227,6 +231,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 			attrs = append(attrs, slog.Bool("stopped_short", true))
 		}
 	}
+	if keptKey {
+		attrs = append(attrs, slog.String("hint", "the upstream refused the key the client sent, which is forwarded as sent: the configured upstream key goes only with requests without one; set upstream.override_auth to send it instead"))
+	}
 	if info.err != "" {
 		attrs = append(attrs, slog.String("error", info.err))
 	}
@@ -240,4 +247,17 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 func ms(d time.Duration) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64), 64)
 	return v
+}
+
+// keptClientKey reports whether r went upstream with the client's own key
+// although a key is configured for its upstream (override_auth off): an
+// SDK's placeholder key then meets the upstream in place of the real one.
+func (s *Server) keptClientKey(r *http.Request) bool {
+	t := &s.openai
+	own := r.Header.Get("Authorization") != ""
+	if anthropicRequest(r) {
+		t = &s.anthropic
+		own = own || r.Header.Get("X-Api-Key") != ""
+	}
+	return own && t.apiKey != "" && !t.overrideAuth
 }

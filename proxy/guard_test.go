@@ -231,3 +231,26 @@ func TestBodyDeadlineSparesLongStreams(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
+
+// A client's own key goes upstream as sent, even when upstream.api_key is
+// configured (that one only goes with requests without a key). An SDK's
+// placeholder key then gets the upstream's 401, which said nothing about
+// why: the access log now says what to set.
+func TestPlaceholderKeyHint(t *testing.T) {
+	for _, configured := range []bool{true, false} {
+		h := newHarness(t, func(c *Config) {
+			if configured {
+				c.APIKey = "sk-upstream"
+			}
+		})
+		h.up.Script(fakeai.Status(401, "invalid api key"))
+		resp, _ := h.do("POST", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer unused-for-ollama"})
+		if resp.StatusCode != 401 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		logs := h.logText()
+		if got := strings.Contains(logs, "override_auth"); got != configured {
+			t.Errorf("configured key %v: hint in the log %v:\n%s", configured, got, logs)
+		}
+	}
+}
