@@ -93,3 +93,22 @@ func withCache(e Embedder, cfg Config) (Embedder, error) {
 	}
 	return NewCache(e, dir, cfg.Dimensions), nil
 }
+
+// Effective returns c with the values a zero field stands for: the batch
+// size, timeout and retries of remote providers, and the builtin's
+// dimensions. Retries below zero (none) stay as they are.
+func (c Config) Effective() Config {
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Retries == 0 {
+		c.Retries = DefaultRetries
+	}
+	if c.Dimensions <= 0 && (c.Provider == "" || c.Provider == "builtin") {
+		c.Dimensions = DefaultBuiltinOptions.Dimensions
+	}
+	return c
+}

@@ -38,22 +38,10 @@ type remote struct {
 func newRemote(provider string, cfg Config) *remote {
 	r := &remote{
 		provider:  provider,
-		batchSize: cfg.BatchSize,
-		timeout:   cfg.Timeout,
-		retries:   cfg.Retries,
 		sleep:     sleepCtx,
 	}
-	if r.batchSize <= 0 {
-		r.batchSize = DefaultBatchSize
-	}
-	if r.timeout <= 0 {
-		r.timeout = DefaultTimeout
-	}
-	if r.retries < 0 {
-		r.retries = 0
-	} else if cfg.Retries == 0 {
-		r.retries = DefaultRetries
-	}
+	eff := cfg.Effective()
+	r.batchSize, r.timeout, r.retries = eff.BatchSize, eff.Timeout, max(eff.Retries, 0)
 	r.dims.Store(int64(cfg.Dimensions))
 	return r
 }

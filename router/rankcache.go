@@ -34,6 +34,9 @@ func rankBytes(res *rankResult) int {
 	return int(unsafe.Sizeof(*res)+entry) + 64 + len(res.top)*int(unsafe.Sizeof(rankEntry{}))
 }
 
+// DefaultRankCache is how many rankings Options.RankCache 0 keeps at most.
+const DefaultRankCache = rankCacheMax
+
 // newRankCache returns a cache of size entries when size > 0, none when
 // size < 0, else of up to rankCacheMax entries; either way it holds at most
 // rankCacheBytes of rankings.

@@ -76,6 +76,10 @@ type Config struct {
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// Effective validates c and returns it with the values its zero fields
+// stand for (for --print-config).
+func (c Config) Effective() (Config, error) { return c.withDefaults() }
+
 // withDefaults validates c and fills zero fields.
 func (c Config) withDefaults() (Config, error) {
 	if c.Timeout <= 0 {

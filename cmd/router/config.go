@@ -673,7 +673,7 @@ func runConfigured(cf *configFlags, run func(ctx context.Context, cfg config, ro
 			enc := yaml.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent(2)
 			defer enc.Close()
-			return enc.Encode(cfg.redacted())
+			return enc.Encode(cfg.effective().redacted())
 		}
 		roots, err := requireRoots(&cfg, tryCommand(cmd, args))
 		if err != nil {
@@ -1206,6 +1206,20 @@ func (c *config) validate() error {
 		}
 	}
 	return nil
+}
+
+// effective returns a copy with the values zero fields stand for, which
+// the packages that read them decide, for --print-config: it prints what
+// the server will use.
+func (c config) effective() config {
+	c.Embedder = c.Embedder.Effective() // cache_dir stays: resolving it creates the folder
+	if c.Routing.RankCache == 0 {
+		c.Routing.RankCache = router.DefaultRankCache
+	}
+	if sc, err := (sandbox.Config{Concurrency: c.Exec.Concurrency, OutputRoot: c.Exec.OutputDir}).Effective(); err == nil {
+		c.Exec.Concurrency, c.Exec.OutputDir = sc.Concurrency, sc.OutputRoot
+	}
+	return c
 }
 
 // redacted returns a copy with secrets replaced, for --print-config.

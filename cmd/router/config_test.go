@@ -384,6 +384,15 @@ func TestPrintConfigRedacts(t *testing.T) {
 	if strings.Contains(s, "ghp-secret") || !strings.Contains(s, "GITHUB_TOKEN=REDACTED") || !strings.Contains(s, "- MODE") {
 		t.Fatalf("print-config exec.env:\n%s", s)
 	}
+	// It prints the values in use, not the zeros that stand for them.
+	for _, want := range []string{"batch_size: 64", "retries: 2", "rank_cache: 1024", "dimensions: 1024", "output_dir: /"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("print-config lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "concurrency: 0") {
+		t.Errorf("print-config shows exec.concurrency 0:\n%s", s)
+	}
 	// What it prints loads back.
 	p := writeFile(t, "printed.yaml", strings.ReplaceAll(s, "REDACTED", ""))
 	if _, err := loadFor(t, []string{"--config", p}, nil); err != nil {
