@@ -254,3 +254,20 @@ func TestPlaceholderKeyHint(t *testing.T) {
 		}
 	}
 }
+
+// A base URL with /v1 twice (ANTHROPIC_BASE_URL ending in /v1) or none
+// says what to change instead of passing through unrouted or a bare 404.
+func TestBaseURLHints(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, b := h.do("POST", "/v1/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Anthropic-Version": "2023-06-01"})
+	if resp.StatusCode != 404 || !strings.Contains(string(b), "/v1 twice") || !strings.Contains(string(b), `"type":"error"`) || len(h.up.Requests()) != 0 {
+		t.Errorf("/v1/v1/messages: %d %s (%d upstream requests)", resp.StatusCode, b, len(h.up.Requests()))
+	}
+	resp, b = h.do("POST", "/chat/completions", simpleChat, nil)
+	if resp.StatusCode != 404 || !strings.Contains(string(b), "did you mean /v1/chat/completions?") {
+		t.Errorf("/chat/completions: %d %s", resp.StatusCode, b)
+	}
+	if resp, b = h.do("GET", "/favicon.ico", "", nil); resp.StatusCode != 404 || strings.Contains(string(b), "did you mean") {
+		t.Errorf("/favicon.ico: %d %s", resp.StatusCode, b)
+	}
+}

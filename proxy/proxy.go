@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -321,9 +322,29 @@ func (s *Server) routes() *echo.Echo {
 	e.HEAD("/v1/skills", s.listSkills)
 	own(e, "/v1/skills/route", endpoint{http.MethodPost, s.explainRoute})
 	own(e, "/v1/skills/reload", endpoint{http.MethodPost, s.reload})
+	// A base URL with /v1 twice (ANTHROPIC_BASE_URL=.../v1: Claude Code
+	// adds the /v1 itself) would pass through unrouted, without skills.
+	e.Any("/v1/v1/*", s.doubledPrefix)
 	e.Any("/v1/*", s.passable(s.passthrough))
 	return e
 }
+
+// doubledPrefix answers a request under /v1/v1/: 404, saying which base
+// URL each client takes.
+func (s *Server) doubledPrefix(c echo.Context) error {
+	r := c.Request()
+	werr := &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest, Code: "unknown_path",
+		Message: fmt.Sprintf("unknown path %s %s: the base URL has /v1 twice; Claude Code's ANTHROPIC_BASE_URL is the address without /v1 (it adds /v1), OpenAI clients' base URL ends in one /v1",
+			r.Method, wire.Clip(r.URL.Path))}
+	info := requestInfo(c)
+	info.status, info.err = werr.Status, werr.Message
+	writeError(c.Response(), apiFor(r), werr)
+	return nil
+}
+
+// apiPaths are the API paths a base URL without /v1 sends to the proxy's
+// root (/chat/completions), for the 404's hint.
+var apiPaths = []string{"/chat/completions", "/responses", "/messages", "/models", "/embeddings", "/completions"}
 
 // httpError renders Echo's own errors (404, 405, panics) in the error
 // envelope of the API the path belongs to.
@@ -344,7 +365,11 @@ func (s *Server) httpError(err error, c echo.Context) {
 	code := strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 	switch status {
 	case http.StatusNotFound:
-		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, wire.Clip(c.Request().URL.Path))
+		p := c.Request().URL.Path
+		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, wire.Clip(p))
+		if slices.ContainsFunc(apiPaths, func(a string) bool { return p == a || strings.HasPrefix(p, a+"/") }) {
+			msg += fmt.Sprintf("; did you mean /v1%s? The base URL ends in /v1 (http://HOST:PORT/v1)", wire.Clip(p))
+		}
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)
 	}
