@@ -143,7 +143,7 @@ func startDemo(ctx context.Context, roots []string, listen, logLevel string) (*d
 	if err != nil {
 		sv.lib.close()
 		model.Close()
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, listenError(listen, err)
 	}
 	var handler http.Handler = sv.srv
 	if sv.mcp != nil {

@@ -232,14 +232,29 @@ func unwrapPath(err error) error {
 func listenRow(cfg *config) checkRow {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		fix := "choose another address with --listen"
-		if errors.Is(err, syscall.EADDRINUSE) {
-			fix = "another process (a running proxy?) holds it: stop it or choose --listen"
-		}
-		return checkRow{name: "listen", status: checkWarn, detail: cfg.Listen + ": " + unwrapNet(err), fix: fix}
+		return checkRow{name: "listen", status: checkWarn, detail: cfg.Listen + ": " + unwrapNet(err), fix: listenFix(err)}
 	}
 	ln.Close()
 	return checkRow{name: "listen", status: checkOK, detail: cfg.Listen + " is free"}
+}
+
+// listenFix says what to do about a listen error.
+func listenFix(err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return "another process (a running proxy?) holds it: stop it or choose --listen"
+	}
+	return "choose another address with --listen"
+}
+
+// listenError is a listen failure as serve and demo report it: the
+// address, the cause, and what to do.
+func listenError(addr string, err error) error {
+	cause := err
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		cause = errno // "address already in use", without net's repetition of the address
+	}
+	return fmt.Errorf("cannot listen on %s: %w: %s", addr, cause, listenFix(err))
 }
 
 func unwrapNet(err error) string {

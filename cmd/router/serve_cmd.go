@@ -103,7 +103,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	// A port in use fails now, not after the index is built.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return listenError(cfg.Listen, err)
 	}
 	if cfg.Debug.Listen != "" {
 		if _, err := serveDebug(ctx, cfg.Debug.Listen, log); err != nil {

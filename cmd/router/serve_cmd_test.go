@@ -118,7 +118,7 @@ func TestRunServeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runServe(context.Background(), cfg, cfg.Skills, io.Discard); err == nil || !strings.Contains(err.Error(), "listen") {
+	if err := runServe(context.Background(), cfg, cfg.Skills, io.Discard); err == nil || !strings.Contains(err.Error(), "address already in use: another process") {
 		t.Fatalf("port in use: %v", err)
 	}
 
