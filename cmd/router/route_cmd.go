@@ -172,6 +172,8 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
 	}
 	fmt.Fprintln(w)
 	switch {
+	case len(d.Selected) == 0 && len(d.Ranked) == 0:
+		fmt.Fprintln(w, "auto-load: nothing (the library has no skill: `router skills validate` shows why)")
 	case len(d.Selected) == 0 && len(d.Reasons) == 0:
 		fmt.Fprintln(w, "auto-load: nothing (no skill is a confident match)")
 	case len(d.Selected) == 0:

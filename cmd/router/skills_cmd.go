@@ -159,7 +159,7 @@ func newSkillsValidateCmd(cf *configFlags) *cobra.Command {
 		Use:   "validate",
 		Short: "Check every SKILL.md against the Agent Skills spec",
 		Long: "Print every problem as path:line: severity: message. Exit status 1 when there is an error\n" +
-			"(with --strict, also when there is a warning), 0 otherwise.",
+			"(with --strict, also when there is a warning) or no skill at all, 0 otherwise.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			snap, err := loadLibrary(cmd, cf, nil)
@@ -178,6 +178,12 @@ func newSkillsValidateCmd(cf *configFlags) *cobra.Command {
 			all := snap.All()
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s checked (%d loaded, %d skipped): %s, %s\n",
 				plural(len(all), "skill"), snap.Len(), len(all)-snap.Len(), plural(errs, "error"), plural(warns, "warning"))
+			if len(all) == 0 {
+				// Most likely a wrong folder: nothing was checked.
+				fmt.Fprintf(cmd.ErrOrStderr(), "no skill found under %s: a library is a folder with one sub-folder per skill, each holding a SKILL.md\n",
+					strings.Join(snap.Roots(), ", "))
+				return exitCode(1)
+			}
 			if errs > 0 || (strict && warns > 0) {
 				return exitCode(1)
 			}

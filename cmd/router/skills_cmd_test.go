@@ -320,3 +320,18 @@ func TestSkillsListStatusOptOuts(t *testing.T) {
 		}
 	}
 }
+
+// A folder with no skill at all (a wrong path, a lowercase skill.md) fails
+// validate and says what a library looks like; route says the library is
+// empty instead of "no skill is a confident match".
+func TestEmptyLibrarySaid(t *testing.T) {
+	empty := t.TempDir()
+	_, errOut, err := run(t, "skills", "validate", "--skills", empty)
+	if exitStatus(err) != 1 || !strings.Contains(errOut, "no skill found under "+empty) {
+		t.Errorf("validate: exit %d, stderr %q", exitStatus(err), errOut)
+	}
+	out, _, err := run(t, "route", "--skills", empty, "tune my slow sql query")
+	if err != nil || !strings.Contains(out, "the library has no skill") {
+		t.Errorf("route: %v\n%s", err, out)
+	}
+}
