@@ -94,11 +94,18 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 	base := d.base
 	fmt.Fprintf(out, "skillrouter demo: %d skills from %s, proxy at %s, stand-in model behind it\n",
 		d.skills, strings.Join(dirs, ", "), base)
+	if d.skipped > 0 {
+		fmt.Fprintf(out, "  %d more left out for errors: router skills validate --skills %s shows them\n", d.skipped, strings.Join(dirs, " --skills "))
+	}
 
 	for _, p := range prompts {
 		if err := demoExchange(ctx, out, base, p); err != nil {
 			return err
 		}
+	}
+	if !keep {
+		fmt.Fprintln(out, "\nNext: `router demo --keep` keeps this proxy up for curl or an SDK (model \"demo\"); "+
+			"`router serve --skills DIR --upstream URL` puts your library in front of your model (README: Use it).")
 	}
 	if keep {
 		fmt.Fprintf(out, "\nserving on %s (model \"demo\"; Chat Completions, Responses and Anthropic Messages), MCP at %s; Ctrl-C to stop\n",
@@ -110,9 +117,10 @@ func runDemo(ctx context.Context, out io.Writer, dirs []string, listen string, k
 
 // demoStack is the demo's proxy in front of the stand-in model.
 type demoStack struct {
-	base   string // the proxy's base URL, with /v1
-	skills int
-	stop   func()
+	base    string // the proxy's base URL, with /v1
+	skills  int
+	skipped int // skills left out for errors
+	stop    func()
 }
 
 // startDemo starts the stand-in model and the proxy in front of it, logging
@@ -151,7 +159,8 @@ func startDemo(ctx context.Context, roots []string, listen, logLevel string) (*d
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(proxy.ResetStalled(ln))
-	return &demoStack{base: "http://" + ln.Addr().String() + "/v1", skills: len(sv.reg.Snapshot().Skills()),
+	snap := sv.reg.Snapshot()
+	return &demoStack{base: "http://" + ln.Addr().String() + "/v1", skills: len(snap.Skills()), skipped: len(snap.All()) - snap.Len(),
 		stop: func() { hs.Close(); model.Close(); sv.lib.close() }}, nil
 }
 
