@@ -35,6 +35,16 @@ func newRootCmd() *cobra.Command {
 		Short:         "skillrouter: a proxy that selects Agent Skills before inference (OpenAI Chat Completions and Responses, Anthropic Messages, MCP)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A misspelled variable is silently not read; serve and mcp log
+		// it, the other commands say it here.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if n := cmd.Name(); n == "serve" || n == "mcp" {
+				return
+			}
+			for _, m := range misspelledEnv(os.Environ()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "router: %s is not read by skillrouter; did you mean %s?\n", m[0], m[1])
+			}
+		},
 	}
 	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd())
 	return root

@@ -335,3 +335,13 @@ func TestEmptyLibrarySaid(t *testing.T) {
 		t.Errorf("route: %v\n%s", err, out)
 	}
 }
+
+// A misspelled SKILLROUTER_ variable is not read; every command says so
+// (serve and mcp in their log).
+func TestMisspelledEnvSaid(t *testing.T) {
+	t.Setenv("SKILLROUTER_ROUTNG_STRATEGY", "bm25")
+	_, errOut, err := run(t, "route", "--skills", examplesLib, "tune my slow sql query")
+	if err != nil || !strings.Contains(errOut, "SKILLROUTER_ROUTNG_STRATEGY is not read by skillrouter; did you mean SKILLROUTER_ROUTING_STRATEGY?") {
+		t.Errorf("route: %v, stderr %q", err, errOut)
+	}
+}
