@@ -167,6 +167,10 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 				"key", k, "given", w)
 		}
 	}
+	if cfg.Upstream.OverrideAuth && cfg.Upstream.APIKey == "" && cfg.Upstream.AnthropicAPIKey == "" {
+		// Most likely a variable that was empty ($OPENAI_API_KEY unset).
+		log.Warn("upstream.override_auth is set but no upstream key is: the clients' keys are forwarded as they send them; set upstream.api_key (SKILLROUTER_UPSTREAM_API_KEY)")
+	}
 	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
 	if !keys && beyondLoopback(ln.Addr().String()) {
 		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",
