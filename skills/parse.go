@@ -282,7 +282,7 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 		}
 	}
 	if !haveName {
-		is.errorf(1, "frontmatter has no name; add name: <folder-name>")
+		is.errorf(1, "frontmatter has no name; add name: %s (the folder's name)", folder)
 	}
 	if !haveDesc {
 		is.errorf(1, "frontmatter has no description; add one saying what the skill does and when to use it")
