@@ -37,8 +37,8 @@ type remote struct {
 
 func newRemote(provider string, cfg Config) *remote {
 	r := &remote{
-		provider:  provider,
-		sleep:     sleepCtx,
+		provider: provider,
+		sleep:    sleepCtx,
 	}
 	eff := cfg.Effective()
 	r.batchSize, r.timeout, r.retries = eff.BatchSize, eff.Timeout, max(eff.Retries, 0)
