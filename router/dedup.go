@@ -52,19 +52,40 @@ func envelopesIn(msgs []Message) []string {
 // loadedBy reports whether a message's envelopes count: text the user, the
 // system or the developer wrote (a client that pins a skill by pasting
 // it), or the result of a load_skill call, the proxy's or an MCP server's
-// as the client names it (mcp__skillrouter__load_skill in Claude Code).
+// as the client names it. A result whose call the request does not hold
+// (a Responses turn on stored state sends the output alone) counts, as no
+// other tool can be told from it.
 func loadedBy(m Message) bool {
 	switch m.Role {
 	case "user", "system", "developer":
 		return true
 	case "tool":
-		name := m.Tool
-		for _, sep := range []string{"__", ".", "/"} {
-			if i := strings.LastIndex(name, sep); i >= 0 {
-				name = name[i+len(sep):]
-			}
-		}
-		return name == ToolLoadSkill
+		return m.Tool == "" || namesLoadSkill(m.Tool)
 	}
 	return false
+}
+
+// namesLoadSkill reports whether a tool name is load_skill as MCP hosts
+// name a server's tool: alone, or with the server's name joined by any
+// separator before or after it (mcp__skillrouter__load_skill in Claude
+// Code, skillrouter_load_skill, mcp--skillrouter--load_skill,
+// load_skill_mcp_skillrouter).
+func namesLoadSkill(name string) bool {
+	for i := 0; ; {
+		j := strings.Index(name[i:], ToolLoadSkill)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(ToolLoadSkill)
+		if (start == 0 || !isNameChar(name[start-1])) && (end == len(name) || !isNameChar(name[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// isNameChar: a letter or digit, which continues a word (the separators
+// hosts join names with are "_", "-", ".", "/", ":").
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
