@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -74,11 +76,22 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	n, err := l.w.Write(p)
 	if l.pending != nil {
-		if v := gjson.GetManyBytes(p, "method", "id"); !v[0].Exists() && v[1].Exists() {
-			l.pending.answered(v[1])
-		}
+		eachMessage(p, func(m gjson.Result) {
+			if v := m.Get("id"); !m.Get("method").Exists() && v.Exists() {
+				l.pending.answered(v)
+			}
+		})
 	}
 	return n, err
+}
+
+// eachMessage calls f with each message of a frame: the one, or a batch's.
+func eachMessage(frame []byte, f func(gjson.Result)) {
+	if r := gjson.ParseBytes(frame); r.IsArray() {
+		r.ForEach(func(_, el gjson.Result) bool { f(el); return true })
+	} else {
+		f(r)
+	}
 }
 
 // pending holds the ids of the client's requests not answered yet.
@@ -92,9 +105,14 @@ func newPending() *pending {
 	return &pending{ids: map[string]bool{}, changed: make(chan struct{})}
 }
 
+// idKey is an id as requests and answers both write it: the SDK answers
+// an id sent as 2.0 with 2.
 func idKey(id gjson.Result) string {
 	if id.Type == gjson.String {
 		return "s" + id.Str
+	}
+	if f := id.Float(); f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return "n" + strconv.FormatInt(int64(f), 10)
 	}
 	return "n" + id.Raw
 }
@@ -103,24 +121,20 @@ func idKey(id gjson.Result) string {
 // and forgets the ones a notifications/cancelled names (the SDK does not
 // answer those).
 func (p *pending) asked(msg []byte) {
-	note := func(m gjson.Result) {
+	eachMessage(msg, func(m gjson.Result) {
 		v := m.Get("method")
 		if !v.Exists() {
 			return
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if id := m.Get("id"); id.Exists() {
+		// A null id is no request anyone answers.
+		if id := m.Get("id"); id.Type == gjson.String || id.Type == gjson.Number {
 			p.ids[idKey(id)] = true
 		} else if v.Str == "notifications/cancelled" {
 			p.forget(idKey(m.Get("params.requestId")))
 		}
-	}
-	if r := gjson.ParseBytes(msg); r.IsArray() {
-		r.ForEach(func(_, el gjson.Result) bool { note(el); return true })
-	} else {
-		note(r)
-	}
+	})
 }
 
 func (p *pending) answered(id gjson.Result) {

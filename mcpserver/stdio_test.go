@@ -159,3 +159,29 @@ func TestStdioAnswersPendingAtEOF(t *testing.T) {
 		}
 	}
 }
+
+// The end of stdin waits for answers only: a batch's answers (an array),
+// an id written 2.0 (answered as 2), a null id (answered by nobody) and an
+// unknown method each let the session end as soon as everything is
+// answered, not at the drain's limit.
+func TestStdioDrainEndsWhenAnswered(t *testing.T) {
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	for name, tail := range map[string]string{
+		"batch":   `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`,
+		"float":   `{"jsonrpc":"2.0","id":2.0,"method":"ping"}`,
+		"null":    `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		"unknown": `{"jsonrpc":"2.0","id":3,"method":"nope/nope"}`,
+	} {
+		f := newFixture(t, false)
+		var out strings.Builder
+		// Far below the drain's 30 s: a session that waited on an answer
+		// that never comes would still be running at the deadline.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := f.srv.runIO(ctx, strings.NewReader(init+tail+"\n"), &out)
+		if ctx.Err() != nil {
+			t.Errorf("%s: the session was still waiting at the deadline (err %v); output:\n%s", name, err, out.String())
+		}
+		cancel()
+	}
+}
