@@ -158,5 +158,12 @@ func DefaultOutputRoot() string {
 	if base, err := os.UserCacheDir(); err == nil && filepath.IsAbs(base) {
 		return filepath.Join(base, "skillrouter", "out")
 	}
+	return tempOutputRoot()
+}
+
+// tempOutputRoot is the output root in the temporary directory: the
+// default without a cache folder, or with one that cannot be written (a
+// read-only home or mount).
+func tempOutputRoot() string {
 	return filepath.Join(os.TempDir(), "skillrouter-out-"+strconv.Itoa(os.Getuid()))
 }

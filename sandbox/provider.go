@@ -89,7 +89,18 @@ func New(cfg Config, logger *slog.Logger) (*Provider, error) {
 	}
 	p.lim = newLimiter(c.Concurrency, c.Queue)
 	if err := os.MkdirAll(c.OutputRoot, 0o700); err != nil {
-		return nil, fmt.Errorf("sandbox: output root: %w", err)
+		if cfg.OutputRoot != "" {
+			return nil, fmt.Errorf("sandbox: output root: %w", err)
+		}
+		// The default, in a cache folder that cannot be written: the
+		// temporary directory instead (checked below like any root).
+		logger.Info("sandbox: the cache folder cannot be written; script output goes to the temporary directory",
+			"cache_root", c.OutputRoot, "err", err, "output_root", tempOutputRoot())
+		c.OutputRoot = tempOutputRoot()
+		p.cfg.OutputRoot = c.OutputRoot
+		if err := os.MkdirAll(c.OutputRoot, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: output root: %w", err)
+		}
 	}
 	if err := checkPrivate(c.OutputRoot); err != nil {
 		return nil, err

@@ -3,8 +3,10 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +249,28 @@ func TestDefaultOutputRootNotShared(t *testing.T) {
 	t.Setenv("HOME", home)
 	if got, want := DefaultOutputRoot(), filepath.Join(home, ".cache", "skillrouter", "out"); got != want {
 		t.Errorf("with HOME: DefaultOutputRoot() = %s, want %s", got, want)
+	}
+}
+
+// The default output root falls back to the temporary directory when the
+// cache folder cannot be written (a read-only home or mount), as the
+// default was before it moved; a configured one that cannot be made fails.
+func TestDefaultOutputRootFallback(t *testing.T) {
+	ro := filepath.Join(t.TempDir(), "ro")
+	if err := os.WriteFile(ro, nil, 0o644); err != nil { // a file: no folder can be made below it
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", ro)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	p, err := New(Config{Enabled: true}, nil)
+	if err != nil {
+		t.Fatalf("default output root with an unwritable cache: %v", err)
+	}
+	if want := filepath.Join(tmp, "skillrouter-out-"+strconv.Itoa(os.Getuid())); p.cfg.OutputRoot != want {
+		t.Errorf("output root %s, want %s", p.cfg.OutputRoot, want)
+	}
+	if _, err := New(Config{Enabled: true, OutputRoot: filepath.Join(ro, "out")}, nil); err == nil {
+		t.Error("a configured output root that cannot be made was accepted")
 	}
 }
