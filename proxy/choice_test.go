@@ -193,3 +193,28 @@ func TestResponsesJSONFinalHoldsLastMessage(t *testing.T) {
 		}
 	}
 }
+
+// Anthropic structured outputs: a non-streamed message whose earlier round
+// wrote text before calling load_skill holds the last round's text alone
+// under a JSON output format (the SDK's parse reads the first text block).
+func TestMessagesJSONFinalHoldsLastText(t *testing.T) {
+	round1 := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"{\"summary\":\"loading\"}"},{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{"skill_id":"demo/pdf"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`
+	round2 := `{"id":"msg_2","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"{\"summary\":\"v1.2\"}"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`
+	for _, format := range []string{``, `"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}},`, `"output_format":{"type":"json_schema","schema":{"type":"object"}},`} {
+		h := newHarness(t, nil)
+		h.up.Script(fakeai.Raw(200, "application/json", round1), fakeai.Raw(200, "application/json", round2))
+		resp, b := h.do("POST", "/v1/messages", `{"model":"m","max_tokens":100,`+format+`"messages":[{"role":"user","content":"make me a pdf"}]}`,
+			map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		texts := gjson.GetBytes(b, `content.#(type=="text")#.text`).Raw
+		want := `["{\"summary\":\"loading\"}","{\"summary\":\"v1.2\"}"]`
+		if format != "" {
+			want = `["{\"summary\":\"v1.2\"}"]`
+		}
+		if texts != want {
+			t.Errorf("format %q: text blocks %s, want %s", format, texts, want)
+		}
+	}
+}

@@ -323,7 +323,14 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			_ = json.Unmarshal(c, &blocks[i])
 		}
 		var kept [][]byte
+		// Under a JSON output format each round's text is a whole JSON
+		// value: the SDK's parse reads the first text block. The last
+		// round's is the answer when it has one.
+		dropText := r.jsonFormat && slices.ContainsFunc(blocks, func(b block) bool { return b.Type == "text" })
 		for _, v := range r.visible {
+			if dropText && gjson.GetBytes(v, "type").Str == "text" {
+				continue
+			}
 			kept = append(kept, v)
 		}
 		for _, v := range r.carried(blocks, func(i int) bool {

@@ -31,6 +31,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/jsonspan"
 )
@@ -69,6 +71,10 @@ type Request struct {
 	// uses counts the server tool calls of the rounds that looped, by
 	// tool name (see withUses).
 	uses map[string]int64
+	// jsonFormat: structured outputs asked for JSON (output_config.format,
+	// or the beta's output_format, of type json_schema), which each
+	// round's text is on its own (see Final).
+	jsonFormat bool
 }
 
 // block is what the proxy reads of a content block.
@@ -85,7 +91,7 @@ type block struct {
 // Parse validates a messages body and locates its parts. Client errors are
 // *wire.Error (400, with the parameter at fault).
 func Parse(body []byte) (*Request, error) {
-	ms, werr := jsonspan.Body(body, "a JSON Messages API request", "messages", "system", "tools", "tool_choice", "stream", "model", "max_tokens", "metadata", "thinking", "container")
+	ms, werr := jsonspan.Body(body, "a JSON Messages API request", "messages", "system", "tools", "tool_choice", "stream", "model", "max_tokens", "metadata", "thinking", "container", "output_config", "output_format")
 	if werr != nil {
 		return nil, werr
 	}
@@ -156,6 +162,8 @@ func Parse(body []byte) (*Request, error) {
 	if raw, _, ok := get("tool_choice"); ok {
 		v.ToolChoice = toolChoice(raw)
 	}
+	r.jsonFormat = gjson.GetBytes(jsonspan.Raw(body, ms, "output_config"), "format.type").Str == "json_schema" ||
+		gjson.GetBytes(jsonspan.Raw(body, ms, "output_format"), "type").Str == "json_schema"
 	if s, ok := jsonspan.Value(ms, "tools"); ok {
 		r.tools, r.hasTools = s, true
 		if traw := body[s.Start:s.End]; !jsonspan.IsNull(traw) {
