@@ -15,18 +15,31 @@ import (
 // encoding): ~32 MB for a 15 MiB file, for as long as a slow client takes
 // (the write timeout). Sixty such reads at once held 2 GB. The bytes of
 // files being read and answered over HTTP are therefore bounded: a read
-// waits until its file fits in readBudget, and its share is given back once
-// the answer is written, not when the handler returns. Small files are
-// never held up by each other.
-const readBudget = 64 << 20
+// waits until its files fit, and its share is given back once the answer
+// is written, not when the handler returns. Small files have a budget of
+// their own, so that they never queue behind a large one.
+const (
+	readBudget      = 64 << 20
+	smallReadBudget = 16 << 20
+	smallRead       = 1 << 20 // a read of at most this much uses smallReadBudget
+)
 
 // peekLimit bounds the request body read to find a resources/read: MCP
 // requests are small, and a larger body is passed on unread.
 const peekLimit = 1 << 20
 
-// admitRead holds r until the file a resources/read in it asks for fits in
-// the budget, and returns what gives its share back (nil when it asks for
-// none). The body is put back as it came.
+// readBudgets are the two budgets of admitRead.
+type readBudgets struct {
+	small, large *semaphore.Weighted
+}
+
+func newReadBudgets() readBudgets {
+	return readBudgets{small: semaphore.NewWeighted(smallReadBudget), large: semaphore.NewWeighted(readBudget)}
+}
+
+// admitRead holds r until the files the resources/read requests in it (one,
+// or a batch's) ask for fit in their budget, and returns what gives the
+// share back (nil when they ask for none). The body is put back as it came.
 func (s *Server) admitRead(ctx context.Context, r *http.Request) (release func(), err error) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return nil, nil
@@ -36,19 +49,27 @@ func (s *Server) admitRead(ctx context.Context, r *http.Request) (release func()
 	if err != nil || len(head) > peekLimit {
 		return nil, nil // the SDK reads (and answers) it as it is
 	}
-	v := gjson.GetManyBytes(head, "method", "params.uri")
-	if v[0].Str != "resources/read" {
+	var n int64
+	eachMessage(head, func(m gjson.Result) {
+		if m.Get("method").Str != "resources/read" {
+			return
+		}
+		if f, ok := s.current().files[m.Get("params.uri").Str]; ok && f.res.Size > 0 {
+			n += f.res.Size
+		}
+	})
+	if n == 0 {
 		return nil, nil
 	}
-	f, ok := s.current().files[v[1].Str]
-	if !ok || f.res.Size <= 0 {
-		return nil, nil
+	sem, limit := s.reads.large, int64(readBudget)
+	if n <= smallRead {
+		sem, limit = s.reads.small, smallReadBudget
 	}
-	n := min(f.res.Size, readBudget)
-	if err := s.reads.Acquire(ctx, n); err != nil {
+	n = min(n, limit)
+	if err := sem.Acquire(ctx, n); err != nil {
 		return nil, err
 	}
-	return func() { s.reads.Release(n) }, nil
+	return func() { sem.Release(n) }, nil
 }
 
 // readCloser reads from the peeked head and the rest, and closes the
@@ -59,5 +80,3 @@ type readCloser struct {
 }
 
 func (r readCloser) Close() error { return r.c.Close() }
-
-func newReadBudget() *semaphore.Weighted { return semaphore.NewWeighted(readBudget) }

@@ -25,7 +25,7 @@ func TestAdmitReadBounded(t *testing.T) {
 	if uri == "" || size <= 0 {
 		t.Fatal("no indexes.md resource in the fixture")
 	}
-	f.srv.reads = semaphore.NewWeighted(size) // room for one such read
+	f.srv.reads = readBudgets{small: semaphore.NewWeighted(size), large: semaphore.NewWeighted(size)} // room for one such read
 	body := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + uri + `"}}`
 	req := func() *http.Request {
 		r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
@@ -49,10 +49,44 @@ func TestAdmitReadBounded(t *testing.T) {
 	if rel, err := f.srv.admitRead(ctx, other); rel != nil || err != nil {
 		t.Errorf("tools/list: release %v, err %v; want neither", rel != nil, err)
 	}
+	// A batch of reads counts too.
+	batch, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`[`+body+`]`))
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := f.srv.admitRead(ctx2, batch); err == nil {
+		t.Error("a batch holding a read was admitted while the first's answer was still held")
+	}
 	release()
 	rel, err := f.srv.admitRead(context.Background(), req())
 	if err != nil || rel == nil {
 		t.Fatalf("after the first answer: release %v, err %v", rel != nil, err)
+	}
+	rel()
+}
+
+// Small files have their own budget: a read of one never queues behind a
+// large read waiting for room.
+func TestAdmitReadSmallNotBehindLarge(t *testing.T) {
+	f := newFixture(t, false)
+	var uri string
+	for u, fr := range f.srv.current().files {
+		if strings.HasSuffix(u, "/indexes.md") && fr.res.Size <= smallRead {
+			uri = u
+		}
+	}
+	if uri == "" {
+		t.Fatal("no small indexes.md resource in the fixture")
+	}
+	f.srv.reads.large = semaphore.NewWeighted(1)
+	if err := f.srv.reads.large.Acquire(context.Background(), 1); err != nil { // the large budget is all taken
+		t.Fatal(err)
+	}
+	r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"`+uri+`"}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rel, err := f.srv.admitRead(ctx, r)
+	if err != nil || rel == nil {
+		t.Fatalf("a small read waited on the large budget: %v", err)
 	}
 	rel()
 }

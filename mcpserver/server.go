@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/skillrouter/skillrouter/internal/lognotice"
 	"github.com/skillrouter/skillrouter/router"
@@ -64,8 +64,8 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 
-	refused refusals            // new sessions refused at the cap
-	reads   *semaphore.Weighted // bytes of files being read for HTTP clients (see admitRead)
+	refused refusals    // new sessions refused at the cap
+	reads   readBudgets // bytes of files being read for HTTP clients (see admitRead)
 
 	mu      sync.Mutex // serialises Sync and activation
 	view    atomic.Pointer[view]
@@ -97,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{}), reads: newReadBudget()}
+	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{}), reads: newReadBudgets()}
 	s.refused.notice.Interval = 10 * time.Second
 	s.refused.total = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillrouter", Name: "mcp_sessions_refused_total",
 		Help: "New MCP streamable HTTP sessions refused (503) because the session cap was reached."})
@@ -206,7 +206,11 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		s.activate()
 		release, err := s.admitRead(rctx, r)
 		if err != nil {
-			return // the client went away, or the server is stopping, while it waited
+			// The client went away, or the server is stopping, while it waited.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the server is stopping"}}`)
+			return
 		}
 		if release != nil {
 			defer release() // once the answer is written: ServeHTTP returns after it
