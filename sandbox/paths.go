@@ -20,11 +20,17 @@ type resolved struct {
 	skill *skills.Skill // whose folder root must still be (see openRoot); nil: not checked
 }
 
-// resolveSkillPath is resolveInSkill in skill s's folder, whose opening
-// (openRoot) is then checked to be the folder the scan read.
+// resolveSkillPath is resolveInSkill in skill s's folder, which must be
+// the folder the scan read: a folder swapped for a symlink since resolves
+// elsewhere. Reads check it again when they open it (openRoot).
 func resolveSkillPath(s *skills.Skill, rel string) (resolved, *toolError) {
 	r, e := resolveInSkill(s.Dir, rel)
 	r.skill = s
+	if e == nil {
+		if fi, err := os.Stat(r.root); err != nil || !s.SameFolder(fi) {
+			return r, newError(CodeReadFailed, "%v", errFolderChanged)
+		}
+	}
 	return r, e
 }
 

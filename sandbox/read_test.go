@@ -105,4 +105,8 @@ func TestReadAfterFolderSwap(t *testing.T) {
 			t.Errorf("read_skill_resource %q after the swap: %s", path, got)
 		}
 	}
+	// Nor does a script path resolve through it.
+	if _, e := resolveSkillPath(s, "id_rsa"); e == nil || e.Code != CodeReadFailed {
+		t.Errorf("a path resolved through the swapped folder: %v", e)
+	}
 }
