@@ -111,7 +111,13 @@ func ToolChoice(raw []byte) wire.ToolChoice {
 	seen := map[string]bool{}
 	for _, r := range listed {
 		named := false
-		for _, n := range []string{r.Function.Name, r.Custom.Name, r.Name} {
+		names := []string{r.Function.Name, r.Custom.Name, r.Name}
+		if r.Type != "" && r.Type != "function" && r.Type != "custom" {
+			// A hosted tool's name (an MCP server's tool) is not one of the
+			// request's functions: the choice still lists a built-in tool.
+			names = nil
+		}
+		for _, n := range names {
 			if n == "" {
 				continue
 			}

@@ -28,7 +28,8 @@ func TestToolChoice(t *testing.T) {
 		// Built-in tools are forced or allowed by type, with no name.
 		{`{"type":"web_search"}`, false, false, true, nil, 1},
 		{`{"type":"mcp","server_label":"wiki"}`, false, false, true, nil, 1},
-		{`{"type":"mcp","server_label":"wiki","name":"ask"}`, false, false, true, []string{"ask"}, 0},
+		{`{"type":"mcp","server_label":"wiki","name":"ask"}`, false, false, true, nil, 1},
+		{`{"type":"mcp","server_label":"wiki","name":"load_skill"}`, false, false, true, nil, 1}, // a hosted tool, not the proxy's
 		{`{"type":"allowed_tools","mode":"required","tools":[{"type":"web_search"},{"type":"function","name":"load_skill"}]}`, false, true, true, []string{"load_skill"}, 1},
 		{`42`, false, false, false, nil, 0},
 	}
