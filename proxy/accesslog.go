@@ -167,7 +167,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if info.toolsRefused != "" {
 		level = slog.LevelWarn // every request will fail alike
 	}
-	keptKey := info.upstreamStatus == http.StatusUnauthorized && s.keptClientKey(c.Request())
+	keptKey := info.upstreamStatus == http.StatusUnauthorized && s.targetOf(info, c.Request()).keepsClientKey(c.Request().Header)
 	if keptKey {
 		level = slog.LevelWarn // so will every request of a client with such a key
 	}
@@ -249,15 +249,14 @@ func ms(d time.Duration) float64 {
 	return v
 }
 
-// keptClientKey reports whether r went upstream with the client's own key
-// although a key is configured for its upstream (override_auth off): an
-// SDK's placeholder key then meets the upstream in place of the real one.
-func (s *Server) keptClientKey(r *http.Request) bool {
-	t := &s.openai
-	own := r.Header.Get("Authorization") != ""
-	if anthropicRequest(r) {
-		t = &s.anthropic
-		own = own || r.Header.Get("X-Api-Key") != ""
+// targetOf is the upstream a request went to: its routed API's, else the
+// one pass-through picks (apiFor).
+func (s *Server) targetOf(info *reqInfo, r *http.Request) *upstreamTarget {
+	switch info.api {
+	case string(wire.APIChat), string(wire.APIResponses):
+		return &s.openai
+	case string(wire.APIMessages):
+		return &s.anthropic
 	}
-	return own && t.apiKey != "" && !t.overrideAuth
+	return apiFor(r).target(s)
 }

@@ -74,22 +74,32 @@ func withBaseQuery(client, base string) string {
 // header builds the upstream request headers from the client's.
 func (t *upstreamTarget) header(in http.Header) http.Header {
 	out := upstreamRequestHeader(in)
-	if t.apiKey == "" {
+	if t.apiKey == "" || t.keepsClientKey(in) {
 		return out
 	}
 	if t.keyHeader == "X-Api-Key" {
-		// Anthropic clients authenticate with either header (Claude Code:
-		// x-api-key for API keys, Authorization for tokens).
-		if t.overrideAuth || (out.Get("X-Api-Key") == "" && out.Get("Authorization") == "") {
-			out.Del("Authorization")
-			out.Set("X-Api-Key", t.apiKey)
-		}
+		out.Del("Authorization")
+		out.Set("X-Api-Key", t.apiKey)
 		return out
 	}
-	if t.overrideAuth || out.Get("Authorization") == "" {
-		out.Set("Authorization", "Bearer "+t.apiKey)
-	}
+	out.Set("Authorization", "Bearer "+t.apiKey)
 	return out
+}
+
+// keepsClientKey reports whether a request with these headers goes upstream
+// with the client's own key although the target has one configured: it
+// does unless override_auth is set. Anthropic clients authenticate with
+// either header (Claude Code: x-api-key for API keys, Authorization for
+// tokens).
+func (t *upstreamTarget) keepsClientKey(in http.Header) bool {
+	if t.apiKey == "" || t.overrideAuth {
+		return false
+	}
+	own := in.Get("Authorization") != ""
+	if t.keyHeader == "X-Api-Key" {
+		own = own || in.Get("X-Api-Key") != ""
+	}
+	return own
 }
 
 // exchange says which timeouts bound an upstream exchange.
