@@ -44,7 +44,7 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, misconfigured("openai", fmt.Errorf("base URL %q: want http(s)://host[:port]/path", base))
+		return nil, misconfigured("openai", fmt.Errorf("base URL %q: want http(s)://host[:port]/path", redact.URL(base)))
 	}
 	key := cfg.APIKey
 	if key == "" {

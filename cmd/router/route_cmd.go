@@ -99,7 +99,7 @@ func newRouteCmd() *cobra.Command {
 			if asJSON {
 				return writeDecisionJSON(cmd.OutOrStdout(), d, ranked)
 			}
-			return writeDecisionTable(cmd.OutOrStdout(), d, rows)
+			return writeDecisionTable(cmd.OutOrStdout(), d, rows, r.Snapshot().Len() == 0)
 		},
 	}
 	cf.register(cmd.Flags(), append(rankingKeys, "rewrite.auto_load_budget_tokens")...)
@@ -122,7 +122,7 @@ func writeDecisionJSON(w io.Writer, d *router.Decision, ranked int) error {
 	return enc.Encode(out)
 }
 
-func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
+func writeDecisionTable(w io.Writer, d *router.Decision, rows int, empty bool) error {
 	fmt.Fprintf(w, "query:    %s\n", oneLine(d.Query, 100))
 	emb := d.Embedder
 	if emb == "" {
@@ -172,7 +172,7 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int) error {
 	}
 	fmt.Fprintln(w)
 	switch {
-	case len(d.Selected) == 0 && len(d.Ranked) == 0:
+	case empty:
 		fmt.Fprintln(w, "auto-load: nothing (the library has no skill: `router skills validate` shows why)")
 	case len(d.Selected) == 0 && len(d.Reasons) == 0:
 		fmt.Fprintln(w, "auto-load: nothing (no skill is a confident match)")
