@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/internal/statuswriter"
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -168,13 +169,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // redactedURL is the request URL without credentials or query (which may
 // hold keys), clipped: a request passed through has the client's path.
-func redactedURL(req *http.Request) string {
-	u := *req.URL
-	u.User = nil
-	u.RawQuery = ""
-	u.Fragment = ""
-	return wire.Clip(u.String())
-}
+func redactedURL(req *http.Request) string { return wire.Clip(redact.Stripped(req.URL)) }
 
 // spanBody ends its span at EOF, on a read error or on Close, whichever
 // comes first.

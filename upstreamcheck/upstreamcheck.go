@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/redact"
 )
 
 // DefaultTimeout bounds one probe.
@@ -166,7 +168,7 @@ func (c *Checker) Run(ctx context.Context, interval time.Duration) {
 }
 
 func (c *Checker) logResult(r Result, first bool) {
-	attrs := []any{"upstream", c.cfg.Name, "url", redact(c.base), "latency_ms", r.LatencyMS}
+	attrs := []any{"upstream", c.cfg.Name, "url", redact.Stripped(c.base), "latency_ms", r.LatencyMS}
 	if r.OK() {
 		msg := "upstream ok"
 		if !first {
@@ -208,7 +210,7 @@ func (c *Checker) probe(ctx context.Context) Result {
 		ids, ok := modelIDs(body)
 		if !ok {
 			r.Status, r.Error = StatusError, fmt.Sprintf("GET /models answered %d but not with a model list", status)
-			r.Hint = "is " + redact(c.base) + " an OpenAI-compatible API?"
+			r.Hint = "is " + redact.Stripped(c.base) + " an OpenAI-compatible API?"
 			return r
 		}
 		r.Status, r.Models = StatusOK, len(ids)
@@ -239,7 +241,7 @@ func (c *Checker) suggest(ctx context.Context) string {
 	var guess string
 	switch {
 	case strings.HasSuffix(p, "/v1"):
-		return "is " + redact(c.base) + " an OpenAI-compatible API?"
+		return "is " + redact.Stripped(c.base) + " an OpenAI-compatible API?"
 	case strings.Contains(p, "/v1/"):
 		guess = p[:strings.Index(p, "/v1/")+3]
 	default:
@@ -249,10 +251,10 @@ func (c *Checker) suggest(ctx context.Context) string {
 	u.Path, u.RawPath = guess, ""
 	if status, body, err := c.get(ctx, c.modelsURL(&u)); err == nil && status/100 == 2 {
 		if _, ok := modelIDs(body); ok {
-			return "did you mean " + redact(&u) + "?"
+			return "did you mean " + redact.Stripped(&u) + "?"
 		}
 	}
-	return "did you mean " + redact(&u) + "? (the base URL usually ends in /v1)"
+	return "did you mean " + redact.Stripped(&u) + "? (the base URL usually ends in /v1)"
 }
 
 func (c *Checker) modelsURL(base *url.URL) string {
@@ -302,11 +304,6 @@ func modelIDs(body []byte) ([]string, bool) {
 }
 
 // redact is the URL without credentials or query, fit for logs and hints.
-func redact(u *url.URL) string {
-	c := *u
-	c.User, c.RawQuery, c.Fragment = nil, "", ""
-	return c.String()
-}
 
 // cause is why a request got no answer, without the URL net/http wraps it in.
 func cause(err error) string {

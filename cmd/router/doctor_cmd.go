@@ -248,14 +248,19 @@ func listenFix(err error) string {
 
 // listenError is a listen failure as serve and demo report it: the
 // address, the cause, and what to do.
-func listenError(addr string, err error) error {
-	cause := err
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		cause = errno // "address already in use", without net's repetition of the address
-	}
-	return fmt.Errorf("cannot listen on %s: %w: %s", addr, cause, listenFix(err))
+func listenError(addr string, err error) error { return &listenErr{addr: addr, err: err} }
+
+type listenErr struct {
+	addr string
+	err  error
 }
+
+// Error names the cause without net's repetition of the address.
+func (e *listenErr) Error() string {
+	return fmt.Sprintf("cannot listen on %s: %s: %s", e.addr, unwrapNet(e.err), listenFix(e.err))
+}
+
+func (e *listenErr) Unwrap() error { return e.err }
 
 func unwrapNet(err error) string {
 	var errno syscall.Errno

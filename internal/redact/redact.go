@@ -79,3 +79,12 @@ func Userinfo(s string) string {
 	}
 	return scheme + "xxxxx" + rest[at:]
 }
+
+// Stripped is u without userinfo, query and fragment: where a URL is
+// shown as the address it names (logs, span attributes), and any of those
+// may hold a credential.
+func Stripped(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.Fragment = nil, "", ""
+	return c.String()
+}

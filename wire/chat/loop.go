@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -481,10 +482,7 @@ func prependLogprobs(choice []byte, earlier [][]byte) ([]byte, error) {
 	if !ok || lp[cur.Start] != '[' {
 		return choice, nil
 	}
-	var all [][]byte
-	for _, e := range earlier {
-		all = append(all, e)
-	}
+	all := slices.Clone(earlier)
 	els, err := jsonspan.Elements(lp[cur.Start:cur.End])
 	if err != nil {
 		return nil, err

@@ -331,7 +331,7 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 			// Each round's message is a whole JSON value: the SDKs' parse
 			// helpers read the first message, and output_text joins them
 			// all. The last round's is the answer.
-			kept = slices.DeleteFunc(kept, func(it json.RawMessage) bool { return gjson.GetBytes(it, "type").Str == "message" })
+			kept = slices.DeleteFunc(kept, isMessage)
 		}
 		if strip != nil {
 			for i, hidden := range proxyItems(items, strip) {
@@ -365,6 +365,6 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 }
 
 // hasMessage reports whether output items hold a message.
-func hasMessage(items []json.RawMessage) bool {
-	return slices.ContainsFunc(items, func(it json.RawMessage) bool { return gjson.GetBytes(it, "type").Str == "message" })
-}
+func hasMessage(items []json.RawMessage) bool { return slices.ContainsFunc(items, isMessage) }
+
+func isMessage(it json.RawMessage) bool { return gjson.GetBytes(it, "type").Str == "message" }
