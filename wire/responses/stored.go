@@ -34,8 +34,9 @@ package responses
 // round's, where the client got the sum of all rounds), the items of
 // earlier rounds the client got (in the input here, in output there), the
 // client's tools the gate left out (and tool_choice and
-// parallel_tool_calls, removed with the last of them), instructions sent as
-// "" (null here). A page of items may come out shorter than its limit; its
+// parallel_tool_calls, removed with the last of them), a tool_choice the
+// follow-ups relaxed to "auto" (the response the client got echoed its
+// own), instructions sent as "" (null here). A page of items may come out shorter than its limit; its
 // first_id and last_id name the items it shows, so that a client paging
 // from either (openai-node and openai-python page a conversation's items
 // from last_id, a response's input items from the last item's id) goes on
