@@ -64,8 +64,9 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 
-	refused refusals    // new sessions refused at the cap
-	reads   readBudgets // bytes of files being read for HTTP clients (see admitRead)
+	refused  refusals    // new sessions refused at the cap
+	reads    readBudgets // bytes of files being read for HTTP clients (see admitRead)
+	activity *activity   // HTTP sessions' use, for the cap (see evictIdlest)
 
 	mu      sync.Mutex // serialises Sync and activation
 	view    atomic.Pointer[view]
@@ -97,10 +98,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{}), reads: newReadBudgets()}
+	s := &Server{cfg: cfg, log: log, nonce: hex.EncodeToString(nonce[:]), ready: make(chan struct{}), reads: newReadBudgets(), activity: newActivity()}
 	s.refused.notice.Interval = 10 * time.Second
 	s.refused.total = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillrouter", Name: "mcp_sessions_refused_total",
 		Help: "New MCP streamable HTTP sessions refused (503) because the session cap was reached."})
+	s.refused.evicted = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillrouter", Name: "mcp_sessions_evicted_total",
+		Help: "MCP streamable HTTP sessions closed at the session cap, idle for 5 minutes, to admit a new one."})
 	s.view.Store(emptyView())
 
 	caps := &mcp.ServerCapabilities{
@@ -191,7 +194,8 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A POST without a session id opens one (initialize). Counting is
 		// O(sessions), paid only by those.
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && s.sessions() >= limit {
+		id := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodPost && id == "" && s.sessions() >= limit && !s.evictIdlest() {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Retry-After", "60")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -215,7 +219,15 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		if release != nil {
 			defer release() // once the answer is written: ServeHTTP returns after it
 		}
+		if id != "" {
+			defer s.activity.begin(id)()
+		}
 		h.ServeHTTP(w, r.WithContext(rctx))
+		if id == "" {
+			if opened := w.Header().Get("Mcp-Session-Id"); opened != "" {
+				s.activity.opened(opened)
+			}
+		}
 	})
 }
 
@@ -223,8 +235,9 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 // connection cap does: the first, then at most one line per 10 s with the
 // count since (a client opening sessions in a loop must not flood the log).
 type refusals struct {
-	total  prometheus.Counter
-	notice lognotice.Every
+	total   prometheus.Counter
+	evicted prometheus.Counter // idle sessions closed to admit a new one
+	notice  lognotice.Every
 }
 
 func (r *refusals) note(log *slog.Logger, limit int) {
@@ -235,10 +248,11 @@ func (r *refusals) note(log *slog.Logger, limit int) {
 }
 
 // Collectors are the server's metrics, for the registry of the process that
-// serves it: skillrouter_mcp_sessions_open and
+// serves it: skillrouter_mcp_sessions_open,
+// skillrouter_mcp_sessions_evicted_total and
 // skillrouter_mcp_sessions_refused_total.
 func (s *Server) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.refused.total, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	return []prometheus.Collector{s.refused.total, s.refused.evicted, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "skillrouter", Name: "mcp_sessions_open", Help: "MCP streamable HTTP sessions open.",
 	}, func() float64 { return float64(s.sessions()) })}
 }
