@@ -281,22 +281,13 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 // disable_parallel_tool_use): the tool it forced was the proxy's and has
 // been answered (wire.ToolChoice.ServedOnly).
 func relaxChoice(body []byte) ([]byte, error) {
-	ms, err := jsonspan.Members(body)
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := jsonspan.Value(ms, "tool_choice")
-	if !ok {
-		return body, nil
-	}
-	c, err := jsonspan.Set(body[tc.Start:tc.End], "type", []byte(`"auto"`))
-	if err != nil {
-		return body, nil // not an object: left for the upstream to judge
-	}
-	if c, err = jsonspan.Remove(c, "name"); err != nil {
-		return nil, err
-	}
-	return jsonspan.Splice(body, tc, c), nil
+	return jsonspan.EditValue(body, "tool_choice", func(raw []byte) ([]byte, error) {
+		c, err := jsonspan.Set(raw, "type", []byte(`"auto"`))
+		if err != nil {
+			return raw, nil // not an object: left for the upstream to judge
+		}
+		return jsonspan.Remove(c, "name")
+	})
 }
 
 // Final patches the message the client gets: the blocks of earlier rounds

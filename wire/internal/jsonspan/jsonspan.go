@@ -398,6 +398,24 @@ func SetEdit(b []byte, ms []Member, key string, value []byte) Edit {
 	return Edit{At: at, With: kv}
 }
 
+// EditValue replaces the value of object b's member key with what edit
+// makes of it; b without the member is returned as it is.
+func EditValue(b []byte, key string, edit func(v []byte) ([]byte, error)) ([]byte, error) {
+	ms, err := Members(b)
+	if err != nil {
+		return nil, err
+	}
+	at, ok := Value(ms, key)
+	if !ok {
+		return b, nil
+	}
+	v, err := edit(b[at.Start:at.End])
+	if err != nil {
+		return nil, err
+	}
+	return Splice(b, at, v), nil
+}
+
 // Remove drops every member named key from object b.
 func Remove(b []byte, key string) ([]byte, error) {
 	ms, err := Members(b)

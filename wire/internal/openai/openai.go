@@ -140,29 +140,20 @@ func ToolChoice(raw []byte) wire.ToolChoice {
 // tools with mode "auto" (nested in Chat, flat in Responses), and any other
 // choice becomes "auto".
 func RelaxChoice(body []byte) ([]byte, error) {
-	ms, err := jsonspan.Members(body)
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := jsonspan.Value(ms, "tool_choice")
-	if !ok {
-		return body, nil
-	}
-	choice := []byte(`"auto"`)
-	raw := body[tc.Start:tc.End]
-	if cms, err := jsonspan.Members(raw); err == nil {
-		if typ, _ := jsonspan.StringField(raw, cms, "type"); typ == "allowed_tools" {
-			if _, nested := jsonspan.Value(cms, "allowed_tools"); nested {
-				choice, err = jsonspan.SetIn(raw, "allowed_tools", "mode", choice)
-			} else {
-				choice, err = jsonspan.Set(raw, "mode", choice)
-			}
-			if err != nil {
-				return nil, err
-			}
+	return jsonspan.EditValue(body, "tool_choice", func(raw []byte) ([]byte, error) {
+		auto := []byte(`"auto"`)
+		cms, err := jsonspan.Members(raw)
+		if err != nil {
+			return auto, nil // a string: "required"
 		}
-	}
-	return jsonspan.Splice(body, tc, choice), nil
+		if typ, _ := jsonspan.StringField(raw, cms, "type"); typ != "allowed_tools" {
+			return auto, nil
+		}
+		if _, nested := jsonspan.Value(cms, "allowed_tools"); nested {
+			return jsonspan.SetIn(raw, "allowed_tools", "mode", auto)
+		}
+		return jsonspan.Set(raw, "mode", auto)
+	})
 }
 
 // CheckContent rejects a message content (param names it) that neither API
