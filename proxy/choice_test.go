@@ -158,6 +158,13 @@ func TestChatFinalAfterHiddenRound(t *testing.T) {
 			t.Errorf("usage.total_tokens %d, want the rounds' sum 24", u)
 		}
 	}
+	// A last round without logprobs still gets the earlier rounds'.
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Raw(200, "application/json", round1), fakeai.Raw(200, "application/json", strings.Replace(round2, `"logprobs":{"content":[{"token":"B","logprob":-2,"bytes":null,"top_logprobs":[]}],"refusal":null}`, `"logprobs":null`, 1)))
+	_, b := h.do("POST", "/v1/chat/completions", `{"model":"m","logprobs":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, nil)
+	if tokens := gjson.GetBytes(b, "choices.0.logprobs.content.#.token").Raw; tokens != `["A"]` {
+		t.Errorf("a last round without logprobs: %s, want the earlier round's", tokens)
+	}
 }
 
 // Under a JSON text.format, a non-streamed response whose earlier round

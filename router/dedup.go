@@ -66,22 +66,17 @@ func loadedBy(m Message) bool {
 }
 
 // namesLoadSkill reports whether a tool name is load_skill as MCP hosts
-// name a server's tool: alone, or with the server's name joined by any
-// separator before or after it (mcp__skillrouter__load_skill in Claude
-// Code, skillrouter_load_skill, mcp--skillrouter--load_skill,
-// load_skill_mcp_skillrouter).
+// name a server's tool: alone, or after the server's name and any
+// separator (mcp__skillrouter__load_skill in Claude Code,
+// skillrouter_load_skill, mcp--skillrouter--load_skill, skillrouter.load_skill),
+// or before "_mcp_" and the server's name (LibreChat). A client tool that
+// merely contains the name (load_skill_docs) is not it.
 func namesLoadSkill(name string) bool {
-	for i := 0; ; {
-		j := strings.Index(name[i:], ToolLoadSkill)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(ToolLoadSkill)
-		if (start == 0 || !isNameChar(name[start-1])) && (end == len(name) || !isNameChar(name[end])) {
-			return true
-		}
-		i = start + 1
+	if name == ToolLoadSkill || strings.HasPrefix(name, ToolLoadSkill+"_mcp_") {
+		return true
 	}
+	rest, ok := strings.CutSuffix(name, ToolLoadSkill)
+	return ok && !isNameChar(rest[len(rest)-1])
 }
 
 // isNameChar: a letter or digit, which continues a word (the separators

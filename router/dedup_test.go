@@ -24,6 +24,8 @@ func TestLoadedBy(t *testing.T) {
 		{Message{Role: "tool", Tool: "WebFetch"}, false},
 		{Message{Role: "tool", Tool: "preload_skills"}, false},
 		{Message{Role: "tool", Tool: "load_skill2"}, false},
+		{Message{Role: "tool", Tool: "load_skill_docs"}, false},
+		{Message{Role: "tool", Tool: "preview_load_skill_output"}, false},
 	}
 	for _, tt := range tests {
 		if got := loadedBy(tt.m); got != tt.want {

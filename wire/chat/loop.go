@@ -476,7 +476,9 @@ func prependLogprobs(choice []byte, earlier [][]byte) ([]byte, error) {
 	lp := jsonspan.Raw(choice, ms, "logprobs")
 	lms, err := jsonspan.Members(lp)
 	if err != nil {
-		return choice, nil // null or absent: the client did not ask
+		// null or absent in the last round, where the earlier ones had
+		// them (the client asked): theirs alone.
+		return jsonspan.Set(choice, "logprobs", append(append([]byte(`{"content":`), jsonspan.Array(earlier)...), `,"refusal":null}`...))
 	}
 	cur, ok := jsonspan.Value(lms, "content")
 	if !ok || lp[cur.Start] != '[' {

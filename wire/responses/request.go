@@ -250,6 +250,9 @@ func (r *Request) parseInput(raw []byte) error {
 			if id, _ := jsonspan.StringField(item, ms, "call_id"); id != "" {
 				callNames[id] = name
 			}
+		case "mcp_call":
+			// A hosted MCP server's call holds its output too.
+			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(jsonspan.Raw(item, ms, "output")), Tool: name})
 		case "function_call_output", "custom_tool_call_output":
 			id, _ := jsonspan.StringField(item, ms, "call_id")
 			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: outputText(jsonspan.Raw(item, ms, "output")), Tool: callNames[id]})

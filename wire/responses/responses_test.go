@@ -441,3 +441,18 @@ func TestAnswerDropped(t *testing.T) {
 		}
 	}
 }
+
+// A hosted MCP server's call (mcp_call) holds its output: it is a tool
+// result of that tool, as function_call_output is of its call.
+func TestParseMCPCall(t *testing.T) {
+	body := `{"model":"m","input":[{"role":"user","content":"deploy it"},` +
+		`{"type":"mcp_call","id":"mcp_1","server_label":"skills","name":"load_skill","arguments":"{}","output":"<skill_context id=\"x\">B</skill_context>"},` +
+		`{"role":"user","content":"and again"}]}`
+	r, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.View().Turns[1]; got != (wire.Turn{Role: "tool", Text: `<skill_context id="x">B</skill_context>`, Tool: "load_skill"}) {
+		t.Errorf("mcp_call turn %+v", got)
+	}
+}
