@@ -46,7 +46,9 @@ func TestLoadedSkillStaysForTheTurn(t *testing.T) {
 	}
 	msgMsgs := func(ask string) string { return `[{"role":"user","content":"` + ask + `"}` }
 	msgStep := func(ask string) string {
-		return msgMsgs(ask) + `,{"role":"assistant","content":[{"type":"tool_use","id":"call_b","name":"bash","input":{"cmd":"git status"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_b","content":"TOOL-OUTPUT clean"}]}`
+		// Claude Code notes some results in a text block beside them ("Tool
+		// loaded." after ToolSearch): the same turn still.
+		return msgMsgs(ask) + `,{"role":"assistant","content":[{"type":"tool_use","id":"call_b","name":"bash","input":{"cmd":"git status"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_b","content":"TOOL-OUTPUT clean"},{"type":"text","text":"Tool loaded."}]}`
 	}
 	const respBash = `{"type":"function","name":"bash","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}`
 	const msgBash = `{"name":"bash","input_schema":{"type":"object","properties":{"cmd":{"type":"string"}}}}`
