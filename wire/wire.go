@@ -308,9 +308,16 @@ type Reply struct {
 // <environment_context> and <user_instructions>): not what the user asked.
 var harnessTags = []string{"system-reminder", "environment_context", "user_instructions"}
 
-// HarnessContext reports whether a text part is wholly one such wrapper;
-// parsers leave it out of the turn's text, so ranking sees the user's ask
-// rather than, say, Claude Code's git commit attribution reminder.
+// harnessNotes are whole text parts Claude Code adds beside tool results:
+// its note after the ToolSearch step that loads deferred (MCP) tools, and
+// the mark of a tool call the user interrupted (the user's new ask follows
+// in a part of its own). Read as the user's, the note started a new turn in
+// the middle of a task.
+var harnessNotes = []string{"Tool loaded.", "[Request interrupted by user]", "[Request interrupted by user for tool use]"}
+
+// HarnessContext reports whether a text part is wholly one such wrapper or
+// note; parsers leave it out of the turn's text, so ranking sees the user's
+// ask rather than, say, Claude Code's git commit attribution reminder.
 func HarnessContext(text string) bool {
 	t := strings.TrimSpace(text)
 	for _, tag := range harnessTags {
@@ -318,7 +325,7 @@ func HarnessContext(text string) bool {
 			return true
 		}
 	}
-	return false
+	return slices.Contains(harnessNotes, t)
 }
 
 // InCallOrder pairs results with the answer's calls: the results in the

@@ -36,7 +36,7 @@ func TestParseView(t *testing.T) {
 	}
 	v := r.View()
 	want := []wire.Turn{{Role: "system", Text: "You are Claude Code.\nBe brief."}, {Role: "user", Text: "make a pdf"},
-		{Role: "assistant"}, {Role: "tool", Text: "ok", Tool: "Bash"}, {Role: "tool", Text: "thanks"}} // text beside a result is the harness's note
+		{Role: "assistant"}, {Role: "tool", Text: "ok", Tool: "Bash"}, {Role: "user", Text: "thanks"}}
 	if len(v.Turns) != len(want) {
 		t.Fatalf("turns %+v", v.Turns)
 	}
@@ -498,20 +498,27 @@ func TestThinkingBudgetLastRepeat(t *testing.T) {
 	}
 }
 
-// Text beside tool results is no new ask (Claude Code's "Tool loaded."
-// after ToolSearch): read as the user's, it started a new turn in the middle
-// of a task. The MCP connector's mcp_tool_use and mcp_tool_result name their
-// tool as tool_use and tool_result do.
+// Claude Code's notes beside tool results are no new ask ("Tool loaded."
+// after ToolSearch, the mark of an interrupted call): read as the user's,
+// the note started a new turn in the middle of a task. The user's own text
+// beside them is the user's. The MCP connector's mcp_tool_use and
+// mcp_tool_result (in the assistant's content) name their tool as tool_use
+// and tool_result do.
 func TestParseToolResultNotes(t *testing.T) {
 	body := `{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"profile sales.csv"},` +
-		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch","input":{}},{"type":"mcp_tool_use","id":"m1","name":"load_skill","server_name":"skills","input":{}}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"found"},{"type":"mcp_tool_result","tool_use_id":"m1","content":[{"type":"text","text":"<skill_context id=\"x\">B</skill_context>"}]},{"type":"text","text":"Tool loaded."}]}]}`
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch","input":{}},{"type":"mcp_tool_use","id":"m1","name":"load_skill","server_name":"skills","input":{}},{"type":"mcp_tool_result","tool_use_id":"m1","content":[{"type":"text","text":"<skill_context id=\"x\">B</skill_context>"}]}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"found"},{"type":"text","text":"Tool loaded."}]},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"stopped","is_error":true},{"type":"text","text":"[Request interrupted by user for tool use]"},{"type":"text","text":"make a pdf instead"}]}]}`
 	r, err := Parse([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []wire.Turn{{Role: "user", Text: "profile sales.csv"}, {Role: "assistant"},
-		{Role: "tool", Text: "found", Tool: "ToolSearch"}, {Role: "tool", Text: `<skill_context id="x">B</skill_context>`, Tool: "load_skill"}, {Role: "tool", Text: "Tool loaded."}}
+	want := []wire.Turn{{Role: "user", Text: "profile sales.csv"},
+		{Role: "tool", Text: `<skill_context id="x">B</skill_context>`, Tool: "load_skill"}, {Role: "assistant"},
+		{Role: "tool", Text: "found", Tool: "ToolSearch"},
+		{Role: "assistant"},
+		{Role: "tool", Text: "stopped", Tool: "Bash"}, {Role: "user", Text: "make a pdf instead"}}
 	if got := r.View().Turns; !slices.Equal(got, want) {
 		t.Errorf("turns\n%+v\nwant\n%+v", got, want)
 	}

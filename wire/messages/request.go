@@ -253,7 +253,6 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool, callName
 		return "", wire.TypeError(p+".content", "a string or an array of content blocks", content)
 	}
 	var texts []string
-	results := 0
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
@@ -273,18 +272,10 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool, callName
 				callNames[b.ID] = b.Name
 			}
 		case "tool_result", "mcp_tool_result":
-			results++
 			v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: resultText(b.Content), Tool: callNames[b.ToolUseID]})
 		}
 	}
-	switch {
-	case results > 0 && role == "user" && len(texts) > 0:
-		// Text beside tool results is the harness's note on them (Claude
-		// Code's "Tool loaded." after ToolSearch), not a new ask: read as
-		// the user's, it started a new turn in the middle of a task, ranked
-		// on the note and dropped the skills the task had loaded.
-		v.Turns = append(v.Turns, wire.Turn{Role: "tool", Text: strings.Join(texts, "\n")})
-	case len(texts) > 0 || role == "assistant":
+	if len(texts) > 0 || role == "assistant" {
 		v.Turns = append(v.Turns, wire.Turn{Role: role, Text: strings.Join(texts, "\n")})
 	}
 	return role, nil
