@@ -37,17 +37,27 @@ func newReadBudgets() readBudgets {
 	return readBudgets{small: semaphore.NewWeighted(smallReadBudget), large: semaphore.NewWeighted(readBudget)}
 }
 
-// admitRead holds r until the files the resources/read requests in it (one,
-// or a batch's) ask for fit in their budget, and returns what gives the
-// share back (nil when they ask for none). The body is put back as it came.
-func (s *Server) admitRead(ctx context.Context, r *http.Request) (release func(), err error) {
+// peek returns a POST's body, up to peekLimit, and puts it back as it
+// came; nil for a larger one (the SDK reads and answers it as it is).
+func peek(r *http.Request) []byte {
 	if r.Method != http.MethodPost || r.Body == nil {
-		return nil, nil
+		return nil
 	}
 	head, err := io.ReadAll(io.LimitReader(r.Body, peekLimit+1))
 	r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 	if err != nil || len(head) > peekLimit {
-		return nil, nil // the SDK reads (and answers) it as it is
+		return nil
+	}
+	return head
+}
+
+// admitRead holds a request (its body head, peeked) until the files the
+// resources/read requests in it (one, or a batch's) ask for fit in their
+// budget, and returns what gives the share back (nil when they ask for
+// none).
+func (s *Server) admitRead(ctx context.Context, head []byte) (release func(), err error) {
+	if head == nil {
+		return nil, nil
 	}
 	var n int64
 	eachMessage(head, func(m gjson.Result) {

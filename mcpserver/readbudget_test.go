@@ -32,7 +32,7 @@ func TestAdmitReadBounded(t *testing.T) {
 		return r
 	}
 	r1 := req()
-	release, err := f.srv.admitRead(context.Background(), r1)
+	release, err := f.srv.admitRead(context.Background(), peek(r1))
 	if err != nil || release == nil {
 		t.Fatalf("first read: release %v, err %v", release != nil, err)
 	}
@@ -41,23 +41,23 @@ func TestAdmitReadBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := f.srv.admitRead(ctx, req()); err == nil {
+	if _, err := f.srv.admitRead(ctx, peek(req())); err == nil {
 		t.Error("a second read was admitted while the first's answer was still held")
 	}
 	// Other requests never wait.
 	other, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`))
-	if rel, err := f.srv.admitRead(ctx, other); rel != nil || err != nil {
+	if rel, err := f.srv.admitRead(ctx, peek(other)); rel != nil || err != nil {
 		t.Errorf("tools/list: release %v, err %v; want neither", rel != nil, err)
 	}
 	// A batch of reads counts too.
 	batch, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`[`+body+`]`))
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
-	if _, err := f.srv.admitRead(ctx2, batch); err == nil {
+	if _, err := f.srv.admitRead(ctx2, peek(batch)); err == nil {
 		t.Error("a batch holding a read was admitted while the first's answer was still held")
 	}
 	release()
-	rel, err := f.srv.admitRead(context.Background(), req())
+	rel, err := f.srv.admitRead(context.Background(), peek(req()))
 	if err != nil || rel == nil {
 		t.Fatalf("after the first answer: release %v, err %v", rel != nil, err)
 	}
@@ -84,7 +84,7 @@ func TestAdmitReadSmallNotBehindLarge(t *testing.T) {
 	r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"`+uri+`"}}`))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	rel, err := f.srv.admitRead(ctx, r)
+	rel, err := f.srv.admitRead(ctx, peek(r))
 	if err != nil || rel == nil {
 		t.Fatalf("a small read waited on the large budget: %v", err)
 	}

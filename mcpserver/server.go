@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillrouter/skillrouter/internal/lognotice"
+	"github.com/skillrouter/skillrouter/internal/statuswriter"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
@@ -67,6 +68,7 @@ type Server struct {
 	refused  refusals    // new sessions refused at the cap
 	reads    readBudgets // bytes of files being read for HTTP clients (see admitRead)
 	activity *activity   // HTTP sessions' use, for the cap (see evictIdlest)
+	admitMu  sync.Mutex  // one new HTTP session at a time (see Handler)
 
 	mu      sync.Mutex // serialises Sync and activation
 	view    atomic.Pointer[view]
@@ -192,40 +194,49 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		limit = DefaultMaxSessions
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A POST without a session id opens one (initialize). Counting is
-		// O(sessions), paid only by those.
 		id := r.Header.Get("Mcp-Session-Id")
-		if r.Method == http.MethodPost && id == "" && s.sessions() >= limit && !s.evictIdlest() {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Retry-After", "60")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later"}}`, limit)
-			s.refused.note(s.log, limit)
-			return
+		head := peek(r)
+		if r.Method == http.MethodPost && id == "" {
+			// A POST without a session id opens one (initialize): one at a
+			// time, so that two at the cap neither pass it nor close the
+			// same idle session. Counting is O(sessions), paid only by those.
+			s.admitMu.Lock()
+			defer s.admitMu.Unlock()
+			if s.sessions() >= limit && !(initializes(r, head) && s.evictIdlest()) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After", "60")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later"}}`, limit)
+				s.refused.note(s.log, limit)
+				return
+			}
 		}
 		rctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
 		s.activate()
-		release, err := s.admitRead(rctx, r)
+		sw := &statuswriter.Writer{ResponseWriter: w}
+		if id != "" {
+			// In flight from here: a read waiting for the budget is too.
+			end := s.activity.begin(id)
+			defer func() { end(r.Method, sw.Status) }()
+		}
+		release, err := s.admitRead(rctx, head)
 		if err != nil {
 			// The client went away, or the server is stopping, while it waited.
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the server is stopping"}}`)
+			sw.Header().Set("Content-Type", "application/json")
+			sw.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(sw, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the server is stopping"}}`)
 			return
 		}
 		if release != nil {
 			defer release() // once the answer is written: ServeHTTP returns after it
 		}
-		if id != "" {
-			defer s.activity.begin(id)()
-		}
-		h.ServeHTTP(w, r.WithContext(rctx))
-		if id == "" {
+		h.ServeHTTP(sw, r.WithContext(rctx))
+		if id == "" && sw.Status == http.StatusOK {
 			if opened := w.Header().Get("Mcp-Session-Id"); opened != "" {
-				s.activity.opened(opened)
+				s.activity.opened(opened, limit, s.openIDs)
 			}
 		}
 	})

@@ -1,88 +1,131 @@
 package mcpserver
 
 import (
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // At the session cap a new client used to be refused until a session timed
 // out (30 minutes idle): one local user opening sessions and leaving them
-// shut every other MCP client out for that long. A session with no request
-// in flight and none for evictIdle is closed instead to admit the new one;
-// its client gets 404 on its next request and, as MCP's streamable HTTP
-// transport says, starts a new session.
-const evictIdle = 5 * time.Minute
+// shut every other MCP client out for that long. A well-formed initialize
+// at the cap now closes the session idle longest, when it has nothing in
+// flight: first one never used since its initialize (idle for
+// evictUnused: opened and left, as such a flood leaves them), else one idle
+// for evictIdle. Its client gets 404 on its next request and, as MCP's
+// streamable HTTP transport says, starts a new session (some clients are
+// known not to, and need reconnecting).
+const (
+	evictUnused = time.Minute
+	evictIdle   = 5 * time.Minute
+)
 
-// activity is when each HTTP session was last used, and how many of its
-// requests are in flight (an open event stream counts as busy).
+// activity is when each open HTTP session was last used, whether it was
+// used at all after its initialize, and how many of its requests are in
+// flight (an open event stream counts as busy).
 type activity struct {
 	mu   sync.Mutex
 	now  func() time.Time
 	last map[string]time.Time
+	used map[string]bool
 	busy map[string]int
 }
 
 func newActivity() *activity {
-	return &activity{now: time.Now, last: map[string]time.Time{}, busy: map[string]int{}}
+	return &activity{now: time.Now, last: map[string]time.Time{}, used: map[string]bool{}, busy: map[string]int{}}
 }
 
-// begin notes a request of session id; the returned func notes its end.
-func (a *activity) begin(id string) func() {
+// begin notes a request of session id; end notes its end with the answer's
+// status: a 404 (no such session) or a DELETE that ended it forgets the id.
+func (a *activity) begin(id string) (end func(method string, status int)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.last[id] = a.now()
 	a.busy[id]++
-	return func() {
+	return func(method string, status int) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		a.last[id] = a.now()
 		if a.busy[id]--; a.busy[id] <= 0 {
 			delete(a.busy, id)
+		}
+		if status == http.StatusNotFound || (method == http.MethodDelete && status < 300) {
+			delete(a.last, id)
+			delete(a.used, id)
+			return
+		}
+		if _, open := a.last[id]; open {
+			a.last[id], a.used[id] = a.now(), true
 		}
 	}
 }
 
-// opened notes a session just opened (its id is in initialize's answer).
-func (a *activity) opened(id string) {
+// opened notes a session just opened; open lists the sessions open now,
+// called to forget closed ones (timed out) once they could be many.
+func (a *activity) opened(id string, limit int, open func() []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.last[id] = a.now()
+	if len(a.last) > 2*limit {
+		a.forgetClosed(open())
+	}
 }
 
-// idlest returns, of the open sessions ids, the one idle longest, when it
-// has been idle for at least d with nothing in flight; ok false when none
-// has. Ids no longer open are forgotten.
-func (a *activity) idlest(open []string, d time.Duration) (id string, ok bool) {
+// idlest returns the session to close at the cap (see evictUnused), ok
+// false when none may be. Ids no longer open are forgotten.
+func (a *activity) idlest(open []string) (id string, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.forgetClosed(open)
+	for _, used := range []bool{false, true} {
+		d := evictUnused
+		if used {
+			d = evictIdle
+		}
+		var oldest time.Time
+		for _, o := range open {
+			last, seen := a.last[o]
+			if !seen || a.used[o] != used || a.busy[o] > 0 || a.now().Sub(last) < d {
+				continue // opened over another transport, busy, or recent
+			}
+			if !ok || last.Before(oldest) {
+				id, oldest, ok = o, last, true
+			}
+		}
+		if ok {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// forgetClosed drops what it knows of sessions not in open. a.mu is held.
+func (a *activity) forgetClosed(open []string) {
 	live := make(map[string]bool, len(open))
-	var oldest time.Time
 	for _, o := range open {
 		live[o] = true
-		last, seen := a.last[o]
-		if !seen || a.busy[o] > 0 || a.now().Sub(last) < d {
-			continue // one opened over another transport, busy, or recent
-		}
-		if !ok || last.Before(oldest) {
-			id, oldest, ok = o, last, true
-		}
 	}
 	for k := range a.last {
 		if !live[k] && a.busy[k] == 0 {
 			delete(a.last, k)
+			delete(a.used, k)
 		}
 	}
-	return id, ok
 }
 
-// evictIdlest closes the session idle longest, if one has been for
-// evictIdle; it reports whether it closed one.
-func (s *Server) evictIdlest() bool {
+// openIDs lists the ids of the open sessions.
+func (s *Server) openIDs() []string {
 	var open []string
 	for ss := range s.srv.Sessions() {
 		open = append(open, ss.ID())
 	}
-	id, ok := s.activity.idlest(open, evictIdle)
+	return open
+}
+
+// evictIdlest closes the session idlest returns; it reports whether it
+// closed one.
+func (s *Server) evictIdlest() bool {
+	id, ok := s.activity.idlest(s.openIDs())
 	if !ok {
 		return false
 	}
@@ -94,4 +137,13 @@ func (s *Server) evictIdlest() bool {
 		}
 	}
 	return false
+}
+
+// initializes reports whether a request may open a session: a JSON POST
+// whose body (head, peeked) is an initialize. Only such a request evicts:
+// a malformed one, which the SDK refuses anyway, must not close sessions.
+func initializes(r *http.Request, head []byte) bool {
+	ct := r.Header.Get("Content-Type")
+	return r.Method == http.MethodPost && (ct == "application/json" || len(ct) > 16 && ct[:17] == "application/json;") &&
+		gjson.GetBytes(head, "method").Str == "initialize"
 }

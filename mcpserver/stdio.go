@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -105,16 +104,13 @@ func newPending() *pending {
 	return &pending{ids: map[string]bool{}, changed: make(chan struct{})}
 }
 
-// idKey is an id as requests and answers both write it: the SDK answers
-// an id sent as 2.0 with 2.
+// idKey is an id as requests and answers both write it: the SDK turns a
+// numeric id into an integer (2.0 and 2.5 are answered as 2).
 func idKey(id gjson.Result) string {
 	if id.Type == gjson.String {
 		return "s" + id.Str
 	}
-	if f := id.Float(); f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return "n" + strconv.FormatInt(int64(f), 10)
-	}
-	return "n" + id.Raw
+	return "n" + strconv.FormatInt(int64(id.Float()), 10)
 }
 
 // asked notes the requests in a message passed on (one, or a batch's),

@@ -170,6 +170,7 @@ func TestStdioDrainEndsWhenAnswered(t *testing.T) {
 	for name, tail := range map[string]string{
 		"batch":   `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`,
 		"float":   `{"jsonrpc":"2.0","id":2.0,"method":"ping"}`,
+		"half":    `{"jsonrpc":"2.0","id":2.5,"method":"ping"}`,
 		"null":    `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
 		"unknown": `{"jsonrpc":"2.0","id":3,"method":"nope/nope"}`,
 	} {

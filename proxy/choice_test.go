@@ -165,6 +165,12 @@ func TestChatFinalAfterHiddenRound(t *testing.T) {
 	if tokens := gjson.GetBytes(b, "choices.0.logprobs.content.#.token").Raw; tokens != `["A"]` {
 		t.Errorf("a last round without logprobs: %s, want the earlier round's", tokens)
 	}
+	h = newHarness(t, nil)
+	h.up.Script(fakeai.Raw(200, "application/json", round1), fakeai.Raw(200, "application/json", strings.Replace(round2, `"logprobs":{"content":[{"token":"B","logprob":-2,"bytes":null,"top_logprobs":[]}],"refusal":null}`, `"logprobs":{"content":null,"refusal":[]}`, 1)))
+	_, b = h.do("POST", "/v1/chat/completions", `{"model":"m","logprobs":true,"messages":[{"role":"user","content":"make me a pdf"}]}`, nil)
+	if tokens := gjson.GetBytes(b, "choices.0.logprobs.content.#.token").Raw; tokens != `["A"]` || !gjson.GetBytes(b, "choices.0.logprobs.refusal").IsArray() {
+		t.Errorf("a last round with content logprobs null: %s", gjson.GetBytes(b, "choices.0.logprobs").Raw)
+	}
 }
 
 // Under a JSON text.format, a non-streamed response whose earlier round

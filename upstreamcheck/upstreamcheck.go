@@ -303,8 +303,6 @@ func modelIDs(body []byte) ([]string, bool) {
 	return ids, true
 }
 
-// redact is the URL without credentials or query, fit for logs and hints.
-
 // cause is why a request got no answer, without the URL net/http wraps it in.
 func cause(err error) string {
 	var dns *net.DNSError

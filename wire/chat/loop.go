@@ -295,10 +295,10 @@ func (r *Request) fits(output int64) bool {
 // answer at that cap: finish_reason "length".
 func (r *Request) Final(raw []byte, usage json.RawMessage, strip func(name string) bool) ([]byte, error) {
 	earlier := r.earlier
-	if r.jsonFormat {
+	if r.jsonFormat && gjson.GetBytes(raw, "choices.0.message.content").Str != "" {
 		// Under a JSON response_format each round's text is a whole JSON
 		// value: put together they would parse as none. The last round's
-		// is the answer.
+		// is the answer when it has one.
 		earlier = ""
 	}
 	return final(raw, usage, strip, r.spent, earlier, r.earlierLogprobs)
@@ -482,7 +482,13 @@ func prependLogprobs(choice []byte, earlier [][]byte) ([]byte, error) {
 	}
 	cur, ok := jsonspan.Value(lms, "content")
 	if !ok || lp[cur.Start] != '[' {
-		return choice, nil
+		// No content tokens in the last round (null beside a refusal's):
+		// the earlier rounds' are the text's.
+		lp, err = jsonspan.Set(lp, "content", jsonspan.Array(earlier))
+		if err != nil {
+			return nil, err
+		}
+		return jsonspan.Set(choice, "logprobs", lp)
 	}
 	all := slices.Clone(earlier)
 	els, err := jsonspan.Elements(lp[cur.Start:cur.End])
