@@ -36,11 +36,32 @@ type Rewrite struct {
 
 // ToolSession answers the proxy's own tool calls (load_skill, search_skills,
 // tier-3 tools) across the rounds of one request. *router.Session satisfies it.
+// What else the proxy reads of a session (the skills it loaded, the client
+// tools it gated) are optional methods, found through wrappers that have
+// Unwrap() ToolSession (see sessionAs), as errors.As finds an error.
 type ToolSession interface {
 	Handles(name string) bool
 	Call(ctx context.Context, callID, name string, args json.RawMessage) wire.ToolResult
 	// Tools is what the next round offers (see wire.ToolSet).
 	Tools() wire.ToolSet
+}
+
+// sessionAs returns the first of s and the sessions it wraps that is a T. A
+// wrapper (tracing's) that does not pass on an optional method would
+// otherwise switch off what needs it: tracing on lost the turn memory.
+func sessionAs[T any](s ToolSession) (T, bool) {
+	for s != nil {
+		if v, ok := s.(T); ok {
+			return v, true
+		}
+		u, ok := s.(interface{ Unwrap() ToolSession })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	var zero T
+	return zero, false
 }
 
 // Library is the skill library behind the ops endpoints. *skills.Registry satisfies it.

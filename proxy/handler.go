@@ -259,7 +259,7 @@ func (s *Server) logToolGate(ctx context.Context, rt *routed, info *reqInfo) {
 	d := rt.rw.Decision
 	withheld, enabled := d.ToolsWithheld, d.ToolsEnabled
 	var still []string
-	if g, ok := rt.session.(gateReport); ok && g != nil {
+	if g, ok := sessionAs[gateReport](rt.session); ok && g != nil {
 		still, enabled = g.WithheldTools(), g.EnabledTools()
 	} else {
 		still = withheld

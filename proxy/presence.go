@@ -110,7 +110,7 @@ type activeSkills interface{ Active() []string }
 // response and the conversation it continues.
 func (s *Server) rememberPresence(rt *routed, responseID string) {
 	st, ok := rt.req.(stateRefs)
-	act, ok2 := rt.session.(activeSkills)
+	act, ok2 := sessionAs[activeSkills](rt.session)
 	if !ok || !ok2 {
 		return
 	}

@@ -56,7 +56,7 @@ func (c *credTurns) get(turn string) []string { return c.s.turns.get(c.key(turn)
 // model loaded in this turn: those carried into the request and those it
 // loaded now.
 func (s *Server) rememberTurn(rt *routed, info *reqInfo) {
-	ls, ok := rt.session.(loadedSkills)
+	ls, ok := sessionAs[loadedSkills](rt.session)
 	if !ok {
 		return
 	}

@@ -100,19 +100,8 @@ func decisionAttrs(d *router.Decision) []attribute.KeyValue {
 	return a
 }
 
-// gateReporter is the proxy's optional view of a session that gates client
-// tools (*router.Session); the traced session keeps it.
-type gateReporter interface {
-	WithheldTools() []string
-	EnabledTools() map[string]string
-}
-
 func traceSession(s proxy.ToolSession, tracer trace.Tracer) proxy.ToolSession {
-	ts := &tracedSession{ToolSession: s, tracer: tracer}
-	if g, ok := s.(gateReporter); ok {
-		return &tracedGateSession{tracedSession: ts, gate: g}
-	}
-	return ts
+	return &tracedSession{ToolSession: s, tracer: tracer}
 }
 
 // tracedSession makes each tool call the proxy answers itself (load_skill,
@@ -130,13 +119,9 @@ func (t *tracedSession) Call(ctx context.Context, callID, name string, args json
 	return t.ToolSession.Call(ctx, callID, name, args)
 }
 
-type tracedGateSession struct {
-	*tracedSession
-	gate gateReporter
-}
-
-func (t *tracedGateSession) WithheldTools() []string         { return t.gate.WithheldTools() }
-func (t *tracedGateSession) EnabledTools() map[string]string { return t.gate.EnabledTools() }
+// Unwrap lets the proxy reach the session's optional methods (the skills it
+// loaded, the tools it gated).
+func (t *tracedSession) Unwrap() proxy.ToolSession { return t.ToolSession }
 
 // traceStage makes each stage of a request the proxy reports (parsing the
 // body) a span; nil when tracing is off.

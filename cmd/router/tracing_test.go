@@ -136,6 +136,7 @@ func TestServeTracing(t *testing.T) {
 		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"write a regex that matches ISO dates"}]}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-"+clientSpan+"-01")
+	req.Header.Set("X-Skillrouter-Top-K", "0") // nothing auto-loaded: the model's load_skill loads it
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +247,12 @@ func TestServeTracing(t *testing.T) {
 		accessLogged = true
 		if rec["trace_id"] != traceID || rec["span_id"] != server.SpanContext().SpanID().String() {
 			t.Errorf("access log line without the trace: %s", line)
+		}
+		// The traced session still tells the proxy what the model loaded:
+		// the turn memory and the presence memory read it (tracing on had
+		// switched both off).
+		if rec["loaded"] != "regex-builder" {
+			t.Errorf("access log line without what the model loaded: %s", line)
 		}
 	}
 	if !accessLogged {
