@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillrouter/skillrouter/proxy/internal/fakeai"
 	"github.com/skillrouter/skillrouter/router"
 )
 
@@ -157,4 +158,48 @@ func TestABThroughProxy(t *testing.T) {
 	_, m := h.do("GET", "/metrics", "", nil)
 	mustContain(t, string(m), `skillrouter_requests_total{arm="lexical",outcome="complete",path="/v1/chat/completions",status="200"}`)
 	mustContain(t, string(m), `skillrouter_selected_skills_count{api="chat",arm="control"}`)
+}
+
+// A Responses conversation continued with previous_response_id sends only
+// its new input: without the A/B header or a name for the conversation,
+// each turn was hashed on its own input and changed arms. The key its
+// conversation was first picked by now goes with each stored response; a
+// conversation named with X-Skillrouter-Session is picked by that name.
+func TestABStickyAcrossStoredTurns(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.AB = &ABConfig{Arms: []Arm{
+			{Name: "control", Percent: 50, Rewriter: newFakeRewriter()},
+			{Name: "lexical", Percent: 50, Strategy: router.StrategyBM25, Rewriter: newFakeRewriter()},
+		}}
+	})
+	for c := 0; c < 4; c++ {
+		prev, arm := "", ""
+		for turn := 0; turn < 6; turn++ {
+			id := fmt.Sprintf("resp_%d_%d", c, turn)
+			h.up.Script(fakeai.Raw(200, "application/json", `{"id":"`+id+`","object":"response","status":"completed","output":[{"type":"message","id":"m","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`))
+			body := `{"model":"m","input":"conversation ` + fmt.Sprint(c) + ` turn ` + fmt.Sprint(turn) + ` with its own words"}`
+			if prev != "" {
+				body = `{"model":"m","previous_response_id":"` + prev + `","input":"turn ` + fmt.Sprint(turn) + ` asks something else ` + fmt.Sprint(turn*7) + `"}`
+			}
+			resp, b := h.do("POST", "/v1/responses", body, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			got := resp.Header.Get(HeaderArm)
+			if arm != "" && got != arm {
+				t.Fatalf("conversation %d moved from %s to %s at turn %d", c, arm, got, turn)
+			}
+			arm, prev = got, id
+		}
+	}
+	// Named with X-Skillrouter-Session: the name picks, whatever the input.
+	first := ""
+	for i := 0; i < 6; i++ {
+		resp, _ := h.do("POST", "/v1/responses", `{"model":"m","input":"unrelated `+fmt.Sprint(i*13)+`"}`, map[string]string{HeaderSession: "conv-42"})
+		if got := resp.Header.Get(HeaderArm); first == "" {
+			first = got
+		} else if got != first {
+			t.Fatalf("a named conversation moved from %s to %s", first, got)
+		}
+	}
 }

@@ -28,6 +28,25 @@ type routed struct {
 	scope   string   // whose stored state it is (presence.go)
 	turn    string   // the conversation turn it is a step of, with its credential (turns.go)
 	carried []string // skills loaded earlier in that turn, loaded again (turns.go)
+	abKey   string   // what its A/B arm was picked by ("" for the A/B header)
+}
+
+// abKey is what a request's A/B arm is picked by when the A/B header is
+// absent: the conversation's name (X-Skillrouter-Session, or the request's
+// user), else, continuing a stored response, the key its conversation was
+// first picked by (a turn sends only its new input), or the stored
+// conversation's id, else the first user message.
+func (s *Server) abKey(h http.Header, view *wire.Request, pkey string) string {
+	if k := sessionKey(h, view); k != "" {
+		return k
+	}
+	if k := s.abKeys.get(pkey); len(k) == 1 {
+		return k[0]
+	}
+	if strings.Contains(pkey, " conversation ") {
+		return pkey
+	}
+	return view.FirstUserText()
 }
 
 // route parses body once, picks the arm, plans the rewrite and renders it.
@@ -43,11 +62,12 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	view := parsed.View()
 	info.api = string(a.name())
 	info.stream = view.Stream
+	scope := presenceScope(parsed, h, info.clientKey)
+	pkey := presenceKey(parsed, scope)
+	var abKey string
 	arm, label, err := s.ab.pick(h, func() string {
-		if view.User != "" {
-			return view.User
-		}
-		return view.FirstUserText()
+		abKey = s.abKey(h, view, pkey)
+		return abKey
 	})
 	if err != nil {
 		return nil, headerError("%v", err)
@@ -61,8 +81,7 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		ov.Strategy = arm.strategy
 	}
 	ov.Session = sessionKey(h, view)
-	scope := presenceScope(parsed, h, info.clientKey)
-	ov.Present = s.presence.get(presenceKey(parsed, scope))
+	ov.Present = s.presence.get(pkey)
 	turns := s.turnMemory(h, info.clientKey)
 	ov.Carried = turns.get
 	info.arm = label
@@ -71,7 +90,7 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		info.query = view.FirstUserText()
 	}
 
-	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope}
+	out := &routed{api: a, req: parsed, arm: label, body: body, present: ov.Present, scope: scope, abKey: abKey}
 	if !arm.rw.Ready() {
 		// Starting up (the index is being built): forwarded unmodified and
 		// said so, but not a rewrite error; /readyz tells load balancers.

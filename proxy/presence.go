@@ -110,6 +110,12 @@ type activeSkills interface{ Active() []string }
 // response and the conversation it continues.
 func (s *Server) rememberPresence(rt *routed, responseID string) {
 	st, ok := rt.req.(stateRefs)
+	if ok && rt.abKey != "" && responseID != "" {
+		if _, _, stored := st.StateRefs(); stored {
+			// A turn continuing it keeps its arm (see abKey).
+			s.abKeys.put(rt.scope+" response "+responseID, []string{rt.abKey})
+		}
+	}
 	act, ok2 := sessionAs[activeSkills](rt.session)
 	if !ok || !ok2 {
 		return

@@ -138,6 +138,7 @@ type Server struct {
 	arms      []*armState   // every configured arm, for readiness
 	presence  skillMemory   // skills active in state stored upstream (presence.go)
 	turns     skillMemory   // skills the model loaded in a conversation's turn (turns.go)
+	abKeys    skillMemory   // the A/B key a stored response's conversation was assigned by (abKey)
 	marks     wire.Marks    // what the proxy writes, as stored objects show it (stored.go)
 	pass      passRules     // what is relayed as the client addressed it (passallow.go)
 	holdLimit time.Duration // how long a stream's start is held at most (stream.go)
