@@ -248,6 +248,8 @@ func TestPlaceholderKeyHint(t *testing.T) {
 		if resp.StatusCode != 401 {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
+		// The access log line is written after the answer.
+		waitFor(t, func() bool { return strings.Contains(h.logText(), `"msg":"request"`) })
 		logs := h.logText()
 		if got := strings.Contains(logs, "override_auth"); got != configured {
 			t.Errorf("configured key %v: hint in the log %v:\n%s", configured, got, logs)
