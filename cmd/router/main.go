@@ -14,9 +14,22 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// After the first signal the default action is back: a second one
-	// ends the process at once (serve's shutdown grace is for the first).
-	context.AfterFunc(ctx, stop)
+	// A second signal ends the process at once (serve's shutdown grace is
+	// for the first). Not by restoring the signals' handling: a process
+	// started with SIGINT ignored (a shell's background job) would then
+	// ignore the second one.
+	second := make(chan os.Signal, 2)
+	signal.Notify(second, os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, func() {
+		go func() {
+			<-second // the first, which ended ctx, is here too
+			s := <-second
+			if s == syscall.SIGTERM {
+				os.Exit(143)
+			}
+			os.Exit(130)
+		}()
+	})
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {

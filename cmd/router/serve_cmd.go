@@ -333,6 +333,9 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 				}
 				late, embedders[lr] = append(late, lr), ec
 				arm.Rewriter = traceRewriter(tel, lr, a.Name)
+			} else {
+				// The main router, its route spans named with the arm.
+				arm.Rewriter = traceRewriter(tel, def, a.Name)
 			}
 			ab.Arms = append(ab.Arms, arm)
 		}
