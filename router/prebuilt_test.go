@@ -449,3 +449,49 @@ func TestPrebuiltFolderMissing(t *testing.T) {
 		t.Errorf("log:\n%s", logs.String())
 	}
 }
+
+// A library that stops changing keeps no earlier generation once the grace
+// period has passed after the last save: a save removes only what was
+// retired a grace period before it, so the files the last save retired
+// stayed until the next edit (400 MB after 50 edits at 1,267 skills).
+func TestPrebuiltRetiredRemovedAfterLastSave(t *testing.T) {
+	dir, lib := t.TempDir(), t.TempDir()
+	writeSkill(t, lib, "skill-0", "Tune slow SQL queries and indexes.")
+	writeSkill(t, lib, "skill-1", "Write regular expressions for dates.")
+	opts := func() router.Options {
+		return router.Options{Embedder: embed.NewBuiltin(embed.Config{}), Fit: func(c []string) router.Embedder { return embed.NewBuiltin(embed.Config{}).Fit(c) }}
+	}
+	defer router.SetStaleAfter(100 * time.Millisecond)()
+	r1 := newRouter(t, skills.Load(context.Background(), []string{lib}, skills.Options{}), opts())
+	if err := r1.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	first := indexFiles(t, dir, "builtin")
+	writeSkill(t, lib, "skill-2", "Design GraphQL schemas.")
+	r2 := newRouter(t, skills.Load(context.Background(), []string{lib}, skills.Options{}), opts())
+	if err := r2.SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	second := indexFiles(t, dir, "builtin")
+	if _, err := os.Stat(filepath.Join(dir, first[1])); err != nil {
+		t.Fatalf("the retired generation went within its grace period: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join(dir, first[1])); err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	want := slices.Clone(second)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("with no save after the grace period the folder holds %v, want only %v", names, want)
+	}
+}

@@ -147,6 +147,7 @@ type Router struct {
 
 	warm    latestWriter // writes the index to Options.WarmDir
 	vecSave latestWriter // writes the vector file to Options.IndexDir
+	sweep   laterSweep   // removes the files saves retired (prebuilt.go)
 }
 
 // vectorRetryEvery is how often Route may start a background rebuild of a
