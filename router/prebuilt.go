@@ -66,6 +66,18 @@ type prebuiltManifest struct {
 	// and reads as unsettled; a prebuilt one is `router index build`'s, a
 	// fresh build, and reads as settled (see settledIndex).
 	Settled *bool `json:"settled"`
+	// Self is the digest of the other fields (manifestDigest): the data
+	// files have theirs in Digests, and a manifest changed in place (its
+	// calibration, say) is rebuilt rather than served. Absent in manifests
+	// written before it, which are read as before.
+	Self string `json:"self,omitempty"`
+}
+
+// manifestDigest is the digest of m's fields but Self.
+func manifestDigest(m prebuiltManifest) string {
+	m.Self = ""
+	b, _ := json.Marshal(m)
+	return fileDigest(b)
 }
 
 type calibrationJSON struct {
@@ -103,6 +115,9 @@ func readManifest(dir, key string) (prebuiltManifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, manifestName(key)))
 	if err == nil {
 		err = json.Unmarshal(b, &m)
+	}
+	if err == nil && m.Self != "" && manifestDigest(m) != m.Self {
+		err = errors.New("the manifest does not match its digest: changed in place")
 	}
 	return m, err
 }
@@ -464,6 +479,7 @@ func (r *Router) savePrebuilt(ix *rankIndex, dir string) error {
 	}); err != nil {
 		return fmt.Errorf("router: saving the lexical index: %w", err)
 	}
+	m.Self = manifestDigest(m)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -495,3 +495,38 @@ func TestPrebuiltRetiredRemovedAfterLastSave(t *testing.T) {
 		t.Errorf("with no save after the grace period the folder holds %v, want only %v", names, want)
 	}
 }
+
+// A manifest changed in place (its calibration edited, a digit flipped by
+// bit rot) is rebuilt from, not served: the data files had digests, the
+// manifest that names them and holds the calibration had none.
+func TestPrebuiltManifestChangedInPlace(t *testing.T) {
+	snap := load(t, copyLibrary(t))
+	base := fittedBuiltin(t, snap)
+	dir := t.TempDir()
+	if err := newRouter(t, snap, router.Options{Embedder: &remoteFake{b: base, model: "m1"}}).SavePrebuilt(dir); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "prebuilt-*.json"))
+	if len(names) != 1 {
+		t.Fatalf("manifests %v", names)
+	}
+	b, _ := os.ReadFile(names[0])
+	i := strings.Index(string(b), `"Cosine": [`)
+	if i < 0 {
+		t.Fatalf("no cosine calibration in %s", b)
+	}
+	j := i + len(`"Cosine": [`) + 2 // a digit of its noise level
+	for b[j] < '0' || b[j] > '9' {
+		j++
+	}
+	b[j] = '0' + (b[j]-'0'+1)%10
+	if err := os.WriteFile(names[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	e := &remoteFake{b: base, model: "m1"}
+	newRouter(t, snap, router.Options{Embedder: e, Prebuilt: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !strings.Contains(logs.String(), "does not match its digest") {
+		t.Errorf("a changed manifest was loaded:\n%s", logs.String())
+	}
+}
