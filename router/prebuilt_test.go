@@ -358,17 +358,27 @@ func TestPrebuiltFilesTiedToManifest(t *testing.T) {
 	if err := r2.SavePrebuilt(dir); err != nil {
 		t.Fatal(err)
 	}
+	if names := folderNames(dir); !sameSet(names, second) {
+		t.Errorf("after the grace period the folder holds %v, want only %v", names, second)
+	}
+}
+
+// folderNames lists the files of dir, sorted.
+func folderNames(dir string) []string {
 	left, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range left {
 		names = append(names, e.Name())
 	}
 	slices.Sort(names)
-	want := slices.Clone(second)
+	return names
+}
+
+// sameSet reports whether sorted names holds exactly want's names.
+func sameSet(names, want []string) bool {
+	want = slices.Clone(want)
 	slices.Sort(want)
-	if !slices.Equal(names, want) {
-		t.Errorf("after the grace period the folder holds %v, want only %v", names, want)
-	}
+	return slices.Equal(names, want)
 }
 
 // TestPrebuiltEarlierFormatFilesRemoved: a folder written before format 3
@@ -483,16 +493,8 @@ func TestPrebuiltRetiredRemovedAfterLastSave(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	left, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range left {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
-	want := slices.Clone(second)
-	slices.Sort(want)
-	if !slices.Equal(names, want) {
-		t.Errorf("with no save after the grace period the folder holds %v, want only %v", names, want)
+	if names := folderNames(dir); !sameSet(names, second) {
+		t.Errorf("with no save after the grace period the folder holds %v, want only %v", names, second)
 	}
 }
 
