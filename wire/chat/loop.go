@@ -410,24 +410,17 @@ func stripCalls(msg []byte, strip func(name string) bool, spent bool, finishReas
 
 // editChoice0 replaces choice 0 of a completion with what edit makes of it.
 func editChoice0(raw []byte, edit func(choice []byte) ([]byte, error)) ([]byte, error) {
-	ms, err := jsonspan.Members(raw)
-	if err != nil {
-		return nil, err
-	}
-	cs, ok := jsonspan.Value(ms, "choices")
-	if !ok {
-		return raw, nil
-	}
-	els, err := jsonspan.Elements(raw[cs.Start:cs.End])
-	if err != nil || len(els) == 0 {
-		return raw, err
-	}
-	at := jsonspan.Span{Start: cs.Start + els[0].Start, End: cs.Start + els[0].End}
-	choice, err := edit(raw[at.Start:at.End])
-	if err != nil {
-		return nil, err
-	}
-	return jsonspan.Splice(raw, at, choice), nil
+	return jsonspan.EditValue(raw, "choices", func(cs []byte) ([]byte, error) {
+		els, err := jsonspan.Elements(cs)
+		if err != nil || len(els) == 0 {
+			return cs, err
+		}
+		choice, err := edit(cs[els[0].Start:els[0].End])
+		if err != nil {
+			return nil, err
+		}
+		return jsonspan.Splice(cs, els[0], choice), nil
+	})
 }
 
 // HiddenPath returns where the completion a round that loops (ans) left
