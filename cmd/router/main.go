@@ -13,23 +13,21 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// A second signal ends the process at once (serve's shutdown grace is
-	// for the first). Not by restoring the signals' handling: a process
-	// started with SIGINT ignored (a shell's background job) would then
-	// ignore the second one.
-	second := make(chan os.Signal, 2)
-	signal.Notify(second, os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, func() {
-		go func() {
-			<-second // the first, which ended ctx, is here too
-			s := <-second
-			if s == syscall.SIGTERM {
-				os.Exit(143)
-			}
-			os.Exit(130)
-		}()
-	})
+	// The first SIGINT or SIGTERM ends ctx (serve's shutdown grace); a
+	// second ends the process at once. One channel for both: restoring the
+	// signals' handling after the first would restore "ignore" in a
+	// process started with SIGINT ignored (a shell's background job).
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		<-sig
+		stop()
+		if <-sig == syscall.SIGTERM {
+			os.Exit(143)
+		}
+		os.Exit(130)
+	}()
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
