@@ -36,15 +36,17 @@ type routed struct {
 // user), else, continuing a stored response, the key its conversation was
 // first picked by (a turn sends only its new input), or the stored
 // conversation's id, else the first user message.
-func (s *Server) abKey(h http.Header, view *wire.Request, pkey string) string {
+func (s *Server) abKey(h http.Header, req apiRequest, view *wire.Request, pkey string) string {
 	if k := sessionKey(h, view); k != "" {
 		return k
 	}
 	if k := s.abKeys.get(pkey); len(k) == 1 {
 		return k[0]
 	}
-	if strings.Contains(pkey, " conversation ") {
-		return pkey
+	if st, ok := req.(stateRefs); ok {
+		if _, conv, _ := st.StateRefs(); conv != "" {
+			return pkey // the stored conversation's key: the same on every turn
+		}
 	}
 	return view.FirstUserText()
 }
@@ -66,7 +68,7 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	pkey := presenceKey(parsed, scope)
 	var abKey string
 	arm, label, err := s.ab.pick(h, func() string {
-		abKey = s.abKey(h, view, pkey)
+		abKey = s.abKey(h, parsed, view, pkey)
 		return abKey
 	})
 	if err != nil {
