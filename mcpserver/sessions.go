@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,6 +145,6 @@ func (s *Server) evictIdlest() bool {
 // a malformed one, which the SDK refuses anyway, must not close sessions.
 func initializes(r *http.Request, head []byte) bool {
 	ct := r.Header.Get("Content-Type")
-	return r.Method == http.MethodPost && (ct == "application/json" || len(ct) > 16 && ct[:17] == "application/json;") &&
-		gjson.GetBytes(head, "method").Str == "initialize"
+	json := ct == "application/json" || strings.HasPrefix(ct, "application/json;")
+	return r.Method == http.MethodPost && json && gjson.GetBytes(head, "method").Str == "initialize"
 }
