@@ -41,9 +41,9 @@ func (ev *Event) Type() string {
 }
 
 // EventReader splits a text/event-stream into events (WHATWG HTML §9.2.6):
-// lines end with \n or \r\n, a blank line ends an event, "data:" lines are
-// joined, ":" lines are comments. A stream that ends without a blank line
-// still yields its last event.
+// lines end with \r\n, \n or a lone \r, a blank line ends an event,
+// "data:" lines are joined, ":" lines are comments. A stream that ends
+// without a blank line still yields its last event.
 type EventReader struct {
 	br  *bufio.Reader
 	raw []byte
@@ -79,7 +79,7 @@ func (s *EventReader) Next() (*Event, error) {
 			}
 			// End of the event (a stray blank line between events is an
 			// empty event of its own, relayed as it is).
-			s.raw = append(s.raw, line...)
+			s.keep(line)
 			return s.finish(ev, data), nil
 		}
 		field, value, _ := bytes.Cut(content, []byte(":"))
@@ -106,7 +106,7 @@ func (s *EventReader) Next() (*Event, error) {
 			continue
 		}
 		stray = false
-		s.raw = append(s.raw, line...)
+		s.keep(line)
 		if len(s.raw) > MaxEventSize {
 			return nil, ErrEventTooLarge
 		}
@@ -114,6 +114,16 @@ func (s *EventReader) Next() (*Event, error) {
 			return s.finish(ev, data), nil
 		}
 	}
+}
+
+// keep adds a line to Raw. Where dropped stray lines stood between a line
+// ending in a lone \r and one starting with \n, the two would read as one
+// CRLF, so the \n line gets a \r of its own.
+func (s *EventReader) keep(line []byte) {
+	if len(s.raw) > 0 && s.raw[len(s.raw)-1] == '\r' && line[0] == '\n' {
+		s.raw = append(s.raw, '\r')
+	}
+	s.raw = append(s.raw, line...)
 }
 
 func (s *EventReader) finish(ev *Event, data []byte) *Event {
@@ -124,20 +134,78 @@ func (s *EventReader) finish(ev *Event, data []byte) *Event {
 
 // readLine returns one line including its terminator; lines longer than the
 // buffer are assembled. At EOF the last, unterminated line comes with io.EOF.
+//
+// A \r that is the last byte read so far may be the first half of a CRLF,
+// so the line waits for the next byte (or the end). With CRLF upstreams that
+// byte is already on its way; with the rare upstream that ends lines with a
+// lone \r, each event is relayed when the next one starts.
 func (s *EventReader) readLine() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
-	if err == nil || err != bufio.ErrBufferFull {
-		return line, err
-	}
-	long := append([]byte(nil), line...)
-	for err == bufio.ErrBufferFull {
-		line, err = s.br.ReadSlice('\n')
-		long = append(long, line...)
-		if len(long) > MaxEventSize {
-			return nil, ErrEventTooLarge
+	var long []byte
+	scanned := 0 // bytes of the buffered part known to hold no line end
+	for {
+		buf, _ := s.br.Peek(s.br.Buffered()) // never blocks
+		end, more := lineEnd(buf, scanned)
+		if end > 0 {
+			line := buf[:end]
+			if long != nil {
+				line = append(long, line...)
+			}
+			s.br.Discard(end)
+			return line, nil
+		}
+		scanned = more
+		if len(buf) == s.br.Size() {
+			if buf[len(buf)-1] == '\r' { // keep it with what follows
+				buf = buf[:len(buf)-1]
+			}
+			long = append(long, buf...)
+			s.br.Discard(len(buf))
+			scanned = 0
+			if len(long) > MaxEventSize {
+				return nil, ErrEventTooLarge
+			}
+			continue
+		}
+		// Wait for one more byte. An error means none came (bufio returns
+		// what it read before it), so the rest is the last line.
+		if _, err := s.br.Peek(len(buf) + 1); err != nil {
+			buf, _ = s.br.Peek(s.br.Buffered()) // the read may have moved it
+			s.br.Discard(len(buf))
+			if long != nil {
+				buf = append(long, buf...)
+			}
+			if len(buf) > 0 && buf[len(buf)-1] == '\r' {
+				return buf, nil // terminated after all; the next call ends
+			}
+			return buf, err
 		}
 	}
-	return long, err
+}
+
+// lineEnd returns the length of buf's first line with its terminator
+// (\r\n, \n or \r). When buf holds no complete line it returns 0 and how
+// much of buf is known to hold no line end: all of it, or all but a last
+// \r that the next byte decides.
+func lineEnd(buf []byte, from int) (end, scanned int) {
+	scan := buf[from:]
+	nl := bytes.IndexByte(scan, '\n')
+	if nl >= 0 {
+		scan = scan[:nl]
+	}
+	if cr := bytes.IndexByte(scan, '\r'); cr >= 0 {
+		at := from + cr
+		switch {
+		case at+1 == len(buf):
+			return 0, at
+		case buf[at+1] == '\n':
+			return at + 2, 0
+		}
+		return at + 1, 0
+	}
+	if nl >= 0 {
+		return from + nl + 1, 0
+	}
+	return 0, len(buf)
 }
 
 // EveryEvent reports whether each event of out (server-sent events as the

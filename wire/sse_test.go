@@ -35,6 +35,9 @@ func TestSSEReader(t *testing.T) {
 	}{
 		{"openai", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, "[DONE]"}, []string{"", ""}},
 		{"crlf", "data: x\r\n\r\ndata: y\r\n\r\n", []string{"x", "y"}, []string{"", ""}},
+		{"lone cr", "data: x\r\rdata: y\r\r", []string{"x", "y"}, []string{"", ""}},
+		{"mixed line ends", "event: e\rdata: a\r\ndata: b\n\r\n: c\r\r", []string{"a\nb", "-"}, []string{"e", ""}},
+		{"cr at the end", "data: z\r", []string{"z"}, []string{""}},
 		{"no space after colon", "data:x\n\n", []string{"x"}, []string{""}},
 		{"multi-line data", "data: a\ndata: b\n\n", []string{"a\nb"}, []string{""}},
 		{"named event", "event: response.created\ndata: {}\n\n", []string{"{}"}, []string{"response.created"}},
@@ -90,7 +93,7 @@ func TestSSEReaderEventTooLarge(t *testing.T) {
 // FuzzSSEReader: any byte stream splits into events whose raw bytes
 // reassemble it exactly (the relay's byte-for-byte guarantee) without panics.
 func FuzzSSEReader(f *testing.F) {
-	for _, s := range []string{"data: {}\n\n", "event: x\ndata: 1\r\n\r\n", ": c\n\ndata: [DONE]", "\n\n\n", "data:\n", "\r\r\n"} {
+	for _, s := range []string{"data: {}\n\n", "event: x\ndata: 1\r\n\r\n", ": c\n\ndata: [DONE]", "\n\n\n", "data:\n", "\r\r\n", "x\rdata: 2\r\r"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -115,16 +118,15 @@ func FuzzSSEReader(f *testing.F) {
 		// Only stray lines, and blank lines ending a run of them, are
 		// dropped: what is left is the input's other lines in order, and
 		// the whole input when it has no stray line.
-		out, anyStray := raw.Bytes(), false
-		for _, line := range bytes.SplitAfter(in, []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			if bytes.HasPrefix(out, line) {
-				out = out[len(line):]
-				continue
-			}
+		// Lines are compared by content: a kept blank line may have gained
+		// a \r (EventReader.keep).
+		out, anyStray := splitLines(raw.Bytes()), false
+		for _, line := range splitLines(in) {
 			content := bytes.TrimRight(line, "\r\n")
+			if len(out) > 0 && bytes.Equal(bytes.TrimRight(out[0], "\r\n"), content) {
+				out = out[1:]
+				continue
+			}
 			field, _, _ := bytes.Cut(content, []byte(":"))
 			switch string(field) {
 			case "data", "event", "id", "retry":
@@ -146,6 +148,23 @@ func FuzzSSEReader(f *testing.F) {
 	})
 }
 
+// splitLines splits after each \r\n, \n or lone \r, as the format does.
+func splitLines(in []byte) [][]byte {
+	var lines [][]byte
+	for len(in) > 0 {
+		n := len(in)
+		if i := bytes.IndexAny(in, "\r\n"); i >= 0 {
+			n = i + 1
+			if in[i] == '\r' && i+1 < len(in) && in[i+1] == '\n' {
+				n++
+			}
+		}
+		lines = append(lines, in[:n])
+		in = in[n:]
+	}
+	return lines
+}
+
 // TestSSEReaderDropsStrayLines: lines that are not SSE fields never reach
 // Raw and are counted; an event of stray lines only is skipped.
 func TestSSEReaderDropsStrayLines(t *testing.T) {
@@ -165,5 +184,15 @@ func TestSSEReaderDropsStrayLines(t *testing.T) {
 	}
 	if len(evs) != 4 || evs[0].Stray != 3 || string(evs[0].Data) != `{"a":1}` || evs[3].Stray != 1 || len(evs[3].Raw) != 0 {
 		t.Errorf("events %+v", evs)
+	}
+}
+
+// TestSSEReaderStrayBetweenCRAndLF: dropping a stray line must not join a
+// lone \r and the \n of the next line into one CRLF, which would lose the
+// blank line that ends the event.
+func TestSSEReaderStrayBetweenCRAndLF(t *testing.T) {
+	evs := readEvents(t, iotest.OneByteReader(strings.NewReader("data: a\rjunk\n\ndata: b\n\n")))
+	if len(evs) != 2 || string(evs[0].Data) != "a" || string(evs[0].Raw) != "data: a\r\r\n" || string(evs[1].Data) != "b" {
+		t.Fatalf("events %+v", evs)
 	}
 }
