@@ -79,9 +79,19 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 	level, _ := parseLevel(c.Level) // validated
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
+		opts.ReplaceAttr = durationText
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationText writes a duration as the text format does ("210ms"), not as
+// the JSON handler's integer nanoseconds, which read as a count.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // runServe builds the library, routers and proxy from cfg and serves until

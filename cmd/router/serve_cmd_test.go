@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -247,6 +248,19 @@ func TestBeyondLoopback(t *testing.T) {
 	} {
 		if got := beyondLoopback(addr); got != want {
 			t.Errorf("%s: %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// TestJSONLogDurations: a duration in a JSON log line reads as the text
+// format writes it, in both formats, not as integer nanoseconds.
+func TestJSONLogDurations(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		newLogger(logConfig{Level: "info", Format: format}, &buf).Info("ready", "took", 210*time.Millisecond, slog.Group("g", "grace", 30*time.Second))
+		out := buf.String()
+		if !strings.Contains(out, "210ms") || !strings.Contains(out, "30s") {
+			t.Errorf("%s: %s", format, out)
 		}
 	}
 }
