@@ -158,6 +158,9 @@ func TestABThroughProxy(t *testing.T) {
 	_, m := h.do("GET", "/metrics", "", nil)
 	mustContain(t, string(m), `skillrouter_requests_total{arm="lexical",outcome="complete",path="/v1/chat/completions",status="200"}`)
 	mustContain(t, string(m), `skillrouter_selected_skills_count{api="chat",arm="control"}`)
+	// Latency by arm, the figure an A/B test of strategies compares.
+	mustContain(t, string(m), `skillrouter_request_duration_seconds_count{arm="lexical",path="/v1/chat/completions"}`)
+	mustContain(t, string(m), `skillrouter_upstream_duration_seconds_count{arm="control",path="/v1/chat/completions"}`)
 }
 
 // A Responses conversation continued with previous_response_id sends only

@@ -34,7 +34,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	defer s.discardHidden(rt, r, &hidden)
 	for round := 0; ; round++ {
 		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeAnswer)
-		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+		s.metrics.observeUpstream(info, elapsed)
 		if err != nil {
 			s.fail(w, rt.api, info, classify(ctx, err))
 			return

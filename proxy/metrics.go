@@ -64,16 +64,16 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		}, []string{"path", "status", "arm", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "request_duration_seconds",
-			Help: "Time from request to the end of the response, by path.", Buckets: latencyBuckets,
-		}, []string{"path"}),
+			Help: "Time from request to the end of the response, by path and A/B arm.", Buckets: latencyBuckets,
+		}, []string{"path", "arm"}),
 		routing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "routing_duration_seconds",
 			Help: "Time spent routing and rewriting a request, by A/B arm, strategy and client API (chat, responses, messages).", Buckets: latencyBuckets,
 		}, []string{"arm", "strategy", "api"}),
 		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "upstream_duration_seconds",
-			Help: "Time until the upstream's response headers, per upstream exchange (tool rounds count each).", Buckets: latencyBuckets,
-		}, []string{"path"}),
+			Help: "Time until the upstream's response headers, per upstream exchange (tool rounds count each), by path and A/B arm.", Buckets: latencyBuckets,
+		}, []string{"path", "arm"}),
 		selected: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "selected_skills",
 			Help: "Skills auto-loaded into a request, by A/B arm and client API.", Buckets: []float64{0, 1, 2, 3, 4, 5, 8},
@@ -200,12 +200,9 @@ func (m *metrics) handler() http.Handler {
 }
 
 func (m *metrics) observeRequest(info *reqInfo, elapsed time.Duration) {
-	arm := info.arm
-	if arm == "" {
-		arm = defaultArmLabel
-	}
+	arm := armLabel(info.arm)
 	m.requests.WithLabelValues(info.path, strconv.Itoa(info.status), arm, info.outcome).Inc()
-	m.duration.WithLabelValues(info.path).Observe(elapsed.Seconds())
+	m.duration.WithLabelValues(info.path, arm).Observe(elapsed.Seconds())
 	if !info.routed {
 		return
 	}
@@ -215,12 +212,14 @@ func (m *metrics) observeRequest(info *reqInfo, elapsed time.Duration) {
 	}
 }
 
+// observeUpstream records one upstream exchange's time to its headers.
+func (m *metrics) observeUpstream(info *reqInfo, elapsed time.Duration) {
+	m.upstreamLatency.WithLabelValues(info.path, armLabel(info.arm)).Observe(elapsed.Seconds())
+}
+
 // observeDecision records a routing decision as soon as it is made.
 func (m *metrics) observeDecision(info *reqInfo) {
-	arm := info.arm
-	if arm == "" {
-		arm = defaultArmLabel
-	}
+	arm := armLabel(info.arm)
 	m.routing.WithLabelValues(arm, info.strategy, info.api).Observe(info.routing.Seconds())
 	m.selected.WithLabelValues(arm, info.api).Observe(float64(len(info.selected)))
 	m.addedTokens.WithLabelValues(arm, info.api).Observe(float64(info.addedTokens))

@@ -57,7 +57,7 @@ func TestMetricsExposition(t *testing.T) {
 		`skillrouter_selected_skills_sum{api="chat",arm="default"} 1`,
 		`skillrouter_tool_rounds_sum{api="chat",arm="default"} 1`,
 		`skillrouter_routing_duration_seconds_count{api="chat",arm="default",strategy="hybrid"} 1`,
-		`skillrouter_upstream_duration_seconds_count{path="/v1/chat/completions"} 3`,
+		`skillrouter_upstream_duration_seconds_count{arm="default",path="/v1/chat/completions"} 3`,
 	} {
 		mustContain(t, string(body), line)
 	}

@@ -24,7 +24,7 @@ func (s *Server) passthrough(c echo.Context) error {
 	}
 	a := apiFor(r)
 	resp, elapsed, err := s.send(ctx, a.target(s), r, body, r.ContentLength, false, exchangePass)
-	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+	s.metrics.observeUpstream(info, elapsed)
 	if err != nil {
 		if bodyTimedOut(r) {
 			werr := requestTimeout(s.cfg.Access.BodyTimeout)

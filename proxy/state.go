@@ -58,7 +58,7 @@ func (s *Server) repairStored(ctx context.Context, rt *routed, in *http.Request,
 		return resp, body
 	}
 	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, "repair"), bytes.NewReader(next), int64(len(next)), true, kind)
-	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+	s.metrics.observeUpstream(info, elapsed)
 	if err != nil {
 		outcome("retry_failed")
 		info.err = "stored state repair: " + err.Error()

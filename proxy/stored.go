@@ -119,7 +119,7 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 			var elapsed time.Duration
 			var err error
 			resp, elapsed, err = s.send(ctx, a.target(s), req, http.NoBody, 0, true, exchangeAnswer)
-			s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+			s.metrics.observeUpstream(info, elapsed)
 			if err != nil {
 				s.fail(w, a, info, classify(ctx, err))
 				return nil

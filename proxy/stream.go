@@ -61,7 +61,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	}
 	for round := 0; ; round++ {
 		resp, elapsed, err := s.send(ctx, rt.api.target(s), forRound(r, round), bytes.NewReader(body), int64(len(body)), true, exchangeStream)
-		s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+		s.metrics.observeUpstream(info, elapsed)
 		if err != nil {
 			f := classify(ctx, err)
 			if held() {

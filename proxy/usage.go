@@ -52,7 +52,7 @@ func (s *Server) resendWithoutUsageAsk(ctx context.Context, rt *routed, in *http
 	}
 	outcome := func(o string) { s.metrics.usageAskResent.WithLabelValues(o).Inc() }
 	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, "without-usage"), bytes.NewReader(next), int64(len(next)), true, exchangeStream)
-	s.metrics.upstreamLatency.WithLabelValues(info.path).Observe(elapsed.Seconds())
+	s.metrics.observeUpstream(info, elapsed)
 	if err != nil {
 		outcome("failed")
 		return resp, body
