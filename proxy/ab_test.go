@@ -136,6 +136,15 @@ func TestABThroughProxy(t *testing.T) {
 	if resp.Header.Get(HeaderArm) != "lexical" {
 		t.Fatalf("explicit arm: %v", resp.Header)
 	}
+	// An arm run with another strategy is counted as explicit, not as the arm.
+	resp, _ = h.chat(simpleChat, map[string]string{HeaderArmIn: "lexical", HeaderStrategy: "keyword"})
+	if resp.Header.Get(HeaderArm) != "explicit" || resp.Header.Get(HeaderStrategy) != "keyword" {
+		t.Fatalf("arm with another strategy: %v", resp.Header)
+	}
+	resp, _ = h.chat(simpleChat, map[string]string{HeaderArmIn: "lexical", HeaderStrategy: "bm25"})
+	if resp.Header.Get(HeaderArm) != "lexical" {
+		t.Fatalf("arm with its own strategy: %v", resp.Header)
+	}
 	resp, _ = h.chat(simpleChat, map[string]string{HeaderStrategy: "bm25"})
 	if resp.Header.Get(HeaderArm) != "lexical" || resp.Header.Get(HeaderStrategy) != "bm25" {
 		t.Fatalf("strategy header should pick the arm using it: %v", resp.Header)

@@ -81,6 +81,10 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	}
 	if ov.Strategy == "" {
 		ov.Strategy = arm.strategy
+	} else if ov.Strategy != arm.strategy && label != "" {
+		// An arm named by X-Skillrouter-Arm but run with another strategy
+		// is not that arm: its requests would mix into the arm's figures.
+		label = explicitArmLabel
 	}
 	ov.Session = sessionKey(h, view)
 	ov.Present = s.presence.get(pkey)
