@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 
@@ -28,13 +29,16 @@ const (
 // requests are small, and a larger body is passed on unread.
 const peekLimit = 1 << 20
 
-// readBudgets are the two budgets of admitRead.
+// readBudgets are the two budgets of admitRead and their sizes.
 type readBudgets struct {
-	small, large *semaphore.Weighted
+	small, large           *semaphore.Weighted
+	smallBytes, largeBytes int64
 }
 
-func newReadBudgets() readBudgets {
-	return readBudgets{small: semaphore.NewWeighted(smallReadBudget), large: semaphore.NewWeighted(readBudget)}
+func newReadBudgets() readBudgets { return budgetsOf(smallReadBudget, readBudget) }
+
+func budgetsOf(small, large int64) readBudgets {
+	return readBudgets{small: semaphore.NewWeighted(small), large: semaphore.NewWeighted(large), smallBytes: small, largeBytes: large}
 }
 
 // peek returns a POST's body, up to peekLimit, and puts it back as it
@@ -60,27 +64,39 @@ func (s *Server) admitRead(ctx context.Context, head []byte) (release func(), er
 		return nil, nil
 	}
 	var n int64
+	reads := 0
 	eachMessage(head, func(m gjson.Result) {
 		if m.Get("method").Str != "resources/read" {
 			return
 		}
 		if f, ok := s.current().files[m.Get("params.uri").Str]; ok && f.res.Size > 0 {
 			n += f.res.Size
+			reads++
 		}
 	})
 	if n == 0 {
 		return nil, nil
 	}
-	sem, limit := s.reads.large, int64(readBudget)
+	sem, limit := s.reads.large, s.reads.largeBytes
 	if n <= smallRead {
-		sem, limit = s.reads.small, smallReadBudget
+		sem, limit = s.reads.small, s.reads.smallBytes
 	}
-	n = min(n, limit)
+	if n > limit {
+		if reads > 1 {
+			// Served at once, a batch's answers are held together: more
+			// than the whole budget would be held past it.
+			return nil, errReadBatch
+		}
+		n = limit // one file larger than the budget: it has it all
+	}
 	if err := sem.Acquire(ctx, n); err != nil {
 		return nil, err
 	}
 	return func() { sem.Release(n) }, nil
 }
+
+// errReadBatch refuses a batch whose reads ask for more than the budget.
+var errReadBatch = errors.New("this batch reads more than 64 MiB of files: read them in smaller batches or one at a time")
 
 // readCloser reads from the peeked head and the rest, and closes the
 // original body.

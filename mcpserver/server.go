@@ -68,7 +68,8 @@ type Server struct {
 	refused  refusals    // new sessions refused at the cap
 	reads    readBudgets // bytes of files being read for HTTP clients (see admitRead)
 	activity *activity   // HTTP sessions' use, for the cap (see evictIdlest)
-	admitMu  sync.Mutex  // one new HTTP session at a time (see Handler)
+	admitMu  sync.Mutex  // guards opening: admission at the session cap (see Handler)
+	opening  int         // POSTs without a session being served: sessions they may open
 
 	mu      sync.Mutex // serialises Sync and activation
 	view    atomic.Pointer[view]
@@ -186,9 +187,15 @@ func (s *Server) router(ctx context.Context) (*router.Router, error) {
 
 // Handler serves streamable HTTP. Requests end when ctx ends, so a server
 // shutting down is not held up by clients' open event streams.
+//
+// It does not check Host or Origin (DNS rebinding): the caller serves it
+// behind the checks its API has (proxy.Server.Protect), so that the hosts
+// an operator allows (server.allowed_hosts, a reverse proxy keeping the
+// client's Host) reach /mcp as they reach the API. The SDK's own check
+// would refuse any Host but localhost on a loopback listener.
 func (s *Server) Handler(ctx context.Context) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout})
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, DisableLocalhostProtection: true})
 	limit := s.cfg.MaxSessions
 	if limit <= 0 {
 		limit = DefaultMaxSessions
@@ -197,12 +204,13 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		id := r.Header.Get("Mcp-Session-Id")
 		head := peek(r)
 		if r.Method == http.MethodPost && id == "" {
-			// A POST without a session id opens one (initialize): one at a
-			// time, so that two at the cap neither pass it nor close the
-			// same idle session. Counting is O(sessions), paid only by those.
-			s.admitMu.Lock()
-			defer s.admitMu.Unlock()
-			if s.sessions() >= limit && !(initializes(r, head) && s.evictIdlest()) {
+			// A POST without a session id opens one (initialize). Each holds
+			// a place under the cap until it is answered, so two at the cap
+			// neither pass it nor close the same idle session; the lock is
+			// held only to count (O(sessions), paid only by these), not while
+			// the request is read and served, which a slow client could
+			// stretch to the body timeout for everyone.
+			if !s.reserve(limit, initializes(r, head)) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Retry-After", "60")
 				w.WriteHeader(http.StatusServiceUnavailable)
@@ -210,6 +218,7 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 				s.refused.note(s.log, limit)
 				return
 			}
+			defer s.unreserve()
 		}
 		rctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
@@ -223,6 +232,12 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 			defer func() { end(r.Method, sw.Status) }()
 		}
 		release, err := s.admitRead(rctx, head)
+		if errors.Is(err, errReadBatch) {
+			sw.Header().Set("Content-Type", "application/json")
+			sw.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"%s"}}`, errReadBatch)
+			return
+		}
 		if err != nil {
 			// The client went away, or the server is stopping, while it waited.
 			sw.Header().Set("Content-Type", "application/json")
@@ -240,6 +255,27 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 			}
 		}
 	})
+}
+
+// reserve holds a place under the session cap for a POST without a
+// session, closing the idlest session to make room when the POST is an
+// initialize (evictIdlest); false when there is none.
+func (s *Server) reserve(limit int, initialize bool) bool {
+	s.admitMu.Lock()
+	defer s.admitMu.Unlock()
+	if s.sessions()+s.opening >= limit && !(initialize && s.evictIdlest()) {
+		return false
+	}
+	s.opening++
+	return true
+}
+
+// unreserve gives the place back once the POST is answered: a session it
+// opened is counted by sessions() from then on.
+func (s *Server) unreserve() {
+	s.admitMu.Lock()
+	s.opening--
+	s.admitMu.Unlock()
 }
 
 // refusals counts sessions refused at the cap and logs them the way the

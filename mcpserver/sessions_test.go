@@ -138,3 +138,113 @@ func TestActivityIdlest(t *testing.T) {
 		t.Error("an unknown session id is remembered")
 	}
 }
+
+// A POST without a session whose body trickles in (a slow client, up to the
+// server's body timeout) must not hold up another client's initialize: the
+// admission lock was held while the SDK read the body.
+func TestSlowPostDoesNotBlockInitialize(t *testing.T) {
+	f := newFixture(t, false)
+	srv, err := New(Config{MaxSessions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Sync(f.reg.Snapshot())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(srv.Handler(ctx))
+	defer ts.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	newReq := func(body io.Reader) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		return req
+	}
+	pr, pw := io.Pipe()
+	slowDone := make(chan struct{})
+	go func() {
+		defer close(slowDone)
+		if resp, err := http.DefaultClient.Do(newReq(pr)); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	// More than the peeked head, then nothing: the SDK is left reading.
+	if _, err := pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", peekLimit+10))); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(newReq(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)))
+		if err != nil {
+			done <- nil
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done <- resp
+	}()
+	select {
+	case resp := <-done:
+		if resp == nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("initialize beside a slow POST: %v", resp)
+		} else {
+			endSession(t, ts.URL, resp.Header.Get("Mcp-Session-Id"))
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("initialize waited for another client's slow POST")
+	}
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	<-slowDone
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		srv.admitMu.Lock()
+		opening := srv.opening
+		srv.admitMu.Unlock()
+		if opening == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d places still held after both POSTs ended", opening)
+		}
+	}
+}
+
+// Host is the caller's to check (proxy.Server.Protect, with
+// server.allowed_hosts): the SDK's own check refused every Host but
+// localhost on a loopback listener, so an allowed name, or a reverse proxy
+// keeping the client's Host, got 403 at /mcp and 200 at the API.
+func TestHandlerLeavesHostToCaller(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(f.srv.Handler(ctx))
+	defer ts.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Host = "router.internal"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("Host router.internal: %d, want 200", resp.StatusCode)
+	}
+	endSession(t, ts.URL, resp.Header.Get("Mcp-Session-Id"))
+}
+
+// endSession ends an HTTP session (DELETE), so that no goroutine outlives
+// the test.
+func endSession(t *testing.T, base, id string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}

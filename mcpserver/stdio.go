@@ -114,8 +114,9 @@ func idKey(id gjson.Result) string {
 }
 
 // asked notes the requests in a message passed on (one, or a batch's),
-// and forgets the ones a notifications/cancelled names (the SDK does not
-// answer those).
+// and forgets the ones a notifications/cancelled names: the drain at EOF
+// does not wait for them (the SDK still answers one whose handler returns,
+// which MCP allows: the cancellation may arrive after the answer).
 func (p *pending) asked(msg []byte) {
 	eachMessage(msg, func(m gjson.Result) {
 		v := m.Get("method")
@@ -265,6 +266,8 @@ func invalidMessage(msg []byte) string {
 		return `"method" must be a string`
 	case !v[1].Exists() && (!v[2].Exists() || v[3].Exists() == v[4].Exists()):
 		return "neither a request (method) nor a response (id with a result or an error)"
+	case v[1].Exists() && v[2].Type == gjson.Null && v[2].Exists():
+		return `a request's "id" must not be null (MCP); leave it out for a notification`
 	}
 	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
 		return err.Error()

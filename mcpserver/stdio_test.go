@@ -64,6 +64,7 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 		{"not json at all", "null", jsonrpc.CodeParseError},
 		{`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`, "null", jsonrpc.CodeInvalidRequest},
 		{`{"jsonrpc":"2.0","id":9}`, "9", jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, "null", jsonrpc.CodeInvalidRequest}, // MCP: an id is never null
 		{"", "", 0}, // blank lines are skipped
 	} {
 		if tt.line == "" {
@@ -161,7 +162,7 @@ func TestStdioAnswersPendingAtEOF(t *testing.T) {
 }
 
 // The end of stdin waits for answers only: a batch's answers (an array),
-// an id written 2.0 (answered as 2), a null id (answered by nobody) and an
+// an id written 2.0 (answered as 2), a null id (refused at once) and an
 // unknown method each let the session end as soon as everything is
 // answered, not at the drain's limit.
 func TestStdioDrainEndsWhenAnswered(t *testing.T) {
