@@ -78,6 +78,9 @@ type apiStream interface {
 	// Preamble reports whether out (translated events) holds only what
 	// opens a stream: nothing the client reads yet.
 	Preamble(out []byte) bool
+	// Failure reports the message of the upstream error an event of the
+	// stream carried, "" when none did.
+	Failure() string
 }
 
 // chatAPI is OpenAI Chat Completions (package wire/chat).

@@ -135,7 +135,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "upstream_errors_total",
 			Help: "Upstream exchanges that failed: upstream_unreachable, upstream_connection_closed, upstream_timeout, upstream_stream_error, " +
-				"upstream_malformed_event, upstream_stream_incomplete, upstream_bad_response (a 200 that is not the API's answer, or a body that does not decode), " +
+				"upstream_malformed_event, upstream_stream_incomplete, upstream_error_event (an error event in the upstream's stream, relayed), upstream_bad_response (a 200 that is not the API's answer, or a body that does not decode), " +
 				"upstream_redirect, client_closed, upstream_response_rejected, upstream_response_too_large, invalid_path.",
 		}, []string{"kind"}),
 		strayLines: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -78,6 +78,43 @@ func TestBrokenStreamsAreReported(t *testing.T) {
 	}
 }
 
+// TestUpstreamErrorEventsAreReported: an upstream's own error event (an
+// overloaded Anthropic stream, a failed response) is relayed to the client
+// and the request is logged at WARN and counted as stream_error, not as
+// complete; a Responses error event is followed by the upstream's
+// response.failed, which Codex reads the failure's code from.
+func TestUpstreamErrorEventsAreReported(t *testing.T) {
+	inject := map[string]string{
+		"chat":      `data: {"error":{"message":"overloaded now","type":"server_error"}}` + "\n\n",
+		"responses": "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded now\",\"sequence_number\":9}\n\n" + "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":10,\"response\":{\"id\":\"resp_f\",\"object\":\"response\",\"status\":\"failed\",\"output\":[],\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"overloaded now\"}}}\n\n",
+		"messages":  "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"overloaded now\"}}\n\n",
+	}
+	for _, api := range streamAPIs {
+		for _, relayOnly := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/relay-only=%v", api.name, relayOnly), func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.rw.noTools = relayOnly
+				h.up.Script(fakeai.Reply(fakeai.Turn{Content: "one two three four", Inject: inject[api.name], InjectAfter: 3, EndAtInject: true}))
+				resp, b := h.do("POST", api.path, api.body, api.hdr)
+				body := string(b)
+				if resp.StatusCode != 200 || !strings.Contains(body, "overloaded now") {
+					t.Fatalf("status %d, no upstream error relayed:\n%s", resp.StatusCode, body)
+				}
+				if api.name == "responses" && !strings.Contains(body, "context_length_exceeded") {
+					t.Errorf("response.failed after the error event not relayed:\n%s", body)
+				}
+				line := logLine(t, h.logText(), api.path)
+				if !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, `"outcome":"stream_error"`) || !strings.Contains(line, "overloaded now") {
+					t.Errorf("log line: %s", line)
+				}
+				_, m := h.do("GET", "/metrics", "", nil)
+				mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
+				mustContain(t, string(m), `skillrouter_upstream_errors_total{kind="upstream_error_event"} 1`)
+			})
+		}
+	}
+}
+
 // TestStrayLinesAreDropped: lines of an upstream stream that are not SSE
 // never reach the client and are counted; the stream completes.
 func TestStrayLinesAreDropped(t *testing.T) {

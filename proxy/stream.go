@@ -155,6 +155,12 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			info.truncated = true
 		}
 		if end.Loop == nil || sr.sess == nil {
+			if msg := tr.Failure(); msg != "" && info.outcome == "" {
+				// The upstream's own error event, relayed: the stream
+				// failed as surely as one the proxy ended.
+				info.outcome, info.err = outcomeStreamError, "upstream error event: "+msg
+				s.metrics.upstreamErrors.WithLabelValues("upstream_error_event").Inc()
+			}
 			sr.commit()          // the answer, however little of it there is
 			if end.Loop == nil { // an incomplete stream has returned above
 				s.rememberPresence(rt, end.ID)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/internal/openai"
 )
@@ -32,6 +34,18 @@ func UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	}
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	return ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: "upstream_error", Message: msg}), msg
+}
+
+// Failure reports the message of the upstream error an event of the
+// stream carried (an error chunk), "" when none did.
+func (s *Stream) Failure() string { return s.failure }
+
+// errorMessage is an error object's message, or the object itself.
+func errorMessage(raw json.RawMessage) string {
+	if m := gjson.GetBytes(raw, "message").String(); m != "" {
+		return m
+	}
+	return wire.Clip(string(raw))
 }
 
 // ErrorEvent renders e as the final event of the stream (see ErrorEvent).
@@ -61,6 +75,7 @@ func (s *Stream) Relayed(ev *wire.Event) (final bool) {
 		return false
 	}
 	if ch.errored() {
+		s.failure = errorMessage(ch.Error)
 		return true
 	}
 	for i := range ch.Choices {

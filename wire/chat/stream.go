@@ -35,6 +35,8 @@ import (
 //     usage chunk carries the sum over all rounds; usage the proxy asked
 //     for itself (see Request.Render) is read and never relayed.
 type Stream struct {
+	// failure is the message of the last upstream error met in the stream.
+	failure   string
 	mine      func(name string) bool // the proxy's tools
 	req       *Request               // the client's output-token caps (see Request.fits)
 	n         int                    // the answers asked for (n)
@@ -366,6 +368,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 		// The upstream's error ends the answer (the SDKs raise it): the
 		// round is settled as the client's, never looped on (even when its
 		// finish came first), and not cut.
+		s.failure = errorMessage(ch.Error)
 		st.finished = true
 		if st.loop {
 			st.loop, st.dropped = false, st.proxyCalls

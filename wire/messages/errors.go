@@ -1,10 +1,13 @@
 package messages
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -78,5 +81,21 @@ func (s *Stream) Relayed(ev *wire.Event) (final bool) {
 		return false
 	}
 	t := ev.Type()
+	if t == "error" {
+		s.failure = failureOf(ev.Data)
+	}
 	return t == "message_stop" || t == "error"
+}
+
+// Failure reports the message of the upstream error an event of the
+// stream carried (an error event), "" when none did.
+func (s *Stream) Failure() string { return s.failure }
+
+// failureOf is an error event's message, its type when it has none.
+func failureOf(data []byte) string {
+	e := gjson.GetBytes(data, "error")
+	if m := e.Get("message").String(); m != "" {
+		return e.Get("type").String() + ": " + m
+	}
+	return cmp.Or(e.Get("type").String(), "error event")
 }

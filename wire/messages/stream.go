@@ -27,6 +27,8 @@ import (
 //     rounds, and stop_reason "end_turn" when the proxy's calls were the
 //     only ones and the round limit dropped them.
 type Stream struct {
+	// failure is the message of the last upstream error met in the stream.
+	failure  string
 	mine     func(name string) bool
 	req      *Request // the client's max_tokens (see maxTokens)
 	next     int      // the client's next content block index
@@ -150,6 +152,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		// The client's SDK raises it and stops reading: the round is over,
 		// whatever calls it held (their input may be cut short anyway).
 		rd.stopped, rd.errored, rd.loop = true, true, false
+		s.failure = failureOf(data)
 		s.emit(typ, data)
 		return s.out, false
 	default: // ping and events to come

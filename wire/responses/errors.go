@@ -120,9 +120,31 @@ func (s *Stream) Relayed(ev *wire.Event) (final bool) {
 	} else {
 		s.seq++
 	}
-	switch ev.Type() {
-	case "response.completed", "response.failed", "response.incomplete", "error":
+	switch t := ev.Type(); t {
+	case "response.failed", "error":
+		s.failure = failureOf(t, ev.Data)
+		return true
+	case "response.completed", "response.incomplete":
 		return true
 	}
 	return false
+}
+
+// Failure reports the message of the upstream error an event of the
+// stream carried (error, response.failed), "" when none did.
+func (s *Stream) Failure() string { return s.failure }
+
+// failureOf is the message of an error or response.failed event.
+func failureOf(typ string, data []byte) string {
+	e := gjson.ParseBytes(data)
+	if typ == "response.failed" {
+		e = e.Get("response.error")
+	}
+	if m := e.Get("message").String(); m != "" {
+		if c := e.Get("code").String(); c != "" {
+			return c + ": " + m
+		}
+		return m
+	}
+	return typ
 }

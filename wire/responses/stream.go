@@ -30,6 +30,8 @@ import (
 //   - the response object of every event that carries one echoes the
 //     client's request, not the proxy's (see echo.go).
 type Stream struct {
+	// failure is the message of the last upstream error met in the stream.
+	failure string
 	mine    func(name string) bool
 	req     *Request // store: false, and the echoes to restore
 	seq     int      // the client's next sequence_number
@@ -126,15 +128,21 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		s.completed(typ, data)
 		return s.out, !rd.finished
 	case "response.failed", "response.incomplete":
+		if typ == "response.failed" {
+			s.failure = failureOf(typ, data)
+		}
 		s.completed(typ, data)
 		return s.out, false
 	case "error":
 		// The stream's other terminal event: the response is over
 		// upstream, failed, as after response.failed (see takeback.go).
+		// A response.failed may follow it, and is passed on: Codex reads
+		// a failure's code (context_length_exceeded) only from there.
 		rd.finished = true
 		s.req.failed = true
+		s.failure = failureOf(typ, data)
 		s.emit(typ, data, -1)
-		return s.out, false
+		return s.out, true
 	default:
 		oi := gjson.GetBytes(data, "output_index")
 		it := rd.items[int(oi.Int())]

@@ -180,6 +180,9 @@ type Turn struct {
 	// SSE, anything.
 	Inject      string
 	InjectAfter int
+	// EndAtInject ends the response cleanly right after Inject, as an
+	// upstream ends its stream after its own error event.
+	EndAtInject bool
 	// CutAfter > 0 closes the connection after that many events, with no
 	// end of stream: an upstream that dies mid-answer.
 	CutAfter int

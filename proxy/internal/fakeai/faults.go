@@ -37,7 +37,7 @@ func (t *Turn) beforeEvent(w http.ResponseWriter, r *http.Request, i int) bool {
 		}
 	}
 	if t.Inject != "" && i == t.InjectAfter {
-		if _, err := io.WriteString(w, t.Inject); err != nil {
+		if _, err := io.WriteString(w, t.Inject); err != nil || t.EndAtInject {
 			return false
 		}
 	}
