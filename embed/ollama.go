@@ -78,10 +78,10 @@ func (o *Ollama) Model() string { return o.model }
 // response (0 before it).
 func (o *Ollama) Dimensions() int { return int(o.dims.Load()) }
 
-// Embed embeds queries. Models trained with task prefixes (nomic-embed-text)
-// get their query prefix.
+// Embed embeds queries, in one attempt (see remote.embedQuery). Models
+// trained with task prefixes (nomic-embed-text) get their query prefix.
 func (o *Ollama) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return o.embed(ctx, withPrefix(nonEmpty(texts), o.queryPrefix()), o.call)
+	return o.embedQuery(ctx, withPrefix(nonEmpty(texts), o.queryPrefix()), o.call)
 }
 
 // EmbedDocuments embeds documents (skills), with the document prefix where

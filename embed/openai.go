@@ -75,8 +75,13 @@ func (o *OpenAI) Model() string { return o.model }
 // response (0 before it).
 func (o *OpenAI) Dimensions() int { return int(o.dims.Load()) }
 
-// Embed implements the router's Embedder.
+// Embed embeds queries: one attempt (see remote.embedQuery).
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return o.embedQuery(ctx, nonEmpty(texts), o.call)
+}
+
+// EmbedDocuments embeds documents (skills), retrying a failed batch.
+func (o *OpenAI) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	return o.embed(ctx, nonEmpty(texts), o.call)
 }
 

@@ -46,12 +46,25 @@ func newRemote(provider string, cfg Config) *remote {
 	return r
 }
 
-// embed runs texts through call in batches, in order.
+// embed runs documents through call in batches, in order, retrying a batch
+// that failed in a way that may pass.
 func (r *remote) embed(ctx context.Context, texts []string, call callFunc) ([][]float32, error) {
+	return r.batches(ctx, texts, call, r.retries)
+}
+
+// embedQuery runs a query through call once: the router waits for it
+// within a latency budget (250 ms by default) and ranks with BM25 without
+// it, so a retry after a backoff of 100–400 ms would only make every
+// request wait out the budget while the embedder is down.
+func (r *remote) embedQuery(ctx context.Context, texts []string, call callFunc) ([][]float32, error) {
+	return r.batches(ctx, texts, call, 0)
+}
+
+func (r *remote) batches(ctx context.Context, texts []string, call callFunc, retries int) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += r.batchSize {
 		end := min(start+r.batchSize, len(texts))
-		vecs, err := r.withRetry(ctx, texts[start:end], call)
+		vecs, err := r.withRetry(ctx, texts[start:end], call, retries)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +73,7 @@ func (r *remote) embed(ctx context.Context, texts []string, call callFunc) ([][]
 	return out, nil
 }
 
-func (r *remote) withRetry(ctx context.Context, batch []string, call callFunc) ([][]float32, error) {
+func (r *remote) withRetry(ctx context.Context, batch []string, call callFunc, retries int) ([][]float32, error) {
 	var last error
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -73,7 +86,7 @@ func (r *remote) withRetry(ctx context.Context, batch []string, call callFunc) (
 			retry = !errors.Is(err, ErrMisconfigured)
 		}
 		last = err
-		if !retry || attempt >= r.retries || ctx.Err() != nil {
+		if !retry || attempt >= retries || ctx.Err() != nil {
 			break
 		}
 		d := backoffBase << attempt

@@ -120,7 +120,7 @@ func TestOllamaErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			slept := noSleep(o.remote)
-			_, err = o.Embed(context.Background(), []string{"x"})
+			_, err = o.EmbedDocuments(context.Background(), []string{"x"})
 			checkEmbedErr(t, err, tt.wantKind, tt.wantIn)
 			if got := srv.callCount(); got != tt.wantCalls {
 				t.Errorf("%d calls, want %d", got, tt.wantCalls)
@@ -166,12 +166,19 @@ func TestRemoteDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		slept := noSleep(r)
-		_, err = e.Embed(context.Background(), []string{"x"})
+		_, err = e.(DocumentEmbedder).EmbedDocuments(context.Background(), []string{"x"})
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s: err = %v, want ErrUnavailable", e.Name(), err)
 		}
 		if len(*slept) != DefaultRetries {
 			t.Errorf("%s: %d retries, want %d", e.Name(), len(*slept), DefaultRetries)
+		}
+		// A query is tried once: the router waits for it within a
+		// latency budget a backoff would spend, and falls back to BM25.
+		*slept = nil
+		_, err = e.Embed(context.Background(), []string{"x"})
+		if !errors.Is(err, ErrUnavailable) || len(*slept) != 0 {
+			t.Errorf("%s: query: err = %v after %d retries, want ErrUnavailable after none", e.Name(), err, len(*slept))
 		}
 	}
 }
@@ -296,7 +303,7 @@ func TestOpenAIErrors(t *testing.T) {
 			if strings.Contains(tt.name, "duplicate") {
 				texts = []string{"x", "y"}
 			}
-			_, err = o.Embed(context.Background(), texts)
+			_, err = o.EmbedDocuments(context.Background(), texts)
 			checkEmbedErr(t, err, tt.wantKind, tt.wantIn)
 			if got := srv.callCount(); got != tt.wantCalls {
 				t.Errorf("%d calls, want %d", got, tt.wantCalls)

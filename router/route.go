@@ -144,6 +144,7 @@ type Router struct {
 	lastRetry atomic.Int64 // unix nanos
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
+	embedBreak   breaker                // skips a failing remote embedder for a while
 
 	warm    latestWriter // writes the index to Options.WarmDir
 	vecSave latestWriter // writes the vector file to Options.IndexDir

@@ -254,6 +254,7 @@ type stubEmbedder struct {
 	failQ   atomic.Pointer[error]
 	delay   time.Duration
 	docs    atomic.Int64
+	queries atomic.Int64 // Embed calls
 }
 
 func (s *stubEmbedder) Name() string { return s.name }
@@ -262,6 +263,7 @@ func (s *stubEmbedder) Name() string { return s.name }
 func (s *stubEmbedder) Offline() bool { return false }
 
 func (s *stubEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	s.queries.Add(1)
 	if p := s.failQ.Load(); p != nil {
 		return nil, *p
 	}
@@ -410,6 +412,31 @@ func TestFallbackCode(t *testing.T) {
 				t.Errorf("decision JSON has fallback_code: %v, want %v: %s", got, want, b)
 			}
 		})
+	}
+}
+
+// An embedder failing request after request is left alone for a while:
+// each request would otherwise wait for it (up to the latency budget)
+// before BM25 ranks it.
+func TestEmbedderBreaker(t *testing.T) {
+	snap := rankingLibrary(t)
+	e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "ollama"}
+	r := newRouter(t, snap, router.Options{Embedder: e})
+	refused := fmt.Errorf("ollama: %w: connection refused", embed.ErrUnavailable)
+	e.failQ.Store(&refused)
+	before := e.queries.Load() // building the index may ask too
+	for i := range 3 {
+		if d := route(r, router.StrategyHybrid, fmt.Sprintf("my SQL query %d is slow", i)); !strings.Contains(d.FallbackReason, "connection refused") {
+			t.Fatalf("failure %d: %+v", i, d)
+		}
+	}
+	d := route(r, router.StrategyHybrid, "my SQL query 4 is slow")
+	if d.FallbackCode != router.FallbackEmbedderUnavailable || !strings.Contains(d.FallbackReason, "not asked after 3 failures") ||
+		!strings.Contains(d.FallbackReason, "connection refused") {
+		t.Errorf("after 3 failures: %q %q", d.FallbackCode, d.FallbackReason)
+	}
+	if n := e.queries.Load() - before; n != 3 {
+		t.Errorf("the embedder was asked %d times, want 3", n)
 	}
 }
 

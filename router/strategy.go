@@ -307,15 +307,28 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q *rankQuery, sc *r
 			given++
 		}
 	}
+	remote := !isOffline(ix.emb)
+	if remote {
+		if ok, why := r.embedBreak.allow(); !ok {
+			return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s %s", ix.emb.Name(), why)
+		}
+	}
 	vecs, err := embedWithin(ctx, ix.emb, texts, r.opts.EmbedTimeout, terms)
 	if err == nil && terms != nil && given == len(texts) {
 		q.terms = analysed
 	}
 	if err != nil {
+		code, why := FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
+			code, why = FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
 		}
-		return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s: %v", ix.emb.Name(), err)
+		if remote {
+			r.embedBreak.done(why, ctx.Err() == nil)
+		}
+		return nil, code, why
+	}
+	if remote {
+		r.embedBreak.done("", true)
 	}
 	qv, err := blend(vecs, weights)
 	if err != nil {
@@ -370,7 +383,7 @@ func (ix *rankIndex) vectorRow(i int) int {
 // passes, even if the embedder ignores its context; a late result is
 // dropped.
 func embedWithin(ctx context.Context, e Embedder, texts []string, budget time.Duration, terms func(i int, terms []string)) ([][]float32, error) {
-	if o, ok := e.(offlineEmbedder); ok && o.Offline() {
+	if isOffline(e) {
 		// In-process and fast: a goroutine hand-off would cost more than
 		// it guards against, and delays under CPU contention.
 		var v [][]float32
@@ -410,6 +423,11 @@ func embedWithin(ctx context.Context, e Embedder, texts []string, budget time.Du
 // offlineEmbedder is implemented by in-process embedders (the builtin) that
 // need no latency budget.
 type offlineEmbedder interface{ Offline() bool }
+
+func isOffline(e Embedder) bool {
+	o, ok := e.(offlineEmbedder)
+	return ok && o.Offline()
+}
 
 // termEmbedder is an offline embedder that analyses a text into BM25's
 // terms on its way to the vector (the builtin), and hands them over, so
