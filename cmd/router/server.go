@@ -192,14 +192,40 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // refuse answers an over-the-cap connection and closes it, within half a
 // second whatever the client does.
+//
+// A liveness probe (GET /healthz) gets 200 even so: a pod whose connections
+// are all taken is busy, not dead, and failing its liveness probe would get
+// the busiest pods restarted, their streams cut and their load moved onto
+// the others. Readiness (/readyz) gets the 503: a saturated pod may well
+// be taken out of rotation for a while.
 func refuse(c net.Conn) {
 	body := `{"error":{"message":"too many connections: server.max_connections reached; retry shortly","type":"server_error","param":null,"code":"too_many_connections"}}`
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 	// Read what the client sent first (a bounded peek), so closing does not
 	// reset the connection before the answer is read.
-	_, _ = bufio.NewReaderSize(c, 4096).Peek(1)
+	br := bufio.NewReaderSize(c, 4096)
+	if _, err := br.Peek(1); err == nil {
+		if head, _ := br.Peek(len(livenessLine) + 1); isLiveness(head) {
+			_, _ = fmt.Fprintf(c, alive, len(aliveBody), aliveBody)
+			_ = c.Close()
+			return
+		}
+	}
 	_, _ = fmt.Fprintf(c, overloaded, len(body), body)
 	_ = c.Close()
+}
+
+const (
+	livenessLine = "GET /healthz"
+	alive        = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+	aliveBody    = `{"status":"ok"}`
+)
+
+// isLiveness reports whether a request starts with GET /healthz (then a
+// space or a query).
+func isLiveness(head []byte) bool {
+	return len(head) > len(livenessLine) && string(head[:len(livenessLine)]) == livenessLine &&
+		(head[len(livenessLine)] == ' ' || head[len(livenessLine)] == '?')
 }
 
 // noteRefused logs the first refusal, then at most one line per 10 s with

@@ -136,7 +136,8 @@ func TestShutdownGraceEndsStreams(t *testing.T) {
 
 // TestConnectionCap (issue 14, repro 1): over server.max_connections a new
 // connection is answered 503 at once and the refusal is logged; when
-// connections close, clients are served again.
+// connections close, clients are served again. A liveness probe is
+// answered 200 all the same: a busy pod is not a dead one.
 func TestConnectionCap(t *testing.T) {
 	cfg := defaultsFor(t, "--max-connections", "4")
 	sp := startServe(t, cfg, sseUpstream(nil))
@@ -148,7 +149,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 		idle = append(idle, c)
 	}
-	resp, err := http.Get("http://" + sp.addr + "/healthz")
+	resp, err := http.Get("http://" + sp.addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +158,17 @@ func TestConnectionCap(t *testing.T) {
 	if resp.StatusCode != 503 || !strings.Contains(string(b), "too_many_connections") || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the cap: %d %s", resp.StatusCode, b)
 	}
+	for _, path := range []string{"/healthz", "/healthz?verbose=1"} {
+		resp, err = http.Get("http://" + sp.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"ok"`) {
+			t.Errorf("liveness %s over the cap: %d %s", path, resp.StatusCode, b)
+		}
+	}
 	if !strings.Contains(sp.logs(), "connection limit reached") {
 		t.Errorf("no log line:\n%s", sp.logs())
 	}
@@ -164,7 +176,7 @@ func TestConnectionCap(t *testing.T) {
 		c.Close()
 	}
 	waitServe(t, func() bool {
-		resp, err := http.Get("http://" + sp.addr + "/healthz")
+		resp, err := http.Get("http://" + sp.addr + "/readyz")
 		if err != nil {
 			return false
 		}
