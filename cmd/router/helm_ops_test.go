@@ -243,6 +243,50 @@ func TestHelmIndexJobGetsExtraEnv(t *testing.T) {
 	}
 }
 
+// TestHelmIndexJobPlacement: the index build Job runs where the pods may:
+// their nodeSelector, tolerations and node affinity (a tainted pool, a
+// node-bound volume), not their pod anti-affinity, which names the
+// router's pods.
+func TestHelmIndexJobPlacement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set", "index.source=pvc", "--set", "index.buildJob.enabled=true",
+		"--set", "nodeSelector.pool=ai", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists",
+		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=zone",
+		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists",
+		"--set", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1",
+		"--set", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=kubernetes.io/hostname"))
+	spec := get(docs["Job/r-skillrouter-index-build"], "spec", "template", "spec")
+	if get(spec, "nodeSelector", "pool") != "ai" || len(list(spec, "tolerations")) != 1 || get(spec, "affinity", "nodeAffinity") == nil {
+		t.Errorf("the Job lacks the pods' placement: %v", spec)
+	}
+	if get(spec, "affinity", "podAntiAffinity") != nil {
+		t.Errorf("the Job got the pods' anti-affinity, which names the router's pods: %v", get(spec, "affinity"))
+	}
+}
+
+// TestHelmContainerPort: the Service's port is not the one the pods listen
+// on; a Service on port 80 must not make a non-root pod listen on 80 (it
+// cannot, on most nodes).
+func TestHelmContainerPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "service.port=80"))
+	if p := byName(list(docs["Service/r-skillrouter"], "spec", "ports"), "http"); p == nil || fmt.Sprint(p["port"]) != "80" || p["targetPort"] != "http" {
+		t.Errorf("Service port: %v", p)
+	}
+	c := get(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "containers", 0)
+	if p := byName(list(c, "ports"), "http"); p == nil || fmt.Sprint(p["containerPort"]) != "8080" {
+		t.Errorf("container port: %v", p)
+	}
+	if cm := fmt.Sprint(get(docs["ConfigMap/r-skillrouter"], "data")); !strings.Contains(cm, "listen: 0.0.0.0:8080") {
+		t.Errorf("the configuration does not listen on 8080: %s", cm)
+	}
+}
+
 // TestHelmEdgeValues: an empty exec section still renders (and leaves
 // exec off); a metrics_listen on loopback exposes no port, and with the
 // ServiceMonitor it is an error rather than scrapes that never connect.

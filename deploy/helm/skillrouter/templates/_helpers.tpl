@@ -64,10 +64,15 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- end -}}
 {{- end -}}
 
+{{/* The port the pods listen on (service.containerPort, 8080 unset). */}}
+{{- define "skillrouter.containerPort" -}}
+{{- .Values.service.containerPort | default 8080 -}}
+{{- end -}}
+
 {{/* The configuration file: the values' config with what the chart decides. */}}
 {{- define "skillrouter.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
-{{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int .Values.service.port)) -}}
+{{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int (include "skillrouter.containerPort" .))) -}}
 {{- $_ := set $cfg "skills" (list (include "skillrouter.skillsRoot" .)) -}}
 {{- $_ := set $cfg "watch" .Values.skills.watch -}}
 {{- /* The Service's names are Host names the pods serve (docs/security.md). */ -}}
