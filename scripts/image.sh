@@ -49,7 +49,8 @@ trap 'rm -rf "$ctx"' EXIT
 rootfs="$ctx/out/rootfs"
 mkdir -p "$rootfs/usr/local/bin" "$rootfs/etc/ssl/certs" "$rootfs/tmp" "$rootfs/skills" "$ctx/out/cache"
 chmod 1777 "$rootfs/tmp"
-CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags='-s -w' -o "$rootfs/usr/local/bin/router" ./cmd/router
+version="$(git describe --always --dirty 2>/dev/null || echo dev)"
+CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags="-s -w -X main.version=$version" -o "$rootfs/usr/local/bin/router" ./cmd/router
 if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
 	cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/"
 else

@@ -459,14 +459,14 @@ func TestOTLPExport(t *testing.T) {
 				w.WriteHeader(http.StatusNoContent)
 			}), nil)
 			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/models", nil))
 			// Shutdown flushes the batch: the export has happened when it returns.
 			if err := p.Shutdown(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			got := recv.spans()
-			if len(got) != 1 || got[0] != "router-test/GET /healthz" {
-				t.Fatalf("received %v, want [router-test/GET /healthz]", got)
+			if len(got) != 1 || got[0] != "router-test/GET /v1/models" {
+				t.Fatalf("received %v, want [router-test/GET /v1/models]", got)
 			}
 		})
 	}
@@ -541,5 +541,31 @@ func TestHandlerAbortedHasNoStatus(t *testing.T) {
 	}
 	if got := attr(s, "error.type"); got != "client_closed" {
 		t.Errorf("error.type %q, want client_closed", got)
+	}
+}
+
+// Probes and scrapes are served without a span; other requests get theirs.
+func TestProbesNotTraced(t *testing.T) {
+	p, rec := newRecorded(t)
+	srv := httptest.NewServer(p.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), nil))
+	defer srv.Close()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/models"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	var ended []sdktrace.ReadOnlySpan
+	for i := 0; i < 200 && len(ended) == 0; i++ { // the span ends in the server's goroutine
+		ended = rec.Ended()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(ended) != 1 || ended[0].Name() != "GET /v1/models" {
+		names := []string{}
+		for _, s := range ended {
+			names = append(names, s.Name())
+		}
+		t.Errorf("spans %v, want only GET /v1/models", names)
 	}
 }

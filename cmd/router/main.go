@@ -57,7 +57,9 @@ func newRootCmd() *cobra.Command {
 			}
 		},
 	}
-	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd())
+	root.Version = buildVersion()
+	root.SetVersionTemplate("skillrouter {{.Version}}\n")
+	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd(), newVersionCmd())
 	return root
 }
 

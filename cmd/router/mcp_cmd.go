@@ -21,9 +21,6 @@ import (
 	"github.com/skillrouter/skillrouter/skills"
 )
 
-// version is the implementation version MCP hosts are told.
-var version = "dev"
-
 func newMCPCmd() *cobra.Command {
 	var cf configFlags
 	cmd := &cobra.Command{
@@ -143,7 +140,7 @@ func newSandbox(cfg config, reg *skills.Registry, log *slog.Logger) (*sandbox.Pr
 // newMCPServer builds the MCP server over reg and keeps it in step with
 // reloads.
 func newMCPServer(cfg config, reg *skills.Registry, tools *sandbox.Provider, log *slog.Logger) (*mcpserver.Server, error) {
-	srv, err := mcpserver.New(mcpserver.Config{Version: version, Rewrite: cfg.rewriteOptions(tools), Sandbox: tools, Logger: log})
+	srv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), Rewrite: cfg.rewriteOptions(tools), Sandbox: tools, Logger: log})
 	if err != nil {
 		return nil, err
 	}

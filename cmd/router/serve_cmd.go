@@ -104,7 +104,7 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
 	log := newLogger(cfg.Log, logw)
 	warnMisspelledEnv(log)
-	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log})
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log, ServiceVersion: buildVersion()})
 	if err != nil {
 		return err
 	}
@@ -150,6 +150,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 			_ = srv.Registry().Register(c)
 		}
 	}
+	_ = srv.Registry().Register(buildInfo())
 	var metricsSrv *metricsServer
 	if cfg.Server.MetricsListen != "" {
 		if metricsSrv, err = startMetrics(cfg.Server.MetricsListen, srv.MetricsHandler(), log); err != nil {
@@ -186,7 +187,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",
 			"addr", ln.Addr().String(), "exec", cfg.Exec.Enabled)
 	}
-	log.Info("skillrouter proxy listening; building the routing index",
+	log.Info("skillrouter proxy listening; building the routing index", "version", buildVersion(),
 		"addr", "http://"+ln.Addr().String()+"/v1", "client_keys", keys, "metrics", metricsAddr, "upstream", redact.URL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
