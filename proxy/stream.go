@@ -501,7 +501,11 @@ func (sr *streamRelay) broke(f failure, prefix string) {
 		sr.streamError(&wire.Error{Status: f.status, Kind: wire.KindServer, Code: f.code, Message: f.msg})
 	default:
 		sr.s.metrics.upstreamErrors.WithLabelValues(f.code).Inc()
-		sr.streamError(&wire.Error{Status: http.StatusBadGateway, Kind: wire.KindUpstream, Code: f.code, Message: prefix + f.msg})
+		status := http.StatusBadGateway
+		if f.status == http.StatusGatewayTimeout {
+			status = f.status // the same error type as the 504 given before a stream starts (Anthropic: timeout_error)
+		}
+		sr.streamError(&wire.Error{Status: status, Kind: wire.KindUpstream, Code: f.code, Message: prefix + f.msg})
 		info.err = prefix + f.logText()
 	}
 	sr.finishTrailers()

@@ -84,3 +84,16 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// A Messages stream that stalls gets the error type its 504 would have had
+// before the stream started (timeout_error), not api_error.
+func TestStalledMessagesStreamIsATimeoutError(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+	never := make(chan struct{})
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "one two three", Hold: never, HoldAfter: 2}))
+	_, b := h.do("POST", "/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+	if !strings.Contains(string(b), "event: error") || !strings.Contains(string(b), `"type":"timeout_error"`) {
+		t.Errorf("stalled stream:\n%s", b)
+	}
+}
