@@ -21,6 +21,9 @@ type reqInfo struct {
 	api            string // the client API of a routed endpoint (wire.API)
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
+	// upstreamRequestID is the id the upstream gave its last answer
+	// (x-request-id, Anthropic's request-id): what its support asks for.
+	upstreamRequestID string
 	arm            string
 	stream         bool
 	routed         bool
@@ -58,6 +61,18 @@ type reqInfo struct {
 }
 
 const infoKey = "skillrouter.info"
+
+// answered notes an upstream answer: its status and its request id.
+func (info *reqInfo) answered(resp *http.Response) {
+	info.upstreamStatus = resp.StatusCode
+	id := resp.Header.Get("X-Request-Id") // OpenAI, most gateways
+	if id == "" {
+		id = resp.Header.Get("Request-Id") // Anthropic
+	}
+	if id != "" {
+		info.upstreamRequestID = wire.Clip(id)
+	}
+}
 
 func requestInfo(c echo.Context) *reqInfo {
 	if v, ok := c.Get(infoKey).(*reqInfo); ok {
@@ -183,6 +198,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	}
 	if info.upstreamStatus != 0 {
 		attrs = append(attrs, slog.Int("upstream_status", info.upstreamStatus))
+	}
+	if info.upstreamRequestID != "" {
+		attrs = append(attrs, slog.String("upstream_request_id", info.upstreamRequestID))
 	}
 	if info.arm != "" {
 		attrs = append(attrs, slog.String("arm", info.arm))

@@ -42,7 +42,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 		if round == 0 {
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeAnswer, info)
 		}
-		info.upstreamStatus = resp.StatusCode
+		info.answered(resp)
 		hidden.answered(round, resp.StatusCode)
 		if f, ok := redirected(resp); ok {
 			resp.Body.Close()

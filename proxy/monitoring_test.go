@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -144,4 +145,25 @@ func logLine(t *testing.T, logs, path string) string {
 	}
 	t.Fatalf("no log line for %s:\n%s", path, logs)
 	return ""
+}
+
+// The access log names the upstream's id for its answer (OpenAI's
+// x-request-id, Anthropic's request-id): what a provider's support asks for.
+func TestUpstreamRequestIDLogged(t *testing.T) {
+	for _, tc := range []struct{ header, path, body string }{
+		{"X-Request-Id", "/v1/chat/completions", simpleChat},
+		{"Request-Id", "/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		h := newHarness(t, nil)
+		reply := fakeai.Reply(fakeai.Turn{Content: "ok"})
+		h.up.Script(func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			w.Header().Set(tc.header, "req_upstream_123")
+			reply(w, r, rec)
+		})
+		resp, _ := h.do("POST", tc.path, tc.body, map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+		id := resp.Header.Get(tc.header) // the fake's Messages replies set their own
+		if line := logLine(t, h.logText(), tc.path); id == "" || !strings.Contains(line, `"upstream_request_id":"`+id+`"`) {
+			t.Errorf("%s %q: %s", tc.header, id, line)
+		}
+	}
 }

@@ -36,7 +36,7 @@ func (s *Server) passthrough(c echo.Context) error {
 		return nil
 	}
 	defer resp.Body.Close()
-	info.upstreamStatus = resp.StatusCode
+	info.answered(resp)
 	w := c.Response()
 	copyResponseHeader(w.Header(), resp.Header, true)
 	w.WriteHeader(resp.StatusCode)

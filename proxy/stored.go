@@ -124,7 +124,7 @@ func (s *Server) readStored(view storedView) echo.HandlerFunc {
 				s.fail(w, a, info, classify(ctx, err))
 				return nil
 			}
-			info.upstreamStatus = resp.StatusCode
+			info.answered(resp)
 			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 			if resp.StatusCode != http.StatusOK || mt != "application/json" {
 				s.relayResponse(ctx, w, info, resp)

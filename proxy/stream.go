@@ -75,7 +75,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			resp, body = s.resendWithoutUsageAsk(ctx, rt, r, resp, body, info)
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeStream, info)
 		}
-		info.upstreamStatus = resp.StatusCode
+		info.answered(resp)
 		hidden.answered(round, resp.StatusCode)
 		var events io.Reader = resp.Body
 		if !isEventStream(resp) {
