@@ -112,7 +112,7 @@ func TestHTTPProtocolVersion(t *testing.T) {
 	f := newFixture(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx))
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})

@@ -74,7 +74,7 @@ func TestHTTPSessionsBounded(t *testing.T) {
 	f := newFixture(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx))
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
 	const attempts = 3000
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`

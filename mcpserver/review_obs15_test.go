@@ -32,7 +32,7 @@ func TestObs15SessionRefusalsDoNotFloodTheLog(t *testing.T) {
 	srv.Sync(f.reg.Snapshot())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(srv.Handler(ctx))
+	ts := httptest.NewServer(srv.Handler(ctx, nil))
 	defer ts.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`

@@ -188,12 +188,18 @@ func (s *Server) router(ctx context.Context) (*router.Router, error) {
 // Handler serves streamable HTTP. Requests end when ctx ends, so a server
 // shutting down is not held up by clients' open event streams.
 //
+// clientID names the client a request comes from (proxy.Server.ClientID:
+// a digest of its key): a session answers only the client that opened it
+// (MCP's security best practices bind sessions to the user), so one key's
+// holder can neither use nor end another's. nil, or "": no binding (no
+// client keys: one trust domain).
+//
 // It does not check Host or Origin (DNS rebinding): the caller serves it
 // behind the checks its API has (proxy.Server.Protect), so that the hosts
 // an operator allows (server.allowed_hosts, a reverse proxy keeping the
 // client's Host) reach /mcp as they reach the API. The SDK's own check
 // would refuse any Host but localhost on a loopback listener.
-func (s *Server) Handler(ctx context.Context) http.Handler {
+func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) string) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, DisableLocalhostProtection: true})
 	limit := s.cfg.MaxSessions
@@ -226,7 +232,17 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		defer stop()
 		s.activate()
 		sw := &statuswriter.Writer{ResponseWriter: w}
+		client := ""
+		if clientID != nil {
+			client = clientID(r)
+		}
 		if id != "" {
+			if !s.activity.ownedBy(id, client) {
+				// Another key's session: as unknown to this client as a
+				// closed one (its existence is not confirmed either).
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
 			// In flight from here: a read waiting for the budget is too.
 			end := s.activity.begin(id)
 			defer func() { end(r.Method, sw.Status) }()
@@ -251,7 +267,7 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 		h.ServeHTTP(sw, r.WithContext(rctx))
 		if id == "" && sw.Status == http.StatusOK {
 			if opened := w.Header().Get("Mcp-Session-Id"); opened != "" {
-				s.activity.opened(opened, limit, s.openIDs)
+				s.activity.opened(opened, client, limit, s.openIDs)
 			}
 		}
 	})

@@ -588,7 +588,7 @@ func TestStreamableHTTP(t *testing.T) {
 	f := newFixture(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx))
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
 	res, onRes := notifier()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{

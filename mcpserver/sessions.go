@@ -32,10 +32,12 @@ type activity struct {
 	last map[string]time.Time
 	used map[string]bool
 	busy map[string]int
+	// owner is the client that opened each session (Config.ClientID).
+	owner map[string]string
 }
 
 func newActivity() *activity {
-	return &activity{now: time.Now, last: map[string]time.Time{}, used: map[string]bool{}, busy: map[string]int{}}
+	return &activity{now: time.Now, last: map[string]time.Time{}, used: map[string]bool{}, busy: map[string]int{}, owner: map[string]string{}}
 }
 
 // begin notes a request of session id; end notes its end with the answer's
@@ -53,6 +55,7 @@ func (a *activity) begin(id string) (end func(method string, status int)) {
 		if status == http.StatusNotFound || (method == http.MethodDelete && status < 300) {
 			delete(a.last, id)
 			delete(a.used, id)
+			delete(a.owner, id)
 			return
 		}
 		if _, open := a.last[id]; open {
@@ -61,12 +64,16 @@ func (a *activity) begin(id string) (end func(method string, status int)) {
 	}
 }
 
-// opened notes a session just opened; open lists the sessions open now,
-// called to forget closed ones (timed out) once they could be many.
-func (a *activity) opened(id string, limit int, open func() []string) {
+// opened notes a session just opened by client; open lists the sessions
+// open now, called to forget closed ones (timed out) once they could be
+// many.
+func (a *activity) opened(id, client string, limit int, open func() []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.last[id] = a.now()
+	if client != "" {
+		a.owner[id] = client
+	}
 	if len(a.last) > 2*limit {
 		a.forgetClosed(open())
 	}
@@ -100,6 +107,15 @@ func (a *activity) idlest(open []string) (id string, ok bool) {
 	return "", false
 }
 
+// ownedBy reports whether client may use session id: the client that
+// opened it, or anyone when it was opened without a client id.
+func (a *activity) ownedBy(id, client string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	owner, bound := a.owner[id]
+	return !bound || owner == client
+}
+
 // forgetClosed drops what it knows of sessions not in open. a.mu is held.
 func (a *activity) forgetClosed(open []string) {
 	live := make(map[string]bool, len(open))
@@ -110,6 +126,7 @@ func (a *activity) forgetClosed(open []string) {
 		if !live[k] && a.busy[k] == 0 {
 			delete(a.last, k)
 			delete(a.used, k)
+			delete(a.owner, k)
 		}
 	}
 }

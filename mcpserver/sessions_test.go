@@ -29,7 +29,7 @@ func TestSessionCapEvictsIdle(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(srv.Handler(ctx))
+	ts := httptest.NewServer(srv.Handler(ctx, nil))
 	defer ts.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	post := func(id, body string) (int, string) {
@@ -111,7 +111,7 @@ func TestActivityIdlest(t *testing.T) {
 	a.now = func() time.Time { return now }
 	open := func() []string { return []string{"used", "unused", "busy"} }
 	for _, id := range open() {
-		a.opened(id, 10, open)
+		a.opened(id, "", 10, open)
 	}
 	endUsed := a.begin("used")
 	endUsed(http.MethodPost, http.StatusOK)
@@ -151,7 +151,7 @@ func TestSlowPostDoesNotBlockInitialize(t *testing.T) {
 	srv.Sync(f.reg.Snapshot())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(srv.Handler(ctx))
+	ts := httptest.NewServer(srv.Handler(ctx, nil))
 	defer ts.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	newReq := func(body io.Reader) *http.Request {
@@ -217,7 +217,7 @@ func TestHandlerLeavesHostToCaller(t *testing.T) {
 	f := newFixture(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx))
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
@@ -247,4 +247,58 @@ func endSession(t *testing.T, base, id string) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+// A session answers only the client (key) that opened it: another key's
+// holder can neither use it nor end it, and learns nothing of it (404, as
+// for a closed one).
+func TestSessionBoundToClient(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(f.srv.Handler(ctx, func(r *http.Request) string { return r.Header.Get("X-Test-Client") }))
+	defer ts.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	do := func(method, client, id, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Test-Client", client)
+		if id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	id := do(http.MethodPost, "a", "", initialize).Header.Get("Mcp-Session-Id")
+	if id == "" {
+		t.Fatal("no session opened")
+	}
+	if code := do(http.MethodPost, "b", id, ping).StatusCode; code != http.StatusNotFound {
+		t.Errorf("another client's ping: %d, want 404", code)
+	}
+	if code := do(http.MethodDelete, "b", id, "").StatusCode; code != http.StatusNotFound {
+		t.Errorf("another client's DELETE: %d, want 404", code)
+	}
+	if code := do(http.MethodPost, "a", id, ping).StatusCode; code != http.StatusOK {
+		t.Errorf("the owner's ping after the other's attempts: %d, want 200", code)
+	}
+	if code := do(http.MethodDelete, "a", id, "").StatusCode; code >= 300 {
+		t.Errorf("the owner's DELETE: %d", code)
+	}
+	// Without client ids (no keys), sessions are anyone's, as before.
+	open := do(http.MethodPost, "", "", initialize).Header.Get("Mcp-Session-Id")
+	if code := do(http.MethodPost, "", open, ping).StatusCode; code != http.StatusOK {
+		t.Errorf("unbound session: %d", code)
+	}
+	endSession(t, ts.URL, open)
 }

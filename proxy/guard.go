@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -96,6 +97,7 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		id := s.clientIDOf(r)
 		werr := s.admit(w, r)
 		if werr == errPreflightServed {
 			return
@@ -108,6 +110,9 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 			return
 		}
 		defer unwrapBody(r)
+		if id != "" {
+			r = r.WithContext(context.WithValue(r.Context(), clientIDKey{}, id))
+		}
 		sw := &statuswriter.Writer{ResponseWriter: s.writeBound(w)}
 		h.ServeHTTP(sw, r)
 		info.status = sw.Status
@@ -234,6 +239,28 @@ func originAllowed(allowed []string, origin string) bool {
 	return slices.Contains(allowed, "*") || slices.ContainsFunc(allowed, func(a string) bool {
 		return strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
 	})
+}
+
+// ClientID names the client key a request served through Protect
+// presented, as a digest (never the key), "" when the proxy takes no client
+// keys: what a handler beside the proxy binds a client's state to, such as
+// MCP sessions, so that one key's holder cannot use or end another's.
+func (s *Server) ClientID(r *http.Request) string {
+	id, _ := r.Context().Value(clientIDKey{}).(string)
+	return id
+}
+
+type clientIDKey struct{}
+
+// clientIDOf is ClientID's value, read before admit drops the proxy's own
+// key from the request.
+func (s *Server) clientIDOf(r *http.Request) string {
+	if len(s.cfg.Access.APIKeys) == 0 {
+		return ""
+	}
+	key, _ := clientKey(r)
+	sum := sha256.Sum256([]byte("skillrouter client id\x00" + key))
+	return hex.EncodeToString(sum[:12])
 }
 
 // clientKey returns the key the client presented: Bearer, or x-api-key on

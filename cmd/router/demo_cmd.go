@@ -155,7 +155,7 @@ func startDemo(ctx context.Context, roots []string, listen, logLevel string) (*d
 	}
 	var handler http.Handler = sv.srv
 	if sv.mcp != nil {
-		handler = withMCP(sv.srv, sv.srv.Protect(sv.mcp.Handler(ctx)))
+		handler = withMCP(sv.srv, sv.srv.Protect(sv.mcp.Handler(ctx, sv.srv.ClientID)))
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(proxy.ResetStalled(ln))

@@ -145,7 +145,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	var handler http.Handler = srv
 	if mcpSrv != nil {
 		// /mcp gets the proxy's access checks too (Origin, Host, keys).
-		handler = withMCP(srv, srv.Protect(mcpSrv.Handler(ctx)))
+		handler = withMCP(srv, srv.Protect(mcpSrv.Handler(ctx, srv.ClientID)))
 		for _, c := range mcpSrv.Collectors() {
 			_ = srv.Registry().Register(c)
 		}

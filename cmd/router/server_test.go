@@ -291,6 +291,31 @@ func TestMCPIsProtected(t *testing.T) {
 	if logs := sp.logs(); !strings.Contains(logs, `path=/mcp status=200`) {
 		t.Errorf("no log line of the served /mcp request:\n%s", logs)
 	}
+	// A session is its key's: the holder of another key gets 404 for it.
+	post := func(key, id, body string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+sp.addr+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		if id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	id := post("sk-one", "", initialize).Header.Get("Mcp-Session-Id")
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if code := post("sk-two", id, ping).StatusCode; code != http.StatusNotFound {
+		t.Errorf("another key's session answered %d, want 404", code)
+	}
+	if code := post("sk-one", id, ping).StatusCode; code != http.StatusOK {
+		t.Errorf("the owner's session answered %d", code)
+	}
 }
 
 func TestPrintConfigRedactsClientKeys(t *testing.T) {
