@@ -24,21 +24,21 @@ type reqInfo struct {
 	// upstreamRequestID is the id the upstream gave its last answer
 	// (x-request-id, Anthropic's request-id): what its support asks for.
 	upstreamRequestID string
-	arm            string
-	stream         bool
-	routed         bool
-	strategy       string
-	selected       []string
-	fallback       bool
-	cached         bool // the ranking came from the router's cache
-	fallbackReason string
-	fallbackCode   router.FallbackCode
-	addedTokens    int
-	routing        time.Duration
-	rounds         int
-	exhausted      bool
-	truncated      bool // the proxy's calls were dropped: the answer stopped short (wire.Answer.Truncated)
-	toolCalls      int
+	arm               string
+	stream            bool
+	routed            bool
+	strategy          string
+	selected          []string
+	fallback          bool
+	cached            bool // the ranking came from the router's cache
+	fallbackReason    string
+	fallbackCode      router.FallbackCode
+	addedTokens       int
+	routing           time.Duration
+	rounds            int
+	exhausted         bool
+	truncated         bool // the proxy's calls were dropped: the answer stopped short (wire.Answer.Truncated)
+	toolCalls         int
 	// loaded are the skills the model loaded with load_skill; carried,
 	// those loaded earlier in the turn and loaded again (turns.go).
 	loaded, carried []string

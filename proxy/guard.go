@@ -3,8 +3,8 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
