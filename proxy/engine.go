@@ -95,3 +95,9 @@ func (a *routerRewriter) Rewrite(ctx context.Context, req *wire.Request, ov rout
 }
 
 func (a *routerRewriter) Ready() bool { return a.r.Ready() }
+
+func (a *routerRewriter) Degraded() string { return a.r.Degraded() }
+
+// degradedRewriter is a Rewriter that can say why it ranks without its
+// embedder (router.Router.Degraded), for /readyz.
+type degradedRewriter interface{ Degraded() string }

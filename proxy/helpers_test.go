@@ -39,6 +39,7 @@ type fakeRewriter struct {
 	reason    string // fallback reason
 	search    string // what sessions answer search_skills with; "": an envelope, as load_skill
 	ready     bool
+	degraded  string // Degraded's answer
 	seen      []router.Overrides
 	sessions  []*fakeSession
 }
@@ -48,6 +49,8 @@ func newFakeRewriter() *fakeRewriter {
 }
 
 func (f *fakeRewriter) Ready() bool { return f.ready }
+
+func (f *fakeRewriter) Degraded() string { return f.degraded }
 
 func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*Rewrite, error) {
 	f.mu.Lock()

@@ -30,6 +30,23 @@ func (s *Server) readyz(c echo.Context) error {
 	if up := s.upstreamStatus(); up != nil {
 		out["upstreams"] = up
 	}
+	// Ranking without the embedder (BM25) is degraded, not unready: the
+	// body says so, the status does not change.
+	type degradation struct {
+		Arm    string `json:"arm"`
+		Reason string `json:"reason"`
+	}
+	var degradedArms []degradation
+	for _, a := range s.arms {
+		if d, ok := a.rw.(degradedRewriter); ok {
+			if why := d.Degraded(); why != "" {
+				degradedArms = append(degradedArms, degradation{armLabel(a.name), why})
+			}
+		}
+	}
+	if degradedArms != nil {
+		out["ranking_degraded"] = degradedArms
+	}
 	if len(notReady) > 0 {
 		out["status"], out["arms"] = "not ready", notReady
 		return c.JSON(http.StatusServiceUnavailable, out)

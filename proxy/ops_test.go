@@ -23,6 +23,12 @@ func TestHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("readyz %d", resp.StatusCode)
 	}
+	// Ranking without the embedder is said, and still ready.
+	h.rw.degraded = "vector index unavailable: ollama: connection refused"
+	resp, b = h.do("GET", "/readyz", "", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"ranking_degraded":[{"arm":"default","reason":"vector index unavailable: ollama: connection refused"}]`) {
+		t.Fatalf("readyz when degraded: %d %s", resp.StatusCode, b)
+	}
 	h.rw.ready = false
 	resp, b = h.do("GET", "/readyz", "", nil)
 	if resp.StatusCode != 503 || !strings.Contains(string(b), "not ready") {

@@ -61,6 +61,16 @@ func (b *breaker) done(failed string, counted bool) {
 	}
 }
 
+// skipping describes the breaker while it is open ("" when closed).
+func (b *breaker) skipping() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fails < breakerFailures {
+		return ""
+	}
+	return fmt.Sprintf("skipped after %d failed queries in a row (last: %s)", b.fails, b.last)
+}
+
 func (b *breaker) clock() time.Time {
 	if b.now == nil {
 		return time.Now()

@@ -379,6 +379,24 @@ func (r *Router) Snapshot() *skills.Snapshot {
 // Ready reports whether the indexes are built.
 func (r *Router) Ready() bool { return r.cur.Load() != nil }
 
+// Degraded says why ranking cannot use the embedder now, "" when it can:
+// the library's vectors failed to build (retried in the background), or
+// the embedder failed query after query and is skipped for a while. Either
+// way requests are ranked by BM25; readiness is not affected.
+func (r *Router) Degraded() string {
+	ix := r.cur.Load()
+	switch {
+	case ix == nil || ix.emb == nil:
+		return ""
+	case ix.vec == nil:
+		return fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+	}
+	if why := r.embedBreak.skipping(); why != "" {
+		return "embedder " + ix.emb.Name() + " " + why
+	}
+	return ""
+}
+
 // gone returns a test for skills of ix that the newest snapshot no longer
 // has (nil when ix is built from it): a deleted skill is never ranked
 // after the reload that saw it gone, even while the new indexes build.

@@ -425,6 +425,9 @@ func TestEmbedderBreaker(t *testing.T) {
 	refused := fmt.Errorf("ollama: %w: connection refused", embed.ErrUnavailable)
 	e.failQ.Store(&refused)
 	before := e.queries.Load() // building the index may ask too
+	if why := r.Degraded(); why != "" {
+		t.Errorf("a healthy router is degraded: %q", why)
+	}
 	for i := range 3 {
 		if d := route(r, router.StrategyHybrid, fmt.Sprintf("my SQL query %d is slow", i)); !strings.Contains(d.FallbackReason, "connection refused") {
 			t.Fatalf("failure %d: %+v", i, d)
@@ -437,6 +440,9 @@ func TestEmbedderBreaker(t *testing.T) {
 	}
 	if n := e.queries.Load() - before; n != 3 {
 		t.Errorf("the embedder was asked %d times, want 3", n)
+	}
+	if why := r.Degraded(); !strings.Contains(why, "skipped after 3 failed queries") {
+		t.Errorf("Degraded() = %q", why)
 	}
 }
 

@@ -425,6 +425,22 @@ func (l *lateRewriter) Ready() bool {
 	return rw != nil && (*rw).Ready()
 }
 
+// Degraded is the built rewriter's (router.Router.Degraded).
+func (l *lateRewriter) Degraded() string {
+	if rw := l.rw.Load(); rw != nil {
+		return degraded(*rw)
+	}
+	return ""
+}
+
+// degraded asks rw why it ranks without its embedder, if it can say.
+func degraded(rw proxy.Rewriter) string {
+	if d, ok := rw.(interface{ Degraded() string }); ok {
+		return d.Degraded()
+	}
+	return ""
+}
+
 func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
 	rw := l.rw.Load()
 	if rw == nil {
