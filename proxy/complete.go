@@ -233,6 +233,11 @@ func (s *Server) relayResponse(ctx context.Context, w http.ResponseWriter, info 
 	if resp.Uncompressed {
 		h.Del("Content-Encoding")
 	}
+	if info.rounds > 0 {
+		// An error answer to a later round: the client's retry (an SDK
+		// retries a 429 or 5xx) repeats the rounds before it too.
+		h.Set(HeaderToolRounds, strconv.Itoa(info.rounds))
+	}
 	w.WriteHeader(resp.StatusCode)
 	info.status = resp.StatusCode
 	if err := relayBody(w, resp.Body); err != nil {

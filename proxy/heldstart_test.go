@@ -106,6 +106,10 @@ func TestHeldStreamFailureDeletesFirstRound(t *testing.T) {
 	if resp.StatusCode != 429 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
+	// The client's retry repeats the rounds before the error: it is told.
+	if got := resp.Header.Get(HeaderToolRounds); got != "2" {
+		t.Errorf("%s on the 429: %q, want 2", HeaderToolRounds, got)
+	}
 	finish(t, h)
 	var deleted []string
 	for _, d := range h.up.Deletes() {
