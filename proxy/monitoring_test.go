@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -111,6 +112,43 @@ func TestUpstreamErrorEventsAreReported(t *testing.T) {
 				_, m := h.do("GET", "/metrics", "", nil)
 				mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
 				mustContain(t, string(m), `skillrouter_upstream_errors_total{kind="upstream_error_event"} 1`)
+			})
+		}
+	}
+}
+
+// An upstream that keeps its connection open after its error event: the
+// proxy stops reading there, for every API (an SDK client raises the error
+// and hangs up; the request is still the upstream's failure, not a client
+// that went away), rather than waiting for the idle timeout.
+func TestUpstreamErrorEventEndsTheStream(t *testing.T) {
+	inject := map[string]string{
+		"chat":      `data: {"error":{"message":"overloaded now","type":"server_error"}}` + "\n\n",
+		"responses": "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded now\",\"sequence_number\":9}\n\nevent: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":10,\"response\":{\"id\":\"resp_f\",\"object\":\"response\",\"status\":\"failed\",\"output\":[],\"error\":{\"code\":\"server_error\",\"message\":\"overloaded now\"}}}\n\n",
+		"messages":  "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"overloaded now\"}}\n\n",
+	}
+	// A Responses error event without the response.failed after it: the
+	// rest gets a short grace (finalGrace), not the idle timeout.
+	inject["responses-bare"] = "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded now\",\"sequence_number\":9}\n\n"
+	defer func(g time.Duration) { finalGrace = g }(finalGrace)
+	finalGrace = 100 * time.Millisecond
+	apis := append(streamAPIs[:len(streamAPIs):len(streamAPIs)], streamAPIs[1])
+	apis[len(apis)-1].name = "responses-bare"
+	for _, api := range apis {
+		for _, relayOnly := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/relay-only=%v", api.name, relayOnly), func(t *testing.T) {
+				h := newHarness(t, func(c *Config) { c.IdleTimeout = 3 * time.Second })
+				h.rw.noTools = relayOnly
+				never := make(chan struct{})
+				h.up.Script(fakeai.Reply(fakeai.Turn{Content: "one two three four five", Inject: inject[api.name], InjectAfter: 2, Hold: never, HoldAfter: 3}))
+				_, b := h.do("POST", api.path, api.body, api.hdr)
+				if !strings.Contains(string(b), "overloaded now") || strings.Contains(string(b), "sent nothing more") {
+					t.Errorf("want the upstream's error and no idle timeout after it:\n%s", b)
+				}
+				line := logLine(t, h.logText(), api.path)
+				if !strings.Contains(line, `"outcome":"stream_error"`) || !strings.Contains(line, "upstream error event") {
+					t.Errorf("log line: %s", line)
+				}
 			})
 		}
 	}

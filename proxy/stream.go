@@ -123,6 +123,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if err != nil {
 			// A client that stopped reading may not have its context done yet.
 			switch {
+			case tr.Failure() != "":
+				// The upstream's error event reached the client, which hung
+				// up on it (an SDK raises it): the stream failed upstream.
+				s.noteUpstreamErrorEvent(info, tr.Failure())
+				sr.finishTrailers()
 			case sr.writeFailed() != nil && errors.Is(err, sr.writeFailed()) && ctx.Err() == nil:
 				sr.broke(failure{status: statusClientClosed, code: "client_closed", msg: "client closed the request"}, "")
 			case held():
@@ -155,11 +160,8 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			info.truncated = true
 		}
 		if end.Loop == nil || sr.sess == nil {
-			if msg := tr.Failure(); msg != "" && info.outcome == "" {
-				// The upstream's own error event, relayed: the stream
-				// failed as surely as one the proxy ended.
-				info.outcome, info.err = outcomeStreamError, "upstream error event: "+msg
-				s.metrics.upstreamErrors.WithLabelValues("upstream_error_event").Inc()
+			if msg := tr.Failure(); msg != "" {
+				s.noteUpstreamErrorEvent(info, msg)
 			}
 			sr.commit()          // the answer, however little of it there is
 			if end.Loop == nil { // an incomplete stream has returned above
@@ -193,6 +195,16 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		}
 		body = next
 	}
+}
+
+// noteUpstreamErrorEvent records a stream that carried the upstream's own error
+// event, relayed: it failed as surely as one the proxy ended.
+func (s *Server) noteUpstreamErrorEvent(info *reqInfo, msg string) {
+	if info.outcome != "" {
+		return
+	}
+	info.outcome, info.err = outcomeStreamError, "upstream error event: "+msg
+	s.metrics.upstreamErrors.WithLabelValues("upstream_error_event").Inc()
 }
 
 // jsonEvents reads the JSON answer an upstream gave a streamed request
@@ -382,12 +394,19 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 	tr.Round(final)
 	rd := wire.NewEventReader(body)
 	ended := false // relayed as it comes: the API's final event was seen
+	graced := false
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if graced && sr.writeFailed() == nil {
+				// The answer ended (its final or error event came) and the
+				// upstream left the connection open: nothing the client
+				// waits for is lost.
+				break
+			}
 			return wire.RoundEnd{}, err
 		}
 		if err := sr.writeFailed(); err != nil {
@@ -400,14 +419,23 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 			sr.out = append(sr.out[:0], ev.Raw...)
 			ended = tr.Relayed(ev) || ended
 			sr.emit()
-			continue
+		} else {
+			var more bool
+			sr.out, more = tr.Event(ev, sr.out[:0])
+			sr.commitFor(tr)
+			sr.emit()
+			if !more {
+				break
+			}
 		}
-		var more bool
-		sr.out, more = tr.Event(ev, sr.out[:0])
-		sr.commitFor(tr)
-		sr.emit()
-		if !more {
-			break
+		if !graced && (ended || tr.Failure() != "") {
+			// What may still come is short and comes at once (a
+			// response.failed after an error event, data: [DONE]): the rest
+			// of the stream gets finalGrace, not the idle timeout.
+			graced = true
+			if g, ok := body.(interface{ graceIdle(time.Duration) }); ok {
+				g.graceIdle(finalGrace)
+			}
 		}
 	}
 	if sr.sess == nil {
@@ -419,6 +447,10 @@ func (sr *streamRelay) relayRound(tr apiStream, body io.Reader, final bool) (wir
 	sr.emit()
 	return end, sr.writeFailed()
 }
+
+// finalGrace is how long the rest of an upstream stream may take once its
+// answer ended (relayRound).
+var finalGrace = time.Second
 
 // commitFor commits once the translator's output says more than the
 // stream's opening (apiStream.Preamble).

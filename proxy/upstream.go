@@ -248,7 +248,8 @@ type boundedBody struct {
 func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.idle > 0 {
 		if b.timer == nil {
-			b.timer = time.AfterFunc(b.idle, func() { b.cancel(&timeoutError{phase: phaseIdle, after: b.idle}) })
+			d := b.idle
+			b.timer = time.AfterFunc(d, func() { b.cancel(&timeoutError{phase: phaseIdle, after: d}) })
 		} else {
 			b.timer.Reset(b.idle)
 		}
@@ -261,6 +262,18 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		err = &upstreamError{name: b.name, err: withCause(b.ctx, err)}
 	}
 	return n, err
+}
+
+// graceIdle lowers the idle bound to d for the rest of the body (reads are
+// sequential: no lock).
+func (b *boundedBody) graceIdle(d time.Duration) {
+	if b.idle <= 0 || d < b.idle {
+		b.idle = d
+		if b.timer != nil { // the next Read starts one with d
+			b.timer.Stop()
+			b.timer = nil
+		}
+	}
 }
 
 func (b *boundedBody) Close() error {

@@ -84,7 +84,9 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		return s.out, false
 	}
 	s.relayChunk(s.st, ev, s.round)
-	return s.out, true
+	// An error chunk ends the answer, as the other APIs' error events do:
+	// nothing after it is read (the SDKs raise it and hang up).
+	return s.out, s.failure == ""
 }
 
 // End settles the round once its stream ended, appending the [DONE] the
