@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 	"golang.org/x/sync/semaphore"
 )
@@ -25,9 +26,10 @@ const (
 	smallRead       = 1 << 20 // a read of at most this much uses smallReadBudget
 )
 
-// peekLimit bounds the request body read to find a resources/read: MCP
-// requests are small, and a larger body is passed on unread.
-const peekLimit = 1 << 20
+// peekLimit is the largest body the SDK takes (a larger one gets 413):
+// every request it answers is peeked, so none reads files unaccounted (a
+// batch padded past a smaller limit did).
+const peekLimit = mcp.DefaultMaxRequestBodyBytes
 
 // readBudgets are the two budgets of admitRead and their sizes.
 type readBudgets struct {
@@ -42,7 +44,7 @@ func budgetsOf(small, large int64) readBudgets {
 }
 
 // peek returns a POST's body, up to peekLimit, and puts it back as it
-// came; nil for a larger one (the SDK reads and answers it as it is).
+// came; nil for a larger one (which the SDK refuses).
 func peek(r *http.Request) []byte {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return nil
@@ -96,7 +98,7 @@ func (s *Server) admitRead(ctx context.Context, head []byte) (release func(), er
 }
 
 // errReadBatch refuses a batch whose reads ask for more than the budget.
-var errReadBatch = errors.New("this batch reads more than 64 MiB of files: read them in smaller batches or one at a time")
+var errReadBatch = errors.New("this batch reads more file bytes than the server reads at once: read them in smaller batches or one at a time")
 
 // readCloser reads from the peeked head and the rest, and closes the
 // original body.

@@ -113,6 +113,11 @@ func TestAdmitReadBatchOverBudget(t *testing.T) {
 	if _, err := f.srv.admitRead(context.Background(), peek(r)); !errors.Is(err, errReadBatch) {
 		t.Fatalf("a batch over the budget: err %v, want errReadBatch", err)
 	}
+	// Padded past a megabyte, as a body the SDK still takes: the same.
+	r, _ = http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`[`+read+`,`+strings.Replace(read, `"id":7`, `"id":8`, 1)+`]`+strings.Repeat(" ", 2<<20)))
+	if _, err := f.srv.admitRead(context.Background(), peek(r)); !errors.Is(err, errReadBatch) {
+		t.Fatalf("a padded batch over the budget: err %v, want errReadBatch", err)
+	}
 	// One read of a file larger than the budget still gets it all.
 	f.srv.reads = budgetsOf(size-1, size-1)
 	r, _ = http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(read))
