@@ -129,9 +129,13 @@ type limitListener struct {
 	max      int64
 	open     atomic.Int64
 	refusing atomic.Int64
-	refused  prometheus.Counter
-	log      *slog.Logger
-	name     string
+	// closed is when a connection last closed (unix nanos; the start at
+	// first): a server at the cap that still closes connections is busy,
+	// one that closes none is stuck.
+	closed  atomic.Int64
+	refused prometheus.Counter
+	log     *slog.Logger
+	name    string
 
 	notice lognotice.Every
 }
@@ -146,6 +150,7 @@ func apiListener(ln net.Listener, limit int, log *slog.Logger, reg *prometheus.R
 
 func newLimitListener(ln net.Listener, limit int, name string, log *slog.Logger, reg *prometheus.Registry) *limitListener {
 	l := &limitListener{Listener: ln, max: int64(limit), log: log, name: name, notice: lognotice.Every{Interval: 10 * time.Second}}
+	l.closed.Store(time.Now().UnixNano())
 	l.refused = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "skillrouter", Name: "connections_refused_total",
 		Help:        "Client connections answered 503 and closed because server.max_connections were open.",
@@ -183,9 +188,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			_ = c.Close()
 			continue
 		}
+		alive := time.Since(time.Unix(0, l.closed.Load())) < livenessWindow
 		go func() {
 			defer l.refusing.Add(-1)
-			refuse(c)
+			refuse(c, alive)
 		}()
 	}
 }
@@ -193,20 +199,22 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // refuse answers an over-the-cap connection and closes it, within half a
 // second whatever the client does.
 //
-// A liveness probe (GET /healthz) gets 200 even so: a pod whose connections
-// are all taken is busy, not dead, and failing its liveness probe would get
-// the busiest pods restarted, their streams cut and their load moved onto
-// the others. Readiness (/readyz) gets the 503: a saturated pod may well
+// A liveness probe (GET /healthz) gets 200 even so while alive (a
+// connection closed within livenessWindow): a pod whose connections are all
+// taken is busy, not dead, and failing its liveness probe would get the
+// busiest pods restarted, their streams cut and their load moved onto the
+// others; one where nothing has closed for that long is stuck, and its
+// probe fails. Readiness (/readyz) gets the 503: a saturated pod may well
 // be taken out of rotation for a while.
-func refuse(c net.Conn) {
+func refuse(c net.Conn, alive bool) {
 	body := `{"error":{"message":"too many connections: server.max_connections reached; retry shortly","type":"server_error","param":null,"code":"too_many_connections"}}`
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 	// Read what the client sent first (a bounded peek), so closing does not
 	// reset the connection before the answer is read.
 	br := bufio.NewReaderSize(c, 4096)
 	if _, err := br.Peek(1); err == nil {
-		if head, _ := br.Peek(len(livenessLine) + 1); isLiveness(head) {
-			_, _ = fmt.Fprintf(c, alive, len(aliveBody), aliveBody)
+		if head, _ := br.Peek(len(livenessLine) + 1); alive && isLiveness(head) {
+			_, _ = fmt.Fprintf(c, aliveAnswer, len(aliveBody), aliveBody)
 			_ = c.Close()
 			return
 		}
@@ -215,9 +223,13 @@ func refuse(c net.Conn) {
 	_ = c.Close()
 }
 
+// livenessWindow: a server at the connection cap answers liveness while a
+// connection closed this recently (streams end, idle ones time out).
+const livenessWindow = time.Minute
+
 const (
 	livenessLine = "GET /healthz"
-	alive        = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+	aliveAnswer  = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
 	aliveBody    = `{"status":"ok"}`
 )
 
@@ -245,7 +257,10 @@ type countedConn struct {
 
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.once.Do(func() {
+		c.l.open.Add(-1)
+		c.l.closed.Store(time.Now().UnixNano())
+	})
 	return err
 }
 

@@ -386,3 +386,29 @@ func TestStalledClientIsReset(t *testing.T) {
 		t.Errorf("the client read %d bytes, then %v; want ECONNRESET", n, err)
 	}
 }
+
+// Over the connection cap, liveness is answered 200 only while connections
+// still close (a busy server); a server where none has closed for
+// livenessWindow is stuck, and its probe gets the 503 that restarts it.
+func TestRefuseLiveness(t *testing.T) {
+	for _, tc := range []struct {
+		req   string
+		alive bool
+		want  string
+	}{
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", true, "200 OK"},
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", false, "503"},
+		{"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", true, "503"},
+		{"GET /healthzz HTTP/1.1\r\nHost: x\r\n\r\n", true, "503"},
+	} {
+		server, client := net.Pipe()
+		go refuse(server, tc.alive)
+		_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+		go func() { _, _ = client.Write([]byte(tc.req)) }()
+		b, _ := io.ReadAll(client)
+		client.Close()
+		if first, _, _ := strings.Cut(string(b), "\r\n"); !strings.Contains(first, tc.want) {
+			t.Errorf("%q alive=%v: %q, want %s", strings.SplitN(tc.req, "\r\n", 2)[0], tc.alive, first, tc.want)
+		}
+	}
+}
