@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -330,7 +331,10 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	if len(cfg.AB.Arms) > 0 {
 		ab = &proxy.ABConfig{HashHeader: cfg.AB.Header, Seed: cfg.AB.Seed}
 		for _, a := range cfg.AB.Arms {
-			arm := proxy.Arm{Name: a.Name, Percent: a.Percent, Strategy: router.Strategy(a.Strategy)}
+			// An arm without a strategy runs the default one: named, so
+			// that X-Skillrouter-Strategy naming it finds the arm, and an
+			// arm asked for with it keeps its label.
+			arm := proxy.Arm{Name: a.Name, Percent: a.Percent, Strategy: router.Strategy(cmp.Or(a.Strategy, cfg.Routing.Strategy))}
 			// An arm with its own embedder gets its own router over the same
 			// registry; one that only changes the strategy shares the main one.
 			if a.Embedder != nil {

@@ -88,6 +88,19 @@ func TestServeBeforeIndexBuilt(t *testing.T) {
 	if r.Header.Get("X-Skillrouter-Error") != "" || !strings.Contains(after, "<available_skills>") {
 		t.Errorf("chat after build: X-Skillrouter-Error %q, upstream got %.200s", r.Header.Get("X-Skillrouter-Error"), after)
 	}
+	// Arm a has no strategy of its own: it runs the default (hybrid), so
+	// asked for with that strategy it is still arm a, not "explicit".
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions", strings.NewReader(chat))
+	req.Header.Set("X-Skillrouter-Arm", "a")
+	req.Header.Set("X-Skillrouter-Strategy", "hybrid")
+	if r, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	if got := r.Header.Get("X-Skillrouter-Arm"); got != "a" {
+		t.Errorf("arm a asked for with its own (default) strategy: labelled %q", got)
+	}
 }
 
 // TestRunServeLifecycle: runServe listens, logs broken skills with their
