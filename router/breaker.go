@@ -8,11 +8,14 @@ import (
 
 // An embedder that stops answering (a hung Ollama, a blackholed endpoint)
 // would cost every request its whole latency budget (250 ms by default)
-// before BM25 ranks it. After breakerFailures failures in a row the query
-// embedding is skipped for breakerCooldown; then one request tries it
-// again while the others keep skipping, and a success closes the breaker.
+// before BM25 ranks it. After breakerFailures failures in a row, spread
+// over at least breakerSpan (a stall that fails a few concurrent requests
+// at once is not an outage), the query embedding is skipped for
+// breakerCooldown; then one request tries it again while the others keep
+// skipping, and a success closes the breaker.
 const (
 	breakerFailures = 3
+	breakerSpan     = time.Second
 	breakerCooldown = 5 * time.Second
 )
 
@@ -21,42 +24,53 @@ type breaker struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	fails   int       // failures in a row
-	until   time.Time // open until then
-	probing bool      // a request is trying the embedder after the cooldown
-	last    string    // the last failure, for the skipped requests' reason
+	first   time.Time // when the first of them came
+	open    bool      // skipping until `until`, then probing
+	until   time.Time
+	probing bool   // a request is trying the embedder after the cooldown
+	last    string // the last failure, for the skipped requests' reason
 }
 
-// allow reports whether to try the embedder now; when not, why. A true
-// answer must be followed by done.
-func (b *breaker) allow() (bool, string) {
+// allow reports whether to try the embedder now, whether the try is the
+// probe of an open breaker, and when not allowed, why. An allowed try must
+// be followed by done with the probe answer.
+func (b *breaker) allow() (ok, probe bool, why string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.fails < breakerFailures {
-		return true, ""
+	if !b.open {
+		return true, false, ""
 	}
 	if !b.probing && !b.clock().Before(b.until) {
 		b.probing = true // this request tries; the others wait for its answer
-		return true, ""
+		return true, true, ""
 	}
-	return false, fmt.Sprintf("not asked after %d failures in a row, next try in under %v (last: %s)", b.fails, breakerCooldown, b.last)
+	return false, false, fmt.Sprintf("not asked after %d failures in a row, next try in under %v (last: %s)", b.fails, breakerCooldown, b.last)
 }
 
 // done records the outcome of an allowed try: failed describes a failure;
 // counted is false for a try that says nothing of the embedder (its
-// request was cancelled).
-func (b *breaker) done(failed string, counted bool) {
+// request was cancelled). Only the probe's outcome decides an open breaker.
+func (b *breaker) done(probe bool, failed string, counted bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.probing = false
+	if probe {
+		b.probing = false
+	} else if b.open {
+		return // a try from before it opened
+	}
 	switch {
 	case !counted:
 	case failed == "":
-		b.fails, b.last = 0, ""
+		b.fails, b.last, b.open = 0, "", false
 	default:
+		now := b.clock()
+		if b.fails == 0 {
+			b.first = now
+		}
 		b.fails++
 		b.last = failed
-		if b.fails >= breakerFailures {
-			b.until = b.clock().Add(breakerCooldown)
+		if probe || (b.fails >= breakerFailures && now.Sub(b.first) >= breakerSpan) {
+			b.open, b.until = true, now.Add(breakerCooldown)
 		}
 	}
 }
@@ -65,7 +79,7 @@ func (b *breaker) done(failed string, counted bool) {
 func (b *breaker) skipping() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.fails < breakerFailures {
+	if !b.open {
 		return ""
 	}
 	return fmt.Sprintf("skipped after %d failed queries in a row (last: %s)", b.fails, b.last)

@@ -5,45 +5,61 @@ import (
 	"time"
 )
 
-// The breaker opens after breakerFailures failures in a row, lets one try
-// through after the cooldown while others keep skipping, and closes on a
-// success; a cancelled try counts for nothing.
+// The breaker opens after breakerFailures failures in a row spread over
+// breakerSpan, lets one probe through after the cooldown while others keep
+// skipping, and closes on the probe's success; a cancelled try counts for
+// nothing, and only the probe decides an open breaker.
 func TestBreaker(t *testing.T) {
 	now := time.Unix(0, 0)
 	b := &breaker{now: func() time.Time { return now }}
 	try := func(failed string) {
 		t.Helper()
-		if ok, why := b.allow(); !ok {
+		ok, probe, why := b.allow()
+		if !ok {
 			t.Fatalf("not allowed: %s", why)
 		}
-		b.done(failed, true)
+		b.done(probe, failed, true)
 	}
-	try("down")
-	try("")
-	for range breakerFailures - 1 {
+	// A burst of failures at one instant (a stall) does not open it.
+	for range breakerFailures + 2 {
 		try("down")
 	}
-	if ok, _ := b.allow(); !ok {
-		t.Fatal("open before enough failures in a row (a success resets the count)")
+	if ok, _, _ := b.allow(); !ok {
+		t.Fatal("open after a burst within breakerSpan")
 	}
-	b.done("down", true)
-	if ok, why := b.allow(); ok || why == "" {
-		t.Fatalf("closed after %d failures in a row", breakerFailures)
+	b.done(false, "", true) // a success resets the count
+	for range breakerFailures {
+		now = now.Add(breakerSpan / 2)
+		try("down")
+	}
+	if ok, _, _ := b.allow(); ok {
+		t.Fatalf("closed after %d failures over %v", breakerFailures, breakerSpan)
 	}
 	now = now.Add(breakerCooldown)
-	if ok, _ := b.allow(); !ok {
-		t.Fatal("no try after the cooldown")
+	ok, probe, _ := b.allow()
+	if !ok || !probe {
+		t.Fatal("no probe after the cooldown")
 	}
-	if ok, _ := b.allow(); ok {
-		t.Fatal("a second try while the first is under way")
+	if ok, _, _ := b.allow(); ok {
+		t.Fatal("a second try while the probe is under way")
 	}
-	b.done("", false) // cancelled: nothing learned
-	if ok, _ := b.allow(); !ok {
-		t.Fatal("a cancelled try kept the others out")
+	b.done(false, "", true) // a stale non-probe success does not close it or free the probe
+	if ok, _, _ := b.allow(); ok {
+		t.Fatal("a stale try let a second probe in")
 	}
-	b.done("", true)
-	if ok, _ := b.allow(); !ok || b.fails != 0 {
-		t.Fatal("a success did not close it")
+	b.done(probe, "", false) // the probe cancelled: nothing learned
+	ok, probe, _ = b.allow()
+	if !ok || !probe {
+		t.Fatal("a cancelled probe kept the next one out")
 	}
-	b.done("", true)
+	b.done(probe, "down", true) // the probe failed: closed again for the cooldown
+	if ok, _, _ := b.allow(); ok {
+		t.Fatal("a failed probe did not reopen it")
+	}
+	now = now.Add(breakerCooldown)
+	ok, probe, _ = b.allow()
+	b.done(probe, "", true)
+	if ok, _, _ := b.allow(); !ok || b.skipping() != "" {
+		t.Fatal("a successful probe did not close it")
+	}
 }

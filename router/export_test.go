@@ -39,3 +39,10 @@ func SetStaleAfter(d time.Duration) func() {
 	staleAfter = d
 	return func() { staleAfter = old }
 }
+
+// SetBreakerClock gives r's embedder breaker a clock.
+func SetBreakerClock(r *Router, now func() time.Time) {
+	r.embedBreak.mu.Lock()
+	r.embedBreak.now = now
+	r.embedBreak.mu.Unlock()
+}

@@ -428,7 +428,10 @@ func TestEmbedderBreaker(t *testing.T) {
 	if why := r.Degraded(); why != "" {
 		t.Errorf("a healthy router is degraded: %q", why)
 	}
+	now := time.Unix(1_000_000, 0)
+	router.SetBreakerClock(r, func() time.Time { return now })
 	for i := range 3 {
+		now = now.Add(time.Second) // failures spread over time: an outage
 		if d := route(r, router.StrategyHybrid, fmt.Sprintf("my SQL query %d is slow", i)); !strings.Contains(d.FallbackReason, "connection refused") {
 			t.Fatalf("failure %d: %+v", i, d)
 		}

@@ -307,9 +307,11 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q *rankQuery, sc *r
 			given++
 		}
 	}
-	remote := !isOffline(ix.emb)
+	remote, probe := !isOffline(ix.emb), false
 	if remote {
-		if ok, why := r.embedBreak.allow(); !ok {
+		var ok bool
+		var why string
+		if ok, probe, why = r.embedBreak.allow(); !ok {
 			return nil, FallbackEmbedderUnavailable, fmt.Sprintf("embedder %s %s", ix.emb.Name(), why)
 		}
 	}
@@ -323,12 +325,12 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q *rankQuery, sc *r
 			code, why = FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
 		}
 		if remote {
-			r.embedBreak.done(why, ctx.Err() == nil)
+			r.embedBreak.done(probe, why, ctx.Err() == nil)
 		}
 		return nil, code, why
 	}
 	if remote {
-		r.embedBreak.done("", true)
+		r.embedBreak.done(probe, "", true)
 	}
 	qv, err := blend(vecs, weights)
 	if err != nil {
