@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -80,17 +81,20 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 	level, _ := parseLevel(c.Level) // validated
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
-		opts.ReplaceAttr = durationText
+		opts.ReplaceAttr = durationMS
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// durationText writes a duration as the text format does ("210ms"), not as
-// the JSON handler's integer nanoseconds, which read as a count.
-func durationText(_ []string, a slog.Attr) slog.Attr {
+// durationMS writes a duration as milliseconds in a key ending in _ms
+// ("took_ms":210), as the access log's duration_ms and routing_ms are: a
+// number a log store can aggregate, in one unit, where the JSON handler
+// wrote integer nanoseconds under the bare key.
+func durationMS(_ []string, a slog.Attr) slog.Attr {
 	if a.Value.Kind() == slog.KindDuration {
-		a.Value = slog.StringValue(a.Value.Duration().String())
+		a.Key += "_ms"
+		a.Value = slog.Float64Value(math.Round(float64(a.Value.Duration())/1e3) / 1e3)
 	}
 	return a
 }
