@@ -304,13 +304,8 @@ func scenarioReload(t *testing.T) {
 		builds++
 		embedded = max(embedded, int(l["embedded"].(float64)))
 		reused = int(l["reused"].(float64))
-		switch v := l["took"].(type) { // slog's JSON writes durations in nanoseconds
-		case float64:
-			took = append(took, time.Duration(v))
-		case string:
-			if d, err := time.ParseDuration(v); err == nil {
-				took = append(took, d)
-			}
+		if v, ok := l["took_ms"].(float64); ok { // durations are milliseconds in JSON logs
+			took = append(took, time.Duration(v*float64(time.Millisecond)))
 		}
 	}
 	slices.Sort(took)
