@@ -191,8 +191,9 @@ func (s *Server) router(ctx context.Context) (*router.Router, error) {
 // clientID names the client a request comes from (proxy.Server.ClientID:
 // a digest of its key): a session answers only the client that opened it
 // (MCP's security best practices bind sessions to the user), so one key's
-// holder can neither use nor end another's. nil, or "": no binding (no
-// client keys: one trust domain).
+// holder can neither use nor end another's (at the session cap, a new
+// session closes the client's own idle ones first, then anyone's idlest).
+// nil, or "": no binding (no client keys: one trust domain).
 //
 // It does not check Host or Origin (DNS rebinding): the caller serves it
 // behind the checks its API has (proxy.Server.Protect), so that the hosts
@@ -208,6 +209,10 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
+		client := ""
+		if clientID != nil {
+			client = clientID(r)
+		}
 		head := peek(r)
 		if r.Method == http.MethodPost && id == "" {
 			// A POST without a session id opens one (initialize). Each holds
@@ -216,7 +221,7 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			// held only to count (O(sessions), paid only by these), not while
 			// the request is read and served, which a slow client could
 			// stretch to the body timeout for everyone.
-			if !s.reserve(limit, initializes(r, head)) {
+			if !s.reserve(limit, initializes(r, head), client) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Retry-After", "60")
 				w.WriteHeader(http.StatusServiceUnavailable)
@@ -232,10 +237,6 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 		defer stop()
 		s.activate()
 		sw := &statuswriter.Writer{ResponseWriter: w}
-		client := ""
-		if clientID != nil {
-			client = clientID(r)
-		}
 		if id != "" {
 			if !s.activity.ownedBy(id, client) {
 				// Another key's session: as unknown to this client as a
@@ -275,11 +276,11 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 
 // reserve holds a place under the session cap for a POST without a
 // session, closing the idlest session to make room when the POST is an
-// initialize (evictIdlest); false when there is none.
-func (s *Server) reserve(limit int, initialize bool) bool {
+// initialize (evictIdlest: client's own first); false when there is none.
+func (s *Server) reserve(limit int, initialize bool, client string) bool {
 	s.admitMu.Lock()
 	defer s.admitMu.Unlock()
-	if s.sessions()+s.opening >= limit && !(initialize && s.evictIdlest()) {
+	if s.sessions()+s.opening >= limit && !(initialize && s.evictIdlest(client)) {
 		return false
 	}
 	s.opening++

@@ -79,29 +79,36 @@ func (a *activity) opened(id, client string, limit int, open func() []string) {
 	}
 }
 
-// idlest returns the session to close at the cap (see evictUnused), ok
-// false when none may be. Ids no longer open are forgotten.
-func (a *activity) idlest(open []string) (id string, ok bool) {
+// idlest returns the session to close at the cap (see evictUnused) for a
+// new one of client, ok false when none may be: the client's own sessions
+// first (with client keys, one key filling the cap closes its own before
+// anyone else's). Ids no longer open are forgotten.
+func (a *activity) idlest(open []string, client string) (id string, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forgetClosed(open)
-	for _, used := range []bool{false, true} {
-		d := evictUnused
-		if used {
-			d = evictIdle
+	for _, own := range []bool{true, false} {
+		if own && client == "" {
+			continue
 		}
-		var oldest time.Time
-		for _, o := range open {
-			last, seen := a.last[o]
-			if !seen || a.used[o] != used || a.busy[o] > 0 || a.now().Sub(last) < d {
-				continue // opened over another transport, busy, or recent
+		for _, used := range []bool{false, true} {
+			d := evictUnused
+			if used {
+				d = evictIdle
 			}
-			if !ok || last.Before(oldest) {
-				id, oldest, ok = o, last, true
+			var oldest time.Time
+			for _, o := range open {
+				last, seen := a.last[o]
+				if !seen || a.used[o] != used || a.busy[o] > 0 || a.now().Sub(last) < d || (own && a.owner[o] != client) {
+					continue // opened over another transport, busy, recent, or not the client's
+				}
+				if !ok || last.Before(oldest) {
+					id, oldest, ok = o, last, true
+				}
 			}
-		}
-		if ok {
-			return id, true
+			if ok {
+				return id, true
+			}
 		}
 	}
 	return "", false
@@ -142,8 +149,8 @@ func (s *Server) openIDs() []string {
 
 // evictIdlest closes the session idlest returns; it reports whether it
 // closed one.
-func (s *Server) evictIdlest() bool {
-	id, ok := s.activity.idlest(s.openIDs())
+func (s *Server) evictIdlest(client string) bool {
+	id, ok := s.activity.idlest(s.openIDs(), client)
 	if !ok {
 		return false
 	}

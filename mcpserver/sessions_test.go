@@ -86,7 +86,7 @@ func TestSessionCapEvictsIdle(t *testing.T) {
 	if code, _ := post("", initialize); code != http.StatusServiceUnavailable {
 		t.Fatalf("at the cap, nothing idle: %d, want 503", code)
 	}
-	srv.activity.idlest(srv.openIDs()) // forgets the closed first session
+	srv.activity.idlest(srv.openIDs(), "") // forgets the closed first session
 	srv.activity.mu.Lock()
 	n := len(srv.activity.last)
 	srv.activity.mu.Unlock()
@@ -117,19 +117,36 @@ func TestActivityIdlest(t *testing.T) {
 	endUsed(http.MethodPost, http.StatusOK)
 	a.begin("busy") // never ends: in flight
 	now = now.Add(30 * time.Second)
-	if id, ok := a.idlest(open()); ok {
+	if id, ok := a.idlest(open(), ""); ok {
 		t.Errorf("after 30 s: %q closed, want none", id)
 	}
 	now = now.Add(time.Minute)
-	if id, ok := a.idlest(open()); !ok || id != "unused" {
+	if id, ok := a.idlest(open(), ""); !ok || id != "unused" {
 		t.Errorf("after 90 s: %q, %v; want the session never used", id, ok)
 	}
-	if id, ok := a.idlest([]string{"used", "busy"}); ok {
+	if id, ok := a.idlest([]string{"used", "busy"}, ""); ok {
 		t.Errorf("after 90 s, without the unused one: %q closed, want none", id)
 	}
 	now = now.Add(evictIdle)
-	if id, ok := a.idlest([]string{"used", "busy"}); !ok || id != "used" {
+	if id, ok := a.idlest([]string{"used", "busy"}, ""); !ok || id != "used" {
 		t.Errorf("after 6.5 min: %q, %v; want the used one, not the busy one", id, ok)
+	}
+	// A client's own idle session goes before an idler one of another's.
+	b := newActivity()
+	b.now = func() time.Time { return now }
+	two := func() []string { return []string{"theirs", "mine"} }
+	b.opened("theirs", "key-a", 10, two)
+	now = now.Add(time.Second)
+	b.opened("mine", "key-b", 10, two)
+	now = now.Add(2 * time.Minute)
+	if id, ok := b.idlest(two(), "key-b"); !ok || id != "mine" {
+		t.Errorf("for key-b: %q, %v; want its own session first", id, ok)
+	}
+	if id, ok := b.idlest(two(), ""); !ok || id != "theirs" {
+		t.Errorf("without a client: %q, %v; want the idlest", id, ok)
+	}
+	if id, ok := b.idlest([]string{"theirs"}, "key-b"); !ok || id != "theirs" {
+		t.Errorf("key-b with none of its own: %q, %v; want the idlest of anyone's", id, ok)
 	}
 	// A 404 forgets an id (the client's, not a session).
 	end := a.begin("bogus")
