@@ -102,7 +102,7 @@ var serviceSchema = map[string]any{
 		"sessionAffinity": map[string]any{"type": []string{"string", "null"}, "enum": []any{nil, "None", "ClientIP"}},
 		"sessionAffinityTimeoutSeconds": map[string]any{"type": []string{"integer", "null"}, "minimum": 1, "maximum": 86400,
 			"description": "seconds a client address stays on its pod after its last connection (Kubernetes allows 1 to 86400)"},
-		"port":          map[string]any{"type": []string{"integer", "null"}, "minimum": 1, "maximum": 65535},
+		"port":          map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
 		"containerPort": map[string]any{"type": []string{"integer", "null"}, "minimum": 1, "maximum": 65535, "description": "the port the pods listen on (the Service's port maps to it)"},
 	},
 }
