@@ -69,9 +69,7 @@ func (info *reqInfo) answered(resp *http.Response) {
 	if id == "" {
 		id = resp.Header.Get("Request-Id") // Anthropic
 	}
-	if id != "" {
-		info.upstreamRequestID = wire.Clip(id)
-	}
+	info.upstreamRequestID = wire.Clip(id) // the last answer's, or none
 }
 
 func requestInfo(c echo.Context) *reqInfo {

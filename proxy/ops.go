@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 	"github.com/skillrouter/skillrouter/router"
@@ -33,15 +34,23 @@ func (s *Server) readyz(c echo.Context) error {
 	// Ranking without the embedder (BM25) is degraded, not unready: the
 	// body says so, the status does not change.
 	type degradation struct {
-		Arm    string `json:"arm"`
-		Reason string `json:"reason"`
+		Arms   []string `json:"arms"` // those sharing one router share its reason
+		Reason string   `json:"reason"`
 	}
-	var degradedArms []degradation
+	var degradedArms []*degradation
 	for _, a := range s.arms {
-		if d, ok := a.rw.(degradedRewriter); ok {
-			if why := d.Degraded(); why != "" {
-				degradedArms = append(degradedArms, degradation{armLabel(a.name), why})
-			}
+		d, ok := a.rw.(degradedRewriter)
+		if !ok {
+			continue
+		}
+		why := d.Degraded()
+		if why == "" {
+			continue
+		}
+		if i := slices.IndexFunc(degradedArms, func(g *degradation) bool { return g.Reason == why }); i >= 0 {
+			degradedArms[i].Arms = append(degradedArms[i].Arms, armLabel(a.name))
+		} else {
+			degradedArms = append(degradedArms, &degradation{[]string{armLabel(a.name)}, why})
 		}
 	}
 	if degradedArms != nil {

@@ -26,7 +26,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	// Ranking without the embedder is said, and still ready.
 	h.rw.degraded = "vector index unavailable: ollama: connection refused"
 	resp, b = h.do("GET", "/readyz", "", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"ranking_degraded":[{"arm":"default","reason":"vector index unavailable: ollama: connection refused"}]`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"ranking_degraded":[{"arms":["default"],"reason":"vector index unavailable: ollama: connection refused"}]`) {
 		t.Fatalf("readyz when degraded: %d %s", resp.StatusCode, b)
 	}
 	h.rw.ready = false

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -21,7 +22,7 @@ func readEvents(t *testing.T, r io.Reader) []Event {
 			t.Fatal(err)
 		}
 		cp := *ev
-		cp.Raw = append([]byte(nil), ev.Raw...)
+		cp.Raw, cp.Data = bytes.Clone(ev.Raw), bytes.Clone(ev.Data)
 		out = append(out, cp)
 	}
 }
@@ -97,6 +98,14 @@ func FuzzSSEReader(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		// Events must not depend on read boundaries: one byte at a time
+		// (a CR last of a read, a CRLF split) gives the same events.
+		whole, bytewise := readEvents(t, bytes.NewReader(in)), readEvents(t, iotest.OneByteReader(bytes.NewReader(in)))
+		if !slices.EqualFunc(whole, bytewise, func(a, b Event) bool {
+			return bytes.Equal(a.Raw, b.Raw) && bytes.Equal(a.Data, b.Data) && a.Event == b.Event && a.HasData == b.HasData && a.Stray == b.Stray
+		}) {
+			t.Fatalf("%q: events differ by read size:\n%+v\n%+v", in, whole, bytewise)
+		}
 		rd := NewEventReader(bytes.NewReader(in))
 		var raw bytes.Buffer
 		for i := 0; ; i++ {
