@@ -57,8 +57,8 @@ func newRootCmd() *cobra.Command {
 			}
 		},
 	}
-	root.Version = buildVersion()
-	root.SetVersionTemplate("skillrouter {{.Version}}\n")
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd(), newVersionCmd())
 	return root
 }

@@ -61,13 +61,16 @@ func buildInfo() prometheus.Collector {
 	return g
 }
 
+// versionLine is what `router version` and `router --version` print.
+func versionLine() string { return "skillrouter " + buildVersion() + " (" + runtime.Version() + ")" }
+
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of this build",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "skillrouter "+buildVersion()+" ("+runtime.Version()+")")
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
 }
