@@ -88,6 +88,9 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	}
 	ov.Session = sessionKey(h, view)
 	ov.Present = s.presence.get(pkey)
+	if pkey != "" && !s.presence.has(pkey) {
+		s.metrics.stateUnknown.Inc()
+	}
 	turns := s.turnMemory(h, info.clientKey)
 	ov.Carried = turns.get
 	info.arm = label

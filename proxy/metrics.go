@@ -33,6 +33,7 @@ type metrics struct {
 	toolRounds          *prometheus.HistogramVec // arm
 	exhausted           *prometheus.CounterVec   // arm
 	storedRepairs       *prometheus.CounterVec   // outcome (state.go)
+	stateUnknown        prometheus.Counter       // presence.go
 	usageAskResent      *prometheus.CounterVec   // outcome (usage.go)
 	hiddenDeletes       *prometheus.CounterVec   // outcome (hidden.go)
 	conversationDeletes *prometheus.CounterVec   // outcome (takeback.go)
@@ -112,6 +113,12 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 			Help: "Upstream refusals (400) of requests continuing Responses state stored upstream, by outcome: repaired (the proxy's dropped calls answered, the retry accepted), " +
 				"nothing_to_answer, read_failed (the state could not be read), retry_failed, retry_refused.",
 		}, []string{"outcome"}),
+		stateUnknown: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "stored_state_unknown_total",
+			Help: "Responses requests continuing a stored response or conversation this process did not serve (another replica, a restart, " +
+				"or state made without the proxy): the skills its earlier turns loaded are loaded again. With several replicas, " +
+				"a rate that follows the request rate says conversations are not kept on one replica (docs/deploy.md).",
+		}),
 		usageAskResent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "usage_ask_resent_total",
 			Help: "Upstream refusals (400, 422) naming stream_options of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
@@ -145,7 +152,7 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.storedRepairs, m.usageAskResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
+		m.droppedCalls, m.storedRepairs, m.stateUnknown, m.usageAskResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{

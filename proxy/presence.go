@@ -53,6 +53,25 @@ func (p *skillMemory) put(key string, ids []string) {
 	p.cache().Put(key, ids, nil)
 }
 
+// seen marks key as served here, with no skills if it has none yet.
+func (p *skillMemory) seen(key string) {
+	if key == "" {
+		return
+	}
+	if _, ok := p.cache().Get(key); !ok {
+		p.cache().Put(key, []string{}, nil)
+	}
+}
+
+// has reports whether key was served here (and is still remembered).
+func (p *skillMemory) has(key string) bool {
+	if key == "" {
+		return false
+	}
+	_, ok := p.cache().Get(key)
+	return ok
+}
+
 // stateRefs is implemented by requests that can continue state stored
 // upstream (Responses).
 type stateRefs interface {
@@ -116,12 +135,23 @@ func (s *Server) rememberPresence(rt *routed, responseID string) {
 			s.abKeys.put(rt.scope+" response "+responseID, []string{rt.abKey})
 		}
 	}
-	act, ok2 := sessionAs[activeSkills](rt.session)
-	if !ok || !ok2 {
+	if !ok {
 		return
 	}
 	_, conv, stored := st.StateRefs()
 	if !stored {
+		return
+	}
+	// Served here, whatever it holds: a turn continuing it on this
+	// process is not counted as unknown state.
+	if responseID != "" {
+		s.presence.seen(rt.scope + " response " + responseID)
+	}
+	if conv != "" {
+		s.presence.seen(rt.scope + " conversation " + conv)
+	}
+	act, ok2 := sessionAs[activeSkills](rt.session)
+	if !ok2 {
 		return
 	}
 	ids := act.Active()

@@ -61,6 +61,33 @@ func TestResponsesPresenceAcrossStoredTurns(t *testing.T) {
 	}
 }
 
+// A turn continuing a stored response this process did not serve (another
+// replica's, one from before a restart) is counted, so that operators can
+// see whether conversations stay on one replica; one it served is not,
+// even when that turn made no skill active.
+func TestStoredStateUnknownCounted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rw.mu.Lock()
+	h.rw.selected = nil
+	h.rw.mu.Unlock()
+	turn := func(extra string) string {
+		h.up.Script(fakeai.Reply(fakeai.Turn{Content: "ok"}))
+		resp, b := h.do("POST", "/v1/responses", `{"model":"m"`+extra+`,"input":"hello"}`, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		return gjson.GetBytes(b, "id").Str
+	}
+	id := turn("")
+	id = turn(`,"previous_response_id":"` + id + `"`)
+	_, m := h.do("GET", "/metrics", "", nil)
+	mustContain(t, string(m), "skillrouter_stored_state_unknown_total 0")
+	h.srv.presence = skillMemory{} // as another replica, or after a restart
+	turn(`,"previous_response_id":"` + id + `"`)
+	_, m = h.do("GET", "/metrics", "", nil)
+	mustContain(t, string(m), "skillrouter_stored_state_unknown_total 1")
+}
+
 // Nothing is remembered for an answer that is not stored (store: false),
 // nor for other APIs.
 func TestPresenceOnlyForStoredResponses(t *testing.T) {
