@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -21,6 +22,9 @@ type reqInfo struct {
 	api            string // the client API of a routed endpoint (wire.API)
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
+	// usageTotal is the usage of every round summed (what the request
+	// cost), when tool rounds ran: the client is told the last round's.
+	usageTotal json.RawMessage
 	// upstreamRequestID is the id the upstream gave its last answer
 	// (x-request-id, Anthropic's request-id): what its support asks for.
 	upstreamRequestID string
@@ -61,6 +65,12 @@ type reqInfo struct {
 }
 
 const infoKey = "skillrouter.info"
+
+// rawJSON logs as itself: an object in JSON logs, its text in text logs.
+type rawJSON json.RawMessage
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+func (r rawJSON) MarshalText() ([]byte, error) { return r, nil }
 
 // answered notes an upstream answer: its status and its request id.
 func (info *reqInfo) answered(resp *http.Response) {
@@ -199,6 +209,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	}
 	if info.upstreamRequestID != "" {
 		attrs = append(attrs, slog.String("upstream_request_id", info.upstreamRequestID))
+	}
+	if len(info.usageTotal) > 0 && string(info.usageTotal) != "null" {
+		attrs = append(attrs, slog.Any("usage_total", rawJSON(info.usageTotal)))
 	}
 	if info.arm != "" {
 		attrs = append(attrs, slog.String("arm", info.arm))

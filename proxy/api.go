@@ -21,6 +21,9 @@ type api interface {
 	errorJSON(e *wire.Error) []byte
 	// target says where the API's upstream is and how it authenticates.
 	target(s *Server) *upstreamTarget
+	// reportedUsage is the usage an answer after tool rounds reports (see
+	// wire.Usage): the last round's, in the API's form.
+	reportedUsage(u *wire.Usage) json.RawMessage
 }
 
 // apiRequest is one parsed request of an API.
@@ -81,6 +84,9 @@ type apiStream interface {
 	// Failure reports the message of the upstream error an event of the
 	// stream carried, "" when none did.
 	Failure() string
+	// TotalUsage is every round's usage summed (what the request cost;
+	// the client is told the last round's), null when none came.
+	TotalUsage() json.RawMessage
 }
 
 // chatAPI is OpenAI Chat Completions (package wire/chat).
@@ -98,6 +104,8 @@ func (chatAPI) parse(body []byte) (apiRequest, error) {
 
 func (chatAPI) errorJSON(e *wire.Error) []byte   { return chat.ErrorJSON(e) }
 func (chatAPI) target(s *Server) *upstreamTarget { return &s.openai }
+
+func (chatAPI) reportedUsage(u *wire.Usage) json.RawMessage { return u.Last() }
 
 // chatRequest adapts *chat.Request.
 type chatRequest struct{ *chat.Request }
@@ -132,6 +140,8 @@ func (responsesAPI) parse(body []byte) (apiRequest, error) {
 
 func (responsesAPI) errorJSON(e *wire.Error) []byte   { return responses.ErrorJSON(e) }
 func (responsesAPI) target(s *Server) *upstreamTarget { return &s.openai }
+
+func (responsesAPI) reportedUsage(u *wire.Usage) json.RawMessage { return u.Last() }
 
 // responsesRequest adapts *responses.Request.
 type responsesRequest struct{ *responses.Request }
@@ -170,6 +180,8 @@ func (messagesAPI) parse(body []byte) (apiRequest, error) {
 
 func (messagesAPI) errorJSON(e *wire.Error) []byte   { return messages.ErrorJSON(e) }
 func (messagesAPI) target(s *Server) *upstreamTarget { return &s.anthropic }
+
+func (messagesAPI) reportedUsage(u *wire.Usage) json.RawMessage { return messages.ReportedUsage(u) }
 
 // messagesRequest adapts *messages.Request.
 type messagesRequest struct{ *messages.Request }

@@ -165,14 +165,15 @@ func readAnswer(ctx context.Context, resp *http.Response) (raw []byte, f failure
 }
 
 // writeFinal sends the last upstream answer, patched when tool rounds ran
-// (summed usage), when the proxy's own calls must be stripped, or when it
-// echoes what the rewrite changed in the request.
+// (the reported usage, see wire.Usage), when the proxy's own calls must be
+// stripped, or when it echoes what the rewrite changed in the request.
 func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, upstream http.Header, raw []byte, rounds int, exhausted bool, usage *wire.Usage, strip func(string) bool) {
 	out, patched := raw, false
 	if rounds > 0 || strip != nil || rt.req.Echoes() {
 		var u []byte
 		if rounds > 0 && !usage.Empty() {
-			u = usage.JSON()
+			u = rt.api.reportedUsage(usage)
+			info.usageTotal = usage.JSON()
 		}
 		if p, err := rt.req.Final(raw, rounds, u, strip); err == nil {
 			out, patched = p, true

@@ -163,6 +163,9 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			if msg := tr.Failure(); msg != "" {
 				s.noteUpstreamErrorEvent(info, msg)
 			}
+			if info.rounds > 0 {
+				info.usageTotal = tr.TotalUsage()
+			}
 			sr.commit()          // the answer, however little of it there is
 			if end.Loop == nil { // an incomplete stream has returned above
 				s.rememberPresence(rt, end.ID)

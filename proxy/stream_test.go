@@ -86,9 +86,10 @@ func TestStreamToolLoop(t *testing.T) {
 	if len(a.IDs) != 1 || a.Done != 1 || strings.Join(a.FinishReason, ",") != "stop" {
 		t.Fatalf("ids %v done %d finish %v", a.IDs, a.Done, a.FinishReason)
 	}
-	if len(a.Usage) != 1 || a.Usage[0]["prompt_tokens"] != 500.0 || a.Usage[0]["total_tokens"] != 512.0 {
-		t.Fatalf("usage %v", a.Usage)
+	if len(a.Usage) != 1 || a.Usage[0]["prompt_tokens"] != 400.0 || a.Usage[0]["total_tokens"] != 405.0 {
+		t.Fatalf("usage %v, want the last round's", a.Usage)
 	}
+	mustContain(t, h.logText(), `"usage_total":{"completion_tokens":12,"prompt_tokens":500,"total_tokens":512}`)
 	if resp.Trailer.Get(HeaderToolRounds) != "1" || resp.Trailer.Get(HeaderRoundsExceeded) != "false" {
 		t.Fatalf("trailers %v", resp.Trailer)
 	}

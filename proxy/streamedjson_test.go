@@ -43,15 +43,15 @@ func TestStreamedRequestAnsweredWithJSON(t *testing.T) {
 		{"first round JSON calls load_skill", []fakeai.Turn{
 			{Content: "Let me load it. ", ToolCalls: load, Usage: u1, IgnoreStream: true},
 			{Content: "Here you go.", Usage: u2},
-		}, "Let me load it. Here you go.", 500, 12, "1"},
+		}, "Let me load it. Here you go.", 400, 5, "1"}, // the last round's usage (wire.Usage)
 		{"hidden round JSON", []fakeai.Turn{
 			{Content: "Let me load it. ", ToolCalls: load, Usage: u1},
 			{Content: "Here you go.", Usage: u2, IgnoreStream: true},
-		}, "Let me load it. Here you go.", 500, 12, "1"},
+		}, "Let me load it. Here you go.", 400, 5, "1"}, // the last round's usage (wire.Usage)
 		{"every round JSON", []fakeai.Turn{
 			{Content: "Let me load it. ", ToolCalls: load, Usage: u1, IgnoreStream: true},
 			{Content: "Here you go.", Usage: u2, IgnoreStream: true},
-		}, "Let me load it. Here you go.", 500, 12, "1"},
+		}, "Let me load it. Here you go.", 400, 5, "1"}, // the last round's usage (wire.Usage)
 	}
 	for _, a := range apis {
 		for _, rc := range rounds {

@@ -249,8 +249,8 @@ func TestStreamCumulativeUsageAcrossRounds(t *testing.T) {
 		t.Fatalf("no usage:\n%s", b)
 	}
 	last := a.Usage[len(a.Usage)-1]
-	if last["prompt_tokens"] != 500.0 || last["completion_tokens"] != 12.0 || last["total_tokens"] != 512.0 {
-		t.Errorf("last usage %v, want prompt 500, completion 12, total 512:\n%s", last, b)
+	if last["prompt_tokens"] != 400.0 || last["completion_tokens"] != 5.0 || last["total_tokens"] != 405.0 {
+		t.Errorf("last usage %v, want the last round's, prompt 400, completion 5, total 405:\n%s", last, b)
 	}
 }
 

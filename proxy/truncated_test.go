@@ -299,8 +299,8 @@ func TestTruncatedAnswerAfterRounds(t *testing.T) {
 			if v.stop != tc.stop || len(v.calls) > 0 || v.text != "Here is the plan, then I load two more skills" {
 				t.Errorf("client got stop %q, calls %v, text %q:\n%s", v.stop, v.calls, v.text, b)
 			}
-			if v.in != 300 || v.out != 30 {
-				t.Errorf("usage in %v out %v, want the rounds' sum 300, 30:\n%s", v.in, v.out, b)
+			if v.in != 200 || v.out != 20 {
+				t.Errorf("usage in %v out %v, want the last round's 200, 20:\n%s", v.in, v.out, b)
 			}
 			if tc.stream && !v.ended {
 				t.Errorf("the stream does not end as its API ends one:\n%s", b)

@@ -6,17 +6,29 @@ import (
 	"strconv"
 )
 
-// Usage adds up the usage objects of the rounds of one tool loop, field by
-// field, nested details included (Chat prompt_tokens_details.cached_tokens,
-// Responses input_tokens_details, Messages cache_read_input_tokens): the
-// three APIs name their counts differently but all count in numbers, so one
-// sum serves them all. Non-numeric fields keep their first value. The zero
-// Usage is empty.
+// Usage keeps the usage objects of the rounds of one tool loop.
+//
+// What the client is told is the last round's (Last): the agent CLIs read
+// an answer's input tokens as the size of their context, and Claude Code
+// and Codex compacted their conversations early, at about half their
+// window, when a turn with a hidden round reported both rounds' input
+// summed. Anthropic reports its own multi-pass answers (compaction) the
+// same way: the top-level usage is the final pass, each pass listed in
+// usage.iterations (Rounds; see the messages package).
+//
+// JSON adds the rounds up, field by field, nested details included (Chat
+// prompt_tokens_details.cached_tokens, Responses input_tokens_details,
+// Messages cache_read_input_tokens): the three APIs name their counts
+// differently but all count in numbers, so one sum serves them all; it is
+// what the request cost, for the access log. Non-numeric fields keep their
+// first value. The zero Usage is empty.
 type Usage struct {
 	v map[string]any
 	// first is the first object added, not yet decoded: a tool loop of
 	// one round, the commonest, reads nothing of its usage.
 	first []byte
+	// rounds are the objects added, as they came.
+	rounds []json.RawMessage
 }
 
 // Add adds one usage object; null, absent or malformed ones add nothing.
@@ -25,8 +37,9 @@ func (u *Usage) Add(raw json.RawMessage) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return
 	}
+	u.rounds = append(u.rounds, bytes.Clone(raw))
 	if u.v == nil && u.first == nil {
-		u.first = bytes.Clone(raw)
+		u.first = u.rounds[len(u.rounds)-1]
 		return
 	}
 	u.decodeFirst()
@@ -62,6 +75,22 @@ func (u *Usage) Empty() bool {
 	}
 	u.decodeFirst()
 	return u.v == nil
+}
+
+// Last is the last object added, as it came; nil when none was.
+func (u *Usage) Last() json.RawMessage {
+	if u == nil || len(u.rounds) == 0 {
+		return nil
+	}
+	return u.rounds[len(u.rounds)-1]
+}
+
+// Rounds are the objects added, in order.
+func (u *Usage) Rounds() []json.RawMessage {
+	if u == nil {
+		return nil
+	}
+	return u.rounds
 }
 
 // JSON renders the sum (keys sorted); null when empty.

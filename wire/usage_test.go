@@ -43,3 +43,21 @@ func TestUsage(t *testing.T) {
 		t.Errorf("after the caller reused its buffer: %s", got)
 	}
 }
+
+// Last is the last round's object as it came, Rounds all of them; null and
+// absent ones are not rounds; JSON still adds them up.
+func TestUsageLast(t *testing.T) {
+	var u Usage
+	if u.Last() != nil || u.Rounds() != nil {
+		t.Fatal("an empty Usage has a last round")
+	}
+	u.Add(json.RawMessage(`{"prompt_tokens":5,"completion_tokens":1}`))
+	u.Add(json.RawMessage(`null`))
+	u.Add(json.RawMessage(`{"prompt_tokens":9,"completion_tokens":2}`))
+	if string(u.Last()) != `{"prompt_tokens":9,"completion_tokens":2}` || len(u.Rounds()) != 2 {
+		t.Errorf("last %s, %d rounds", u.Last(), len(u.Rounds()))
+	}
+	if string(u.JSON()) != `{"completion_tokens":3,"prompt_tokens":14}` {
+		t.Errorf("sum %s", u.JSON())
+	}
+}

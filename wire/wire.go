@@ -8,7 +8,7 @@
 //     (wire/chat, wire/responses, wire/messages) renders in its own shape;
 //   - ToolCall, ToolResult and Answer, what the proxy's tool loop reads from
 //     an upstream answer and feeds back;
-//   - Usage, token counts summed over tool rounds;
+//   - Usage, the token counts of the tool rounds: the last round's for the client, their sum for the log;
 //   - Error, a client-facing error each API renders in its own envelope;
 //   - the server-sent events reader all three APIs stream with.
 package wire

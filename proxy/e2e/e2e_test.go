@@ -288,11 +288,12 @@ func TestSDKModelCallsLoadSkill(t *testing.T) {
 		} `json:"stream"`
 	}
 	e.run(t, "load-skill.mjs", &got)
-	if got.Plain.Usage["total_tokens"] != 144 || got.Plain.Headers["x-skillrouter-tool-rounds"] != "1" {
+	// The last round's usage (wire.Usage): the context the answer read.
+	if got.Plain.Usage["total_tokens"] != 89 || got.Plain.Headers["x-skillrouter-tool-rounds"] != "1" {
 		t.Errorf("plain: usage %v headers %v", got.Plain.Usage, got.Plain.Headers)
 	}
-	if got.Stream.Usage != nil && got.Stream.Usage["total_tokens"] != 144 {
-		t.Errorf("stream usage %v, want the sum of both rounds", got.Stream.Usage)
+	if got.Stream.Usage != nil && got.Stream.Usage["total_tokens"] != 89 {
+		t.Errorf("stream usage %v, want the last round's", got.Stream.Usage)
 	}
 	reqs := e.up.Requests()
 	if len(reqs) != 4 {
@@ -321,7 +322,7 @@ func TestSDKModelCallsLoadSkill(t *testing.T) {
 // An upstream that ignores stream:true answers the streamed request's
 // rounds with JSON: the OpenAI SDK's stream helper still reads a whole
 // completion (finalChatCompletion), without the proxy's load_skill call,
-// with the usage of both rounds.
+// with the last round's usage.
 func TestSDKStreamAnsweredWithJSON(t *testing.T) {
 	e := setup(t)
 	load := fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_ls_1", Name: "load_skill", Arguments: `{"skill_id":"csv-report"}`}},
@@ -338,8 +339,8 @@ func TestSDKStreamAnsweredWithJSON(t *testing.T) {
 		} `json:"stream"`
 	}
 	e.run(t, "load-skill.mjs", &got) // asserts the streamed content, no tool call, finish_reason stop
-	if got.Stream.Usage["total_tokens"] != 144 {
-		t.Errorf("stream usage %v, want the sum of both rounds", got.Stream.Usage)
+	if got.Stream.Usage["total_tokens"] != 89 {
+		t.Errorf("stream usage %v, want the last round's", got.Stream.Usage)
 	}
 	if reqs := e.up.Requests(); len(reqs) != 4 {
 		t.Fatalf("upstream got %d requests, want 4 (two per client request)", len(reqs))

@@ -264,7 +264,8 @@ func TestEventsThroughTheToolLoop(t *testing.T) {
 	if msg["content"] != "Loading. Done." || c["id"] != "c1" {
 		t.Errorf("the client read %v", c)
 	}
-	if u := c["usage"].(map[string]any); u["prompt_tokens"] != 40.0 || u["completion_tokens"] != 6.0 {
-		t.Errorf("usage %v, want the rounds summed", u)
+	// The last round's (wire.Usage): the size of the context it read.
+	if u := c["usage"].(map[string]any); u["prompt_tokens"] != 30.0 || u["completion_tokens"] != 2.0 {
+		t.Errorf("usage %v, want the last round's", u)
 	}
 }

@@ -46,7 +46,7 @@ type Stream struct {
 	// stream relayed without the translator (see Relayed).
 	relayFinished map[int]bool
 	id            string     // the first round's completion id, shown for every round
-	usage         wire.Usage // the earlier rounds' usage, summed
+	usage         wire.Usage // the earlier rounds' usage
 	round         int
 	st            *roundState
 	done          bool // the round's data: [DONE] was seen
@@ -396,7 +396,7 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			return
 		}
 		if hasUsage && round > 0 {
-			s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) { top["usage"] = s.totalUsage() })
+			s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) { top["usage"] = s.reportedUsage() })
 			return
 		}
 		s.writeRaw(ev, ch.ID, round)
@@ -484,18 +484,27 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 			}
 		})
 		if patchUsage {
-			top["usage"] = s.totalUsage()
+			top["usage"] = s.reportedUsage()
 		}
 	})
 }
 
-// totalUsage is the usage of all rounds so far, the current one's as last
+// TotalUsage is every round's usage summed, the current one's as last
 // reported.
-func (s *Stream) totalUsage() json.RawMessage {
+func (s *Stream) TotalUsage() json.RawMessage {
 	var t wire.Usage
 	t.Add(s.usage.JSON())
 	t.Add(s.st.usage)
 	return t.JSON()
+}
+
+// reportedUsage is the usage the client is told (see wire.Usage): the
+// current round's as last reported, else the last earlier round's.
+func (s *Stream) reportedUsage() json.RawMessage {
+	if len(s.st.usage) > 0 && !jsonspan.IsNull(s.st.usage) {
+		return s.st.usage
+	}
+	return s.usage.Last()
 }
 
 // callKey is the key of the call a tool-call fragment belongs to: its
@@ -762,7 +771,7 @@ func (s *Stream) finishSpent(usage chunk, round int, withUsage bool) {
 	out := map[string]any{"id": id, "object": "chat.completion.chunk",
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": "length"}}}
 	if withUsage { // the upstream put it on its finish chunk: so does the proxy
-		out["usage"] = s.totalUsage()
+		out["usage"] = s.reportedUsage()
 	}
 	s.writeData(wire.Marshal(out))
 }

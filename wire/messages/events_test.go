@@ -203,7 +203,13 @@ func TestEventsThroughTheToolLoop(t *testing.T) {
 	if m["id"] != "msg_1" || m["stop_reason"] != "end_turn" || len(m["content"].([]any)) != 2 {
 		t.Errorf("the client read %s", wire.Marshal(m))
 	}
-	if u := m["usage"].(map[string]any); u["input_tokens"] != 40.0 || u["output_tokens"] != 11.0 {
-		t.Errorf("usage %v, want the rounds summed", u)
+	// The last round's (wire.Usage), each round in iterations.
+	u := m["usage"].(map[string]any)
+	if u["input_tokens"] != 30.0 || u["output_tokens"] != 4.0 {
+		t.Errorf("usage %v, want the last round's", u)
+	}
+	if it, _ := u["iterations"].([]any); len(it) != 2 || it[0].(map[string]any)["input_tokens"] != 10.0 || it[0].(map[string]any)["type"] != "message" ||
+		it[1].(map[string]any)["output_tokens"] != 4.0 {
+		t.Errorf("usage.iterations %v, want both rounds", u["iterations"])
 	}
 }

@@ -279,7 +279,7 @@ func TestStream(t *testing.T) {
 		t.Fatalf("round 1's thinking not relayed before round 2's text:\n%s", out2)
 	}
 	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `{"type":"content_block_start","index":1,"content_block":{"type":"text"`) ||
-		!strings.Contains(out2, `"usage":{"input_tokens":40,"output_tokens":11}`) || !strings.Contains(all, "event: ping") {
+		!strings.Contains(out2, `"usage":{"input_tokens":30,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message"},{"input_tokens":30,"output_tokens":4,"type":"message"}]}`) || !strings.Contains(all, "event: ping") {
 		t.Fatalf("stream:\n%s", all)
 	}
 }
@@ -521,5 +521,29 @@ func TestParseToolResultNotes(t *testing.T) {
 		{Role: "tool", Text: "stopped", Tool: "Bash"}, {Role: "user", Text: "make a pdf instead"}}
 	if got := r.View().Turns; !slices.Equal(got, want) {
 		t.Errorf("turns\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// ReportedUsage: the last round's usage, every round in iterations (a round
+// the API itself made of several passes, compacting, gives its own).
+func TestReportedUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rounds []string
+		want   string
+	}{
+		{"none", nil, ""},
+		{"two rounds", []string{`{"input_tokens":10,"output_tokens":7}`, `{"input_tokens":30,"output_tokens":4}`},
+			`{"input_tokens":30,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message"},{"input_tokens":30,"output_tokens":4,"type":"message"}]}`},
+		{"a compacted round", []string{`{"input_tokens":10,"output_tokens":7}`, `{"input_tokens":3,"output_tokens":4,"iterations":[{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
+			`{"input_tokens":3,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message"},{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
+	} {
+		var u wire.Usage
+		for _, r := range tc.rounds {
+			u.Add(json.RawMessage(r))
+		}
+		if got := string(ReportedUsage(&u)); got != tc.want {
+			t.Errorf("%s: %s\nwant %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -23,9 +23,10 @@ import (
 //     (ownership.KeepsCarried); the others are relayed as they come, their
 //     index renumbered so the client sees 0, 1, ... across rounds;
 //   - the message_delta and message_stop of a round that loops are
-//     withheld; the final message_delta carries the usage summed over all
-//     rounds, and stop_reason "end_turn" when the proxy's calls were the
-//     only ones and the round limit dropped them.
+//     withheld; the final message_delta carries the last round's usage
+//     with every round in usage.iterations (ReportedUsage), and stop_reason
+//     "end_turn" when the proxy's calls were the only ones and the round
+//     limit dropped them.
 type Stream struct {
 	// failure is the message of the last upstream error met in the stream.
 	failure  string
@@ -162,7 +163,7 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 }
 
 // messageDelta ends a round's content: withheld when the round loops, else
-// passed on with the summed usage (and stop_reason fixed when the proxy's
+// passed on with the reported usage (and stop_reason fixed when the proxy's
 // dropped calls were the only ones). A round that stopped short never
 // loops.
 func (s *Stream) messageDelta(typ string, data []byte) {
@@ -197,7 +198,7 @@ func (s *Stream) messageDelta(typ string, data []byte) {
 	}
 	patched := data
 	if s.n > 1 && !s.usage.Empty() {
-		patched, _ = jsonspan.Set(patched, "usage", s.usage.JSON())
+		patched, _ = jsonspan.Set(patched, "usage", ReportedUsage(&s.usage))
 	}
 	if rd.ProxyCalls > 0 && rd.ClientCalls() == 0 && stop == "tool_use" {
 		patched = setStopReason(patched, "end_turn")
@@ -224,6 +225,43 @@ func roundUsage(start, delta json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return wire.Marshal(u)
+}
+
+// TotalUsage is every round's usage summed.
+func (s *Stream) TotalUsage() json.RawMessage { return s.usage.JSON() }
+
+// ReportedUsage is the usage a message answered after tool rounds reports:
+// the last round's (wire.Usage), with each round in "iterations" as the
+// API lists the passes of one of its own multi-pass answers (compaction),
+// {"type":"message", the round's counts}, so that what the request cost
+// stays readable.
+func ReportedUsage(u *wire.Usage) json.RawMessage {
+	last := u.Last()
+	if last == nil {
+		return nil
+	}
+	iters := make([][]byte, 0, len(u.Rounds()))
+	for _, r := range u.Rounds() {
+		if own := gjson.GetBytes(r, "iterations"); own.IsArray() {
+			// A round that was itself several passes (the API compacted
+			// it): its passes, as the API listed them.
+			own.ForEach(func(_, it gjson.Result) bool {
+				iters = append(iters, []byte(it.Raw))
+				return true
+			})
+			continue
+		}
+		it, err := jsonspan.Set(bytes.Clone(r), "type", []byte(`"message"`))
+		if err != nil {
+			continue
+		}
+		iters = append(iters, it)
+	}
+	out, err := jsonspan.Set(bytes.Clone(last), "iterations", jsonspan.Array(iters))
+	if err != nil {
+		return last
+	}
+	return out
 }
 
 // setStopReason sets a message_delta's stop_reason.

@@ -96,7 +96,7 @@ func (s *Stream) failedEvent(e *wire.Error) []byte {
 	}{e.Code, e.Message}))
 	set("output", jsonspan.Array(s.visible))
 	if !s.usage.Empty() {
-		set("usage", s.usage.JSON())
+		set("usage", s.usage.Last())
 	}
 	data := wire.Marshal(struct {
 		Type           string          `json:"type"`

@@ -237,7 +237,8 @@ func TestEventsThroughTheToolLoop(t *testing.T) {
 	if a.final["id"] != "resp_2" || len(a.final["output"].([]any)) != 2 || len(a.snapshot["output"].([]any)) != 2 {
 		t.Errorf("the client read %s", wire.Marshal(a.final))
 	}
-	if u := a.final["usage"].(map[string]any); u["input_tokens"] != 14.0 || u["output_tokens"] != 3.0 {
-		t.Errorf("usage %v, want the rounds summed", u)
+	// The last round's (wire.Usage): the size of the context it read.
+	if u := a.final["usage"].(map[string]any); u["input_tokens"] != 9.0 || u["output_tokens"] != 2.0 {
+		t.Errorf("usage %v, want the last round's", u)
 	}
 }

@@ -26,7 +26,7 @@ import (
 //     reasoning events wait until the next item decides their fate;
 //   - the response.completed of a round that loops is withheld; the final
 //     one carries every item the client was shown, across rounds, and the
-//     usage summed over all rounds;
+//     last round's usage (see wire.Usage);
 //   - the response object of every event that carries one echoes the
 //     client's request, not the proxy's (see echo.go).
 type Stream struct {
@@ -164,10 +164,13 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 	return s.out, true
 }
 
+// TotalUsage is every round's usage summed.
+func (s *Stream) TotalUsage() json.RawMessage { return s.usage.JSON() }
+
 // completed ends a round at its terminal event (response.completed, and
 // response.failed or .incomplete, which never loop): withheld when it
 // loops, else the client's with every shown item (all rounds) and the
-// summed usage; a first round with nothing hidden goes as it came.
+// last round's usage; a first round with nothing hidden goes as it came.
 func (s *Stream) completed(typ string, data []byte) {
 	rd := s.rd
 	rd.finished = true
@@ -202,7 +205,9 @@ func (s *Stream) completed(typ string, data []byte) {
 			edits = append(edits, jsonspan.Edit{At: out, With: jsonspan.Array(s.visible)})
 		}
 		if s.n > 1 && !s.usage.Empty() {
-			edits = append(edits, jsonspan.SetEdit(resp, ms, "usage", s.usage.JSON()))
+			// The last round's (wire.Usage): this event's, or the round's
+			// before when it has none.
+			edits = append(edits, jsonspan.SetEdit(resp, ms, "usage", s.usage.Last()))
 		}
 		if spent {
 			edits = append(edits, spentEdits(resp, ms)...)
