@@ -22,6 +22,8 @@ type reqInfo struct {
 	api            string // the client API of a routed endpoint (wire.API)
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
+	// compaction: an agent CLI's compaction request, forwarded as it is.
+	compaction bool
 	// usageTotal is the usage of every round summed (what the request
 	// cost), when tool rounds ran: the client is told the last round's.
 	usageTotal json.RawMessage
@@ -206,6 +208,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	}
 	if info.upstreamStatus != 0 {
 		attrs = append(attrs, slog.Int("upstream_status", info.upstreamStatus))
+	}
+	if info.compaction {
+		attrs = append(attrs, slog.Bool("compaction", true))
 	}
 	if info.upstreamRequestID != "" {
 		attrs = append(attrs, slog.String("upstream_request_id", info.upstreamRequestID))

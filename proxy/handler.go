@@ -79,6 +79,12 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	if werr != nil {
 		return nil, werr
 	}
+	if view.Compacting() {
+		// An agent CLI summarising its full context: as it is (see
+		// wire.Request.Compacting).
+		ov.Disable = true
+		info.compaction = true
+	}
 	if ov.Strategy == "" {
 		ov.Strategy = arm.strategy
 	} else if ov.Strategy != arm.strategy && label != "" {

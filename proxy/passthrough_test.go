@@ -252,3 +252,26 @@ func TestHooks(t *testing.T) {
 		t.Fatalf("ModifyResponse saw %v", seen)
 	}
 }
+
+// An agent CLI's compaction request (sent because its context is full, for
+// a text-only summary) goes upstream as the client sent it: no skills ranked
+// on its prompt, no tools it forbids.
+func TestCompactionRequestNotRouted(t *testing.T) {
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"make me a pdf"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nSummarise."}]}]}`},
+		{"/v1/responses", `{"model":"m","input":[{"role":"user","content":"make me a pdf"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]},{"role":"user","content":"You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary."}]}`},
+	} {
+		h := newHarness(t, nil)
+		h.up.Script(fakeai.Reply(fakeai.Turn{Content: "summary"}))
+		resp, b := h.do("POST", tc.path, tc.body, map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.path, resp.StatusCode, b)
+		}
+		reqs := h.up.Requests()
+		if len(reqs) != 1 || string(reqs[0].Body) != tc.body {
+			t.Errorf("%s: the upstream got %s, want the client's request as it was", tc.path, reqs[len(reqs)-1].Body)
+		}
+		finish(t, h)
+		mustContain(t, logLine(t, h.logText(), tc.path), `"compaction":true`)
+	}
+}

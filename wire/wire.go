@@ -131,6 +131,30 @@ func (r *Request) FirstUserText() string {
 	return ""
 }
 
+// compactionPrompts open what agent CLIs send to have the model summarise a
+// conversation that filled their context window: Claude Code's (beside its
+// last tool results) and Codex CLI's.
+var compactionPrompts = []string{
+	"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",
+	"You are performing a CONTEXT CHECKPOINT COMPACTION.",
+}
+
+// Compacting reports whether the request is an agent CLI's compaction: the
+// turns after the last assistant turn hold its summary prompt. Such a
+// request is sent because the context is full, asks for text only, and is
+// about the whole conversation: skills ranked on its prompt are unrelated
+// ones, and the proxy's tools are calls it forbids.
+func (r *Request) Compacting() bool {
+	for i := len(r.Turns) - 1; i >= 0 && r.Turns[i].Role != "assistant"; i-- {
+		for _, p := range compactionPrompts {
+			if strings.Contains(r.Turns[i].Text, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ToolSpec is a server-side tool in API-neutral form; each API renders it
 // (Chat: {"type":"function","function":{...}}, Responses: flat function
 // tool, Messages: input_schema).

@@ -67,3 +67,25 @@ func TestToolChoiceServedOnly(t *testing.T) {
 		}
 	}
 }
+
+// Compacting: an agent CLI's compaction prompt after the last assistant
+// turn (Claude Code's beside its tool results, Codex CLI's as a user turn);
+// the same words earlier in the conversation are not one.
+func TestCompacting(t *testing.T) {
+	claude := "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\n- Do NOT use Read, Bash..."
+	codex := "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM"
+	for _, tc := range []struct {
+		name  string
+		turns []Turn
+		want  bool
+	}{
+		{"claude code", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant", Text: "ok"}, {Role: "tool", Text: "files\n" + claude}}, true},
+		{"codex", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant"}, {Role: "tool", Text: "out"}, {Role: "user", Text: codex}}, true},
+		{"an ask", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant"}, {Role: "user", Text: "now test it"}}, false},
+		{"an earlier compaction", []Turn{{Role: "user", Text: codex}, {Role: "assistant", Text: "summary"}, {Role: "user", Text: "go on"}}, false},
+	} {
+		if got := (&Request{Turns: tc.turns}).Compacting(); got != tc.want {
+			t.Errorf("%s: %v", tc.name, got)
+		}
+	}
+}
