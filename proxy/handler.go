@@ -79,12 +79,6 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	if werr != nil {
 		return nil, werr
 	}
-	if view.Compacting() {
-		// An agent CLI summarising its full context: as it is (see
-		// wire.Request.Compacting).
-		ov.Disable = true
-		info.compaction = true
-	}
 	if ov.Strategy == "" {
 		ov.Strategy = arm.strategy
 	} else if ov.Strategy != arm.strategy && label != "" {
@@ -99,6 +93,16 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	}
 	turns := s.turnMemory(h, info.clientKey)
 	ov.Carried = turns.get
+	if view.Compacting() || h.Get("X-Stainless-Helper") == "compaction" {
+		// An agent CLI summarising its full context (wire.Request.Compacting;
+		// the Anthropic SDK's tool runner says so in a header): nothing is
+		// auto-loaded or carried on its prompt, but the catalog and tools stay,
+		// the bytes the conversation's cached prefix holds, so that its
+		// largest request reads that cache instead of writing it anew.
+		none := 0
+		ov.TopK, ov.Carried = &none, nil
+		info.compaction = true
+	}
 	info.arm = label
 	info.routed = true
 	if s.log.Enabled(ctx, slog.LevelDebug) { // the query is message content

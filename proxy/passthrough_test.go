@@ -254,11 +254,12 @@ func TestHooks(t *testing.T) {
 }
 
 // An agent CLI's compaction request (sent because its context is full, for
-// a text-only summary) goes upstream as the client sent it: no skills ranked
-// on its prompt, no tools it forbids.
+// a text-only summary) is routed with nothing auto-loaded or carried on its
+// prompt (TopK 0, no carried skills), but keeps the catalog and tools every
+// turn of the conversation had: its cached prefix.
 func TestCompactionRequestNotRouted(t *testing.T) {
 	for _, tc := range []struct{ path, body string }{
-		{"/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"make me a pdf"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nSummarise."}]}]}`},
+		{"/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"make me a pdf"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a detailed summary of the conversation so far."}]}]}`},
 		{"/v1/responses", `{"model":"m","input":[{"role":"user","content":"make me a pdf"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]},{"role":"user","content":"You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary."}]}`},
 	} {
 		h := newHarness(t, nil)
@@ -268,8 +269,12 @@ func TestCompactionRequestNotRouted(t *testing.T) {
 			t.Fatalf("%s: %d %s", tc.path, resp.StatusCode, b)
 		}
 		reqs := h.up.Requests()
-		if len(reqs) != 1 || string(reqs[0].Body) != tc.body {
-			t.Errorf("%s: the upstream got %s, want the client's request as it was", tc.path, reqs[len(reqs)-1].Body)
+		if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "CATALOG") || !strings.Contains(string(reqs[0].Body), "load_skill") {
+			t.Errorf("%s: the upstream got %s, want the catalog and tools of every turn", tc.path, reqs[len(reqs)-1].Body)
+		}
+		ovs := h.rw.overrides()
+		if len(ovs) != 1 || ovs[0].TopK == nil || *ovs[0].TopK != 0 || ovs[0].Carried != nil || ovs[0].Disable {
+			t.Errorf("%s: overrides %+v, want TopK 0 and nothing carried", tc.path, ovs)
 		}
 		finish(t, h)
 		mustContain(t, logLine(t, h.logText(), tc.path), `"compaction":true`)

@@ -131,23 +131,31 @@ func (r *Request) FirstUserText() string {
 	return ""
 }
 
-// compactionPrompts open what agent CLIs send to have the model summarise a
-// conversation that filled their context window: Claude Code's (beside its
-// last tool results) and Codex CLI's.
-var compactionPrompts = []string{
-	"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",
-	"You are performing a CONTEXT CHECKPOINT COMPACTION.",
+// compactionPrompts open the user turn agent CLIs send to have the model
+// summarise a conversation that filled their context window, with words
+// the prompt also holds (a user quoting one opening alone is not one):
+// Claude Code's (2.1 and later, then earlier versions', whole or of the
+// recent part) and Codex CLI's.
+var compactionPrompts = []struct{ opens, holds string }{
+	{"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.", "summary"},
+	{"Your task is to create a detailed summary of the conversation so far", "tools"},
+	{"Your task is to create a detailed summary of the RECENT portion of the conversation", "tools"},
+	{"You are performing a CONTEXT CHECKPOINT COMPACTION.", "summary"},
 }
 
-// Compacting reports whether the request is an agent CLI's compaction: the
-// turns after the last assistant turn hold its summary prompt. Such a
-// request is sent because the context is full, asks for text only, and is
-// about the whole conversation: skills ranked on its prompt are unrelated
-// ones, and the proxy's tools are calls it forbids.
+// Compacting reports whether the request is an agent CLI's compaction: a
+// user turn after the last assistant turn opens with its summary prompt.
+// Such a request is sent because the context is full, asks for text only,
+// and is about the whole conversation: skills ranked on its prompt would
+// be unrelated ones.
 func (r *Request) Compacting() bool {
 	for i := len(r.Turns) - 1; i >= 0 && r.Turns[i].Role != "assistant"; i-- {
+		if r.Turns[i].Role != "user" {
+			continue // a tool result may quote anything (a file holding these words)
+		}
+		text := strings.TrimSpace(r.Turns[i].Text)
 		for _, p := range compactionPrompts {
-			if strings.Contains(r.Turns[i].Text, p) {
+			if strings.HasPrefix(text, p.opens) && strings.Contains(text[len(p.opens):], p.holds) {
 				return true
 			}
 		}

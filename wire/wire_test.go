@@ -68,20 +68,25 @@ func TestToolChoiceServedOnly(t *testing.T) {
 	}
 }
 
-// Compacting: an agent CLI's compaction prompt after the last assistant
-// turn (Claude Code's beside its tool results, Codex CLI's as a user turn);
-// the same words earlier in the conversation are not one.
+// Compacting: an agent CLI's compaction prompt opening a user turn after
+// the last assistant turn (Claude Code's text block beside its tool
+// results, Codex CLI's user message); not the same words in a tool result
+// (a file read), an opening quoted alone, or an earlier compaction.
 func TestCompacting(t *testing.T) {
-	claude := "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\n- Do NOT use Read, Bash..."
+	claude := "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\n- Do NOT use Read, Bash...\n\nYour task is to create a detailed summary of the conversation so far"
+	claudeOld := "Your task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests... IMPORTANT: Do NOT use any tools."
 	codex := "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM"
 	for _, tc := range []struct {
 		name  string
 		turns []Turn
 		want  bool
 	}{
-		{"claude code", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant", Text: "ok"}, {Role: "tool", Text: "files\n" + claude}}, true},
+		{"claude code", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant", Text: "ok"}, {Role: "tool", Text: "files"}, {Role: "user", Text: claude}}, true},
+		{"claude code before 2.1", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant"}, {Role: "user", Text: claudeOld}}, true},
 		{"codex", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant"}, {Role: "tool", Text: "out"}, {Role: "user", Text: codex}}, true},
 		{"an ask", []Turn{{Role: "user", Text: "fix it"}, {Role: "assistant"}, {Role: "user", Text: "now test it"}}, false},
+		{"a file holding the prompt", []Turn{{Role: "user", Text: "read wire.go"}, {Role: "assistant"}, {Role: "tool", Text: claude}}, false},
+		{"an opening quoted alone", []Turn{{Role: "user", Text: "You are performing a CONTEXT CHECKPOINT COMPACTION. Is that a good prompt?"}}, false},
 		{"an earlier compaction", []Turn{{Role: "user", Text: codex}, {Role: "assistant", Text: "summary"}, {Role: "user", Text: "go on"}}, false},
 	} {
 		if got := (&Request{Turns: tc.turns}).Compacting(); got != tc.want {
