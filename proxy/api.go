@@ -37,7 +37,7 @@ type apiRequest interface {
 	// body is not an answer of the API.
 	ReadAnswer(raw []byte, round int, mine func(name string) bool) (ans *wire.Answer, usage json.RawMessage, ok bool)
 	// Final patches the answer the client gets after rounds tool rounds:
-	// summed usage (non-nil), the proxy's calls stripped (strip non-nil),
+	// the usage to report (non-nil; api.reportedUsage), the proxy's calls stripped (strip non-nil),
 	// the request's echoes made the client's (when Echoes).
 	Final(raw []byte, rounds int, usage json.RawMessage, strip func(name string) bool) ([]byte, error)
 	// Echoes reports whether the API's answers echo parts of the request

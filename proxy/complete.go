@@ -30,6 +30,11 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	body := rt.body
 	sess := rt.session
 	var usage wire.Usage
+	defer func() {
+		if info.rounds > 0 { // however the request ended: the rounds were billed
+			info.usageTotal = usage.JSON()
+		}
+	}()
 	var hidden hiddenRounds // every round's but the last: the client gets only its id
 	defer s.discardHidden(rt, r, &hidden)
 	for round := 0; ; round++ {
@@ -173,7 +178,6 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 		var u []byte
 		if rounds > 0 && !usage.Empty() {
 			u = rt.api.reportedUsage(usage)
-			info.usageTotal = usage.JSON()
 		}
 		if p, err := rt.req.Final(raw, rounds, u, strip); err == nil {
 			out, patched = p, true

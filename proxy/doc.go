@@ -37,8 +37,9 @@
 // proxy executes them, appends the assistant message (with only its own
 // calls) and the tool results via Session.FollowUp, and asks again, for up to
 // Config.MaxToolRounds rounds (a round = one batch of calls answered). The
-// client sees only the final answer; in non-streaming mode its usage is the
-// sum over all rounds, and X-Skillrouter-Tool-Rounds counts the rounds.
+// client sees only the final answer; its usage is the last round's (see
+// wire.Usage; the access log has their sum), and X-Skillrouter-Tool-Rounds
+// counts the rounds.
 //
 // Client tools in the same turn as the proxy's: the proxy answers its own
 // calls first and drops the client's from that turn; the model, seeing the
@@ -79,7 +80,7 @@
 //     on the same response, with their completion id replaced by the first
 //     round's, so the client reads one completion. The final round's
 //     [DONE] is relayed. With stream_options.include_usage the final usage
-//     chunk carries the sum over all rounds.
+//     chunk carries the last round's usage.
 //   - Headers go out with the first event, before the round limit can be
 //     known. The proxy therefore declares HTTP trailers X-Skillrouter-Tool-Rounds
 //     and X-Skillrouter-Tool-Rounds-Exhausted and sets them when the stream

@@ -37,6 +37,11 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	// if one is needed: events are relayed as they come (relayOnly).
 	tr := rt.req.NewStream(mine)
 	sr.tr = tr
+	defer func() {
+		if info.rounds > 0 { // however the stream ended: the rounds were billed
+			info.usageTotal = tr.TotalUsage()
+		}
+	}()
 	body := rt.body
 	if ua, ok := rt.req.(usageAsker); ok && sr.sess == nil {
 		// No hidden round reads usage, and a stream relayed as it comes
@@ -162,9 +167,6 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		if end.Loop == nil || sr.sess == nil {
 			if msg := tr.Failure(); msg != "" {
 				s.noteUpstreamErrorEvent(info, msg)
-			}
-			if info.rounds > 0 {
-				info.usageTotal = tr.TotalUsage()
 			}
 			sr.commit()          // the answer, however little of it there is
 			if end.Loop == nil { // an incomplete stream has returned above

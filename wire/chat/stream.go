@@ -32,8 +32,9 @@ import (
 //     chunk and data: [DONE] are suppressed; the next round's events follow
 //     with their completion id replaced by the first round's, so the client
 //     reads one completion. With stream_options.include_usage the final
-//     usage chunk carries the sum over all rounds; usage the proxy asked
-//     for itself (see Request.Render) is read and never relayed.
+//     usage chunk carries the last round's usage (see wire.Usage); usage
+//     the proxy asked for itself (see Request.Render) is read and never
+//     relayed.
 type Stream struct {
 	// failure is the message of the last upstream error met in the stream.
 	failure   string

@@ -279,7 +279,7 @@ func TestStream(t *testing.T) {
 		t.Fatalf("round 1's thinking not relayed before round 2's text:\n%s", out2)
 	}
 	if strings.Count(all, "event: message_start") != 1 || !strings.Contains(out2, `{"type":"content_block_start","index":1,"content_block":{"type":"text"`) ||
-		!strings.Contains(out2, `"usage":{"input_tokens":30,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message"},{"input_tokens":30,"output_tokens":4,"type":"message"}]}`) || !strings.Contains(all, "event: ping") {
+		!strings.Contains(out2, `"usage":{"input_tokens":30,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message","cache_creation_input_tokens":0,"cache_read_input_tokens":0},{"input_tokens":30,"output_tokens":4,"type":"message","cache_creation_input_tokens":0,"cache_read_input_tokens":0}]}`) || !strings.Contains(all, "event: ping") {
 		t.Fatalf("stream:\n%s", all)
 	}
 }
@@ -534,9 +534,12 @@ func TestReportedUsage(t *testing.T) {
 	}{
 		{"none", nil, ""},
 		{"two rounds", []string{`{"input_tokens":10,"output_tokens":7}`, `{"input_tokens":30,"output_tokens":4}`},
-			`{"input_tokens":30,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message"},{"input_tokens":30,"output_tokens":4,"type":"message"}]}`},
+			`{"input_tokens":30,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message","cache_creation_input_tokens":0,"cache_read_input_tokens":0},{"input_tokens":30,"output_tokens":4,"type":"message","cache_creation_input_tokens":0,"cache_read_input_tokens":0}]}`},
+		{"cache written by round 1, read by round 2", []string{`{"input_tokens":10,"cache_creation_input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":7}`, `{"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":6000,"output_tokens":4}`},
+			// input + creation + read = 6030, the last round's context; creation above 0.
+			`{"input_tokens":30,"cache_creation_input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":4,"iterations":[{"input_tokens":10,"cache_creation_input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":7,"type":"message"},{"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":6000,"output_tokens":4,"type":"message"}]}`},
 		{"a compacted round", []string{`{"input_tokens":10,"output_tokens":7}`, `{"input_tokens":3,"output_tokens":4,"iterations":[{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
-			`{"input_tokens":3,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message"},{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
+			`{"input_tokens":3,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message","cache_creation_input_tokens":0,"cache_read_input_tokens":0},{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
 	} {
 		var u wire.Usage
 		for _, r := range tc.rounds {

@@ -235,13 +235,27 @@ func (s *Stream) TotalUsage() json.RawMessage { return s.usage.JSON() }
 // API lists the passes of one of its own multi-pass answers (compaction),
 // {"type":"message", the round's counts}, so that what the request cost
 // stays readable.
+//
+// One change to the last round's counts: cache_creation_input_tokens is
+// every round's, and cache_read_input_tokens the last round's less what the
+// earlier rounds wrote (the follow-up reads what round 1 cached). Their sum
+// with input_tokens is still the last round's context, but a client that
+// keeps message_start's count unless the final delta's is above zero
+// (Claude Code) would otherwise add round 1's cache writes to it again.
 func ReportedUsage(u *wire.Usage) json.RawMessage {
 	last := u.Last()
 	if last == nil {
 		return nil
 	}
-	iters := make([][]byte, 0, len(u.Rounds()))
-	for _, r := range u.Rounds() {
+	rounds := u.Rounds()
+	iters := make([][]byte, 0, len(rounds))
+	var written, lastWritten int64
+	for i, r := range rounds {
+		w := gjson.GetBytes(r, "cache_creation_input_tokens").Int()
+		written += w
+		if i == len(rounds)-1 {
+			lastWritten = w
+		}
 		if own := gjson.GetBytes(r, "iterations"); own.IsArray() {
 			// A round that was itself several passes (the API compacted
 			// it): its passes, as the API listed them.
@@ -251,17 +265,34 @@ func ReportedUsage(u *wire.Usage) json.RawMessage {
 			})
 			continue
 		}
-		it, err := jsonspan.Set(bytes.Clone(r), "type", []byte(`"message"`))
-		if err != nil {
-			continue
-		}
-		iters = append(iters, it)
+		iters = append(iters, iteration(r))
 	}
-	out, err := jsonspan.Set(bytes.Clone(last), "iterations", jsonspan.Array(iters))
-	if err != nil {
-		return last
+	out := bytes.Clone(last)
+	if written > lastWritten {
+		read := max(gjson.GetBytes(last, "cache_read_input_tokens").Int()-(written-lastWritten), 0)
+		out, _ = jsonspan.Set(out, "cache_creation_input_tokens", []byte(strconv.FormatInt(written, 10)))
+		out, _ = jsonspan.Set(out, "cache_read_input_tokens", []byte(strconv.FormatInt(read, 10)))
+	}
+	if withIters, err := jsonspan.Set(out, "iterations", jsonspan.Array(iters)); err == nil {
+		out = withIters
 	}
 	return out
+}
+
+// iteration is a round's usage as an entry of usage.iterations: typed
+// "message", with the counts the API's entries always have (0 for those an
+// Anthropic-compatible upstream left out).
+func iteration(r json.RawMessage) []byte {
+	it, err := jsonspan.Set(bytes.Clone(r), "type", []byte(`"message"`))
+	if err != nil {
+		return []byte(`{"type":"message"}`)
+	}
+	for _, k := range []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"} {
+		if !gjson.GetBytes(it, k).Exists() {
+			it, _ = jsonspan.Set(it, k, []byte("0"))
+		}
+	}
+	return it
 }
 
 // setStopReason sets a message_delta's stop_reason.
