@@ -31,8 +31,7 @@ package responses
 //     far as needed); what they do not decide is shown.
 //
 // What only the request knew stays as the upstream has it: usage (the last
-// round's, as the client got it, but without the proxy's usage_total in the
-// log), the items of
+// round's, as the client got it), the items of
 // earlier rounds the client got (in the input here, in output there), the
 // client's tools the gate left out (and tool_choice and
 // parallel_tool_calls, removed with the last of them), a tool_choice the
