@@ -34,22 +34,10 @@ func TestSessionCapEvictsIdle(t *testing.T) {
 	defer http.DefaultClient.CloseIdleConnections()
 	post := func(id, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if id != "" {
-			req.Header.Set("Mcp-Session-Id", id)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp := mcpDo(t, http.MethodPost, ts.URL, id, body, nil)
 		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
 	}
-	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	initialize := initializeMsg
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 	_, first := post("", initialize)
 	_, second := post("", initialize)
@@ -192,7 +180,7 @@ func TestSlowPostDoesNotBlockInitialize(t *testing.T) {
 	}
 	done := make(chan *http.Response, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(newReq(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)))
+		resp, err := http.DefaultClient.Do(newReq(strings.NewReader(initializeMsg)))
 		if err != nil {
 			done <- nil
 			return
@@ -237,7 +225,7 @@ func TestHandlerLeavesHostToCaller(t *testing.T) {
 	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
 	defer http.DefaultClient.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(initializeMsg))
 	req.Host = "router.internal"
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -257,13 +245,7 @@ func TestHandlerLeavesHostToCaller(t *testing.T) {
 // the test.
 func endSession(t *testing.T, base, id string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", id)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	mcpDo(t, http.MethodDelete, base, id, "", nil)
 }
 
 // A session answers only the client (key) that opened it: another key's
@@ -278,23 +260,9 @@ func TestSessionBoundToClient(t *testing.T) {
 	defer http.DefaultClient.CloseIdleConnections()
 	do := func(method, client, id, body string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(method, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("X-Test-Client", client)
-		if id != "" {
-			req.Header.Set("Mcp-Session-Id", id)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
+		return mcpDo(t, method, ts.URL, id, body, map[string]string{"X-Test-Client": client})
 	}
-	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	initialize := initializeMsg
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 	id := do(http.MethodPost, "a", "", initialize).Header.Get("Mcp-Session-Id")
 	if id == "" {
@@ -318,4 +286,30 @@ func TestSessionBoundToClient(t *testing.T) {
 		t.Errorf("unbound session: %d", code)
 	}
 	endSession(t, ts.URL, open)
+}
+
+// initializeMsg opens a session at protocol 2025-06-18.
+const initializeMsg = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// mcpDo sends an MCP request over streamable HTTP to base (in session id
+// when given, with hdr's headers) and returns the answer, its body read.
+func mcpDo(t testing.TB, method, base, id, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
