@@ -113,6 +113,9 @@ func TestToolLoopNonStreaming(t *testing.T) {
 			t.Fatalf("usage %v, want the last round's", u)
 		}
 		mustContain(t, h.logText(), `"usage_total":{"completion_tokens":30,"prompt_tokens":400,"total_tokens":430}`)
+		if got := resp.Header.Get(HeaderUsageTotal); got != `{"completion_tokens":30,"prompt_tokens":400,"total_tokens":430}` {
+			t.Errorf("%s %q, want the rounds summed", HeaderUsageTotal, got)
+		}
 		if resp.Header.Get(HeaderToolRounds) != "1" || resp.Header.Get(HeaderRoundsExceeded) != "" {
 			t.Fatalf("headers %v", resp.Header)
 		}

@@ -198,6 +198,9 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 	}
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	h.Set(HeaderToolRounds, strconv.Itoa(rounds))
+	if rounds > 0 && !usage.Empty() {
+		h.Set(HeaderUsageTotal, string(usage.JSON()))
+	}
 	if exhausted {
 		h.Set(HeaderRoundsExceeded, "true")
 	}

@@ -31,6 +31,10 @@ const (
 	HeaderAddedTokens    = "X-Skillrouter-Added-Tokens"
 	HeaderToolRounds     = "X-Skillrouter-Tool-Rounds"
 	HeaderRoundsExceeded = "X-Skillrouter-Tool-Rounds-Exhausted"
+	// HeaderUsageTotal is every round's usage summed, as JSON in the API's
+	// field names, when tool rounds ran: what the request cost, where the
+	// answer's usage is the last round's (see wire.Usage).
+	HeaderUsageTotal = "X-Skillrouter-Usage-Total"
 	// HeaderToolsWithheld lists the client tools exec.allowed_tools gated
 	// and no active skill enabled (comma-separated; omitted when none).
 	HeaderToolsWithheld = "X-Skillrouter-Tools-Withheld"

@@ -283,7 +283,7 @@ func (sr *streamRelay) start(upstream http.Header) {
 	}
 	h.Set("X-Accel-Buffering", "no") // nginx in front must not buffer either
 	if sr.sess != nil {
-		h.Set("Trailer", HeaderToolRounds+", "+HeaderRoundsExceeded)
+		h.Set("Trailer", HeaderToolRounds+", "+HeaderRoundsExceeded+", "+HeaderUsageTotal)
 	}
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
@@ -486,6 +486,11 @@ func (sr *streamRelay) finishTrailers() {
 	h := sr.w.Header()
 	h.Set(HeaderToolRounds, strconv.Itoa(sr.info.rounds))
 	h.Set(HeaderRoundsExceeded, strconv.FormatBool(sr.info.exhausted))
+	if sr.info.rounds > 0 {
+		if u := sr.tr.TotalUsage(); len(u) > 0 && string(u) != "null" {
+			h.Set(HeaderUsageTotal, string(u))
+		}
+	}
 }
 
 func (sr *streamRelay) write(b []byte) {

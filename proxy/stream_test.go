@@ -90,6 +90,9 @@ func TestStreamToolLoop(t *testing.T) {
 		t.Fatalf("usage %v, want the last round's", a.Usage)
 	}
 	mustContain(t, h.logText(), `"usage_total":{"completion_tokens":12,"prompt_tokens":500,"total_tokens":512}`)
+	if got := resp.Trailer.Get(HeaderUsageTotal); got != `{"completion_tokens":12,"prompt_tokens":500,"total_tokens":512}` {
+		t.Errorf("trailer %s %q, want the rounds summed", HeaderUsageTotal, got)
+	}
 	if resp.Trailer.Get(HeaderToolRounds) != "1" || resp.Trailer.Get(HeaderRoundsExceeded) != "false" {
 		t.Fatalf("trailers %v", resp.Trailer)
 	}
