@@ -102,6 +102,12 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		none := 0
 		ov.TopK, ov.Carried = &none, nil
 		info.compaction = true
+		if len(view.Tools) == 0 {
+			// Sent without tools (Codex): its prefix differs from the
+			// turns' anyway, and the proxy's tools would only let the model
+			// load skills into a summary.
+			view.NoTools = true
+		}
 	}
 	info.arm = label
 	info.routed = true

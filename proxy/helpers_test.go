@@ -41,6 +41,7 @@ type fakeRewriter struct {
 	ready     bool
 	degraded  string // Degraded's answer
 	seen      []router.Overrides
+	seenViews []wire.Request
 	sessions  []*fakeSession
 }
 
@@ -56,6 +57,7 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seen = append(f.seen, ov)
+	f.seenViews = append(f.seenViews, *req)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -98,6 +100,13 @@ func (f *fakeRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 }
 
 var fakeLoadSkill = wire.ToolSpec{Name: "load_skill", Parameters: json.RawMessage(`{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`)}
+
+// views returns the requests Rewrite was given.
+func (f *fakeRewriter) views() []wire.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]wire.Request(nil), f.seenViews...)
+}
 
 func (f *fakeRewriter) overrides() []router.Overrides {
 	f.mu.Lock()

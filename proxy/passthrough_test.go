@@ -259,7 +259,7 @@ func TestHooks(t *testing.T) {
 // turn of the conversation had: its cached prefix.
 func TestCompactionRequestNotRouted(t *testing.T) {
 	for _, tc := range []struct{ path, body string }{
-		{"/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"make me a pdf"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a detailed summary of the conversation so far."}]}]}`},
+		{"/v1/messages", `{"model":"m","max_tokens":50,"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"make me a pdf"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a detailed summary of the conversation so far."}]}]}`},
 		{"/v1/responses", `{"model":"m","input":[{"role":"user","content":"make me a pdf"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]},{"role":"user","content":"You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary."}]}`},
 	} {
 		h := newHarness(t, nil)
@@ -269,12 +269,17 @@ func TestCompactionRequestNotRouted(t *testing.T) {
 			t.Fatalf("%s: %d %s", tc.path, resp.StatusCode, b)
 		}
 		reqs := h.up.Requests()
-		if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "CATALOG") || !strings.Contains(string(reqs[0].Body), "load_skill") {
-			t.Errorf("%s: the upstream got %s, want the catalog and tools of every turn", tc.path, reqs[len(reqs)-1].Body)
+		withTools := tc.path == "/v1/messages" // the client sent tools: so do the turns before
+		if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "CATALOG") || strings.Contains(string(reqs[0].Body), "load_skill") != withTools {
+			t.Errorf("%s: the upstream got %s, want the catalog, and the proxy's tools only beside the client's", tc.path, reqs[len(reqs)-1].Body)
 		}
 		ovs := h.rw.overrides()
 		if len(ovs) != 1 || ovs[0].TopK == nil || *ovs[0].TopK != 0 || ovs[0].Carried != nil || ovs[0].Disable {
 			t.Errorf("%s: overrides %+v, want TopK 0 and nothing carried", tc.path, ovs)
+		}
+		// Sent without tools of its own (Codex's): none of the proxy's.
+		if got := h.rw.views(); len(got) != 1 || got[0].NoTools != (tc.path == "/v1/responses") {
+			t.Errorf("%s: NoTools %v", tc.path, got)
 		}
 		finish(t, h)
 		mustContain(t, logLine(t, h.logText(), tc.path), `"compaction":true`)
