@@ -22,7 +22,8 @@ type reqInfo struct {
 	api            string // the client API of a routed endpoint (wire.API)
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
-	// compaction: an agent CLI's compaction request, forwarded as it is.
+	// compaction: an agent CLI's compaction request (nothing auto-loaded
+	// or carried on its prompt; see route).
 	compaction bool
 	// usageTotal is the usage of every round summed (what the request
 	// cost), when tool rounds ran: the client is told the last round's.

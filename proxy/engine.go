@@ -98,6 +98,12 @@ func (a *routerRewriter) Ready() bool { return a.r.Ready() }
 
 func (a *routerRewriter) Degraded() string { return a.r.Degraded() }
 
-// degradedRewriter is a Rewriter that can say why it ranks without its
-// embedder (router.Router.Degraded), for /readyz.
-type degradedRewriter interface{ Degraded() string }
+// Degraded asks rw why it ranks without its embedder
+// (router.Router.Degraded), "" when it does not or cannot say: what
+// /readyz lists, and what a wrapping Rewriter passes on.
+func Degraded(rw Rewriter) string {
+	if d, ok := rw.(interface{ Degraded() string }); ok {
+		return d.Degraded()
+	}
+	return ""
+}

@@ -39,11 +39,7 @@ func (s *Server) readyz(c echo.Context) error {
 	}
 	var degradedArms []*degradation
 	for _, a := range s.arms {
-		d, ok := a.rw.(degradedRewriter)
-		if !ok {
-			continue
-		}
-		why := d.Degraded()
+		why := Degraded(a.rw)
 		if why == "" {
 			continue
 		}

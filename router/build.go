@@ -51,6 +51,12 @@ type rankIndex struct {
 	settled bool
 }
 
+// vectorsUnavailable says why ix has no vector index although it has an
+// embedder (the fallback reason, and Router.Degraded's).
+func (ix *rankIndex) vectorsUnavailable() string {
+	return fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+}
+
 // refreshDrift is the share of the library that may change before a
 // rebuild fits the builtin embedder and calibrates again: below it, a
 // change re-embeds only the skills whose text changed (a new fit changes

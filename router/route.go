@@ -389,7 +389,7 @@ func (r *Router) Degraded() string {
 	case ix == nil || ix.emb == nil:
 		return ""
 	case ix.vec == nil:
-		return fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+		return ix.vectorsUnavailable()
 	}
 	if why := r.embedBreak.skipping(); why != "" {
 		return "embedder " + ix.emb.Name() + " " + why

@@ -287,7 +287,7 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q *rankQuery, sc *r
 	case ix.emb == nil:
 		return nil, FallbackNoEmbedder, "no embedder configured"
 	case ix.vec == nil:
-		return nil, FallbackVectorsUnavailable, fmt.Sprintf("vector index unavailable: %v", ix.vecErr)
+		return nil, FallbackVectorsUnavailable, ix.vectorsUnavailable()
 	}
 	cos := sc.cosine
 	clear(cos)

@@ -436,15 +436,7 @@ func (l *lateRewriter) Ready() bool {
 // Degraded is the built rewriter's (router.Router.Degraded).
 func (l *lateRewriter) Degraded() string {
 	if rw := l.rw.Load(); rw != nil {
-		return degraded(*rw)
-	}
-	return ""
-}
-
-// degraded asks rw why it ranks without its embedder, if it can say.
-func degraded(rw proxy.Rewriter) string {
-	if d, ok := rw.(interface{ Degraded() string }); ok {
-		return d.Degraded()
+		return proxy.Degraded(*rw)
 	}
 	return ""
 }

@@ -56,7 +56,7 @@ type tracedRewriter struct {
 func (t *tracedRewriter) Ready() bool { return t.inner.Ready() }
 
 // Degraded is the wrapped rewriter's (router.Router.Degraded), "" without one.
-func (t *tracedRewriter) Degraded() string { return degraded(t.inner) }
+func (t *tracedRewriter) Degraded() string { return proxy.Degraded(t.inner) }
 
 func (t *tracedRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router.Overrides) (*proxy.Rewrite, error) {
 	ctx, span := t.tracer.Start(ctx, "skillrouter.route")
