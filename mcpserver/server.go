@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -222,10 +221,8 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			// the request is read and served, which a slow client could
 			// stretch to the body timeout for everyone.
 			if !s.reserve(limit, initializes(r, head), client) {
-				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Retry-After", "60")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later"}}`, limit)
+				rpcError(w, http.StatusServiceUnavailable, -32000, fmt.Sprintf("too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later", limit))
 				s.refused.note(s.log, limit)
 				return
 			}
@@ -250,16 +247,12 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 		}
 		release, err := s.admitRead(rctx, head)
 		if errors.Is(err, errReadBatch) {
-			sw.Header().Set("Content-Type", "application/json")
-			sw.WriteHeader(http.StatusBadRequest)
-			_, _ = fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"%s"}}`, errReadBatch)
+			rpcError(sw, http.StatusBadRequest, -32600, errReadBatch.Error())
 			return
 		}
 		if err != nil {
 			// The client went away, or the server is stopping, while it waited.
-			sw.Header().Set("Content-Type", "application/json")
-			sw.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(sw, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the server is stopping"}}`)
+			rpcError(sw, http.StatusServiceUnavailable, -32000, "the server is stopping")
 			return
 		}
 		if release != nil {
@@ -272,6 +265,14 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			}
 		}
 	})
+}
+
+// rpcError answers an HTTP request with status and a JSON-RPC error of
+// id null, as answer writes them on stdio.
+func rpcError(w http.ResponseWriter, status int, code int64, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = answer(w, nil, code, message)
 }
 
 // reserve holds a place under the session cap for a POST without a

@@ -31,7 +31,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 	sess := rt.session
 	var usage wire.Usage
 	defer func() {
-		if info.rounds > 0 { // however the request ended: the rounds were billed
+		if info.rounds > 0 && info.usageTotal == nil { // however the request ended: the rounds were billed
 			info.usageTotal = usage.JSON()
 		}
 	}()
@@ -199,7 +199,8 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	h.Set(HeaderToolRounds, strconv.Itoa(rounds))
 	if rounds > 0 && !usage.Empty() {
-		h.Set(HeaderUsageTotal, string(usage.JSON()))
+		info.usageTotal = usage.JSON()
+		h.Set(HeaderUsageTotal, string(info.usageTotal))
 	}
 	if exhausted {
 		h.Set(HeaderRoundsExceeded, "true")

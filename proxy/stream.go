@@ -38,7 +38,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	tr := rt.req.NewStream(mine)
 	sr.tr = tr
 	defer func() {
-		if info.rounds > 0 { // however the stream ended: the rounds were billed
+		if info.rounds > 0 && info.usageTotal == nil { // however the stream ended: the rounds were billed
 			info.usageTotal = tr.TotalUsage()
 		}
 	}()
@@ -487,7 +487,8 @@ func (sr *streamRelay) finishTrailers() {
 	h.Set(HeaderToolRounds, strconv.Itoa(sr.info.rounds))
 	h.Set(HeaderRoundsExceeded, strconv.FormatBool(sr.info.exhausted))
 	if sr.info.rounds > 0 {
-		if u := sr.tr.TotalUsage(); len(u) > 0 && string(u) != "null" {
+		sr.info.usageTotal = sr.tr.TotalUsage()
+		if u := sr.info.usageTotal; len(u) > 0 && string(u) != "null" {
 			h.Set(HeaderUsageTotal, string(u))
 		}
 	}
