@@ -16,16 +16,7 @@ import (
 // the answer is written: sixty slow readers of a 15 MiB file held 2 GB.
 func TestAdmitReadBounded(t *testing.T) {
 	f := newFixture(t, false)
-	var uri string
-	var size int64
-	for u, fr := range f.srv.current().files {
-		if strings.HasSuffix(u, "/indexes.md") {
-			uri, size = u, fr.res.Size
-		}
-	}
-	if uri == "" || size <= 0 {
-		t.Fatal("no indexes.md resource in the fixture")
-	}
+	uri, size := indexesResource(t, f)
 	f.srv.reads = budgetsOf(size, size) // room for one such read
 	body := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + uri + `"}}`
 	req := func() *http.Request {
@@ -97,16 +88,7 @@ func TestAdmitReadSmallNotBehindLarge(t *testing.T) {
 // (forty reads of a 5.6 MB file took 400 MB).
 func TestAdmitReadBatchOverBudget(t *testing.T) {
 	f := newFixture(t, false)
-	var uri string
-	var size int64
-	for u, fr := range f.srv.current().files {
-		if strings.HasSuffix(u, "/indexes.md") {
-			uri, size = u, fr.res.Size
-		}
-	}
-	if uri == "" || size <= 0 {
-		t.Fatal("no indexes.md resource in the fixture")
-	}
+	uri, size := indexesResource(t, f)
 	f.srv.reads = budgetsOf(size, size)
 	read := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + uri + `"}}`
 	r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`[`+read+`,`+strings.Replace(read, `"id":7`, `"id":8`, 1)+`]`))
@@ -126,4 +108,16 @@ func TestAdmitReadBatchOverBudget(t *testing.T) {
 		t.Fatalf("one read larger than the budget: release %v, err %v", rel != nil, err)
 	}
 	rel()
+}
+
+// indexesResource is the fixture's indexes.md resource: its URI and size.
+func indexesResource(t *testing.T, f *fixture) (string, int64) {
+	t.Helper()
+	for u, fr := range f.srv.current().files {
+		if strings.HasSuffix(u, "/indexes.md") && fr.res.Size > 0 {
+			return u, fr.res.Size
+		}
+	}
+	t.Fatal("no indexes.md resource in the fixture")
+	return "", 0
 }
