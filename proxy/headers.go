@@ -83,7 +83,7 @@ func removeHopHeaders(h http.Header) {
 
 // upstreamRequestHeader builds the header sent upstream from the client's:
 // everything but hop-by-hop headers, the proxy's own X-Skillrouter-*
-// controls and Origin.
+// controls, Origin, Cookie and the forwarding headers of earlier hops.
 func upstreamRequestHeader(in http.Header) http.Header {
 	out := in.Clone()
 	if out == nil {
@@ -100,6 +100,16 @@ func upstreamRequestHeader(in http.Header) http.Header {
 	// applies its browser policy to it (Anthropic answers 401 unless
 	// anthropic-dangerous-direct-browser-access is set).
 	out.Del("Origin")
+	// The same for what belongs to the hops before this one. A browser's
+	// Cookie is for the site that serves the proxy (behind a shared
+	// origin: the site's session), never for the upstream API, another
+	// company's server. Forwarding headers describe how the request
+	// reached this proxy (the end user's address, an ingress's names); the
+	// upstream call is a new request from here, and they would hand the
+	// users' addresses to the model provider.
+	for _, k := range []string{"Cookie", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Real-Ip"} {
+		out.Del(k)
+	}
 	// The client's 100-continue was answered when the proxy read its body;
 	// forwarded, the transport would wait for the upstream's on every round.
 	out.Del("Expect")

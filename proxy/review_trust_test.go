@@ -18,7 +18,9 @@ import (
 // 'anthropic-dangerous-direct-browser-access' header" (or refuses it
 // outright for organizations that disallow CORS). Every request the proxy
 // sends for the client goes without it: routed, hidden rounds, passed
-// through.
+// through. The same holds for the browser's Cookie and the forwarding
+// headers an ingress adds (the end user's address), while any other header
+// (an organization, a custom one) still goes as sent.
 func TestAllowedOriginNotForwarded(t *testing.T) {
 	loadThenAnswer := []fakeai.Responder{
 		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
@@ -40,7 +42,10 @@ func TestAllowedOriginNotForwarded(t *testing.T) {
 			if tc.script {
 				h.up.Script(loadThenAnswer...)
 			}
-			hdr := map[string]string{"Origin": "https://chat.example.com", "X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01"}
+			hdr := map[string]string{"Origin": "https://chat.example.com", "X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01",
+				"Cookie": "session=s3cret", "X-Forwarded-For": "203.0.113.7", "Forwarded": "for=203.0.113.7", "X-Real-Ip": "203.0.113.7",
+				"X-Forwarded-Host": "chat.example.com", "X-Forwarded-Proto": "https", "X-Forwarded-Port": "443",
+				"Openai-Organization": "org-1", "X-Custom": "kept"}
 			resp, b := h.do(tc.method, tc.path, tc.body, hdr)
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, b)
@@ -53,8 +58,15 @@ func TestAllowedOriginNotForwarded(t *testing.T) {
 				t.Fatalf("upstream got %d requests, want a hidden round", len(reqs))
 			}
 			for _, r := range reqs {
-				if o := r.Header.Get("Origin"); o != "" {
-					t.Errorf("%s %s went upstream with Origin %q", r.Method, r.Path, o)
+				for _, k := range []string{"Origin", "Cookie", "X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port"} {
+					if v := r.Header.Get(k); v != "" {
+						t.Errorf("%s %s went upstream with %s %q", r.Method, r.Path, k, v)
+					}
+				}
+				for _, k := range []string{"Openai-Organization", "X-Custom"} {
+					if r.Header.Get(k) == "" {
+						t.Errorf("%s %s went upstream without %s", r.Method, r.Path, k)
+					}
 				}
 			}
 		})
