@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"slices"
 
@@ -91,9 +92,18 @@ func (s *Server) listSkills(c echo.Context) error {
 	all := lib.Snapshot().All()
 	data := make([]skillEntry, 0, len(all))
 	for _, sk := range all {
-		probs := sk.Problems
-		if probs == nil {
-			probs = []skills.Problem{}
+		// Paths below the skill's root: any client with a key may list the
+		// library, and where the operator keeps it (/home/alice/...) is
+		// not theirs to see. The admin's reload answer and the log keep
+		// the full paths.
+		probs := make([]skills.Problem, len(sk.Problems))
+		for i, p := range sk.Problems {
+			if rel, err := filepath.Rel(sk.Root, p.Path); err == nil && filepath.IsLocal(rel) {
+				p.Path = filepath.ToSlash(rel)
+			} else {
+				p.Path = filepath.Base(p.Path)
+			}
+			probs[i] = p
 		}
 		data = append(data, skillEntry{ID: sk.ID, Object: "skill", Name: sk.Name, Description: sk.Description,
 			Type: sk.Type, Skipped: sk.Skipped, Problems: probs})

@@ -91,6 +91,13 @@ func TestSkillsListAndReload(t *testing.T) {
 	if !list.Data[0].Skipped || len(list.Data[0].Problems) == 0 {
 		t.Fatalf("broken skill must be listed with its problems: %+v", list.Data[0])
 	}
+	for _, sk := range list.Data {
+		for _, p := range sk.Problems {
+			if filepath.IsAbs(p.Path) || strings.Contains(p.Path, root) || !strings.HasPrefix(p.Path, sk.ID+"/") {
+				t.Errorf("%s: problem path %q is not below the library root", sk.ID, p.Path)
+			}
+		}
+	}
 	if list.Data[2].Description == "" || list.Data[2].Type != skills.TypeContextual || list.Data[2].Problems == nil {
 		t.Fatalf("entry %+v", list.Data[2])
 	}
