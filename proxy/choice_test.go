@@ -227,3 +227,34 @@ func TestMessagesJSONFinalHoldsLastText(t *testing.T) {
 		}
 	}
 }
+
+// The same for a streamed response: its deltas went out as they came, but
+// the final response.completed's output, which openai-node's and
+// openai-python's stream helpers parse (output_parsed: the first message),
+// holds the last round's message alone under a JSON text.format.
+func TestResponsesStreamJSONFinalHoldsLastMessage(t *testing.T) {
+	for _, format := range []string{``, `"text":{"format":{"type":"json_schema","name":"o","schema":{"type":"object"}}},`} {
+		h := newHarness(t, nil)
+		h.up.Script(
+			fakeai.Reply(fakeai.Turn{Content: `{"summary":"loading"}`, ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+			fakeai.Reply(fakeai.Turn{Content: `{"summary":"v1.2"}`}))
+		resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,`+format+`"input":"make me a pdf"}`, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		var completed string
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && gjson.Get(d, "type").Str == "response.completed" {
+				completed = d
+			}
+		}
+		texts := gjson.Get(completed, `response.output.#(type=="message")#.content.0.text`).Raw
+		want := `["{\"summary\":\"loading\"}","{\"summary\":\"v1.2\"}"]`
+		if format != "" {
+			want = `["{\"summary\":\"v1.2\"}"]`
+		}
+		if texts != want {
+			t.Errorf("format %q: response.completed's messages %s, want %s\n%s", format, texts, want, b)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,10 +38,12 @@ type Stream struct {
 	seq     int      // the client's next sequence_number
 	nextIdx int      // the client's next output_index
 	visible [][]byte
-	usage   wire.Usage
-	n       int // rounds started
-	rd      *roundState
-	out     []byte
+	// roundVisible is where the current round's items start in visible.
+	roundVisible int
+	usage        wire.Usage
+	n            int // rounds started
+	rd           *roundState
+	out          []byte
 	// announced is the response object of the last of response.created,
 	// .in_progress or .queued the client got (the first round's), which a
 	// failure of a later round ends with (see UpstreamErrorEvent).
@@ -79,6 +82,7 @@ func (r *Request) NewStream(mine func(name string) bool) *Stream {
 // another.
 func (s *Stream) Round(final bool) {
 	s.n++
+	s.roundVisible = len(s.visible)
 	rd := &roundState{items: map[int]*streamItem{}}
 	rd.Tracker = ownership.Tracker{Round: ownership.Round{Mine: s.mine, Final: final, NoHold: s.req.conversation != ""}, Next: &s.nextIdx,
 		Emit: func(it *ownership.Item, data []byte) {
@@ -202,7 +206,7 @@ func (s *Stream) completed(typ string, data []byte) {
 	s.emit(typ, s.patchResponse(data, func(resp []byte, ms []jsonspan.Member) []jsonspan.Edit {
 		var edits []jsonspan.Edit
 		if out, ok := jsonspan.Value(ms, "output"); ok && (s.n > 1 || rd.ProxyCalls > 0) {
-			edits = append(edits, jsonspan.Edit{At: out, With: jsonspan.Array(s.visible)})
+			edits = append(edits, jsonspan.Edit{At: out, With: jsonspan.Array(s.finalOutput())})
 		}
 		if s.n > 1 && !s.usage.Empty() {
 			// The last round's (wire.Usage): this event's, or the round's
@@ -214,6 +218,23 @@ func (s *Stream) completed(typ string, data []byte) {
 		}
 		return edits
 	}), -1)
+}
+
+// finalOutput is the output of the final response object: every item the
+// client was shown. Under a JSON text.format, when the last round has a
+// message, earlier rounds' messages (a preamble before a load_skill) are
+// left out, as Request.Final leaves them out of a JSON answer: each is a
+// whole JSON value, and the SDKs' parse helpers (responses.stream's
+// output_parsed) read the first message of this output. Their deltas were
+// streamed already; this list is the one place left to say which is the
+// answer.
+func (s *Stream) finalOutput() [][]byte {
+	last := s.visible[min(s.roundVisible, len(s.visible)):]
+	if !s.req.jsonFormat || !slices.ContainsFunc(last, func(it []byte) bool { return isMessage(it) }) {
+		return s.visible
+	}
+	out := slices.DeleteFunc(slices.Clone(s.visible[:len(s.visible)-len(last)]), func(it []byte) bool { return isMessage(it) })
+	return append(out, last...)
 }
 
 // patchResponse returns the data of an event that carries a response
