@@ -54,6 +54,72 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- default (printf "%s-secrets" (include "skillrouter.fullname" .)) .Values.secrets.existingSecret -}}
 {{- end -}}
 
+{{/* A git-sync container: the init one syncs once before the router
+starts, the sidecar every period. With auth, HTTPS takes the username
+and token from the Secret as environment variables; SSH mounts the
+Secret's key and known_hosts, and runs as git-sync's own user (65533),
+which the image's /etc/passwd names: ssh refuses to run as a user it
+cannot look up, and the root filesystem is read-only, so --add-user
+could not add one. The pod's fsGroup, a supplementary group of every
+container, lets it write the shared volume and read the key. */}}
+{{- define "skillrouter.gitSyncContainer" -}}
+{{- $ := .ctx -}}
+{{- $g := $.Values.skills.gitSync -}}
+{{- $auth := $g.auth | default dict -}}
+{{- $type := $auth.type | default "none" -}}
+- name: {{ ternary "git-sync-init" "git-sync" .init }}
+  image: {{ $g.image }}
+  args:
+    - --repo={{ $g.repo }}
+    - --ref={{ $g.ref }}
+    - --root=/git
+    - --link=current
+    {{- if .init }}
+    - --one-time
+    {{- else }}
+    - --period={{ $g.period }}
+    {{- end }}
+    {{- if eq $type "ssh" }}
+    - --ssh-key-file=/etc/git-secret/ssh
+    - --ssh-known-hosts=true
+    - --ssh-known-hosts-file=/etc/git-secret/known_hosts
+    {{- end }}
+  securityContext:
+    {{- toYaml $.Values.securityContext | nindent 4 }}
+    {{- if eq $type "ssh" }}
+    runAsUser: 65533
+    {{- end }}
+  env:
+    - name: HOME
+      value: /tmp
+    {{- if eq $type "https" }}
+    - name: GITSYNC_USERNAME
+      valueFrom:
+        secretKeyRef:
+          name: {{ $auth.existingSecret }}
+          key: username
+    - name: GITSYNC_PASSWORD
+      valueFrom:
+        secretKeyRef:
+          name: {{ $auth.existingSecret }}
+          key: password
+    {{- end }}
+  volumeMounts:
+    - name: git
+      mountPath: /git
+    - name: git-tmp
+      mountPath: /tmp
+    {{- if eq $type "ssh" }}
+    - name: git-secret
+      mountPath: /etc/git-secret
+      readOnly: true
+    {{- end }}
+  {{- with $g.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
 {{/* The folder the router scans: git-sync swaps a link under /git. */}}
 {{- define "skillrouter.skillsRoot" -}}
 {{- if eq .Values.skills.source "gitSync" -}}
@@ -79,6 +145,14 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- $svc := include "skillrouter.fullname" . -}}
 {{- $server := default (dict) $cfg.server -}}
 {{- $hosts := concat (default (list) $server.allowed_hosts) (list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace)) -}}
+{{- /* So are the Ingress's, which the controller passes on as Host. */ -}}
+{{- if .Values.ingress.enabled -}}
+{{- range .Values.ingress.hosts -}}
+{{- if and (kindIs "map" .) .host (not (has .host $hosts)) -}}
+{{- $hosts = append $hosts .host -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- $_ := set $server "allowed_hosts" $hosts -}}
 {{- if and .Values.serviceMonitor.enabled (not $server.metrics_listen) -}}
 {{- $_ := set $server "metrics_listen" (printf "0.0.0.0:%d" (int .Values.serviceMonitor.port)) -}}
@@ -101,6 +175,23 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- end -}}
 {{- if and (eq .Values.skills.source "gitSync") (not .Values.skills.gitSync.repo) -}}
 {{- fail "skills.gitSync.repo is required with skills.source gitSync" -}}
+{{- end -}}
+{{- $gitAuth := .Values.skills.gitSync.auth | default dict -}}
+{{- if not (has ($gitAuth.type | default "none") (list "none" "https" "ssh")) -}}
+{{- fail (printf "skills.gitSync.auth.type %q: want none, https or ssh" $gitAuth.type) -}}
+{{- end -}}
+{{- if and (ne ($gitAuth.type | default "none") "none") (not $gitAuth.existingSecret) -}}
+{{- fail (printf "skills.gitSync.auth.type %s needs skills.gitSync.auth.existingSecret: a Secret with the keys %s" $gitAuth.type (ternary "username and password (a token)" "ssh (the private key) and known_hosts" (eq $gitAuth.type "https"))) -}}
+{{- end -}}
+{{- if and (eq .Values.skills.source "pvc") (not .Values.skills.pvc.existingClaim) -}}
+{{- fail "skills.source pvc needs skills.pvc.existingClaim: the pods mount the library read-only, so a claim the chart made would stay empty; fill a claim of yours and name it" -}}
+{{- end -}}
+{{- if .Values.ingress.enabled -}}
+{{- range .Values.ingress.hosts -}}
+{{- if not (kindIs "map" .) -}}
+{{- fail (printf "ingress.hosts: each entry is {host, paths}, got %v" .) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and (eq .Values.skills.source "configMap") (not .Values.skills.configMap.files) (not .Values.skills.configMap.existing) -}}
 {{- fail "skills.source configMap needs skills.configMap.files or skills.configMap.existing" -}}
@@ -297,13 +388,21 @@ explicit value may drop the margin, not the sleep or the grace. */}}
 {{- else if eq .Values.skills.source "pvc" }}
 - name: skills
   persistentVolumeClaim:
-    claimName: {{ default (printf "%s-skills" (include "skillrouter.fullname" .)) .Values.skills.pvc.existingClaim }}
+    claimName: {{ .Values.skills.pvc.existingClaim }}
     readOnly: true
 {{- else if eq .Values.skills.source "gitSync" }}
 - name: git
   emptyDir: {}
 - name: git-tmp
   emptyDir: {}
+{{- if eq (.Values.skills.gitSync.auth.type | default "none") "ssh" }}
+- name: git-secret
+  secret:
+    secretName: {{ .Values.skills.gitSync.auth.existingSecret }}
+    # Owner and group (the pod's fsGroup) may read; ssh refuses a key
+    # others can read.
+    defaultMode: 0440
+{{- end }}
 {{- end }}
 {{- end -}}
 
