@@ -48,7 +48,8 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 		// could not hide it: the client's stream_options go as sent.
 		body, _ = ua.WithoutUsageAsk(body)
 	}
-	// Every round's but the first (its id went out in response.created) and the last.
+	// Every round's but the one whose id opened the stream (see
+	// announced) and the last.
 	var hidden hiddenRounds
 	defer s.discardHidden(rt, r, &hidden)
 	// The first round's answer when it looped: hidden too if the client
@@ -193,13 +194,31 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			sr.finishTrailers()
 			return
 		}
-		if round > 0 {
-			hidden.add(rt, end.Loop)
-		} else {
+		if announced(tr, round, end.Loop.ID) {
 			first = end.Loop
+		} else {
+			hidden.add(rt, end.Loop)
 		}
 		body = next
 	}
+}
+
+// announcer is a stream translator that names the response when its
+// answer begins, with the id of the round it begins in (Responses:
+// response.created waits for the first item the client is shown).
+type announcer interface {
+	// Announced is the response id the client was given, "" before.
+	Announced() string
+}
+
+// announced reports whether a looping round's id (id) reached the client:
+// the first round's, whose opening events name it, or the one an announcer
+// gave.
+func announced(tr apiStream, round int, id string) bool {
+	if a, ok := tr.(announcer); ok {
+		return a.Announced() != "" && a.Announced() == id
+	}
+	return round == 0
 }
 
 // noteUpstreamErrorEvent records a stream that carried the upstream's own error

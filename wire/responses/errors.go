@@ -19,6 +19,7 @@ func ErrorJSON(e *wire.Error) []byte { return openai.ErrorJSON(e) }
 // ErrorEvent renders e as the final event of a started stream: an "error"
 // event, which the OpenAI SDKs raise as an APIError.
 func (s *Stream) ErrorEvent(e *wire.Error) []byte {
+	out := s.openedBytes()
 	var param any
 	if e.Param != "" {
 		param = e.Param
@@ -31,7 +32,7 @@ func (s *Stream) ErrorEvent(e *wire.Error) []byte {
 		SequenceNumber int    `json:"sequence_number"`
 	}{"error", e.Code, e.Message, param, s.seq})
 	s.seq++
-	return wire.AppendEvent(nil, "error", data)
+	return wire.AppendEvent(out, "error", data)
 }
 
 // UpstreamErrorEvent turns an upstream error answer met after the client's
@@ -73,6 +74,7 @@ func upstreamError(status int, raw []byte, round int) *wire.Error {
 // failedEvent renders response.failed for e: the announced response (or,
 // if none was, a bare one with the round's id) failed.
 func (s *Stream) failedEvent(e *wire.Error) []byte {
+	out := s.openedBytes()
 	resp := s.announced
 	if len(resp) == 0 {
 		id := ""
@@ -104,7 +106,7 @@ func (s *Stream) failedEvent(e *wire.Error) []byte {
 		SequenceNumber int             `json:"sequence_number"`
 	}{"response.failed", resp, s.seq})
 	s.seq++
-	return wire.AppendEvent(nil, "response.failed", data)
+	return wire.AppendEvent(out, "response.failed", data)
 }
 
 // Relayed notes an event relayed unchanged around the translator (a stream

@@ -17,10 +17,14 @@ import (
 // Stream translates the upstream's Responses events of one request, round
 // after round, into one response for the client:
 //
-//   - response.created and response.in_progress come from the first round
-//     only; every event the client gets is renumbered (sequence_number
-//     0, 1, ... without gaps) and its output_index mapped to the client's
-//     items;
+//   - response.created and response.in_progress open the client's stream
+//     once, when its first other event goes out, and name the round that
+//     event came from: a hidden round's id is never announced, so a client
+//     that keeps the id of response.created (LangChain, the AI SDK) chains
+//     from the response that holds the answer, as one that keeps
+//     response.completed's does; every event the client gets is
+//     renumbered (sequence_number 0, 1, ... without gaps) and its
+//     output_index mapped to the client's items;
 //   - the events of the proxy's function_call items are withheld (and those
 //     of held client calls and of reasoning before a proxy call: see
 //     package ownership);
@@ -44,10 +48,21 @@ type Stream struct {
 	n            int // rounds started
 	rd           *roundState
 	out          []byte
-	// announced is the response object of the last of response.created,
-	// .in_progress or .queued the client got (the first round's), which a
+	// opening holds the events that open the stream (response.created,
+	// .in_progress, .queued) until another event goes out (open): each
+	// round's replace the last's, so they name the round the client's
+	// first item comes from.
+	opening []pendingEvent
+	opened  bool
+	// announced is the response object of the last opening event, which a
 	// failure of a later round ends with (see UpstreamErrorEvent).
 	announced []byte
+}
+
+// pendingEvent is an event held back: its type and data.
+type pendingEvent struct {
+	typ  string
+	data []byte
 }
 
 // roundState is one upstream stream.
@@ -110,10 +125,8 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		if id := gjson.GetBytes(data, "response.id").String(); id != "" {
 			rd.id = id
 		}
-		if s.n == 1 {
-			data = s.patchResponse(data, nil)
-			s.announced = append(s.announced[:0], gjson.GetBytes(data, "response").Raw...)
-			s.emit(typ, data, -1)
+		if !s.opened {
+			s.holdOpening(typ, s.patchResponse(data, nil))
 		}
 	case "response.output_item.added":
 		i := int(gjson.GetBytes(data, "output_index").Int())
@@ -325,9 +338,58 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 	return s.out, end
 }
 
-// emit writes one event for the client: renumbered, and with output_index
-// set to idx when idx >= 0.
+// Announced is the response id the client's stream opened with, "" while
+// the opening is held back.
+func (s *Stream) Announced() string {
+	if !s.opened {
+		return ""
+	}
+	return gjson.GetBytes(s.announced, "id").String()
+}
+
+// holdOpening keeps an opening event until the stream opens: in place of
+// an earlier round's of the same type, else after the others.
+func (s *Stream) holdOpening(typ string, data []byte) {
+	data = append([]byte(nil), data...)
+	s.announced = append(s.announced[:0], gjson.GetBytes(data, "response").Raw...)
+	for i := range s.opening {
+		if s.opening[i].typ == typ {
+			s.opening[i].data = data
+			return
+		}
+	}
+	s.opening = append(s.opening, pendingEvent{typ, data})
+}
+
+// open emits the opening events held back, once.
+func (s *Stream) open() {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	for _, ev := range s.opening {
+		s.emit(ev.typ, ev.data, -1)
+	}
+	s.opening = nil
+}
+
+// openedBytes renders the opening events held back, if any, for an event
+// rendered outside out (ErrorEvent, failedEvent): an SDK's stream
+// accumulator refuses any event before response.created.
+func (s *Stream) openedBytes() []byte {
+	saved := s.out
+	s.out = nil
+	s.open()
+	b := s.out
+	s.out = saved
+	return b
+}
+
+// emit writes one event for the client, after the opening events if they
+// are still held back: renumbered, and with output_index set to idx when
+// idx >= 0.
 func (s *Stream) emit(typ string, data []byte, idx int) {
+	s.open()
 	data, _ = jsonspan.Set(data, "sequence_number", []byte(strconv.Itoa(s.seq)))
 	if idx >= 0 {
 		data, _ = jsonspan.Set(data, "output_index", []byte(strconv.Itoa(idx)))
