@@ -76,6 +76,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			if !ok {
 				return nil
 			}
+			// A watch on "." names its events "./lib"; roots, links and
+			// targets are kept clean ("lib").
+			ev.Name = filepath.Clean(ev.Name)
 			if !relevant(ev, roots, ws) {
 				continue
 			}

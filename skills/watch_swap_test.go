@@ -188,3 +188,55 @@ func TestWatchSwappedRootLink(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWatchRelativeRoots: a root given relative to the working folder
+// (`--skills lib`, or a git-sync link there) is watched through its
+// parent, ".", whose events fsnotify names "./lib": the root replaced by
+// a new folder, or its link swapped, must still be followed.
+func TestWatchRelativeRoots(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	base := t.TempDir()
+	t.Chdir(base)
+	writeFile(t, filepath.Join(base, "lib", "alpha", SkillFile), skillFile("alpha", "Folder 1. Use when testing."))
+	writeFile(t, filepath.Join(base, "wt1", "beta", SkillFile), skillFile("beta", "Tree 1. Use when testing."))
+	if err := os.Symlink("wt1", "current"); err != nil {
+		t.Fatal(err)
+	}
+	r := quietRegistry([]string{"lib", "current"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	desc := func(id string) string {
+		s, ok := r.Snapshot().Get(id)
+		if !ok {
+			return ""
+		}
+		return s.Description
+	}
+	gen := 1
+	retry(t, "a relative root folder replaced",
+		func() {
+			gen++
+			os.RemoveAll(filepath.Join(base, "lib"))
+			writeFile(t, filepath.Join(base, "lib", "alpha", SkillFile), skillFile("alpha", fmt.Sprintf("Folder %d. Use when testing.", gen)))
+		},
+		func() bool { return strings.HasPrefix(desc("alpha"), "Folder ") && desc("alpha") != "Folder 1. Use when testing." })
+	writeFile(t, filepath.Join(base, "lib", "alpha", SkillFile), skillFile("alpha", "Edited. Use when testing."))
+	eventually(t, "an edit in the new folder", func() bool { return strings.HasPrefix(desc("alpha"), "Edited.") })
+	writeFile(t, filepath.Join(base, "wt2", "beta", SkillFile), skillFile("beta", "Tree 2. Use when testing."))
+	retry(t, "a relative root link swapped",
+		func() {
+			os.Remove("current.tmp")
+			if err := os.Symlink("wt2", "current.tmp"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename("current.tmp", "current"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() bool { return strings.HasPrefix(desc("beta"), "Tree 2.") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
