@@ -175,7 +175,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 		if werr := s.adminAllowed(r); werr != nil {
 			return werr
 		}
-	} else if len(a.APIKeys) > 0 && !openPaths[r.URL.Path] {
+	} else if len(s.apiKeys()) > 0 && !openPaths[r.URL.Path] {
 		if !s.clientKeyValid(r) {
 			e := &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
 				Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r)}
@@ -184,12 +184,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 		}
 	}
 	// The client's key was for the proxy: it never goes upstream.
-	if len(a.APIKeys) > 0 || (adminPaths[r.URL.Path] && a.AdminToken != "") {
+	if len(s.apiKeys()) > 0 || (adminPaths[r.URL.Path] && a.AdminToken != "") {
 		r.Header.Del("Authorization")
 		r.Header.Del("X-Api-Key")
 		// Azure's SDKs send the key as api-key too: the proxy's own key
 		// must not ride upstream in it.
-		if v := r.Header.Get("Api-Key"); v != "" && matchesAny(strings.TrimSpace(v), a.APIKeys) {
+		if v := r.Header.Get("Api-Key"); v != "" && matchesAny(strings.TrimSpace(v), s.apiKeys()) {
 			r.Header.Del("Api-Key")
 		}
 	}
@@ -255,7 +255,7 @@ type clientIDKey struct{}
 // clientIDOf is ClientID's value, read before admit drops the proxy's own
 // key from the request.
 func (s *Server) clientIDOf(r *http.Request) string {
-	if len(s.cfg.Access.APIKeys) == 0 {
+	if len(s.apiKeys()) == 0 {
 		return ""
 	}
 	key, _ := clientKey(r)
@@ -294,6 +294,24 @@ func keyHeaders(r *http.Request) string {
 	return "Authorization: Bearer KEY"
 }
 
+// apiKeys are the client keys in force.
+func (s *Server) apiKeys() []string { return *s.keys.Load() }
+
+// SetAPIKeys replaces the client keys (a key file read again, on SIGHUP):
+// requests from then on are checked against keys. An empty list is
+// refused: it would open a server that asked for keys to anyone.
+func (s *Server) SetAPIKeys(keys []string) error {
+	if len(keys) == 0 {
+		return errors.New("no client key: the keys in force stay")
+	}
+	if len(s.apiKeys()) == 0 {
+		return errors.New("the server was started without client keys: start it with auth.api_keys or auth.api_keys_file to check them")
+	}
+	keys = slices.Clone(keys)
+	s.keys.Store(&keys)
+	return nil
+}
+
 // clientKeyValid compares the presented key with every configured one in
 // constant time (hashes of equal length, no early exit).
 func (s *Server) clientKeyValid(r *http.Request) bool {
@@ -301,7 +319,7 @@ func (s *Server) clientKeyValid(r *http.Request) bool {
 	if !ok || key == "" {
 		return false
 	}
-	return matchesAny(key, s.cfg.Access.APIKeys)
+	return matchesAny(key, s.apiKeys())
 }
 
 func matchesAny(key string, keys []string) bool {
@@ -329,7 +347,7 @@ func (s *Server) adminAllowed(r *http.Request) *wire.Error {
 	if !loopback(r.RemoteAddr) {
 		return forbidden("admin_loopback_only", "%s is an admin endpoint, served to loopback clients only while auth.admin_token is not set", r.URL.Path)
 	}
-	if len(a.APIKeys) > 0 && !s.clientKeyValid(r) {
+	if len(s.apiKeys()) > 0 && !s.clientKeyValid(r) {
 		return &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
 			Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r)}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -135,13 +136,14 @@ type Server struct {
 	metrics   *metrics
 	ab        *splitter
 	echo      *echo.Echo
-	arms      []*armState   // every configured arm, for readiness
-	presence  skillMemory   // skills active in state stored upstream (presence.go)
-	turns     skillMemory   // skills the model loaded in a conversation's turn (turns.go)
-	abKeys    skillMemory   // the A/B key a stored response's conversation was assigned by (abKey)
-	marks     wire.Marks    // what the proxy writes, as stored objects show it (stored.go)
-	pass      passRules     // what is relayed as the client addressed it (passallow.go)
-	holdLimit time.Duration // how long a stream's start is held at most (stream.go)
+	arms      []*armState              // every configured arm, for readiness
+	presence  skillMemory              // skills active in state stored upstream (presence.go)
+	turns     skillMemory              // skills the model loaded in a conversation's turn (turns.go)
+	abKeys    skillMemory              // the A/B key a stored response's conversation was assigned by (abKey)
+	marks     wire.Marks               // what the proxy writes, as stored objects show it (stored.go)
+	pass      passRules                // what is relayed as the client addressed it (passallow.go)
+	holdLimit time.Duration            // how long a stream's start is held at most (stream.go)
+	keys      atomic.Pointer[[]string] // the client keys (guard.go): Access.APIKeys, then SetAPIKeys'
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context
@@ -216,6 +218,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport, pass: pass, holdLimit: defaultHoldLimit,
 		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope,
 			ToolResult: router.IsToolResult}}
+	keys := slices.Clone(cfg.Access.APIKeys)
+	s.keys.Store(&keys)
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.bg.ctx, s.bg.cancel = context.WithCancel(s.drainCtx)
 	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}

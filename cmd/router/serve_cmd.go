@@ -10,10 +10,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -210,6 +213,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 			}
 		}()
 	}
+	go reloadOnHangup(ctx, cfg, sv.lib, srv, log)
 	buildc := make(chan error, 1)
 	go func() {
 		start := time.Now()
@@ -447,6 +451,37 @@ func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 		return nil, errIndexBuilding
 	}
 	return (*rw).Rewrite(ctx, req, ov)
+}
+
+// reloadOnHangup reloads, on each SIGHUP until ctx ends, what serve reads
+// from files that change while it runs, as nginx and Prometheus do on
+// theirs: the library (as POST /v1/skills/reload does) and the client
+// keys of auth.api_keys_file, so that a key revoked there stops working
+// without a restart. A key file that cannot be read, or holds no key,
+// leaves the keys in force. Without this the signal's default ended the
+// process at once, with no drain and no log line.
+func reloadOnHangup(ctx context.Context, cfg config, lib *syncedLibrary, srv *proxy.Server, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if cfg.Auth.APIKeysFile != "" {
+			if keys, err := clientKeys(cfg); err != nil {
+				log.Error("SIGHUP: the client keys in force stay", "err", err)
+			} else if err := srv.SetAPIKeys(keys); err != nil {
+				log.Error("SIGHUP: the client keys in force stay", "err", err)
+			} else {
+				log.Info("SIGHUP: client keys read again", "file", cfg.Auth.APIKeysFile, "keys", len(keys))
+			}
+		}
+		snap := lib.Reload(ctx)
+		log.Info("SIGHUP: skill library reloaded", "skills", len(snap.Skills()), "problems", len(snap.Problems()))
+	}
 }
 
 // syncedLibrary is the registry as the proxy's POST /v1/skills/reload sees

@@ -86,21 +86,32 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 		WriteTimeout:   cfg.Server.WriteTimeout,
 	}
 	a.AllowedHosts = append(a.AllowedHosts, ownHosts(listen)...)
-	if f := cfg.Auth.APIKeysFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return a, fmt.Errorf("auth.api_keys_file: %w", err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				a.APIKeys = append(a.APIKeys, line)
-			}
-		}
-		if len(a.APIKeys) == 0 {
-			return a, fmt.Errorf("auth.api_keys_file %s: no key in it", f)
+	keys, err := clientKeys(cfg)
+	a.APIKeys = keys
+	return a, err
+}
+
+// clientKeys are auth.api_keys and the keys of auth.api_keys_file (one a
+// line, # comments), read now: at start, and again on SIGHUP.
+func clientKeys(cfg config) ([]string, error) {
+	keys := append([]string(nil), cfg.Auth.APIKeys...)
+	f := cfg.Auth.APIKeysFile
+	if f == "" {
+		return keys, nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return keys, fmt.Errorf("auth.api_keys_file: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			keys = append(keys, line)
 		}
 	}
-	return a, nil
+	if len(keys) == 0 {
+		return keys, fmt.Errorf("auth.api_keys_file %s: no key in it", f)
+	}
+	return keys, nil
 }
 
 // httpServer is the API server with the configured timeouts. There is no
