@@ -249,6 +249,13 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	}
 	if pre != nil && pre.matches {
 		ix.from = pre.dir
+		if pre.warm && prev == nil {
+			// The generations earlier runs retired there go once their
+			// grace has passed, as after a save: a start that loads the
+			// kept index saves nothing, and a library that does not
+			// change again would keep them all (tens of MB each).
+			r.sweep.after(r, pre.dir, pre.m)
+		}
 	}
 	if restored != nil || calStored {
 		// The fit or the calibration is the stored index's: as settled

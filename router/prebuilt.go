@@ -199,6 +199,7 @@ type prebuilt struct {
 	m       prebuiltManifest
 	matches bool   // the library and the configured embedder are the ones indexed
 	absent  bool   // no manifest for the configured embedder
+	damaged bool   // a file of it could not be read or failed its digest
 	why     string // why it does not match
 }
 
@@ -243,7 +244,7 @@ func (r *Router) readPrebuilt(dir string, list []*skills.Skill) *prebuilt {
 		p.absent = true
 		p.why = fmt.Sprintf("no index for embedder %s/%s in the folder (%s missing%s)", provider, base, manifestName(key), othersIn(dir))
 	case err != nil:
-		p.why = "unreadable manifest: " + err.Error()
+		p.why, p.damaged = "unreadable manifest: "+err.Error(), true
 	case p.m.Version != prebuiltVersion:
 		p.why = fmt.Sprintf("written by another version (format %d, this build reads %d)", p.m.Version, prebuiltVersion)
 	case p.m.Embedder != provider || p.m.BaseModel != base:
@@ -288,7 +289,7 @@ func (r *Router) restoreFitted(p *prebuilt) Embedder {
 			return e
 		}
 	}
-	p.matches, p.why = false, "embedder state: "+err.Error()
+	p.matches, p.why, p.damaged = false, "embedder state: "+err.Error(), true
 	return nil
 }
 
@@ -309,7 +310,7 @@ func prebuiltVectors(p *prebuilt, emb Embedder) *index.Vectors {
 	}
 	if err != nil {
 		if p.matches {
-			p.matches, p.why = false, "vectors: "+err.Error()
+			p.matches, p.why, p.damaged = false, "vectors: "+err.Error(), true
 		}
 		return nil // damaged rows must not serve even the unchanged skills
 	}
@@ -371,6 +372,10 @@ func (r *Router) logPrebuilt(p *prebuilt, prev *rankIndex, st index.BuildStats) 
 		// The folder is this library's: a first start on it (or with this
 		// embedder), not a stale index.
 		r.opts.Logger.Info("building the routing index: none kept from an earlier start", "dir", p.dir, "reason", p.why)
+		return
+	case p.warm && p.damaged:
+		// Not a library change: the disk or whatever wrote the folder.
+		r.opts.Logger.Warn("building the routing index: the one kept from the last start is damaged", "dir", p.dir, "reason", p.why)
 		return
 	case p.warm:
 		r.opts.Logger.Info("building the routing index: the one kept from the last start is out of date", "dir", p.dir, "reason", p.why)
