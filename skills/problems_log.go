@@ -64,6 +64,18 @@ func (s *Snapshot) LogProblems(log *slog.Logger, prev *Snapshot) {
 	if len(added) > 0 || len(removed) > 0 || len(changed) > 0 {
 		log.Info("skills: library changed", "added", firstIDs(added), "removed", firstIDs(removed), "changed", firstIDs(changed), "skills", len(s.loaded))
 	}
+	// A library that loses all or most of its skills at once is more
+	// often a mount gone, a git-sync link broken or a folder moved than an
+	// edit: say it where operators look, since the server goes on (and
+	// stays ready) without them.
+	switch before := len(prev.loaded); {
+	case before > 0 && len(s.loaded) == 0:
+		log.Warn("skills: the library is empty now; requests get no skills until it comes back (a volume unmounted, a git-sync link broken, a root moved?)",
+			"skills_before", before, "roots", strings.Join(s.roots, ","))
+	case before >= 10 && len(removed) > before/2:
+		log.Warn("skills: the library lost more than half its skills at once", "skills_before", before, "skills", len(s.loaded),
+			"removed", firstIDs(removed), "roots", strings.Join(s.roots, ","))
+	}
 }
 
 // idsChanged lists the ids of a, in a's order, that b loaded too with

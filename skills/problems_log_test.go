@@ -104,3 +104,37 @@ func TestReloadLogsAddedAndRemoved(t *testing.T) {
 		t.Errorf("a broken skill is logged as broken, not as removed:\n%s", out)
 	}
 }
+
+// TestReloadWarnsWhenTheLibraryEmpties: a library that loses all its
+// skills, or most of them at once, is warned about (a volume gone, a
+// git-sync link broken), where an edit that removes a few is info.
+func TestReloadWarnsWhenTheLibraryEmpties(t *testing.T) {
+	root := t.TempDir()
+	for i := range 12 {
+		writeSkill(t, filepath.Join(root, "s"+string(rune('a'+i))), "Body.\n")
+	}
+	var buf bytes.Buffer
+	reg := NewRegistry([]string{root}, Options{})
+	reg.SetLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	os.RemoveAll(filepath.Join(root, "sa"))
+	reg.Reload(context.Background())
+	if out := buf.String(); strings.Contains(out, "level=WARN") {
+		t.Errorf("one skill removed:\n%s", out)
+	}
+	buf.Reset()
+	for i := 1; i < 8; i++ {
+		os.RemoveAll(filepath.Join(root, "s"+string(rune('a'+i))))
+	}
+	reg.Reload(context.Background())
+	if out := buf.String(); !strings.Contains(out, `level=WARN msg="skills: the library lost more than half its skills at once" skills_before=11 skills=4`) {
+		t.Errorf("7 of 11 removed:\n%s", out)
+	}
+	buf.Reset()
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	reg.Reload(context.Background())
+	if out := buf.String(); !strings.Contains(out, `level=WARN msg="skills: the library is empty now`) || !strings.Contains(out, "skills_before=4") {
+		t.Errorf("the root gone:\n%s", out)
+	}
+}
