@@ -280,7 +280,27 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 			"embedded", stats.Embedded, "reused", stats.Reused)
 	}
 	r.opts.Logger.Info(msg, attrs...)
+	ev := IndexBuilt
+	if fresh && prev != nil {
+		ev = IndexSettled
+	}
+	r.indexEvent(ev, time.Since(start))
 	return ix, nil
+}
+
+// IndexEvent names index work the router reports through Options.OnIndex.
+type IndexEvent string
+
+const (
+	IndexBuilt      IndexEvent = "built"       // a first build or a library change's
+	IndexSettled    IndexEvent = "settled"     // a settle build (settle.go)
+	IndexKeepFailed IndexEvent = "keep_failed" // the index could not be kept in Options.WarmDir
+)
+
+func (r *Router) indexEvent(ev IndexEvent, took time.Duration) {
+	if r.opts.OnIndex != nil {
+		r.opts.OnIndex(ev, took)
+	}
 }
 
 // vectorModel keys stored vectors: vectors of different providers, models

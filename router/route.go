@@ -47,6 +47,11 @@ type Options struct {
 	// starts on its own, so this is the caller's hook for it (cmd/router
 	// lifts its tight collector pacing during builds).
 	OnSettle func() (done func())
+	// OnIndex, when set, is told of the router's index work, for metrics:
+	// each build ended (IndexBuilt, IndexSettled, with how long it took)
+	// and each index that could not be kept for the next start
+	// (IndexKeepFailed). It must not block.
+	OnIndex func(ev IndexEvent, took time.Duration)
 
 	// HistoryTurns is how many earlier user turns are blended into the query
 	// (default 2; <0 = none), each weighted HistoryDecay times the one after

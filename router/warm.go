@@ -122,6 +122,7 @@ func (r *Router) persistWarm(ix *rankIndex) {
 		}
 		if err := r.savePrebuilt(ix, r.opts.WarmDir); err != nil {
 			r.opts.Logger.Warn("could not keep the routing index for the next start", "dir", r.opts.WarmDir, "err", err)
+			r.indexEvent(IndexKeepFailed, 0)
 		}
 	})
 }

@@ -115,6 +115,23 @@ func TestServeReloadsOnHangup(t *testing.T) {
 	if code, body := list("k-new"); code != 200 || !strings.Contains(body, `"beta"`) {
 		t.Errorf("k-new: %d %s, want 200 with the skill added", code, body)
 	}
+	// The library's life in the metrics: a reload, and two builds (the
+	// start's and the change's).
+	waitFor("the change's build", func() bool {
+		req, _ := http.NewRequest("GET", "http://"+cfg.Listen+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer k-new")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := string(b)
+		return strings.Contains(m, "skillrouter_library_reloads_total 1\n") &&
+			strings.Contains(m, `skillrouter_index_build_seconds_count{kind="built"} 2`) &&
+			strings.Contains(m, "skillrouter_library_last_reload_timestamp_seconds ") &&
+			strings.Contains(m, "skillrouter_index_keep_failures_total 0\n")
+	})
 
 	if err := os.WriteFile(keysFile, []byte("# emptied by mistake\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -317,6 +317,9 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 		return nil, err
 	}
 	reg.SetLogger(log)
+	libMetrics := newLibraryMetrics()
+	libMetrics.follow(reg)
+	ropts.OnIndex = libMetrics.onIndex
 	tools, err := newSandbox(cfg, reg, log)
 	if err != nil {
 		return nil, err
@@ -378,6 +381,11 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	srv, err := proxy.New(pc)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range libMetrics.collectors() {
+		if err := srv.Registry().Register(c); err != nil {
+			return nil, err
+		}
 	}
 	build := func(ctx context.Context) error {
 		var routers []*router.Router
