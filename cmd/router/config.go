@@ -1172,8 +1172,15 @@ func (c *config) validate() error {
 	if c.Server.MaxConnections <= 0 {
 		return &valueError{"server.max_connections", strconv.Itoa(c.Server.MaxConnections), "want a positive number, such as " + strconv.Itoa(defaultMaxConnections)}
 	}
-	if c.Server.MetricsListen != "" && c.Server.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
-		return &valueError{"server.metrics_listen", c.Server.MetricsListen, "must differ from listen"}
+	// Two servers on one address: the second fails at start with "address
+	// already in use", which names neither key.
+	for _, l := range []struct{ key, addr string }{{"server.metrics_listen", c.Server.MetricsListen}, {"debug.listen", c.Debug.Listen}} {
+		if l.addr != "" && l.addr == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			return &valueError{l.key, l.addr, "must differ from listen"}
+		}
+	}
+	if a := c.Debug.Listen; a != "" && a == c.Server.MetricsListen && !strings.HasSuffix(a, ":0") {
+		return &valueError{"debug.listen", a, "must differ from server.metrics_listen"}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Routing.MinScore)) {
 		if !router.ValidStrategy(router.Strategy(k)) {

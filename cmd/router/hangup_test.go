@@ -73,6 +73,9 @@ func TestServeReloadsOnHangup(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "skillrouter stopped") {
+			t.Errorf("no last line after a clean stop:\n%s", b)
+		}
 	}()
 	logHas := func(s string) bool { b, _ := os.ReadFile(logPath); return strings.Contains(string(b), s) }
 	waitFor := func(what string, cond func() bool) {

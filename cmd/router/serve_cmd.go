@@ -237,10 +237,13 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for in-flight requests (a second signal exits at once)", "grace", cfg.Server.ShutdownGrace)
+	stopping := time.Now()
 	shutdown(hs, srv, cfg.Server.ShutdownGrace, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// The last line of a clean stop, so a log tells it from a crash.
+	log.Info("skillrouter stopped", "drain", time.Since(stopping).Round(time.Millisecond), "failed", failed != nil)
 	return failed
 }
 
