@@ -213,3 +213,42 @@ func TestEventsThroughTheToolLoop(t *testing.T) {
 		t.Errorf("usage.iterations %v, want both rounds", u["iterations"])
 	}
 }
+
+// A hidden round's streamed blocks go back in the follow-up as the API
+// returned them: a compaction block with the content and encrypted_content
+// its compaction_delta carries (the start is a shell with null content;
+// sent back so, the round loses the summary the API replaced the
+// conversation with), and a text block with the citations its
+// citations_deltas carried.
+func TestStreamedBlocksRebuiltForTheFollowUp(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	cite := `{"type":"web_search_result_location","url":"https://example.com","title":"Oslo","encrypted_index":"I","cited_text":"cold"}`
+	round := ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`) +
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":null}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"compaction_delta","content":"Summary of the talk.","encrypted_content":"OPAQUE=="}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"","citations":[]}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":`+cite+`}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Oslo is cold."}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":1}`) +
+		ev("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"load_skill","input":{}}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"skill_id\":\"pdf\"}"}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":2}`) +
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}`) +
+		ev("message_stop", `{"type":"message_stop"}`)
+	_, end := runRound(s, false, []byte(round))
+	if end.Loop == nil {
+		t.Fatalf("the round does not loop: %+v", end)
+	}
+	turn := string(end.Loop.Turn)
+	for _, want := range []string{
+		`{"type":"compaction","content":"Summary of the talk.","encrypted_content":"OPAQUE=="}`,
+		`{"type":"text","text":"Oslo is cold.","citations":[` + cite + `]}`,
+	} {
+		if !strings.Contains(turn, want) {
+			t.Errorf("the follow-up's turn lacks\n%s\ngot\n%s", want, turn)
+		}
+	}
+}

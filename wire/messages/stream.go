@@ -66,6 +66,13 @@ type streamBlock struct {
 	input bytes.Buffer // input_json_delta fragments
 	text  bytes.Buffer // text and thinking deltas
 	sig   bytes.Buffer // signature_delta
+	cites [][]byte     // citations_delta: a text block's citations
+	// compaction_delta carries the compaction block's final value (the
+	// start is a shell with null content), as the SDKs assign it: its
+	// content and, when the delta has the key, encrypted_content.
+	compacted  bool
+	compaction []byte
+	encrypted  []byte
 }
 
 // NewStream starts translating a streamed message; mine reports the tools
@@ -115,6 +122,11 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 		cb := gjson.GetBytes(data, "content_block")
 		b := &streamBlock{typ: cb.Get("type").String(), name: cb.Get("name").String(), id: cb.Get("id").String(),
 			start: []byte(cb.Raw)}
+		// The deltas add to what the block started with (empty, as the
+		// API sends it, but not necessarily so).
+		b.text.WriteString(cb.Get("text").String())
+		b.text.WriteString(cb.Get("thinking").String())
+		b.sig.WriteString(cb.Get("signature").String())
 		rd.blocks[i] = b
 		var exhausted bool
 		b.Item, exhausted = rd.Start(i, kind(b.typ), b.name, data)
@@ -138,6 +150,14 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 				b.text.WriteString(d.Get("thinking").String())
 			case "signature_delta":
 				b.sig.WriteString(d.Get("signature").String())
+			case "citations_delta":
+				b.cites = append(b.cites, []byte(d.Get("citation").Raw))
+			case "compaction_delta":
+				b.compacted = true
+				b.compaction = []byte(d.Get("content").Raw)
+				if e := d.Get("encrypted_content"); e.Exists() {
+					b.encrypted = []byte(e.Raw)
+				}
 			}
 		}
 		rd.Event(b.Item, data)
@@ -350,15 +370,30 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 }
 
 // block rebuilds a streamed content block for the follow-up request: text
-// and thinking (with its signature) from their deltas, anything else as it
-// started.
+// (with its citations) and thinking (with its signature) from their
+// deltas, a compaction block with its content (the API drops what came
+// before it: sent back empty, the round would lose the summary), anything
+// else as it started.
 func (b *streamBlock) block() []byte {
 	switch b.typ {
 	case "text":
-		return wire.Marshal(struct {
+		out := wire.Marshal(struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		}{"text", b.text.String()})
+		if len(b.cites) > 0 {
+			out, _ = jsonspan.Set(out, "citations", jsonspan.Array(b.cites))
+		}
+		return out
+	case "compaction":
+		out := b.start
+		if b.compacted && len(b.compaction) > 0 {
+			out, _ = jsonspan.Set(out, "content", b.compaction)
+		}
+		if len(b.encrypted) > 0 {
+			out, _ = jsonspan.Set(out, "encrypted_content", b.encrypted)
+		}
+		return out
 	case "thinking":
 		return wire.Marshal(struct {
 			Type      string `json:"type"`
