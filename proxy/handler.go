@@ -51,6 +51,10 @@ func (s *Server) abKey(h http.Header, req apiRequest, view *wire.Request, pkey s
 	return view.FirstUserText()
 }
 
+// betaReader is a request whose follow-ups depend on the beta features
+// the client's anthropic-beta headers turn on (Messages).
+type betaReader interface{ SetBetas(headers []string) }
+
 // route parses body once, picks the arm, plans the rewrite and renders it.
 // Client errors come back as *wire.Error; a rewrite failure does not fail:
 // the body goes upstream unmodified.
@@ -60,6 +64,9 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	end()
 	if err != nil {
 		return nil, asWireError(err)
+	}
+	if b, ok := parsed.(betaReader); ok {
+		b.SetBetas(h.Values("Anthropic-Beta"))
 	}
 	view := parsed.View()
 	info.api = string(a.name())

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -37,11 +38,64 @@ func TestReviewFinal15ThinkingBudgetBlocksEveryFollowUp(t *testing.T) {
 			t.Errorf("stream=%v: the message ended at max_tokens after 40 of 32000 output tokens", stream)
 		}
 		if rs := h.up.Requests(); len(rs) == 2 {
-			// The follow-up carries what is left, and a thinking budget below it.
-			if mt, bt := gjson.GetBytes(rs[1].Body, "max_tokens").Int(), gjson.GetBytes(rs[1].Body, "thinking.budget_tokens").Int(); mt != 31960 || bt != 31959 {
-				t.Errorf("stream=%v: follow-up max_tokens %d, thinking.budget_tokens %d; want 31960 and 31959", stream, mt, bt)
+			// The follow-up carries what is left, and the client's thinking
+			// budget: interleaved thinking takes one above max_tokens, and
+			// a changed budget would invalidate the message cache (each
+			// hidden round writing the conversation to it again).
+			if mt, bt := gjson.GetBytes(rs[1].Body, "max_tokens").Int(), gjson.GetBytes(rs[1].Body, "thinking.budget_tokens").Int(); mt != 31960 || bt != 31999 {
+				t.Errorf("stream=%v: follow-up max_tokens %d, thinking.budget_tokens %d; want 31960 and 31999", stream, mt, bt)
 			}
 		}
+	}
+}
+
+// Without interleaved thinking the API refuses budget_tokens >= max_tokens,
+// so the follow-up's budget goes below what is left; with it, the budget
+// stays and a follow-up runs with less than 1,025 tokens left.
+func TestThinkingBudgetFollowUpWithAndWithoutInterleaving(t *testing.T) {
+	for _, tc := range []struct {
+		name, beta string
+		max        int64 // the client's max_tokens; the first round uses 40
+		wantRounds int
+		wantBudget int64 // the follow-up's thinking.budget_tokens
+	}{
+		{"no beta", "", 32000, 2, 31959},
+		{"interleaved among other betas", "fine-grained-tool-streaming-2025-05-14, interleaved-thinking-2025-05-14", 32000, 2, 31999},
+		{"no beta, 1,000 left: no follow-up", "", 1040, 1, 0},
+		{"interleaved, 1,000 left", "interleaved-thinking-2025-05-14", 1040, 2, 1024},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.up.Script(
+				fakeai.Reply(fakeai.Turn{Thinking: &fakeai.Thinking{Text: "a pdf skill fits"}, ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
+					Usage: &fakeai.Usage{PromptTokens: 500, CompletionTokens: 40}}),
+				fakeai.Reply(fakeai.Turn{Content: "final answer", Usage: &fakeai.Usage{PromptTokens: 600, CompletionTokens: 20}}),
+			)
+			budget := min(tc.max-1, 31999)
+			if tc.max < 2000 {
+				budget = 1024
+			}
+			body := fmt.Sprintf(`{"model":"m","max_tokens":%d,"thinking":{"type":"enabled","budget_tokens":%d},"messages":[{"role":"user","content":"make me a pdf"}]}`, tc.max, budget)
+			hdr := map[string]string{"x-api-key": "k", "anthropic-version": "2023-06-01"}
+			if tc.beta != "" {
+				hdr["anthropic-beta"] = tc.beta
+			}
+			if resp, b := h.do("POST", "/v1/messages", body, hdr); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			rs := h.up.Requests()
+			if len(rs) != tc.wantRounds {
+				t.Fatalf("%d upstream requests, want %d", len(rs), tc.wantRounds)
+			}
+			if len(rs) == 2 {
+				if bt := gjson.GetBytes(rs[1].Body, "thinking.budget_tokens").Int(); bt != tc.wantBudget {
+					t.Errorf("follow-up thinking.budget_tokens %d, want %d", bt, tc.wantBudget)
+				}
+				if mt := gjson.GetBytes(rs[1].Body, "max_tokens").Int(); mt != tc.max-40 {
+					t.Errorf("follow-up max_tokens %d, want %d", mt, tc.max-40)
+				}
+			}
+		})
 	}
 }
 

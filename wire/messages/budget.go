@@ -2,6 +2,7 @@ package messages
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -21,7 +22,7 @@ import (
 func (r *Request) maxTokens() *wire.Budget {
 	if r.budget == nil {
 		min := int64(1)
-		if r.thinking() > 0 {
+		if r.thinking() > 0 && !r.interleaved {
 			min = minThinkingBudget + 1
 		}
 		b := wire.NewBudget(jsonspan.Result(r.body, r.members, "max_tokens"), min)
@@ -49,9 +50,13 @@ func (r *Request) thinking() int64 {
 
 // thinkingBudget lowers the follow-up's thinking.budget_tokens below what
 // is left of max_tokens (left) when it is not: the budget counts over the
-// whole turn anyway, and the API refuses budget_tokens >= max_tokens.
+// whole turn anyway, and the API refuses budget_tokens >= max_tokens,
+// unless interleaved thinking is on: the budget then stays as the client
+// sent it, since a change of thinking parameters invalidates the message
+// cache, and every hidden round would write the conversation to the
+// cache again (1.25 times the input price) instead of reading it (0.1).
 func (r *Request) thinkingBudget(body []byte, left int64) ([]byte, error) {
-	if b := r.thinking(); b == 0 || b < left {
+	if b := r.thinking(); b == 0 || b < left || r.interleaved {
 		return body, nil
 	}
 	return jsonspan.SetIn(body, "thinking", "budget_tokens", []byte(strconv.FormatInt(max(left-1, minThinkingBudget), 10)))
@@ -109,4 +114,20 @@ func (r *Request) withUses() [][]byte {
 		}
 	}
 	return tools
+}
+
+// SetBetas tells the request which beta features the client's
+// anthropic-beta headers turn on (each header a comma-separated list);
+// call it before anything reads the budget. Interleaved thinking lets
+// thinking.budget_tokens exceed max_tokens (the budget covers the whole
+// turn), so hidden rounds leave it alone (see thinkingBudget) and run down
+// to the last token of max_tokens. Claude Code sends it on every request.
+func (r *Request) SetBetas(headers []string) {
+	for _, h := range headers {
+		for b := range strings.SplitSeq(h, ",") {
+			if strings.HasPrefix(strings.TrimSpace(b), "interleaved-thinking-") {
+				r.interleaved = true
+			}
+		}
+	}
 }

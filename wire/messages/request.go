@@ -68,6 +68,10 @@ type Request struct {
 	// (see Final).
 	budget *wire.Budget
 	spent  bool
+	// interleaved: the client's anthropic-beta turns on interleaved
+	// thinking, where thinking.budget_tokens may exceed max_tokens (see
+	// SetBetas).
+	interleaved bool
 	// uses counts the server tool calls of the rounds that looped, by
 	// tool name (see withUses).
 	uses map[string]int64
