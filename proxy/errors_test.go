@@ -133,9 +133,11 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
-func TestDefaultBodyLimitIs8MiB(t *testing.T) {
+// The default takes what the APIs take: Anthropic Messages accepts 32 MB
+// (a session with a few screenshots or PDFs passes 8 MiB).
+func TestDefaultBodyLimitIs32MiB(t *testing.T) {
 	h := newHarness(t, nil)
-	if h.srv.cfg.BodyLimit != 8<<20 {
+	if h.srv.cfg.BodyLimit != 32<<20 {
 		t.Fatalf("default body limit %d", h.srv.cfg.BodyLimit)
 	}
 }

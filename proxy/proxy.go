@@ -25,7 +25,7 @@ import (
 // Defaults applied by New to zero Config fields.
 const (
 	DefaultMaxToolRounds   = 4
-	DefaultBodyLimit       = 8 << 20
+	DefaultBodyLimit       = 32 << 20 // the Anthropic Messages API's own limit: a long Claude Code session with screenshots or PDFs passes 8 MiB
 	DefaultUpstreamTimeout = 10 * time.Minute
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultHeaderTimeout   = time.Minute
@@ -79,7 +79,7 @@ type Config struct {
 	// calls left unanswered in state stored upstream are the proxy's to
 	// answer (state.go), whatever this turn offers.
 	ProxyTool func(name string) bool
-	// BodyLimit bounds chat request bodies in bytes (default 8 MiB); larger → 413.
+	// BodyLimit bounds chat request bodies in bytes (default 32 MiB); larger → 413.
 	BodyLimit int64
 	// Upstream timeouts (each → 504 upstream_timeout). There is no bound on
 	// a whole stream: a healthy one may run for hours.

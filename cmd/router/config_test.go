@@ -47,7 +47,7 @@ func TestServeConfigDefaults(t *testing.T) {
 	}
 	if cfg.Listen != "127.0.0.1:8080" || cfg.Upstream.URL != "http://127.0.0.1:11434/v1" ||
 		cfg.Embedder.Provider != "builtin" || cfg.Routing.Strategy != "hybrid" || cfg.Routing.MaxAutoLoad != 2 ||
-		cfg.ToolRounds != 4 || cfg.BodyLimit != 8<<20 || cfg.Upstream.Timeout != 10*time.Minute ||
+		cfg.ToolRounds != 4 || cfg.BodyLimit != 32<<20 || cfg.Upstream.Timeout != 10*time.Minute ||
 		cfg.Rewrite.CatalogMode != "auto" || cfg.Rewrite.CatalogBudgetTokens != 1500 ||
 		cfg.Rewrite.AutoLoadBudgetTokens != 6000 || cfg.Rewrite.AutoLoadRole != "user" ||
 		cfg.Log.Format != "text" || cfg.Log.Level != "info" || cfg.Exec.Enabled || !cfg.Watch {
@@ -166,7 +166,7 @@ func TestConfigErrors(t *testing.T) {
 			want: `config FILE:4: ab.arms[1].strategy "magic": want keyword, bm25, embedding or hybrid`},
 		{name: "one arm", file: "ab:\n  arms:\n    - {name: a, percent: 100}\n", want: `config FILE:2: ab.arms: an A/B split needs at least two arms`},
 		{name: "size without its unit", file: "body_limit: 8\n",
-			want: `config FILE:1: body_limit "8": want at least 1KiB (a number without a unit is bytes), such as 8MiB`},
+			want: `config FILE:1: body_limit "8": want at least 1KiB (a number without a unit is bytes), such as 32MiB`},
 		{name: "debug listen without a port", file: "debug:\n  listen: localhost\n",
 			want: `config FILE:2: debug.listen "localhost": want host:port, such as 127.0.0.1:8080`},
 		{name: "arms that do not add up", file: "ab:\n  arms:\n    - {name: a, percent: 70}\n    - {name: b, percent: 50}\n",
