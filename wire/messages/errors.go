@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -67,7 +68,13 @@ func (s *Stream) ErrorEvent(e *wire.Error) []byte {
 func (s *Stream) UpstreamErrorEvent(status int, raw []byte, round int) ([]byte, string) {
 	var env envelope
 	if json.Unmarshal(raw, &env) == nil && env.Type == "error" && env.Error.Message != "" {
-		return wire.AppendEvent(nil, "error", wire.Marshal(env)), env.Error.Message
+		// As it came, on one line: members the proxy does not model
+		// (request_id, which support asks for) stay.
+		var data bytes.Buffer
+		if json.Compact(&data, raw) != nil {
+			return wire.AppendEvent(nil, "error", wire.Marshal(env)), env.Error.Message
+		}
+		return wire.AppendEvent(nil, "error", data.Bytes()), env.Error.Message
 	}
 	msg := fmt.Sprintf("upstream answered %d in tool round %d: %s", status, round, strings.TrimSpace(string(raw)))
 	return s.ErrorEvent(&wire.Error{Status: status, Kind: wire.KindUpstream, Message: msg}), msg

@@ -538,6 +538,9 @@ func TestReportedUsage(t *testing.T) {
 		{"cache written by round 1, read by round 2", []string{`{"input_tokens":10,"cache_creation_input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":7}`, `{"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":6000,"output_tokens":4}`},
 			// input + creation + read = 6030, the last round's context; creation above 0.
 			`{"input_tokens":30,"cache_creation_input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":4,"iterations":[{"input_tokens":10,"cache_creation_input_tokens":1000,"cache_read_input_tokens":5000,"output_tokens":7,"type":"message"},{"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":6000,"output_tokens":4,"type":"message"}]}`},
+		{"the cache writes' breakdown adds up as their total", []string{`{"input_tokens":10,"cache_creation_input_tokens":5000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":5000,"ephemeral_1h_input_tokens":0},"output_tokens":7}`,
+			`{"input_tokens":30,"cache_creation_input_tokens":100,"cache_read_input_tokens":5000,"cache_creation":{"ephemeral_5m_input_tokens":100,"ephemeral_1h_input_tokens":0},"output_tokens":4}`},
+			`{"input_tokens":30,"cache_creation_input_tokens":5100,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":5100,"ephemeral_1h_input_tokens":0},"output_tokens":4,"iterations":[{"input_tokens":10,"cache_creation_input_tokens":5000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":5000,"ephemeral_1h_input_tokens":0},"output_tokens":7,"type":"message"},{"input_tokens":30,"cache_creation_input_tokens":100,"cache_read_input_tokens":5000,"cache_creation":{"ephemeral_5m_input_tokens":100,"ephemeral_1h_input_tokens":0},"output_tokens":4,"type":"message"}]}`},
 		{"a compacted round", []string{`{"input_tokens":10,"output_tokens":7}`, `{"input_tokens":3,"output_tokens":4,"iterations":[{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
 			`{"input_tokens":3,"output_tokens":4,"iterations":[{"input_tokens":10,"output_tokens":7,"type":"message","cache_creation_input_tokens":0,"cache_read_input_tokens":0},{"type":"compaction","input_tokens":90,"output_tokens":9},{"type":"message","input_tokens":3,"output_tokens":4}]}`},
 	} {
@@ -548,5 +551,19 @@ func TestReportedUsage(t *testing.T) {
 		if got := string(ReportedUsage(&u)); got != tc.want {
 			t.Errorf("%s: %s\nwant %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// An upstream's Anthropic error body met after the client's stream began
+// becomes its error event as it came (request_id included, which
+// Anthropic's support asks for), on one line.
+func TestUpstreamErrorEventKeepsTheBody(t *testing.T) {
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(string) bool { return false })
+	raw := "{\n  \"type\": \"error\",\n  \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"},\n  \"request_id\": \"req_011\"\n}\n"
+	ev, msg := s.UpstreamErrorEvent(529, []byte(raw), 1)
+	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":\"req_011\"}\n\n"
+	if string(ev) != want || msg != "Overloaded" {
+		t.Errorf("event %q (%q), want %q", ev, msg, want)
 	}
 }

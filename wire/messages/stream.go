@@ -292,6 +292,20 @@ func ReportedUsage(u *wire.Usage) json.RawMessage {
 		read := max(gjson.GetBytes(last, "cache_read_input_tokens").Int()-(written-lastWritten), 0)
 		out, _ = jsonspan.Set(out, "cache_creation_input_tokens", []byte(strconv.FormatInt(written, 10)))
 		out, _ = jsonspan.Set(out, "cache_read_input_tokens", []byte(strconv.FormatInt(read, 10)))
+		// Its breakdown by cache lifetime (ephemeral_5m_input_tokens,
+		// _1h_) adds up the same way, or it contradicts the total
+		// (Claude Code keeps both).
+		gjson.GetBytes(last, "cache_creation").ForEach(func(k, v gjson.Result) bool {
+			if v.Type != gjson.Number {
+				return true
+			}
+			var sum int64
+			for _, r := range rounds {
+				sum += gjson.GetBytes(r, "cache_creation."+gjson.Escape(k.String())).Int()
+			}
+			out, _ = jsonspan.SetIn(out, "cache_creation", k.String(), []byte(strconv.FormatInt(sum, 10)))
+			return true
+		})
 	}
 	if withIters, err := jsonspan.Set(out, "iterations", jsonspan.Array(iters)); err == nil {
 		out = withIters
