@@ -159,3 +159,33 @@ func TestStreamHoldEndsWhileUpstreamIsSilent(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
+
+// A stream the hold committed while its first round was hidden, whose
+// next round then failed, opens with that round's response (created,
+// in_progress, failed all name it): that id is the client's now, and is
+// not deleted with the hidden rounds.
+func TestCommittedStreamFailureKeepsTheIdItNamed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.srv.holdLimit = 0
+	h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+		fakeai.Status(400, "context_length_exceeded"))
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "response.failed") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	seen := map[string]bool{}
+	for _, d := range sseData(t, b) {
+		if id := gjson.Get(d, "response.id").Str; id != "" {
+			seen[id] = true
+		}
+	}
+	if len(seen) != 1 {
+		t.Errorf("the stream named %v, want one response", seen)
+	}
+	finish(t, h)
+	for _, d := range h.up.Deletes() {
+		if seen[strings.TrimPrefix(d.Path, "/v1/responses/")] {
+			t.Errorf("deleted %s, whose id the client got", d.Path)
+		}
+	}
+}

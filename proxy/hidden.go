@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
+	"slices"
 	"time"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -21,8 +23,8 @@ type hiddenStored interface {
 
 // hiddenRounds collects, over one request, the stored responses of its
 // hidden rounds that the client never gets an id for: in a JSON answer
-// every round's but the last, in a stream every round's but the first
-// (its id is in response.created) and the last. The client can neither
+// every round's but the last, in a stream every round's but the one
+// response.created named (see announced) and the last. The client can neither
 // read them back nor delete them, and each holds the whole input, the
 // catalog and the skill bodies, so the proxy deletes them; HiddenPath
 // keeps those the client still depends on (it got items of them).
@@ -49,6 +51,14 @@ func (h *hiddenRounds) add(rt *routed, ans *wire.Answer) {
 			h.paths = append(h.paths, p)
 		}
 	}
+}
+
+// keep takes the stored response id off the list: the client got it.
+func (h *hiddenRounds) keep(id string) {
+	if id == "" {
+		return
+	}
+	h.paths = slices.DeleteFunc(h.paths, func(p string) bool { return path.Base(p) == id })
 }
 
 // discardTimeout bounds the deletion of one request's hidden responses.

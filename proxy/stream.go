@@ -52,6 +52,12 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 	// announced) and the last.
 	var hidden hiddenRounds
 	defer s.discardHidden(rt, r, &hidden)
+	if a, ok := tr.(announcer); ok {
+		// A failure that opened the client's stream after a hidden round
+		// (the hold had committed it before the answer began) named that
+		// round: its id became the client's. Runs before discardHidden.
+		defer func() { hidden.keep(a.Announced()) }()
+	}
 	// The first round's answer when it looped: hidden too if the client
 	// gets an HTTP error instead of the stream that would have named it.
 	var first *wire.Answer

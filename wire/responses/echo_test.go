@@ -211,6 +211,7 @@ func TestStreamEchoesTheClientsRequest(t *testing.T) {
 			}
 			out2, _ := runRound(s, false, sse(
 				`{"type":"response.created","response":`+responseFor(next, "in_progress", "[]")+`}`,
+				`{"type":"response.in_progress","response":`+responseFor(next, "in_progress", "[]")+`}`,
 				`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}`,
 				`{"type":"response.output_text.delta","output_index":0,"item_id":"msg_1","content_index":0,"delta":"Done."}`,
 				`{"type":"`+last+`","response":`+responseFor(next, status, answerText)+`}`,

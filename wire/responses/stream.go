@@ -52,8 +52,9 @@ type Stream struct {
 	// .in_progress, .queued) until another event goes out (open): each
 	// round's replace the last's, so they name the round the client's
 	// first item comes from.
-	opening []pendingEvent
-	opened  bool
+	opening      []pendingEvent
+	openingRound int // the round opening holds events of
+	opened       bool
 	// announced is the response object of the last opening event, which a
 	// failure of a later round ends with (see UpstreamErrorEvent).
 	announced []byte
@@ -126,6 +127,10 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			rd.id = id
 		}
 		if !s.opened {
+			if s.openingRound != s.n {
+				// A new round's: none of the last one's may go with it.
+				s.opening, s.openingRound = s.opening[:0], s.n
+			}
 			s.holdOpening(typ, s.patchResponse(data, nil))
 		}
 	case "response.output_item.added":
