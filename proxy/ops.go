@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/skillrouter/skillrouter/router"
@@ -89,26 +90,44 @@ func (s *Server) listSkills(c echo.Context) error {
 	if !ok {
 		return nil
 	}
-	all := lib.Snapshot().All()
+	snap := lib.Snapshot()
+	all := snap.All()
 	data := make([]skillEntry, 0, len(all))
 	for _, sk := range all {
-		// Paths below the skill's root: any client with a key may list the
-		// library, and where the operator keeps it (/home/alice/...) is
-		// not theirs to see. The admin's reload answer and the log keep
-		// the full paths.
 		probs := make([]skills.Problem, len(sk.Problems))
 		for i, p := range sk.Problems {
-			if rel, err := filepath.Rel(sk.Root, p.Path); err == nil && filepath.IsLocal(rel) {
-				p.Path = filepath.ToSlash(rel)
-			} else {
-				p.Path = filepath.Base(p.Path)
-			}
-			probs[i] = p
+			probs[i] = forClients(p, snap.Roots())
 		}
 		data = append(data, skillEntry{ID: sk.ID, Object: "skill", Name: sk.Name, Description: sk.Description,
 			Type: sk.Type, Skipped: sk.Skipped, Problems: probs})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// forClients gives a problem's paths, in its path and its message (a
+// shadowed copy, a shared name), below their library root: any client with
+// a key may list the library, and where the operator keeps it
+// (/home/alice/...) is not theirs to see. The admin's reload answer and
+// the log keep the full paths.
+func forClients(p skills.Problem, roots []string) skills.Problem {
+	var prefixes []string
+	for _, r := range roots {
+		prefixes = append(prefixes, strings.TrimSuffix(r, string(filepath.Separator))+string(filepath.Separator))
+		if abs, err := filepath.Abs(r); err == nil && abs != r {
+			prefixes = append(prefixes, abs+string(filepath.Separator))
+		}
+	}
+	// The longest first: a root inside another names the shorter path.
+	slices.SortFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
+	for _, pre := range prefixes {
+		p.Path = strings.ReplaceAll(p.Path, pre, "")
+		p.Message = strings.ReplaceAll(p.Message, pre, "")
+	}
+	if filepath.IsAbs(p.Path) {
+		p.Path = filepath.Base(p.Path)
+	}
+	p.Path = filepath.ToSlash(p.Path)
+	return p
 }
 
 // reload serves POST /v1/skills/reload: rescan the roots, swap the snapshot

@@ -200,3 +200,28 @@ func TestDebugLogCarriesQuery(t *testing.T) {
 		t.Fatal("Authorization logged at debug level")
 	}
 }
+
+// Problems name other copies of a skill by path in their message too (an
+// id two roots define, a name two skills share): listed to clients, those
+// paths are below their roots as well.
+func TestSkillsListHidesLibraryLocations(t *testing.T) {
+	r1, r2 := t.TempDir(), t.TempDir()
+	write := func(root, dir, name string) {
+		os.MkdirAll(filepath.Join(root, dir), 0o755)
+		os.WriteFile(filepath.Join(root, dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: Make PDF files.\n---\nSteps.\n"), 0o644)
+	}
+	write(r1, "pdf", "pdf")
+	write(r2, "pdf", "pdf")         // the same id in another root
+	write(r2, "tools/pdf-x", "pdf") // the same name in another folder
+	reg := skills.NewRegistry([]string{r1, r2}, skills.Options{})
+	h := newHarness(t, func(c *Config) { c.Library = reg })
+	_, b := h.do("GET", "/v1/skills", "", nil)
+	if !strings.Contains(string(b), `"problems":[{`) {
+		t.Fatalf("no problem listed to check: %s", b)
+	}
+	for _, root := range []string{r1, r2} {
+		if strings.Contains(string(b), root) {
+			t.Errorf("the listing names %s:\n%s", root, b)
+		}
+	}
+}
