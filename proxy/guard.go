@@ -150,6 +150,7 @@ var errPreflightServed = &wire.Error{Status: http.StatusNoContent}
 // deadline. It returns the refusal, if any.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 	a := &s.cfg.Access
+	keys := s.apiKeys() // one set for the whole check: SetAPIKeys may replace it meanwhile
 	if !s.hostAllowed(r.Host) {
 		return forbidden("host_not_allowed", "Host %q is not served here: add it to server.allowed_hosts (protection against DNS rebinding)", wire.Clip(r.Host))
 	}
@@ -172,11 +173,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 		h.Set("Access-Control-Expose-Headers", "*")
 	}
 	if adminPaths[r.URL.Path] {
-		if werr := s.adminAllowed(r); werr != nil {
+		if werr := s.adminAllowed(r, keys); werr != nil {
 			return werr
 		}
-	} else if len(s.apiKeys()) > 0 && !openPaths[r.URL.Path] {
-		if !s.clientKeyValid(r) {
+	} else if len(keys) > 0 && !openPaths[r.URL.Path] {
+		if !clientKeyValid(r, keys) {
 			e := &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
 				Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r)}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillrouter"`)
@@ -184,12 +185,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 		}
 	}
 	// The client's key was for the proxy: it never goes upstream.
-	if len(s.apiKeys()) > 0 || (adminPaths[r.URL.Path] && a.AdminToken != "") {
+	if len(keys) > 0 || (adminPaths[r.URL.Path] && a.AdminToken != "") {
 		r.Header.Del("Authorization")
 		r.Header.Del("X-Api-Key")
 		// Azure's SDKs send the key as api-key too: the proxy's own key
 		// must not ride upstream in it.
-		if v := r.Header.Get("Api-Key"); v != "" && matchesAny(strings.TrimSpace(v), s.apiKeys()) {
+		if v := r.Header.Get("Api-Key"); v != "" && matchesAny(strings.TrimSpace(v), keys) {
 			r.Header.Del("Api-Key")
 		}
 	}
@@ -312,14 +313,14 @@ func (s *Server) SetAPIKeys(keys []string) error {
 	return nil
 }
 
-// clientKeyValid compares the presented key with every configured one in
+// clientKeyValid compares the presented key with every one of keys in
 // constant time (hashes of equal length, no early exit).
-func (s *Server) clientKeyValid(r *http.Request) bool {
+func clientKeyValid(r *http.Request, keys []string) bool {
 	key, ok := clientKey(r)
 	if !ok || key == "" {
 		return false
 	}
-	return matchesAny(key, s.apiKeys())
+	return matchesAny(key, keys)
 }
 
 func matchesAny(key string, keys []string) bool {
@@ -334,7 +335,7 @@ func matchesAny(key string, keys []string) bool {
 
 // adminAllowed: the admin token when one is set; else loopback clients
 // only (with a client key too when keys are set).
-func (s *Server) adminAllowed(r *http.Request) *wire.Error {
+func (s *Server) adminAllowed(r *http.Request, keys []string) *wire.Error {
 	a := &s.cfg.Access
 	if a.AdminToken != "" {
 		key, ok := bearer(r)
@@ -347,7 +348,7 @@ func (s *Server) adminAllowed(r *http.Request) *wire.Error {
 	if !loopback(r.RemoteAddr) {
 		return forbidden("admin_loopback_only", "%s is an admin endpoint, served to loopback clients only while auth.admin_token is not set", r.URL.Path)
 	}
-	if len(s.apiKeys()) > 0 && !s.clientKeyValid(r) {
+	if len(keys) > 0 && !clientKeyValid(r, keys) {
 		return &wire.Error{Status: http.StatusUnauthorized, Kind: wire.KindInvalidRequest, Code: "invalid_api_key",
 			Message: "missing or invalid API key: send one of the keys of auth.api_keys as " + keyHeaders(r)}
 	}

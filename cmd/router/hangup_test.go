@@ -59,6 +59,7 @@ func TestServeReloadsOnHangup(t *testing.T) {
 	cfg.MCP.Enabled = false
 	cfg.Routing.IndexDir = t.TempDir()
 	cfg.Auth.APIKeysFile = keysFile
+	cfg.Auth.APIKeys = []string{"k-inline"} // an emptied file must not leave only these
 	logPath := filepath.Join(t.TempDir(), "serve.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -148,5 +149,8 @@ func TestServeReloadsOnHangup(t *testing.T) {
 	}
 	if code, _ := list(""); code != 401 {
 		t.Errorf("no key after an empty key file: %d, want 401", code)
+	}
+	if code, _ := list("k-inline"); code != 200 {
+		t.Errorf("the inline key: %d, want 200", code)
 	}
 }

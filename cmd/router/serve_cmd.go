@@ -110,8 +110,22 @@ func durationMS(_ []string, a slog.Attr) slog.Attr {
 // at start and every upstream.check_interval, logged when its status
 // changes and shown in /readyz's body.
 func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) error {
+	// SIGHUP reloads (reloadOnHangup), from the first moment to the last:
+	// its default action ends the process at once, with no drain, and a
+	// reload asked for while the library loads is done once it has.
+	// Never stopped: during the drain the signal is ignored, not fatal.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	log := newLogger(cfg.Log, logw)
 	warnMisspelledEnv(log)
+	stopping := time.Time{}
+	defer func() {
+		// The last line of a stop, after every deferred step (the index
+		// write, the traces' flush), so a log tells it from a crash.
+		if !stopping.IsZero() {
+			log.Info("skillrouter stopped", "drain", time.Since(stopping).Round(time.Millisecond))
+		}
+	}()
 	tel, err := telemetry.Setup(ctx, telemetry.Options{Logger: log, ServiceVersion: buildVersion()})
 	if err != nil {
 		return err
@@ -213,7 +227,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 			}
 		}()
 	}
-	go reloadOnHangup(ctx, cfg, sv.lib, srv, log)
+	go reloadOnHangup(ctx, hup, cfg, sv.lib, srv, log)
 	buildc := make(chan error, 1)
 	go func() {
 		start := time.Now()
@@ -237,13 +251,11 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for in-flight requests (a second signal exits at once)", "grace", cfg.Server.ShutdownGrace)
-	stopping := time.Now()
+	stopping = time.Now()
 	shutdown(hs, srv, cfg.Server.ShutdownGrace, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	// The last line of a clean stop, so a log tells it from a crash.
-	log.Info("skillrouter stopped", "drain", time.Since(stopping).Round(time.Millisecond), "failed", failed != nil)
 	return failed
 }
 
@@ -471,10 +483,7 @@ func (l *lateRewriter) Rewrite(ctx context.Context, req *wire.Request, ov router
 // without a restart. A key file that cannot be read, or holds no key,
 // leaves the keys in force. Without this the signal's default ended the
 // process at once, with no drain and no log line.
-func reloadOnHangup(ctx context.Context, cfg config, lib *syncedLibrary, srv *proxy.Server, log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, cfg config, lib *syncedLibrary, srv *proxy.Server, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

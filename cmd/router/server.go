@@ -103,12 +103,16 @@ func clientKeys(cfg config) ([]string, error) {
 	if err != nil {
 		return keys, fmt.Errorf("auth.api_keys_file: %w", err)
 	}
+	n := len(keys)
 	for _, line := range strings.Split(string(b), "\n") {
 		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
 			keys = append(keys, line)
 		}
 	}
-	if len(keys) == 0 {
+	// A file with no key is a mistake (emptied, half written), even beside
+	// auth.api_keys: read again on SIGHUP, it must not revoke every key it
+	// held.
+	if len(keys) == n {
 		return keys, fmt.Errorf("auth.api_keys_file %s: no key in it", f)
 	}
 	return keys, nil
