@@ -57,6 +57,12 @@ func TestHelmIngress(t *testing.T) {
 	if n := strings.Count(strings.Join(hosts, ","), "llm.example.com"); n != 1 {
 		t.Errorf("server.allowed_hosts %v names llm.example.com %d times", hosts, n)
 	}
+	// An Ingress without rules is refused by the API server: refused here.
+	for _, set := range [][]string{{"--set", "ingress.hosts=null"}, {"--set", "ingress.hosts={}"}} {
+		if out, err := helmTemplate(t, append([]string{"--set", "ingress.enabled=true"}, set...)...); err == nil || !strings.Contains(out, "ingress.hosts") {
+			t.Errorf("%v rendered: %v\n%s", set, err, out)
+		}
+	}
 }
 
 // TestHelmNetworkPolicy: the router's pods (not the index Job's) accept
@@ -193,6 +199,17 @@ func TestHelmGitSyncAuth(t *testing.T) {
 	if byName(list(routerContainer(docs), "volumeMounts"), "git-secret") != nil {
 		t.Error("the router container mounts the git key")
 	}
+	// The user is set in the values' context, not added to it: a context
+	// that names a user, or none at all, still renders one runAsUser.
+	for _, set := range [][]string{{"--set", "securityContext.runAsUser=1000"}, {"--set", "securityContext=null"}} {
+		out := runHelm(t, append(append([]string{"template", "r", chartDir, "--namespace", "ai"}, ssh...), set...)...)
+		if n := strings.Count(out, "runAsUser: 65533"); n != 2 || strings.Contains(out, "runAsUser: 1000\n            runAsUser") {
+			t.Errorf("%v: %d git-sync containers run as 65533:\n%s", set, n, out)
+		}
+		if docs := parseManifests(t, out); set[1] != "securityContext=null" {
+			checkDeployment(t, docs)
+		}
+	}
 
 	for _, c := range []struct {
 		set  []string
@@ -217,7 +234,7 @@ func TestHelmSkillsClaimRequired(t *testing.T) {
 		t.Skip("builds helm on first use")
 	}
 	out, err := helmTemplate(t, "--set", "skills.source=pvc")
-	if err == nil || !strings.Contains(out, "skills.pvc.existingClaim") {
+	if err == nil || !strings.Contains(out, "skills.pvc.existingClaim") || !strings.Contains(out, "helm.sh/resource-policy=keep") {
 		t.Errorf("skills.source=pvc without a claim rendered: %v\n%s", err, out)
 	}
 	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "-f", filepath.Join(chartDir, "ci/pvc-values.yaml")))

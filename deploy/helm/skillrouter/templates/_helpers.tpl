@@ -85,10 +85,11 @@ container, lets it write the shared volume and read the key. */}}
     - --ssh-known-hosts-file=/etc/git-secret/known_hosts
     {{- end }}
   securityContext:
-    {{- toYaml $.Values.securityContext | nindent 4 }}
+    {{- $sc := deepCopy ($.Values.securityContext | default dict) }}
     {{- if eq $type "ssh" }}
-    runAsUser: 65533
+    {{- $_ := set $sc "runAsUser" 65533 }}
     {{- end }}
+    {{- toYaml $sc | nindent 4 }}
   env:
     - name: HOME
       value: /tmp
@@ -184,9 +185,12 @@ container, lets it write the shared volume and read the key. */}}
 {{- fail (printf "skills.gitSync.auth.type %s needs skills.gitSync.auth.existingSecret: a Secret with the keys %s" $gitAuth.type (ternary "username and password (a token)" "ssh (the private key) and known_hosts" (eq $gitAuth.type "https"))) -}}
 {{- end -}}
 {{- if and (eq .Values.skills.source "pvc") (not .Values.skills.pvc.existingClaim) -}}
-{{- fail "skills.source pvc needs skills.pvc.existingClaim: the pods mount the library read-only, so a claim the chart made would stay empty; fill a claim of yours and name it" -}}
+{{- fail (printf "skills.source pvc needs skills.pvc.existingClaim: the pods mount the library read-only, so a claim the chart made would stay empty; fill a claim of yours and name it. A release whose claim an earlier chart made (%s-skills): keep it first, kubectl annotate pvc %s-skills helm.sh/resource-policy=keep, then set skills.pvc.existingClaim=%s-skills" (include "skillrouter.fullname" .) (include "skillrouter.fullname" .) (include "skillrouter.fullname" .)) -}}
 {{- end -}}
 {{- if .Values.ingress.enabled -}}
+{{- if not .Values.ingress.hosts -}}
+{{- fail "ingress.enabled needs ingress.hosts: at least one {host, paths} (an Ingress without rules is refused by the API server)" -}}
+{{- end -}}
 {{- range .Values.ingress.hosts -}}
 {{- if not (kindIs "map" .) -}}
 {{- fail (printf "ingress.hosts: each entry is {host, paths}, got %v" .) -}}
