@@ -220,7 +220,9 @@ func TestWatchRelativeRoots(t *testing.T) {
 			os.RemoveAll(filepath.Join(base, "lib"))
 			writeFile(t, filepath.Join(base, "lib", "alpha", SkillFile), skillFile("alpha", fmt.Sprintf("Folder %d. Use when testing.", gen)))
 		},
-		func() bool { return strings.HasPrefix(desc("alpha"), "Folder ") && desc("alpha") != "Folder 1. Use when testing." })
+		func() bool {
+			return strings.HasPrefix(desc("alpha"), "Folder ") && desc("alpha") != "Folder 1. Use when testing."
+		})
 	writeFile(t, filepath.Join(base, "lib", "alpha", SkillFile), skillFile("alpha", "Edited. Use when testing."))
 	eventually(t, "an edit in the new folder", func() bool { return strings.HasPrefix(desc("alpha"), "Edited.") })
 	writeFile(t, filepath.Join(base, "wt2", "beta", SkillFile), skillFile("beta", "Tree 2. Use when testing."))
