@@ -81,6 +81,16 @@ func removeHopHeaders(h http.Header) {
 	}
 }
 
+// earlierHops are the request headers that describe how a request reached
+// the proxy: the browser's Cookie, the standard and de facto forwarding
+// headers, and the client-address headers CDNs and load balancers add
+// (Cloudflare, Akamai, Fastly, nginx, ingress controllers). Canonical.
+var earlierHops = []string{
+	"Cookie", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port",
+	"X-Original-Forwarded-For", "X-Real-Ip", "X-Client-Ip", "X-Cluster-Client-Ip", "True-Client-Ip",
+	"Cf-Connecting-Ip", "Cf-Connecting-Ipv6", "Fastly-Client-Ip",
+}
+
 // upstreamRequestHeader builds the header sent upstream from the client's:
 // everything but hop-by-hop headers, the proxy's own X-Skillrouter-*
 // controls, Origin, Cookie and the forwarding headers of earlier hops.
@@ -107,7 +117,7 @@ func upstreamRequestHeader(in http.Header) http.Header {
 	// reached this proxy (the end user's address, an ingress's names); the
 	// upstream call is a new request from here, and they would hand the
 	// users' addresses to the model provider.
-	for _, k := range []string{"Cookie", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Real-Ip"} {
+	for _, k := range earlierHops {
 		out.Del(k)
 	}
 	// The client's 100-continue was answered when the proxy read its body;

@@ -45,6 +45,7 @@ func TestAllowedOriginNotForwarded(t *testing.T) {
 			hdr := map[string]string{"Origin": "https://chat.example.com", "X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01",
 				"Cookie": "session=s3cret", "X-Forwarded-For": "203.0.113.7", "Forwarded": "for=203.0.113.7", "X-Real-Ip": "203.0.113.7",
 				"X-Forwarded-Host": "chat.example.com", "X-Forwarded-Proto": "https", "X-Forwarded-Port": "443",
+				"True-Client-IP": "203.0.113.7", "CF-Connecting-IP": "203.0.113.7", "Fastly-Client-IP": "203.0.113.7", "X-Client-IP": "203.0.113.7",
 				"Openai-Organization": "org-1", "X-Custom": "kept"}
 			resp, b := h.do(tc.method, tc.path, tc.body, hdr)
 			if resp.StatusCode != 200 {
@@ -58,7 +59,8 @@ func TestAllowedOriginNotForwarded(t *testing.T) {
 				t.Fatalf("upstream got %d requests, want a hidden round", len(reqs))
 			}
 			for _, r := range reqs {
-				for _, k := range []string{"Origin", "Cookie", "X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port"} {
+				for _, k := range []string{"Origin", "Cookie", "X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port",
+					"True-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip", "X-Client-Ip"} {
 					if v := r.Header.Get(k); v != "" {
 						t.Errorf("%s %s went upstream with %s %q", r.Method, r.Path, k, v)
 					}
