@@ -25,6 +25,9 @@ type reqInfo struct {
 	// compaction: an agent CLI's compaction request (nothing auto-loaded
 	// or carried on its prompt; see route).
 	compaction bool
+	// chainedToAnswer: the request continued a stream's announced
+	// response, sent on from its answer instead (rememberAnswer).
+	chainedToAnswer bool
 	// usageTotal is the usage of every round summed (what the request
 	// cost), when tool rounds ran: the client is told the last round's.
 	usageTotal json.RawMessage
@@ -212,6 +215,9 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	}
 	if info.compaction {
 		attrs = append(attrs, slog.Bool("compaction", true))
+	}
+	if info.chainedToAnswer {
+		attrs = append(attrs, slog.Bool("chained_to_answer", true))
 	}
 	if info.upstreamRequestID != "" {
 		attrs = append(attrs, slog.String("upstream_request_id", info.upstreamRequestID))

@@ -68,10 +68,14 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	if b, ok := parsed.(betaReader); ok {
 		b.SetBetas(h.Values("Anthropic-Beta"))
 	}
+	scope := presenceScope(parsed, h, info.clientKey)
+	if p, b, ok := s.chainedToAnswer(a, parsed, scope); ok {
+		parsed, body = p, b
+		info.chainedToAnswer = true
+	}
 	view := parsed.View()
 	info.api = string(a.name())
 	info.stream = view.Stream
-	scope := presenceScope(parsed, h, info.clientKey)
 	pkey := presenceKey(parsed, scope)
 	var abKey string
 	arm, label, err := s.ab.pick(h, func() string {

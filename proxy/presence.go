@@ -169,3 +169,52 @@ func (s *Server) rememberPresence(rt *routed, responseID string) {
 }
 
 var _ activeSkills = (*router.Session)(nil)
+
+// previousSetter is a request that can be sent continuing another stored
+// response (Responses).
+type previousSetter interface {
+	WithPrevious(id string) ([]byte, error)
+}
+
+// rememberAnswer notes, after a stream whose opening events named one
+// response (announced) and whose answer is another (answer: a round showed
+// the client a preamble, then loaded a skill, and the answer came in the
+// next round's response), that a turn chained from the first means the
+// second. LangChain and the AI SDK keep response.created's id to chain
+// from; the response it names ends at the proxy's call, unanswered, which
+// the API refuses to continue, and its repair would lose the answer.
+func (s *Server) rememberAnswer(rt *routed, announced, answer string) {
+	if announced == "" || answer == "" || announced == answer || rt.scope == "" {
+		return
+	}
+	if st, ok := rt.req.(stateRefs); ok {
+		if _, conv, stored := st.StateRefs(); stored && conv == "" {
+			s.answers.put(rt.scope+" answer "+announced, []string{answer})
+		}
+	}
+}
+
+// chainedToAnswer returns the request continuing from the answer when it
+// continues a response rememberAnswer mapped to one: parsed again from
+// the edited body. ok is false when nothing changes.
+func (s *Server) chainedToAnswer(a api, parsed apiRequest, scope string) (apiRequest, []byte, bool) {
+	ps, ok := parsed.(previousSetter)
+	st, ok2 := parsed.(stateRefs)
+	if !ok || !ok2 || scope == "" {
+		return nil, nil, false
+	}
+	prev, _, _ := st.StateRefs()
+	to := s.answers.get(scope + " answer " + prev)
+	if prev == "" || len(to) != 1 {
+		return nil, nil, false
+	}
+	body, err := ps.WithPrevious(to[0])
+	if err != nil {
+		return nil, nil, false
+	}
+	p, err := a.parse(body)
+	if err != nil {
+		return nil, nil, false
+	}
+	return p, body, true
+}

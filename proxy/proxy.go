@@ -140,6 +140,7 @@ type Server struct {
 	presence  skillMemory              // skills active in state stored upstream (presence.go)
 	turns     skillMemory              // skills the model loaded in a conversation's turn (turns.go)
 	abKeys    skillMemory              // the A/B key a stored response's conversation was assigned by (abKey)
+	answers   skillMemory              // a stream's announced response id -> its answer's (rememberAnswer)
 	marks     wire.Marks               // what the proxy writes, as stored objects show it (stored.go)
 	pass      passRules                // what is relayed as the client addressed it (passallow.go)
 	holdLimit time.Duration            // how long a stream's start is held at most (stream.go)

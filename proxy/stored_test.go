@@ -643,3 +643,51 @@ func TestResponsesStoredNeighboursWithoutBefore(t *testing.T) {
 		t.Errorf("neighbours read with %s", reqs[1].RawQuery)
 	}
 }
+
+// A stream whose first round showed the client a preamble and then loaded
+// a skill opens with that round's response id, and its answer is the next
+// round's. LangChain and the AI SDK chain the next turn from the opening's
+// id, whose response ends at the proxy's unanswered call: the proxy sends
+// that turn on from the answer (per credential: another key's turn naming
+// the id goes as sent).
+func TestTurnChainedFromAnOpeningGoesOnFromTheAnswer(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{Content: "Let me load a skill first.", ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+		fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."}),
+		fakeai.Reply(fakeai.Turn{Content: "second turn"}),
+		fakeai.Reply(fakeai.Turn{Content: "another key's turn"}))
+	key := map[string]string{"Authorization": "Bearer sk-a"}
+	resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, key)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	events := sseData(t, b)
+	opened, answer := gjson.Get(events[0], "response.id").Str, gjson.Get(events[len(events)-1], "response.id").Str
+	if opened == "" || opened == answer {
+		t.Fatalf("want a stream opened with the preamble's response, answered in another: %q, %q", opened, answer)
+	}
+	finish(t, h)
+	n := len(h.up.Requests())
+	body := `{"model":"m","previous_response_id":"` + opened + `","input":"and a second one"}`
+	if resp, b := h.do("POST", "/v1/responses", body, key); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != n+1 {
+		t.Fatalf("%d upstream requests for the next turn, want 1 (no stored-state repair)", len(reqs)-n)
+	}
+	if got := gjson.GetBytes(reqs[n].Body, "previous_response_id").Str; got != answer {
+		t.Errorf("the next turn went on from %q, want the answer's %q", got, answer)
+	}
+	if !strings.Contains(h.logText(), `"chained_to_answer":true`) {
+		t.Errorf("not logged:\n%s", h.logText())
+	}
+	if resp, b := h.do("POST", "/v1/responses", body, map[string]string{"Authorization": "Bearer sk-b"}); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs = h.up.Requests()
+	if got := gjson.GetBytes(reqs[len(reqs)-1].Body, "previous_response_id").Str; got != opened {
+		t.Errorf("another key's turn went on from %q, want %q as sent", got, opened)
+	}
+}

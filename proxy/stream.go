@@ -179,6 +179,9 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			if end.Loop == nil { // an incomplete stream has returned above
 				s.rememberPresence(rt, end.ID)
 				s.rememberTurn(rt, info)
+				if a, ok := tr.(announcer); ok {
+					s.rememberAnswer(rt, a.Announced(), end.ID)
+				}
 			}
 			sr.finishTrailers()
 			return

@@ -64,6 +64,13 @@ func (r *Request) StateRefs() (previous, conversation string, stored bool) {
 	return r.previousID, r.conversation, !r.unstored
 }
 
+// WithPrevious returns the request's body continuing from response id
+// instead of the one it names (see the proxy's answer memory); the body
+// is otherwise the client's.
+func (r *Request) WithPrevious(id string) ([]byte, error) {
+	return jsonspan.Set(r.body, "previous_response_id", wire.Quote(id))
+}
+
 // StatePath returns the path (under the client's /v1, not escaped) and
 // query at which the state the request continues can be read: the previous
 // response, or the latest items of the conversation, newest first. path is
