@@ -3,11 +3,8 @@
 package main
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,12 +25,6 @@ func TestServeReloadsOnHangup(t *testing.T) {
 	signal.Notify(safety, syscall.SIGHUP)
 	defer signal.Stop(safety)
 
-	up := httptest.NewServer(http.NotFoundHandler())
-	t.Cleanup(up.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lib := t.TempDir()
 	writeSkill := func(name string) {
 		dir := filepath.Join(lib, name)
@@ -50,57 +41,41 @@ func TestServeReloadsOnHangup(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := defaultsFor(t)
-	cfg.Listen = ln.Addr().String()
-	ln.Close()
-	cfg.Upstream.URL = up.URL + "/v1"
 	cfg.Upstream.CheckInterval = 0
-	cfg.Skills = []string{lib}
-	cfg.Watch = false
 	cfg.MCP.Enabled = false
 	cfg.Routing.IndexDir = t.TempDir()
 	cfg.Auth.APIKeysFile = keysFile
 	cfg.Auth.APIKeys = []string{"k-inline"} // an emptied file must not leave only these
-	logPath := filepath.Join(t.TempDir(), "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
+	sp := startServeOn(t, cfg, http.NotFoundHandler(), lib)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := sp.stop(); err != nil {
 			t.Error(err)
 		}
-		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "skillrouter stopped") {
-			t.Errorf("no last line after a clean stop:\n%s", b)
+		if !strings.Contains(sp.logs(), "skillrouter stopped") {
+			t.Errorf("no last line after a clean stop:\n%s", sp.logs())
 		}
 	}()
-	logHas := func(s string) bool { b, _ := os.ReadFile(logPath); return strings.Contains(string(b), s) }
+	logHas := func(s string) bool { return strings.Contains(sp.logs(), s) }
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(logPath)
-				t.Fatalf("timed out waiting for %s:\n%s", what, b)
+				t.Fatalf("timed out waiting for %s:\n%s", what, sp.logs())
 			}
 		}
 	}
-	list := func(key string) (int, string) {
-		req, _ := http.NewRequest("GET", "http://"+cfg.Listen+"/v1/skills", nil)
+	get := func(path, key string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+sp.addr+path, nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, err.Error()
 		}
 		defer resp.Body.Close()
-		b := new(strings.Builder)
-		_, _ = io.Copy(b, resp.Body)
-		return resp.StatusCode, b.String()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	waitFor("ready", func() bool { return logHas("proxy ready") })
+	list := func(key string) (int, string) { return get("/v1/skills", key) }
 	if code, _ := list("k-old"); code != 200 {
 		t.Fatalf("k-old: %d", code)
 	}
@@ -122,15 +97,7 @@ func TestServeReloadsOnHangup(t *testing.T) {
 	// The library's life in the metrics: a reload, and two builds (the
 	// start's and the change's).
 	waitFor("the change's build", func() bool {
-		req, _ := http.NewRequest("GET", "http://"+cfg.Listen+"/metrics", nil)
-		req.Header.Set("Authorization", "Bearer k-new")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		m := string(b)
+		_, m := get("/metrics", "k-new")
 		return strings.Contains(m, "skillrouter_library_reloads_total 1\n") &&
 			strings.Contains(m, `skillrouter_index_build_seconds_count{kind="built"} 2`) &&
 			strings.Contains(m, "skillrouter_library_last_reload_timestamp_seconds ") &&

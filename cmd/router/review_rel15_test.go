@@ -4,12 +4,8 @@ package main
 // stops.
 
 import (
-	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,45 +26,13 @@ func TestRel15ServeKeepsItsIndexWhenStoppedAfterStart(t *testing.T) {
 	if _, err := os.Stat(lib); err != nil {
 		t.Skip("needs the bench library")
 	}
-	up := httptest.NewServer(http.NotFoundHandler())
-	t.Cleanup(up.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := defaultsFor(t)
-	cfg.Listen = ln.Addr().String()
-	ln.Close()
-	cfg.Upstream.URL = up.URL + "/v1"
 	cfg.Upstream.CheckInterval = 0
-	cfg.Skills = []string{lib}
-	cfg.Watch = false
 	cfg.MCP.Enabled = false
 	idx := t.TempDir()
 	cfg.Routing.IndexDir = idx
-	logPath := filepath.Join(t.TempDir(), "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if strings.Contains(string(b), "proxy ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("not ready:\n%s", b)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel() // SIGTERM, right after the start
-	if err := <-done; err != nil {
+	sp := startServeOn(t, cfg, http.NotFoundHandler(), lib)
+	if err := sp.stop(); err != nil { // SIGTERM, right after the start
 		t.Fatal(err)
 	}
 	// runServe has returned: the process would exit now.

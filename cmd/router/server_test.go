@@ -29,6 +29,12 @@ type servedProxy struct {
 // in) until the test ends or stop is called.
 func startServe(t *testing.T, cfg config, upstream http.Handler) *servedProxy {
 	t.Helper()
+	return startServeOn(t, cfg, upstream, filepath.Join("..", "..", "examples", "skills"))
+}
+
+// startServeOn is startServe with the library in the folders roots.
+func startServeOn(t *testing.T, cfg config, upstream http.Handler, roots ...string) *servedProxy {
+	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -38,7 +44,7 @@ func startServe(t *testing.T, cfg config, upstream http.Handler) *servedProxy {
 	cfg.Listen = ln.Addr().String()
 	ln.Close()
 	cfg.Upstream.URL = up.URL + "/v1"
-	cfg.Skills = []string{filepath.Join("..", "..", "examples", "skills")}
+	cfg.Skills = roots
 	cfg.Watch = false
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
 	if err != nil {
