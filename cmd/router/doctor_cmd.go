@@ -200,11 +200,21 @@ func cacheRow(cfg *config) checkRow {
 		return checkRow{name: "cache", status: checkSkip, detail: "disabled (embedder.cache_dir: -)"}
 	}
 	if err := writable(dir); err != nil {
-		return checkRow{name: "cache", status: checkFail, detail: dir + ": " + err.Error(),
+		// serve runs without it (a warning): remote embeddings are asked for
+		// again and the routing index is not kept, so every start is cold.
+		return checkRow{name: "cache", status: checkWarn, detail: dir + ": " + err.Error() + " (serve runs, but every start embeds the library again)",
 			fix: "make it writable, or set embedder.cache_dir (or XDG_CACHE_HOME) to a writable folder"}
+	}
+	if free, ok := freeBytes(dir); ok && free < minCacheFree {
+		return checkRow{name: "cache", status: checkWarn, detail: fmt.Sprintf("%s is writable but has %s free: a kept routing index (about 11 MB at 1,267 skills, 90 MB at 10,000) may not fit", dir, formatSize(int64(free))),
+			fix: "free space there, or set embedder.cache_dir (or XDG_CACHE_HOME) to a folder with room"}
 	}
 	return checkRow{name: "cache", status: checkOK, detail: dir + " is writable"}
 }
+
+// minCacheFree is the free space below which the cache folder is warned
+// about.
+const minCacheFree = 128 << 20
 
 func writable(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -159,3 +159,20 @@ func TestDoctorSandboxRowFix(t *testing.T) {
 		t.Errorf("%+v", row)
 	}
 }
+
+// A cache folder that cannot be written is a warning, as serve treats it
+// (it runs; every start embeds the library again), not a failure.
+func TestDoctorCacheNotWritableWarns(t *testing.T) {
+	examples, _ := filepath.Abs(examplesLib)
+	isolate(t)
+	up := modelsUpstream(t)
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SKILLROUTER_EMBEDDER_CACHE_DIR", filepath.Join(file, "cache")) // below a file: never a folder
+	out, _, err := run(t, "doctor", "--skills", examples, "--upstream", up.URL+"/v1", "--listen", freeAddr(t))
+	if err != nil || !strings.Contains(out, "cache     warn") || !strings.Contains(out, "every start embeds the library again") {
+		t.Errorf("an unwritable cache folder: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package main
+
+// freeBytes is not read on this system.
+func freeBytes(string) (uint64, bool) { return 0, false }
