@@ -91,10 +91,18 @@ var earlierHops = []string{
 	"Cf-Connecting-Ip", "Cf-Connecting-Ipv6", "Fastly-Client-Ip",
 }
 
+// keptHops is earlierHops less the names forward lets through (any case).
+func keptHops(forward []string) []string {
+	return slices.DeleteFunc(slices.Clone(earlierHops), func(k string) bool {
+		return slices.ContainsFunc(forward, func(f string) bool { return textproto.CanonicalMIMEHeaderKey(f) == k })
+	})
+}
+
 // upstreamRequestHeader builds the header sent upstream from the client's:
 // everything but hop-by-hop headers, the proxy's own X-Skillrouter-*
-// controls, Origin, Cookie and the forwarding headers of earlier hops.
-func upstreamRequestHeader(in http.Header) http.Header {
+// controls, Origin, and the earlier hops' headers named in hops
+// (keptHops).
+func upstreamRequestHeader(in http.Header, hops []string) http.Header {
 	out := in.Clone()
 	if out == nil {
 		out = http.Header{}
@@ -117,7 +125,7 @@ func upstreamRequestHeader(in http.Header) http.Header {
 	// reached this proxy (the end user's address, an ingress's names); the
 	// upstream call is a new request from here, and they would hand the
 	// users' addresses to the model provider.
-	for _, k := range earlierHops {
+	for _, k := range hops {
 		out.Del(k)
 	}
 	// The client's 100-continue was answered when the proxy read its body;

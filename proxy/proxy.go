@@ -44,6 +44,11 @@ type Config struct {
 	// no Authorization header, or always when OverrideAuth is set.
 	APIKey       string
 	OverrideAuth bool
+	// ForwardHeaders names request headers that go upstream although the
+	// proxy keeps them by default (earlierHops: Cookie, the forwarding and
+	// client-address headers), for an upstream that needs them (a gateway
+	// that authenticates by cookie).
+	ForwardHeaders []string
 	// AnthropicUpstream is the base URL of the Anthropic Messages API,
 	// including its version prefix (https://api.anthropic.com/v1): a
 	// request for /v1/messages goes to AnthropicUpstream + "/messages".
@@ -223,8 +228,9 @@ func New(cfg Config) (*Server, error) {
 	s.keys.Store(&keys)
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.bg.ctx, s.bg.cancel = context.WithCancel(s.drainCtx)
-	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth}
-	s.anthropic = upstreamTarget{base: s.openai.base, apiKey: cfg.AnthropicAPIKey, keyHeader: "X-Api-Key", overrideAuth: cfg.OverrideAuth}
+	hops := keptHops(cfg.ForwardHeaders)
+	s.openai = upstreamTarget{base: baseURL(cfg.Upstream), apiKey: cfg.APIKey, keyHeader: "Authorization", overrideAuth: cfg.OverrideAuth, hops: hops}
+	s.anthropic = upstreamTarget{base: s.openai.base, apiKey: cfg.AnthropicAPIKey, keyHeader: "X-Api-Key", overrideAuth: cfg.OverrideAuth, hops: hops}
 	if cfg.AnthropicUpstream != nil {
 		s.anthropic.base = baseURL(cfg.AnthropicUpstream)
 	} else if s.anthropic.apiKey == "" {

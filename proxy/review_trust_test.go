@@ -324,3 +324,21 @@ func TestUpstreamSkillrouterHeadersStayUpstream(t *testing.T) {
 		})
 	}
 }
+
+// upstream.forward_headers lets named ones of those headers through (any
+// case), for an upstream that needs them (a gateway that authenticates by
+// cookie); the others stay.
+func TestForwardHeadersLetsNamedOnesThrough(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ForwardHeaders = []string{"cookie", "X-Real-IP"} })
+	hdr := map[string]string{"Cookie": "gw_session=1", "X-Real-Ip": "203.0.113.7", "X-Forwarded-For": "203.0.113.7"}
+	if resp, b := h.do("POST", "/v1/chat/completions", simpleChat, hdr); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	r := h.up.Requests()[0]
+	if r.Header.Get("Cookie") != "gw_session=1" || r.Header.Get("X-Real-Ip") != "203.0.113.7" {
+		t.Errorf("named headers kept back: %v", r.Header)
+	}
+	if r.Header.Get("X-Forwarded-For") != "" {
+		t.Errorf("X-Forwarded-For went upstream: %v", r.Header)
+	}
+}

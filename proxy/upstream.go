@@ -29,6 +29,7 @@ type upstreamTarget struct {
 	apiKey       string
 	keyHeader    string // "Authorization" (sent as Bearer) or "X-Api-Key"
 	overrideAuth bool
+	hops         []string // the earlier hops' headers kept from it (earlierHops less Config.ForwardHeaders)
 }
 
 // url maps a client path under /v1 to the target's base URL; a path that
@@ -73,7 +74,7 @@ func withBaseQuery(client, base string) string {
 
 // header builds the upstream request headers from the client's.
 func (t *upstreamTarget) header(in http.Header) http.Header {
-	out := upstreamRequestHeader(in)
+	out := upstreamRequestHeader(in, t.hops)
 	if t.apiKey == "" || t.keepsClientKey(in) {
 		return out
 	}

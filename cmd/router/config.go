@@ -113,6 +113,7 @@ type upstreamConfig struct {
 	HeaderTimeout   time.Duration `yaml:"header_timeout"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	PassThrough     []string      `yaml:"passthrough"`
+	ForwardHeaders  []string      `yaml:"forward_headers"`
 }
 
 type routingConfig struct {
@@ -315,6 +316,7 @@ var configKeys = []configKey{
 	{path: "upstream.api_key", flag: "upstream-api-key", kind: "string", help: "API key sent upstream when the client sends no Authorization", ptr: func(c *config) any { return &c.Upstream.APIKey }},
 	{path: "upstream.anthropic_url", flag: "anthropic-upstream", kind: "string", help: "base URL of the Anthropic Messages upstream, including /v1 (default: upstream.url; Ollama serves both)", ptr: func(c *config) any { return &c.Upstream.AnthropicURL }},
 	{path: "upstream.anthropic_api_key", flag: "anthropic-api-key", kind: "string", help: "sent as x-api-key on Messages requests when the client sends no key (default: upstream.api_key when the Anthropic upstream is upstream.url)", ptr: func(c *config) any { return &c.Upstream.AnthropicAPIKey }},
+	{path: "upstream.forward_headers", kind: "list", help: "request headers the proxy keeps from the upstream by default (Cookie, X-Forwarded-For, True-Client-IP, ...) that go upstream anyway, e.g. [Cookie] for a gateway that authenticates by cookie", ptr: func(c *config) any { return &c.Upstream.ForwardHeaders }},
 	{path: "upstream.override_auth", flag: "upstream-override-auth", kind: "bool", help: "always send upstream.api_key, replacing the client's Authorization", ptr: func(c *config) any { return &c.Upstream.OverrideAuth }},
 	{path: "upstream.timeout", flag: "upstream-timeout", kind: "duration", help: "bound on a non-streaming exchange, headers and body, and on the headers of a pass-through request (504 when hit)", ptr: func(c *config) any { return &c.Upstream.Timeout }},
 	{path: "upstream.connect_timeout", flag: "upstream-connect-timeout", kind: "duration", help: "bound on connecting to the upstream, TLS included (504 when hit)", ptr: func(c *config) any { return &c.Upstream.ConnectTimeout }},

@@ -128,7 +128,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "unknown top-level key", file: "listen: x:1\nlistn: y\n",
 			want: `config FILE:2: unknown key "listn" (known keys: ab, auth, body_limit, debug, embedder, exec, listen, log, mcp, rewrite, routing, server, skills, tool_rounds, upstream, watch)`},
 		{name: "unknown nested key", file: "upstream:\n  timout: 10m\n",
-			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, passthrough, timeout, url)`},
+			want: `config FILE:2: unknown key "upstream.timout" (known keys under upstream: anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, forward_headers, header_timeout, idle_timeout, override_auth, passthrough, timeout, url)`},
 		{name: "unknown arm key", file: "ab:\n  arms:\n    - name: a\n      percnt: 50\n",
 			want: `config FILE:4: unknown key "ab.arms[0].percnt" (known keys under ab.arms[0]: embedder, name, percent, strategy)`},
 		{name: "unknown embedder key", file: "embedder:\n  provder: ollama\n", want: `config FILE:2: unknown key "embedder.provder"`},
@@ -145,7 +145,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "bad bool", file: "watch: sometimes\n", want: `config FILE:1: watch "sometimes": want true or false`},
 		{name: "list as scalar", file: "skills: a\n", want: `config FILE:1: skills: want a list, such as [a, b] or one "- item" per line`},
 		{name: "section as scalar", file: "upstream: http://x/v1\n",
-			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, header_timeout, idle_timeout, override_auth, passthrough, timeout, url`},
+			want: `config FILE:1: upstream: want a mapping with the keys anthropic_api_key, anthropic_url, api_key, check_interval, connect_timeout, forward_headers, header_timeout, idle_timeout, override_auth, passthrough, timeout, url`},
 		{name: "debug on the API's address", file: "listen: 127.0.0.1:8080\ndebug:\n  listen: 127.0.0.1:8080\n",
 			want: `config FILE:3: debug.listen "127.0.0.1:8080": must differ from listen`},
 		{name: "debug on the metrics address", file: "listen: 127.0.0.1:8080\nserver:\n  metrics_listen: 127.0.0.1:9090\ndebug:\n  listen: 127.0.0.1:9090\n",
@@ -319,7 +319,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatalf("skills %v", cfg.Skills)
 	}
 	cfg.Skills = nil
-	cfg.Rewrite.Allowlist, cfg.Exec.Env, cfg.Exec.AllowedTools, cfg.AB.Arms = nil, nil, nil, nil
+	cfg.Rewrite.Allowlist, cfg.Exec.Env, cfg.Exec.AllowedTools, cfg.AB.Arms, cfg.Upstream.ForwardHeaders = nil, nil, nil, nil, nil
 	a, _ := json.Marshal(cfg)
 	b, _ := json.Marshal(def)
 	if !bytes.Equal(a, b) {

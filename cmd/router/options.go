@@ -103,6 +103,7 @@ func (c *config) proxyConfig() proxy.Config {
 		AnthropicAPIKey:   c.Upstream.AnthropicAPIKey,
 		APIKey:            c.Upstream.APIKey,
 		OverrideAuth:      c.Upstream.OverrideAuth,
+		ForwardHeaders:    c.Upstream.ForwardHeaders,
 		MaxToolRounds:     countOrNone(c.ToolRounds),
 		ProxyTool:         func(name string) bool { return router.IsTool(name) || sandbox.IsTool(name) },
 		BodyLimit:         int64(c.BodyLimit),
