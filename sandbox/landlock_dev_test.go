@@ -5,9 +5,12 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLandlockDevBlockDevices: with Landlock everything but the
@@ -52,5 +55,31 @@ func TestLandlockDevBlockDevices(t *testing.T) {
 	res := execute(t, p, skillAt("devwrite", dir), "c-dev", "scripts/open.py", dev)
 	if strings.Contains(res.Stdout, "opened-for-write") {
 		t.Fatalf("a confined script (%s) opened the block device %s for writing: the disk is writable from the sandbox", p.runner.confinement(), dev)
+	}
+}
+
+// TestScriptHasNoControllingTerminal: a script runs in a session of its
+// own, without the proxy's controlling terminal. In the proxy's session
+// it could push keystrokes into the operator's terminal (TIOCSTI) that the
+// shell runs, unconfined, once the proxy stops; and the terminals are not
+// writable under Landlock (the operator's screen is a pts of the same
+// user).
+func TestScriptHasNoControllingTerminal(t *testing.T) {
+	requireProgram(t, "python3")
+	p, _ := newTestProvider(t, nil)
+	dir := filepath.Join(t.TempDir(), "skills", "tty")
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: tty\ndescription: d\n---\nx\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "scripts", "tty.py"), []byte(
+		"import os\nprint('sid', os.getsid(0))\ntry:\n    os.close(os.open('/dev/tty', os.O_RDWR))\n    print('tty-opened')\nexcept OSError as e:\n    print('no-tty', e.errno)\n"), 0o644)
+	res := execute(t, p, skillAt("tty", dir), "c-tty", "scripts/tty.py")
+	sid, _ := unix.Getsid(0)
+	if !strings.Contains(res.Stdout, "sid ") || strings.Contains(res.Stdout, "sid "+strconv.Itoa(sid)+"\n") {
+		t.Errorf("the script (%s) runs in the proxy's session %d:\n%s", p.runner.confinement(), sid, res.Stdout)
+	}
+	if strings.Contains(res.Stdout, "tty-opened") {
+		t.Errorf("the script (%s) opened /dev/tty:\n%s", p.runner.confinement(), res.Stdout)
 	}
 }

@@ -51,10 +51,11 @@ func handledWrites(abi int) uint64 {
 	return a
 }
 
-// writableDevices are the device files (and /dev/pts, the pseudo-terminals)
-// a confined script may write to.
-var writableDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-	"/dev/tty", "/dev/ptmx", "/dev/pts"}
+// writableDevices are the device files a confined script may write to. Not
+// the terminals (/dev/tty, /dev/pts, /dev/ptmx): the operator's terminal is
+// a pts of the proxy's user, and a script writing to it could paint the
+// screen (escape sequences) in the operator's name.
+var writableDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // restrictWrites confines the calling thread (and what it forks or execs
 // afterwards) to writing only beneath the writable directories. The caller
@@ -97,8 +98,8 @@ func restrictWrites(abi int, writable []string) error {
 			return err
 		}
 	}
-	// Writing to the ordinary character devices (/dev/null, /dev/tty) and
-	// pseudo-terminals is allowed; not the rest of /dev: a script of a proxy
+	// Writing to the ordinary character devices (/dev/null, /dev/urandom)
+	// is allowed; not the rest of /dev: a script of a proxy
 	// running as root owns the disks' block devices (root:root 0600) and
 	// could rewrite the file system, the skill folder included. Creating
 	// device nodes is never allowed. POSIX shared memory (Python

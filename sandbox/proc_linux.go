@@ -116,8 +116,13 @@ func (r supervisorRunner) run(ctx context.Context, s procSpec) procResult {
 	cmd := &exec.Cmd{
 		Path: selfExe, Args: args, Env: s.env, Dir: s.dir,
 		Stdout: s.stdout, Stderr: s.stderr,
-		ExtraFiles:  []*os.File{statusW},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		ExtraFiles: []*os.File{statusW},
+		// A session of its own: no controlling terminal for the supervisor
+		// or the script under it (which, not a session leader, can never
+		// acquire one), so a script cannot push keystrokes into the
+		// operator's terminal (TIOCSTI) for the shell to run unconfined
+		// once the proxy stops. The group id is still the pid.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
 		WaitDelay:   waitDelay,
 	}
 	err = cmd.Start()

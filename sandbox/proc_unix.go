@@ -20,7 +20,7 @@ func (directRunner) run(ctx context.Context, s procSpec) procResult {
 	cmd := &exec.Cmd{
 		Path: s.argv[0], Args: s.argv, Env: s.env, Dir: s.dir,
 		Stdout: s.stdout, Stderr: s.stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}, // no controlling terminal (see the supervisor's)
 		WaitDelay:   waitDelay,
 	}
 	closeInheritedOnExec()
