@@ -83,3 +83,32 @@ func TestScriptHasNoControllingTerminal(t *testing.T) {
 		t.Errorf("the script (%s) opened /dev/tty:\n%s", p.runner.confinement(), res.Stdout)
 	}
 }
+
+// TestScriptCannotSignalItsSupervisor: the script's Landlock domain is its
+// own, below the supervisor (the confiner applies it), so from ABI 6 the
+// domain's signal scoping keeps the script from stopping or killing the
+// supervisor, which then kills what the script left, descendants in new
+// sessions included. In one domain with it, a script that killed it left
+// them running past the timeout.
+func TestScriptCannotSignalItsSupervisor(t *testing.T) {
+	if landlockABI() < 6 {
+		t.Skip("Landlock signal scoping needs ABI 6")
+	}
+	p, _ := newTestProvider(t, nil)
+	if p.runner.confinement() == "none" {
+		t.Skip("no Landlock here")
+	}
+	dir := filepath.Join(t.TempDir(), "skills", "sig")
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: sig\ndescription: d\n---\nx\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "scripts", "sig.sh"), []byte("#!/bin/sh\nkill -STOP $PPID 2>/dev/null; echo stop=$?\nkill -9 $PPID 2>/dev/null; echo kill=$?\n"), 0o755)
+	res := execute(t, p, skillAt("sig", dir), "c-sig", "scripts/sig.sh")
+	if !strings.Contains(res.Stdout, "stop=1") || !strings.Contains(res.Stdout, "kill=1") {
+		t.Errorf("the script signalled its supervisor (%s):\n%+v", p.runner.confinement(), res)
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("the run did not end as the script did: %+v", res)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,24 +20,40 @@ import (
 
 // The supervisor is this same binary re-executed (/proc/self/exe) with
 // argv[0] = supervisorArg0. Go cannot run code in a forked child before exec,
-// so confinement that must be applied by the process itself (Landlock) and
-// the tree clean-up that needs a living parent (child subreaper) happen here:
+// so the tree clean-up that needs a living parent (child subreaper) happens
+// here, and confinement that must be applied by the process itself
+// (Landlock) in a second re-execution, the confiner, which then becomes the
+// script (execve):
 //
-//	proxy ──▶ supervisor (own process group, Landlock, no capabilities, subreaper, fd 3 = status)
-//	              └──▶ script (own process group) ──▶ its children …
+//	proxy ──▶ supervisor (own session, no capabilities, subreaper, fd 3 = status)
+//	              └──▶ confiner (Landlock, no capabilities) ═exec═▶ script (own process group) ──▶ its children …
+//
+// The supervisor stays outside the script's Landlock domain: from ABI 6 the
+// domain's signal scoping keeps the script from stopping or killing it (in
+// one domain with it, a script that killed it left its escaped descendants
+// running past the timeout), and at any ABI from ptracing it.
 //
 // When the script exits the supervisor kills the script's process group and
 // then every process re-parented to it — descendants that left the group
 // with setsid() included — and reports the script's exit status as one JSON
 // line on fd 3. On SIGTERM (the proxy's timeout) it does the same at once.
-const supervisorArg0 = "skillrouter-sandbox-supervisor"
+const (
+	supervisorArg0 = "skillrouter-sandbox-supervisor"
+	confinerArg0   = "skillrouter-sandbox-confine"
+)
 
 func init() {
-	// Only the supervisor invocation is affected; it never returns to the
-	// program's main.
-	if len(os.Args) > 1 && os.Args[0] == supervisorArg0 {
-		runtime.LockOSThread() // Landlock and no_new_privs are per thread; the script is forked from this one.
-		os.Exit(supervise(os.Args[1:]))
+	// Only the supervisor and confiner invocations are affected; they never
+	// return to the program's main.
+	if len(os.Args) > 1 {
+		switch os.Args[0] {
+		case supervisorArg0:
+			runtime.LockOSThread() // no_new_privs and capabilities are per thread; the confiner is forked from this one.
+			os.Exit(supervise(os.Args[1:]))
+		case confinerArg0:
+			runtime.LockOSThread() // Landlock is per thread; the script is this thread, exec'd.
+			os.Exit(confine(os.Args[1:]))
+		}
 	}
 }
 
@@ -49,9 +66,14 @@ type supervisorStatus struct {
 	Reaped   int    `json:"reaped,omitempty"`
 }
 
-// supervisorArgs encodes the supervisor command line: ABI, -w dirs, --, argv.
+// supervisorArgs encodes the supervisor command line: ABI, -w dirs, --,
+// argv. The confiner's is the same under its own name.
 func supervisorArgs(abi int, writable, argv []string) []string {
-	args := []string{supervisorArg0, strconv.Itoa(abi)}
+	return confinementArgs(supervisorArg0, abi, writable, argv)
+}
+
+func confinementArgs(arg0 string, abi int, writable, argv []string) []string {
+	args := []string{arg0, strconv.Itoa(abi)}
 	for _, w := range writable {
 		args = append(args, "-w", w)
 	}
@@ -98,16 +120,12 @@ func supervise(args []string) int {
 		report(supervisorStatus{ExitCode: -1, Stage: "args", Error: err.Error()})
 		return 125
 	}
-	// no_new_privs: setuid programs (sudo) cannot give the script more rights.
+	// no_new_privs: setuid programs (sudo) cannot give the script more
+	// rights; no capabilities, even as root (see dropCapabilities). The
+	// confiner does both again for itself, with Landlock.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		report(supervisorStatus{ExitCode: -1, Stage: "confine", Error: "no_new_privs: " + err.Error()})
 		return 125
-	}
-	if abi > 0 {
-		if err := restrictWrites(abi, writable); err != nil {
-			report(supervisorStatus{ExitCode: -1, Stage: "confine", Error: err.Error()})
-			return 125
-		}
 	}
 	if err := dropCapabilities(); err != nil {
 		report(supervisorStatus{ExitCode: -1, Stage: "confine", Error: "capabilities: " + err.Error()})
@@ -118,13 +136,31 @@ func supervise(args []string) int {
 		return 125
 	}
 	closeInheritedOnExec()
+	// The confiner reports a failure before its exec on this pipe; a
+	// successful exec closes it (close-on-exec) with nothing written.
+	failR, failW, err := os.Pipe()
+	if err != nil {
+		report(supervisorStatus{ExitCode: -1, Stage: "start", Error: err.Error()})
+		return 125
+	}
 	cmd := &exec.Cmd{
-		Path: argv[0], Args: argv, Env: os.Environ(),
+		Path: "/proc/self/exe", Args: confinementArgs(confinerArg0, abi, writable, argv), Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		ExtraFiles:  []*os.File{failW},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	failW.Close()
+	if err != nil {
+		failR.Close()
 		report(supervisorStatus{ExitCode: -1, Stage: "start", Error: err.Error()})
+		return 0
+	}
+	failed, _ := io.ReadAll(failR)
+	failR.Close()
+	if stage, msg, ok := bytes.Cut(failed, []byte{'\n'}); ok {
+		_ = cmd.Wait()
+		report(supervisorStatus{ExitCode: -1, Stage: string(stage), Error: string(msg)})
 		return 0
 	}
 	pid := cmd.Process.Pid
@@ -144,6 +180,37 @@ func supervise(args []string) int {
 	st.Reaped = reapOrphans()
 	report(st)
 	return 0
+}
+
+// confine is the confiner: it gives up the script's rights for itself
+// (no_new_privs, Landlock with the writable directories, capabilities) and
+// becomes the script. A failure before the exec is written to fd 3 as
+// "stage\nmessage" (stage: args, confine or start).
+func confine(args []string) int {
+	fail := os.NewFile(3, "fail")
+	syscall.CloseOnExec(3)
+	report := func(stage string, err error) int {
+		fmt.Fprintf(fail, "%s\n%s", stage, err)
+		return 125
+	}
+	abi, writable, argv, err := parseSupervisorArgs(args)
+	if err != nil {
+		return report("args", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return report("confine", fmt.Errorf("no_new_privs: %w", err))
+	}
+	if abi > 0 {
+		if err := restrictWrites(abi, writable); err != nil {
+			return report("confine", err)
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		return report("confine", fmt.Errorf("capabilities: %w", err))
+	}
+	closeInheritedOnExec()
+	err = unix.Exec(argv[0], argv, os.Environ())
+	return report("start", &os.PathError{Op: "fork/exec", Path: argv[0], Err: err})
 }
 
 // dropCapabilities leaves the calling thread — and so the script it forks —
