@@ -524,8 +524,16 @@ func setValue(ptr any, kind, s string) error {
 			sep = string(os.PathListSeparator)
 		}
 		*p = nil
-		for _, f := range strings.Split(s, sep) {
-			if f = strings.TrimSpace(f); f != "" {
+		parts := strings.Split(s, sep)
+		for i := 0; i < len(parts); i++ {
+			f := strings.TrimSpace(parts[i])
+			if kind == "paths" && sep == ":" && f+":" == builtinPrefix && i+1 < len(parts) {
+				// builtin:examples names the built-in library, not two
+				// folders "builtin" and "examples".
+				i++
+				f = builtinPrefix + strings.TrimSpace(parts[i])
+			}
+			if f != "" {
 				*p = append(*p, f)
 			}
 		}

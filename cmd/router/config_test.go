@@ -83,6 +83,11 @@ func TestServeConfigPrecedence(t *testing.T) {
 			}},
 		{"skills: env list, flag replaces", []string{"--skills", "a,b", "--skills", "c"}, map[string]string{"SKILLROUTER_SKILLS": "x" + string(os.PathListSeparator) + "y"},
 			func(c config) bool { return strings.Join(c.Skills, "|") == "a,b|c" }},
+		// The built-in library's name holds the list separator (Unix).
+		{"builtin:examples in the env list", nil, map[string]string{"SKILLROUTER_SKILLS": "builtin:examples:/srv/skills"},
+			func(c config) bool {
+				return os.PathListSeparator != ':' || (len(c.Skills) == 2 && c.Skills[0] == "builtin:examples" && c.Skills[1] == "/srv/skills")
+			}},
 		{"skills from env", nil, map[string]string{"SKILLROUTER_SKILLS": "x" + string(os.PathListSeparator) + "y"},
 			func(c config) bool { return strings.Join(c.Skills, "|") == "x|y" }},
 		{"exec env list", nil, map[string]string{"SKILLROUTER_EXEC_ENV": "LANG, TZ=UTC"},
