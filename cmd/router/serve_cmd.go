@@ -60,7 +60,7 @@ func newServeCmd() *cobra.Command {
 			"conversation; tier-3 output folders are keyed by it together with the opening messages.\n\n" +
 			configHelp(),
 		Example: "  router serve --skills examples/skills\n" +
-			"  router serve --skills examples/skills --upstream https://api.openai.com/v1 --upstream-api-key \"$OPENAI_API_KEY\"\n" +
+			"  SKILLROUTER_UPSTREAM_API_KEY=\"$OPENAI_API_KEY\" router serve --skills examples/skills --upstream https://api.openai.com/v1\n" +
 			"  router serve --skills builtin:examples   # the example library built into the binary, from any folder\n" +
 			"  router serve --config examples/config.yaml --log-format json\n" +
 			"  SKILLROUTER_ROUTING_STRATEGY=bm25 router serve --print-config",
