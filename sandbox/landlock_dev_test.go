@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,5 +111,61 @@ func TestScriptCannotSignalItsSupervisor(t *testing.T) {
 	}
 	if res.ExitCode != 0 {
 		t.Errorf("the run did not end as the script did: %+v", res)
+	}
+}
+
+// TestScriptCannotReachUnixSockets: Landlock does not restrict connect()
+// to a Unix socket named by a path, through which a service of the
+// proxy's user (tmux, systemd --user, Docker) would act for the script
+// outside the sandbox. The confiner's seccomp filter refuses to create
+// one; socketpair, an internet socket and io_uring's absence leave the
+// rest of a script's work alone.
+func TestScriptCannotReachUnixSockets(t *testing.T) {
+	requireProgram(t, "python3")
+	if seccompArch() == 0 {
+		t.Skip("no seccomp filter for this architecture")
+	}
+	p, _ := newTestProvider(t, nil)
+	if p.runner.confinement() == "none" {
+		t.Skip("no supervisor here")
+	}
+	sock := filepath.Join(t.TempDir(), "svc.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("ran outside the sandbox\n"))
+			c.Close()
+		}
+	}()
+	dir := filepath.Join(t.TempDir(), "skills", "sock")
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: sock\ndescription: d\n---\nx\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "scripts", "sock.py"), []byte(`import socket, sys
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    print("unix:", s.recv(100).decode().strip())
+except OSError as e:
+    print("unix refused", e.errno)
+a, b = socket.socketpair()
+a.sendall(b"x"); print("socketpair", b.recv(1).decode())
+socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(); print("inet ok")
+`), 0o644)
+	res := execute(t, p, skillAt("sock", dir), "c-sock", "scripts/sock.py", sock)
+	if strings.Contains(res.Stdout, "ran outside") || !strings.Contains(res.Stdout, "unix refused 13") {
+		t.Errorf("a confined script reached a Unix socket:\n%+v", res)
+	}
+	if !strings.Contains(res.Stdout, "socketpair x") || !strings.Contains(res.Stdout, "inet ok") {
+		t.Errorf("socketpair or an internet socket refused:\n%+v", res)
 	}
 }

@@ -208,6 +208,9 @@ func confine(args []string) int {
 	if err := dropCapabilities(); err != nil {
 		return report("confine", fmt.Errorf("capabilities: %w", err))
 	}
+	if err := refuseUnixSockets(); err != nil && !errors.Is(err, errNoSeccompArch) {
+		return report("confine", fmt.Errorf("seccomp: %w", err))
+	}
 	closeInheritedOnExec()
 	err = unix.Exec(argv[0], argv, os.Environ())
 	return report("start", &os.PathError{Op: "fork/exec", Path: argv[0], Err: err})
