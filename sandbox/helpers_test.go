@@ -31,6 +31,23 @@ func fixtureSkill(t testing.TB, id string) *skills.Skill {
 	return skillAt(id, dir)
 }
 
+// scriptSkill writes a skill named name under a temporary root with one
+// script, scripts/file, holding body, and returns it.
+func scriptSkill(t *testing.T, name, file, body string) *skills.Skill {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "skills", name)
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: d\n---\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scripts", file), []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return skillAt(name, dir)
+}
+
 func skillAt(id, dir string) *skills.Skill {
 	typ := skills.TypeContextual
 	if b, err := os.ReadFile(filepath.Join(dir, "SKILL.md")); err == nil && bytes.Contains(b, []byte("\ntype: executable")) {

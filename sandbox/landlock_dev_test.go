@@ -46,14 +46,9 @@ func TestLandlockDevBlockDevices(t *testing.T) {
 	if p.runner.confinement() == "none" {
 		t.Skip("no Landlock here")
 	}
-	dir := filepath.Join(t.TempDir(), "skills", "devwrite")
-	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: devwrite\ndescription: d\n---\nx\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "scripts", "open.py"), []byte(
-		"import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY)\nos.close(fd)\nprint('opened-for-write', sys.argv[1])\n"), 0o644)
-	res := execute(t, p, skillAt("devwrite", dir), "c-dev", "scripts/open.py", dev)
+	sk := scriptSkill(t, "devwrite", "open.py",
+		"import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY)\nos.close(fd)\nprint('opened-for-write', sys.argv[1])\n")
+	res := execute(t, p, sk, "c-dev", "scripts/open.py", dev)
 	if strings.Contains(res.Stdout, "opened-for-write") {
 		t.Fatalf("a confined script (%s) opened the block device %s for writing: the disk is writable from the sandbox", p.runner.confinement(), dev)
 	}
@@ -68,14 +63,9 @@ func TestLandlockDevBlockDevices(t *testing.T) {
 func TestScriptHasNoControllingTerminal(t *testing.T) {
 	requireProgram(t, "python3")
 	p, _ := newTestProvider(t, nil)
-	dir := filepath.Join(t.TempDir(), "skills", "tty")
-	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: tty\ndescription: d\n---\nx\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "scripts", "tty.py"), []byte(
-		"import os\nprint('sid', os.getsid(0))\ntry:\n    os.close(os.open('/dev/tty', os.O_RDWR))\n    print('tty-opened')\nexcept OSError as e:\n    print('no-tty', e.errno)\n"), 0o644)
-	res := execute(t, p, skillAt("tty", dir), "c-tty", "scripts/tty.py")
+	sk := scriptSkill(t, "tty", "tty.py",
+		"import os\nprint('sid', os.getsid(0))\ntry:\n    os.close(os.open('/dev/tty', os.O_RDWR))\n    print('tty-opened')\nexcept OSError as e:\n    print('no-tty', e.errno)\n")
+	res := execute(t, p, sk, "c-tty", "scripts/tty.py")
 	sid, _ := unix.Getsid(0)
 	if !strings.Contains(res.Stdout, "sid ") || strings.Contains(res.Stdout, "sid "+strconv.Itoa(sid)+"\n") {
 		t.Errorf("the script (%s) runs in the proxy's session %d:\n%s", p.runner.confinement(), sid, res.Stdout)
@@ -99,13 +89,8 @@ func TestScriptCannotSignalItsSupervisor(t *testing.T) {
 	if p.runner.confinement() == "none" {
 		t.Skip("no Landlock here")
 	}
-	dir := filepath.Join(t.TempDir(), "skills", "sig")
-	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: sig\ndescription: d\n---\nx\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "scripts", "sig.sh"), []byte("#!/bin/sh\nkill -STOP $PPID 2>/dev/null; echo stop=$?\nkill -9 $PPID 2>/dev/null; echo kill=$?\n"), 0o755)
-	res := execute(t, p, skillAt("sig", dir), "c-sig", "scripts/sig.sh")
+	sk := scriptSkill(t, "sig", "sig.sh", "#!/bin/sh\nkill -STOP $PPID 2>/dev/null; echo stop=$?\nkill -9 $PPID 2>/dev/null; echo kill=$?\n")
+	res := execute(t, p, sk, "c-sig", "scripts/sig.sh")
 	if !strings.Contains(res.Stdout, "stop=1") || !strings.Contains(res.Stdout, "kill=1") {
 		t.Errorf("the script signalled its supervisor (%s):\n%+v", p.runner.confinement(), res)
 	}
@@ -145,12 +130,7 @@ func TestScriptCannotReachUnixSockets(t *testing.T) {
 			c.Close()
 		}
 	}()
-	dir := filepath.Join(t.TempDir(), "skills", "sock")
-	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: sock\ndescription: d\n---\nx\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "scripts", "sock.py"), []byte(`import socket, sys
+	sk := scriptSkill(t, "sock", "sock.py", `import socket, sys
 try:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(sys.argv[1])
@@ -160,8 +140,8 @@ except OSError as e:
 a, b = socket.socketpair()
 a.sendall(b"x"); print("socketpair", b.recv(1).decode())
 socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(); print("inet ok")
-`), 0o644)
-	res := execute(t, p, skillAt("sock", dir), "c-sock", "scripts/sock.py", sock)
+`)
+	res := execute(t, p, sk, "c-sock", "scripts/sock.py", sock)
 	if strings.Contains(res.Stdout, "ran outside") || !strings.Contains(res.Stdout, "unix refused 13") {
 		t.Errorf("a confined script reached a Unix socket:\n%+v", res)
 	}

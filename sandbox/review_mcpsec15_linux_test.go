@@ -32,14 +32,9 @@ func TestInheritedDescriptorsNotPassedToScripts(t *testing.T) {
 	defer syscall.Close(fd)
 
 	p, _ := newTestProvider(t, nil)
-	dir := filepath.Join(t.TempDir(), "skills", "fdleak")
-	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: fdleak\ndescription: d\n---\nx\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "scripts", "w.sh"), []byte(
-		"ls /proc/self/fd | tr '\\n' ' '\necho written-through-an-inherited-descriptor >&\"$1\" && echo WROTE\n"), 0o644)
-	res := execute(t, p, skillAt("fdleak", dir), "c-fd", "scripts/w.sh", strconv.Itoa(fd))
+	sk := scriptSkill(t, "fdleak", "w.sh",
+		"ls /proc/self/fd | tr '\\n' ' '\necho written-through-an-inherited-descriptor >&\"$1\" && echo WROTE\n")
+	res := execute(t, p, sk, "c-fd", "scripts/w.sh", strconv.Itoa(fd))
 	b, _ := os.ReadFile(target)
 	if strings.Contains(string(b), "written-through") || strings.Contains(res.Stdout, "WROTE") {
 		t.Fatalf("the script (confinement %s) got the proxy's descriptor %d and wrote %s, outside its output folder (fds it had: %s)",
