@@ -92,11 +92,12 @@ func (s *Server) listSkills(c echo.Context) error {
 	}
 	snap := lib.Snapshot()
 	all := snap.All()
+	roots := rootPrefixes(snap.Roots())
 	data := make([]skillEntry, 0, len(all))
 	for _, sk := range all {
 		probs := make([]skills.Problem, len(sk.Problems))
 		for i, p := range sk.Problems {
-			probs[i] = forClients(p, snap.Roots())
+			probs[i] = forClients(p, roots)
 		}
 		data = append(data, skillEntry{ID: sk.ID, Object: "skill", Name: sk.Name, Description: sk.Description,
 			Type: sk.Type, Skipped: sk.Skipped, Problems: probs})
@@ -104,12 +105,10 @@ func (s *Server) listSkills(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
-// forClients gives a problem's paths, in its path and its message (a
-// shadowed copy, a shared name), below their library root: any client with
-// a key may list the library, and where the operator keeps it
-// (/home/alice/...) is not theirs to see. The admin's reload answer and
-// the log keep the full paths.
-func forClients(p skills.Problem, roots []string) skills.Problem {
+// rootPrefixes are the library roots as paths begin with them, as given
+// and absolute, the longest first: a root inside another names the
+// shorter path.
+func rootPrefixes(roots []string) []string {
 	var prefixes []string
 	for _, r := range roots {
 		prefixes = append(prefixes, strings.TrimSuffix(r, string(filepath.Separator))+string(filepath.Separator))
@@ -117,8 +116,16 @@ func forClients(p skills.Problem, roots []string) skills.Problem {
 			prefixes = append(prefixes, abs+string(filepath.Separator))
 		}
 	}
-	// The longest first: a root inside another names the shorter path.
 	slices.SortFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
+	return prefixes
+}
+
+// forClients gives a problem's paths, in its path and its message (a
+// shadowed copy, a shared name), below their library root (prefixes, from
+// rootPrefixes): any client with a key may list the library, and where
+// the operator keeps it (/home/alice/...) is not theirs to see. The
+// admin's reload answer and the log keep the full paths.
+func forClients(p skills.Problem, prefixes []string) skills.Problem {
 	for _, pre := range prefixes {
 		p.Path = strings.ReplaceAll(p.Path, pre, "")
 		p.Message = strings.ReplaceAll(p.Message, pre, "")

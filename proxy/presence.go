@@ -189,10 +189,13 @@ func (s *Server) rememberAnswer(rt *routed, announced, answer string) {
 	}
 	if st, ok := rt.req.(stateRefs); ok {
 		if _, conv, stored := st.StateRefs(); stored && conv == "" {
-			s.answers.put(rt.scope+" answer "+announced, []string{answer})
+			s.answers.put(answerKey(rt.scope, announced), []string{answer})
 		}
 	}
 }
+
+// answerKey is the answer memory's key of an announced response id.
+func answerKey(scope, announced string) string { return scope + " answer " + announced }
 
 // chainedToAnswer returns the request continuing from the answer when it
 // continues a response rememberAnswer mapped to one: parsed again from
@@ -204,8 +207,11 @@ func (s *Server) chainedToAnswer(a api, parsed apiRequest, scope string) (apiReq
 		return nil, nil, false
 	}
 	prev, _, _ := st.StateRefs()
-	to := s.answers.get(scope + " answer " + prev)
-	if prev == "" || len(to) != 1 {
+	if prev == "" {
+		return nil, nil, false
+	}
+	to := s.answers.get(answerKey(scope, prev))
+	if len(to) != 1 {
 		return nil, nil, false
 	}
 	body, err := ps.WithPrevious(to[0])
