@@ -69,8 +69,8 @@ type streamBlock struct {
 	cites [][]byte     // citations_delta: a text block's citations
 	// compaction_delta carries the compaction block's final value (the
 	// start is a shell with null content), as the SDKs assign it: its
-	// content and, when the delta has the key, encrypted_content.
-	compacted  bool
+	// content and, when the delta has the key, encrypted_content (raw
+	// JSON; empty until a delta came).
 	compaction []byte
 	encrypted  []byte
 }
@@ -153,7 +153,6 @@ func (s *Stream) Event(ev *wire.Event, out []byte) ([]byte, bool) {
 			case "citations_delta":
 				b.cites = append(b.cites, []byte(d.Get("citation").Raw))
 			case "compaction_delta":
-				b.compacted = true
 				b.compaction = []byte(d.Get("content").Raw)
 				if e := d.Get("encrypted_content"); e.Exists() {
 					b.encrypted = []byte(e.Raw)
@@ -401,7 +400,7 @@ func (b *streamBlock) block() []byte {
 		return out
 	case "compaction":
 		out := b.start
-		if b.compacted && len(b.compaction) > 0 {
+		if len(b.compaction) > 0 {
 			out, _ = jsonspan.Set(out, "content", b.compaction)
 		}
 		if len(b.encrypted) > 0 {
