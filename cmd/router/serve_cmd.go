@@ -491,9 +491,11 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, cfg config, lib *
 		case <-hup:
 		}
 		if cfg.Auth.APIKeysFile != "" {
-			if keys, err := clientKeys(cfg); err != nil {
-				log.Error("SIGHUP: the client keys in force stay", "err", err)
-			} else if err := srv.SetAPIKeys(keys); err != nil {
+			keys, err := clientKeys(cfg)
+			if err == nil {
+				err = srv.SetAPIKeys(keys)
+			}
+			if err != nil {
 				log.Error("SIGHUP: the client keys in force stay", "err", err)
 			} else {
 				log.Info("SIGHUP: client keys read again", "file", cfg.Auth.APIKeysFile, "keys", len(keys))
