@@ -85,7 +85,10 @@ func TestStreamHoldIsBounded(t *testing.T) {
 	for _, api := range streamAPIs {
 		h := newHarness(t, nil)
 		h.srv.holdLimit = 0
-		h.up.Script(fakeai.Reply(load), fakeai.Status(429, "Rate limit reached"))
+		// The follow-up's refusal comes after the hold's timer (0) has
+		// committed the stream: without the delay, a loaded machine could
+		// run the refusal first, and the client got it as an HTTP 429.
+		h.up.Script(fakeai.Reply(load), fakeai.Delay(200*time.Millisecond, fakeai.Status(429, "Rate limit reached")))
 		resp, b := h.do("POST", api.path, api.body, api.hdr)
 		if resp.StatusCode != 200 || !strings.Contains(string(b), api.errorEvent) {
 			t.Errorf("%s: %d %s", api.name, resp.StatusCode, b)
@@ -168,7 +171,7 @@ func TestCommittedStreamFailureKeepsTheIdItNamed(t *testing.T) {
 	h := newHarness(t, nil)
 	h.srv.holdLimit = 0
 	h.up.Script(fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
-		fakeai.Status(400, "context_length_exceeded"))
+		fakeai.Delay(200*time.Millisecond, fakeai.Status(400, "context_length_exceeded"))) // after the hold's timer (see TestStreamHoldIsBounded)
 	resp, b := h.do("POST", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`, nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), "response.failed") {
 		t.Fatalf("%d %s", resp.StatusCode, b)
