@@ -73,6 +73,7 @@ type planInput struct {
 	ranking     rankingFunc     // catalog ranking; called only when the catalog must be cut
 	clientNames map[string]bool // tool names the client defined (never shadowed)
 	noTools     bool            // the request cannot take tools (legacy functions, tool_choice "none")
+	foreignLoad bool            // the client has a load_skill of its own that takes no skill_id (see takesSkillID)
 	present     []string        // skills held where msgs cannot show them (Overrides.Present)
 	carried     []string        // skills loaded earlier in the turn, loaded again (Overrides.Carried's)
 }
@@ -153,9 +154,11 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	}
 
 	toolsOK := !o.NoTools && !in.noTools
-	searchOK := toolsOK && !in.clientNames[ToolSearchSkills]
+	// search_skills' results are loaded with load_skill: without a
+	// load_skill that takes their ids, neither is offered nor named.
+	searchOK := toolsOK && !in.clientNames[ToolSearchSkills] && !in.foreignLoad
 	co := o
-	if !toolsOK && !o.NoTools { // this request cannot take the tool (legacy functions, tool_choice "none")
+	if (!toolsOK || in.foreignLoad) && !o.NoTools { // this request cannot take the tool (legacy functions, tool_choice "none", the client's own load_skill)
 		c := *o
 		c.NoTools = true
 		co = &c

@@ -7,6 +7,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -147,13 +148,34 @@ func checkRequest(req *wire.Request) error {
 
 func newPlanInput(snap *skills.Snapshot, lib *skillLib, dec *Decision, req *wire.Request) planInput {
 	names := make(map[string]bool, len(req.Tools))
+	var foreign bool
 	for _, t := range req.Tools {
 		if t.Name != "" {
 			names[t.Name] = true
 		}
+		if t.Name == ToolLoadSkill && !takesSkillID(t.Params) {
+			foreign = true
+		}
 	}
 	return planInput{snap: snap, lib: lib, dec: dec, msgs: req.Turns, conv: conversationID(req.Turns), clientNames: names,
-		noTools: req.NoTools || req.ToolChoice.None || forbidsProxyTools(req.ToolChoice)}
+		noTools: req.NoTools || req.ToolChoice.None || forbidsProxyTools(req.ToolChoice), foreignLoad: foreign}
+}
+
+// takesSkillID reports whether a client's load_skill is the proxy's, as
+// `router skills tool` prints it or skillrouter's MCP server offers it:
+// its parameters have a skill_id. The catalog's instructions to call
+// load_skill with an id then hold for it; another tool of that name (the
+// client's own, which the proxy never shadows) would get calls it cannot
+// read.
+func takesSkillID(params []byte) bool {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(params, &schema) != nil {
+		return false
+	}
+	_, ok := schema.Properties["skill_id"]
+	return ok
 }
 
 // forbidsProxyTools: a tool_choice that lists tools (a forced function or

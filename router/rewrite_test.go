@@ -218,3 +218,42 @@ func TestRewriteToolsPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestClientLoadSkill: a client's own load_skill is never shadowed; when it
+// takes no skill_id the catalog must not tell the model to call load_skill
+// with an id, nor offer search_skills, whose results only load_skill takes.
+func TestClientLoadSkill(t *testing.T) {
+	tests := []struct {
+		name, params string
+		foreign      bool
+	}{
+		{"own tool", `{"type":"object","properties":{"slot":{"type":"integer"}}}`, true},
+		{"no parameters", ``, true},
+		{"the proxy's, as skills tool prints it", `{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := `{"name":"load_skill"`
+			if tt.params != "" {
+				fn += `,"parameters":` + tt.params
+			}
+			body := []byte(`{"model":"m","messages":[{"role":"user","content":"check my query"}],"tools":[{"type":"function","function":` + fn + `}}]}`)
+			rw := rewriteFixture(t, body, Decision{}, RewriteOptions{CatalogBudgetTokens: 250}, nil)
+			p := rw.Prompt
+			if !p.CatalogTruncated && p.CatalogHidden == 0 {
+				t.Fatalf("want a cut catalog: %+v", p)
+			}
+			mentions := strings.Contains(p.Catalog, "load_skill")
+			search := slices.Contains(p.ToolNames, ToolSearchSkills)
+			if slices.Contains(p.ToolNames, ToolLoadSkill) {
+				t.Fatalf("the client's load_skill was shadowed: %v", p.ToolNames)
+			}
+			if tt.foreign && (mentions || search) {
+				t.Errorf("foreign load_skill: catalog names load_skill %v, search_skills offered %v\n%s", mentions, search, p.Catalog)
+			}
+			if !tt.foreign && (!mentions || !search) {
+				t.Errorf("compatible load_skill: catalog names load_skill %v, search_skills offered %v\n%s", mentions, search, p.Catalog)
+			}
+		})
+	}
+}

@@ -255,7 +255,10 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 		if s.snap == nil {
 			return loadSkillError(want, "not_found", fmt.Sprintf("The skill %q is unavailable: no skill library is loaded.", want))
 		}
-		return skills.NotFound(want, s.snap)
+		s.mu.Lock()
+		search := s.offered[ToolSearchSkills]
+		s.mu.Unlock()
+		return skills.NotFound(want, s.snap, search)
 	}
 	s.mu.Lock()
 	if s.remembered[sk.ID] {

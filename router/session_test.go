@@ -365,3 +365,21 @@ func TestConversationIDFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadSkillNotFoundNamesOfferedTools: the next step names search_skills
+// only when the request was offered it.
+func TestLoadSkillNotFoundNamesOfferedTools(t *testing.T) {
+	body := chat(t, "user", "x")
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		opts   RewriteOptions
+		search bool
+	}{{"whole catalog", RewriteOptions{}, false}, {"cut catalog", RewriteOptions{CatalogBudgetTokens: 250}, true}} {
+		rw := rewriteFixture(t, body, Decision{}, tt.opts, nil)
+		res := rw.Session.Call(ctx, "c", ToolLoadSkill, json.RawMessage(`{"skill_id":"zzz-nothing-like-it"}`))
+		if got := strings.Contains(res.Content, "search_skills"); got != tt.search || !strings.Contains(res.Content, `reason="not_found"`) {
+			t.Errorf("%s: names search_skills %v, want %v:\n%s", tt.name, got, tt.search, res.Content)
+		}
+	}
+}

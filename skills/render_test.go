@@ -83,9 +83,10 @@ func TestRenderGolden(t *testing.T) {
 			Priority: []string{"good-skill", "source-a/alpha"}, MaxDescription: 60, Footer: "4 more skills: use search_skills"})},
 		{"envelope-resources.golden", Envelope(good)},
 		{"envelope-no-resources.golden", Envelope(alpha)},
-		{"notfound-suggestions.golden", NotFound("alpha", snap)},
-		{"notfound-none.golden", NotFound("zzz-nothing-like-it", snap)},
-		{"notfound-skipped.golden", NotFound("broken/empty", snap)},
+		{"notfound-suggestions.golden", NotFound("alpha", snap, true)},
+		{"notfound-none.golden", NotFound("zzz-nothing-like-it", snap, true)},
+		{"notfound-none-nosearch.golden", NotFound("zzz-nothing-like-it", snap, false)},
+		{"notfound-skipped.golden", NotFound("broken/empty", snap, true)},
 		{"read-error.golden", ReadError("good-skill", fmt.Errorf("open SKILL.md: permission denied <&>"))},
 		{"tool-enum.golden", string(LoadSkillTool(list))},
 	}

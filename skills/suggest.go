@@ -14,8 +14,10 @@ import (
 // MaxSuggestions is how many close ids NotFound offers.
 const MaxSuggestions = 3
 
-// NotFound renders the structured result for an unknown id, with up to 3 close ids.
-func NotFound(id string, snap *Snapshot) string {
+// NotFound renders the structured result for an unknown id, with up to 3
+// close ids; search says whether search_skills is offered beside load_skill
+// (the next step names it only then).
+func NotFound(id string, snap *Snapshot, search bool) string {
 	var b strings.Builder
 	b.WriteString(`<skill_error id="`)
 	b.WriteString(escapeAttr(id))
@@ -41,7 +43,11 @@ func NotFound(id string, snap *Snapshot) string {
 		}
 		b.WriteString("  </did_you_mean>\n  <next_step>Call load_skill again with one of the ids above if it fits the request; otherwise continue without a skill.</next_step>\n")
 	} else {
-		b.WriteString("  <next_step>Use only ids listed in <available_skills> or found with search_skills, or continue without a skill.</next_step>\n")
+		b.WriteString("  <next_step>Use only ids listed in <available_skills>")
+		if search {
+			b.WriteString(" or found with search_skills")
+		}
+		b.WriteString(", or continue without a skill.</next_step>\n")
 	}
 	b.WriteString("</skill_error>")
 	return b.String()

@@ -56,7 +56,7 @@ func TestSuggest(t *testing.T) {
 }
 
 func TestNotFoundNilSnapshot(t *testing.T) {
-	out := NotFound("x<y", nil)
+	out := NotFound("x<y", nil, true)
 	if !strings.Contains(out, `id="x&lt;y"`) || !strings.Contains(out, "no skill has this id") {
 		t.Errorf("got %s", out)
 	}

@@ -47,6 +47,9 @@ type Turn struct {
 // as web_search), which are never gated and never shadowed.
 type ClientTool struct {
 	Name string
+	// Params is the function's parameter schema as sent (a slice of the
+	// request body; nil when it has none).
+	Params []byte
 }
 
 // ToolChoice is the client's tool_choice, in neutral terms.

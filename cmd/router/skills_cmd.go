@@ -213,7 +213,7 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), skills.Envelope(s))
 				return nil
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), skills.NotFound(id, snap))
+			fmt.Fprintln(cmd.OutOrStdout(), skills.NotFound(id, snap, true)) // as a proxy whose catalog is cut, with search_skills, answers it
 			if s, ok := snap.Lookup(id); ok && s.Skipped {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s was skipped because of these problems:\n", id)
 				for _, p := range s.Problems {

@@ -81,6 +81,17 @@ func Events(completion []byte, includeUsage bool) ([]byte, error) {
 	return append(out, "data: [DONE]\n\n"...), nil
 }
 
+// emptyContainer reports whether v is [] or {} (whitespace aside): a
+// message's empty annotations get no chunk, as a stream never sends one
+// (and a hidden round's would reach the client).
+func emptyContainer(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) < 2 || v[0] != '[' && v[0] != '{' {
+		return false
+	}
+	return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+}
+
 // choiceEvents emits the chunks of choice number i (see Events).
 func choiceEvents(choice []byte, i int, emit func(choices []byte) error) error {
 	cms, err := jsonspan.Members(choice)
@@ -130,7 +141,7 @@ func choiceEvents(choice []byte, i int, emit func(choices []byte) error) error {
 	}
 	var others [][]byte
 	for _, m := range mms {
-		if v := msg[m.Value.Start:m.Value.End]; !slices.Contains(messageStreamed, m.Key) && !jsonspan.IsNull(v) {
+		if v := msg[m.Value.Start:m.Value.End]; !slices.Contains(messageStreamed, m.Key) && !jsonspan.IsNull(v) && !emptyContainer(v) {
 			others = append(others, slices.Concat(wire.Quote(m.Key), []byte(":"), v))
 		}
 	}

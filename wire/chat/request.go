@@ -138,7 +138,7 @@ func Parse(body []byte) (*Request, error) {
 			}
 			r.clientTools = tools
 			for _, t := range tools {
-				v.Tools = append(v.Tools, wire.ClientTool{Name: toolName(t)})
+				v.Tools = append(v.Tools, clientTool(t))
 			}
 		}
 	}
@@ -245,17 +245,23 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 	return m, nil
 }
 
-// toolName returns function.name of a Chat tool definition, or "".
-func toolName(def []byte) string {
+// clientTool reads a Chat tool definition's function.name and
+// function.parameters; the zero ClientTool for other kinds of tools.
+func clientTool(def []byte) wire.ClientTool {
 	ms, err := jsonspan.Members(def)
 	if err != nil {
-		return ""
+		return wire.ClientTool{}
 	}
 	if typ, ok := jsonspan.StringField(def, ms, "type"); !ok || typ != "" && typ != "function" {
-		return ""
+		return wire.ClientTool{}
 	}
-	name, _ := jsonspan.StringAt(jsonspan.Raw(def, ms, "function"), "name")
-	return name
+	fn := jsonspan.Raw(def, ms, "function")
+	fms, err := jsonspan.Members(fn)
+	if err != nil {
+		return wire.ClientTool{}
+	}
+	name, _ := jsonspan.StringField(fn, fms, "name")
+	return wire.ClientTool{Name: name, Params: jsonspan.Raw(fn, fms, "parameters")}
 }
 
 // View returns the neutral view of the request.

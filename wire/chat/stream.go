@@ -396,6 +396,12 @@ func (s *Stream) relayChunk(st *roundState, ev *wire.Event, round int) {
 		if st.loop || hasUsage && !showUsage {
 			return
 		}
+		if round > 0 && !hasUsage && gjson.GetBytes(ev.Data, "prompt_filter_results").Exists() {
+			// Azure opens every answer with its prompt filter's verdict on
+			// the request; the client has the first round's, and a
+			// follow-up's would land in the middle of its text.
+			return
+		}
 		if hasUsage && round > 0 {
 			s.writePatched(ev.Data, round, func(top map[string]json.RawMessage) { top["usage"] = s.reportedUsage() })
 			return

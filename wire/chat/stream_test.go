@@ -380,3 +380,32 @@ func TestPreamble(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamLaterRoundsAddNothing: what a hidden round's upstream answer
+// opens with (Azure's prompt_filter_results chunk), or what its JSON answer
+// carries empty (annotations: []), does not reach the client a second time.
+func TestStreamLaterRoundsAddNothing(t *testing.T) {
+	const prelude = `{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}`
+	r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+	s := r.NewStream(func(n string) bool { return n == "load_skill" })
+	out1, end1 := runRound(s, false, chunks(prelude,
+		`{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me check. "},"finish_reason":null}]}`,
+		`{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"load_skill","arguments":"{}"}}]},"finish_reason":null}]}`,
+		`{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`[DONE]`))
+	if end1.Loop == nil {
+		t.Fatalf("round 1 does not loop: %+v", end1)
+	}
+	round2, err := Events([]byte(`{"id":"c2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Done.","annotations":[]},"finish_reason":"stop"}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, _ := runRound(s, false, append(chunks(prelude), round2...))
+	client := out1 + out2
+	if n := strings.Count(client, "prompt_filter_results"); n != 1 {
+		t.Errorf("the client got %d prompt_filter_results chunks, want the first round's:\n%s", n, client)
+	}
+	if strings.Contains(client, "annotations") || !strings.Contains(out2, "Done.") {
+		t.Errorf("the client got:\n%s", client)
+	}
+}

@@ -177,7 +177,7 @@ func Parse(body []byte) (*Request, error) {
 			}
 			r.clientTools = tools
 			for _, t := range tools {
-				v.Tools = append(v.Tools, wire.ClientTool{Name: customToolName(t)})
+				v.Tools = append(v.Tools, customTool(t))
 			}
 		}
 	}
@@ -330,18 +330,18 @@ func toolChoice(raw []byte) wire.ToolChoice {
 	return out
 }
 
-// customToolName returns the name of a client-defined tool ("custom",
-// with an input_schema), "" for server tools, which are never gated.
-func customToolName(def []byte) string {
+// customTool reads the name and input_schema of a client-defined tool
+// ("custom"); server tools give the zero ClientTool (never gated).
+func customTool(def []byte) wire.ClientTool {
 	ms, err := jsonspan.Members(def)
 	if err != nil {
-		return ""
+		return wire.ClientTool{}
 	}
 	if typ, ok := jsonspan.StringField(def, ms, "type"); !ok || typ != "" && typ != "custom" {
-		return ""
+		return wire.ClientTool{}
 	}
 	name, _ := jsonspan.StringField(def, ms, "name")
-	return name
+	return wire.ClientTool{Name: name, Params: jsonspan.Raw(def, ms, "input_schema")}
 }
 
 // View returns the neutral view of the request.

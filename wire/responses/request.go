@@ -166,7 +166,7 @@ func Parse(body []byte) (*Request, error) {
 			}
 			r.clientTools = tools
 			for _, t := range tools {
-				v.Tools = append(v.Tools, wire.ClientTool{Name: functionName(t)})
+				v.Tools = append(v.Tools, functionTool(t))
 			}
 		}
 	}
@@ -266,18 +266,18 @@ func (r *Request) parseInput(raw []byte) error {
 // input_text parts.
 func outputText(raw json.RawMessage) string { return openai.ContentText(raw) }
 
-// functionName returns the name of a function tool, "" for other tools
-// (built-in and custom tools are never gated).
-func functionName(def []byte) string {
+// functionTool reads a function tool's name and parameters; other tools
+// (built-in and custom tools, never gated) give the zero ClientTool.
+func functionTool(def []byte) wire.ClientTool {
 	ms, err := jsonspan.Members(def)
 	if err != nil {
-		return ""
+		return wire.ClientTool{}
 	}
 	if typ, _ := jsonspan.StringField(def, ms, "type"); typ != "function" {
-		return ""
+		return wire.ClientTool{}
 	}
 	name, _ := jsonspan.StringField(def, ms, "name")
-	return name
+	return wire.ClientTool{Name: name, Params: jsonspan.Raw(def, ms, "parameters")}
 }
 
 // View returns the neutral view of the request.
