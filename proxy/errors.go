@@ -16,6 +16,9 @@ func writeError(w http.ResponseWriter, a api, e *wire.Error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")
+	if e.Code == codeServerBusy {
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(a.errorJSON(e))
 }

@@ -356,7 +356,8 @@ func (s *Server) serveAPI(a api) echo.HandlerFunc {
 		r := c.Request()
 		info := requestInfo(c)
 		info.api = string(a.name())
-		body, werr := readBody(r, s.cfg.BodyLimit)
+		body, hold, werr := s.readHeldBody(r)
+		defer hold.release()
 		if werr == nil {
 			var rt *routed
 			rt, werr = s.route(r.Context(), a, r.Header, body, info)

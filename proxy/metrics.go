@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,7 +55,7 @@ func newDefaultRegistry() *prometheus.Registry {
 // latencyBuckets span sub-millisecond routing to multi-minute generations.
 var latencyBuckets = []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
-func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
+func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -153,6 +154,10 @@ func newMetrics(reg *prometheus.Registry, lib Library) (*metrics, error) {
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
 		m.droppedCalls, m.storedRepairs, m.stateUnknown, m.usageAskResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
+	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "request_bodies_held_bytes",
+		Help: "Bytes of routed request bodies held, bounded by server.body_memory (requests that find no room wait, then get 503 server_busy).",
+	}, func() float64 { return float64(bodies.Load()) }))
 	if lib != nil {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{

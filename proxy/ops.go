@@ -196,7 +196,8 @@ type messageChange struct {
 func (s *Server) explainRoute(c echo.Context) error {
 	r := c.Request()
 	info := requestInfo(c)
-	body, werr := readBody(r, s.cfg.BodyLimit)
+	body, hold, werr := s.readHeldBody(r)
+	defer hold.release()
 	var rt *routed
 	if werr == nil {
 		rt, werr = s.route(r.Context(), chatAPI{}, r.Header, body, info)

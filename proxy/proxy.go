@@ -86,6 +86,10 @@ type Config struct {
 	ProxyTool func(name string) bool
 	// BodyLimit bounds chat request bodies in bytes (default 32 MiB); larger → 413.
 	BodyLimit int64
+	// BodyMemory bounds the routed request bodies held at once, in bytes
+	// (default 4 × BodyLimit; negative: no bound); a request that does not
+	// fit waits up to 30 s, then gets 503 server_busy (see bodyBudget).
+	BodyMemory int64
 	// Upstream timeouts (each → 504 upstream_timeout). There is no bound on
 	// a whole stream: a healthy one may run for hours.
 	//
@@ -155,6 +159,7 @@ type Server struct {
 	drainCtx    context.Context
 	drainCancel context.CancelCauseFunc
 	inflight    inflightCounter
+	bodies      *bodyBudget // routed request bodies held (bodymem.go)
 
 	// Background work that outlives its request (hidden.go), ended by Finish.
 	bg struct {
@@ -196,6 +201,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.BodyMemory == 0 {
+		cfg.BodyMemory = 4 * cfg.BodyLimit
 	}
 	if cfg.UpstreamTimeout <= 0 {
 		cfg.UpstreamTimeout = DefaultUpstreamTimeout
@@ -245,7 +253,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ab = ab
 	s.arms = ab.allArms()
-	s.metrics, err = newMetrics(cfg.Registry, cfg.Library)
+	s.bodies = newBodyBudget(cfg.BodyMemory)
+	s.metrics, err = newMetrics(cfg.Registry, cfg.Library, &s.bodies.held)
 	if err != nil {
 		return nil, err
 	}

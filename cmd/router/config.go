@@ -75,6 +75,7 @@ type serverConfig struct {
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxConnections    int           `yaml:"max_connections"`
+	BodyMemory        byteSize      `yaml:"body_memory"`
 	ShutdownGrace     time.Duration `yaml:"shutdown_grace"`
 	AllowedOrigins    []string      `yaml:"allowed_origins"`
 	AllowedHosts      []string      `yaml:"allowed_hosts"`
@@ -369,6 +370,7 @@ var configKeys = []configKey{
 	{path: "server.write_timeout", kind: "duration", help: "time a write to a client may wait: a client that reads nothing for that long (a stream or an answer left unread) is disconnected, logged 499, and its upstream request cancelled", ptr: func(c *config) any { return &c.Server.WriteTimeout }},
 	{path: "server.idle_timeout", kind: "duration", help: "how long an idle keep-alive connection is kept open", ptr: func(c *config) any { return &c.Server.IdleTimeout }},
 	{path: "server.max_connections", flag: "max-connections", kind: "int", help: "client connections at once; more are answered 503 and closed (lowered to fit the open-file limit)", ptr: func(c *config) any { return &c.Server.MaxConnections }},
+	{path: "server.body_memory", kind: "size", help: "routed request bodies held at once (0: 4 × body_limit); a request that finds no room waits up to 30s, then gets 503 server_busy", ptr: func(c *config) any { return &c.Server.BodyMemory }},
 	{path: "server.shutdown_grace", flag: "shutdown-grace", kind: "duration", help: "on SIGINT/SIGTERM, time in-flight requests get to finish before streams are ended with an error event (a second signal exits at once)", ptr: func(c *config) any { return &c.Server.ShutdownGrace }},
 	{path: "server.allowed_origins", flag: "allowed-origins", kind: "list", help: "browser origins allowed to call the proxy (CORS; * any); requests with any other Origin get 403", ptr: func(c *config) any { return &c.Server.AllowedOrigins }},
 	{path: "server.allowed_hosts", flag: "allowed-hosts", kind: "list", help: "Host names served besides IP literals, localhost and this machine's name (*.example.com, * any); others get 403 (DNS rebinding)", ptr: func(c *config) any { return &c.Server.AllowedHosts }},
@@ -1178,6 +1180,10 @@ func (c *config) validate() error {
 			key = fmt.Sprintf("%s[%d]", key, pe.Index)
 		}
 		return &valueError{key, pe.Pattern, pe.Reason}
+	}
+	if m := c.Server.BodyMemory; m != 0 && m < c.BodyLimit {
+		// A body may be body_limit long: it would wait for room that never comes.
+		return &valueError{"server.body_memory", formatSize(int64(m)), "want 0 (4 × body_limit) or at least body_limit (" + formatSize(int64(c.BodyLimit)) + ")"}
 	}
 	if c.Server.MaxConnections <= 0 {
 		return &valueError{"server.max_connections", strconv.Itoa(c.Server.MaxConnections), "want a positive number, such as " + strconv.Itoa(defaultMaxConnections)}

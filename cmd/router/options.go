@@ -107,6 +107,7 @@ func (c *config) proxyConfig() proxy.Config {
 		MaxToolRounds:     countOrNone(c.ToolRounds),
 		ProxyTool:         func(name string) bool { return router.IsTool(name) || sandbox.IsTool(name) },
 		BodyLimit:         int64(c.BodyLimit),
+		BodyMemory:        int64(c.Server.BodyMemory),
 		UpstreamTimeout:   c.Upstream.Timeout,
 		ConnectTimeout:    c.Upstream.ConnectTimeout,
 		HeaderTimeout:     c.Upstream.HeaderTimeout,

@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/skillrouter/skillrouter/wire"
+)
+
+// bodyBudget bounds the routed request bodies held at once. BodyLimit
+// bounds one body, max_connections how many; their product is no bound a
+// machine has (1,024 × 32 MiB), and a parsed request holds several times
+// its body (a message's role, text and view each take memory of their
+// own: ~8× for a body of tiny messages) from the read until its answer
+// ends. A request takes its body's size from the budget before the body
+// is read (by Content-Length) and whatever more it turns out to be after
+// (chunked or compressed), and gives it back when it is answered. One that
+// does not fit waits, in arrival order, up to bodyBudgetWait; then it is
+// answered 503, as a full connection table is.
+type bodyBudget struct {
+	sem   *semaphore.Weighted // nil: no bound
+	limit int64
+	held  atomic.Int64
+	wait  atomic.Int64 // how long a request waits for room (bodyBudgetWait; tests shorten it)
+}
+
+// codeServerBusy is the error code of a request the budget had no room
+// for; it is answered with Retry-After.
+const codeServerBusy = "server_busy"
+
+// bodyBudgetWait is how long a request waits for room in the budget.
+const bodyBudgetWait = 30 * time.Second
+
+func newBodyBudget(limit int64) *bodyBudget {
+	b := &bodyBudget{}
+	if limit > 0 {
+		b.sem, b.limit = semaphore.NewWeighted(limit), limit
+	}
+	b.wait.Store(int64(bodyBudgetWait))
+	return b
+}
+
+// bodyHold is what one request took from the budget.
+type bodyHold struct {
+	b *bodyBudget
+	n int64
+}
+
+// grow takes from the budget until the request holds n bytes (at most the
+// whole budget: a body the budget cannot hold waits for all of it).
+func (h *bodyHold) grow(ctx context.Context, n int64) *wire.Error {
+	if h.b.sem != nil {
+		n = min(n, h.b.limit)
+	}
+	more := n - h.n
+	if more <= 0 {
+		return nil
+	}
+	if h.b.sem != nil {
+		wait := time.Duration(h.b.wait.Load())
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err := h.b.sem.Acquire(wctx, more)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return &wire.Error{Status: statusClientClosed, Kind: wire.KindInvalidRequest, Code: "client_closed",
+					Message: "client went away while its request waited for memory"}
+			}
+			return &wire.Error{Status: http.StatusServiceUnavailable, Kind: wire.KindServer, Code: codeServerBusy,
+				Message: fmt.Sprintf("the proxy holds as many request bodies as server.body_memory allows (%d bytes) and none ended within %s; retry shortly", h.b.limit, wait)}
+		}
+	}
+	h.n = n
+	h.b.held.Add(more)
+	return nil
+}
+
+// release gives back what the request held.
+func (h *bodyHold) release() {
+	if h.n == 0 {
+		return
+	}
+	if h.b.sem != nil {
+		h.b.sem.Release(h.n)
+	}
+	h.b.held.Add(-h.n)
+	h.n = 0
+}
+
+// readHeldBody reads a routed request's body as readBody does, holding its
+// size in s's body budget; the caller releases the hold when the request
+// is answered.
+func (s *Server) readHeldBody(r *http.Request) ([]byte, *bodyHold, *wire.Error) {
+	h := &bodyHold{b: s.bodies}
+	if cl := r.ContentLength; cl > 0 && cl <= s.cfg.BodyLimit {
+		if werr := h.grow(r.Context(), cl); werr != nil {
+			return nil, h, werr
+		}
+	}
+	body, werr := readBody(r, s.cfg.BodyLimit)
+	if werr != nil {
+		return nil, h, werr
+	}
+	if werr := h.grow(r.Context(), int64(len(body))); werr != nil {
+		return nil, h, werr
+	}
+	return body, h, nil
+}
