@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 )
 
 func writeSkill(t testing.TB, dir, name, desc string) {
@@ -194,6 +197,70 @@ func TestNonASCIISkillNames(t *testing.T) {
 		res, text := call(t, cs, tc.tool, tc.args)
 		if res.IsError || !strings.Contains(text, tc.want) {
 			t.Errorf("%s %v: isError=%v %s; want %s", tc.tool, tc.args, res.IsError, text, tc.want)
+		}
+	}
+}
+
+// TestHTTPSecondInitialize: an initialize in an open session is an invalid
+// request (-32600; the SDK's own answer has error code 0).
+func TestHTTPSecondInitialize(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
+	defer ts.Close()
+	post := func(session string) (*http.Response, []byte) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, b
+	}
+	first, b := post("")
+	session := first.Header.Get("Mcp-Session-Id")
+	if first.StatusCode != 200 || session == "" {
+		t.Fatalf("initialize: %d %s", first.StatusCode, b)
+	}
+	if resp, b := post(session); resp.StatusCode != 400 || gjson.GetBytes(b, "error.code").Int() != -32600 || gjson.GetBytes(b, "id").Raw != "1" {
+		t.Errorf("second initialize: %d %s", resp.StatusCode, b)
+	}
+	del, _ := http.NewRequest("DELETE", ts.URL+"/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", session)
+	if resp, err := ts.Client().Do(del); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// TestHTTPInexactIDs: a numeric id the SDK would answer changed (16.5 as
+// 16, 2^53+1 as 2^53) is refused over HTTP as on stdio, with the id as sent.
+func TestHTTPInexactIDs(t *testing.T) {
+	f := newFixture(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
+	defer ts.Close()
+	for _, id := range []string{"16.5", "9007199254740993"} {
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || gjson.GetBytes(b, "id").Raw != id || gjson.GetBytes(b, "error.code").Int() != -32600 {
+			t.Errorf("id %s: %d %s", id, resp.StatusCode, b)
 		}
 	}
 }

@@ -86,7 +86,9 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	b, err := sandbox.ReadFile(f.skill.sk, f.rel, maxSkillBytes)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || sandbox.Refused(err) {
+			// Published, then gone or swapped for a link out of the
+			// skill before the watcher's reload: no longer a resource.
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("reading %s: %v", uri, err)}

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/internal/lognotice"
 	"github.com/skillrouter/skillrouter/internal/statuswriter"
@@ -180,7 +182,10 @@ func (s *Server) router(ctx context.Context) (*router.Router, error) {
 	case <-s.ready:
 		return s.rt.Load(), nil
 	case <-ctx.Done():
-		return nil, errors.New("the skill index is still being built; try again shortly")
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return nil, errors.New("the skill index is still being built; try again shortly")
+		}
+		return nil, fmt.Errorf("the request was cancelled while the skill index was being built: %w", context.Cause(ctx))
 	}
 }
 
@@ -213,6 +218,19 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			client = clientID(r)
 		}
 		head := peek(r)
+		if bad, ok := inexactID(head); ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = answer(w, bad, -32600, "invalid request: "+badNumericID)
+			return
+		}
+		if id != "" && initializes(r, head) {
+			// The SDK answers it with error code 0, which JSON-RPC has not.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = answer(w, json.RawMessage(gjson.GetBytes(head, "id").Raw), -32600, alreadyInitialized)
+			return
+		}
 		if r.Method == http.MethodPost && id == "" {
 			// A POST without a session id opens one (initialize). Each holds
 			// a place under the cap until it is answered, so two at the cap
@@ -265,6 +283,18 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			}
 		}
 	})
+}
+
+// inexactID returns the id of a request in head (one message, or a
+// batch's) whose numeric id the SDK would answer changed (see exactID).
+func inexactID(head []byte) (json.RawMessage, bool) {
+	var bad json.RawMessage
+	eachMessage(head, func(m gjson.Result) {
+		if id := m.Get("id"); bad == nil && m.Get("method").Exists() && id.Type == gjson.Number && !exactID(id.Float()) {
+			bad = json.RawMessage(id.Raw)
+		}
+	})
+	return bad, bad != nil
 }
 
 // rpcError answers an HTTP request with status and a JSON-RPC error of

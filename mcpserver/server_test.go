@@ -361,6 +361,27 @@ func TestResources(t *testing.T) {
 			t.Errorf("%s: err %v, want -32602", uri, err)
 		}
 	}
+	// Published, then gone or swapped for a link out of the skill before a
+	// reload: no longer a resource (-32602), not a failure of the server.
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acro := filepath.Join(f.dir, "team/pdf-forms/references/acroform.md")
+	if err := os.Remove(filepath.Join(f.dir, "team/pdf-forms/scripts/fields.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(acro); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, acro); err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{"skill://team/pdf-forms/scripts/fields.py", "skill://team/pdf-forms/references/acroform.md"} {
+		if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); rpcCode(err) != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s, changed since published: err %v, want -32602", uri, err)
+		}
+	}
 }
 
 func sha(b []byte) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -38,7 +39,7 @@ func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
-		err := filterFrames(in, pw, w, w.pending)
+		err := filterFrames(in, pw, w, w.pending, &w.version)
 		if err == nil {
 			// stdin ended: a host that writes its requests and closes
 			// (`printf ... | router mcp`, or a shutdown right after a call)
@@ -63,25 +64,103 @@ func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
 const drainLimit = 30 * time.Second
 
 // lockedWriter serialises whole messages: the SDK writes each with one
-// Write, and so does filterFrames. It notes the responses that go out.
+// Write, and so does filterFrames. It notes the responses that go out, and
+// the protocol version the session's initialize agreed on.
 type lockedWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	pending *pending
+	version agreed
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.pending != nil && l.pending.cancelledAnswer(p) {
+		// MCP: the receiver of notifications/cancelled does not answer the
+		// request it names (the SDK answers every request it handled).
+		return len(p), nil
+	}
 	n, err := l.w.Write(p)
 	if l.pending != nil {
 		eachMessage(p, func(m gjson.Result) {
 			if v := m.Get("id"); !m.Get("method").Exists() && v.Exists() {
 				l.pending.answered(v)
+				l.version.answered(v, m)
 			}
 		})
 	}
 	return n, err
+}
+
+// agreed is the protocol version the server answered initialize with: the
+// SDK's, which is not the client's when the client asked for one the SDK
+// does not speak, and which a second initialize (refused) does not change.
+type agreed struct {
+	mu      sync.Mutex
+	v       string
+	pending chan struct{} // an initialize went to the SDK, unanswered; closed by answered
+	id      string        // its id (idKey)
+}
+
+// answered notes the answer m (id id) to the pending initialize: its
+// version, or, refused (bad params), none, so that the client may try again.
+func (a *agreed) answered(id gjson.Result, m gjson.Result) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == nil || idKey(id) != a.id {
+		return
+	}
+	if r := m.Get("result"); r.Get("serverInfo").Exists() {
+		a.v = r.Get("protocolVersion").Str
+	}
+	close(a.pending)
+	a.pending = nil
+}
+
+func (a *agreed) get() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.v
+}
+
+// begun reports whether an initialize went to the SDK already.
+func (a *agreed) begun() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.v != "" || a.pending != nil
+}
+
+// alreadyInitialized answers a second initialize in a session.
+const alreadyInitialized = "invalid request: the session is initialized already; a new one needs a new connection (stdio: a new process; HTTP: a POST without Mcp-Session-Id)"
+
+// asked notes an initialize (id id) passed to the SDK before any was
+// answered.
+func (a *agreed) asked(id gjson.Result) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.v == "" && a.pending == nil {
+		a.pending, a.id = make(chan struct{}), idKey(id)
+	}
+}
+
+// await is the agreed version, waiting up to limit for the answer to an
+// initialize the SDK has (a client that sends a batch right after its
+// initialize, without waiting for the answer, is judged by its version).
+func (a *agreed) await(limit time.Duration) string {
+	a.mu.Lock()
+	v, pending := a.v, a.pending
+	a.mu.Unlock()
+	if pending == nil {
+		return v
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-pending:
+	case <-t.C:
+	}
+	return a.get()
 }
 
 // eachMessage calls f with each message of a frame: the one, or a batch's.
@@ -93,15 +172,35 @@ func eachMessage(frame []byte, f func(gjson.Result)) {
 	}
 }
 
-// pending holds the ids of the client's requests not answered yet.
+// pending holds the ids of the client's requests not answered yet, and
+// those of them the client cancelled.
 type pending struct {
-	mu      sync.Mutex
-	ids     map[string]bool
-	changed chan struct{} // closed and replaced when ids shrinks
+	mu        sync.Mutex
+	ids       map[string]bool
+	cancelled map[string]bool
+	changed   chan struct{} // closed and replaced when ids shrinks
 }
 
 func newPending() *pending {
-	return &pending{ids: map[string]bool{}, changed: make(chan struct{})}
+	return &pending{ids: map[string]bool{}, cancelled: map[string]bool{}, changed: make(chan struct{})}
+}
+
+// cancelledAnswer reports whether frame is the answer to a request the
+// client cancelled before it was answered (one message, not a batch's).
+func (p *pending) cancelledAnswer(frame []byte) bool {
+	m := gjson.ParseBytes(frame)
+	id := m.Get("id")
+	if !m.IsObject() || m.Get("method").Exists() || !id.Exists() {
+		return false
+	}
+	key := idKey(id)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cancelled[key] {
+		return false
+	}
+	delete(p.cancelled, key)
+	return true
 }
 
 // idKey is an id as requests and answers both write it: the SDK turns a
@@ -115,8 +214,9 @@ func idKey(id gjson.Result) string {
 
 // asked notes the requests in a message passed on (one, or a batch's),
 // and forgets the ones a notifications/cancelled names: the drain at EOF
-// does not wait for them (the SDK still answers one whose handler returns,
-// which MCP allows: the cancellation may arrive after the answer).
+// does not wait for them, and the SDK's answer to one is not written
+// (cancelledAnswer; one written before the cancellation came stays, as MCP
+// allows).
 func (p *pending) asked(msg []byte) {
 	eachMessage(msg, func(m gjson.Result) {
 		v := m.Get("method")
@@ -129,7 +229,11 @@ func (p *pending) asked(msg []byte) {
 		if id := m.Get("id"); id.Type == gjson.String || id.Type == gjson.Number {
 			p.ids[idKey(id)] = true
 		} else if v.Str == "notifications/cancelled" {
-			p.forget(idKey(m.Get("params.requestId")))
+			key := idKey(m.Get("params.requestId"))
+			if p.ids[key] {
+				p.cancelled[key] = true
+			}
+			p.forget(key)
 		}
 	})
 }
@@ -175,8 +279,8 @@ func (l *lockedWriter) Close() error { return nil }
 // filterFrames copies the lines of in that are JSON-RPC messages to good,
 // and answers the others on errs. A line longer than the SDK accepts is
 // answered and skipped without being held in memory.
-func filterFrames(in io.Reader, good io.Writer, errs io.Writer, asked *pending) error {
-	f := &framer{good: good, errs: errs, asked: asked}
+func filterFrames(in io.Reader, good io.Writer, errs io.Writer, asked *pending, version *agreed) error {
+	f := &framer{good: good, errs: errs, asked: asked, version: version}
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	tooLong := false
@@ -210,9 +314,10 @@ func filterFrames(in io.Reader, good io.Writer, errs io.Writer, asked *pending) 
 // framer checks the lines of one session.
 type framer struct {
 	good, errs io.Writer
-	// version is the protocol version the client's initialize asked for:
-	// JSON-RPC batches are MCP's before 2025-06-18.
-	version string
+	// version is the protocol version the session agreed on: JSON-RPC
+	// batches are MCP's before 2025-06-18, and the SDK ends the session on
+	// a batch in a later one.
+	version *agreed
 	asked   *pending // the requests passed on; nil: not noted
 }
 
@@ -225,7 +330,7 @@ func (f *framer) frame(msg []byte) error {
 		return answer(f.errs, nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
 	}
 	if msg[0] == '[' {
-		if f.version == "" || f.version >= batchesUntil {
+		if v := f.version.await(5 * time.Second); v == "" || v >= batchesUntil {
 			return answer(f.errs, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not part of MCP since "+batchesUntil+": send one message a line")
 		}
 		ok := true
@@ -241,8 +346,12 @@ func (f *framer) frame(msg []byte) error {
 			return answer(f.errs, json.RawMessage(v[0].Raw), jsonrpc.CodeInvalidRequest, "invalid request: "+why)
 		}
 		return nil // a response is never answered (JSON-RPC 2.0 §5): dropped
-	} else if gjson.GetBytes(msg, "method").Str == "initialize" {
-		f.version = gjson.GetBytes(msg, "params.protocolVersion").Str
+	} else if v := gjson.GetManyBytes(msg, "method", "id"); v[0].Str == "initialize" {
+		if f.version.begun() {
+			// The SDK answers it with error code 0, which JSON-RPC has not.
+			return answer(f.errs, json.RawMessage(v[1].Raw), jsonrpc.CodeInvalidRequest, alreadyInitialized)
+		}
+		f.version.asked(v[1])
 	}
 	if f.asked != nil {
 		f.asked.asked(msg)
@@ -268,11 +377,23 @@ func invalidMessage(msg []byte) string {
 		return "neither a request (method) nor a response (id with a result or an error)"
 	case v[1].Exists() && v[2].Type == gjson.Null && v[2].Exists():
 		return `a request's "id" must not be null (MCP); leave it out for a notification`
+	case v[1].Exists() && v[2].Type == gjson.Number && !exactID(v[2].Float()):
+		return badNumericID
 	}
 	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
 		return err.Error()
 	}
 	return ""
+}
+
+// badNumericID is why a request's numeric id is refused.
+const badNumericID = `a request's numeric "id" must be an integer within ±2^53 (MCP's ids are strings or integers): the answer could not carry it back unchanged`
+
+// exactID reports whether a numeric id survives the SDK, which reads it
+// as a float64 and answers with the integer: 16.5 would be answered as
+// 16, 2^53+1 as 2^53, and the client could not match the answer.
+func exactID(f float64) bool {
+	return f == math.Trunc(f) && math.Abs(f) <= 1<<53-1
 }
 
 // answer writes a JSON-RPC error response; id nil or not a string or

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,19 @@ import (
 // A line that is not a JSON-RPC message (not JSON, a batch, no method) is
 // answered with a JSON-RPC error and the session goes on: the SDK's stdio
 // connection ended on it, losing the host its skill server.
-func TestStdioBadLinesAnswered(t *testing.T) {
-	f := newFixture(t, false)
+// stdioSession runs a stdio session of a fresh fixture: send writes a
+// line, next reads an answer, end closes stdin and checks the session
+// ended cleanly.
+func stdioSession(t *testing.T) (send func(string), next func() string, end func()) {
+	return stdioSessionOf(t, newFixture(t, false))
+}
+
+// stdioSessionOf is stdioSession on f.
+func stdioSessionOf(t *testing.T, f *fixture) (send func(string), next func() string, end func()) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- f.srv.runIO(ctx, inR, outW); _ = outW.Close() }()
 	lines := make(chan string, 16)
@@ -32,14 +40,14 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 		close(lines)
 	}()
 	sent := 0
-	send := func(s string) {
+	send = func(s string) {
 		t.Helper()
 		sent++
 		if _, err := io.WriteString(inW, s+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	next := func() string {
+	next = func() string {
 		t.Helper()
 		select {
 		case l, ok := <-lines:
@@ -52,7 +60,23 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 		}
 		return ""
 	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	end = func() {
+		t.Helper()
+		_ = inW.Close()
+		if err := <-done; err != nil {
+			t.Fatalf("session: %v", err)
+		}
+	}
+	return send, next, end
+}
+
+func initializeLine(id int, version string) string {
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+}
+
+func TestStdioBadLinesAnswered(t *testing.T) {
+	send, next, end := stdioSession(t)
+	send(initializeLine(1, "2025-11-25"))
 	if l := next(); gjson.Get(l, "id").Int() != 1 || !gjson.Get(l, "result.serverInfo").Exists() {
 		t.Fatalf("initialize: %s", l)
 	}
@@ -65,6 +89,8 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`, "null", jsonrpc.CodeInvalidRequest},
 		{`{"jsonrpc":"2.0","id":9}`, "9", jsonrpc.CodeInvalidRequest},
 		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, "null", jsonrpc.CodeInvalidRequest}, // MCP: an id is never null
+		{`{"jsonrpc":"2.0","id":16.5,"method":"ping"}`, "16.5", jsonrpc.CodeInvalidRequest}, // the SDK would answer 16
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, "9007199254740993", jsonrpc.CodeInvalidRequest},
 		{"", "", 0}, // blank lines are skipped
 	} {
 		if tt.line == "" {
@@ -91,9 +117,41 @@ func TestStdioBadLinesAnswered(t *testing.T) {
 	if l := next(); gjson.Get(l, "id").Int() != 4 {
 		t.Fatalf("ping after a bad response: %s", l)
 	}
-	_ = inW.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("session: %v", err)
+	end()
+}
+
+// A batch is judged by the version the session agreed on, not the one the
+// client asked for: the SDK ends the session on a batch in 2025-06-18 or
+// later, whatever the client asked (it answers an unknown version with its
+// latest, and refuses a second initialize).
+func TestStdioBatchByAgreedVersion(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		opening []string
+	}{
+		{"unknown version asked", []string{initializeLine(1, "1999-01-01")}},
+		{"a version between asked", []string{initializeLine(1, "2025-04-01")}},
+		{"a second initialize asks an older one", []string{initializeLine(1, "2025-06-18"), initializeLine(2, "2024-11-05")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			send, next, end := stdioSession(t)
+			for i, l := range tt.opening {
+				send(l)
+				if a := next(); i > 0 && gjson.Get(a, "error.code").Int() != jsonrpc.CodeInvalidRequest {
+					t.Fatalf("a second initialize answered %s, want -32600", a)
+				}
+			}
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			send(`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`)
+			if l := next(); gjson.Get(l, "error.code").Int() != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("batch answered %s, want -32600", l)
+			}
+			send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+			if l := next(); gjson.Get(l, "id").Int() != 7 || !gjson.Get(l, "result").Exists() {
+				t.Fatalf("ping after the batch: %s", l)
+			}
+			end()
+		})
 	}
 }
 
@@ -186,4 +244,25 @@ func TestStdioDrainEndsWhenAnswered(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestStdioCancelledNotAnswered: MCP's receiver of notifications/cancelled
+// sends no answer to the request it names; the next request is answered.
+func TestStdioCancelledNotAnswered(t *testing.T) {
+	f := newFixture(t, false)
+	hold := make(chan struct{})
+	f.srv.ready = hold // tool calls wait for the index until cancelled
+	send, next, end := stdioSessionOf(t, f)
+	send(initializeLine(1, "2025-06-18"))
+	next()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_skills","arguments":{"query":"pdf"}}}`)
+	time.Sleep(50 * time.Millisecond)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}`)
+	time.Sleep(50 * time.Millisecond)
+	send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if l := next(); gjson.Get(l, "id").Int() != 3 {
+		t.Fatalf("the cancelled request was answered: %s", l)
+	}
+	end()
 }

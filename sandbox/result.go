@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -47,6 +48,21 @@ func newError(code, format string, a ...any) *toolError {
 }
 
 func (e *toolError) Error() string { return e.Code + ": " + e.Message }
+
+// Refused reports whether err is the sandbox refusing a path: gone
+// (not_found), leading out of the skill folder (path_outside_skill) or
+// not a regular file (not_a_file), as opposed to a failure to read one.
+func Refused(err error) bool {
+	var te *toolError
+	if !errors.As(err, &te) {
+		return false
+	}
+	switch te.Code {
+	case CodeNotFound, CodePathOutsideSkill, CodeNotAFile:
+		return true
+	}
+	return false
+}
 
 // failure is the JSON shape of every refusal: {"ok":false,"error":{...}}.
 type failure struct {
