@@ -42,18 +42,48 @@ func checkTarget(r *http.Request) *wire.Error {
 		return wire.BadRequest("invalid_path", "", "request path %q holds an encoded slash or a backslash", wire.Clip(raw))
 	}
 	for _, seg := range strings.Split(raw, "/") {
-		if len(seg) > 6 { // "%2e%2e" is the longest dot-segment
-			continue
-		}
-		dec, err := url.PathUnescape(seg)
-		if err != nil {
-			return wire.BadRequest("invalid_path", "", "request path %q is not a valid URL path", wire.Clip(raw))
-		}
-		if dec == "." || dec == ".." {
-			return wire.BadRequest("invalid_path", "", "request path %q holds a dot-segment (%s)", wire.Clip(raw), seg)
+		if why := segmentProblem(seg); why != "" {
+			return wire.BadRequest("invalid_path", "", "request path %q %s", wire.Clip(raw), why)
 		}
 	}
 	return nil
+}
+
+// segmentProblem says why one segment of a raw request path could name
+// something else once a server normalizes it, or "". Servers differ in
+// what they undo before resolving dot-segments, so the segment is read as
+// each might: percent-decoded up to three times (an upstream or frontend
+// that decodes twice turns %252e%252e into ..), without the path
+// parameters after ';' (Tomcat and Spring read "..;" as ..), and with
+// control characters refused (%00 ends the path for some, %09 is trimmed
+// by others).
+func segmentProblem(seg string) string {
+	if !strings.ContainsAny(seg, "%;") && seg != "." && seg != ".." {
+		return "" // most segments: nothing to decode
+	}
+	for round := 0; ; round++ {
+		base, _, _ := strings.Cut(seg, ";")
+		if base == "." || base == ".." {
+			return "holds a dot-segment"
+		}
+		if strings.ContainsFunc(seg, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return "holds a control character"
+		}
+		if round > 0 && strings.ContainsAny(seg, "/\\") {
+			return "holds an encoded slash or a backslash"
+		}
+		if round == 3 || !strings.Contains(seg, "%") {
+			return ""
+		}
+		dec, err := url.PathUnescape(seg)
+		if err != nil {
+			if round == 0 {
+				return "is not a valid URL path"
+			}
+			return "" // a literal % once decoded: nothing more to undo
+		}
+		seg = dec
+	}
 }
 
 // mergeSlashes reads a doubled slash in the request path as one, as nginx

@@ -57,6 +57,14 @@ func TestPassThroughConfinement(t *testing.T) {
 		"/v1/chat/completions/../../../admin",
 		"http://127.0.0.1/v1/../../admin/keys",
 		"/v1/models/..?x=1",
+		// As servers that undo more than one encoding or read path
+		// parameters resolve them (security acceptance pass).
+		"/v1/..;/admin",
+		"/v1/%252e%252e/%252e%252e/admin",
+		"/v1/..%252f..%252fadmin",
+		"/v1/%2e%2e%00/admin",
+		"/v1/models/..%09/",
+		"/v1/%25252e%25252e/admin",
 	} {
 		for _, method := range []string{"GET", "POST", "DELETE"} {
 			resp, body := rawRequest(t, addr, method, target, "Content-Length: 0\r\n")
@@ -76,6 +84,7 @@ func TestPassThroughConfinement(t *testing.T) {
 		"/v1/files/file%20x?purpose=a": "/openai/v1/files/file x",
 		"/v1/models/ft:gpt-4o:org..1":  "/openai/v1/models/ft:gpt-4o:org..1",
 		"/v1/files/.hidden":            "/openai/v1/files/.hidden",
+		"/v1/files/100%25":             "/openai/v1/files/100%",
 		// A doubled slash is read as one: relayed as the rules checked it.
 		"/v1//models//gpt-4o": "/openai/v1/models/gpt-4o",
 		"/v1/models/":         "/openai/v1/models",
