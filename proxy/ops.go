@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -105,31 +106,47 @@ func (s *Server) listSkills(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
+// rootPrefix is a library root as paths begin with it, and what a
+// message shows in its place.
+type rootPrefix struct{ path, label string }
+
 // rootPrefixes are the library roots as paths begin with them, as given
 // and absolute, the longest first: a root inside another names the
-// shorter path.
-func rootPrefixes(roots []string) []string {
-	var prefixes []string
+// shorter path. With several roots a message names a path's root by its
+// folder's name ("team-skills/pdf/SKILL.md"): a copy shadowed in another
+// root would otherwise read as the skill's own path.
+func rootPrefixes(roots []string) []rootPrefix {
+	var prefixes []rootPrefix
 	for _, r := range roots {
-		prefixes = append(prefixes, strings.TrimSuffix(r, string(filepath.Separator))+string(filepath.Separator))
+		label := ""
+		if len(roots) > 1 {
+			label = filepath.Base(filepath.Clean(r)) + "/"
+		}
+		prefixes = append(prefixes, rootPrefix{strings.TrimSuffix(r, string(filepath.Separator)) + string(filepath.Separator), label})
 		if abs, err := filepath.Abs(r); err == nil && abs != r {
-			prefixes = append(prefixes, abs+string(filepath.Separator))
+			prefixes = append(prefixes, rootPrefix{abs + string(filepath.Separator), label})
 		}
 	}
-	slices.SortFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
+	slices.SortFunc(prefixes, func(a, b rootPrefix) int { return len(b.path) - len(a.path) })
 	return prefixes
 }
 
+// absolutePath is a path a message names outside every root (a symlink's
+// target), once the roots are taken off.
+var absolutePath = regexp.MustCompile(`(^|[\s("'])/[^\s,;:"')]+`)
+
 // forClients gives a problem's paths, in its path and its message (a
 // shadowed copy, a shared name), below their library root (prefixes, from
-// rootPrefixes): any client with a key may list the library, and where
-// the operator keeps it (/home/alice/...) is not theirs to see. The
-// admin's reload answer and the log keep the full paths.
-func forClients(p skills.Problem, prefixes []string) skills.Problem {
+// rootPrefixes), and leaves out paths outside the library (a symlink's
+// target): any client with a key may list the library, and where the
+// operator keeps it (/home/alice/...), or what its links lead to, is not
+// theirs to see. The admin's reload answer and the log keep the full paths.
+func forClients(p skills.Problem, prefixes []rootPrefix) skills.Problem {
 	for _, pre := range prefixes {
-		p.Path = strings.ReplaceAll(p.Path, pre, "")
-		p.Message = strings.ReplaceAll(p.Message, pre, "")
+		p.Path = strings.ReplaceAll(p.Path, pre.path, "")
+		p.Message = strings.ReplaceAll(p.Message, pre.path, pre.label)
 	}
+	p.Message = absolutePath.ReplaceAllString(p.Message, "${1}a path outside the library")
 	if filepath.IsAbs(p.Path) {
 		p.Path = filepath.Base(p.Path)
 	}

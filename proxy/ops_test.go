@@ -213,15 +213,23 @@ func TestSkillsListHidesLibraryLocations(t *testing.T) {
 	write(r1, "pdf", "pdf")
 	write(r2, "pdf", "pdf")         // the same id in another root
 	write(r2, "tools/pdf-x", "pdf") // the same name in another folder
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(outside, []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(r1, "pdf", "notes.md")) // a resource leading out
 	reg := skills.NewRegistry([]string{r1, r2}, skills.Options{})
 	h := newHarness(t, func(c *Config) { c.Library = reg })
 	_, b := h.do("GET", "/v1/skills", "", nil)
 	if !strings.Contains(string(b), `"problems":[{`) {
 		t.Fatalf("no problem listed to check: %s", b)
 	}
-	for _, root := range []string{r1, r2} {
+	for _, root := range []string{r1, r2, outside} {
 		if strings.Contains(string(b), root) {
 			t.Errorf("the listing names %s:\n%s", root, b)
 		}
+	}
+	// The shadowed copy is named with its root's folder: the skill's own
+	// path alone would read as the skill itself.
+	if !strings.Contains(string(b), filepath.Base(r2)+"/pdf/SKILL.md") {
+		t.Errorf("the duplicate id's problem does not say which root holds the other copy:\n%s", b)
 	}
 }
