@@ -311,3 +311,28 @@ func TestClassifyStream(t *testing.T) {
 		t.Errorf("client gone: %s", f.code)
 	}
 }
+
+// TestUpstreamErrorKeyMasked: an upstream error that quotes the operator's
+// key (some gateways repeat the credential they refused) reaches the client
+// with the key masked, on routed and passed-through requests alike.
+func TestUpstreamErrorKeyMasked(t *testing.T) {
+	const key = "sk-OPERATOR-SECRET-0123456789"
+	h := newHarness(t, func(c *Config) { c.APIKey = key })
+	echo := func(w http.ResponseWriter, r *http.Request, _ fakeai.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error","code":"invalid_api_key"}}`, r.Header.Get("Authorization"))
+	}
+	h.up.Script(echo)
+	h.up.Handle("/v1/models", echo)
+	for _, path := range []string{"/v1/chat/completions", "/v1/models"} {
+		method, body := "POST", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+		if path == "/v1/models" {
+			method, body = "GET", ""
+		}
+		resp, b := h.do(method, path, body, nil)
+		if resp.StatusCode != 401 || strings.Contains(string(b), key) || !strings.Contains(string(b), "Bearer sk-**********************6789") {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+}

@@ -173,6 +173,9 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	}
 	b.ctx, b.ReadCloser, b.name = ctx, resp.Body, t.base.Host
 	resp.Body = b
+	if resp.StatusCode >= 400 && t.apiKey != "" && !t.keepsClientKey(in.Header) {
+		resp.Body = withKeyMasked(resp, t.apiKey)
+	}
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
 			resp.Body.Close()
@@ -181,6 +184,44 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	}
 	return resp, elapsed, nil
 }
+
+// withKeyMasked is the body of an upstream error answer to a request the
+// proxy authenticated with the operator's key, with that key masked where
+// the body repeats it: some gateways quote the credential they refused
+// ("Incorrect API key provided: Bearer sk-..."), and the operator's key is
+// never the clients'. The mask keeps the key's length (Content-Length
+// stays right) and its first three and last four characters, as OpenAI
+// quotes keys. An encoded body (pass-through relays encodings untouched)
+// and what lies past the first MiB go as they are.
+func withKeyMasked(resp *http.Response, key string) io.ReadCloser {
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		return resp.Body
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	masked := bytes.ReplaceAll(head, []byte(key), []byte(maskedKey(key)))
+	rest := io.Reader(resp.Body)
+	if err != nil {
+		rest = errReader{err}
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(masked), rest), resp.Body}
+}
+
+// maskedKey is key with all but its first three and last four characters
+// starred (all of it when it is short).
+func maskedKey(key string) string {
+	if len(key) < 12 {
+		return strings.Repeat("*", len(key))
+	}
+	return key[:3] + strings.Repeat("*", len(key)-7) + key[len(key)-4:]
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 type errModifyResponse struct{ error }
 
