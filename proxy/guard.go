@@ -171,6 +171,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 			return errPreflightServed
 		}
 		h.Set("Access-Control-Expose-Headers", "*")
+	} else if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		// A browser sends no Origin with a GET another page causes (an
+		// image, a script, a link followed) but says where it came from.
+		return forbidden("origin_not_allowed", "requests a web page of another site causes are refused (Sec-Fetch-Site: %s): call the proxy from an allowed origin (server.allowed_origins)", site)
 	}
 	if adminPaths[r.URL.Path] {
 		if werr := s.adminAllowed(r, keys); werr != nil {
