@@ -533,3 +533,34 @@ func TestListNamingNothing(t *testing.T) {
 		t.Errorf("two keys and a gap: %v %v", cfg.Auth.APIKeys, err)
 	}
 }
+
+// TestClientKeysFile: one key a line; # starts a comment, alone or after a
+// key; a line with more is an error naming it, not a key no client sends.
+func TestClientKeysFile(t *testing.T) {
+	for _, tt := range []struct {
+		name, file string
+		keys       []string
+		err        string
+	}{
+		{"keys and comments", "# team keys\nsk-a\n  sk-b  \n\nsk-c # ci\nsk-d\t# laptop\n", []string{"sk-a", "sk-b", "sk-c", "sk-d"}, ""},
+		{"# inside a key", "sk-a#b\n", []string{"sk-a#b"}, ""},
+		{"two keys on a line", "sk-a sk-b\n", nil, ":1: one key a line"},
+		{"a note without #", "sk-ok\nsk-a laptop\n", nil, ":2: one key a line"},
+		{"no key", "# none yet\n", nil, "no key in it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg config
+			cfg.Auth.APIKeysFile = writeFile(t, "keys", tt.file)
+			keys, err := clientKeys(cfg)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(keys, tt.keys) {
+				t.Fatalf("keys %q, err %v; want %q", keys, err, tt.keys)
+			}
+		})
+	}
+}

@@ -92,7 +92,10 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 }
 
 // clientKeys are auth.api_keys and the keys of auth.api_keys_file (one a
-// line, # comments), read now: at start, and again on SIGHUP.
+// line; # starts a comment, on a line of its own or after a key), read
+// now: at start, and again on SIGHUP. A line with more than a key and a
+// comment is an error: "sk-a sk-b" or "sk-a note" would otherwise be one
+// key no client sends.
 func clientKeys(cfg config) ([]string, error) {
 	keys := append([]string(nil), cfg.Auth.APIKeys...)
 	f := cfg.Auth.APIKeysFile
@@ -104,9 +107,14 @@ func clientKeys(cfg config) ([]string, error) {
 		return keys, fmt.Errorf("auth.api_keys_file: %w", err)
 	}
 	n := len(keys)
-	for _, line := range strings.Split(string(b), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			keys = append(keys, line)
+	for i, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0 || strings.HasPrefix(fields[0], "#"):
+		case len(fields) == 1 || strings.HasPrefix(fields[1], "#"):
+			keys = append(keys, fields[0])
+		default:
+			return keys, fmt.Errorf("auth.api_keys_file %s:%d: one key a line (a comment starts with #)", f, i+1)
 		}
 	}
 	// A file with no key is a mistake (emptied, half written), even beside
