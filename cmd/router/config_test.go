@@ -564,3 +564,30 @@ func TestClientKeysFile(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageErrorsExit2: a command line that cannot be parsed is a
+// usageError (exit 2), an unknown subcommand of a group included (cobra
+// printed the group's help and exited 0); the group alone shows its help.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, tt := range []struct {
+		args  []string
+		usage bool
+	}{
+		{[]string{"skills", "vaildate"}, true},
+		{[]string{"index", "nosuch"}, true},
+		{[]string{"nosuch"}, true},
+		{[]string{"skills", "list", "--nosuch"}, true},
+		{[]string{"skills", "show"}, true},
+		{[]string{"route", "--rows", "x", "q"}, true},
+		{[]string{"skills"}, false},
+	} {
+		root := newRootCmd()
+		root.SetArgs(tt.args)
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		err := root.Execute()
+		if got := isUsage(err); got != tt.usage || !tt.usage && err != nil {
+			t.Errorf("%q: err %v, usage error %v", tt.args, err, got)
+		}
+	}
+}

@@ -4,9 +4,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,8 +38,56 @@ func main() {
 			os.Exit(int(ec))
 		}
 		fmt.Fprintln(os.Stderr, "router:", err)
+		if isUsage(err) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
+}
+
+// usageError is a command line that could not be parsed: an unknown flag
+// or command, a bad flag value, the wrong number of arguments. It exits 2,
+// as Go's flag package and most Unix tools do, so that a script can tell
+// "called wrongly" from "the library is broken" (1).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// isUsage reports whether err is a command line that could not be parsed.
+// cobra finds the root's unknown commands before any Args check, so their
+// error is known by its text.
+func isUsage(err error) bool {
+	return errors.As(err, new(usageError)) || err != nil && strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// asUsage marks the command-line errors of cmd and its subcommands as
+// usageError: flag parsing, argument checks, and (root) unknown commands.
+func asUsage(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					return usageError{err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd)
+}
+
+// groupCommand makes a command that only holds subcommands refuse an
+// unknown one ("router skills vaildate") instead of printing its help and
+// exiting 0, as cobra does for a command that cannot run.
+func groupCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return cmd
 }
 
 func newRootCmd() *cobra.Command {
@@ -59,7 +109,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newSkillsCmd(), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), newIndexCmd(), newDoctorCmd(), newVersionCmd())
+	root.AddCommand(groupCommand(newSkillsCmd()), newRouteCmd(), newServeCmd(), newBenchCmd(), newDemoCmd(), newMCPCmd(), groupCommand(newIndexCmd()), newDoctorCmd(), newVersionCmd())
+	asUsage(root)
 	return root
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // rankingKeys are the configuration keys route and bench offer as flags:
@@ -99,7 +102,11 @@ func newRouteCmd() *cobra.Command {
 			if asJSON {
 				return writeDecisionJSON(cmd.OutOrStdout(), d, ranked)
 			}
-			return writeDecisionTable(cmd.OutOrStdout(), d, rows, r.Snapshot().Len() == 0)
+			if err := writeDecisionTable(cmd.OutOrStdout(), d, rows, r.Snapshot().Len() == 0); err != nil {
+				return err
+			}
+			writeUnresolvedMentions(cmd.OutOrStdout(), args[0], d, r.Snapshot())
+			return nil
 		},
 	}
 	cf.register(cmd.Flags(), append(rankingKeys, "rewrite.auto_load_budget_tokens")...)
@@ -185,17 +192,72 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int, empty bool) e
 		fmt.Fprintf(w, "pinned:    %s\n", strings.Join(d.Pinned, ", "))
 	}
 	if len(d.Reasons) > 0 {
+		// In rank order, as the table lists them; others (a mention's)
+		// after, by id.
+		rank := map[string]int{}
+		for i, s := range d.Ranked {
+			rank[s.ID] = i + 1
+		}
 		ids := make([]string, 0, len(d.Reasons))
 		for id := range d.Reasons {
 			ids = append(ids, id)
 		}
-		sort.Strings(ids)
+		sort.Slice(ids, func(i, j int) bool {
+			ri, rj := rank[ids[i]], rank[ids[j]]
+			if (ri == 0) != (rj == 0) {
+				return ri != 0
+			}
+			if ri != rj {
+				return ri < rj
+			}
+			return ids[i] < ids[j]
+		})
 		fmt.Fprintln(w, "not loaded:")
 		for _, id := range ids {
 			fmt.Fprintf(w, "  %s: %s\n", id, d.Reasons[id])
 		}
 	}
 	return nil
+}
+
+// mentionLike finds "#word" in a query as a skill mention is written.
+var mentionLike = regexp.MustCompile(`(?:^|[\s(,;])#([\p{L}\p{N}][\p{L}\p{N}._/-]*)`)
+
+// writeUnresolvedMentions says which #mentions of the query pinned no
+// skill, and why: a skill author checks mentions with route, and a
+// mention of a skill skipped for errors, or misspelled, was silently
+// nothing.
+func writeUnresolvedMentions(w io.Writer, query string, d *router.Decision, snap *skills.Snapshot) {
+	var lines []string
+	seen := map[string]bool{}
+	for _, m := range mentionLike.FindAllStringSubmatch(query, -1) {
+		name := strings.TrimRight(m[1], "./-")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if s, ok := snap.Resolve(name); ok && slices.Contains(d.Pinned, s.ID) {
+			continue
+		}
+		switch s, ok := snap.Lookup(name); {
+		case ok && s.Skipped:
+			lines = append(lines, fmt.Sprintf("  #%s: skipped for errors (router skills validate shows them)", name))
+		case ok:
+			lines = append(lines, fmt.Sprintf("  #%s: not pinned (%s)", name, d.Reasons[s.ID]))
+		default:
+			hint := ""
+			if sugg := skills.Suggest(name, snap.Skills(), 1); len(sugg) > 0 {
+				hint = "; did you mean #" + sugg[0] + "?"
+			}
+			lines = append(lines, fmt.Sprintf("  #%s: no skill has this id or name%s", name, hint))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "mentions not pinned:")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
 }
 
 func oneLine(s string, n int) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -328,5 +329,41 @@ func TestRouteSettlesAKeptIndex(t *testing.T) {
 	}
 	if strip(kept) != strip(fresh) {
 		t.Errorf("route on the kept, unsettled index ranks differently from a fresh start:\nkept  %s\nfresh %s", kept, fresh)
+	}
+}
+
+// TestRouteMentionsNotPinned: route says which #mentions pinned nothing
+// and why (skipped for errors, no such skill with a suggestion), and lists
+// the skills not loaded in rank order.
+func TestRouteMentionsNotPinned(t *testing.T) {
+	lib := t.TempDir()
+	writeSkillFile(t, filepath.Join(lib, "good", "SKILL.md"), "---\nname: good\ndescription: Do good things with widgets.\n---\nBody\n")
+	writeSkillFile(t, filepath.Join(lib, "badyaml", "SKILL.md"), "---\nname: badyaml\ndescription: [x\n---\nBody\n")
+	out, errOut, err := run(t, "route", "--skills", lib, "use #badyaml and #good and #goood please")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, want := range []string{"pinned:    good", "#badyaml: skipped for errors", "#goood: no skill has this id or name; did you mean #good?"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "#good:") {
+		t.Errorf("a pinned mention is listed as not pinned:\n%s", out)
+	}
+}
+
+func TestRouteNotLoadedInRankOrder(t *testing.T) {
+	var b strings.Builder
+	d := &router.Decision{Query: "q", Strategy: "bm25",
+		Ranked:  []router.Scored{{ID: "zeta", Score: 3}, {ID: "alpha", Score: 2}, {ID: "mid", Score: 1}},
+		Reasons: map[string]string{"alpha": "second", "zeta": "first", "mid": "third", "aaa-mentioned": "not ranked"}}
+	if err := writeDecisionTable(&b, d, 10, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	i := strings.Index(out, "not loaded:")
+	if got := out[i:]; !regexp.MustCompile(`(?s)zeta.*alpha.*mid.*aaa-mentioned`).MatchString(got) {
+		t.Errorf("not in rank order:\n%s", got)
 	}
 }
