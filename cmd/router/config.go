@@ -866,6 +866,14 @@ func loadConfigFile(path string, cfg *config) error {
 			// of upstream.passthrough ("**", "*/items") must be quoted.
 			msg += ` (a value that starts with * or & must be quoted: "**", "*/items")`
 		}
+		if strings.Contains(msg, "found character that cannot start any token") {
+			// yaml.v3 names no line for a tab that indents.
+			for i, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(strings.TrimLeft(l, " "), "\t") {
+					return fmt.Errorf("config %s:%d: a tab indents this line: YAML indents with spaces", path, i+1)
+				}
+			}
+		}
 		return fmt.Errorf("config %s", fileLines(path, msg, nil))
 	}
 	if len(doc.Content) == 0 {
@@ -881,6 +889,17 @@ func loadConfigFile(path string, cfg *config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("config %s", fileLines(path, err.Error(), cfg.src.lines))
+	}
+	// A second document (after ---) would be read by nothing: its keys,
+	// typos included, would go unnoticed.
+	var more yaml.Node
+	if err := dec.Decode(&more); err == nil {
+		if len(more.Content) == 0 || more.Content[0].Tag == "!!null" {
+			return nil // a closing --- with nothing after it
+		}
+		return fmt.Errorf("config %s:%d: a second YAML document (after ---): the configuration is one document; merge the two", path, more.Content[0].Line)
+	} else if !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s", fileLines(path, err.Error(), cfg.src.lines))
 	}
 	// Relative folders are relative to the file, not to where the command
@@ -1033,12 +1052,24 @@ func checkNode(n *yaml.Node, t reflect.Type, prefix string, lines map[string]int
 		if _, err := strconv.Atoi(n.Value); err != nil {
 			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantInt)}
 		}
+		if quoted(n) {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s, written without quotes (%s: %s)", key, n.Value, wantInt, key, n.Value)}
+		}
 	case t.Kind() == reflect.Float64:
 		if _, err := strconv.ParseFloat(n.Value, 64); err != nil {
 			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantNumber)}
 		}
+		if quoted(n) {
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s, written without quotes (%s: %s)", key, n.Value, wantNumber, key, n.Value)}
+		}
 	}
 	return nil
+}
+
+// quoted reports whether a scalar was written in quotes: YAML reads "4" as
+// text, which a number setting does not take.
+func quoted(n *yaml.Node) bool {
+	return n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
 }
 
 func structKeys(t reflect.Type) []string {
