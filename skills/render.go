@@ -78,6 +78,19 @@ const anthropicHeader = "## Agent Skills\n" +
 	"   to get the full instructions.\n" +
 	"\n"
 
+// location is where an agent reads s's SKILL.md: its absolute path. A path
+// relative to where the proxy was started means nothing to an agent
+// running in another folder.
+func location(s *Skill) string {
+	if filepath.IsAbs(s.Path) {
+		return s.Path
+	}
+	if abs, err := filepath.Abs(s.Path); err == nil {
+		return abs
+	}
+	return s.Path
+}
+
 // RenderCatalog renders the tier-1 catalog for the given skills, in the given
 // order. The text has no trailing newline. An unknown format renders as
 // agent-skills (check user input with ParseFormat).
@@ -102,7 +115,7 @@ func RenderCatalog(list []*Skill, opts CatalogOptions) string {
 			b.WriteString("</name>\n    <description>")
 			b.WriteString(desc)
 			b.WriteString("</description>\n    <location>")
-			b.WriteString(escapeText(filepath.ToSlash(s.Path)))
+			b.WriteString(escapeText(filepath.ToSlash(location(s))))
 			b.WriteString("</location>\n  </skill>\n")
 		case FormatQARK:
 			b.WriteString(`  <skill name="`)

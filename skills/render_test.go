@@ -3,6 +3,8 @@ package skills
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -76,7 +78,8 @@ func TestRenderGolden(t *testing.T) {
 		got  string
 	}{
 		{"catalog-agent-skills.golden", RenderCatalog(list, CatalogOptions{})},
-		{"catalog-anthropic.golden", RenderCatalog(list, CatalogOptions{Format: FormatAnthropic})},
+		// <location> is absolute; the golden file holds it below this folder.
+		{"catalog-anthropic.golden", strings.ReplaceAll(RenderCatalog(list, CatalogOptions{Format: FormatAnthropic}), "<location>"+cwd(t)+"/", "<location>")},
 		{"catalog-qark.golden", RenderCatalog(list, CatalogOptions{Format: FormatQARK})},
 		{"catalog-no-load-tool.golden", RenderCatalog([]*Skill{alpha, good}, CatalogOptions{NoLoadTool: true})},
 		{"catalog-options.golden", RenderCatalog([]*Skill{alpha, good, long}, CatalogOptions{
@@ -224,4 +227,13 @@ func TestParseFormat(t *testing.T) {
 	if _, err := ParseFormat("markdown"); err == nil {
 		t.Error("ParseFormat(markdown) should fail")
 	}
+}
+
+func cwd(t *testing.T) string {
+	t.Helper()
+	d, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.ToSlash(d)
 }
