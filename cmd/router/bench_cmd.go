@@ -62,6 +62,10 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 			if f.metatool == "" && cmd.Flags().Changed("split") {
 				return errors.New("--split applies to --metatool only")
 			}
+			// Checked before the library loads, as the other flags are.
+			if f.sample < 0 || f.limit < 0 {
+				return usageError{fmt.Errorf("--sample %d --limit %d: each must be 0 (all queries) or more", f.sample, f.limit)}
+			}
 			cfg, err := loadConfig(cmd.Flags(), &cf, os.LookupEnv)
 			if err != nil {
 				return err
@@ -310,9 +314,30 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg c
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, rep)
+		err = writeJSON(stdout, rep)
+	} else {
+		err = bench.WriteMarkdown(stdout, rep)
 	}
-	return bench.WriteMarkdown(stdout, rep)
+	if err != nil {
+		return err
+	}
+	return allFellBack(rep)
+}
+
+// allFellBack fails a run in which a strategy that uses the embedder fell
+// back to bm25 on every query: its row carries bm25's figures under the
+// strategy's name, which an A/B comparison would take for the strategy's.
+func allFellBack(rep *bench.Report) error {
+	results := rep.Results
+	for _, p := range rep.Scale {
+		results = append(results, p.Results...)
+	}
+	for _, r := range results {
+		if r.Fallbacks > 0 && r.Fallbacks >= rep.Queries {
+			return fmt.Errorf("%s: every decision (%d) fell back to bm25: the embedder did not answer (router doctor checks it), so its row holds bm25's figures", r.Strategy, r.Fallbacks)
+		}
+	}
+	return nil
 }
 
 func warnReport(w io.Writer, rep *bench.Report) {

@@ -165,6 +165,8 @@ func TestBenchCommandErrors(t *testing.T) {
 		{"bad catalog", []string{"--metatool", fixtureMetaTool, "--catalog", "some"}, "--catalog"},
 		{"bad scale", []string{"--metatool", fixtureMetaTool, "--scale", "10,x"}, "--scale"},
 		{"bad embedder", []string{"--metatool", fixtureMetaTool, "--embedder", "magic"}, "magic"},
+		// Its row would hold bm25's figures under hybrid's name.
+		{"embedder down throughout", []string{"--metatool", fixtureMetaTool, "--strategies", "hybrid", "--embedder", "ollama", "--embed-url", "http://127.0.0.1:1"}, "every decision"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

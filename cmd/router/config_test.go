@@ -583,6 +583,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"skills", "list", "--nosuch"}, true},
 		{[]string{"skills", "show"}, true},
 		{[]string{"route", "--rows", "x", "q"}, true},
+		{[]string{"route", "--rows", "-1", "q"}, true},
+		{[]string{"route", "--ranked", "-5", "q"}, true},
+		{[]string{"skills", "catalog", "--max-description", "-3"}, true},
+		{[]string{"bench", "--queries", "q.jsonl", "--sample", "-1"}, true},
 		{[]string{"skills"}, false},
 	} {
 		root := newRootCmd()

@@ -56,6 +56,9 @@ func newRouteCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rows < 0 || ranked < 0 {
+				return usageError{fmt.Errorf("--rows %d --ranked %d: each must be 0 or more", rows, ranked)}
+			}
 			if strings.TrimSpace(args[0]) == "" {
 				return fmt.Errorf("MESSAGE is empty")
 			}
@@ -81,9 +84,6 @@ func newRouteCmd() *cobra.Command {
 				return err
 			}
 			printLibraryProblems(cmd.ErrOrStderr(), reg.Snapshot())
-			if ranked < 0 {
-				return fmt.Errorf("--ranked %d: must be 0 or more", ranked)
-			}
 			// Rank only what is printed, as the proxy ranks only what it
 			// uses: the whole library with --ranked 0.
 			depth := ranked

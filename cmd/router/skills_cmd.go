@@ -244,11 +244,19 @@ func newSkillsCatalogCmd(cf *configFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if maxDesc < 0 {
+				return usageError{fmt.Errorf("--max-description %d: want 0 (no limit) or more", maxDesc)}
+			}
 			snap, err := loadLibrary(cmd, cf, nil)
 			if err != nil {
 				return err
 			}
 			printLibraryProblems(cmd.ErrOrStderr(), snap)
+			for _, id := range priority {
+				if _, ok := snap.Resolve(id); !ok {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: --priority %s: no skill has this id (it is listed as given)\n", id)
+				}
+			}
 			var list []*skills.Skill
 			for _, s := range snap.Skills() {
 				if !s.Disabled() {
