@@ -122,6 +122,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		elapsed := time.Since(start)
+		if s.cfg.Ended != nil && info.outcome != outcomeComplete {
+			s.cfg.Ended(c.Request().Context(), info.outcome)
+		}
 		s.metrics.observeRequest(info, elapsed)
 		s.logRequest(c, info, elapsed)
 		if info.status == statusClientClosed && !c.Response().Committed {

@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +44,11 @@ func TestBrokenStreamsAreReported(t *testing.T) {
 		for _, f := range faults {
 			for _, relayOnly := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/relay-only=%v", api.name, f.name, relayOnly), func(t *testing.T) {
-					h := newHarness(t, nil)
+					var ended []string // Config.Ended: what tracing records
+					var mu sync.Mutex
+					h := newHarness(t, func(c *Config) {
+						c.Ended = func(_ context.Context, outcome string) { mu.Lock(); ended = append(ended, outcome); mu.Unlock() }
+					})
 					h.rw.noTools = relayOnly
 					h.up.Script(fakeai.Reply(f.turn))
 					resp, b := h.do("POST", api.path, api.body, api.hdr)
@@ -74,6 +81,11 @@ func TestBrokenStreamsAreReported(t *testing.T) {
 					}
 					_, m := h.do("GET", "/metrics", "", nil)
 					mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
+					mu.Lock()
+					if !slices.Equal(ended, []string{"stream_error"}) {
+						t.Errorf("Config.Ended got %q, want the stream_error alone", ended)
+					}
+					mu.Unlock()
 				})
 			}
 		}

@@ -126,6 +126,13 @@ type Config struct {
 	// returns, and end is called when the stage is over. Tracing hooks in
 	// here (cmd/router: an OpenTelemetry span per stage).
 	Stage func(ctx context.Context, name string) (_ context.Context, end func())
+	// Ended, if set, is called when a request ends otherwise than
+	// complete, with its outcome as the access log and
+	// skillrouter_requests_total name it ("stream_error", "shutdown",
+	// "client_closed", "passthrough_refused"), in the request's context: a
+	// stream that failed after its 200 went out is a failure its status
+	// does not show (cmd/router: the request's span records it).
+	Ended func(ctx context.Context, outcome string)
 
 	// ModifyRequest, if set, edits every outgoing upstream request after the
 	// proxy has built it (URL, headers, body), like httputil.ReverseProxy.Rewrite.

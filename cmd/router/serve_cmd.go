@@ -391,7 +391,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	}
 	lib := &syncedLibrary{Registry: reg}
 	pc.Access, pc.MetricsElsewhere = access, cfg.Server.MetricsListen != ""
-	pc.Stage, pc.Rewriter = traceStage(tel), traceRewriter(tel, def, "")
+	pc.Stage, pc.Rewriter, pc.Ended = traceStage(tel), traceRewriter(tel, def, ""), traceEnded(tel)
 	pc.Library, pc.AB, pc.Logger, pc.UpstreamChecks = lib, ab, log, checks
 	srv, err := proxy.New(pc)
 	if err != nil {

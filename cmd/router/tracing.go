@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillrouter/skillrouter/proxy"
@@ -125,6 +126,25 @@ func (t *tracedSession) Call(ctx context.Context, callID, name string, args json
 // Unwrap lets the proxy reach the session's optional methods (the skills it
 // loaded, the tools it gated).
 func (t *tracedSession) Unwrap() proxy.ToolSession { return t.ToolSession }
+
+// traceEnded records on the request's span how a request ended when it did
+// not end complete (proxy.Config.Ended): error.type, and an error status
+// for a stream that failed or was cut by the shutdown after its 200 went
+// out. A client that left, or a pass-through refused, is no failure of
+// the proxy's. nil when tracing is off.
+func traceEnded(tel *telemetry.Provider) func(ctx context.Context, outcome string) {
+	if !tel.Enabled() {
+		return nil
+	}
+	return func(ctx context.Context, outcome string) {
+		span := trace.SpanFromContext(ctx)
+		span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
+		switch outcome {
+		case "stream_error", "shutdown":
+			span.SetStatus(codes.Error, outcome)
+		}
+	}
+}
 
 // traceStage makes each stage of a request the proxy reports (parsing the
 // body) a span; nil when tracing is off.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -257,5 +258,34 @@ func TestServeTracing(t *testing.T) {
 	}
 	if !accessLogged {
 		t.Errorf("no access log line:\n%s", logs.String())
+	}
+}
+
+// TestTraceEnded: a request that ended otherwise than complete records its
+// outcome on its span; a stream that failed or was cut by the shutdown
+// after its 200 is an error, a client that left is not.
+func TestTraceEnded(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tel := telemetry.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	ended := traceEnded(tel)
+	for _, outcome := range []string{"stream_error", "shutdown", "client_closed"} {
+		ctx, span := tel.Tracer().Start(context.Background(), outcome)
+		ended(ctx, outcome)
+		span.End()
+	}
+	for _, s := range rec.Ended() {
+		errType := ""
+		for _, a := range s.Attributes() {
+			if a.Key == "error.type" {
+				errType = a.Value.AsString()
+			}
+		}
+		wantError := s.Name() != "client_closed"
+		if errType != s.Name() || (s.Status().Code == codes.Error) != wantError {
+			t.Errorf("%s: error.type %q, status %v", s.Name(), errType, s.Status())
+		}
+	}
+	if traceEnded(nil) != nil {
+		t.Error("tracing off: want no hook")
 	}
 }
