@@ -244,3 +244,32 @@ func TestHelmSkillsClaimRequired(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmRefusesPodsThatFail: values that render pods which then crash or
+// an HPA that never scales are refused when the chart renders.
+func TestHelmRefusesPodsThatFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	git := []string{"--set", "skills.source=gitSync", "--set", "skills.gitSync.repo=https://example.com/skills"}
+	for _, tt := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"metrics on the API port", []string{"--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.port=8080"}, "needs a port of its own"},
+		{"metrics_listen on the API port", []string{"--set", "config.server.metrics_listen=0.0.0.0:8080"}, "needs a port of its own"},
+		{"tracing protocol serve refuses", []string{"--set", "tracing.endpoint=http://c:4318", "--set", "tracing.protocol=http/json"}, "/tracing/protocol"},
+		{"unknown sampler", []string{"--set", "tracing.sampler=bogus"}, "/tracing/sampler"},
+		{"HPA without a CPU request", []string{"--set", "autoscaling.enabled=true", "--set", "resources=null"}, "resources.requests.cpu"},
+		{"HPA with git-sync without one", append(git, "--set", "autoscaling.enabled=true", "--set", "skills.gitSync.resources=null"), "skills.gitSync.resources.requests.cpu"},
+	} {
+		if out, err := helmTemplate(t, tt.set...); err == nil || !strings.Contains(out, tt.want) {
+			t.Errorf("%s: rendered (err %v), want a refusal naming %q:\n%.400s", tt.name, err, tt.want, out)
+		}
+	}
+	// The defaults scale with git-sync: it has a CPU request of its own.
+	if out, err := helmTemplate(t, append(git, "--set", "autoscaling.enabled=true")...); err != nil {
+		t.Errorf("git-sync with autoscaling: %v\n%s", err, out)
+	}
+}

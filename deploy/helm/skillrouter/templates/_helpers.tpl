@@ -490,6 +490,9 @@ embeds the library and calls no model. */}}
 {{- if not (regexMatch "^[0-9]+$" $port) -}}
 {{- fail (printf "config.server.metrics_listen %q: want host:port" .) -}}
 {{- end -}}
+{{- if eq (int $port) (int (include "skillrouter.containerPort" $)) -}}
+{{- fail (printf "config.server.metrics_listen %q: the API listens on port %s; /metrics needs a port of its own (serviceMonitor.port)" . $port) -}}
+{{- end -}}
 {{- if or (eq $host "localhost") (hasPrefix "127." $host) (eq $host "::1") -}}
 {{- if $.Values.serviceMonitor.enabled -}}
 {{- fail (printf "config.server.metrics_listen %q listens on loopback only: the ServiceMonitor cannot reach it; use 0.0.0.0:PORT" .) -}}
