@@ -66,7 +66,7 @@ func TestDrainEndsRequestsInTheirAPIsFormat(t *testing.T) {
 	for r := range results {
 		switch r.name {
 		case "waiting":
-			if r.status != 503 || !strings.Contains(r.body, `"code":"server_shutdown"`) {
+			if r.status != 503 || !strings.Contains(r.body, `"code":"server_shutdown"`) || !strings.Contains(r.body, `"type":"server_error"`) {
 				t.Errorf("waiting request: %d %s", r.status, r.body)
 			}
 		default:

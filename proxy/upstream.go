@@ -529,9 +529,17 @@ func classifyStream(clientCtx context.Context, err error) failure {
 
 // write sends the failure in a's error envelope, unless the client is gone.
 func (f failure) write(w http.ResponseWriter, a api) {
-	kind := wire.KindUpstream
-	if f.status < 500 {
-		kind = wire.KindInvalidRequest
+	writeError(w, a, &wire.Error{Status: f.status, Kind: f.kind(), Code: f.code, Message: f.msg})
+}
+
+// kind is the error's kind for the client's envelope: the proxy's own
+// shutdown is the server's (OpenAI "server_error"), not the upstream's.
+func (f failure) kind() wire.Kind {
+	switch {
+	case f.code == codeShutdown:
+		return wire.KindServer
+	case f.status < 500:
+		return wire.KindInvalidRequest
 	}
-	writeError(w, a, &wire.Error{Status: f.status, Kind: kind, Code: f.code, Message: f.msg})
+	return wire.KindUpstream
 }

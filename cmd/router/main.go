@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,11 @@ func main() {
 	go func() {
 		<-sig
 		stop()
-		if <-sig == syscall.SIGTERM {
+		second := <-sig
+		if f := beforeForcedExit.Load(); f != nil {
+			(*f)()
+		}
+		if second == syscall.SIGTERM {
 			os.Exit(143)
 		}
 		os.Exit(130)
@@ -89,6 +94,11 @@ func groupCommand(cmd *cobra.Command) *cobra.Command {
 	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return cmd
 }
+
+// beforeForcedExit, when set (serve, once it drains), says what a second
+// signal cuts before the process exits: the log otherwise ended with
+// "shutting down: waiting ..." as if the requests had drained.
+var beforeForcedExit atomic.Pointer[func()]
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{

@@ -251,6 +251,10 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for in-flight requests (a second signal exits at once)", "grace", cfg.Server.ShutdownGrace)
+	forced := func() {
+		log.Warn("second signal: exiting at once; in-flight requests are cut without an answer", "in_flight", srv.InFlight())
+	}
+	beforeForcedExit.Store(&forced)
 	stopping = time.Now()
 	shutdown(hs, srv, cfg.Server.ShutdownGrace, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
