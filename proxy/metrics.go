@@ -55,6 +55,10 @@ func newDefaultRegistry() *prometheus.Registry {
 // latencyBuckets span sub-millisecond routing to multi-minute generations.
 var latencyBuckets = []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
+// routingBuckets span a routing: tens of microseconds from the ranking
+// cache, a millisecond for a new query, up to a remote embedder's timeout.
+var routingBuckets = []float64{.00005, .0001, .0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
 func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
@@ -70,7 +74,7 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 		}, []string{"path", "arm"}),
 		routing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "routing_duration_seconds",
-			Help: "Time spent routing and rewriting a request, by A/B arm, strategy and client API (chat, responses, messages).", Buckets: latencyBuckets,
+			Help: "Time spent routing and rewriting a request, by A/B arm, strategy and client API (chat, responses, messages).", Buckets: routingBuckets,
 		}, []string{"arm", "strategy", "api"}),
 		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "upstream_duration_seconds",

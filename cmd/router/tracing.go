@@ -6,9 +6,11 @@ package main
 // routing decision and per tool call the proxy answers itself.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 
+	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -34,6 +36,7 @@ const (
 	attrAPI          = attribute.Key("skillrouter.api")
 	attrTool         = attribute.Key("skillrouter.tool")
 	attrToolCallID   = attribute.Key("skillrouter.tool_call_id")
+	attrSkill        = attribute.Key("skillrouter.skill")
 )
 
 // tracedRewriters wraps each rewriter with a routing span; a disabled
@@ -117,8 +120,13 @@ type tracedSession struct {
 }
 
 func (t *tracedSession) Call(ctx context.Context, callID, name string, args json.RawMessage) wire.ToolResult {
-	ctx, span := t.tracer.Start(ctx, "skillrouter.tool "+name,
-		trace.WithAttributes(attrTool.String(name), attrToolCallID.String(callID)))
+	attrs := []attribute.KeyValue{attrTool.String(name), attrToolCallID.String(callID)}
+	// The skill as the model named it (load_skill's aliases too), clipped
+	// as text quoted from a request is.
+	if v := gjson.GetManyBytes(args, "skill_id", "id", "name"); v[0].Str+v[1].Str+v[2].Str != "" {
+		attrs = append(attrs, attrSkill.String(wire.Clip(cmp.Or(v[0].Str, v[1].Str, v[2].Str))))
+	}
+	ctx, span := t.tracer.Start(ctx, "skillrouter.tool "+name, trace.WithAttributes(attrs...))
 	defer span.End()
 	return t.ToolSession.Call(ctx, callID, name, args)
 }
