@@ -99,7 +99,7 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 		}, []string{"arm", "api"}),
 		rewriteErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "rewrite_errors_total",
-			Help: "Requests forwarded unmodified because the rewrite failed, by A/B arm and client API.",
+			Help: "Requests forwarded unmodified: the rewrite failed, or the index was not built yet (start-up); by A/B arm and client API.",
 		}, []string{"arm", "api"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_total",
