@@ -217,7 +217,9 @@ func TestServeTracing(t *testing.T) {
 	}
 	tool := one("skillrouter.tool load_skill")
 	childOf(tool, server)
-	if !slices.ContainsFunc(tool.Attributes(), func(a attribute.KeyValue) bool { return a.Key == "skillrouter.skill" && a.Value.Emit() == "regex-builder" }) {
+	if !slices.ContainsFunc(tool.Attributes(), func(a attribute.KeyValue) bool {
+		return a.Key == "skillrouter.skill" && a.Value.Emit() == "regex-builder"
+	}) {
 		t.Errorf("the tool span does not name the skill: %v", tool.Attributes())
 	}
 
