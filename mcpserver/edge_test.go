@@ -201,6 +201,28 @@ func TestNonASCIISkillNames(t *testing.T) {
 	}
 }
 
+// postMCP sends one JSON-RPC message to ts's /mcp, in session (none: "").
+func postMCP(t *testing.T, ts *httptest.Server, session, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
+}
+
+func initializeBody(id string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+}
+
 // TestHTTPSecondInitialize: an initialize in an open session is an invalid
 // request (-32600; the SDK's own answer has error code 0).
 func TestHTTPSecondInitialize(t *testing.T) {
@@ -209,28 +231,12 @@ func TestHTTPSecondInitialize(t *testing.T) {
 	defer cancel()
 	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
-	post := func(session string) (*http.Response, []byte) {
-		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, b
-	}
-	first, b := post("")
+	first, b := postMCP(t, ts, "", initializeBody("1"))
 	session := first.Header.Get("Mcp-Session-Id")
 	if first.StatusCode != 200 || session == "" {
 		t.Fatalf("initialize: %d %s", first.StatusCode, b)
 	}
-	if resp, b := post(session); resp.StatusCode != 400 || gjson.GetBytes(b, "error.code").Int() != -32600 || gjson.GetBytes(b, "id").Raw != "1" {
+	if resp, b := postMCP(t, ts, session, initializeBody("1")); resp.StatusCode != 400 || gjson.GetBytes(b, "error.code").Int() != -32600 || gjson.GetBytes(b, "id").Raw != "1" {
 		t.Errorf("second initialize: %d %s", resp.StatusCode, b)
 	}
 	del, _ := http.NewRequest("DELETE", ts.URL+"/mcp", nil)
@@ -249,16 +255,7 @@ func TestHTTPInexactIDs(t *testing.T) {
 	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
 	defer ts.Close()
 	for _, id := range []string{"16.5", "9007199254740993"} {
-		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := postMCP(t, ts, "", initializeBody(id))
 		if resp.StatusCode != 400 || gjson.GetBytes(b, "id").Raw != id || gjson.GetBytes(b, "error.code").Int() != -32600 {
 			t.Errorf("id %s: %d %s", id, resp.StatusCode, b)
 		}
