@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -325,12 +327,31 @@ func TestUpstreamErrorKeyMasked(t *testing.T) {
 	}
 	h.up.Script(echo)
 	h.up.Handle("/v1/models", echo)
-	for _, path := range []string{"/v1/chat/completions", "/v1/models"} {
-		method, body := "POST", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
-		if path == "/v1/models" {
-			method, body = "GET", ""
+	// A gateway that compresses its errors for a client that accepts gzip.
+	h.up.Handle("/v1/files", func(w http.ResponseWriter, r *http.Request, _ fakeai.Request) {
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			t.Errorf("the client's Accept-Encoding did not go upstream: %q", r.Header.Get("Accept-Encoding"))
 		}
-		resp, b := h.do(method, path, body, nil)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusUnauthorized)
+		zw := gzip.NewWriter(w)
+		fmt.Fprintf(zw, `{"error":{"message":"Incorrect API key provided: %s"}}`, r.Header.Get("Authorization"))
+		zw.Close()
+	})
+	for _, path := range []string{"/v1/chat/completions", "/v1/models", "/v1/files"} {
+		method, body, hdr := "POST", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, map[string]string(nil)
+		if path != "/v1/chat/completions" {
+			method, body, hdr = "GET", "", map[string]string{"Accept-Encoding": "gzip"}
+		}
+		resp, b := h.do(method, path, body, hdr)
+		if resp.Header.Get("Content-Encoding") == "gzip" { // set by hand, the client does not decode
+			zr, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ = io.ReadAll(zr)
+		}
 		if resp.StatusCode != 401 || strings.Contains(string(b), key) || !strings.Contains(string(b), "Bearer sk-**********************6789") {
 			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
 		}

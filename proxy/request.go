@@ -86,25 +86,12 @@ func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error)
 		r.Header.Del("Content-Encoding")
 		return body, nil // an empty body is reported as such by the parser
 	}
-	var zr io.Reader
-	var err error
-	switch enc {
-	case "gzip", "x-gzip":
-		zr, err = gzip.NewReader(bytes.NewReader(body))
-	case "deflate":
-		zr, err = zlib.NewReader(bytes.NewReader(body))
-	case "zstd":
-		var d *zstd.Decoder
-		// MaxMemory bounds the window a frame may ask for.
-		d, err = zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(max(limit, 8<<20))))
-		if err == nil {
-			defer d.Close()
-			zr = d
-		}
-	default:
+	zr, done, err := newDecoder(enc, bytes.NewReader(body), limit)
+	if errors.Is(err, errUnknownEncoding) {
 		return nil, &wire.Error{Status: http.StatusUnsupportedMediaType, Kind: wire.KindInvalidRequest, Code: "unsupported_content_encoding",
 			Message: fmt.Sprintf("request Content-Encoding %q is not supported (want one of gzip, deflate or zstd)", wire.Clip(enc))}
 	}
+	defer done()
 	var plain []byte
 	if err == nil {
 		plain, err = io.ReadAll(io.LimitReader(zr, limit+1))
@@ -117,6 +104,31 @@ func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error)
 	}
 	r.Header.Del("Content-Encoding")
 	return plain, nil
+}
+
+var errUnknownEncoding = errors.New("unknown content encoding")
+
+// newDecoder reads src decoded from the content coding enc (gzip, deflate,
+// zstd; lower case), the window a zstd frame may ask for bounded by limit
+// (at least 8 MiB); done releases the decoder. errUnknownEncoding for any
+// other coding.
+func newDecoder(enc string, src io.Reader, limit int64) (_ io.Reader, done func(), err error) {
+	done = func() {}
+	switch enc {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(src)
+		return zr, done, err
+	case "deflate":
+		zr, err := zlib.NewReader(src)
+		return zr, done, err
+	case "zstd":
+		d, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(max(limit, 8<<20))))
+		if err != nil {
+			return nil, done, err
+		}
+		return d, d.Close, nil
+	}
+	return nil, done, errUnknownEncoding
 }
 
 // headerError is a 400 about an X-Skillrouter-* request header.

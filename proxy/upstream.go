@@ -194,20 +194,36 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 // quotes keys. An encoded body (pass-through relays encodings untouched)
 // and what lies past the first MiB go as they are.
 func withKeyMasked(resp *http.Response, key string) io.ReadCloser {
-	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		return resp.Body
+	body := resp.Body // the caller replaces resp.Body with what this returns
+	src, done := io.Reader(body), func() {}
+	if enc := strings.ToLower(strings.TrimSpace(strings.Join(resp.Header.Values("Content-Encoding"), ","))); enc != "" && enc != "identity" {
+		// Pass-through relays the encoding the client accepted: an error
+		// it compressed is decoded here, and goes to the client plain.
+		dec, release, err := newDecoder(enc, body, 8<<20)
+		if err != nil {
+			return body // a coding the proxy does not know (br): as it came
+		}
+		src, done = dec, release
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
 	}
-	head, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	head, err := io.ReadAll(io.LimitReader(src, 1<<20))
 	masked := bytes.ReplaceAll(head, []byte(key), []byte(maskedKey(key)))
-	rest := io.Reader(resp.Body)
+	rest := src
 	if err != nil {
 		rest = errReader{err}
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(bytes.NewReader(masked), rest), resp.Body}
+	}{io.MultiReader(bytes.NewReader(masked), rest), closerFunc(func() error { done(); return body.Close() })}
 }
+
+// closerFunc is a func as an io.Closer.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // maskedKey is key with all but its first three and last four characters
 // starred (all of it when it is short).
