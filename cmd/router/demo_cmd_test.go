@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/skillrouter/skillrouter/wire/chat"
 )
 
@@ -205,4 +207,37 @@ func TestDemoLogLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.stop()
+}
+
+// TestDemoModelChains: each answer has an id of its own, and a Responses
+// turn chained with previous_response_id goes on from its history; an id
+// it never gave, or deleted, is refused as the API refuses it.
+func TestDemoModelChains(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(serveDemoModel))
+	defer srv.Close()
+	post := func(body string) (int, string) {
+		resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	_, first := post(`{"model":"m","input":"hi"}`)
+	id := gjson.Get(first, "id").Str
+	_, second := post(`{"model":"m","input":"and again","previous_response_id":"` + id + `"}`)
+	if id2 := gjson.Get(second, "id").Str; id2 == id || id == "" {
+		t.Errorf("ids %q and %q", id, id2)
+	}
+	if !strings.Contains(first, "I received 1 messages") || !strings.Contains(second, "I received 3 messages") {
+		t.Errorf("the chained turn did not get its history:\n%s\n%s", first, second)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/responses/"+id, nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("delete: %v %v", resp, err)
+	}
+	if status, b := post(`{"model":"m","input":"x","previous_response_id":"` + id + `"}`); status != 400 || !strings.Contains(b, "previous_response_not_found") {
+		t.Errorf("a deleted id: %d %s", status, b)
+	}
 }

@@ -15,7 +15,12 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/skillrouter/skillrouter/wire"
 	"github.com/skillrouter/skillrouter/wire/chat"
@@ -31,8 +36,65 @@ var (
 	loadAskRe    = regexp.MustCompile(`(?i)\bload (?:the )?(?:skill )?([a-z0-9][a-z0-9/_.-]*)`)
 )
 
+// demoMemory gives each answer an id of its own and keeps the Responses
+// conversations they end, so that a turn chained with previous_response_id
+// goes on from its history, as the Responses API's stored state does (the
+// last 1,024 responses).
+type demoMemory struct {
+	mu    sync.Mutex
+	n     int
+	turns map[string][]wire.Turn
+	order []string
+}
+
+var demoMem = &demoMemory{turns: map[string][]wire.Turn{}}
+
+func (m *demoMemory) newID(prefix string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	return prefix + strconv.Itoa(m.n)
+}
+
+func (m *demoMemory) history(id string) ([]wire.Turn, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.turns[id]
+	return slices.Clone(t), ok
+}
+
+func (m *demoMemory) keep(id string, turns []wire.Turn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.turns[id] = turns
+	m.order = append(m.order, id)
+	if len(m.order) > 1024 {
+		delete(m.turns, m.order[0])
+		m.order = m.order[1:]
+	}
+}
+
+func (m *demoMemory) drop(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.turns[id]
+	delete(m.turns, id)
+	return ok
+}
+
 func serveDemoModel(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if id, ok := strings.CutPrefix(r.URL.Path, "/v1/responses/"); ok && r.Method == http.MethodDelete {
+		// The proxy deletes the stored responses of the rounds it hid.
+		if !demoMem.drop(id) {
+			writeDemo(w, http.StatusNotFound, "application/json", chat.ErrorJSON(&wire.Error{Status: http.StatusNotFound,
+				Code: "not_found", Message: "no response " + id}))
+			return
+		}
+		writeDemo(w, http.StatusOK, "application/json", wire.Marshal(map[string]any{"id": id, "object": "response.deleted", "deleted": true}))
+		return
+	}
+	var prefix, previous string
 	var (
 		view   *wire.Request
 		err    error
@@ -45,15 +107,24 @@ func serveDemoModel(w http.ResponseWriter, r *http.Request) {
 			"data": []any{map[string]any{"id": "demo", "object": "model", "owned_by": "skillrouter"}}}))
 		return
 	case "/v1/chat/completions":
+		prefix = "chatcmpl-demo-"
 		var req *chat.Request
 		if req, err = chat.Parse(body); err == nil {
 			view = req.View()
 			encode = func(rep wire.Reply) []byte { return chat.EncodeReply(rep, view.Stream, req.IncludeUsage()) }
 		}
 	case "/v1/responses", "/v1/responses/input_tokens":
+		prefix = "resp_demo_"
 		var req *responses.Request
 		if req, err = responses.Parse(body); err == nil {
 			view = req.View()
+			if previous = gjson.GetBytes(body, "previous_response_id").Str; previous != "" {
+				h, ok := demoMem.history(previous)
+				if !ok {
+					err = wire.BadRequest("previous_response_not_found", "previous_response_id", "Previous response with id '%s' not found.", previous)
+				}
+				view.Turns = append(h, view.Turns...)
+			}
 			if strings.HasSuffix(r.URL.Path, "/input_tokens") {
 				writeDemo(w, http.StatusOK, "application/json", wire.Marshal(map[string]any{"object": "response.input_tokens", "input_tokens": len(body) / 4}))
 				return
@@ -61,6 +132,7 @@ func serveDemoModel(w http.ResponseWriter, r *http.Request) {
 			encode = func(rep wire.Reply) []byte { return responses.EncodeReply(rep, view.Stream) }
 		}
 	case "/v1/messages", "/v1/messages/count_tokens":
+		prefix = "msg_demo_"
 		errOut = messages.ErrorJSON
 		var req *messages.Request
 		if req, err = messages.Parse(body); err == nil {
@@ -86,6 +158,10 @@ func serveDemoModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := demoReply(view)
+	rep.ID = demoMem.newID(prefix)
+	if prefix == "resp_demo_" {
+		demoMem.keep(rep.ID, append(view.Turns, wire.Turn{Role: "assistant", Text: rep.Text}))
+	}
 	ctype := "application/json"
 	if view.Stream {
 		ctype = "text/event-stream"
@@ -95,7 +171,7 @@ func serveDemoModel(w http.ResponseWriter, r *http.Request) {
 
 // demoReply decides the stand-in's answer from the request it received.
 func demoReply(req *wire.Request) wire.Reply {
-	rep := wire.Reply{ID: "demo_" + string(req.API), Model: req.Model}
+	rep := wire.Reply{Model: req.Model} // the caller names it
 	var catalog int
 	var loaded []string
 	var lastUser string
