@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -18,10 +19,14 @@ import (
 // its body (a message's role, text and view each take memory of their
 // own: ~8× for a body of tiny messages) from the read until its answer
 // ends. A request takes its body's size from the budget before the body
-// is read (by Content-Length) and whatever more it turns out to be after
-// (chunked or compressed), and gives it back when it is answered. One that
-// does not fit waits, in arrival order, up to bodyBudgetWait; then it is
-// answered 503, as a full connection table is.
+// is read (by Content-Length), as its bytes arrive when it has none
+// (chunked), and what its decoded form needs after (compressed); it gives
+// it all back when it is answered. One that does not fit waits, in arrival
+// order, up to bodyBudgetWait; then it is answered 503, as a full
+// connection table is. A request never waits while holding part of the
+// budget: the requests waiting before it might need that part (two
+// compressed bodies would each wait for the other), so it gives it back
+// first and waits for the whole.
 type bodyBudget struct {
 	sem   *semaphore.Weighted // nil: no bound
 	limit int64
@@ -61,10 +66,12 @@ func (h *bodyHold) grow(ctx context.Context, n int64) *wire.Error {
 	if more <= 0 {
 		return nil
 	}
-	if h.b.sem != nil {
+	if h.b.sem != nil && !h.b.sem.TryAcquire(more) {
+		h.release() // never wait holding a part (see bodyBudget)
+		more = n
 		wait := time.Duration(h.b.wait.Load())
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		err := h.b.sem.Acquire(wctx, more)
+		err := h.b.sem.Acquire(wctx, n)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -92,6 +99,35 @@ func (h *bodyHold) release() {
 	h.n = 0
 }
 
+// heldStep is how much a body without Content-Length takes from the
+// budget at a time as it arrives.
+const heldStep = 256 << 10
+
+// heldReader takes from the budget as a body's bytes arrive, ahead of them
+// by up to heldStep.
+type heldReader struct {
+	io.ReadCloser
+	ctx  context.Context
+	h    *bodyHold
+	read int64
+}
+
+func (r *heldReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.read += int64(n)
+	if r.read > r.h.n {
+		if werr := r.h.grow(r.ctx, r.read+heldStep); werr != nil {
+			return n, &budgetError{werr}
+		}
+	}
+	return n, err
+}
+
+// budgetError ends a body read that found no room in the budget.
+type budgetError struct{ werr *wire.Error }
+
+func (e *budgetError) Error() string { return e.werr.Message }
+
 // readHeldBody reads a routed request's body as readBody does, holding its
 // size in s's body budget; the caller releases the hold when the request
 // is answered.
@@ -102,12 +138,32 @@ func (s *Server) readHeldBody(r *http.Request) ([]byte, *bodyHold, *wire.Error) 
 			return nil, h, werr
 		}
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &heldReader{ReadCloser: r.Body, ctx: r.Context(), h: h}
+	}
 	body, werr := readBody(r, s.cfg.BodyLimit)
 	if werr != nil {
 		return nil, h, werr
 	}
-	if werr := h.grow(r.Context(), int64(len(body))); werr != nil {
-		return nil, h, werr
+	// What the body turned out to need: its decoded size, or less than
+	// the reading's step ahead.
+	if n := int64(len(body)); n > h.n {
+		if werr := h.grow(r.Context(), n); werr != nil {
+			return nil, h, werr
+		}
+	} else {
+		h.shrink(n)
 	}
 	return body, h, nil
+}
+
+// shrink gives back what the request holds beyond n bytes.
+func (h *bodyHold) shrink(n int64) {
+	if less := h.n - n; less > 0 {
+		if h.b.sem != nil {
+			h.b.sem.Release(less)
+		}
+		h.b.held.Add(-less)
+		h.n = n
+	}
 }

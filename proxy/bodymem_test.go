@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,10 +32,16 @@ func waitHeld(t *testing.T, h *harness, n int64) {
 // 503 server_busy with Retry-After, without reaching the upstream.
 func TestBodyMemory(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		wait   time.Duration
-		status int
-	}{{"waits for room", time.Minute, 200}, {"refused past the wait", 100 * time.Millisecond, 503}} {
+		name    string
+		wait    time.Duration
+		status  int
+		chunked bool // the second body without Content-Length: held as it arrives
+	}{
+		{"waits for room", time.Minute, 200, false},
+		{"refused past the wait", 100 * time.Millisecond, 503, false},
+		{"chunked, waits for room", time.Minute, 200, true},
+		{"chunked, refused past the wait", 100 * time.Millisecond, 503, true},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.BodyLimit, c.BodyMemory = 4096, 4096 })
 			h.srv.bodies.wait.Store(int64(tt.wait))
@@ -65,7 +72,20 @@ func TestBodyMemory(t *testing.T) {
 					open()
 				})
 			}
-			resp, b := h.chat(chatOf(3000), nil)
+			var resp *http.Response
+			var b []byte
+			if tt.chunked {
+				req, _ := http.NewRequest("POST", h.ts.URL+"/v1/chat/completions", io.MultiReader(strings.NewReader(chatOf(3000))))
+				req.Header.Set("Content-Type", "application/json")
+				var err error
+				if resp, err = h.ts.Client().Do(req); err != nil {
+					t.Fatal(err)
+				}
+				b, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			} else {
+				resp, b = h.chat(chatOf(3000), nil)
+			}
 			if resp.StatusCode != tt.status {
 				t.Fatalf("second request: %d %s", resp.StatusCode, b)
 			}

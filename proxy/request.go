@@ -53,6 +53,10 @@ func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
 		if errors.As(err, &bte) {
 			return nil, requestTimeout(bte.limit)
 		}
+		var be *budgetError
+		if errors.As(err, &be) {
+			return nil, be.werr
+		}
 		if clientGone(r, err) {
 			// Logged and counted 499; writeError sends nothing, and the
 			// connection is closed unanswered (observe).
