@@ -138,7 +138,11 @@ func (s *Server) readHeldBody(r *http.Request) ([]byte, *bodyHold, *wire.Error) 
 			return nil, h, werr
 		}
 	}
-	if r.Body != nil && r.Body != http.NoBody {
+	if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+		// Chunked: held as it arrives. (A body of known length is not
+		// wrapped: net/http must still see its own reader to answer a
+		// client waiting for 100 Continue, and to close the connection of
+		// one over the limit unread.)
 		r.Body = &heldReader{ReadCloser: r.Body, ctx: r.Context(), h: h}
 	}
 	body, werr := readBody(r, s.cfg.BodyLimit)
