@@ -870,7 +870,7 @@ func loadConfigFile(path string, cfg *config) error {
 			// yaml.v3 names no line for a tab that indents.
 			for i, l := range strings.Split(string(b), "\n") {
 				if strings.HasPrefix(strings.TrimLeft(l, " "), "\t") {
-					return fmt.Errorf("config %s:%d: a tab indents this line: YAML indents with spaces", path, i+1)
+					return fmt.Errorf("config %s:%d: %s (a tab indents this line: YAML indents with spaces)", path, i+1, strings.TrimPrefix(msg, "yaml: "))
 				}
 			}
 		}
@@ -895,10 +895,10 @@ func loadConfigFile(path string, cfg *config) error {
 	// typos included, would go unnoticed.
 	var more yaml.Node
 	if err := dec.Decode(&more); err == nil {
-		if len(more.Content) == 0 || more.Content[0].Tag == "!!null" {
-			return nil // a closing --- with nothing after it
+		// A closing --- with nothing after it is no second document.
+		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
+			return fmt.Errorf("config %s:%d: a second YAML document (after ---): the configuration is one document; merge the two", path, more.Content[0].Line)
 		}
-		return fmt.Errorf("config %s:%d: a second YAML document (after ---): the configuration is one document; merge the two", path, more.Content[0].Line)
 	} else if !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s", fileLines(path, err.Error(), cfg.src.lines))
 	}

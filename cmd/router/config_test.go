@@ -150,7 +150,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "quoted int", file: "tool_rounds: \"4\"\n", want: `config FILE:1: tool_rounds "4": want a whole number, written without quotes (tool_rounds: 4)`},
 		{name: "quoted float", file: "routing:\n  min_score:\n    hybrid: '0.2'\n", want: `config FILE:3: routing.min_score.hybrid "0.2": want a number, written without quotes`},
 		{name: "second document", file: "listen: 127.0.0.1:1\n---\nroutng: x\n", want: `config FILE:3: a second YAML document (after ---)`},
-		{name: "tab indent", file: "\tlisten: x\n", want: `config FILE:1: a tab indents this line: YAML indents with spaces`},
+		{name: "tab indent", file: "\tlisten: x\n", want: `config FILE:1: found character that cannot start any token (a tab indents this line: YAML indents with spaces)`},
 		{name: "bad bool", file: "watch: sometimes\n", want: `config FILE:1: watch "sometimes": want true or false`},
 		{name: "list as scalar", file: "skills: a\n", want: `config FILE:1: skills: want a list, such as [a, b] or one "- item" per line`},
 		{name: "section as scalar", file: "upstream: http://x/v1\n",
@@ -293,7 +293,8 @@ func TestPassThroughConfig(t *testing.T) {
 // the command runs.
 func TestConfigRelativePaths(t *testing.T) {
 	home := isolate(t)
-	file := writeFile(t, "c.yaml", "skills: [lib, /abs/lib, ~/mine, builtin:examples]\nrouting:\n  index_dir: idx\nembedder:\n  cache_dir: \"-\"\nexec:\n  output_dir: out\nauth:\n  api_keys_file: keys\n")
+	// A closing --- changes nothing (it once skipped resolving the paths).
+	file := writeFile(t, "c.yaml", "skills: [lib, /abs/lib, ~/mine, builtin:examples]\nrouting:\n  index_dir: idx\nembedder:\n  cache_dir: \"-\"\nexec:\n  output_dir: out\nauth:\n  api_keys_file: keys\n---\n")
 	dir := filepath.Dir(file)
 	cfg, err := loadFor(t, []string{"--config", file}, nil)
 	if err != nil {
