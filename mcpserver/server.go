@@ -224,13 +224,6 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			_ = answer(w, bad, -32600, "invalid request: "+badNumericID)
 			return
 		}
-		if id != "" && initializes(r, head) {
-			// The SDK answers it with error code 0, which JSON-RPC has not.
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_ = answer(w, json.RawMessage(gjson.GetBytes(head, "id").Raw), -32600, alreadyInitialized)
-			return
-		}
 		if r.Method == http.MethodPost && id == "" {
 			// A POST without a session id opens one (initialize). Each holds
 			// a place under the cap until it is answered, so two at the cap
@@ -257,6 +250,14 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 				// Another key's session: as unknown to this client as a
 				// closed one (its existence is not confirmed either).
 				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+			if initializes(r, head) {
+				// The SDK answers it with error code 0, which JSON-RPC has
+				// not. (An unknown session's is 404 above, as any request.)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_ = answer(w, json.RawMessage(gjson.GetBytes(head, "id").Raw), -32600, alreadyInitialized)
 				return
 			}
 			// In flight from here: a read waiting for the budget is too.

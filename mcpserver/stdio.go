@@ -39,7 +39,7 @@ func (s *Server) runIO(ctx context.Context, in io.Reader, out io.Writer) error {
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
-		err := filterFrames(in, pw, w, w.pending, &w.version)
+		err := filterFrames(in, pw, filterAnswers{w}, w.pending, &w.version)
 		if err == nil {
 			// stdin ended: a host that writes its requests and closes
 			// (`printf ... | router mcp`, or a shutdown right after a call)
@@ -275,6 +275,18 @@ func (p *pending) drain(done <-chan struct{}, limit time.Duration) {
 }
 
 func (l *lockedWriter) Close() error { return nil }
+
+// filterAnswers writes the filter's own answers (to lines the SDK never saw)
+// whole, as lockedWriter does, but without its notes: they answer no
+// request the SDK holds (an id the filter refused may equal, as the SDK
+// reads numbers, one it holds), and no initialize.
+type filterAnswers struct{ l *lockedWriter }
+
+func (r filterAnswers) Write(p []byte) (int, error) {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	return r.l.w.Write(p)
+}
 
 // filterFrames copies the lines of in that are JSON-RPC messages to good,
 // and answers the others on errs. A line longer than the SDK accepts is

@@ -266,3 +266,27 @@ func TestStdioCancelledNotAnswered(t *testing.T) {
 	}
 	end()
 }
+
+// TestStdioRefusalsLeaveTheSession: the filter's own refusals answer no
+// request the SDK holds: a second initialize sent before the first was
+// answered leaves the first's version agreed (batches on 2025-03-26).
+func TestStdioRefusalsLeaveTheSession(t *testing.T) {
+	send, next, end := stdioSession(t)
+	send(initializeLine(1, "2025-03-26"))
+	send(initializeLine(1, "2025-03-26"))
+	var result, refused bool
+	for range 2 {
+		l := next()
+		result = result || gjson.Get(l, "result.protocolVersion").Str == "2025-03-26"
+		refused = refused || gjson.Get(l, "error.code").Int() == jsonrpc.CodeInvalidRequest
+	}
+	if !result || !refused {
+		t.Fatalf("initialize answered %v, the second refused %v", result, refused)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`[{"jsonrpc":"2.0","id":8,"method":"ping"}]`)
+	if l := next(); !gjson.Get(l, "#").Exists() || gjson.Get(l, "0.id").Int() != 8 {
+		t.Fatalf("a batch on 2025-03-26 answered %s", l)
+	}
+	end()
+}
