@@ -78,7 +78,13 @@ func (r *remote) withRetry(ctx context.Context, batch []string, call callFunc, r
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
 		vecs, retry, err := call(cctx, batch)
+		// A call cut by its own timeout (a model still loading) may pass
+		// next time; the call sees only that its context ended.
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
+		if err != nil && timedOut {
+			retry = true
+		}
 		if err == nil {
 			if err = r.check(vecs, len(batch)); err == nil {
 				return vecs, nil

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -403,5 +405,34 @@ func TestOpenAIBaseURLQuery(t *testing.T) {
 	srv.Close() // down: a transport error, which quotes the URL
 	if _, err = o.Embed(context.Background(), []string{"y"}); err == nil || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("transport error %v", err)
+	}
+}
+
+// TestRemoteTimeoutRetried: a library batch cut by its own timeout (a model
+// still loading) is retried, as a refused connection or a 5xx is; the
+// router's query is not (it has a latency budget).
+func TestRemoteTimeoutRetried(t *testing.T) {
+	var calls atomic.Int32
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 { // the first call outlasts the timeout
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8]}],"model":"m"}`)
+	}))
+	defer srv.Close()
+	defer close(done)
+	o, err := NewOpenAI(Config{BaseURL: srv.URL, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSleep(o.remote)
+	if _, err := o.EmbedDocuments(context.Background(), []string{"x"}); err != nil || calls.Load() != 2 {
+		t.Fatalf("err %v after %d calls, want the batch retried once", err, calls.Load())
 	}
 }
