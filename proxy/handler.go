@@ -133,6 +133,7 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 		out.rwErr = errNotReady
 		info.err = errNotReady.Error()
 		info.strategy = string(ov.Strategy)
+		s.metrics.beforeReady.WithLabelValues(armLabel(label), info.api).Inc()
 		return out, nil
 	}
 	start := time.Now()

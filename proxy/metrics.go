@@ -30,6 +30,7 @@ type metrics struct {
 	cacheHits           *prometheus.CounterVec   // arm
 	addedTokens         *prometheus.HistogramVec // arm
 	rewriteErrors       *prometheus.CounterVec   // arm
+	beforeReady         *prometheus.CounterVec   // arm, api
 	toolCalls           *prometheus.CounterVec   // tool, arm
 	toolRounds          *prometheus.HistogramVec // arm
 	exhausted           *prometheus.CounterVec   // arm
@@ -99,7 +100,11 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 		}, []string{"arm", "api"}),
 		rewriteErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "rewrite_errors_total",
-			Help: "Requests forwarded unmodified: the rewrite failed, or the index was not built yet (start-up); by A/B arm and client API.",
+			Help: "Requests forwarded unmodified because the rewrite failed, by A/B arm and client API.",
+		}, []string{"arm", "api"}),
+		beforeReady: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "requests_before_ready_total",
+			Help: "Requests forwarded unmodified because the arm's index was still being built (start-up), by A/B arm and client API.",
 		}, []string{"arm", "api"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "tool_calls_total",
@@ -156,7 +161,7 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 		}, []string{"api"}),
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
-		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.toolCalls, m.toolRounds, m.exhausted,
+		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.beforeReady, m.toolCalls, m.toolRounds, m.exhausted,
 		m.droppedCalls, m.storedRepairs, m.stateUnknown, m.usageAskResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "request_bodies_held_bytes",
@@ -205,6 +210,7 @@ func (m *metrics) preset(arms []string) {
 		m.cacheHits.WithLabelValues(arm)
 		for _, a := range []wire.API{wire.APIChat, wire.APIResponses, wire.APIMessages} {
 			m.rewriteErrors.WithLabelValues(arm, string(a))
+			m.beforeReady.WithLabelValues(arm, string(a))
 		}
 		m.exhausted.WithLabelValues(arm)
 		m.droppedCalls.WithLabelValues(arm)

@@ -38,6 +38,13 @@ func TestHealthAndReadiness(t *testing.T) {
 	if strings.Contains(h.logText(), "/readyz") || strings.Contains(h.logText(), "/healthz") {
 		t.Errorf("probe logged at info level:\n%s", h.logText())
 	}
+	// A request meanwhile goes upstream unmodified, and is counted so.
+	if resp, b := h.chat(simpleChat, nil); resp.StatusCode != 200 || resp.Header.Get("X-Skillrouter-Error") == "" {
+		t.Fatalf("request while not ready: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	_, m := h.do("GET", "/metrics", "", nil)
+	mustContain(t, string(m), `skillrouter_requests_before_ready_total{api="chat",arm="default"} 1`)
+	mustContain(t, string(m), `skillrouter_rewrite_errors_total{api="chat",arm="default"} 0`)
 }
 
 func copyDir(t *testing.T, src string) string {
