@@ -60,7 +60,7 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.metatool == "" && cmd.Flags().Changed("split") {
-				return errors.New("--split applies to --metatool only")
+				return usageError{errors.New("--split applies to --metatool only")}
 			}
 			// Checked before the library loads, as the other flags are.
 			if f.sample < 0 || f.limit < 0 {
@@ -189,9 +189,9 @@ type benchDataset struct {
 func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *config, try string) (*benchDataset, error) {
 	switch {
 	case f.queries == "" && f.metatool == "":
-		return nil, errors.New("give --queries FILE.jsonl or --metatool DIR")
+		return nil, usageError{errors.New("give --queries FILE.jsonl or --metatool DIR")}
 	case f.queries != "" && f.metatool != "":
-		return nil, errors.New("--queries and --metatool are exclusive")
+		return nil, usageError{errors.New("--queries and --metatool are exclusive")}
 	}
 	sel := bench.Selection{Sample: f.sample, Seed: f.seed, Limit: f.limit}
 	ds := &benchDataset{cleanup: func() {}}
@@ -252,20 +252,20 @@ func describeMetaTool(f benchFlags) string {
 func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg config, try string) error {
 	strategies, err := parseStrategies(f.strategies)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	ks, err := parseInts("k", f.ks)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	encs, err := parseEncodings(f.encodings)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	var sizes []int
 	if f.scale != "" {
 		if sizes, err = parseInts("scale", f.scale); err != nil {
-			return err
+			return usageError{err}
 		}
 	}
 	acc, err := bench.NewAccountant(encs...)

@@ -588,6 +588,11 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"route", "--ranked", "-5", "q"}, true},
 		{[]string{"skills", "catalog", "--max-description", "-3"}, true},
 		{[]string{"bench", "--queries", "q.jsonl", "--sample", "-1"}, true},
+		{[]string{"bench", "--queries", "q.jsonl", "--strategies", "nope"}, true},
+		{[]string{"bench", "--queries", "q.jsonl", "--split", "single"}, true},
+		{[]string{"bench", "--queries", "q.jsonl", "--metatool", "m"}, true},
+		{[]string{"index", "build"}, true},
+		{[]string{"route", " "}, true},
 		{[]string{"skills"}, false},
 	} {
 		root := newRootCmd()

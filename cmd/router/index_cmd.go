@@ -42,7 +42,7 @@ func newIndexBuildCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return fmt.Errorf("--out DIR is required: the folder to write the index to")
+				return usageError{fmt.Errorf("--out DIR is required: the folder to write the index to")}
 			}
 			cfg, roots, err := configAndRoots(cmd, &cf, args)
 			if err != nil {

@@ -60,7 +60,7 @@ func newRouteCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--rows %d --ranked %d: each must be 0 or more", rows, ranked)}
 			}
 			if strings.TrimSpace(args[0]) == "" {
-				return fmt.Errorf("MESSAGE is empty")
+				return usageError{fmt.Errorf("MESSAGE is empty")}
 			}
 			cfg, roots, err := configAndRoots(cmd, &cf, args)
 			if err != nil {
@@ -232,21 +232,24 @@ func writeUnresolvedMentions(w io.Writer, query string, d *router.Decision, snap
 	seen := map[string]bool{}
 	for _, m := range mentionLike.FindAllStringSubmatch(query, -1) {
 		name := strings.TrimRight(m[1], "./-")
-		if seen[name] {
+		id := strings.ToLower(name) // mentions match ids whatever their case, as the router reads them
+		if seen[id] {
 			continue
 		}
-		seen[name] = true
-		if s, ok := snap.Resolve(name); ok && slices.Contains(d.Pinned, s.ID) {
+		seen[id] = true
+		if s, ok := snap.Resolve(id); ok && slices.Contains(d.Pinned, s.ID) {
 			continue
 		}
-		switch s, ok := snap.Lookup(name); {
+		switch s, ok := snap.Lookup(id); {
 		case ok && s.Skipped:
 			lines = append(lines, fmt.Sprintf("  #%s: skipped for errors (router skills validate shows them)", name))
-		case ok:
+		case ok && d.Reasons[s.ID] != "":
 			lines = append(lines, fmt.Sprintf("  #%s: not pinned (%s)", name, d.Reasons[s.ID]))
+		case ok:
+			lines = append(lines, fmt.Sprintf("  #%s: not pinned", name))
 		default:
 			hint := ""
-			if sugg := skills.Suggest(name, snap.Skills(), 1); len(sugg) > 0 {
+			if sugg := skills.Suggest(id, snap.Skills(), 1); len(sugg) > 0 {
 				hint = "; did you mean #" + sugg[0] + "?"
 			}
 			lines = append(lines, fmt.Sprintf("  #%s: no skill has this id or name%s", name, hint))

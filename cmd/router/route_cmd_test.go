@@ -339,7 +339,7 @@ func TestRouteMentionsNotPinned(t *testing.T) {
 	lib := t.TempDir()
 	writeSkillFile(t, filepath.Join(lib, "good", "SKILL.md"), "---\nname: good\ndescription: Do good things with widgets.\n---\nBody\n")
 	writeSkillFile(t, filepath.Join(lib, "badyaml", "SKILL.md"), "---\nname: badyaml\ndescription: [x\n---\nBody\n")
-	out, errOut, err := run(t, "route", "--skills", lib, "use #badyaml and #good and #goood please")
+	out, errOut, err := run(t, "route", "--skills", lib, "use #badyaml and #Good and #goood please")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
@@ -348,7 +348,7 @@ func TestRouteMentionsNotPinned(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "#good:") {
+	if strings.Contains(strings.ToLower(out), "#good:") { // pinned, whatever its case
 		t.Errorf("a pinned mention is listed as not pinned:\n%s", out)
 	}
 }
