@@ -171,10 +171,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 			return errPreflightServed
 		}
 		h.Set("Access-Control-Expose-Headers", "*")
-	} else if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+	} else if site := r.Header.Get("Sec-Fetch-Site"); (site == "cross-site" || site == "same-site") && !openPaths[r.URL.Path] && !slices.Contains(a.AllowedOrigins, "*") {
 		// A browser sends no Origin with a GET another page causes (an
 		// image, a script, a link followed) but says where it came from.
-		return forbidden("origin_not_allowed", "requests a web page of another site causes are refused (Sec-Fetch-Site: %s): call the proxy from an allowed origin (server.allowed_origins)", site)
+		// Probes stay open to a dashboard's links; allowed_origins "*"
+		// lets every page in.
+		return forbidden("origin_not_allowed", "requests caused by a page of another site without an Origin (an image, a script, a link followed; Sec-Fetch-Site: %s) are refused: call the proxy with fetch from an origin in server.allowed_origins, or allow every page with \"*\"", site)
 	}
 	if adminPaths[r.URL.Path] {
 		if werr := s.adminAllowed(r, keys); werr != nil {

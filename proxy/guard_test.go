@@ -277,3 +277,18 @@ func TestBaseURLHints(t *testing.T) {
 		t.Errorf("/favicon.ico: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestFetchMetadataExemptions: a dashboard's link to a probe, and any page
+// when allowed_origins holds "*", are not refused for their fetch metadata.
+func TestFetchMetadataExemptions(t *testing.T) {
+	strict := newHarness(t, nil)
+	resp, b := strict.do("GET", "/readyz", "", map[string]string{"Sec-Fetch-Site": "cross-site"})
+	if resp.StatusCode != 200 {
+		t.Errorf("a link to /readyz: %d %s", resp.StatusCode, b)
+	}
+	open := newHarness(t, func(c *Config) { c.Access.AllowedOrigins = []string{"*"} })
+	resp, b = open.chat(simpleChat, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	if resp.StatusCode != 200 {
+		t.Errorf("allowed_origins *: %d %s", resp.StatusCode, b)
+	}
+}
