@@ -268,8 +268,15 @@ func TestHelmRefusesPodsThatFail(t *testing.T) {
 			t.Errorf("%s: rendered (err %v), want a refusal naming %q:\n%.400s", tt.name, err, tt.want, out)
 		}
 	}
-	// The defaults scale with git-sync: it has a CPU request of its own.
-	if out, err := helmTemplate(t, append(git, "--set", "autoscaling.enabled=true")...); err != nil {
-		t.Errorf("git-sync with autoscaling: %v\n%s", err, out)
+	// The defaults scale with git-sync: it has a CPU request of its own; a
+	// CPU limit alone sets the request, and a LimitRange may give one.
+	for _, set := range [][]string{
+		append(git, "--set", "autoscaling.enabled=true"),
+		{"--set", "autoscaling.enabled=true", "--set", "resources.requests=null", "--set", "resources.limits.cpu=1"},
+		{"--set", "autoscaling.enabled=true", "--set", "resources=null", "--set", "autoscaling.skipRequestCheck=true"},
+	} {
+		if out, err := helmTemplate(t, set...); err != nil {
+			t.Errorf("%v: %v\n%s", set, err, out)
+		}
 	}
 }
