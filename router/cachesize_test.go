@@ -45,3 +45,29 @@ func TestCachedVectorsOfAnOldSizeAreReplaced(t *testing.T) {
 		})
 	}
 }
+
+// TestVectorsRetriedWhileIdle: a vector index that failed to build is
+// retried in the background on an idle router too: no request ranks, and
+// once the embedder is back ranking is no longer degraded.
+func TestVectorsRetriedWhileIdle(t *testing.T) {
+	defer router.SetVectorRetryEvery(50 * time.Millisecond)()
+	lib := copyLibrary(t)
+	snap := load(t, lib)
+	e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "remote-stub"}
+	down := error(embed.ErrUnavailable)
+	e.failDoc.Store(&down)
+	r, err := router.New(context.Background(), snap, router.Options{Embedder: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Degraded() == "" {
+		t.Fatal("the vectors built without the embedder")
+	}
+	e.failDoc.Store(nil)
+	for deadline := time.Now().Add(5 * time.Second); r.Degraded() != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still degraded 5 s after the embedder came back, with no request: %s", r.Degraded())
+		}
+	}
+}

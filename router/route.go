@@ -174,6 +174,26 @@ func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, err
 		r.bgCancel()
 		return nil, err
 	}
+	// A vector index that failed to build is retried by the requests that
+	// rank with it; this retries it on an idle proxy too, so that one whose
+	// embedder came back is ready to rank with it before traffic does
+	// (and /readyz stops listing it as degraded).
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		t := time.NewTicker(vectorRetryEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.bgCtx.Done():
+				return
+			case <-t.C:
+				if ix := r.cur.Load(); ix != nil {
+					r.maybeRetryVectors(ix)
+				}
+			}
+		}
+	}()
 	return r, nil
 }
 
