@@ -168,28 +168,40 @@ func (c *Cache) embedMisses(ctx context.Context, texts, keys []string, miss []in
 		}
 		missAt[keys[i]] = append(missAt[keys[i]], i)
 	}
-	var vecs [][]float32
-	var err error
-	if de, ok := c.inner.(DocumentEmbedder); ok {
-		vecs, err = de.EmbedDocuments(ctx, missTexts)
-	} else {
-		vecs, err = c.inner.Embed(ctx, missTexts)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if len(vecs) != len(missTexts) {
-		return 0, unavailable(c.inner.Name(), fmt.Errorf("%w: %d vectors for %d inputs", ErrMalformedResponse, len(vecs), len(missTexts)))
-	}
-	for j, t := range missTexts {
-		k := textKey(t)
-		for _, i := range missAt[k] {
-			out[i] = vecs[j]
+	// In parts, each cached as it comes: a library of thousands of skills
+	// whose embedder fails part way keeps what it embedded, and the retry
+	// embeds the rest only.
+	size := 0
+	for start := 0; start < len(missTexts); start += cacheChunk {
+		part := missTexts[start:min(start+cacheChunk, len(missTexts))]
+		var vecs [][]float32
+		var err error
+		if de, ok := c.inner.(DocumentEmbedder); ok {
+			vecs, err = de.EmbedDocuments(ctx, part)
+		} else {
+			vecs, err = c.inner.Embed(ctx, part)
 		}
-		_ = c.write(k, vecs[j]) // best effort: a read-only cache still embeds
+		if err != nil {
+			return 0, err
+		}
+		if len(vecs) != len(part) {
+			return 0, unavailable(c.inner.Name(), fmt.Errorf("%w: %d vectors for %d inputs", ErrMalformedResponse, len(vecs), len(part)))
+		}
+		for j, t := range part {
+			k := textKey(t)
+			for _, i := range missAt[k] {
+				out[i] = vecs[j]
+			}
+			_ = c.write(k, vecs[j]) // best effort: a read-only cache still embeds
+		}
+		size = len(vecs[0])
 	}
-	return len(vecs[0]), nil
+	return size, nil
 }
+
+// cacheChunk is how many texts the cache hands the embedder at a time (a
+// remote one batches them further).
+const cacheChunk = 256
 
 const cacheMagic = "SRE1"
 

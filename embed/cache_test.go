@@ -2,6 +2,8 @@ package embed
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -184,5 +186,40 @@ func TestCacheDirPrivate(t *testing.T) {
 	}
 	if fi, _ := os.Stat(own); fi.Mode().Perm() != 0o755 {
 		t.Errorf("a configured folder was changed to %v", fi.Mode().Perm())
+	}
+}
+
+// failingAfter embeds until it has embedded limit texts, then fails.
+type failingAfter struct {
+	countingEmbedder
+	limit int64
+}
+
+func (f *failingAfter) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	if f.texts.Load()+int64(len(texts)) > f.limit {
+		return nil, unavailable("fake", errors.New("down"))
+	}
+	return f.countingEmbedder.EmbedDocuments(ctx, texts)
+}
+
+// TestCacheKeepsWhatAFailedRunEmbedded: an embedder that fails part way
+// through a library leaves the parts it embedded cached; the retry embeds
+// only the rest.
+func TestCacheKeepsWhatAFailedRunEmbedded(t *testing.T) {
+	texts := make([]string, 3*cacheChunk)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("skill %d", i)
+	}
+	inner := &failingAfter{countingEmbedder: countingEmbedder{model: "m"}, limit: cacheChunk}
+	c := NewCache(inner, t.TempDir(), 0)
+	if _, err := c.EmbedDocuments(context.Background(), texts); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err %v, want the embedder's failure", err)
+	}
+	inner.limit = 1 << 30
+	if _, err := c.EmbedDocuments(context.Background(), texts); err != nil {
+		t.Fatal(err)
+	}
+	if n := inner.texts.Load(); n != int64(len(texts)) {
+		t.Errorf("embedded %d texts over both runs, want %d: the first run's part was lost", n, len(texts))
 	}
 }
