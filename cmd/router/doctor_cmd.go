@@ -84,7 +84,12 @@ func runDoctor(ctx context.Context, cmd *cobra.Command, cf *configFlags, args []
 	rows := []checkRow{configRow(&cfg)}
 	rows = append(rows, libraryRow(ctx, &cfg, tryCommand(cmd, args)))
 	rows = append(rows, upstreamRows(ctx, &cfg)...)
-	rows = append(rows, embedderRow(ctx, &cfg))
+	rows = append(rows, embedderRow(ctx, "embedder", cfg.Embedder))
+	for _, a := range cfg.AB.Arms {
+		if a.Embedder != nil { // an arm ranking with an embedder of its own
+			rows = append(rows, embedderRow(ctx, "embedder (arm "+a.Name+")", *a.Embedder))
+		}
+	}
 	rows = append(rows, cacheRow(&cfg))
 	rows = append(rows, listenRow(&cfg))
 	rows = append(rows, sandboxRow(&cfg))
@@ -168,24 +173,28 @@ func upstreamRow(ctx context.Context, c *upstreamcheck.Checker, cfg *config) che
 	return checkRow{name: name, status: status, detail: where + ": " + r.Error, fix: r.Hint}
 }
 
-func embedderRow(ctx context.Context, cfg *config) checkRow {
-	name := providerName(cfg.Embedder)
-	e, err := embed.New(cfg.Embedder)
+// embedderRow checks one embedder (the configuration's, or an A/B arm's:
+// row names it) with a query.
+func embedderRow(ctx context.Context, row string, ec embed.Config) checkRow {
+	name := providerName(ec)
+	e, err := embed.New(ec)
 	if err != nil {
-		return checkRow{name: "embedder", status: checkFail, detail: name + ": " + err.Error(), fix: "check the embedder.* keys"}
+		return checkRow{name: row, status: checkFail, detail: name + ": " + err.Error(), fix: "check the embedder.* keys"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	start := time.Now()
 	vecs, err := e.Embed(ctx, []string{"skillrouter doctor: is the embedder there?"})
 	if err != nil || len(vecs) != 1 {
-		fix := "is the embedding server running? routing falls back to bm25 while it is not"
-		if name == embed.ProviderOpenAI {
-			fix = "check embedder.base_url and the key (embedder.api_key or OPENAI_API_KEY); routing falls back to bm25 meanwhile"
+		// The fix follows what failed: a server that answered and refused
+		// (no such model, a bad key) is not one that is down.
+		fix := "is the embedding server running at embedder.base_url? routing falls back to bm25 while it is not"
+		if errors.Is(err, embed.ErrMisconfigured) {
+			fix = "the embedding server answered and refused: check embedder.model (Ollama: pull it) and the key (embedder.api_key or OPENAI_API_KEY)"
 		}
-		return checkRow{name: "embedder", status: checkFail, detail: fmt.Sprintf("%s %s: %v", name, e.Model(), err), fix: fix}
+		return checkRow{name: row, status: checkFail, detail: fmt.Sprintf("%s %s: %v", name, e.Model(), err), fix: fix}
 	}
-	return checkRow{name: "embedder", status: checkOK,
+	return checkRow{name: row, status: checkOK,
 		detail: fmt.Sprintf("%s %s: %d dimensions, %.0f ms", name, e.Model(), len(vecs[0]), float64(time.Since(start).Microseconds())/1000)}
 }
 

@@ -176,3 +176,35 @@ func TestDoctorCacheNotWritableWarns(t *testing.T) {
 		t.Errorf("an unwritable cache folder: %v\n%s", err, out)
 	}
 }
+
+// TestDoctorArmEmbedders: an A/B arm's own embedder is checked too, and the
+// fix follows what failed: a server that refused (no such model) is not
+// told to start.
+func TestDoctorArmEmbedders(t *testing.T) {
+	examples, _ := filepath.Abs(examplesLib)
+	isolate(t)
+	up := modelsUpstream(t)
+	ollama := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":"model \"nosuch\" not found, try pulling it first"}`)
+	}))
+	defer ollama.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String()
+	l.Close()
+	cfgFile := writeFile(t, "ab.yaml", "ab:\n  arms:\n    - {name: base, percent: 50}\n"+
+		"    - {name: oai, percent: 25, embedder: {provider: openai, base_url: \""+down+"/v1\", model: m1, retries: -1}}\n"+
+		"    - {name: oll, percent: 25, embedder: {provider: ollama, base_url: \""+ollama.URL+"\", model: nosuch, retries: -1}}\n")
+	out, _, err := run(t, "doctor", "--config", cfgFile, "--skills", examples, "--upstream", up.URL+"/v1", "--listen", freeAddr(t))
+	if exitStatus(err) != 1 {
+		t.Errorf("exit %v, want 1: an arm's embedder is down", err)
+	}
+	for _, want := range []string{"embedder (arm oai)", "is the embedding server running", "embedder (arm oll)", "answered and refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
