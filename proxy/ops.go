@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -112,15 +113,15 @@ type rootPrefix struct{ path, label string }
 
 // rootPrefixes are the library roots as paths begin with them, as given
 // and absolute, the longest first: a root inside another names the
-// shorter path. With several roots a message names a path's root by its
-// folder's name ("team-skills/pdf/SKILL.md"): a copy shadowed in another
-// root would otherwise read as the skill's own path.
+// shorter path. With several roots a message names a path's root (see
+// rootLabel): a copy shadowed in another root would otherwise read as the
+// skill's own path.
 func rootPrefixes(roots []string) []rootPrefix {
 	var prefixes []rootPrefix
 	for _, r := range roots {
 		label := ""
 		if len(roots) > 1 {
-			label = filepath.Base(filepath.Clean(r)) + "/"
+			label = rootLabel(r) + "/"
 		}
 		prefixes = append(prefixes, rootPrefix{strings.TrimSuffix(r, string(filepath.Separator)) + string(filepath.Separator), label})
 		if abs, err := filepath.Abs(r); err == nil && abs != r {
@@ -129,6 +130,23 @@ func rootPrefixes(roots []string) []rootPrefix {
 	}
 	slices.SortFunc(prefixes, func(a, b rootPrefix) int { return len(b.path) - len(a.path) })
 	return prefixes
+}
+
+// rootLabel names a root to clients without where the machine keeps it:
+// below the home folder as ~/... (the default roots are all named
+// "skills": ~/.claude/skills, ~/.codex/skills, ...), a relative one as
+// given, any other by its last two folders.
+func rootLabel(root string) string {
+	clean := filepath.Clean(root)
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		if rel, err := filepath.Rel(home, clean); err == nil && filepath.IsLocal(rel) {
+			return filepath.ToSlash(filepath.Join("~", rel))
+		}
+	}
+	if !filepath.IsAbs(clean) {
+		return filepath.ToSlash(clean)
+	}
+	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(clean)), filepath.Base(clean)))
 }
 
 // absolutePath is a path a message names outside every root (a symlink's

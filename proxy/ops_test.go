@@ -234,9 +234,26 @@ func TestSkillsListHidesLibraryLocations(t *testing.T) {
 			t.Errorf("the listing names %s:\n%s", root, b)
 		}
 	}
-	// The shadowed copy is named with its root's folder: the skill's own
-	// path alone would read as the skill itself.
-	if !strings.Contains(string(b), filepath.Base(r2)+"/pdf/SKILL.md") {
+	// The shadowed copy is named with its root: the skill's own path alone
+	// would read as the skill itself.
+	if !strings.Contains(string(b), rootLabel(r2)+"/pdf/SKILL.md") || rootLabel(r1) == rootLabel(r2) {
 		t.Errorf("the duplicate id's problem does not say which root holds the other copy:\n%s", b)
+	}
+}
+
+func TestRootLabel(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	for root, want := range map[string]string{
+		filepath.Join(home, ".claude", "skills"): "~/.claude/skills",
+		filepath.Join(home, ".codex", "skills"):  "~/.codex/skills",
+		".claude/skills":                         ".claude/skills",
+		"/srv/team/skills":                       "team/skills",
+	} {
+		if got := rootLabel(root); got != want {
+			t.Errorf("%s: %s, want %s", root, got, want)
+		}
 	}
 }
