@@ -395,7 +395,7 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 	if ix.vecErr == nil && !otherSize {
 		return
 	}
-	if time.Since(time.Unix(0, r.lastRetry.Load())) < vectorRetryEvery || !r.retrying.CompareAndSwap(false, true) {
+	if time.Since(time.Unix(0, r.lastRetry.Load())) < r.retryEvery || !r.retrying.CompareAndSwap(false, true) {
 		return
 	}
 	r.lastRetry.Store(time.Now().UnixNano())

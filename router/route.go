@@ -142,11 +142,13 @@ type Router struct {
 	upd    updater
 
 	// Background retry of a vector index whose build failed (embedder down).
-	bg        sync.WaitGroup
-	bgCtx     context.Context
-	bgCancel  context.CancelFunc
-	retrying  atomic.Bool
-	lastRetry atomic.Int64 // unix nanos
+	bg    sync.WaitGroup
+	bgCtx context.Context
+	// retryEvery is vectorRetryEvery as the router was made with it.
+	retryEvery time.Duration
+	bgCancel   context.CancelFunc
+	retrying   atomic.Bool
+	lastRetry  atomic.Int64 // unix nanos
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
 	embedBreak   breaker                // skips a failing remote embedder for a while
@@ -168,7 +170,7 @@ func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, err
 	if !ValidStrategy(opts.Strategy) {
 		return nil, fmt.Errorf("router: unknown strategy %q (want %s)", opts.Strategy, StrategyList())
 	}
-	r := &Router{opts: opts}
+	r := &Router{opts: opts, retryEvery: vectorRetryEvery} // read once: tests change it between routers
 	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	if err := r.Update(ctx, snap); err != nil {
 		r.bgCancel()
@@ -181,7 +183,7 @@ func New(ctx context.Context, snap *skills.Snapshot, opts Options) (*Router, err
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		t := time.NewTicker(vectorRetryEvery)
+		t := time.NewTicker(r.retryEvery)
 		defer t.Stop()
 		for {
 			select {
