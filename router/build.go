@@ -278,6 +278,11 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	if ix.emb != nil {
 		attrs = append(attrs, "embedder", ix.emb.Name(), "model", ix.emb.Model(),
 			"embedded", stats.Embedded, "reused", stats.Reused)
+		if ix.vecErr != nil {
+			// Built, but ranking without vectors until the retry: a line
+			// that read as a success hid it.
+			attrs = append(attrs, "vectors", "unavailable (bm25 until the background retry)", "err", ix.vecErr)
+		}
 	}
 	r.opts.Logger.Info(msg, attrs...)
 	ev := IndexBuilt

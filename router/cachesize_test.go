@@ -2,10 +2,13 @@ package router_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/router"
 )
 
@@ -56,13 +59,17 @@ func TestVectorsRetriedWhileIdle(t *testing.T) {
 	e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "remote-stub"}
 	down := error(embed.ErrUnavailable)
 	e.failDoc.Store(&down)
-	r, err := router.New(context.Background(), snap, router.Options{Embedder: e})
+	var logs syncbuf.Buffer
+	r, err := router.New(context.Background(), snap, router.Options{Embedder: e, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	if r.Degraded() == "" {
 		t.Fatal("the vectors built without the embedder")
+	}
+	if l := logs.String(); !strings.Contains(l, `msg="routing index built"`) || !strings.Contains(l, `vectors="unavailable`) {
+		t.Errorf("the build's line does not say it has no vectors:\n%s", l)
 	}
 	e.failDoc.Store(nil)
 	for deadline := time.Now().Add(5 * time.Second); r.Degraded() != ""; time.Sleep(20 * time.Millisecond) {

@@ -540,13 +540,21 @@ func (r *Router) noteFallback(reason string) {
 		return
 	}
 	r.lastFallback.Store(&reason)
-	r.opts.Logger.Warn("routing with bm25 fallback", "reason", reason)
+	r.opts.Logger.Warn("routing with bm25 fallback", "reason", reason, "embedder", r.embedderName())
+}
+
+// embedderName names the embedder of the index in use, for log lines.
+func (r *Router) embedderName() string {
+	if ix := r.cur.Load(); ix != nil && ix.emb != nil {
+		return ix.emb.Name() + " " + ix.emb.Model()
+	}
+	return ""
 }
 
 // noteRecovered resets noteFallback after a successful embedding.
 func (r *Router) noteRecovered() {
 	if p := r.lastFallback.Load(); p != nil {
 		r.lastFallback.Store(nil)
-		r.opts.Logger.Info("embedder recovered")
+		r.opts.Logger.Info("embedder recovered", "embedder", r.embedderName())
 	}
 }

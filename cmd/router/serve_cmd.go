@@ -409,7 +409,11 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	build := func(ctx context.Context) error {
 		var routers []*router.Router
 		for _, lr := range late {
-			r, err := newRouter(ctx, reg, embedders[lr], ropts, wrapEmbedder)
+			opts := ropts
+			if lr.arm != "" && opts.Logger != nil { // its lines say which arm they are about
+				opts.Logger = opts.Logger.With("arm", lr.arm)
+			}
+			r, err := newRouter(ctx, reg, embedders[lr], opts, wrapEmbedder)
 			if err != nil {
 				if lr.arm != "" {
 					return fmt.Errorf("ab arm %q: %w", lr.arm, err)
