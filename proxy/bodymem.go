@@ -88,16 +88,7 @@ func (h *bodyHold) grow(ctx context.Context, n int64) *wire.Error {
 }
 
 // release gives back what the request held.
-func (h *bodyHold) release() {
-	if h.n == 0 {
-		return
-	}
-	if h.b.sem != nil {
-		h.b.sem.Release(h.n)
-	}
-	h.b.held.Add(-h.n)
-	h.n = 0
-}
+func (h *bodyHold) release() { h.shrink(0) }
 
 // heldStep is how much a body without Content-Length takes from the
 // budget at a time as it arrives.

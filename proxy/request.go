@@ -85,7 +85,7 @@ func clientGone(r *http.Request, err error) bool {
 func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error) ([]byte, *wire.Error) {
 	// Every Content-Encoding field counts: a list names codings applied in
 	// turn, which the proxy does not undo (415), rather than one of them.
-	enc := strings.ToLower(strings.TrimSpace(strings.Join(r.Header.Values("Content-Encoding"), ",")))
+	enc := contentCoding(r.Header)
 	if enc == "" || enc == "identity" || len(body) == 0 {
 		r.Header.Del("Content-Encoding")
 		return body, nil // an empty body is reported as such by the parser
@@ -108,6 +108,13 @@ func decodeBody(r *http.Request, body []byte, limit int64, tooLarge *wire.Error)
 	}
 	r.Header.Del("Content-Encoding")
 	return plain, nil
+}
+
+// contentCoding is h's Content-Encoding as newDecoder takes it: every
+// field counts (a list names codings applied in turn, which no decoder
+// here undoes), lower case.
+func contentCoding(h http.Header) string {
+	return strings.ToLower(strings.TrimSpace(strings.Join(h.Values("Content-Encoding"), ",")))
 }
 
 var errUnknownEncoding = errors.New("unknown content encoding")

@@ -191,12 +191,13 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 // ("Incorrect API key provided: Bearer sk-..."), and the operator's key is
 // never the clients'. The mask keeps the key's length (Content-Length
 // stays right) and its first three and last four characters, as OpenAI
-// quotes keys. An encoded body (pass-through relays encodings untouched)
-// and what lies past the first MiB go as they are.
+// quotes keys. A compressed body is decoded and goes plain; one in a
+// coding the proxy does not decode (br), and what lies past the first MiB,
+// go as they are.
 func withKeyMasked(resp *http.Response, key string) io.ReadCloser {
 	body := resp.Body // the caller replaces resp.Body with what this returns
 	src, done := io.Reader(body), func() {}
-	if enc := strings.ToLower(strings.TrimSpace(strings.Join(resp.Header.Values("Content-Encoding"), ","))); enc != "" && enc != "identity" {
+	if enc := contentCoding(resp.Header); enc != "" && enc != "identity" {
 		// Pass-through relays the encoding the client accepted: an error
 		// it compressed is decoded here, and goes to the client plain.
 		dec, release, err := newDecoder(enc, body, 8<<20)
