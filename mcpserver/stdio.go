@@ -76,20 +76,22 @@ type lockedWriter struct {
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending != nil && l.pending.cancelledAnswer(p) {
+	if l.pending == nil {
+		return l.w.Write(p)
+	}
+	msg := gjson.ParseBytes(p) // read once for both notes
+	if l.pending.cancelledAnswer(msg) {
 		// MCP: the receiver of notifications/cancelled does not answer the
 		// request it names (the SDK answers every request it handled).
 		return len(p), nil
 	}
 	n, err := l.w.Write(p)
-	if l.pending != nil {
-		eachMessage(p, func(m gjson.Result) {
-			if v := m.Get("id"); !m.Get("method").Exists() && v.Exists() {
-				l.pending.answered(v)
-				l.version.answered(v, m)
-			}
-		})
-	}
+	eachOf(msg, func(m gjson.Result) {
+		if v := m.Get("id"); !m.Get("method").Exists() && v.Exists() {
+			l.pending.answered(v)
+			l.version.answered(v, m)
+		}
+	})
 	return n, err
 }
 
@@ -164,8 +166,11 @@ func (a *agreed) await(limit time.Duration) string {
 }
 
 // eachMessage calls f with each message of a frame: the one, or a batch's.
-func eachMessage(frame []byte, f func(gjson.Result)) {
-	if r := gjson.ParseBytes(frame); r.IsArray() {
+func eachMessage(frame []byte, f func(gjson.Result)) { eachOf(gjson.ParseBytes(frame), f) }
+
+// eachOf is eachMessage of a frame already parsed.
+func eachOf(r gjson.Result, f func(gjson.Result)) {
+	if r.IsArray() {
 		r.ForEach(func(_, el gjson.Result) bool { f(el); return true })
 	} else {
 		f(r)
@@ -185,10 +190,9 @@ func newPending() *pending {
 	return &pending{ids: map[string]bool{}, cancelled: map[string]bool{}, changed: make(chan struct{})}
 }
 
-// cancelledAnswer reports whether frame is the answer to a request the
-// client cancelled before it was answered (one message, not a batch's).
-func (p *pending) cancelledAnswer(frame []byte) bool {
-	m := gjson.ParseBytes(frame)
+// cancelledAnswer reports whether m, a frame, is the answer to a request
+// the client cancelled before it was answered (one message, not a batch's).
+func (p *pending) cancelledAnswer(m gjson.Result) bool {
 	id := m.Get("id")
 	if !m.IsObject() || m.Get("method").Exists() || !id.Exists() {
 		return false
