@@ -57,25 +57,7 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 	var b strings.Builder
 	last := 0
 	seen := map[string]bool{}
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c != '#' && c != '/' {
-			continue
-		}
-		if i > 0 && !isMentionLead(text[:i]) {
-			continue
-		}
-		start := i
-		j := i + 1
-		for j < len(text) {
-			r, size := utf8.DecodeRuneInString(text[j:])
-			if !isIDRune(r) {
-				break
-			}
-			j += size
-		}
-		raw := strings.TrimRight(text[i+1:j], "./-_")
-		i = j - 1
+	eachMention(text, func(start int, raw string) {
 		id, n, ok := t.match(raw)
 		if ok {
 			end := start + 1 + n // trailing punctuation stays in the text
@@ -86,12 +68,59 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 				out = append(out, id)
 			}
 		}
-	}
+	})
 	if len(out) == 0 {
 		return out, text
 	}
 	b.WriteString(text[last:])
 	return out, b.String()
+}
+
+// eachMention calls f with each place text could mention a skill: the
+// index of its # or /, and what follows as an id would be written, its
+// trailing punctuation left out (see find).
+func eachMention(text string, f func(start int, raw string)) {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c != '#' && c != '/' {
+			continue
+		}
+		if i > 0 && !isMentionLead(text[:i]) {
+			continue
+		}
+		j := i + 1
+		for j < len(text) {
+			r, size := utf8.DecodeRuneInString(text[j:])
+			if !isIDRune(r) {
+				break
+			}
+			j += size
+		}
+		f(i, strings.TrimRight(text[i+1:j], "./-_"))
+		i = j - 1
+	}
+}
+
+// A Mention is a #mention written in a text, as the router reads one,
+// whether or not it names a skill.
+type Mention struct {
+	Raw string // as written, without the #
+	Key string // as ids are compared with it (case and Unicode normalisation aside)
+}
+
+// Mentions lists text's #mentions, each once, in order: for tools that
+// say which mentions pinned nothing (router route). A /mention is left out:
+// a path like /usr/bin is one only when it names a skill.
+func Mentions(text string) []Mention {
+	var out []Mention
+	seen := map[string]bool{}
+	eachMention(text, func(start int, raw string) {
+		if k := mentionKey(raw); text[start] == '#' && k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, Mention{Raw: raw, Key: k})
+		}
+	})
+	return out
 }
 
 // match finds the skill raw names and how many of its bytes name it: all of

@@ -611,3 +611,20 @@ func TestTinyLibraries(t *testing.T) {
 		t.Errorf("empty query: %+v", d)
 	}
 }
+
+// TestMentionsListed: Mentions reads #mentions as the router does (the
+// lead, the id's characters, trailing punctuation, case), whether or not
+// they name a skill, each once; /paths are left out.
+func TestMentionsListed(t *testing.T) {
+	got := router.Mentions("use #PDF-Tools, #nosuch. and #pdf-tools again; see https://x/#frag and /usr/bin (#café)")
+	var raws, keys []string
+	for _, m := range got {
+		raws, keys = append(raws, m.Raw), append(keys, m.Key)
+	}
+	if want := []string{"PDF-Tools", "nosuch", "café"}; !slices.Equal(raws, want) {
+		t.Errorf("raw %q, want %q", raws, want)
+	}
+	if want := []string{"pdf-tools", "nosuch", "café"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -220,25 +219,19 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int, empty bool) e
 	return nil
 }
 
-// mentionLike finds "#word" in a query as a skill mention is written.
-var mentionLike = regexp.MustCompile(`(?:^|[\s(,;])#([\p{L}\p{N}][\p{L}\p{N}._/-]*)`)
-
 // writeUnresolvedMentions says which #mentions of the query pinned no
 // skill, and why: a skill author checks mentions with route, and a
 // mention of a skill skipped for errors, or misspelled, was silently
 // nothing.
 func writeUnresolvedMentions(w io.Writer, query string, d *router.Decision, snap *skills.Snapshot) {
 	var lines []string
-	seen := map[string]bool{}
-	for _, m := range mentionLike.FindAllStringSubmatch(query, -1) {
-		name := strings.TrimRight(m[1], "./-")
-		id := strings.ToLower(name) // mentions match ids whatever their case, as the router reads them
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	for _, m := range router.Mentions(query) {
+		name, id := m.Raw, m.Key
 		if s, ok := snap.Resolve(id); ok && slices.Contains(d.Pinned, s.ID) {
 			continue
+		}
+		if slices.ContainsFunc(d.Pinned, func(p string) bool { return strings.HasPrefix(id, strings.ToLower(p)) }) {
+			continue // pinned, in a script written without spaces and followed by more of it
 		}
 		switch s, ok := snap.Lookup(id); {
 		case ok && s.Skipped:
