@@ -201,6 +201,16 @@ func TestNonASCIISkillNames(t *testing.T) {
 	}
 }
 
+// serveHTTP serves f's streamable HTTP handler until the test ends.
+func (f *fixture) serveHTTP(t *testing.T) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
 // postMCP sends one JSON-RPC message to ts's /mcp, in session (none: "").
 func postMCP(t *testing.T, ts *httptest.Server, session, body string) (*http.Response, []byte) {
 	t.Helper()
@@ -219,24 +229,16 @@ func postMCP(t *testing.T, ts *httptest.Server, session, body string) (*http.Res
 	return resp, b
 }
 
-func initializeBody(id string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-}
-
 // TestHTTPSecondInitialize: an initialize in an open session is an invalid
 // request (-32600; the SDK's own answer has error code 0).
 func TestHTTPSecondInitialize(t *testing.T) {
-	f := newFixture(t, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
-	defer ts.Close()
-	first, b := postMCP(t, ts, "", initializeBody("1"))
+	ts := newFixture(t, false).serveHTTP(t)
+	first, b := postMCP(t, ts, "", initializeLine("1", "2025-06-18"))
 	session := first.Header.Get("Mcp-Session-Id")
 	if first.StatusCode != 200 || session == "" {
 		t.Fatalf("initialize: %d %s", first.StatusCode, b)
 	}
-	if resp, b := postMCP(t, ts, session, initializeBody("1")); resp.StatusCode != 400 || gjson.GetBytes(b, "error.code").Int() != -32600 || gjson.GetBytes(b, "id").Raw != "1" {
+	if resp, b := postMCP(t, ts, session, initializeLine("1", "2025-06-18")); resp.StatusCode != 400 || gjson.GetBytes(b, "error.code").Int() != -32600 || gjson.GetBytes(b, "id").Raw != "1" {
 		t.Errorf("second initialize: %d %s", resp.StatusCode, b)
 	}
 	del, _ := http.NewRequest("DELETE", ts.URL+"/mcp", nil)
@@ -249,13 +251,9 @@ func TestHTTPSecondInitialize(t *testing.T) {
 // TestHTTPInexactIDs: a numeric id the SDK would answer changed (16.5 as
 // 16, 2^53+1 as 2^53) is refused over HTTP as on stdio, with the id as sent.
 func TestHTTPInexactIDs(t *testing.T) {
-	f := newFixture(t, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
-	defer ts.Close()
+	ts := newFixture(t, false).serveHTTP(t)
 	for _, id := range []string{"16.5", "9007199254740993"} {
-		resp, b := postMCP(t, ts, "", initializeBody(id))
+		resp, b := postMCP(t, ts, "", initializeLine(id, "2025-06-18"))
 		if resp.StatusCode != 400 || gjson.GetBytes(b, "id").Raw != id || gjson.GetBytes(b, "error.code").Int() != -32600 {
 			t.Errorf("id %s: %d %s", id, resp.StatusCode, b)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -72,10 +71,7 @@ func TestReadSkillResourceHiddenFiles(t *testing.T) {
 // answers an unknown session 404, so a client can start over).
 func TestHTTPSessionsBounded(t *testing.T) {
 	f := newFixture(t, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
-	defer ts.Close()
+	ts := f.serveHTTP(t)
 	const attempts = 3000
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`
 	var ids []string

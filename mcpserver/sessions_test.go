@@ -220,10 +220,7 @@ func TestSlowPostDoesNotBlockInitialize(t *testing.T) {
 // keeping the client's Host, got 403 at /mcp and 200 at the API.
 func TestHandlerLeavesHostToCaller(t *testing.T) {
 	f := newFixture(t, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ts := httptest.NewServer(f.srv.Handler(ctx, nil))
-	defer ts.Close()
+	ts := f.serveHTTP(t)
 	defer http.DefaultClient.CloseIdleConnections()
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(initializeMsg))
 	req.Host = "router.internal"

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,13 +69,15 @@ func stdioSessionOf(t *testing.T, f *fixture) (send func(string), next func() st
 	return send, next, end
 }
 
-func initializeLine(id int, version string) string {
-	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+// initializeLine is an initialize request with id (as JSON) asking for
+// version.
+func initializeLine(id, version string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 }
 
 func TestStdioBadLinesAnswered(t *testing.T) {
 	send, next, end := stdioSession(t)
-	send(initializeLine(1, "2025-11-25"))
+	send(initializeLine("1", "2025-11-25"))
 	if l := next(); gjson.Get(l, "id").Int() != 1 || !gjson.Get(l, "result.serverInfo").Exists() {
 		t.Fatalf("initialize: %s", l)
 	}
@@ -129,9 +130,9 @@ func TestStdioBatchByAgreedVersion(t *testing.T) {
 		name    string
 		opening []string
 	}{
-		{"unknown version asked", []string{initializeLine(1, "1999-01-01")}},
-		{"a version between asked", []string{initializeLine(1, "2025-04-01")}},
-		{"a second initialize asks an older one", []string{initializeLine(1, "2025-06-18"), initializeLine(2, "2024-11-05")}},
+		{"unknown version asked", []string{initializeLine("1", "1999-01-01")}},
+		{"a version between asked", []string{initializeLine("1", "2025-04-01")}},
+		{"a second initialize asks an older one", []string{initializeLine("1", "2025-06-18"), initializeLine("2", "2024-11-05")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			send, next, end := stdioSession(t)
@@ -253,7 +254,7 @@ func TestStdioCancelledNotAnswered(t *testing.T) {
 	hold := make(chan struct{})
 	f.srv.ready = hold // tool calls wait for the index until cancelled
 	send, next, end := stdioSessionOf(t, f)
-	send(initializeLine(1, "2025-06-18"))
+	send(initializeLine("1", "2025-06-18"))
 	next()
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_skills","arguments":{"query":"pdf"}}}`)
@@ -272,8 +273,8 @@ func TestStdioCancelledNotAnswered(t *testing.T) {
 // answered leaves the first's version agreed (batches on 2025-03-26).
 func TestStdioRefusalsLeaveTheSession(t *testing.T) {
 	send, next, end := stdioSession(t)
-	send(initializeLine(1, "2025-03-26"))
-	send(initializeLine(1, "2025-03-26"))
+	send(initializeLine("1", "2025-03-26"))
+	send(initializeLine("1", "2025-03-26"))
 	var result, refused bool
 	for range 2 {
 		l := next()
