@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -324,15 +325,20 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg c
 	return allFellBack(rep)
 }
 
+// allResults are rep's results, each library size's included (--scale).
+func allResults(rep *bench.Report) []bench.Result {
+	results := slices.Clone(rep.Results)
+	for _, p := range rep.Scale {
+		results = append(results, p.Results...)
+	}
+	return results
+}
+
 // allFellBack fails a run in which a strategy that uses the embedder fell
 // back to bm25 on every query: its row carries bm25's figures under the
 // strategy's name, which an A/B comparison would take for the strategy's.
 func allFellBack(rep *bench.Report) error {
-	results := rep.Results
-	for _, p := range rep.Scale {
-		results = append(results, p.Results...)
-	}
-	for _, r := range results {
+	for _, r := range allResults(rep) {
 		if r.Fallbacks > 0 && r.Fallbacks >= rep.Queries {
 			return fmt.Errorf("%s: every decision (%d) fell back to bm25: the embedder did not answer (router doctor checks it), so its row holds bm25's figures", r.Strategy, r.Fallbacks)
 		}
@@ -349,11 +355,7 @@ func warnReport(w io.Writer, rep *bench.Report) {
 		fmt.Fprintf(w, "warning: %d expected skills are in the library but skipped for errors (`router skills validate` says why) and count as misses: %s\n",
 			n, strings.Join(rep.SkippedExpected, ", "))
 	}
-	results := rep.Results
-	for _, p := range rep.Scale {
-		results = append(results, p.Results...)
-	}
-	for _, r := range results {
+	for _, r := range allResults(rep) {
 		if r.Fallbacks > 0 {
 			fmt.Fprintf(w, "warning: %s: %d decisions fell back to bm25 (embedder slow or failing)\n", r.Strategy, r.Fallbacks)
 		}
