@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/skillrouter/skillrouter/internal/redact"
 )
@@ -161,6 +162,9 @@ func (o *OpenAI) call(ctx context.Context, batch []string) ([][]float32, bool, e
 			msg = oe.Error.Message
 		}
 		e, retry := statusError("openai", resp.StatusCode, fmt.Errorf("POST %s: %s: %s", o.shown, resp.Status, msg))
+		if retry {
+			e = withRetryAfter(e, resp.Header, time.Now())
+		}
 		return nil, retry, e
 	}
 	var out openAIResponse

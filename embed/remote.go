@@ -17,6 +17,10 @@ const (
 	DefaultRetries   = 2
 	backoffBase      = 200 * time.Millisecond
 	backoffMax       = 5 * time.Second
+	// maxRetryWait is the longest Retry-After a library batch waits out
+	// before trying again; a longer one fails the batch, and the router
+	// retries the whole build later.
+	maxRetryWait = 30 * time.Second
 )
 
 // callFunc embeds one batch. It returns the vectors, or an error and whether
@@ -98,6 +102,12 @@ func (r *remote) withRetry(ctx context.Context, batch []string, call callFunc, r
 		d := backoffBase << attempt
 		d = min(d, backoffMax)
 		d = d/2 + rand.N(d/2+1) // jitter: many proxies restarting together should not retry in step
+		if wait, ok := RetryAfter(err); ok {
+			if wait > maxRetryWait {
+				break // the background retry comes back later (see the router)
+			}
+			d = max(d, wait)
+		}
 		if err := r.sleep(ctx, d); err != nil {
 			break
 		}
@@ -125,9 +135,24 @@ func (r *remote) check(vecs [][]float32, want int) error {
 		if len(v) != dim {
 			return misconfigured(r.provider, fmt.Errorf("%w: vector %d has %d dimensions, want %d", ErrMalformedResponse, i, len(v), dim))
 		}
+		if allZero(v) {
+			return unavailable(r.provider, fmt.Errorf("%w: vector %d is all zeros", ErrMalformedResponse, i))
+		}
 		normalize(v)
 	}
 	return nil
+}
+
+// allZero reports a vector no model embeds a non-empty text as but a
+// server in trouble answers (a stub, a model that overflowed): it would
+// leave its skill unreachable by similarity without a word in the log.
+func allZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // normalize scales v to unit length in place (the router compares by dot

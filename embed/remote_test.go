@@ -436,3 +436,85 @@ func TestRemoteTimeoutRetried(t *testing.T) {
 		t.Fatalf("err %v after %d calls, want the batch retried once", err, calls.Load())
 	}
 }
+
+// A 429's wait (Retry-After in seconds or as a date, OpenAI's
+// retry-after-ms) is carried on the error for the router's breaker, a
+// library batch waits it out before its retry, and a wait longer than
+// maxRetryWait ends the batch's retries at once.
+func TestOpenAIRetryAfter(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name      string
+		header    map[string]string
+		want      time.Duration // 0: none on the error
+		wantCalls int
+	}{
+		{"seconds", map[string]string{"Retry-After": "2"}, 2 * time.Second, 2},
+		{"milliseconds first", map[string]string{"Retry-After-Ms": "1500", "Retry-After": "9"}, 1500 * time.Millisecond, 2},
+		{"date", map[string]string{"Retry-After": now.Add(20 * time.Second).UTC().Format(http.TimeFormat)}, 20 * time.Second, 2},
+		{"longer than a batch waits", map[string]string{"Retry-After": "120"}, 120 * time.Second, 1},
+		{"capped", map[string]string{"Retry-After": "86400"}, maxRetryAfter, 1},
+		{"none", nil, 0, 2},
+		{"unreadable", map[string]string{"Retry-After": "soon"}, 0, 2},
+		{"in the past", map[string]string{"Retry-After": now.Add(-time.Minute).UTC().Format(http.TimeFormat)}, 0, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests"}}`)
+			}))
+			defer srv.Close()
+			o, err := NewOpenAI(Config{BaseURL: srv.URL + "/v1", Retries: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slept := noSleep(o.remote)
+			_, err = o.EmbedDocuments(context.Background(), []string{"x"})
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrUnavailable", err)
+			}
+			got, ok := RetryAfter(err)
+			if ok != (tt.want > 0) || got < tt.want-2*time.Second || got > tt.want {
+				t.Errorf("RetryAfter = %v, %v; want %v", got, ok, tt.want)
+			}
+			if n := int(calls.Load()); n != tt.wantCalls {
+				t.Errorf("%d calls, want %d", n, tt.wantCalls)
+			}
+			if tt.wantCalls == 2 && tt.want > 0 && (len(*slept) != 1 || (*slept)[0] < got) {
+				t.Errorf("slept %v before the retry, want at least %v", *slept, got)
+			}
+			// The query path asks once and hands the wait to the router.
+			_, err = o.Embed(context.Background(), []string{"q"})
+			if got, ok := RetryAfter(err); ok != (tt.want > 0) || got > tt.want {
+				t.Errorf("query: RetryAfter = %v, %v; want %v", got, ok, tt.want)
+			}
+		})
+	}
+}
+
+// An all-zero vector is a malformed answer (retried, then unavailable):
+// kept, it would leave its skill unreachable by similarity.
+func TestRemoteZeroVector(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.WriteString(w, `{"object":"list","data":[{"index":0,"embedding":[0.5,0.5]},{"index":1,"embedding":[0,0]}],"model":"m"}`)
+	}))
+	defer srv.Close()
+	o, err := NewOpenAI(Config{BaseURL: srv.URL + "/v1", Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSleep(o.remote)
+	_, err = o.EmbedDocuments(context.Background(), []string{"x", "y"})
+	checkEmbedErr(t, err, ErrMalformedResponse, "vector 1 is all zeros")
+	if !errors.Is(err, ErrUnavailable) || calls.Load() != 2 {
+		t.Errorf("err = %v after %d calls, want unavailable after a retry", err, calls.Load())
+	}
+}

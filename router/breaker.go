@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -44,13 +45,15 @@ func (b *breaker) allow() (ok, probe bool, why string) {
 		b.probing = true // this request tries; the others wait for its answer
 		return true, true, ""
 	}
-	return false, false, fmt.Sprintf("not asked after %d failures in a row, next try in under %v (last: %s)", b.fails, breakerCooldown, b.last)
+	return false, false, fmt.Sprintf("not asked after %d failures in a row, next try in %v (last: %s)", b.fails, max(b.until.Sub(b.clock()), 0).Round(time.Millisecond), b.last)
 }
 
 // done records the outcome of an allowed try: failed describes a failure;
 // counted is false for a try that says nothing of the embedder (its
-// request was cancelled). Only the probe's outcome decides an open breaker.
-func (b *breaker) done(probe bool, failed string, counted bool) {
+// request was cancelled); wait is how long the embedder asked to be left
+// alone (a 429's Retry-After), which opens the breaker at once for that
+// long. Only the probe's outcome decides an open breaker.
+func (b *breaker) done(probe bool, failed string, counted bool, wait time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if probe {
@@ -69,7 +72,10 @@ func (b *breaker) done(probe bool, failed string, counted bool) {
 		}
 		b.fails++
 		b.last = failed
-		if probe || (b.fails >= breakerFailures && now.Sub(b.first) >= breakerSpan) {
+		switch {
+		case wait > 0:
+			b.open, b.until = true, now.Add(wait)
+		case probe || (b.fails >= breakerFailures && now.Sub(b.first) >= breakerSpan):
 			b.open, b.until = true, now.Add(breakerCooldown)
 		}
 	}
@@ -83,6 +89,16 @@ func (b *breaker) skipping() string {
 		return ""
 	}
 	return fmt.Sprintf("skipped after %d failed queries in a row (last: %s)", b.fails, b.last)
+}
+
+// retryAfter is how long an embedder's error asks the router to wait (see
+// package embed's RetryAfter), 0 when it does not say.
+func retryAfter(err error) time.Duration {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
+	}
+	return 0
 }
 
 func (b *breaker) clock() time.Time {

@@ -31,9 +31,12 @@ type rankIndex struct {
 	vecRow []int          // list position of each vector row (vec.IDs order); -1 = not in list
 	rowOf  []int32        // vector row of each list position (-1 = none); nil when row i is skill i
 	vecErr error          // why vec is nil although emb is set
-	cache  *rankCache     // recent rankings; nil = off
-	cal    calibration
-	from   string // the prebuilt or warm index folder all of this was loaded from; "" = built here
+	// vecWait is when the embedder said the vectors may be tried again
+	// (a Retry-After on vecErr); zero when it said nothing.
+	vecWait time.Time
+	cache   *rankCache // recent rankings; nil = off
+	cal     calibration
+	from    string // the prebuilt or warm index folder all of this was loaded from; "" = built here
 
 	// Incremental builds: what a rebuild reuses for skills whose text is
 	// unchanged (their BM25 counts, signatures and vectors), and how far
@@ -209,6 +212,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	var stats index.BuildStats
 	if ix.emb != nil {
 		ix.vec, stats, ix.vecErr = r.buildVectors(ctx, vdocs, ix.emb, prev, pre)
+		if d := retryAfter(ix.vecErr); d > 0 {
+			ix.vecWait = time.Now().Add(d)
+		}
 	}
 	if ix.vec != nil {
 		ix.vecRow = make([]int, ix.vec.Len())
@@ -391,7 +397,8 @@ type documentEmbedder interface {
 // a remote embedder's stored vectors were reused at any size before it knew
 // its own (see sameVectorModel) and no skill changed, so nothing was
 // embedded to find out; once its size is known the rebuild does not reuse
-// them.
+// them. An embedder that asked for a longer wait (a 429's Retry-After) is
+// left alone until it passes.
 func (r *Router) maybeRetryVectors(ix *rankIndex) {
 	if ix.emb == nil {
 		return
@@ -400,7 +407,7 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 	if ix.vecErr == nil && !otherSize {
 		return
 	}
-	if time.Since(time.Unix(0, r.lastRetry.Load())) < r.retryEvery || !r.retrying.CompareAndSwap(false, true) {
+	if time.Since(time.Unix(0, r.lastRetry.Load())) < r.retryEvery || time.Now().Before(ix.vecWait) || !r.retrying.CompareAndSwap(false, true) {
 		return
 	}
 	r.lastRetry.Store(time.Now().UnixNano())

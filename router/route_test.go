@@ -313,6 +313,20 @@ func TestFallback(t *testing.T) {
 			t.Errorf("recovered embedder still falls back: %s", d.FallbackReason)
 		}
 	})
+	t.Run("query embedding rate limited: not asked until its Retry-After", func(t *testing.T) {
+		e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "openai"}
+		r := newRouter(t, snap, router.Options{Embedder: e})
+		var limited error = waitError{fmt.Errorf("openai: %w: HTTP 429", embed.ErrUnavailable), time.Hour}
+		e.failQ.Store(&limited)
+		if d := route(r, router.StrategyHybrid, "my SQL query is slow"); !d.Fallback {
+			t.Fatalf("decision %+v", d)
+		}
+		e.failQ.Store(nil)
+		d := route(r, router.StrategyHybrid, "the SQL query got slow again")
+		if !d.Fallback || !strings.Contains(d.FallbackReason, "not asked") {
+			t.Fatalf("asked again before its Retry-After: %+v", d)
+		}
+	})
 	t.Run("query embedding too slow", func(t *testing.T) {
 		e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "ollama"}
 		r := newRouter(t, snap, router.Options{Embedder: e, EmbedTimeout: 20 * time.Millisecond})
@@ -355,7 +369,31 @@ func TestFallback(t *testing.T) {
 		}
 		t.Error("vector index never rebuilt in the background")
 	})
+	t.Run("library embedding rate limited: left alone until its Retry-After", func(t *testing.T) {
+		defer router.SetVectorRetryEvery(10 * time.Millisecond)()
+		e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "openai"}
+		var limited error = waitError{fmt.Errorf("openai: %w: HTTP 429", embed.ErrUnavailable), time.Hour}
+		e.failDoc.Store(&limited)
+		r := newRouter(t, snap, router.Options{Embedder: e})
+		e.failDoc.Store(nil)
+		for range 10 {
+			time.Sleep(20 * time.Millisecond)
+			if d := route(r, router.StrategyHybrid, "my SQL query is slow"); !d.Fallback {
+				t.Fatal("vectors rebuilt before the embedder's Retry-After passed")
+			}
+		}
+	})
 }
+
+// waitError is an embedder error that asks for a wait, as package embed's
+// errors for a 429 with Retry-After do.
+type waitError struct {
+	error
+	after time.Duration
+}
+
+func (e waitError) Unwrap() error             { return e.error }
+func (e waitError) RetryAfter() time.Duration { return e.after }
 
 // Every fallback carries a short code, fit for clients and metric labels: it
 // names no URL or error text. FallbackReason keeps the details.

@@ -325,12 +325,12 @@ func (r *Router) cosines(ctx context.Context, ix *rankIndex, q *rankQuery, sc *r
 			code, why = FallbackEmbedderTimeout, fmt.Sprintf("embedder %s exceeded its %v latency budget", ix.emb.Name(), r.opts.EmbedTimeout)
 		}
 		if remote {
-			r.embedBreak.done(probe, why, ctx.Err() == nil)
+			r.embedBreak.done(probe, why, ctx.Err() == nil, retryAfter(err))
 		}
 		return nil, code, why
 	}
 	if remote {
-		r.embedBreak.done(probe, "", true)
+		r.embedBreak.done(probe, "", true, 0)
 	}
 	qv, err := blend(vecs, weights)
 	if err != nil {
