@@ -391,6 +391,16 @@ type documentEmbedder interface {
 	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// otherSize says how the vectors' size differs from the one the embedder
+// now answers with ("" when it does not): every query's vector is refused
+// until the background rebuild.
+func (ix *rankIndex) otherSize() string {
+	if ix.vec == nil || ix.vec.Dim() == 0 || ix.emb.Dimensions() == 0 || ix.vec.Dim() == ix.emb.Dimensions() {
+		return ""
+	}
+	return fmt.Sprintf("vector index holds %d-dimension vectors, embedder %s answers with %d (rebuilding in the background)", ix.vec.Dim(), ix.emb.Name(), ix.emb.Dimensions())
+}
+
 // maybeRetryVectors starts one background rebuild of a vector index that
 // failed to build, or that holds vectors of another size than the embedder
 // now answers with, at most every vectorRetryEvery. The second happens when
@@ -403,8 +413,7 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 	if ix.emb == nil {
 		return
 	}
-	otherSize := ix.vec != nil && ix.vec.Dim() != 0 && ix.emb.Dimensions() != 0 && ix.vec.Dim() != ix.emb.Dimensions()
-	if ix.vecErr == nil && !otherSize {
+	if ix.vecErr == nil && ix.otherSize() == "" {
 		return
 	}
 	if time.Since(time.Unix(0, r.lastRetry.Load())) < r.retryEvery || time.Now().Before(ix.vecWait) || !r.retrying.CompareAndSwap(false, true) {

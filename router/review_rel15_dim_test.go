@@ -106,3 +106,25 @@ func TestRel15EmbeddingCacheAcrossADimensionChange(t *testing.T) {
 			strings.TrimSpace(logs.String()))
 	}
 }
+
+// The embedder answers with another size than the vectors it built (the
+// model behind its name changed): every query's vector is refused until
+// the background rebuild, and Degraded (/readyz's ranking_degraded) says
+// so rather than nothing.
+func TestDegradedOtherSize(t *testing.T) {
+	defer router.SetVectorRetryEvery(time.Hour)()
+	snap := load(t, copyLibrary(t))
+	f := &dimFake{b: fittedBuiltin(t, snap), dim: 64}
+	r, err := router.New(context.Background(), snap, router.Options{Embedder: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	if why := r.Degraded(); why != "" {
+		t.Fatalf("degraded before the change: %s", why)
+	}
+	f.dim = 32
+	if why := r.Degraded(); !strings.Contains(why, "holds 64-dimension vectors, embedder ollama answers with 32") {
+		t.Errorf("Degraded() = %q", why)
+	}
+}

@@ -407,8 +407,9 @@ func (r *Router) Snapshot() *skills.Snapshot {
 func (r *Router) Ready() bool { return r.cur.Load() != nil }
 
 // Degraded says why ranking cannot use the embedder now, "" when it can:
-// the library's vectors failed to build (retried in the background), or
-// the embedder failed query after query and is skipped for a while. Either
+// the library's vectors failed to build or are of another size than the
+// embedder's (either retried in the background), or the embedder failed
+// query after query and is skipped for a while. Either
 // way requests are ranked by BM25; readiness is not affected.
 func (r *Router) Degraded() string {
 	ix := r.cur.Load()
@@ -417,6 +418,9 @@ func (r *Router) Degraded() string {
 		return ""
 	case ix.vec == nil:
 		return ix.vectorsUnavailable()
+	}
+	if why := ix.otherSize(); why != "" {
+		return why
 	}
 	if why := r.embedBreak.skipping(); why != "" {
 		return "embedder " + ix.emb.Name() + " " + why
