@@ -24,7 +24,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 		head = append(head, "stuff_all_tokens_"+enc, "catalog_only_tokens_"+enc,
 			"router_tokens_mean_"+enc, "router_tokens_p95_"+enc, "router_savings_"+enc)
 	}
-	head = append(head, "index_build_ms", "synthetic", "rss_mb")
+	head = append(head, "index_build_ms", "synthetic", "rss_mb", "arm")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 			rec = append(rec, ffull(pt.StuffAll.Mean), ffull(pt.CatalogOnly.Mean), ffull(pt.Router.Mean),
 				ffull(pt.Router.P95), ffull(pt.RouterSavings))
 		}
-		rec = append(rec, ffull(build), strconv.Itoa(synthetic), ffull(rss))
+		rec = append(rec, ffull(build), strconv.Itoa(synthetic), ffull(rss), res.Arm)
 		return cw.Write(rec)
 	}
 	for _, res := range r.Results {

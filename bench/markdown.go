@@ -50,7 +50,7 @@ func missTable(b *strings.Builder, res Result) {
 	}
 	const shown = 10
 	fmt.Fprintf(b, "\nQueries whose expected skills %s did not auto-load: %d (the first %d; `router route` on one says why).\n\n",
-		res.Strategy, res.MissCount, min(shown, len(res.Misses)))
+		res.Label(), res.MissCount, min(shown, len(res.Misses)))
 	row(b, []string{"query", "expected", "auto-loaded", "rank of expected"})
 	sep(b, 4)
 	for _, m := range res.Misses[:min(shown, len(res.Misses))] {
@@ -90,7 +90,7 @@ func qualityTable(b *strings.Builder, ks []int, rs []Result, lead []string) {
 	row(b, cols)
 	sep(b, len(cols))
 	for _, r := range rs {
-		cells := []string{r.Strategy, r.Embedder}
+		cells := []string{r.Label(), r.Embedder}
 		for _, k := range ks {
 			cells = append(cells, fnum(r.HitAt.Values[k], 3))
 		}
@@ -114,7 +114,7 @@ func costTable(b *strings.Builder, rs []Result, enc string, i int) {
 		if i > 0 {
 			pt = r.PromptTokensByEncoding[enc]
 		}
-		row(b, []string{r.Strategy, fint(pt.StuffAll.Mean), fint(pt.CatalogOnly.Mean), fint(pt.Router.Mean),
+		row(b, []string{r.Label(), fint(pt.StuffAll.Mean), fint(pt.CatalogOnly.Mean), fint(pt.Router.Mean),
 			fint(pt.Router.P95), fint(pt.RouterCatalog.Mean), fint(pt.RouterAutoLoaded.Mean), fpct(pt.RouterSavings), fnum(r.SelectedMean, 2),
 			fnum(r.LatencyMS.P50, 3), fnum(r.LatencyMS.P95, 3), fnum(r.LatencyMS.P99, 3), fnum(r.CPUMS, 3), strconv.Itoa(r.Fallbacks)})
 	}
@@ -135,7 +135,7 @@ func scaleTable(b *strings.Builder, r *Report) {
 			}
 			row(b, []string{strconv.Itoa(p.Size), strconv.Itoa(p.Real), strconv.Itoa(p.Synthetic),
 				fnum(p.WriteMS, 0), fnum(p.LoadMS, 0), fnum(p.IndexBuildMS, 0), strconv.Itoa(p.CatalogTokens), strconv.Itoa(p.StuffAllTokens),
-				res.Strategy, fint(res.PromptTokens.Router.Mean), fint(res.PromptTokens.Router.P95),
+				res.Label(), fint(res.PromptTokens.Router.Mean), fint(res.PromptTokens.Router.P95),
 				fint(res.PromptTokens.RouterCatalog.Mean), fint(res.PromptTokens.RouterAutoLoaded.Mean), fint(res.PromptTokens.RouterTools.Mean),
 				fnum(res.LatencyMS.P50, 3), fnum(res.LatencyMS.P95, 3), fnum(res.LatencyMS.P99, 3), fnum(res.CPUMS, 3), fnum(p.RSSMB, 0),
 				h3, fnum(res.MRR, 3), fptr(res.ShownHit), strconv.Itoa(p.QueriesEvaluated)})
@@ -163,12 +163,12 @@ func scaleGrowth(b *strings.Builder, r *Report) {
 	b.WriteString("\n")
 	for _, a := range r.Scale[from].Results {
 		for _, z := range r.Scale[to].Results {
-			if a.Strategy != z.Strategy || a.PromptTokens.Router.Mean == 0 {
+			if a.Label() != z.Label() || a.PromptTokens.Router.Mean == 0 {
 				continue
 			}
 			change := z.PromptTokens.Router.Mean/a.PromptTokens.Router.Mean - 1
 			fmt.Fprintf(b, "- %s: router prompt tokens %s at %d skills → %s at %d skills (%+.1f%%); catalog-only %d → %d.\n",
-				a.Strategy, fint(a.PromptTokens.Router.Mean), r.Scale[from].Size, fint(z.PromptTokens.Router.Mean), r.Scale[to].Size,
+				a.Label(), fint(a.PromptTokens.Router.Mean), r.Scale[from].Size, fint(z.PromptTokens.Router.Mean), r.Scale[to].Size,
 				change*100, r.Scale[from].CatalogTokens, r.Scale[to].CatalogTokens)
 		}
 	}

@@ -30,8 +30,9 @@ type Report struct {
 	Scale           []ScalePoint `json:"scale,omitempty"`
 }
 
-// Result is one strategy's figures.
+// Result is one strategy's figures, or one arm's.
 type Result struct {
+	Arm                string   `json:"arm,omitempty"` // the A/B arm the row is (Config.Arms)
 	Strategy           string   `json:"strategy"`
 	Embedder           string   `json:"embedder"`
 	HitAt              KMap     `json:"hit_at"`
@@ -310,4 +311,9 @@ func promptTokens(lib *library, obs []observation, e int) PromptTokens {
 		pt.CatalogOnlySavings = round(1-float64(lib.catOnly[e])/sa, 4)
 	}
 	return pt
+}
+
+// Label names the row: the strategy, and its arm when it is one.
+func (r Result) Label() string {
+	return Arm{Name: r.Arm, Strategy: router.Strategy(r.Strategy)}.label()
 }

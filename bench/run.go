@@ -25,6 +25,9 @@ type Config struct {
 	Snapshot   *skills.Snapshot
 	Queries    []Query
 	Strategies []router.Strategy
+	// Arms, when set, are the rows to compare instead of Strategies: an
+	// A/B test's arms, each its own strategy and perhaps its own embedder.
+	Arms []Arm
 	Ks         []int
 	Embedder   string // label used when a decision does not name its embedder
 	// Rewrite is how prompts are rendered (catalog mode and budgets), as in
@@ -43,7 +46,7 @@ func (c *Config) validate() error {
 		return errors.New("bench: the library has no loadable skill")
 	case len(c.Queries) == 0:
 		return errors.New("bench: no queries")
-	case len(c.Strategies) == 0:
+	case len(c.Strategies) == 0 && len(c.Arms) == 0:
 		return errors.New("bench: no strategy")
 	case len(c.Ks) == 0:
 		return errors.New("bench: no k")
@@ -85,17 +88,65 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.RankedQueries++
 		}
 	}
-	for _, s := range cfg.Strategies {
+	for _, a := range cfg.rows() {
 		if cfg.Progress != nil {
-			cfg.Progress.Describe(string(s))
+			cfg.Progress.Describe(a.label())
 		}
-		res, err := runStrategy(ctx, lib, cfg, s, cfg.Queries, nil)
+		res, err := runArm(ctx, lib, cfg, a, cfg.Queries, nil)
 		if err != nil {
 			return nil, err
 		}
 		rep.Results = append(rep.Results, res)
 	}
 	return rep, nil
+}
+
+// Arm is one row of a comparison of configurations, as an A/B test's arm
+// is: a strategy, and a router built its own way when Build is set.
+type Arm struct {
+	Name     string
+	Strategy router.Strategy
+	Embedder string  // label, as Config.Embedder; "" = Config.Embedder
+	Build    Builder // nil: the router Config.Build makes, shared
+}
+
+func (a Arm) label() string {
+	if a.Name == "" {
+		return string(a.Strategy)
+	}
+	return a.Name + " (" + string(a.Strategy) + ")"
+}
+
+// rows are the configurations compared: the arms, or one per strategy.
+func (c *Config) rows() []Arm {
+	if len(c.Arms) > 0 {
+		return c.Arms
+	}
+	out := make([]Arm, len(c.Strategies))
+	for i, s := range c.Strategies {
+		out[i] = Arm{Strategy: s}
+	}
+	return out
+}
+
+// runArm routes qs as a says: with shared's router, or with one built for
+// the arm over the same library, closed once its queries are done.
+func runArm(ctx context.Context, shared *library, cfg Config, a Arm, qs []Query, evaluate func(Query) bool) (Result, error) {
+	lib := shared
+	if a.Build != nil {
+		own, err := prepareLibrary(ctx, shared.snap, a.Build, cfg.Tokens)
+		if err != nil {
+			return Result{}, fmt.Errorf("arm %s: %w", a.Name, err)
+		}
+		defer own.close()
+		lib = own
+	}
+	if a.Embedder != "" {
+		cfg.Embedder = a.Embedder
+	}
+	res, err := runStrategy(ctx, lib, cfg, a.Strategy, qs, evaluate)
+	res.Arm = a.Name
+	return res, err
 }
 
 // library is a built router plus the library-wide token constants.

@@ -336,3 +336,50 @@ func TestRunReportsSkippedExpected(t *testing.T) {
 		t.Fatalf("skipped %v, unknown %v", rep.SkippedExpected, rep.UnknownExpected)
 	}
 }
+
+// Arms are rows of their own: each routes with its strategy, an arm with a
+// builder of its own gets a router built for it (and closed), the others
+// share the main one; rows are labelled with the arm, also at every scale
+// size.
+func TestRunArms(t *testing.T) {
+	snap, m := fixtureLibrary(t)
+	cfg, wr := testConfig(t, snap, m.Queries)
+	own := &wordRouter{}
+	built := 0
+	cfg.Arms = []Arm{
+		{Name: "control", Strategy: router.StrategyHybrid},
+		{Name: "candidate", Strategy: router.StrategyBM25, Embedder: "other",
+			Build: func(_ context.Context, s *skills.Snapshot) (Router, error) { built++; own.snap = s; return own, nil }},
+	}
+	prog := &countingProgress{}
+	cfg.Progress = prog
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || rep.Results[0].Label() != "control (hybrid)" || rep.Results[1].Label() != "candidate (bm25)" {
+		t.Fatalf("rows %+v", rep.Results)
+	}
+	if rep.Results[0].Arm != "control" || rep.Results[1].Strategy != "bm25" || rep.Results[1].Embedder != "none" {
+		t.Errorf("labels %+v %+v", rep.Results[0], rep.Results[1])
+	}
+	n := len(m.Queries)
+	if built != 1 || wr.calls != 2*n+1 || own.calls != 2*n+1 {
+		t.Errorf("built %d own routers; main router %d calls, the arm's %d, want %d each", built, wr.calls, own.calls, 2*n+1)
+	}
+	if !slices.Equal(prog.described, []string{"control (hybrid)", "candidate (bm25)"}) {
+		t.Errorf("progress %v", prog.described)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, rep); err != nil || !strings.Contains(md.String(), "| candidate (bm25) | none |") {
+		t.Errorf("markdown (%v) has no candidate row:\n%s", err, md.String())
+	}
+
+	sc, err := RunScale(context.Background(), ScaleConfig{Config: cfg, Sizes: []int{3}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Scale[0].Results; len(got) != 2 || got[1].Label() != "candidate (bm25)" || built != 2 {
+		t.Errorf("scale rows %+v after %d builds", got, built)
+	}
+}

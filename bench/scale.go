@@ -128,11 +128,11 @@ func runSize(ctx context.Context, cfg ScaleConfig, ordered []*skills.Skill, size
 			pt.QueriesEvaluated++
 		}
 	}
-	for _, s := range cfg.Strategies {
+	for _, a := range cfg.rows() {
 		if cfg.Progress != nil {
-			cfg.Progress.Describe(fmt.Sprintf("%d skills, %s", size, s))
+			cfg.Progress.Describe(fmt.Sprintf("%d skills, %s", size, a.label()))
 		}
-		res, err := runStrategy(ctx, lib, cfg.Config, s, cfg.Queries, inLibrary)
+		res, err := runArm(ctx, lib, cfg.Config, a, cfg.Queries, inLibrary)
 		if err != nil {
 			return nil, err
 		}

@@ -115,7 +115,7 @@ func WriteHitChart(w io.Writer, r *Report) error {
 	ya := axis{label: "Hit@k", min: 0, max: 1, ticks: []float64{0, 0.2, 0.4, 0.6, 0.8, 1}, format: func(v float64) string { return fnum(v, 1) }}
 	p := panel{x: 70, y: 50, w: 420, h: 300, title: "Hit@k by strategy — " + r.Dataset, xa: xa, ya: ya}
 	for i, res := range r.Results {
-		s := series{name: res.Strategy + " (" + res.Embedder + ")", color: palette[i%len(palette)]}
+		s := series{name: res.Label() + " (" + res.Embedder + ")", color: palette[i%len(palette)]}
 		for _, k := range r.Ks {
 			s.x = append(s.x, float64(k))
 			s.y = append(s.y, res.HitAt.Values[k])
@@ -162,9 +162,9 @@ func scaleStrategies(r *Report) []string {
 	seen := map[string]bool{}
 	for _, p := range r.Scale {
 		for _, res := range p.Results {
-			if !seen[res.Strategy] {
-				seen[res.Strategy] = true
-				out = append(out, res.Strategy)
+			if !seen[res.Label()] {
+				seen[res.Label()] = true
+				out = append(out, res.Label())
 			}
 		}
 	}
@@ -181,7 +181,7 @@ func scaleValues(r *Report, get func(ScalePoint, Result) float64, strategy strin
 			continue
 		}
 		for _, res := range p.Results {
-			if res.Strategy == strategy {
+			if res.Label() == strategy {
 				out[i] = get(p, res)
 			}
 		}

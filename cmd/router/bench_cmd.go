@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillrouter/skillrouter/bench"
+	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/tokens"
@@ -29,6 +31,7 @@ type benchFlags struct {
 	sample     int
 	seed       uint64
 	strategies string
+	arms       bool
 	ks         string
 	out        string
 	json       bool
@@ -64,6 +67,9 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 				return usageError{errors.New("--split applies to --metatool only")}
 			}
 			// Checked before the library loads, as the other flags are.
+			if f.arms && cmd.Flags().Changed("strategies") {
+				return usageError{errors.New("--arms compares the configuration's ab.arms, each with its own strategy: leave out --strategies")}
+			}
 			if f.sample < 0 || f.limit < 0 {
 				return usageError{fmt.Errorf("--sample %d --limit %d: each must be 0 (all queries) or more", f.sample, f.limit)}
 			}
@@ -88,6 +94,7 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 	fs.IntVar(&f.sample, "sample", 0, "use a seeded random sample of N queries, kept in file order; 0 = all")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for --sample and for the synthetic libraries of --scale")
 	fs.StringVar(&f.strategies, "strategies", strings.Join(strategyNames, ","), "comma-separated strategies to compare")
+	fs.BoolVar(&f.arms, "arms", false, "compare the configuration's ab.arms (each its strategy and embedder) instead of --strategies")
 	fs.StringVar(&f.ks, "k", "1,3,5,10", "comma-separated cut-offs for Hit@k and Recall@k")
 	fs.StringVar(&f.out, "out", "", "also write results.json, results.csv, results.md and SVG charts to this folder")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of Markdown")
@@ -97,10 +104,10 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 }
 
 // benchBuilder returns how to build a router for any library with the
-// ranking options and embedder the configuration describes (a fitted
-// builtin per library), and the embedder's name.
-func benchBuilder(cfg *config) (bench.Builder, string, error) {
-	opts, err := withEmbedder(cfg.Embedder, cfg.routerOptions(nil))
+// ranking options the configuration describes and the embedder ec (a
+// fitted builtin per library), and the embedder's name.
+func benchBuilder(cfg *config, ec embed.Config) (bench.Builder, string, error) {
+	opts, err := withEmbedder(ec, cfg.routerOptions(nil))
 	if err != nil {
 		return nil, "", err
 	}
@@ -111,6 +118,30 @@ func benchBuilder(cfg *config) (bench.Builder, string, error) {
 		return router.New(ctx, snap, opts)
 	}
 	return build, opts.Embedder.Name(), nil
+}
+
+// benchArms are the configuration's A/B arms as bench rows when asked for:
+// an arm without a strategy runs the default one, as it does in serve, and
+// one with an embedder of its own gets a router of its own.
+func benchArms(cfg *config, asked bool) ([]bench.Arm, error) {
+	if !asked {
+		return nil, nil
+	}
+	if len(cfg.AB.Arms) == 0 {
+		return nil, usageError{errors.New("--arms: the configuration has no ab.arms to compare")}
+	}
+	arms := make([]bench.Arm, len(cfg.AB.Arms))
+	for i, a := range cfg.AB.Arms {
+		arms[i] = bench.Arm{Name: a.Name, Strategy: router.Strategy(cmp.Or(a.Strategy, cfg.Routing.Strategy))}
+		if a.Embedder != nil {
+			build, name, err := benchBuilder(cfg, *a.Embedder)
+			if err != nil {
+				return nil, fmt.Errorf("ab arm %q: %w", a.Name, err)
+			}
+			arms[i].Build, arms[i].Embedder = build, name
+		}
+	}
+	return arms, nil
 }
 
 func parseStrategies(s string) ([]router.Strategy, error) {
@@ -273,9 +304,16 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg c
 	if err != nil {
 		return err
 	}
-	build, embedderName, err := benchBuilder(&cfg)
+	build, embedderName, err := benchBuilder(&cfg, cfg.Embedder)
 	if err != nil {
 		return err
+	}
+	arms, err := benchArms(&cfg, f.arms)
+	if err != nil {
+		return err
+	}
+	if !f.arms && len(cfg.AB.Arms) > 0 {
+		fmt.Fprintf(stderr, "note: the configuration's ab.arms are not compared here (--arms compares them instead of --strategies)\n")
 	}
 	ds, err := loadBenchDataset(ctx, stderr, f, &cfg, try)
 	if err != nil {
@@ -284,12 +322,12 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg c
 	defer ds.cleanup()
 
 	bc := bench.Config{
-		Dataset: ds.name, Snapshot: ds.snap, Queries: ds.queries, Strategies: strategies, Ks: ks,
+		Dataset: ds.name, Snapshot: ds.snap, Queries: ds.queries, Strategies: strategies, Arms: arms, Ks: ks,
 		Embedder: embedderName, Build: build, Tokens: acc,
 		Rewrite: cfg.rewriteOptions(nil),
 	}
 	runs := max(len(sizes), 1)
-	prog := bench.NewProgress(os.Stderr, runs*len(strategies)*len(ds.queries))
+	prog := bench.NewProgress(os.Stderr, runs*max(len(strategies), len(arms))*len(ds.queries))
 	if prog != nil && stderr == os.Stderr {
 		bc.Progress = prog
 		defer prog.Finish()
@@ -340,7 +378,7 @@ func allResults(rep *bench.Report) []bench.Result {
 func allFellBack(rep *bench.Report) error {
 	for _, r := range allResults(rep) {
 		if r.Fallbacks > 0 && r.Fallbacks >= rep.Queries {
-			return fmt.Errorf("%s: every decision (%d) fell back to bm25: the embedder did not answer (router doctor checks it), so its row holds bm25's figures", r.Strategy, r.Fallbacks)
+			return fmt.Errorf("%s: every decision (%d) fell back to bm25: the embedder did not answer (router doctor checks it), so its row holds bm25's figures", r.Label(), r.Fallbacks)
 		}
 	}
 	return nil
@@ -357,7 +395,7 @@ func warnReport(w io.Writer, rep *bench.Report) {
 	}
 	for _, r := range allResults(rep) {
 		if r.Fallbacks > 0 {
-			fmt.Fprintf(w, "warning: %s: %d decisions fell back to bm25 (embedder slow or failing)\n", r.Strategy, r.Fallbacks)
+			fmt.Fprintf(w, "warning: %s: %d decisions fell back to bm25 (embedder slow or failing)\n", r.Label(), r.Fallbacks)
 		}
 	}
 }

@@ -177,3 +177,53 @@ func TestBenchCommandErrors(t *testing.T) {
 		})
 	}
 }
+
+// --arms compares the configuration's ab.arms as rows of their own (an arm
+// without a strategy runs the default one; one with an embedder of its
+// own gets its own router); without it, a configuration with arms gets a
+// note that they are not compared rather than silence.
+func TestBenchCommandArms(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "ab.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`routing:
+  strategy: hybrid
+ab:
+  arms:
+    - {name: control, percent: 50}
+    - name: lexical
+      percent: 50
+      strategy: bm25
+      embedder: {provider: builtin}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runBenchCmd(t, "--config", cfgFile, "--metatool", fixtureMetaTool, "--arms")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"| control (hybrid) | builtin |", "| lexical (bm25) | none |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no row %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "| bm25 |") || strings.Contains(stdout, "| embedding |") {
+		t.Errorf("--strategies rows beside the arms:\n%s", stdout)
+	}
+
+	_, stderr, err = runBenchCmd(t, "--config", cfgFile, "--metatool", fixtureMetaTool, "--strategies", "bm25")
+	if err != nil || !strings.Contains(stderr, "ab.arms are not compared here (--arms") {
+		t.Errorf("err %v, no note on the arms left out:\n%s", err, stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", cfgFile, "--metatool", fixtureMetaTool, "--arms", "--strategies", "bm25"}, "leave out --strategies"},
+		{[]string{"--metatool", fixtureMetaTool, "--arms"}, "no ab.arms"},
+	} {
+		_, _, err := runBenchCmd(t, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !isUsage(err) {
+			t.Errorf("%v: err = %v, want a usage error containing %q", tt.args, err, tt.want)
+		}
+	}
+}
