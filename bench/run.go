@@ -27,9 +27,9 @@ type Config struct {
 	Strategies []router.Strategy
 	// Arms, when set, are the rows to compare instead of Strategies: an
 	// A/B test's arms, each its own strategy and perhaps its own embedder.
-	Arms []Arm
-	Ks         []int
-	Embedder   string // label used when a decision does not name its embedder
+	Arms     []Arm
+	Ks       []int
+	Embedder string // label used when a decision does not name its embedder
 	// Rewrite is how prompts are rendered (catalog mode and budgets), as in
 	// the proxy; the zero value takes the proxy's defaults (catalog auto).
 	Rewrite  router.RewriteOptions
