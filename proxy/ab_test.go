@@ -165,10 +165,10 @@ func TestABThroughProxy(t *testing.T) {
 	// Arm labels reach logs and metrics.
 	mustContain(t, h.logText(), `"arm":"lexical"`)
 	_, m := h.do("GET", "/metrics", "", nil)
-	mustContain(t, string(m), `skillrouter_requests_total{arm="lexical",outcome="complete",path="/v1/chat/completions",status="200"}`)
+	mustContain(t, string(m), `skillrouter_requests_total{arm="lexical",method="POST",outcome="complete",path="/v1/chat/completions",status="200"}`)
 	mustContain(t, string(m), `skillrouter_selected_skills_count{api="chat",arm="control"}`)
 	// Latency by arm, the figure an A/B test of strategies compares.
-	mustContain(t, string(m), `skillrouter_request_duration_seconds_count{arm="lexical",path="/v1/chat/completions"}`)
+	mustContain(t, string(m), `skillrouter_request_duration_seconds_count{arm="lexical",method="POST",path="/v1/chat/completions"}`)
 	mustContain(t, string(m), `skillrouter_upstream_duration_seconds_count{arm="control",path="/v1/chat/completions"}`)
 }
 

@@ -19,6 +19,7 @@ import (
 // Handlers fill it in; the observe middleware emits it once the handler returns.
 type reqInfo struct {
 	path           string // bounded-cardinality label, e.g. /v1/models
+	method         string // bounded-cardinality label (metricMethod)
 	api            string // the client API of a routed endpoint (wire.API)
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
@@ -104,7 +105,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		info := requestInfo(c)
-		info.path = metricPath(c.Request().URL.Path)
+		info.path, info.method = metricPath(c.Request().URL.Path), metricMethod(c.Request().Method)
 		err := next(c)
 		if err != nil {
 			c.Error(err)
@@ -143,6 +144,16 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
 // and anything else "other". Only known names become labels: a client
 // could otherwise mint a new series with every path it makes up.
+// metricMethod is a request's method as a metric label: HTTP's own
+// methods, anything else "other" (a client may send any token).
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodHead, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
 func metricPath(p string) string {
 	switch p {
 	case "/v1/chat/completions", "/v1/responses", "/v1/responses/input_tokens", "/v1/messages", "/v1/messages/count_tokens",

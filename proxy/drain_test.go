@@ -90,8 +90,8 @@ func TestDrainEndsRequestsInTheirAPIsFormat(t *testing.T) {
 		t.Errorf("logged as 499:\n%s", logs)
 	}
 	_, m := h.do("GET", "/metrics", "", nil)
-	mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="shutdown",path="/v1/chat/completions",status="503"} 1`)
-	mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="shutdown",path="/v1/messages",status="200"} 1`)
+	mustContain(t, string(m), `skillrouter_requests_total{arm="default",method="POST",outcome="shutdown",path="/v1/chat/completions",status="503"} 1`)
+	mustContain(t, string(m), `skillrouter_requests_total{arm="default",method="POST",outcome="shutdown",path="/v1/messages",status="200"} 1`)
 }
 
 // waitFor polls cond until it holds (or fails the test after 10 s).

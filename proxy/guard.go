@@ -102,7 +102,7 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 		if werr == errPreflightServed {
 			return
 		}
-		info := &reqInfo{path: metricPath(r.URL.Path), outcome: outcomeComplete}
+		info := &reqInfo{path: metricPath(r.URL.Path), method: metricMethod(r.Method), outcome: outcomeComplete}
 		if werr != nil {
 			info.status, info.err = werr.Status, werr.Message
 			s.observeBeside(r, info, 0)

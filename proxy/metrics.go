@@ -65,14 +65,14 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "requests_total",
-			Help: "HTTP requests served, by path, status code, A/B arm and outcome: complete (delivered whole, whatever the status), " +
+			Help: "HTTP requests served, by path, method, status code, A/B arm and outcome: complete (delivered whole, whatever the status), " +
 				"stream_error (a started stream ended by an upstream error, timeout or malformed event), client_closed (status 499), " +
 				"shutdown (ended by the server's shutdown) or passthrough_refused (not relayed: upstream.passthrough does not allow it; status 404).",
-		}, []string{"path", "status", "arm", "outcome"}),
+		}, []string{"path", "method", "status", "arm", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "request_duration_seconds",
-			Help: "Time from request to the end of the response, by path and A/B arm.", Buckets: latencyBuckets,
-		}, []string{"path", "arm"}),
+			Help: "Time from request to the end of the response, by path, method and A/B arm.", Buckets: latencyBuckets,
+		}, []string{"path", "method", "arm"}),
 		routing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "routing_duration_seconds",
 			Help: "Time spent routing and rewriting a request, by A/B arm, strategy and client API (chat, responses, messages).", Buckets: routingBuckets,
@@ -223,8 +223,8 @@ func (m *metrics) handler() http.Handler {
 
 func (m *metrics) observeRequest(info *reqInfo, elapsed time.Duration) {
 	arm := armLabel(info.arm)
-	m.requests.WithLabelValues(info.path, strconv.Itoa(info.status), arm, info.outcome).Inc()
-	m.duration.WithLabelValues(info.path, arm).Observe(elapsed.Seconds())
+	m.requests.WithLabelValues(info.path, info.method, strconv.Itoa(info.status), arm, info.outcome).Inc()
+	m.duration.WithLabelValues(info.path, info.method, arm).Observe(elapsed.Seconds())
 	if !info.routed {
 		return
 	}

@@ -24,6 +24,10 @@ func TestMetricsExposition(t *testing.T) {
 	h.chat(`{"bad`, nil)
 	h.do("GET", "/v1/models", "", nil)
 	h.do("GET", "/v1/models/some-model", "", nil)
+	// A stored-completions list shares the chat path; a method no client
+	// sends is one label, whatever its name.
+	h.do("GET", "/v1/chat/completions", "", nil)
+	h.do("BREW", "/v1/models", "", nil)
 
 	resp, body := h.do("GET", "/metrics", "", nil)
 	if resp.StatusCode != 200 {
@@ -46,10 +50,13 @@ func TestMetricsExposition(t *testing.T) {
 		}
 	}
 	for _, line := range []string{
-		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/chat/completions",status="200"} 2`,
-		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/chat/completions",status="400"} 1`,
-		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/models",status="200"} 1`,
-		`skillrouter_requests_total{arm="default",outcome="complete",path="/v1/models",status="404"} 1`,
+		`skillrouter_requests_total{arm="default",method="POST",outcome="complete",path="/v1/chat/completions",status="200"} 2`,
+		`skillrouter_requests_total{arm="default",method="POST",outcome="complete",path="/v1/chat/completions",status="400"} 1`,
+		`skillrouter_requests_total{arm="default",method="GET",outcome="complete",path="/v1/models",status="200"} 1`,
+		`skillrouter_requests_total{arm="default",method="GET",outcome="complete",path="/v1/models",status="404"} 1`,
+		`skillrouter_requests_total{arm="default",method="GET",outcome="complete",path="/v1/chat/completions",status="400"} 1`, // the fake upstream answers no GET
+		`skillrouter_requests_total{arm="default",method="other",outcome="complete",path="/v1/models",status="405"} 1`,
+		`skillrouter_request_duration_seconds_count{arm="default",method="GET",path="/v1/chat/completions"} 1`,
 		`skillrouter_tool_calls_total{api="chat",arm="default",tool="load_skill"} 1`,
 		`skillrouter_tool_calls_total{api="chat",arm="default",tool="search_skills"} 1`,
 		`skillrouter_rewrite_errors_total{api="chat",arm="default"} 1`,
@@ -57,7 +64,7 @@ func TestMetricsExposition(t *testing.T) {
 		`skillrouter_selected_skills_sum{api="chat",arm="default"} 1`,
 		`skillrouter_tool_rounds_sum{api="chat",arm="default"} 1`,
 		`skillrouter_routing_duration_seconds_count{api="chat",arm="default",strategy="hybrid"} 1`,
-		`skillrouter_upstream_duration_seconds_count{arm="default",path="/v1/chat/completions"} 3`,
+		`skillrouter_upstream_duration_seconds_count{arm="default",path="/v1/chat/completions"} 4`, // three POST exchanges and the GET
 	} {
 		mustContain(t, string(body), line)
 	}

@@ -80,7 +80,7 @@ func TestBrokenStreamsAreReported(t *testing.T) {
 						t.Errorf("log line: %s", line)
 					}
 					_, m := h.do("GET", "/metrics", "", nil)
-					mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
+					mustContain(t, string(m), `skillrouter_requests_total{arm="default",method="POST",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
 					mu.Lock()
 					if !slices.Equal(ended, []string{"stream_error"}) {
 						t.Errorf("Config.Ended got %q, want the stream_error alone", ended)
@@ -122,7 +122,7 @@ func TestUpstreamErrorEventsAreReported(t *testing.T) {
 					t.Errorf("log line: %s", line)
 				}
 				_, m := h.do("GET", "/metrics", "", nil)
-				mustContain(t, string(m), `skillrouter_requests_total{arm="default",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
+				mustContain(t, string(m), `skillrouter_requests_total{arm="default",method="POST",outcome="stream_error",path="`+api.path+`",status="200"} 1`)
 				mustContain(t, string(m), `skillrouter_upstream_errors_total{kind="upstream_error_event"} 1`)
 			})
 		}
