@@ -65,9 +65,9 @@ func TestBudgetSpentEndsAtTheLimit(t *testing.T) {
 			[]string{`"finish_reason":"length"`, `"completion_tokens":100`, "stopped short", "data: [DONE]"}},
 		// The API refuses max_output_tokens below 16: 10 left is too little.
 		{"responses", "/v1/responses", `{"model":"m","max_output_tokens":100,"input":"make me a pdf"}`, 90,
-			[]string{`"status":"incomplete"`, `"incomplete_details":{"reason":"max_output_tokens"}`, `"max_output_tokens":100`, `"output_tokens":90`}},
+			[]string{`"status":"incomplete"`, `"incomplete_details":{"reason":"max_output_tokens"}`, `"max_output_tokens":100`, `"output_tokens":90`, "stopped short"}},
 		{"responses streamed", "/v1/responses", `{"model":"m","stream":true,"max_output_tokens":100,"input":"make me a pdf"}`, 90,
-			[]string{"event: response.incomplete\n", `"type":"response.incomplete"`, `"incomplete_details":{"reason":"max_output_tokens"}`, `"max_output_tokens":100`}},
+			[]string{"event: response.incomplete\n", `"type":"response.incomplete"`, `"incomplete_details":{"reason":"max_output_tokens"}`, `"max_output_tokens":100`, "stopped short"}},
 		{"messages", "/v1/messages", `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`, 100,
 			[]string{`"stop_reason":"max_tokens"`, "stopped short"}},
 		// budget_tokens must stay below max_tokens: 1020 left cannot carry 1024.

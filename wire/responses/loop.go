@@ -344,7 +344,7 @@ func (r *Request) Final(raw []byte, rounds int, usage json.RawMessage, strip fun
 		}
 		if strip != nil && !answered(kept) { // the proxy's calls were all it had
 			top := gjson.GetManyBytes(raw, "id", "status")
-			kept = append(kept, noAnswerItem(top[0].Str, truncated(top[1].Str), "completed"))
+			kept = append(kept, noAnswerItem(top[0].Str, r.spent() || truncated(top[1].Str), "completed"))
 		}
 		els := make([][]byte, len(kept))
 		for i, k := range kept {
