@@ -192,3 +192,30 @@ func TestCommittedStreamFailureKeepsTheIdItNamed(t *testing.T) {
 		}
 	}
 }
+
+// A committed stream whose next round stays silent gets keep-alive
+// comments, which SSE parsers skip, so that an idle timeout in front of the
+// proxy does not cut it; the events around them are whole.
+func TestStreamKeepAliveWhileHiddenRoundIsSilent(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"chat", "/v1/chat/completions", streamChat("")},
+		{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"make me a pdf"}`},
+		{"messages", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"make me a pdf"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.srv.holdLimit = 0
+			h.srv.keepAliveEvery = 20 * time.Millisecond
+			h.up.Script(
+				fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}}}),
+				fakeai.Delay(200*time.Millisecond, fakeai.Reply(fakeai.Turn{Content: "Here is your pdf."})))
+			resp, b := h.do("POST", tc.path, tc.body, budgetHeaders(tc.path))
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "pdf.") {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			if !strings.Contains(string(b), "\n\n: keep-alive\n\n") && !strings.HasPrefix(string(b), ": keep-alive\n\n") {
+				t.Errorf("no keep-alive comment between whole events during the silent round:\n%s", b)
+			}
+		})
+	}
+}

@@ -152,15 +152,18 @@ type Server struct {
 	metrics   *metrics
 	ab        *splitter
 	echo      *echo.Echo
-	arms      []*armState              // every configured arm, for readiness
-	presence  skillMemory              // skills active in state stored upstream (presence.go)
-	turns     skillMemory              // skills the model loaded in a conversation's turn (turns.go)
-	abKeys    skillMemory              // the A/B key a stored response's conversation was assigned by (abKey)
-	answers   skillMemory              // a stream's announced response id -> its answer's (rememberAnswer)
-	marks     wire.Marks               // what the proxy writes, as stored objects show it (stored.go)
-	pass      passRules                // what is relayed as the client addressed it (passallow.go)
-	holdLimit time.Duration            // how long a stream's start is held at most (stream.go)
-	keys      atomic.Pointer[[]string] // the client keys (guard.go): Access.APIKeys, then SetAPIKeys'
+	arms      []*armState   // every configured arm, for readiness
+	presence  skillMemory   // skills active in state stored upstream (presence.go)
+	turns     skillMemory   // skills the model loaded in a conversation's turn (turns.go)
+	abKeys    skillMemory   // the A/B key a stored response's conversation was assigned by (abKey)
+	answers   skillMemory   // a stream's announced response id -> its answer's (rememberAnswer)
+	marks     wire.Marks    // what the proxy writes, as stored objects show it (stored.go)
+	pass      passRules     // what is relayed as the client addressed it (passallow.go)
+	holdLimit time.Duration // how long a stream's start is held at most (stream.go)
+	// keepAliveEvery is how long a routed stream may stay silent once
+	// committed before a keep-alive comment goes out (stream.go).
+	keepAliveEvery time.Duration
+	keys           atomic.Pointer[[]string] // the client keys (guard.go): Access.APIKeys, then SetAPIKeys'
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context
@@ -236,7 +239,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = newDefaultRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport, pass: pass, holdLimit: defaultHoldLimit,
+	s := &Server{cfg: cfg, log: cfg.Logger, transport: cfg.Transport, pass: pass, holdLimit: defaultHoldLimit, keepAliveEvery: defaultKeepAlive,
 		marks: wire.Marks{Tool: cfg.ProxyTool, CatalogStart: skills.CatalogStart, Envelope: skills.IsEnvelope,
 			ToolResult: router.IsToolResult}}
 	keys := slices.Clone(cfg.Access.APIKeys)

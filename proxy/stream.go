@@ -288,6 +288,8 @@ type streamRelay struct {
 	committed bool
 	held      []byte
 	hold      *time.Timer // commits when the hold ends
+	keep      *time.Timer // writes a keep-alive comment after a silence (keepAlive)
+	lastWrite time.Time   // when the last bytes went to the client
 	done      bool        // the handler returned (end)
 	out       []byte      // the translator's output for the event at hand
 	// writeErr is set once the client stopped accepting bytes.
@@ -349,7 +351,38 @@ func (sr *streamRelay) commitLocked() {
 	sr.held = nil
 	sr.writeLocked(held)
 	sr.flushLocked()
+	if sr.sess != nil && sr.s.keepAliveEvery > 0 {
+		sr.lastWrite = time.Now()
+		sr.keep = time.AfterFunc(sr.s.keepAliveEvery, sr.keepAlive)
+	}
 }
+
+// keepAlive writes an SSE comment, which every client's parser skips, when
+// nothing went to the client for Server.keepAliveEvery: a hidden round
+// (a reasoning model's, a script's) can leave a committed stream silent
+// for minutes, and an idle timeout between the client and the proxy (a
+// load balancer's 60 s) would cut it. The translators write whole events,
+// so a comment never lands inside one.
+func (sr *streamRelay) keepAlive() {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if sr.done || sr.writeErr != nil {
+		return
+	}
+	if idle := time.Since(sr.lastWrite); idle < sr.s.keepAliveEvery {
+		sr.keep.Reset(sr.s.keepAliveEvery - idle)
+		return
+	}
+	sr.writeLocked(keepAliveComment)
+	sr.flushLocked()
+	sr.keep.Reset(sr.s.keepAliveEvery)
+}
+
+var keepAliveComment = []byte(": keep-alive\n\n")
+
+// defaultKeepAlive is how long a committed stream may stay silent before
+// keepAlive writes a comment.
+const defaultKeepAlive = 15 * time.Second
 
 // uncommitted reports whether nothing went to the client yet; if so, it
 // drops what was held back and puts the headers back as before start, so
@@ -382,6 +415,9 @@ func (sr *streamRelay) end() {
 	sr.done = true
 	if sr.hold != nil {
 		sr.hold.Stop()
+	}
+	if sr.keep != nil {
+		sr.keep.Stop()
 	}
 }
 
@@ -538,6 +574,9 @@ func (sr *streamRelay) writeLocked(b []byte) {
 	}
 	if _, err := sr.w.Write(b); err != nil {
 		sr.writeErr = err
+	}
+	if sr.keep != nil {
+		sr.lastWrite = time.Now()
 	}
 }
 
