@@ -62,6 +62,11 @@ func TestParseErrors(t *testing.T) {
 		{`{"messages":[{"role":"user","Content":"x"}]}`, "messages[0].content", "missing required parameter"},
 		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "must be a string or an array"},
 		{`{"system":5,"messages":[{"role":"user","content":"x"}]}`, "system", "must be a string or an array of text blocks"},
+		// An array that is not one of blocks names the element at fault.
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, "messages[0].content[0].text", "must be a string, got a number"},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},"hi"]}]}`, "messages[0].content[1]", "must be a content block object, got a string"},
+		{`{"system":[{"type":5}],"messages":[{"role":"user","content":"x"}]}`, "system[0].type", "must be a string, got a number"},
+		{`{"system":["hi"],"messages":[{"role":"user","content":"x"}]}`, "system[0]", "must be a text block object, got a string"},
 		{`{"tools":{},"messages":[{"role":"user","content":"x"}]}`, "tools", "must be an array"},
 		{`{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", `must be one of user, assistant or system, got "tool"`},
 		{`{"messages":[{"role":1,"content":"x"}]}`, "messages[0].role", "must be a string, got a number"},

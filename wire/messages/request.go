@@ -27,6 +27,7 @@ package messages
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -195,7 +196,7 @@ func systemText(raw []byte) (string, bool, error) {
 	}
 	var blocks []block
 	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
-		return "", false, wire.TypeError("system", "a string or an array of text blocks", raw)
+		return "", false, blocksError("system", "a string or an array of text blocks", "a text block object", raw)
 	}
 	var texts []string
 	for _, b := range blocks {
@@ -204,6 +205,29 @@ func systemText(raw []byte) (string, bool, error) {
 		}
 	}
 	return strings.Join(texts, "\n"), false, nil
+}
+
+// blocksError says what keeps raw from being read as param, which must be
+// want: when it is an array, the first element that is not an object
+// (each must be el) or the first field of one that is not a string, so
+// that the error names what to fix rather than calling an array no array.
+func blocksError(param, want, el string, raw []byte) *wire.Error {
+	var els []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &els) != nil {
+		return wire.TypeError(param, want, raw)
+	}
+	for i, e := range els {
+		p := fmt.Sprintf("%s[%d]", param, i)
+		if e[0] != '{' {
+			return wire.TypeError(p, el, e)
+		}
+		var b block
+		var te *json.UnmarshalTypeError
+		if err := json.Unmarshal(e, &b); errors.As(err, &te) && te.Field != "" {
+			return wire.TypeError(p+"."+te.Field, "a string", []byte(gjson.GetBytes(e, te.Field).Raw))
+		}
+	}
+	return wire.TypeError(param, want, raw)
 }
 
 // roles are the message roles accepted: user and assistant, and "system",
@@ -254,7 +278,7 @@ func (r *Request) parseMessage(m []byte, i int, called map[string]bool, callName
 	}
 	var blocks []block
 	if content[0] != '[' || json.Unmarshal(content, &blocks) != nil {
-		return "", wire.TypeError(p+".content", "a string or an array of content blocks", content)
+		return "", blocksError(p+".content", "a string or an array of content blocks", "a content block object", content)
 	}
 	var texts []string
 	for _, b := range blocks {
