@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 // reqInfo collects what the access log line and the request metrics report.
 // Handlers fill it in; the observe middleware emits it once the handler returns.
 type reqInfo struct {
+	requestID      string // HeaderRequestID
 	path           string // bounded-cardinality label, e.g. /v1/models
 	method         string // bounded-cardinality label (metricMethod)
 	api            string // the client API of a routed endpoint (wire.API)
@@ -106,6 +109,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		defer s.inflight.Add(-1)
 		info := requestInfo(c)
 		info.path, info.method = metricPath(c.Request().URL.Path), metricMethod(c.Request().Method)
+		info.requestID = requestID(c.Request().Header)
+		c.Response().Header().Set(HeaderRequestID, info.requestID)
 		err := next(c)
 		if err != nil {
 			c.Error(err)
@@ -144,6 +149,32 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
 // and anything else "other". Only known names become labels: a client
 // could otherwise mint a new series with every path it makes up.
+// requestID is the id a request is answered and logged with: the
+// X-Request-Id a front end (nginx's $request_id, Envoy) or the client set,
+// when it is a plain token of at most 128 bytes, so that one id follows
+// the request through the stack; else a new random one.
+func requestID(h http.Header) string {
+	if id := h.Get("X-Request-Id"); id != "" && len(id) <= 128 && plainToken(id) {
+		return id
+	}
+	var b [12]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// plainToken reports whether s holds only letters, digits and -_.:/+=
+// (what request ids are made of): anything else would be echoed into a
+// header and the logs as the client wrote it.
+func plainToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:/+=", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // metricMethod is a request's method as a metric label: HTTP's own
 // methods, anything else "other" (a client may send any token).
 func metricMethod(m string) string {
@@ -218,6 +249,7 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 		return
 	}
 	attrs := []slog.Attr{
+		slog.String("request_id", info.requestID),
 		slog.String("method", c.Request().Method),
 		slog.String("path", wire.Clip(c.Request().URL.Path)), // the client's, of any length
 		slog.Int("status", info.status),

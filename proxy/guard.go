@@ -102,7 +102,8 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 		if werr == errPreflightServed {
 			return
 		}
-		info := &reqInfo{path: metricPath(r.URL.Path), method: metricMethod(r.Method), outcome: outcomeComplete}
+		info := &reqInfo{path: metricPath(r.URL.Path), method: metricMethod(r.Method), outcome: outcomeComplete, requestID: requestID(r.Header)}
+		w.Header().Set(HeaderRequestID, info.requestID)
 		if werr != nil {
 			info.status, info.err = werr.Status, werr.Message
 			s.observeBeside(r, info, 0)
@@ -130,7 +131,7 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 // served (Protect): one line, as the proxy's own requests get.
 func (s *Server) observeBeside(r *http.Request, info *reqInfo, elapsed time.Duration) {
 	s.metrics.observeRequest(info, elapsed)
-	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", wire.Clip(r.URL.Path)),
+	attrs := []slog.Attr{slog.String("request_id", info.requestID), slog.String("method", r.Method), slog.String("path", wire.Clip(r.URL.Path)),
 		slog.Int("status", info.status), slog.String("outcome", info.outcome), slog.Float64("duration_ms", ms(elapsed))}
 	if info.err != "" {
 		attrs = append(attrs, slog.String("error", info.err))

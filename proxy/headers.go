@@ -38,6 +38,9 @@ const (
 	// HeaderToolsWithheld lists the client tools exec.allowed_tools gated
 	// and no active skill enabled (comma-separated; omitted when none).
 	HeaderToolsWithheld = "X-Skillrouter-Tools-Withheld"
+	// HeaderRequestID is on every answer: the id the request's log line
+	// has (request_id), the one to quote when reporting a problem.
+	HeaderRequestID = "X-Skillrouter-Request-Id"
 )
 
 // skillrouterPrefix marks the proxy's own headers, canonical form.

@@ -217,3 +217,38 @@ func TestLogsNeverCarrySecretsOrContent(t *testing.T) {
 		mustContain(t, logs, k)
 	}
 }
+
+// Every answer carries the id its log line has: a front end's X-Request-Id
+// when it is a plain token, else a new one per request.
+func TestRequestID(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, tc := range []struct {
+		name, sent string
+		keep       bool
+	}{
+		{"new", "", false},
+		{"front end's", "7f3a9c2e-41d2-4b8e-9a1c-5d6e7f8a9b0c", true},
+		{"not a plain token", `a"b<c>`, false},
+		{"too long", strings.Repeat("a", 129), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string]string{}
+			if tc.sent != "" {
+				hdr["X-Request-Id"] = tc.sent
+			}
+			resp, _ := h.do("POST", "/v1/chat/completions", simpleChat, hdr)
+			id := resp.Header.Get(HeaderRequestID)
+			if tc.keep && id != tc.sent || !tc.keep && !strings.HasPrefix(id, "req_") {
+				t.Fatalf("id %q for X-Request-Id %q", id, tc.sent)
+			}
+			if n := strings.Count(h.logText(), `"request_id":"`+id+`"`); n != 1 {
+				t.Errorf("%d log lines name %s:\n%s", n, id, h.logText())
+			}
+		})
+	}
+	a, _ := h.do("GET", "/v1/models", "", nil)
+	b, _ := h.do("GET", "/v1/models", "", nil)
+	if a.Header.Get(HeaderRequestID) == b.Header.Get(HeaderRequestID) {
+		t.Error("two requests, one id")
+	}
+}
