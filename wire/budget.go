@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"math"
 
 	"github.com/tidwall/gjson"
 )
@@ -33,6 +34,25 @@ func NewBudget(v gjson.Result, min int64) Budget {
 		return Budget{}
 	}
 	return Budget{Set: true, Left: v.Int(), Min: min}
+}
+
+// CheckCap validates a client's output-token cap (Chat max_tokens and
+// max_completion_tokens, Responses max_output_tokens,
+// Messages max_tokens): absent or null, or a whole number of at least 1,
+// as every API takes it. A cap no API takes is refused here: a lenient
+// server (a local one) would otherwise run the tool loop on it.
+func CheckCap(param string, v gjson.Result) *Error {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return nil
+	case v.Type != gjson.Number:
+		return TypeError(param, "an integer", []byte(v.Raw))
+	case v.Num != math.Trunc(v.Num):
+		return BadRequest("invalid_type", param, "'%s' must be an integer, got %s", param, Clip(v.Raw))
+	case v.Num < 1:
+		return BadRequest("integer_below_min_value", param, "'%s' must be at least 1, got %s", param, Clip(v.Raw))
+	}
+	return nil
 }
 
 // Spend takes what a round used (0 when it reported nothing, see Budget).

@@ -174,6 +174,11 @@ func (r *Request) scalars() *wire.Error {
 			}
 		}
 	}
+	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
+		if werr := wire.CheckCap(k, jsonspan.Result(r.body, r.members, k)); werr != nil {
+			return werr
+		}
+	}
 	// A cap the API takes must be at least 1.
 	r.maxCompletion = wire.NewBudget(jsonspan.Result(r.body, r.members, "max_completion_tokens"), 1)
 	r.maxTokens = wire.NewBudget(jsonspan.Result(r.body, r.members, "max_tokens"), 1)

@@ -68,6 +68,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"system":[{"type":5}],"messages":[{"role":"user","content":"x"}]}`, "system[0].type", "must be a string, got a number"},
 		{`{"system":["hi"],"messages":[{"role":"user","content":"x"}]}`, "system[0]", "must be a text block object, got a string"},
 		{`{"tools":{},"messages":[{"role":"user","content":"x"}]}`, "tools", "must be an array"},
+		{`{"max_tokens":-5,"messages":[{"role":"user","content":"x"}]}`, "max_tokens", "must be at least 1, got -5"},
+		{`{"max_tokens":"100","messages":[{"role":"user","content":"x"}]}`, "max_tokens", "must be an integer, got a string"},
 		{`{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", `must be one of user, assistant or system, got "tool"`},
 		{`{"messages":[{"role":1,"content":"x"}]}`, "messages[0].role", "must be a string, got a number"},
 		{`{"tools":[3],"messages":[{"role":"user","content":"x"}]}`, "tools[0]", "must be a tool object"},

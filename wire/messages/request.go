@@ -117,6 +117,9 @@ func Parse(body []byte) (*Request, error) {
 			return nil, err
 		}
 	}
+	if werr := wire.CheckCap("max_tokens", jsonspan.Result(body, ms, "max_tokens")); werr != nil {
+		return nil, werr
+	}
 	if raw, _, ok := get("metadata"); ok {
 		var md struct {
 			UserID json.RawMessage `json:"user_id"`

@@ -112,6 +112,11 @@ func Parse(body []byte) (*Request, error) {
 			return nil, err
 		}
 	}
+	for _, k := range []string{"max_output_tokens"} {
+		if werr := wire.CheckCap(k, jsonspan.Result(body, ms, k)); werr != nil {
+			return nil, werr
+		}
+	}
 	conv, err := conversationID(body, ms)
 	if err != nil {
 		return nil, err

@@ -55,6 +55,8 @@ func TestParseErrors(t *testing.T) {
 		{`[]`, "", "must be a JSON object"},
 		{`{"input":"a","instructions":"x","input":"b"}`, "input", "'input' appears more than once"},
 		{`{"input":5}`, "input", "'input' must be a string or an array of input items, got a number"},
+		{`{"input":"x","max_output_tokens":"100"}`, "max_output_tokens", "must be an integer, got a string"},
+		{`{"input":"x","max_output_tokens":0}`, "max_output_tokens", "must be at least 1, got 0"},
 		{`{"input":[7]}`, "input[0]", "must be an input item object"},
 		{`{"input":[{"type":"message","content":"x"}]}`, "input[0].role", "missing required parameter"},
 		{`{"input":[{"type":"message","id":"msg_1","content":"x"}]}`, "input[0].role", "missing required parameter"},
