@@ -259,3 +259,23 @@ func TestHTTPInexactIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPNoSession: a POST without Mcp-Session-Id that is not an
+// initialize is refused 400 (the transport's rule for servers that need
+// sessions), with the request's id, and opens no session.
+func TestHTTPNoSession(t *testing.T) {
+	ts := newFixture(t, false).serveHTTP(t)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		resp, b := postMCP(t, ts, "", body)
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Mcp-Session-Id") != "" ||
+			gjson.GetBytes(b, "error.code").Int() != -32600 || !strings.Contains(string(b), "no Mcp-Session-Id") {
+			t.Errorf("%s: %d %q %s", body, resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), b)
+		}
+		if strings.Contains(body, `"id":7`) && gjson.GetBytes(b, "id").Raw != "7" {
+			t.Errorf("answer's id %s, want 7", gjson.GetBytes(b, "id").Raw)
+		}
+	}
+}

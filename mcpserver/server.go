@@ -224,6 +224,15 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			_ = answer(w, bad, -32600, "invalid request: "+badNumericID)
 			return
 		}
+		if r.Method == http.MethodPost && id == "" && !initializes(r, head) {
+			// Only an initialize opens a session; anything else without one
+			// is refused as the transport says servers that need sessions
+			// should (the SDK would answer it 200 in a session of its own).
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = answer(w, json.RawMessage(gjson.GetBytes(head, "id").Raw), -32600, noSession)
+			return
+		}
 		if r.Method == http.MethodPost && id == "" {
 			// A POST without a session id opens one (initialize). Each holds
 			// a place under the cap until it is answered, so two at the cap
@@ -285,6 +294,9 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 		}
 	})
 }
+
+// noSession answers a POST without Mcp-Session-Id that is not an initialize.
+const noSession = "invalid request: no Mcp-Session-Id: open a session first with an initialize request (Content-Type: application/json), then send its id with every request"
 
 // inexactID returns the id of a request in head (one message, or a
 // batch's) whose numeric id the SDK would answer changed (see exactID).
