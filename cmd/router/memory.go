@@ -19,8 +19,14 @@ package main
 // process held shrank the headroom at 10,000 skills to ~20 MB, a collection
 // every ~170 requests and ~18% of the CPU.
 //
+// In a container with a memory limit (cgroup), no limit is ever above
+// containerCeiling, 90% of it: a build at 10,000 skills allocates several
+// times what it keeps, and without a cap the heap outgrew a 1 GiB pod's
+// limit on a library edit; under the cap the collector works harder near
+// it instead of the kernel killing the process.
+//
 // GOGC in the environment turns the pacing off (settling still returns
-// freed memory); GOMEMLIMIT replaces the limit. Settling costs a full
+// freed memory); GOMEMLIMIT replaces the limit and the ceiling. Settling costs a full
 // collection: ~20 ms of CPU a minute at 10,000 skills; following the live
 // heap in between costs a metrics read.
 
@@ -29,6 +35,8 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -107,8 +115,35 @@ func pace() {
 	}
 	debug.SetGCPercent(gcPercent(live))
 	if !userMemLimit {
-		debug.SetMemoryLimit(memoryLimit(live, nonHeap))
+		debug.SetMemoryLimit(min(memoryLimit(live, nonHeap), containerCeiling()))
 	}
+}
+
+// containerCeiling is the highest memory limit the runtime is given: 90%
+// of the container's memory limit, math.MaxInt64 outside one.
+var containerCeiling = sync.OnceValue(func() int64 {
+	if b, ok := cgroupMemoryLimit(os.ReadFile); ok {
+		return b / 10 * 9
+	}
+	return math.MaxInt64
+})
+
+// cgroupMemoryLimit reads the memory limit of the process's cgroup as a
+// container sees it (v2 memory.max, else v1 memory.limit_in_bytes); ok is
+// false without one ("max", or v1's page-rounded MaxInt64).
+func cgroupMemoryLimit(read func(string) ([]byte, error)) (int64, bool) {
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := read(f)
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || v <= 0 || v >= 1<<60 {
+			return 0, false
+		}
+		return v, true
+	}
+	return 0, false
 }
 
 // memoryLimit is the cap for a heap of live bytes when the runtime holds
@@ -149,7 +184,8 @@ const rebuildGCPercent = 50
 
 // startRebuild restores collection by percentage until the returned func
 // settles the pacing again: the default for the first build, the tighter
-// rebuildGCPercent for one beside a serving index.
+// rebuildGCPercent for one beside a serving index; the only limit left is
+// the container's ceiling.
 func startRebuild(serving bool) func() {
 	memoryMu.Lock()
 	rebuildsGoing++
@@ -162,7 +198,7 @@ func startRebuild(serving bool) func() {
 		debug.SetGCPercent(pct)
 	}
 	if !userMemLimit {
-		debug.SetMemoryLimit(math.MaxInt64)
+		debug.SetMemoryLimit(containerCeiling())
 	}
 	memoryMu.Unlock()
 	return func() {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"math"
+	"os"
 	"runtime/debug"
 	"testing"
 )
@@ -52,7 +52,8 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 // TestStartRebuildPacing: the first build collects at the default 100%,
-// one beside a serving index at rebuildGCPercent; both lift the cap.
+// one beside a serving index at rebuildGCPercent; both lift the cap to
+// the container's ceiling.
 func TestStartRebuildPacing(t *testing.T) {
 	if userGOGC || userMemLimit {
 		t.Skip("GOGC or GOMEMLIMIT set: the pacing is the user's")
@@ -72,8 +73,35 @@ func TestStartRebuildPacing(t *testing.T) {
 		memoryMu.Lock()
 		rebuildsGoing--
 		memoryMu.Unlock()
-		if got != c.want || limit != math.MaxInt64 {
-			t.Errorf("serving %v: GOGC %d, limit %d; want %d, no limit", c.serving, got, limit, c.want)
+		if got != c.want || limit != containerCeiling() {
+			t.Errorf("serving %v: GOGC %d, limit %d; want %d, the container's ceiling %d", c.serving, got, limit, c.want, containerCeiling())
+		}
+	}
+}
+
+// TestCgroupMemoryLimit: v2's memory.max, else v1's limit_in_bytes; none
+// for "max" or v1's page-rounded MaxInt64, or outside a cgroup.
+func TestCgroupMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+		ok    bool
+	}{
+		{"v2", map[string]string{"/sys/fs/cgroup/memory.max": "1073741824\n"}, 1 << 30, true},
+		{"v2 unlimited", map[string]string{"/sys/fs/cgroup/memory.max": "max\n"}, 0, false},
+		{"v1", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "536870912\n"}, 1 << 29, true},
+		{"v1 unlimited", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 0, false},
+		{"none", nil, 0, false},
+	} {
+		read := func(name string) ([]byte, error) {
+			if v, ok := c.files[name]; ok {
+				return []byte(v), nil
+			}
+			return nil, os.ErrNotExist
+		}
+		if got, ok := cgroupMemoryLimit(read); got != c.want || ok != c.ok {
+			t.Errorf("%s: %d %v, want %d %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
 }
