@@ -710,3 +710,44 @@ func TestHelmPDBOnlyOverTwoPods(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmRefusesChartMistakes: chart values that would render silently
+// wrong (a misspelt key dropped, traces posted nowhere) or fail only at
+// install or at the first drain are refused at render, naming the value.
+func TestHelmRefusesChartMistakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"replicaCount=two"}, "replicaCount"},
+		{[]string{"podDisruptionBudgt.enabled=false"}, "podDisruptionBudgt"},
+		{[]string{"image.digest=sha256:abc"}, "digest"},
+		{[]string{"image.pullPolicy=Sometimes"}, "pullPolicy"},
+		{[]string{"tracing.endpoint=otel-collector:4318"}, "endpoint"},
+		{[]string{"autoscaling.enabled=true", "autoscaling.minReplicas=5", "autoscaling.maxReplicas=2", "resources.requests.cpu=100m"}, "minReplicas 5 is above autoscaling.maxReplicas 2"},
+		{[]string{"podDisruptionBudget.minAvailable=2"}, "no pod could ever be evicted"},
+		{[]string{"replicaCount=3", "podDisruptionBudget.minAvailable=3"}, "no pod could ever be evicted"},
+	} {
+		var args []string
+		for _, s := range c.set {
+			args = append(args, "--set", s)
+		}
+		out, err := helmTemplate(t, args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%v: want a refusal naming %q, got %v:\n%s", c.set, c.want, err, out)
+		}
+	}
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "image.digest="+digest,
+		"--set", "podDisruptionBudget.minAvailable=50%", "--set", "tracing.endpoint=http://otel-collector:4318"))
+	if img := routerContainer(docs)["image"]; img != "ghcr.io/skillrouter/skillrouter@"+digest {
+		t.Errorf("image %v, want it pinned by digest", img)
+	}
+	pdb := docs["PodDisruptionBudget/r-skillrouter"]
+	if get(pdb, "spec", "minAvailable") != "50%" || get(pdb, "spec", "unhealthyPodEvictionPolicy") != "AlwaysAllow" {
+		t.Errorf("PodDisruptionBudget spec %v", get(pdb, "spec"))
+	}
+}

@@ -39,7 +39,11 @@ app.kubernetes.io/part-of: {{ include "skillrouter.name" . }}
 {{- end -}}
 
 {{- define "skillrouter.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "skillrouter.serviceAccountName" -}}
