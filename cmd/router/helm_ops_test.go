@@ -193,6 +193,27 @@ func TestHelmSecretChangeRollsPods(t *testing.T) {
 	}
 }
 
+// TestHelmConfigMapLibraryChangeRollsPods: without the watch a pod reads
+// an inline ConfigMap library at start only, so a changed library rolls
+// the pods; with it (the default) the pods reload it and are not rolled.
+func TestHelmConfigMapLibraryChangeRollsPods(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	template := func(watch bool, desc string) string {
+		docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "skills.source=configMap",
+			"--set", fmt.Sprintf("skills.watch=%v", watch),
+			"--set-string", "skills.configMap.files.a/SKILL\\.md=---\\nname: a\\ndescription: "+desc+"\\n---\\nbody"))
+		return fmt.Sprint(get(docs["Deployment/r-skillrouter"], "spec", "template", "metadata", "annotations"))
+	}
+	if template(false, "one") == template(false, "two") {
+		t.Error("a changed library without the watch leaves the pod template unchanged: replicas started later serve another library")
+	}
+	if a, b := template(true, "one"), template(true, "two"); a != b {
+		t.Errorf("with the watch a library change rolls the pods (%s / %s)", a, b)
+	}
+}
+
 // TestHelmServiceMonitorWithClientKeys: with client keys (the documented
 // secrets.extraEnv SKILLROUTER_AUTH_API_KEYS), /metrics on the API port
 // answers 401 without a key (docs/security.md), so the ServiceMonitor must
