@@ -30,23 +30,37 @@ type anchorKey struct {
 // library, kept every library a conversation had been seen with, and all
 // its skills and caches, alive until 4,096 conversations had passed (an
 // edit's previous 10,000-skill library was ~50 MB of packed text alone).
+// Its rankings are those of one index of the library (gen): a settle
+// builds the same library's index again as a fresh start would, and a
+// ranking kept from the index before it would keep a conversation's
+// shortlist different from another replica's on the same files.
 type anchorMemo struct {
-	mu sync.Mutex
-	m  map[anchorKey][]string
+	mu  sync.Mutex
+	gen uint64 // the index the rankings came from (rankIndex.gen)
+	m   map[anchorKey][]string
 }
 
-func (a *anchorMemo) get(k anchorKey) ([]string, bool) {
+// get returns k's ranking made with index gen.
+func (a *anchorMemo) get(k anchorKey, gen uint64) ([]string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if gen != a.gen {
+		return nil, false
+	}
 	ids, ok := a.m[k]
 	return ids, ok
 }
 
-func (a *anchorMemo) put(k anchorKey, ids []string) {
+// put keeps k's ranking made with index gen; a newer index's first
+// ranking starts the memo over, an older one's is not kept.
+func (a *anchorMemo) put(k anchorKey, ids []string, gen uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.m == nil || len(a.m) >= anchorMax {
-		a.m = map[anchorKey][]string{}
+	if gen < a.gen {
+		return
+	}
+	if a.m == nil || len(a.m) >= anchorMax || gen > a.gen {
+		a.m, a.gen = map[anchorKey][]string{}, gen
 	}
 	a.m[k] = ids
 }
@@ -55,11 +69,11 @@ func (a *anchorMemo) put(k anchorKey, ids []string) {
 // (see the file comment); dec is the decision for the latest message, routed
 // with Query.Ranked depth. Memoised rankings are copies of their top only:
 // sharing the ranking's own array kept a whole-library array alive per
-// conversation. settled says dec was ranked by the indexes of lib's own
-// snapshot; while a reload's indexes are still building it is false, and
-// nothing is memoised, or the conversation would keep the old indexes'
+// conversation. gen is the index of lib's own snapshot that ranked dec
+// (servingIndex); while a reload's indexes are still building it is 0,
+// and nothing is memoised, or the conversation would keep the old indexes'
 // shortlist under the new library's key after they are in place.
-func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, conv string, strategy Strategy, dec *Decision, o *RewriteOptions, depth int, settled bool) rankingFunc {
+func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Message, conv string, strategy Strategy, dec *Decision, o *RewriteOptions, depth int, gen uint64) rankingFunc {
 	return func(deep bool) []string {
 		latest := capRanking(rankedIDs(dec.Ranked))
 		first, users := -1, 0
@@ -78,7 +92,7 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 			return latest
 		}
 		k := anchorKey{r: r, strategy: strategy, conv: conv}
-		ids, ok := lib.anchors.get(k)
+		ids, ok := lib.anchors.get(k, gen)
 		if !ok {
 			ids = latest
 			if users > 1 {
@@ -91,8 +105,8 @@ func (r *Router) catalogRanking(ctx context.Context, lib *skillLib, msgs []Messa
 			// did when it was the only one (ranking reads user turns).
 			ids = r.deeperRanking(ctx, lib, ids, Query{Messages: msgs[:first+1], Strategy: strategy})
 		}
-		if (!ok || deep) && settled {
-			lib.anchors.put(k, ids)
+		if (!ok || deep) && gen != 0 {
+			lib.anchors.put(k, ids, gen)
 		}
 		return ids
 	}
@@ -120,12 +134,14 @@ func (r *Router) deeperRanking(ctx context.Context, lib *skillLib, ids []string,
 	return capRanking(out)
 }
 
-// servesSnapshot reports whether the indexes in place were built from snap
-// (see catalogRanking). Called before routing: a newer index installed
-// meanwhile is built from a newer snapshot still.
-func (r *Router) servesSnapshot(snap *skills.Snapshot) bool {
-	ix := r.cur.Load()
-	return ix != nil && ix.snap == snap
+// servingIndex is the generation of the indexes in place when they were
+// built from snap, else 0 (see catalogRanking). Called before routing: a
+// newer index installed meanwhile is a newer generation still.
+func (r *Router) servingIndex(snap *skills.Snapshot) uint64 {
+	if ix := r.cur.Load(); ix != nil && ix.snap == snap {
+		return ix.gen
+	}
+	return 0
 }
 
 // capRanking cuts ids to catalogRankMax, into a copy when it cuts (memoised

@@ -31,6 +31,7 @@ type rankIndex struct {
 	vecRow []int          // list position of each vector row (vec.IDs order); -1 = not in list
 	rowOf  []int32        // vector row of each list position (-1 = none); nil when row i is skill i
 	vecErr error          // why vec is nil although emb is set
+	gen    uint64         // this router's build count when it was made: 1 and up
 	// vecWait is when the embedder said the vectors may be tried again
 	// (a Retry-After on vecErr); zero when it said nothing.
 	vecWait time.Time
@@ -116,7 +117,7 @@ var nameSeparators = strings.NewReplacer("-", " ", "_", " ")
 func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankIndex, fresh bool) (*rankIndex, error) {
 	start := time.Now()
 	list := snap.Skills()
-	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(r.opts.RankCache)}
+	ix := &rankIndex{snap: snap, list: list, pos: make(map[string]int, len(list)), cache: newRankCache(r.opts.RankCache), gen: r.indexGen.Add(1)}
 	for i, s := range list {
 		ix.pos[s.ID] = i
 	}

@@ -119,11 +119,11 @@ func (r *Router) Prompt(ctx context.Context, q Query, opts RewriteOptions) (*Pro
 	if q.Ranked == 0 {
 		q.Ranked = RankDepth(o)
 	}
-	settled := r.servesSnapshot(snap)
+	gen := r.servingIndex(snap)
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := planInput{snap: snap, lib: lib, dec: dec, msgs: q.Messages, conv: conversationID(q.Messages)}
-	in.ranking = r.catalogRanking(ctx, lib, q.Messages, in.conv, q.Strategy, dec, &o, q.Ranked, settled)
+	in.ranking = r.catalogRanking(ctx, lib, q.Messages, in.conv, q.Strategy, dec, &o, q.Ranked, gen)
 	p, _ := planPrompt(ctx, in, &o)
 	return p, nil
 }

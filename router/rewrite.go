@@ -99,7 +99,7 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 			q.TopK = -1 // an explicit 0 means none, not the default
 		}
 	}
-	settled := r.servesSnapshot(snap)
+	gen := r.servingIndex(snap)
 	dec := r.Route(ctx, q)
 	lib := libraryOf(snap)
 	in := newPlanInput(snap, lib, dec, req)
@@ -108,7 +108,7 @@ func (r *Router) Rewrite(ctx context.Context, req *wire.Request, opts RewriteOpt
 	if continues && ov.Carried != nil {
 		in.carried = ov.Carried(turn)
 	}
-	in.ranking = r.catalogRanking(ctx, lib, req.Turns, in.conv, ov.Strategy, dec, &o, depth, settled)
+	in.ranking = r.catalogRanking(ctx, lib, req.Turns, in.conv, ov.Strategy, dec, &o, depth, gen)
 	rw := finishRewrite(ctx, r, req, in, o, ov.Session)
 	rw.Turn, rw.Carried = turn, in.carried
 	return rw, nil

@@ -148,7 +148,8 @@ type Router struct {
 	retryEvery time.Duration
 	bgCancel   context.CancelFunc
 	retrying   atomic.Bool
-	lastRetry  atomic.Int64 // unix nanos
+	lastRetry  atomic.Int64  // unix nanos
+	indexGen   atomic.Uint64 // builds made, for rankIndex.gen
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
 	embedBreak   breaker                // skips a failing remote embedder for a while

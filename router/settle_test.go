@@ -437,3 +437,46 @@ func cosineOf(s router.Scored) float64 {
 	v, _ := s.Components.Get("cosine")
 	return v
 }
+
+// TestSettledShortlistIsAFreshStarts: a conversation whose catalog
+// shortlist was ranked by an edit's incremental index gets, once the index
+// settled, the shortlist a process started on the same files gives it,
+// not the one memoised before the settle: replicas agree again.
+func TestSettledShortlistIsAFreshStarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	o := builtinOptions()
+	o.SettleAfter = 2 * time.Second
+	r := newRouter(t, snap, o)
+	writeSkill(t, dir, "skill-05", "Repairs malformed JSON documents with trailing commas, unquoted keys and smart quotes. Use when JSON fails to parse.")
+	if err := r.Update(ctx, skills.Load(ctx, []string{dir}, skills.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	q := router.Query{Messages: []router.Message{{Role: "user", Text: "my JSON config has trailing commas and smart quotes, and the parser fails on dates"}},
+		Strategy: router.StrategyHybrid}
+	ro := router.RewriteOptions{CatalogBudgetTokens: 300}
+	before, err := r.Prompt(ctx, q, ro) // ranked by the edit's index, memoised for the conversation
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := r.Settled(wait); err != nil {
+		t.Fatal(err)
+	}
+	after, err := r.Prompt(ctx, q, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := newRouter(t, skills.Load(ctx, []string{dir}, skills.Options{}), builtinOptions()).Prompt(ctx, q, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.CatalogHidden == 0 {
+		t.Fatal("the catalog is not a shortlist: nothing is memoised")
+	}
+	if after.Catalog != fresh.Catalog {
+		t.Errorf("settled shortlist %v, a fresh start's %v (before the settle %v)", after.CatalogShown, fresh.CatalogShown, before.CatalogShown)
+	}
+}
