@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ type reqInfo struct {
 	path           string // bounded-cardinality label, e.g. /v1/models
 	method         string // bounded-cardinality label (metricMethod)
 	api            string // the client API of a routed endpoint (wire.API)
+	model          string // the request's model, when routed
 	status         int    // what the client got; 499 when it went away
 	upstreamStatus int
 	// compaction: an agent CLI's compaction request (nothing auto-loaded
@@ -149,6 +151,25 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
 // and anything else "other". Only known names become labels: a client
 // could otherwise mint a new series with every path it makes up.
+// whoAttrs say which request a log line is and who sent it: its id, the
+// peer's address (a front end's, behind one: its own log has the client),
+// the user agent, and with client keys (auth.api_keys) the key's client id
+// (a digest, never the key), for attributing failed keys and use.
+func (s *Server) whoAttrs(r *http.Request, info *reqInfo) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.String("request_id", info.requestID))
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		attrs = append(attrs, slog.String("client_addr", host))
+	}
+	if ua := r.UserAgent(); ua != "" {
+		attrs = append(attrs, slog.String("user_agent", wire.Clip(ua)))
+	}
+	if id := s.clientIDOf(r); id != "" {
+		attrs = append(attrs, slog.String("client", id))
+	}
+	return attrs
+}
+
 // requestID is the id a request is answered and logged with: the
 // X-Request-Id a front end (nginx's $request_id, Envoy) or the client set,
 // when it is a plain token of at most 128 bytes, so that one id follows
@@ -248,13 +269,15 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("request_id", info.requestID),
+	attrs := append(s.whoAttrs(c.Request(), info),
 		slog.String("method", c.Request().Method),
 		slog.String("path", wire.Clip(c.Request().URL.Path)), // the client's, of any length
 		slog.Int("status", info.status),
 		slog.String("outcome", info.outcome),
 		slog.Float64("duration_ms", ms(elapsed)),
+	)
+	if info.model != "" {
+		attrs = append(attrs, slog.String("model", wire.Clip(info.model)))
 	}
 	if info.upstreamStatus != 0 {
 		attrs = append(attrs, slog.Int("upstream_status", info.upstreamStatus))

@@ -131,8 +131,8 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 // served (Protect): one line, as the proxy's own requests get.
 func (s *Server) observeBeside(r *http.Request, info *reqInfo, elapsed time.Duration) {
 	s.metrics.observeRequest(info, elapsed)
-	attrs := []slog.Attr{slog.String("request_id", info.requestID), slog.String("method", r.Method), slog.String("path", wire.Clip(r.URL.Path)),
-		slog.Int("status", info.status), slog.String("outcome", info.outcome), slog.Float64("duration_ms", ms(elapsed))}
+	attrs := append(s.whoAttrs(r, info), slog.String("method", r.Method), slog.String("path", wire.Clip(r.URL.Path)),
+		slog.Int("status", info.status), slog.String("outcome", info.outcome), slog.Float64("duration_ms", ms(elapsed)))
 	if info.err != "" {
 		attrs = append(attrs, slog.String("error", info.err))
 	}

@@ -76,6 +76,7 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	view := parsed.View()
 	info.api = string(a.name())
 	info.stream = view.Stream
+	info.model = view.Model
 	pkey := presenceKey(parsed, scope)
 	var abKey string
 	arm, label, err := s.ab.pick(h, func() string {

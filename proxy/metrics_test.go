@@ -244,6 +244,17 @@ func TestRequestID(t *testing.T) {
 			if n := strings.Count(h.logText(), `"request_id":"`+id+`"`); n != 1 {
 				t.Errorf("%d log lines name %s:\n%s", n, id, h.logText())
 			}
+			var line string
+			for _, l := range strings.Split(h.logText(), "\n") {
+				if strings.Contains(l, `"request_id":"`+id+`"`) {
+					line = l
+				}
+			}
+			for _, want := range []string{`"client_addr":"127.0.0.1"`, `"user_agent":"Go-http-client/1.1"`, `"model":"`} {
+				if !strings.Contains(line, want) {
+					t.Errorf("the log line lacks %s: %s", want, line)
+				}
+			}
 		})
 	}
 	a, _ := h.do("GET", "/v1/models", "", nil)
