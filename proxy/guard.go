@@ -152,6 +152,10 @@ var errPreflightServed = &wire.Error{Status: http.StatusNoContent}
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 	a := &s.cfg.Access
 	keys := s.apiKeys() // one set for the whole check: SetAPIKeys may replace it meanwhile
+	if looped(r.Header) {
+		return &wire.Error{Status: http.StatusLoopDetected, Kind: wire.KindServer, Code: "loop_detected",
+			Message: "this request was sent by this proxy itself: its upstream (upstream.url or upstream.anthropic_url) points back at it; set it to the model server's address"}
+	}
 	if !s.hostAllowed(r.Host) {
 		return forbidden("host_not_allowed", "Host %q is not served here: add it to server.allowed_hosts (protection against DNS rebinding)", wire.Clip(r.Host))
 	}

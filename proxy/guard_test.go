@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,5 +291,25 @@ func TestFetchMetadataExemptions(t *testing.T) {
 	resp, b = open.chat(simpleChat, map[string]string{"Sec-Fetch-Site": "cross-site"})
 	if resp.StatusCode != 200 {
 		t.Errorf("allowed_origins *: %d %s", resp.StatusCode, b)
+	}
+}
+
+// A request carrying this process's own Via element is one of its own
+// upstream requests come back (upstream.url pointing at the proxy): 508 in
+// the API's envelope, never sent on; every upstream request carries it,
+// after the client's own Via.
+func TestLoopDetected(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, b := h.do("POST", "/v1/chat/completions", simpleChat, map[string]string{"Via": "1.1 gateway, " + Via()})
+	if resp.StatusCode != http.StatusLoopDetected || !strings.Contains(string(b), "loop_detected") || len(h.up.Requests()) != 0 {
+		t.Fatalf("%d %s, %d upstream requests", resp.StatusCode, b, len(h.up.Requests()))
+	}
+	resp, b = h.do("POST", "/v1/chat/completions", simpleChat, map[string]string{"Via": "1.1 gateway"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if got := reqs[len(reqs)-1].Header.Values("Via"); !slices.Equal(got, []string{"1.1 gateway", Via()}) {
+		t.Errorf("upstream Via %q, want the client's and this proxy's", got)
 	}
 }

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -203,4 +205,30 @@ func forRound(in *http.Request, round int) *http.Request {
 		return in
 	}
 	return resent(in, "round-"+strconv.Itoa(round))
+}
+
+// via is the element this process adds to the Via header of every request
+// it sends upstream (RFC 9110 7.6.3). A request that comes back carrying
+// it (upstream.url pointing at the proxy itself, a loop of proxies) is
+// refused with 508 instead of being sent round again until the
+// connection limit.
+var via = func() string {
+	var b [6]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return "1.1 skillrouter-" + hex.EncodeToString(b[:])
+}()
+
+// Via is the Via element this process's upstream requests carry, for the
+// other senders of requests upstream (the upstream check).
+func Via() string { return via }
+
+// looped reports whether h's Via names this process: the request is one
+// of its own, come back.
+func looped(h http.Header) bool {
+	for _, v := range h.Values("Via") {
+		if strings.Contains(v, via[len("1.1 "):]) {
+			return true
+		}
+	}
+	return false
 }

@@ -148,6 +148,7 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 		return nil, 0, err
 	}
 	req.Header = t.header(in.Header)
+	req.Header.Add("Via", via)
 	req.ContentLength = length
 	if length == 0 && body != nil && body != http.NoBody {
 		req.ContentLength = -1

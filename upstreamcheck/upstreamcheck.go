@@ -227,6 +227,9 @@ func (c *Checker) probe(ctx context.Context) Result {
 	case status == http.StatusNotFound:
 		r.Status, r.Error = StatusNotFound, "GET /models answered 404"
 		r.Hint = c.suggest(ctx)
+	case status == http.StatusLoopDetected:
+		r.Status, r.Error = StatusError, "GET /models answered 508"
+		r.Hint = redact.Stripped(c.base) + " sends requests back to this proxy (a loop): " + c.cfg.Name + " must be the model server's address"
 	default:
 		r.Status, r.Error = StatusError, fmt.Sprintf("GET /models answered %d", status)
 	}

@@ -69,6 +69,11 @@ func TestCheck(t *testing.T) {
 	notJSON := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>hello</html>")) }))
 	defer notJSON.Close()
 	bearer := func(k string) http.Header { return http.Header{"Authorization": {"Bearer " + k}} }
+	// A proxy whose upstream is this one: it refuses its own request back.
+	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusLoopDetected)
+	}))
+	defer loop.Close()
 
 	tests := []struct {
 		name   string
@@ -96,6 +101,8 @@ func TestCheck(t *testing.T) {
 		{name: "right key", url: keyed.URL + "/v1", header: bearer("sk-right"), status: StatusOK, code: 200},
 		{name: "unreachable", url: "http://" + dead + "/v1", status: StatusUnreachable,
 			err: "unreachable: connection refused", hint: "is the server running, and is upstream.url its address?"},
+		{name: "a loop back to the proxy", url: loop.URL + "/v1", status: StatusError, code: 508,
+			err: "GET /models answered 508", hint: loop.URL + "/v1 sends requests back to this proxy (a loop)"},
 		{name: "not a model list", url: notJSON.URL + "/v1", status: StatusError, code: 200,
 			err: "GET /models answered 200 but not with a model list"},
 	}
@@ -108,7 +115,7 @@ func TestCheck(t *testing.T) {
 			if r.OK() && (r.Models == 0 || r.ModelIDs[0] == "") {
 				t.Errorf("ok without models: %+v", r)
 			}
-			if r.Name != "upstream.url" || (r.Host != host && r.Host != keyedHost && r.Host != dead && !strings.Contains(notJSON.URL, r.Host)) {
+			if r.Name != "upstream.url" || (r.Host != host && r.Host != keyedHost && r.Host != dead && !strings.Contains(notJSON.URL, r.Host) && !strings.Contains(loop.URL, r.Host)) {
 				t.Errorf("name/host %q %q", r.Name, r.Host)
 			}
 		})

@@ -1117,6 +1117,28 @@ func atPrefix(prefix string) string {
 
 // validate reports the first bad value as a *valueError naming its key and
 // what the key accepts.
+// selfAddressed reports whether u names the address listen serves: the
+// same port on a loopback or unspecified address, or on listen's own host.
+func selfAddressed(u *url.URL, listen string) bool {
+	lhost, lport, err := net.SplitHostPort(listen)
+	if err != nil || lport == "0" {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port != lport {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || host == lhost {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
 func (c *config) validate() error {
 	for _, up := range []struct{ key, v, example, keyKey string }{
 		{"upstream.url", c.Upstream.URL, proxy.DefaultUpstream, "upstream.api_key"},
@@ -1132,6 +1154,11 @@ func (c *config) validate() error {
 		if u.User != nil {
 			// The check's client would send them, the proxy's requests not.
 			return &valueError{up.key, redact.Userinfo(up.v), "credentials in the URL are not sent with requests: set " + up.keyKey + " instead"}
+		}
+		if selfAddressed(u, c.Listen) {
+			// Every request would be sent to the proxy again (508 after
+			// one round, the proxy's Via check), and the start-up check too.
+			return &valueError{up.key, redact.Userinfo(up.v), "this is the proxy's own listen address (" + c.Listen + "): set it to the model server's address"}
 		}
 	}
 	for _, l := range []struct{ key, v string }{

@@ -111,7 +111,7 @@ func TestMCPFlags(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "router.yaml")
-	if err := os.WriteFile(cfgFile, []byte("listen: 127.0.0.1:9\nupstream:\n  url: http://127.0.0.1:9/v1\nlog:\n  level: warn\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfgFile, []byte("listen: 127.0.0.1:9\nupstream:\n  url: http://127.0.0.1:10/v1\nlog:\n  level: warn\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = run(t, "mcp", "--config", cfgFile, "--skills", "../../examples/skills", "--print-config")

@@ -118,7 +118,9 @@ func (c *config) proxyConfig() proxy.Config {
 // upstreamCheckers check upstream.url, and upstream.anthropic_url when it
 // is another server, each with its configured key.
 func (c *config) upstreamCheckers(log *slog.Logger) ([]*upstreamcheck.Checker, error) {
-	h := http.Header{}
+	// The proxy's Via: a check that reaches the proxy itself (a loop
+	// through another name) is refused 508, not passed round.
+	h := http.Header{"Via": {proxy.Via()}}
 	if c.Upstream.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.Upstream.APIKey)
 	}
@@ -130,7 +132,7 @@ func (c *config) upstreamCheckers(log *slog.Logger) ([]*upstreamcheck.Checker, e
 	out := []*upstreamcheck.Checker{main}
 	if a := c.Upstream.AnthropicURL; a != "" && strings.TrimRight(a, "/") != strings.TrimRight(c.Upstream.URL, "/") {
 		// Anthropic's GET /v1/models wants its version header and x-api-key.
-		h := http.Header{"Anthropic-Version": {"2023-06-01"}}
+		h := http.Header{"Anthropic-Version": {"2023-06-01"}, "Via": {proxy.Via()}}
 		if c.Upstream.AnthropicAPIKey != "" {
 			h.Set("X-Api-Key", c.Upstream.AnthropicAPIKey)
 		}
