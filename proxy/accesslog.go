@@ -64,6 +64,9 @@ type reqInfo struct {
 	// toolsRefused names the proxy's tool an upstream refusal named
 	// (noteToolRefusal).
 	toolsRefused string
+	// misdirected: a path only a wrong base URL sends (/v1/v1/..., a root
+	// API path, /v1/mcp): logged as a warning with the hint.
+	misdirected bool
 	// droppedAnswered counts calls of an earlier answer that the proxy had
 	// removed and answered when stored state was continued (state.go).
 	droppedAnswered int
@@ -265,6 +268,16 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	keptKey := info.upstreamStatus == http.StatusUnauthorized && s.targetOf(info, c.Request()).keepsClientKey(c.Request().Header)
 	if keptKey {
 		level = slog.LevelWarn // so will every request of a client with such a key
+	}
+	if info.misdirected {
+		// A client set up with the wrong base URL: every request will fail
+		// alike, and some clients (Claude Code) show their own guess, not
+		// the proxy's hint.
+		level = slog.LevelWarn
+	}
+	if info.upstreamStatus == http.StatusNotFound && info.api == string(wire.APIMessages) && s.cfg.AnthropicUpstream == nil && info.err == "" {
+		level = slog.LevelWarn
+		info.err = "the upstream answered 404 to an Anthropic Messages request: if it speaks only OpenAI's API, set upstream.anthropic_url (--anthropic-upstream) to an Anthropic-compatible server"
 	}
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
 		return

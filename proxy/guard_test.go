@@ -313,3 +313,39 @@ func TestLoopDetected(t *testing.T) {
 		t.Errorf("upstream Via %q, want the client's and this proxy's", got)
 	}
 }
+
+// Paths only a wrong base URL sends are answered with a hint and logged as
+// warnings carrying it: some clients (Claude Code) show their own guess
+// instead of the answer.
+func TestMisdirectedPathsWarn(t *testing.T) {
+	for _, tc := range []struct{ path, hint string }{
+		{"/v1/v1/messages", "the base URL has /v1 twice"},
+		{"/chat/completions", "did you mean /v1/chat/completions?"},
+		{"/messages", "Claude Code (ANTHROPIC_BASE_URL) take the address without /v1"},
+		{"/v1/mcp", "the skills MCP server is at /mcp"},
+	} {
+		h := newHarness(t, nil)
+		resp, b := h.do("POST", tc.path, simpleChat, nil)
+		if resp.StatusCode != 404 || !strings.Contains(string(b), tc.hint) || len(h.up.Requests()) != 0 {
+			t.Errorf("%s: %d %s", tc.path, resp.StatusCode, b)
+		}
+		if line := findLogLine(h.logText(), tc.path); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, tc.hint) {
+			t.Errorf("%s: log line %s", tc.path, line)
+		}
+	}
+}
+
+// An upstream that answers a Messages request 404, with no Anthropic
+// upstream of its own configured, is likely an OpenAI-only server: the
+// answer goes back as it came, and the log line says what to set.
+func TestMessages404HintsAnthropicUpstream(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(fakeai.Status(404, "not_found"))
+	resp, _ := h.do("POST", "/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, budgetHeaders("/v1/messages"))
+	if resp.StatusCode != 404 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if line := findLogLine(h.logText(), "/v1/messages"); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, "set upstream.anthropic_url") {
+		t.Errorf("log line %s", line)
+	}
+}

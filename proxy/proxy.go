@@ -356,6 +356,9 @@ func (s *Server) routes() *echo.Echo {
 	// A base URL with /v1 twice (ANTHROPIC_BASE_URL=.../v1: Claude Code
 	// adds the /v1 itself) would pass through unrouted, without skills.
 	e.Any("/v1/v1/*", s.doubledPrefix)
+	// The skills' MCP server is at /mcp; /v1/mcp is a base URL's habit.
+	e.Any("/v1/mcp", s.misplacedMCP)
+	e.Any("/v1/mcp/*", s.misplacedMCP)
 	e.Any("/v1/*", s.passable(s.passthrough))
 	return e
 }
@@ -367,9 +370,22 @@ func (s *Server) doubledPrefix(c echo.Context) error {
 	werr := &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest, Code: "unknown_path",
 		Message: fmt.Sprintf("unknown path %s %s: the base URL has /v1 twice; Claude Code's ANTHROPIC_BASE_URL is the address without /v1 (it adds /v1), OpenAI clients' base URL ends in one /v1",
 			r.Method, wire.Clip(r.URL.Path))}
+	return s.misdirected(c, werr)
+}
+
+// misplacedMCP answers /v1/mcp: 404 naming /mcp.
+func (s *Server) misplacedMCP(c echo.Context) error {
+	r := c.Request()
+	return s.misdirected(c, &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest, Code: "unknown_path",
+		Message: fmt.Sprintf("unknown path %s %s: the skills MCP server is at /mcp (http://HOST:PORT/mcp, without /v1)", r.Method, wire.Clip(r.URL.Path))})
+}
+
+// misdirected answers a request only a wrong base URL sends with werr,
+// logged as a warning with its hint.
+func (s *Server) misdirected(c echo.Context, werr *wire.Error) error {
 	info := requestInfo(c)
-	info.status, info.err = werr.Status, werr.Message
-	writeError(c.Response(), apiFor(r), werr)
+	info.status, info.err, info.misdirected = werr.Status, werr.Message, true
+	writeError(c.Response(), apiFor(c.Request()), werr)
 	return nil
 }
 
@@ -399,7 +415,12 @@ func (s *Server) httpError(err error, c echo.Context) {
 		p := c.Request().URL.Path
 		msg = fmt.Sprintf("unknown path %s %s", c.Request().Method, wire.Clip(p))
 		if slices.ContainsFunc(apiPaths, func(a string) bool { return p == a || strings.HasPrefix(p, a+"/") }) {
-			msg += fmt.Sprintf("; did you mean /v1%s? The base URL ends in /v1 (http://HOST:PORT/v1)", wire.Clip(p))
+			msg += fmt.Sprintf("; did you mean /v1%s? A client that appends %s takes a base URL ending in /v1 (http://HOST:PORT/v1)", wire.Clip(p), wire.Clip(p))
+			if p == "/messages" || strings.HasPrefix(p, "/messages/") {
+				msg += "; the Anthropic SDKs and Claude Code (ANTHROPIC_BASE_URL) take the address without /v1 and add /v1/messages themselves"
+			}
+			info := requestInfo(c)
+			info.misdirected, info.err = true, msg
 		}
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)
