@@ -806,7 +806,7 @@ func loadConfig(fs *pflag.FlagSet, cf *configFlags, getenv func(string) (string,
 			continue
 		}
 		if err := setValue(k.ptr(&cfg), k.kind, cf.keyFlags[k.flag].val); err != nil {
-			return cfg, fmt.Errorf("flag --%s: %s %w", name, k.path, err)
+			return cfg, usageError{fmt.Errorf("flag --%s: %s %w", name, k.path, err)}
 		}
 		cfg.src.origin[k.path] = "flag --" + name
 	}
@@ -819,7 +819,13 @@ func loadConfig(fs *pflag.FlagSet, cf *configFlags, getenv func(string) (string,
 		var ke interface{ Key() string }
 		if errors.As(err, &ke) {
 			if w := cfg.src.where(ke.Key()); w != "" {
-				return cfg, fmt.Errorf("%s: %w", w, err)
+				err = fmt.Errorf("%s: %w", w, err)
+				if strings.HasPrefix(w, "flag --") {
+					// A bad value on the command line: exit 2, as a bad
+					// value of a command's own flags.
+					err = usageError{err}
+				}
+				return cfg, err
 			}
 		}
 		return cfg, err
@@ -1021,7 +1027,11 @@ func checkNode(n *yaml.Node, t reflect.Type, prefix string, lines map[string]int
 		}
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			return &lineError{n.Line, fmt.Sprintf("%s: want a mapping", key)}
+			msg := fmt.Sprintf("%s: want a mapping", key)
+			if ex := mappingExamples[key]; ex != "" {
+				msg += " such as " + ex
+			}
+			return &lineError{n.Line, msg}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			kn, vn := n.Content[i], n.Content[i+1]
@@ -1137,6 +1147,12 @@ func selfAddressed(u *url.URL, listen string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// mappingExamples show the keys whose value is a mapping of the user's
+// own keys what such a mapping looks like.
+var mappingExamples = map[string]string{
+	"routing.min_score": "{hybrid: 0.03, bm25: 0.2} (a strategy's least confidence to auto-load)",
 }
 
 func (c *config) validate() error {

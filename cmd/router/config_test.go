@@ -169,6 +169,8 @@ func TestConfigErrors(t *testing.T) {
 			want: `config FILE:2: embedder.provider "cohere": want builtin, ollama or openai`},
 		{name: "bad confinement", file: "exec:\n  confinement: jail\n",
 			want: `config FILE:2: exec.confinement "jail": want auto, landlock or none`},
+		{name: "min_score as a number", file: "routing:\n  min_score: 0.03\n",
+			want: `config FILE:2: routing.min_score: want a mapping such as {hybrid: 0.03, bm25: 0.2}`},
 		{name: "bad min_score key", file: "routing:\n  min_score:\n    hybird: 0.1\n",
 			want: `config FILE:3: routing.min_score.hybird "hybird": a strategy: want keyword, bm25, embedding or hybrid`},
 		{name: "bad arm strategy", file: "ab:\n  arms:\n    - {name: a, percent: 50}\n    - {name: b, percent: 50, strategy: magic}\n",
@@ -247,6 +249,11 @@ func TestConfigErrors(t *testing.T) {
 			_, err := loadFor(t, args, tc.env)
 			if err == nil || !strings.HasPrefix(err.Error(), want) {
 				t.Fatalf("got  %v\nwant %s", err, want)
+			}
+			// A bad value on the command line exits 2, as any command-line
+			// error; one from a file or the environment 1.
+			if fromFlag := strings.HasPrefix(want, "flag --"); isUsage(err) != fromFlag {
+				t.Errorf("usage error %v for %q", isUsage(err), err)
 			}
 		})
 	}

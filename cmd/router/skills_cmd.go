@@ -242,7 +242,7 @@ func newSkillsCatalogCmd(cf *configFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := skills.ParseFormat(format)
 			if err != nil {
-				return err
+				return usageError{fmt.Errorf("--format: %w", err)}
 			}
 			if maxDesc < 0 {
 				return usageError{fmt.Errorf("--max-description %d: want 0 (no limit) or more", maxDesc)}

@@ -200,7 +200,7 @@ func TestSkillsCatalog(t *testing.T) {
 		!strings.Contains(out, "<prioritized_skills>regex-builder, sql-query-tuning</prioritized_skills>") {
 		t.Errorf("qark catalog (err %v):\n%s", err, out)
 	}
-	if _, _, err := run(t, "skills", "catalog", "--skills", examplesLib, "--format", "markdown"); err == nil || !strings.Contains(err.Error(), "unknown catalog format") {
+	if _, _, err := run(t, "skills", "catalog", "--skills", examplesLib, "--format", "markdown"); err == nil || !strings.Contains(err.Error(), "unknown catalog format") || !isUsage(err) {
 		t.Errorf("bad format: %v", err)
 	}
 	out, _, err = run(t, "skills", "catalog", "--skills", examplesLib, "--tool")
