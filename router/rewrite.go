@@ -162,7 +162,7 @@ func newPlanInput(snap *skills.Snapshot, lib *skillLib, dec *Decision, req *wire
 }
 
 // takesSkillID reports whether a client's load_skill is the proxy's, as
-// `router skills tool` prints it or skillrouter's MCP server offers it:
+// `router skills catalog --tool` prints it or skillrouter's MCP server offers it:
 // its parameters have a skill_id. The catalog's instructions to call
 // load_skill with an id then hold for it; another tool of that name (the
 // client's own, which the proxy never shadows) would get calls it cannot

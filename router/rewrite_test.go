@@ -229,7 +229,7 @@ func TestClientLoadSkill(t *testing.T) {
 	}{
 		{"own tool", `{"type":"object","properties":{"slot":{"type":"integer"}}}`, true},
 		{"no parameters", ``, true},
-		{"the proxy's, as skills tool prints it", `{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`, false},
+		{"the proxy's, as skills catalog --tool prints it", `{"type":"object","properties":{"skill_id":{"type":"string"}},"required":["skill_id"]}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

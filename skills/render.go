@@ -354,7 +354,7 @@ func LoadSkillSpec(list []*Skill) wire.ToolSpec {
 }
 
 // LoadSkillTool returns the OpenAI function tool definition of load_skill
-// for the skills (see LoadSkillSpec), as `router skills tool` prints it.
+// for the skills (see LoadSkillSpec), as `router skills catalog --tool` prints it.
 func LoadSkillTool(list []*Skill) json.RawMessage {
 	return LoadSkillSpec(list).FunctionJSON()
 }
