@@ -154,6 +154,27 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
 // and anything else "other". Only known names become labels: a client
 // could otherwise mint a new series with every path it makes up.
+// setupHint says what to change when an upstream's answer points at the
+// proxy's setup rather than the request: its refusal of the client's key,
+// or a Messages request it does not know. "" when nothing does.
+func (s *Server) setupHint(r *http.Request, info *reqInfo) string {
+	switch info.upstreamStatus {
+	case http.StatusUnauthorized:
+		t := s.targetOf(info, r)
+		if t.keepsClientKey(r.Header) {
+			return "the upstream refused the key the client sent, which is forwarded as sent: the configured upstream key goes only with requests without one; set upstream.override_auth to send it instead"
+		}
+		if _, sent := clientKey(r); sent && t.apiKey == "" {
+			return "the upstream refused the key the client sent (a placeholder such as unused-for-ollama works only with servers that take any key): give the client its real key, or set upstream.api_key with upstream.override_auth to send one key for every client"
+		}
+	case http.StatusNotFound:
+		if info.api == string(wire.APIMessages) && s.cfg.AnthropicUpstream == nil {
+			return "the upstream answered 404 to an Anthropic Messages request: if it speaks only OpenAI's API, set upstream.anthropic_url (--anthropic-upstream) to an Anthropic-compatible server"
+		}
+	}
+	return ""
+}
+
 // whoAttrs say which request a log line is and who sent it: its id, the
 // peer's address (a front end's, behind one: its own log has the client),
 // the user agent, and with client keys (auth.api_keys) the key's client id
@@ -265,19 +286,12 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 	if info.toolsRefused != "" {
 		level = slog.LevelWarn // every request will fail alike
 	}
-	keptKey := info.upstreamStatus == http.StatusUnauthorized && s.targetOf(info, c.Request()).keepsClientKey(c.Request().Header)
-	if keptKey {
-		level = slog.LevelWarn // so will every request of a client with such a key
-	}
-	if info.misdirected {
-		// A client set up with the wrong base URL: every request will fail
-		// alike, and some clients (Claude Code) show their own guess, not
-		// the proxy's hint.
+	hint := s.setupHint(c.Request(), info)
+	if hint != "" || info.misdirected {
+		// A setup mistake (a key, an upstream, a base URL): every request
+		// will fail alike, and some clients (Claude Code) show their own
+		// guess, not the answer.
 		level = slog.LevelWarn
-	}
-	if info.upstreamStatus == http.StatusNotFound && info.api == string(wire.APIMessages) && s.cfg.AnthropicUpstream == nil && info.err == "" {
-		level = slog.LevelWarn
-		info.err = "the upstream answered 404 to an Anthropic Messages request: if it speaks only OpenAI's API, set upstream.anthropic_url (--anthropic-upstream) to an Anthropic-compatible server"
 	}
 	if !s.log.Enabled(context.WithoutCancel(ctx), level) {
 		return
@@ -354,8 +368,8 @@ func (s *Server) logRequest(c echo.Context, info *reqInfo, elapsed time.Duration
 			attrs = append(attrs, slog.Bool("stopped_short", true))
 		}
 	}
-	if keptKey {
-		attrs = append(attrs, slog.String("hint", "the upstream refused the key the client sent, which is forwarded as sent: the configured upstream key goes only with requests without one; set upstream.override_auth to send it instead"))
+	if hint != "" {
+		attrs = append(attrs, slog.String("hint", hint))
 	}
 	if info.err != "" {
 		attrs = append(attrs, slog.String("error", info.err))
