@@ -219,6 +219,13 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 				for _, p := range s.Problems {
 					fmt.Fprintln(cmd.ErrOrStderr(), "  "+p.String())
 				}
+			} else {
+				// Above is what the model would read; this is for the person.
+				msg := fmt.Sprintf("no skill %q in the library (router skills list shows the ids)", id)
+				if near := skills.Suggest(id, snap.Skills(), 3); len(near) > 0 {
+					msg += "; did you mean " + strings.Join(near, ", ") + "?"
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), msg)
 			}
 			return exitCode(1)
 		},

@@ -130,15 +130,18 @@ func TestSkillsShow(t *testing.T) {
 		t.Errorf("unexpected envelope:\n%s", out)
 	}
 
-	out, _, err = run(t, "skills", "--skills", fixtureLib, "show", "alph")
+	out, errOut, err := run(t, "skills", "--skills", fixtureLib, "show", "alph")
 	if exitStatus(err) != 1 {
 		t.Fatalf("unknown id must exit 1: %v", err)
+	}
+	if !strings.Contains(errOut, `no skill "alph" in the library`) || !strings.Contains(errOut, "did you mean source-a/alpha") {
+		t.Errorf("no plain message for the person on stderr: %q", errOut)
 	}
 	if !strings.Contains(out, `reason="not_found"`) || !strings.Contains(out, "<id>source-a/alpha</id>") {
 		t.Errorf("not-found result:\n%s", out)
 	}
 
-	_, errOut, err := run(t, "skills", "show", "--skills", fixtureLib, "broken/empty")
+	_, errOut, err = run(t, "skills", "show", "--skills", fixtureLib, "broken/empty")
 	if exitStatus(err) != 1 || !strings.Contains(errOut, "was skipped because of these problems") ||
 		!strings.Contains(errOut, "SKILL.md is empty") {
 		t.Errorf("skipped skill should explain why: err=%v stderr=%q", err, errOut)
