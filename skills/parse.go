@@ -281,11 +281,20 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 			s.Extra[key] = decodeAny(v, key, is)
 		}
 	}
+	// Keys are read as written: a capitalised one is another key.
+	other := func(want string) string {
+		for k := range s.Extra {
+			if strings.EqualFold(k, want) {
+				return fmt.Sprintf(" (%q is another key: keys are lower case)", k)
+			}
+		}
+		return ""
+	}
 	if !haveName {
-		is.errorf(1, "frontmatter has no name; add name: %s (the folder's name)", folder)
+		is.errorf(1, "frontmatter has no name%s; add name: %s (the folder's name)", other(keyName), folder)
 	}
 	if !haveDesc {
-		is.errorf(1, "frontmatter has no description; add one saying what the skill does and when to use it")
+		is.errorf(1, "frontmatter has no description%s; add one saying what the skill does and when to use it", other(keyDescription))
 	}
 	validateFields(s, folder, seen, is)
 }

@@ -70,6 +70,7 @@ func TestParseBrokenInput(t *testing.T) {
 		{"missing name", "---\ndescription: y\n---\n", []want{{SeverityError, 1, "no name"}}},
 		{"missing description", "---\nname: x\n---\n", []want{{SeverityError, 1, "no description"}}},
 		{"missing both", "---\nlicense: MIT\n---\n", []want{{SeverityError, 1, "no name"}, {SeverityError, 1, "no description"}}},
+		{"capitalised keys", "---\nName: x\nDescription: d\n---\n", []want{{SeverityError, 1, `no name ("Name" is another key: keys are lower case)`}, {SeverityError, 1, `no description ("Description" is another key`}}},
 		{"name not a string", "---\nname: [a]\ndescription: y\n---\n", []want{{SeverityError, 2, "name must be a string"}}},
 		{"description not a string", "---\nname: x\ndescription: {a: b}\n---\n", []want{{SeverityError, 3, "description must be a string"}}},
 		{"empty name", "---\nname:\ndescription: y\n---\n", []want{{SeverityError, 2, "name is empty"}}},
