@@ -616,3 +616,26 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFlagSuggests: a mistyped flag names the one meant (within two
+// edits, every word typed, or another tool's name for it), still exit 2;
+// nothing close, no guess.
+func TestUnknownFlagSuggests(t *testing.T) {
+	for _, tt := range []struct{ flag, want string }{
+		{"--skill", "did you mean --skills?"},
+		{"--port", "did you mean --listen?"},
+		{"--upstream-key", "did you mean --upstream-api-key?"},
+		{"--upstream-url", "did you mean --upstream?"},
+		{"--stratgy", "did you mean --strategy?"},
+		{"--zzz", ""},
+	} {
+		root := newRootCmd()
+		root.SetArgs([]string{"serve", tt.flag, "x"})
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		err := root.Execute()
+		if !isUsage(err) || tt.want != "" && !strings.Contains(err.Error(), tt.want) || tt.want == "" && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%s: %v, want %q", tt.flag, err, tt.want)
+		}
+	}
+}

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/skillrouter/skillrouter/internal/editdistance"
 )
 
 func main() {
@@ -68,7 +72,14 @@ func isUsage(err error) bool {
 // asUsage marks the command-line errors of cmd and its subcommands as
 // usageError: flag parsing, argument checks, and (root) unknown commands.
 func asUsage(cmd *cobra.Command) {
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			if near := nearestFlag(c, name); near != "" {
+				err = fmt.Errorf("%w (did you mean --%s?)", err, near)
+			}
+		}
+		return usageError{err}
+	})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if args := c.Args; args != nil {
@@ -84,6 +95,45 @@ func asUsage(cmd *cobra.Command) {
 		}
 	}
 	walk(cmd)
+}
+
+// flagAliases are names other tools give the flags they mean.
+var flagAliases = map[string]string{"port": "listen", "host": "listen", "addr": "listen", "address": "listen",
+	"upstream-url": "upstream", "base-url": "upstream", "url": "upstream", "key": "upstream-api-key", "api-key": "upstream-api-key",
+	"library": "skills", "skills-dir": "skills", "dir": "skills"}
+
+// nearestFlag names the flag of c a mistyped name most likely meant: an
+// alias of it, one within two edits, or one holding every word of it
+// (upstream-key: upstream-api-key); "" when none, or a tie.
+func nearestFlag(c *cobra.Command, name string) string {
+	fs := c.Flags()
+	if a := flagAliases[name]; a != "" && fs.Lookup(a) != nil {
+		return a
+	}
+	words := strings.Split(name, "-")
+	best, bestD, tie := "", 3, false
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := editdistance.Of(name, f.Name)
+		if d > 2 {
+			have := strings.Split(f.Name, "-")
+			if !slices.ContainsFunc(words, func(w string) bool { return !slices.Contains(have, w) }) {
+				d = 2 // every word typed is in it
+			}
+		}
+		switch {
+		case d < bestD:
+			best, bestD, tie = f.Name, d, false
+		case d == bestD:
+			tie = true
+		}
+	})
+	if tie {
+		return ""
+	}
+	return best
 }
 
 // groupCommand makes a command that only holds subcommands refuse an
