@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,6 +51,10 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 	key := cfg.APIKey
 	if key == "" {
 		key = os.Getenv("OPENAI_API_KEY")
+	}
+	if key == "" && u.Host == "api.openai.com" {
+		// It would answer every call 401: say so before any is made.
+		return nil, misconfigured("openai", errors.New("api.openai.com needs a key: set embedder.api_key or OPENAI_API_KEY, or embedder.base_url for a local OpenAI-compatible server"))
 	}
 	model := cfg.Model
 	if model == "" {

@@ -353,8 +353,13 @@ func TestNewProviders(t *testing.T) {
 		{Config{}, "*embed.Builtin"},
 		{Config{Provider: "builtin", CacheDir: "/nonexistent"}, "*embed.Builtin"},
 		{Config{Provider: "ollama"}, "*embed.Cache"},
-		{Config{Provider: "openai", CacheDir: "-"}, "*embed.OpenAI"},
+		{Config{Provider: "openai", APIKey: "k", CacheDir: "-"}, "*embed.OpenAI"},
+		{Config{Provider: "openai", BaseURL: "http://127.0.0.1:8000/v1", CacheDir: "-"}, "*embed.OpenAI"}, // a local server needs no key
 		{Config{Provider: "ollama", CacheDir: "-"}, "*embed.Ollama"},
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	if _, err := New(Config{Provider: "openai"}); !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "api.openai.com needs a key") {
+		t.Errorf("OpenAI's own API without a key: %v", err)
 	}
 	for _, tt := range tests {
 		e, err := New(tt.cfg)
