@@ -228,6 +228,11 @@ func TestHelmChart(t *testing.T) {
 						t.Errorf("PrometheusRule lacks %s", alert)
 					}
 				}
+				// Each selector is the release's in its namespace: the same
+				// release name elsewhere (staging) has the same job.
+				if n, all := strings.Count(rules, `namespace="ai"`), strings.Count(rules, `job="r-skillrouter"`); n == 0 || n != all {
+					t.Errorf("%d of %d selectors name the namespace:\n%s", n, all, rules)
+				}
 			}},
 		{"ci/gitsync-remote-embedder-values.yaml", []string{"Deployment/r-skillrouter"},
 			func(t *testing.T, docs map[string]manifest, cfg config) {
