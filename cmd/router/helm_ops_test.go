@@ -772,3 +772,20 @@ func TestHelmRefusesChartMistakes(t *testing.T) {
 		t.Errorf("PodDisruptionBudget spec %v", get(pdb, "spec"))
 	}
 }
+
+// TestHelmExtraVolumes: extraVolumes and extraVolumeMounts reach the pod and
+// the router container (a private CA bundle, a client-key file).
+func TestHelmExtraVolumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set-json", `extraVolumes=[{"name":"ca","configMap":{"name":"corp-ca"}}]`,
+		"--set-json", `extraVolumeMounts=[{"name":"ca","mountPath":"/etc/corp-ca","readOnly":true}]`))
+	if v := byName(list(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "volumes"), "ca"); v == nil {
+		t.Error("no extra volume in the pod")
+	}
+	if m := byName(list(routerContainer(docs), "volumeMounts"), "ca"); m == nil || m["mountPath"] != "/etc/corp-ca" {
+		t.Errorf("router container mount %v", m)
+	}
+}

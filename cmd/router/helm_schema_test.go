@@ -131,7 +131,7 @@ func chartProperties() map[string]any {
 		"podLabels", "nodeSelector", "affinity"} {
 		p[k] = object
 	}
-	for _, k := range []string{"imagePullSecrets", "env", "tolerations", "topologySpreadConstraints"} {
+	for _, k := range []string{"imagePullSecrets", "env", "tolerations", "topologySpreadConstraints", "extraVolumes", "extraVolumeMounts"} {
 		p[k] = array
 	}
 	return p
