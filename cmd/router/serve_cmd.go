@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -203,6 +204,9 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if cfg.Upstream.OverrideAuth && cfg.Upstream.APIKey == "" && cfg.Upstream.AnthropicAPIKey == "" {
 		// Most likely a variable that was empty ($OPENAI_API_KEY unset).
 		log.Warn("upstream.override_auth is set but no upstream key is: the clients' keys are forwarded as they send them; set upstream.api_key (SKILLROUTER_UPSTREAM_API_KEY)")
+	}
+	if cfg.Exec.Enabled {
+		warnNoInterpreters(log)
 	}
 	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
 	if !keys && beyondLoopback(ln.Addr().String()) {
@@ -549,4 +553,16 @@ func (l *syncedLibrary) Reload(ctx context.Context) *skills.Snapshot {
 		_ = r.Synced(ctx) // fails only when ctx ends: the client is gone
 	}
 	return snap
+}
+
+// warnNoInterpreters warns when exec is on where no shell or Python is
+// found on PATH (the default container image, FROM scratch, has neither):
+// every skill script would fail at request time.
+func warnNoInterpreters(log *slog.Logger) {
+	for _, name := range []string{"sh", "bash", "python3"} {
+		if _, err := exec.LookPath(name); err == nil {
+			return
+		}
+	}
+	log.Warn("exec is on, but no sh, bash or python3 is on PATH: skill scripts will fail; in a container use the exec image (Containerfile --target exec)", "path", os.Getenv("PATH"))
 }

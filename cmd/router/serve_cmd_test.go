@@ -282,3 +282,21 @@ func TestLogDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnNoInterpreters: exec on a PATH without sh, bash or python3 (the
+// scratch image) warns at start; with one, nothing.
+func TestWarnNoInterpreters(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	t.Setenv("PATH", t.TempDir())
+	warnNoInterpreters(log)
+	if !strings.Contains(buf.String(), "no sh, bash or python3 is on PATH") {
+		t.Errorf("no warning on an empty PATH: %q", buf.String())
+	}
+	buf.Reset()
+	t.Setenv("PATH", "/usr/bin:/bin")
+	warnNoInterpreters(log)
+	if buf.Len() != 0 {
+		t.Errorf("warned with a shell on PATH: %q", buf.String())
+	}
+}
