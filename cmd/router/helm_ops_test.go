@@ -789,3 +789,28 @@ func TestHelmExtraVolumes(t *testing.T) {
 		t.Errorf("router container mount %v", m)
 	}
 }
+
+// TestHelmIndexJobGetsNoClientKeys: the index build Job serves no client
+// and calls no model: secrets.extraEnv's client keys, admin token and
+// upstream keys stay out of it; other variables (an embedder's) go in.
+func TestHelmIndexJobGetsNoClientKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai",
+		"--set", "index.source=pvc", "--set", "index.buildJob.enabled=true",
+		"--set", "secrets.extraEnv.SKILLROUTER_AUTH_API_KEYS=sk-team", "--set", "secrets.extraEnv.SKILLROUTER_AUTH_ADMIN_TOKEN=adm",
+		"--set", "secrets.extraEnv.SKILLROUTER_UPSTREAM_ANTHROPIC_API_KEY=ak", "--set", "secrets.extraEnv.OPENAI_API_KEY=ok"))
+	job := list(get(docs["Job/r-skillrouter-index-build"], "spec", "template", "spec", "containers", 0), "env")
+	for _, k := range []string{"SKILLROUTER_AUTH_API_KEYS", "SKILLROUTER_AUTH_ADMIN_TOKEN", "SKILLROUTER_UPSTREAM_ANTHROPIC_API_KEY"} {
+		if byName(job, k) != nil {
+			t.Errorf("the index build Job gets %s", k)
+		}
+		if byName(list(routerContainer(docs), "env"), k) == nil {
+			t.Errorf("the pods lack %s", k)
+		}
+	}
+	if byName(job, "OPENAI_API_KEY") == nil {
+		t.Error("the index build Job lacks a variable an embedder may read")
+	}
+}

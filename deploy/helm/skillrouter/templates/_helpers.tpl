@@ -475,12 +475,17 @@ embeds the library and calls no model. */}}
       key: embed-api-key
       optional: {{ not $v.secrets.embedApiKey }}
 {{- end }}
+{{- $serving := .upstream }}
 {{- range $k, $_ := $v.secrets.extraEnv }}
+{{- /* The build Job serves no client and calls no model: no client keys,
+admin token or upstream keys. */}}
+{{- if or $serving (not (or (hasPrefix "SKILLROUTER_AUTH_" $k) (hasPrefix "SKILLROUTER_UPSTREAM_" $k))) }}
 - name: {{ $k }}
   valueFrom:
     secretKeyRef:
       name: {{ $name }}
       key: {{ $k }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
