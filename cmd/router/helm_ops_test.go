@@ -814,3 +814,25 @@ func TestHelmIndexJobGetsNoClientKeys(t *testing.T) {
 		t.Error("the index build Job lacks a variable an embedder may read")
 	}
 }
+
+// TestHelmSpreadAcrossNodes: by default the replicas are spread over nodes
+// softly (never pending for it); the user's own constraints replace it,
+// and spreadAcrossNodes=false drops it.
+func TestHelmSpreadAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	spread := func(args ...string) any {
+		docs := parseManifests(t, runHelm(t, append([]string{"template", "r", chartDir, "--namespace", "ai"}, args...)...))
+		return get(docs["Deployment/r-skillrouter"], "spec", "template", "spec", "topologySpreadConstraints")
+	}
+	if c := fmt.Sprint(spread()); !strings.Contains(c, "kubernetes.io/hostname") || !strings.Contains(c, "ScheduleAnyway") {
+		t.Errorf("default spread %s", c)
+	}
+	if c := spread("--set", "spreadAcrossNodes=false"); c != nil {
+		t.Errorf("spread with spreadAcrossNodes=false: %v", c)
+	}
+	if c := fmt.Sprint(spread("--set-json", `topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]`)); strings.Contains(c, "hostname") || !strings.Contains(c, "zone") {
+		t.Errorf("own constraints %s", c)
+	}
+}

@@ -112,6 +112,7 @@ func chartProperties() map[string]any {
 			"pullPolicy": map[string]any{"type": "string", "enum": []any{"Always", "IfNotPresent", "Never"}},
 		}},
 		"replicaCount":                  map[string]any{"type": "integer", "minimum": 0},
+		"spreadAcrossNodes":             map[string]any{"type": "boolean"},
 		"terminationGracePeriodSeconds": map[string]any{"type": []string{"integer", "null"}, "minimum": 0},
 		"autoscaling": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
 			"enabled":                        map[string]any{"type": "boolean"},
