@@ -48,6 +48,10 @@ type Access struct {
 	// (POST /v1/skills/reload) require; when empty they are served to
 	// loopback clients only.
 	AdminToken string
+	// AdminTokenOnly refuses the admin endpoints to loopback clients too
+	// while AdminToken is empty: behind a sidecar proxy (Istio, Linkerd)
+	// every client arrives from a loopback address.
+	AdminTokenOnly bool
 	// BodyTimeout bounds reading a request body (408 when exceeded); 0:
 	// DefaultBodyTimeout, negative: none.
 	BodyTimeout time.Duration
@@ -355,6 +359,9 @@ func (s *Server) adminAllowed(r *http.Request, keys []string) *wire.Error {
 				Message: r.URL.Path + " is an admin endpoint: send auth.admin_token as Authorization: Bearer TOKEN"}
 		}
 		return nil
+	}
+	if a.AdminTokenOnly {
+		return forbidden("admin_token_required", "%s is an admin endpoint, served only with auth.admin_token (auth.admin_loopback is off: behind a sidecar proxy every client looks local)", r.URL.Path)
 	}
 	if !loopback(r.RemoteAddr) {
 		return forbidden("admin_loopback_only", "%s is an admin endpoint, served to loopback clients only while auth.admin_token is not set", r.URL.Path)

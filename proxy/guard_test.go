@@ -173,6 +173,8 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	noToken := newHarness(t, nil).srv
 	withToken := newHarness(t, func(c *Config) { c.Access.AdminToken = "admin-secret"; c.Access.APIKeys = []string{"sk-client"} }).srv
+	// Behind a sidecar proxy every client is a loopback one (Istio's 127.0.0.6).
+	tokenOnly := newHarness(t, func(c *Config) { c.Access.AdminTokenOnly = true }).srv
 	// 404: past the guard, and no library configured in the harness.
 	for _, tc := range []struct {
 		name         string
@@ -186,6 +188,7 @@ func TestAdminEndpoints(t *testing.T) {
 		{"token missing", withToken, "127.0.0.1:5000", "", 401},
 		{"client key is not the admin token", withToken, "127.0.0.1:5000", "Bearer sk-client", 401},
 		{"token", withToken, "192.0.2.7:5000", "Bearer admin-secret", 404},
+		{"sidecar's loopback, token only", tokenOnly, "127.0.0.6:5000", "", 403},
 	} {
 		if got := reload(tc.srv, tc.remote, tc.auth); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

@@ -87,6 +87,9 @@ type authConfig struct {
 	APIKeys     []string `yaml:"api_keys"`
 	APIKeysFile string   `yaml:"api_keys_file"`
 	AdminToken  string   `yaml:"admin_token"`
+	// AdminLoopback serves the admin endpoints to loopback clients when
+	// there is no admin token (default true); the Helm chart turns it off.
+	AdminLoopback bool `yaml:"admin_loopback"`
 }
 
 // debugConfig is the opt-in profiling endpoint of `router serve`.
@@ -257,6 +260,7 @@ func defaultConfig() config {
 		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
 		AB:   abConfig{Header: proxy.DefaultABHeader},
 		MCP:  mcpConfig{Enabled: true},
+		Auth: authConfig{AdminLoopback: true},
 		Server: serverConfig{ReadHeaderTimeout: 10 * time.Second, BodyTimeout: proxy.DefaultBodyTimeout, WriteTimeout: proxy.DefaultWriteTimeout, IdleTimeout: time.Minute,
 			MaxConnections: defaultMaxConnections, ShutdownGrace: 30 * time.Second},
 		src: newProvenance(),
@@ -377,7 +381,8 @@ var configKeys = []configKey{
 	{path: "server.metrics_listen", flag: "metrics-listen", kind: "string", help: "serve /metrics on this address instead of with the API (host:port)", ptr: func(c *config) any { return &c.Server.MetricsListen }},
 	{path: "auth.api_keys", kind: "list", help: "client keys: clients must send one (Authorization: Bearer; x-api-key on /v1/messages); never forwarded (env: comma-separated)", ptr: func(c *config) any { return &c.Auth.APIKeys }},
 	{path: "auth.api_keys_file", flag: "api-keys-file", kind: "string", help: "file of client keys, one a line (# comments), added to auth.api_keys", ptr: func(c *config) any { return &c.Auth.APIKeysFile }},
-	{path: "auth.admin_token", kind: "string", help: "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only", ptr: func(c *config) any { return &c.Auth.AdminToken }},
+	{path: "auth.admin_token", kind: "string", help: "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only (auth.admin_loopback)", ptr: func(c *config) any { return &c.Auth.AdminToken }},
+	{path: "auth.admin_loopback", kind: "bool", help: "without auth.admin_token, serve the admin endpoints to loopback clients; false where a sidecar proxy (Istio, Linkerd) forwards every client from a loopback address (the Helm chart sets false)", ptr: func(c *config) any { return &c.Auth.AdminLoopback }},
 	{path: "ab.header", kind: "string", help: "A/B: request header hashed to pick an arm (else the user field, else the first user message)", ptr: func(c *config) any { return &c.AB.Header }},
 	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},
 }

@@ -836,3 +836,20 @@ func TestHelmSpreadAcrossNodes(t *testing.T) {
 		t.Errorf("own constraints %s", c)
 	}
 }
+
+// TestHelmAdminNotByLoopback: in a pod a sidecar proxy forwards every client
+// from a loopback address, so the chart serves the admin endpoints only
+// with auth.admin_token, unless the values say otherwise.
+func TestHelmAdminNotByLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	cfg := checkDeployment(t, parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai")))
+	if cfg.Auth.AdminLoopback {
+		t.Error("the chart's pods serve the admin endpoints to loopback clients without a token")
+	}
+	cfg = checkDeployment(t, parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "config.auth.admin_loopback=true")))
+	if !cfg.Auth.AdminLoopback {
+		t.Error("config.auth.admin_loopback=true not kept")
+	}
+}

@@ -82,6 +82,7 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 		AllowedHosts:   append([]string(nil), cfg.Server.AllowedHosts...),
 		APIKeys:        append([]string(nil), cfg.Auth.APIKeys...),
 		AdminToken:     cfg.Auth.AdminToken,
+		AdminTokenOnly: !cfg.Auth.AdminLoopback,
 		BodyTimeout:    cfg.Server.BodyTimeout,
 		WriteTimeout:   cfg.Server.WriteTimeout,
 	}

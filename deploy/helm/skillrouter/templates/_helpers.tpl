@@ -163,6 +163,13 @@ container, lets it write the shared volume and read the key. */}}
 {{- $_ := set $server "metrics_listen" (printf "0.0.0.0:%d" (int .Values.serviceMonitor.port)) -}}
 {{- end -}}
 {{- $_ := set $cfg "server" $server -}}
+{{- /* In a pod a sidecar proxy (Istio, Linkerd) forwards every client from a
+loopback address: the admin endpoints need auth.admin_token. */ -}}
+{{- $auth := default (dict) $cfg.auth -}}
+{{- if not (hasKey $auth "admin_loopback") -}}
+{{- $_ := set $auth "admin_loopback" false -}}
+{{- end -}}
+{{- $_ := set $cfg "auth" $auth -}}
 {{- if ne .Values.index.source "none" -}}
 {{- $routing := default (dict) $cfg.routing -}}
 {{- $_ := set $routing "prebuilt_index" .Values.index.path -}}
