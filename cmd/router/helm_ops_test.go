@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -851,5 +852,21 @@ func TestHelmAdminNotByLoopback(t *testing.T) {
 	cfg = checkDeployment(t, parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "config.auth.admin_loopback=true")))
 	if !cfg.Auth.AdminLoopback {
 		t.Error("config.auth.admin_loopback=true not kept")
+	}
+}
+
+// TestHelmNameOverrides: fullnameOverride names every object of the release,
+// nameOverride the chart part of it.
+func TestHelmNameOverrides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "fullnameOverride=router"))
+	if docs["Deployment/router"] == nil || docs["Service/router"] == nil {
+		t.Errorf("fullnameOverride: objects %v", slices.Sorted(maps.Keys(docs)))
+	}
+	docs = parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "nameOverride=skills"))
+	if docs["Deployment/r-skills"] == nil {
+		t.Errorf("nameOverride: objects %v", slices.Sorted(maps.Keys(docs)))
 	}
 }

@@ -113,6 +113,8 @@ func chartProperties() map[string]any {
 		}},
 		"replicaCount":                  map[string]any{"type": "integer", "minimum": 0},
 		"spreadAcrossNodes":             map[string]any{"type": "boolean"},
+		"nameOverride":                  map[string]any{"type": []string{"string", "null"}},
+		"fullnameOverride":              map[string]any{"type": []string{"string", "null"}},
 		"terminationGracePeriodSeconds": map[string]any{"type": []string{"integer", "null"}, "minimum": 0},
 		"autoscaling": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
 			"enabled":                        map[string]any{"type": "boolean"},
