@@ -22,6 +22,7 @@ import (
 // Handlers fill it in; the observe middleware emits it once the handler returns.
 type reqInfo struct {
 	requestID      string // HeaderRequestID
+	client         string // the client key's id (clientIDOf), taken before admit drops the key
 	path           string // bounded-cardinality label, e.g. /v1/models
 	method         string // bounded-cardinality label (metricMethod)
 	api            string // the client API of a routed endpoint (wire.API)
@@ -188,8 +189,8 @@ func (s *Server) whoAttrs(r *http.Request, info *reqInfo) []slog.Attr {
 	if ua := r.UserAgent(); ua != "" {
 		attrs = append(attrs, slog.String("user_agent", wire.Clip(ua)))
 	}
-	if id := s.clientIDOf(r); id != "" {
-		attrs = append(attrs, slog.String("client", id))
+	if info.client != "" {
+		attrs = append(attrs, slog.String("client", info.client))
 	}
 	return attrs
 }

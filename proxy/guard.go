@@ -76,6 +76,7 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r, w := c.Request(), c.Response()
 		key, _ := clientKey(r)
+		requestInfo(c).client = s.clientIDOf(r) // before admit drops the key
 		werr := s.admit(w, r)
 		if werr == errPreflightServed {
 			requestInfo(c).status = http.StatusNoContent
@@ -106,7 +107,7 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 		if werr == errPreflightServed {
 			return
 		}
-		info := &reqInfo{path: metricPath(r.URL.Path), method: metricMethod(r.Method), outcome: outcomeComplete, requestID: requestID(r.Header)}
+		info := &reqInfo{path: metricPath(r.URL.Path), method: metricMethod(r.Method), outcome: outcomeComplete, requestID: requestID(r.Header), client: id}
 		w.Header().Set(HeaderRequestID, info.requestID)
 		if werr != nil {
 			info.status, info.err = werr.Status, werr.Message
@@ -274,7 +275,10 @@ func (s *Server) clientIDOf(r *http.Request) string {
 	if len(s.apiKeys()) == 0 {
 		return ""
 	}
-	key, _ := clientKey(r)
+	key, ok := clientKey(r)
+	if !ok {
+		return ""
+	}
 	sum := sha256.Sum256([]byte("skillrouter client id\x00" + key))
 	return hex.EncodeToString(sum[:12])
 }

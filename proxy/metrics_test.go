@@ -263,3 +263,26 @@ func TestRequestID(t *testing.T) {
 		t.Error("two requests, one id")
 	}
 }
+
+// With client keys, each key's requests are logged with that key's client
+// id (taken before the guard drops the key), and two keys' differ.
+func TestAccessLogClientPerKey(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Access.APIKeys = []string{"sk-a", "sk-b"} })
+	ids := map[string]string{}
+	for _, k := range []string{"sk-a", "sk-b"} {
+		resp, _ := h.do("POST", "/v1/chat/completions", simpleChat, map[string]string{"Authorization": "Bearer " + k})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", k, resp.StatusCode)
+		}
+		rid := resp.Header.Get(HeaderRequestID)
+		for _, l := range strings.Split(h.logText(), "\n") {
+			if strings.Contains(l, `"request_id":"`+rid+`"`) {
+				_, rest, _ := strings.Cut(l, `"client":"`)
+				ids[k], _, _ = strings.Cut(rest, `"`)
+			}
+		}
+	}
+	if ids["sk-a"] == "" || ids["sk-a"] == ids["sk-b"] {
+		t.Errorf("client ids %v: want one per key", ids)
+	}
+}
