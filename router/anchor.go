@@ -30,37 +30,47 @@ type anchorKey struct {
 // library, kept every library a conversation had been seen with, and all
 // its skills and caches, alive until 4,096 conversations had passed (an
 // edit's previous 10,000-skill library was ~50 MB of packed text alone).
-// Its rankings are those of one index of the library (gen): a settle
-// builds the same library's index again as a fresh start would, and a
-// ranking kept from the index before it would keep a conversation's
-// shortlist different from another replica's on the same files.
+// Each router's rankings are those of one of its indexes of the library
+// (gen; routers, the A/B arms with an embedder of their own, count their
+// builds apart): a settle builds the same library's index again as a
+// fresh start would, and a ranking kept from the index before it would
+// keep a conversation's shortlist different from another replica's on the
+// same files.
 type anchorMemo struct {
-	mu  sync.Mutex
-	gen uint64 // the index the rankings came from (rankIndex.gen)
-	m   map[anchorKey][]string
+	mu   sync.Mutex
+	gens map[*Router]uint64 // each router's index the rankings came from (rankIndex.gen)
+	m    map[anchorKey][]string
 }
 
-// get returns k's ranking made with index gen.
+// get returns k's ranking made with k.r's index gen.
 func (a *anchorMemo) get(k anchorKey, gen uint64) ([]string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if gen != a.gen {
+	if a.gens[k.r] != gen {
 		return nil, false
 	}
 	ids, ok := a.m[k]
 	return ids, ok
 }
 
-// put keeps k's ranking made with index gen; a newer index's first
-// ranking starts the memo over, an older one's is not kept.
+// put keeps k's ranking made with k.r's index gen; that router's newer
+// index drops its older rankings, an older index's is not kept.
 func (a *anchorMemo) put(k anchorKey, ids []string, gen uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if gen < a.gen {
-		return
+	if a.m == nil || len(a.m) >= anchorMax {
+		a.m, a.gens = map[anchorKey][]string{}, map[*Router]uint64{}
 	}
-	if a.m == nil || len(a.m) >= anchorMax || gen > a.gen {
-		a.m, a.gen = map[anchorKey][]string{}, gen
+	switch had := a.gens[k.r]; {
+	case gen < had:
+		return
+	case gen > had:
+		for old := range a.m {
+			if old.r == k.r {
+				delete(a.m, old)
+			}
+		}
+		a.gens[k.r] = gen
 	}
 	a.m[k] = ids
 }
