@@ -116,3 +116,28 @@ func budgetHeaders(path string) map[string]string {
 	}
 	return nil
 }
+
+// llama.cpp's and LM Studio's "no limit", max_tokens -1, is no budget: the
+// request is routed, its hidden round runs, and each round goes out with
+// -1 as the client sent it.
+func TestChatMaxTokensMinusOneIsNoLimit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.Script(
+		fakeai.Reply(fakeai.Turn{ToolCalls: []fakeai.Call{{ID: "call_l", Name: "load_skill", Arguments: `{"skill_id":"demo/pdf"}`}},
+			Usage: &fakeai.Usage{PromptTokens: 500, CompletionTokens: 100}}),
+		fakeai.Reply(fakeai.Turn{Content: "final answer"}),
+	)
+	resp, b := h.do("POST", "/v1/chat/completions", `{"model":"m","max_tokens":-1,"messages":[{"role":"user","content":"make me a pdf"}]}`, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "final answer") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := h.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want the hidden round's 2", len(reqs))
+	}
+	for i, r := range reqs {
+		if !strings.Contains(string(r.Body), `"max_tokens":-1`) {
+			t.Errorf("round %d: %s", i, r.Body)
+		}
+	}
+}

@@ -28,20 +28,22 @@ type Budget struct {
 }
 
 // NewBudget is the budget of a limit the client sent as v (a JSON number;
-// absent or null: no limit) that a request must carry as at least min.
+// absent, null or below 1 — llama.cpp's and LM Studio's -1 — no limit)
+// that a request must carry as at least min.
 func NewBudget(v gjson.Result, min int64) Budget {
-	if v.Type != gjson.Number {
+	if v.Type != gjson.Number || v.Int() < 1 {
 		return Budget{}
 	}
 	return Budget{Set: true, Left: v.Int(), Min: min}
 }
 
 // CheckCap validates a client's output-token cap (Chat max_tokens and
-// max_completion_tokens, Responses max_output_tokens,
-// Messages max_tokens): absent or null, or a whole number of at least 1,
-// as every API takes it. A cap no API takes is refused here: a lenient
-// server (a local one) would otherwise run the tool loop on it.
-func CheckCap(param string, v gjson.Result) *Error {
+// max_completion_tokens, Responses max_output_tokens, Messages
+// max_tokens): absent or null, or a whole number, at least least. A cap
+// no server takes is refused here: a lenient one (a local server) would
+// otherwise run the tool loop on it. Chat's least is none: llama.cpp and
+// LM Studio take -1 for "no limit", and clients made for them send it.
+func CheckCap(param string, v gjson.Result, least int64) *Error {
 	switch {
 	case !v.Exists() || v.Type == gjson.Null:
 		return nil
@@ -49,8 +51,8 @@ func CheckCap(param string, v gjson.Result) *Error {
 		return TypeError(param, "an integer", []byte(v.Raw))
 	case v.Num != math.Trunc(v.Num):
 		return BadRequest("invalid_type", param, "'%s' must be an integer, got %s", param, Clip(v.Raw))
-	case v.Num < 1:
-		return BadRequest("integer_below_min_value", param, "'%s' must be at least 1, got %s", param, Clip(v.Raw))
+	case v.Num < float64(least):
+		return BadRequest("integer_below_min_value", param, "'%s' must be at least %d, got %s", param, least, Clip(v.Raw))
 	}
 	return nil
 }

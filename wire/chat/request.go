@@ -13,6 +13,7 @@ package chat
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 
@@ -175,7 +176,7 @@ func (r *Request) scalars() *wire.Error {
 		}
 	}
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
-		if werr := wire.CheckCap(k, jsonspan.Result(r.body, r.members, k)); werr != nil {
+		if werr := wire.CheckCap(k, jsonspan.Result(r.body, r.members, k), math.MinInt64); werr != nil {
 			return werr
 		}
 	}

@@ -117,7 +117,7 @@ func Parse(body []byte) (*Request, error) {
 			return nil, err
 		}
 	}
-	if werr := wire.CheckCap("max_tokens", jsonspan.Result(body, ms, "max_tokens")); werr != nil {
+	if werr := wire.CheckCap("max_tokens", jsonspan.Result(body, ms, "max_tokens"), 1); werr != nil {
 		return nil, werr
 	}
 	if raw, _, ok := get("metadata"); ok {

@@ -113,7 +113,7 @@ func Parse(body []byte) (*Request, error) {
 		}
 	}
 	for _, k := range []string{"max_output_tokens"} {
-		if werr := wire.CheckCap(k, jsonspan.Result(body, ms, k)); werr != nil {
+		if werr := wire.CheckCap(k, jsonspan.Result(body, ms, k), 1); werr != nil {
 			return nil, werr
 		}
 	}

@@ -233,7 +233,8 @@ func Text(content any) string {
 // generate more stops at the cap, its usage reporting the cap, and is
 // Truncated. It reports whether it cut the turn.
 func capUsage(t *Turn, u *Usage, limit gjson.Result) bool {
-	if limit.Type != gjson.Number || int64(u.CompletionTokens) <= limit.Int() {
+	// Below 1 (-1): no limit, as llama.cpp and LM Studio read it.
+	if limit.Type != gjson.Number || limit.Int() < 1 || int64(u.CompletionTokens) <= limit.Int() {
 		return false
 	}
 	u.CompletionTokens = int(limit.Int())
