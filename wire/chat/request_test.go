@@ -59,7 +59,6 @@ func TestParseErrors(t *testing.T) {
 		{`{"stream":"yes","messages":[{"role":"user"}]}`, "invalid_type", "stream", "must be a boolean"},
 		{`{"max_tokens":"100","messages":[{"role":"user"}]}`, "invalid_type", "max_tokens", "'max_tokens' must be an integer, got a string"},
 		{`{"max_completion_tokens":100.5,"messages":[{"role":"user"}]}`, "invalid_type", "max_completion_tokens", "must be an integer, got 100.5"},
-
 		{`{"stream_options":[],"messages":[{"role":"user"}]}`, "invalid_type", "stream_options", "must be an object"},
 		{`{"stream_options":{"include_usage":1},"messages":[{"role":"user"}]}`, "invalid_type", "stream_options.include_usage", "must be a boolean"},
 		{`{"n":1.5,"messages":[{"role":"user"}]}`, "invalid_type", "n", "'n' must be an integer, got 1.5"},
