@@ -1133,7 +1133,9 @@ func atPrefix(prefix string) string {
 // validate reports the first bad value as a *valueError naming its key and
 // what the key accepts.
 // selfAddressed reports whether u names the address listen serves: the
-// same port on a loopback or unspecified address, or on listen's own host.
+// same port on listen's own host, on localhost when listen is a loopback
+// address, or on any local address when listen is every address. A proxy
+// on one address leaves the same port on others to other servers.
 func selfAddressed(u *url.URL, listen string) bool {
 	lhost, lport, err := net.SplitHostPort(listen)
 	if err != nil || lport == "0" {
@@ -1147,11 +1149,22 @@ func selfAddressed(u *url.URL, listen string) bool {
 		return false
 	}
 	host := u.Hostname()
-	if host == "localhost" || host == lhost {
+	if host == lhost {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+	local := func(h string) bool { // this machine's loopback or any address
+		ip := net.ParseIP(h)
+		return h == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+	}
+	switch lip := net.ParseIP(lhost); {
+	case lhost == "" || lip != nil && lip.IsUnspecified():
+		return local(host) // every address: the loopback ones too
+	case lip != nil && lip.IsLoopback():
+		// localhost resolves to it; another loopback address (::1 beside
+		// 127.0.0.1) may be another server's.
+		return host == "localhost"
+	}
+	return false
 }
 
 // mappingExamples show the keys whose value is a mapping of the user's

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -636,6 +637,32 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		err := root.Execute()
 		if !isUsage(err) || tt.want != "" && !strings.Contains(err.Error(), tt.want) || tt.want == "" && strings.Contains(err.Error(), "did you mean") {
 			t.Errorf("%s: %v, want %q", tt.flag, err, tt.want)
+		}
+	}
+}
+
+// TestSelfAddressed: an upstream on the proxy's own listen address is a
+// loop; the same port on another address of this machine is not, unless
+// the proxy listens on every address.
+func TestSelfAddressed(t *testing.T) {
+	for _, tt := range []struct {
+		listen, upstream string
+		self             bool
+	}{
+		{"127.0.0.1:8080", "http://127.0.0.1:8080/v1", true},
+		{"127.0.0.1:8080", "http://localhost:8080/v1", true},
+		{"127.0.0.1:8080", "http://[::1]:8080/v1", false},
+		{"0.0.0.0:8080", "http://127.0.0.1:8080/v1", true},
+		{":8080", "http://localhost:8080/v1", true},
+		{"[::]:80", "http://127.0.0.1/v1", true},
+		{"192.168.1.5:8080", "http://127.0.0.1:8080/v1", false},
+		{"192.168.1.5:8080", "http://192.168.1.5:8080/v1", true},
+		{"127.0.0.1:8080", "http://127.0.0.1:11434/v1", false},
+		{"127.0.0.1:0", "http://127.0.0.1:0/v1", false},
+	} {
+		u, _ := url.Parse(tt.upstream)
+		if got := selfAddressed(u, tt.listen); got != tt.self {
+			t.Errorf("listen %s, upstream %s: %v, want %v", tt.listen, tt.upstream, got, tt.self)
 		}
 	}
 }
