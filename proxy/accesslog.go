@@ -150,11 +150,6 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// metricPath maps a request path to a label of bounded cardinality: the
-// proxy's own endpoints as they are, pass-through paths by their OpenAI API
-// resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
-// and anything else "other". Only known names become labels: a client
-// could otherwise mint a new series with every path it makes up.
 // setupHint says what to change when an upstream's answer points at the
 // proxy's setup rather than the request: its refusal of the client's key,
 // or a Messages request it does not know. "" when nothing does.
@@ -231,6 +226,11 @@ func metricMethod(m string) string {
 	return "other"
 }
 
+// metricPath maps a request path to a label of bounded cardinality: the
+// proxy's own endpoints as they are, pass-through paths by their OpenAI API
+// resource (/v1/models/gpt-4o → /v1/models), any other /v1 path "/v1/other"
+// and anything else "other". Only known names become labels: a client
+// could otherwise mint a new series with every path it makes up.
 func metricPath(p string) string {
 	switch p {
 	case "/v1/chat/completions", "/v1/responses", "/v1/responses/input_tokens", "/v1/messages", "/v1/messages/count_tokens",

@@ -1130,8 +1130,6 @@ func atPrefix(prefix string) string {
 	return " under " + strings.TrimSuffix(prefix, ".")
 }
 
-// validate reports the first bad value as a *valueError naming its key and
-// what the key accepts.
 // selfAddressed reports whether u names the address listen serves: the
 // same port on listen's own host, on localhost when listen is a loopback
 // address, or on any local address when listen is every address. A proxy
@@ -1173,6 +1171,8 @@ var mappingExamples = map[string]string{
 	"routing.min_score": "{hybrid: 0.03, bm25: 0.2} (a strategy's least confidence to auto-load)",
 }
 
+// validate reports the first bad value as a *valueError naming its key and
+// what the key accepts.
 func (c *config) validate() error {
 	for _, up := range []struct{ key, v, example, keyKey string }{
 		{"upstream.url", c.Upstream.URL, proxy.DefaultUpstream, "upstream.api_key"},
