@@ -32,12 +32,9 @@ type rankIndex struct {
 	rowOf  []int32        // vector row of each list position (-1 = none); nil when row i is skill i
 	vecErr error          // why vec is nil although emb is set
 	gen    uint64         // this router's build count when it was made: 1 and up
-	// vecWait is when the embedder said the vectors may be tried again
-	// (a Retry-After on vecErr); zero when it said nothing.
-	vecWait time.Time
-	cache   *rankCache // recent rankings; nil = off
-	cal     calibration
-	from    string // the prebuilt or warm index folder all of this was loaded from; "" = built here
+	cache  *rankCache     // recent rankings; nil = off
+	cal    calibration
+	from   string // the prebuilt or warm index folder all of this was loaded from; "" = built here
 
 	// Incremental builds: what a rebuild reuses for skills whose text is
 	// unchanged (their BM25 counts, signatures and vectors), and how far
@@ -214,7 +211,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	if ix.emb != nil {
 		ix.vec, stats, ix.vecErr = r.buildVectors(ctx, vdocs, ix.emb, prev, pre)
 		if d := retryAfter(ix.vecErr); d > 0 {
-			ix.vecWait = time.Now().Add(d)
+			// A build that failed so, installed or not (a background
+			// retry's is not), sets when the next may start.
+			r.vectorsWait.Store(time.Now().Add(d).UnixNano())
 		}
 	}
 	if ix.vec != nil {
@@ -417,7 +416,7 @@ func (r *Router) maybeRetryVectors(ix *rankIndex) {
 	if ix.vecErr == nil && ix.otherSize() == "" {
 		return
 	}
-	if time.Since(time.Unix(0, r.lastRetry.Load())) < r.retryEvery || time.Now().Before(ix.vecWait) || !r.retrying.CompareAndSwap(false, true) {
+	if time.Since(time.Unix(0, r.lastRetry.Load())) < r.retryEvery || time.Now().UnixNano() < r.vectorsWait.Load() || !r.retrying.CompareAndSwap(false, true) {
 		return
 	}
 	r.lastRetry.Store(time.Now().UnixNano())

@@ -150,6 +150,9 @@ type Router struct {
 	retrying   atomic.Bool
 	lastRetry  atomic.Int64  // unix nanos
 	indexGen   atomic.Uint64 // builds made, for rankIndex.gen
+	// vectorsWait is when the embedder said the library's vectors may be
+	// tried again (unix nanos; a Retry-After on the last build's error).
+	vectorsWait atomic.Int64
 
 	lastFallback atomic.Pointer[string] // last fallback reason logged
 	embedBreak   breaker                // skips a failing remote embedder for a while

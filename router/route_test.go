@@ -385,6 +385,35 @@ func TestFallback(t *testing.T) {
 	})
 }
 
+// A background retry refused with a longer Retry-After than the first
+// build's is waited for too, although its failed index is not installed.
+func TestVectorRetryKeepsTheLatestRetryAfter(t *testing.T) {
+	defer router.SetVectorRetryEvery(10 * time.Millisecond)()
+	snap := rankingLibrary(t)
+	e := &stubEmbedder{Builtin: fittedBuiltin(t, snap), name: "openai"}
+	var short error = waitError{fmt.Errorf("openai: %w: HTTP 429", embed.ErrUnavailable), 30 * time.Millisecond}
+	var long error = waitError{fmt.Errorf("openai: %w: HTTP 429", embed.ErrUnavailable), time.Hour}
+	e.failDoc.Store(&short)
+	r := newRouter(t, snap, router.Options{Embedder: e})
+	first := e.docs.Load()
+	e.failDoc.Store(&long)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.docs.Load() < 2*first && time.Now().Before(deadline) {
+		route(r, router.StrategyHybrid, "my SQL query is slow") // requests start retries too
+		time.Sleep(5 * time.Millisecond)
+	}
+	if e.docs.Load() < 2*first {
+		t.Fatal("no background retry")
+	}
+	e.failDoc.Store(nil)
+	for range 20 {
+		time.Sleep(10 * time.Millisecond)
+		if d := route(r, router.StrategyHybrid, "my SQL query is slow"); !d.Fallback {
+			t.Fatal("retried before the failed retry's Retry-After passed")
+		}
+	}
+}
+
 // waitError is an embedder error that asks for a wait, as package embed's
 // errors for a 429 with Retry-After do.
 type waitError struct {
