@@ -29,6 +29,7 @@ type breaker struct {
 	open    bool      // skipping until `until`, then probing
 	until   time.Time
 	probing bool   // a request is trying the embedder after the cooldown
+	waited  bool   // opened by the embedder's own wait (Retry-After)
 	last    string // the last failure, for the skipped requests' reason
 }
 
@@ -45,7 +46,25 @@ func (b *breaker) allow() (ok, probe bool, why string) {
 		b.probing = true // this request tries; the others wait for its answer
 		return true, true, ""
 	}
-	return false, false, fmt.Sprintf("not asked after %d failures in a row, next try in %v (last: %s)", b.fails, max(b.until.Sub(b.clock()), 0).Round(time.Millisecond), b.last)
+	return false, false, "not asked " + b.reasonLocked()
+}
+
+// reasonLocked says why the open breaker skips the embedder. b.mu is held.
+func (b *breaker) reasonLocked() string {
+	var why string
+	switch {
+	case b.waited:
+		why = "as the embedder asked (Retry-After)"
+	case b.fails == 1:
+		why = "after a failed probe"
+	default:
+		why = fmt.Sprintf("after %d failures in a row", b.fails)
+	}
+	when := "another request is trying it"
+	if left := b.until.Sub(b.clock()); left > 0 {
+		when = fmt.Sprintf("next try in %v", left.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s, %s (last: %s)", why, when, b.last)
 }
 
 // done records the outcome of an allowed try: failed describes a failure;
@@ -74,9 +93,9 @@ func (b *breaker) done(probe bool, failed string, counted bool, wait time.Durati
 		b.last = failed
 		switch {
 		case wait > 0:
-			b.open, b.until = true, now.Add(wait)
+			b.open, b.until, b.waited = true, now.Add(wait), true
 		case probe || (b.fails >= breakerFailures && now.Sub(b.first) >= breakerSpan):
-			b.open, b.until = true, now.Add(breakerCooldown)
+			b.open, b.until, b.waited = true, now.Add(breakerCooldown), false
 		}
 	}
 }
@@ -88,7 +107,7 @@ func (b *breaker) skipping() string {
 	if !b.open {
 		return ""
 	}
-	return fmt.Sprintf("skipped after %d failed queries in a row (last: %s)", b.fails, b.last)
+	return "skipped " + b.reasonLocked()
 }
 
 // retryAfter is how long an embedder's error asks the router to wait (see

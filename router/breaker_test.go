@@ -81,11 +81,15 @@ func TestBreakerRetryAfter(t *testing.T) {
 	if ok {
 		t.Fatal("a try before the server's Retry-After passed")
 	}
-	if !strings.Contains(why, "next try in 1s") || !strings.Contains(why, "retry after 30s") {
+	if !strings.Contains(why, "as the embedder asked (Retry-After), next try in 1s") || !strings.Contains(why, "retry after 30s") {
 		t.Errorf("reason %q does not say when, or why", why)
 	}
 	now = now.Add(time.Second)
 	if ok, probe, _ := b.allow(); !ok || !probe {
 		t.Fatal("no probe once the Retry-After passed")
+	}
+	// While the probe is under way the others are told so, not "in 0s".
+	if _, _, why := b.allow(); !strings.Contains(why, "another request is trying it") {
+		t.Errorf("reason during the probe %q", why)
 	}
 }

@@ -511,7 +511,7 @@ func TestEmbedderBreaker(t *testing.T) {
 	if n := e.queries.Load() - before; n != 3 {
 		t.Errorf("the embedder was asked %d times, want 3", n)
 	}
-	if why := r.Degraded(); !strings.Contains(why, "skipped after 3 failed queries") {
+	if why := r.Degraded(); !strings.Contains(why, "skipped after 3 failures in a row") {
 		t.Errorf("Degraded() = %q", why)
 	}
 }
