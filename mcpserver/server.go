@@ -218,31 +218,28 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			client = clientID(r)
 		}
 		head := peek(r)
+		headID := json.RawMessage(gjson.GetBytes(head, "id").Raw)
 		if bad, ok := inexactID(head); ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_ = answer(w, bad, -32600, "invalid request: "+badNumericID)
-			return
-		}
-		if r.Method == http.MethodPost && id == "" && !initializes(r, head) {
-			// Only an initialize opens a session; anything else without one
-			// is refused as the transport says servers that need sessions
-			// should (the SDK would answer it 200 in a session of its own).
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_ = answer(w, json.RawMessage(gjson.GetBytes(head, "id").Raw), -32600, noSession)
+			rpcError(w, http.StatusBadRequest, bad, -32600, "invalid request: "+badNumericID)
 			return
 		}
 		if r.Method == http.MethodPost && id == "" {
-			// A POST without a session id opens one (initialize). Each holds
-			// a place under the cap until it is answered, so two at the cap
-			// neither pass it nor close the same idle session; the lock is
-			// held only to count (O(sessions), paid only by these), not while
-			// the request is read and served, which a slow client could
+			if !initializes(r, head) {
+				// Only an initialize opens a session; anything else without
+				// one is refused as the transport says servers that need
+				// sessions should (the SDK answered it in a session of its own).
+				rpcError(w, http.StatusBadRequest, headID, -32600, noSession)
+				return
+			}
+			// The initialize opens a session. Each holds a place under the
+			// cap until it is answered, so two at the cap neither pass it
+			// nor close the same idle session; the lock is held only to
+			// count (O(sessions), paid only by these), not while the
+			// request is read and served, which a slow client could
 			// stretch to the body timeout for everyone.
-			if !s.reserve(limit, initializes(r, head), client) {
+			if !s.reserve(limit, client) {
 				w.Header().Set("Retry-After", "60")
-				rpcError(w, http.StatusServiceUnavailable, -32000, fmt.Sprintf("too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later", limit))
+				rpcError(w, http.StatusServiceUnavailable, nil, -32000, fmt.Sprintf("too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later", limit))
 				s.refused.note(s.log, limit)
 				return
 			}
@@ -264,9 +261,7 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			if initializes(r, head) {
 				// The SDK answers it with error code 0, which JSON-RPC has
 				// not. (An unknown session's is 404 above, as any request.)
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_ = answer(w, json.RawMessage(gjson.GetBytes(head, "id").Raw), -32600, alreadyInitialized)
+				rpcError(w, http.StatusBadRequest, headID, -32600, alreadyInitialized)
 				return
 			}
 			// In flight from here: a read waiting for the budget is too.
@@ -275,12 +270,12 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 		}
 		release, err := s.admitRead(rctx, head)
 		if errors.Is(err, errReadBatch) {
-			rpcError(sw, http.StatusBadRequest, -32600, errReadBatch.Error())
+			rpcError(sw, http.StatusBadRequest, nil, -32600, errReadBatch.Error())
 			return
 		}
 		if err != nil {
 			// The client went away, or the server is stopping, while it waited.
-			rpcError(sw, http.StatusServiceUnavailable, -32000, "the server is stopping")
+			rpcError(sw, http.StatusServiceUnavailable, nil, -32000, "the server is stopping")
 			return
 		}
 		if release != nil {
@@ -310,21 +305,21 @@ func inexactID(head []byte) (json.RawMessage, bool) {
 	return bad, bad != nil
 }
 
-// rpcError answers an HTTP request with status and a JSON-RPC error of
-// id null, as answer writes them on stdio.
-func rpcError(w http.ResponseWriter, status int, code int64, message string) {
+// rpcError answers an HTTP request with status and a JSON-RPC error for
+// the request id (nil: null), as answer writes them on stdio.
+func rpcError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = answer(w, nil, code, message)
+	_ = answer(w, id, code, message)
 }
 
 // reserve holds a place under the session cap for a POST without a
 // session, closing the idlest session to make room when the POST is an
 // initialize (evictIdlest: client's own first); false when there is none.
-func (s *Server) reserve(limit int, initialize bool, client string) bool {
+func (s *Server) reserve(limit int, client string) bool {
 	s.admitMu.Lock()
 	defer s.admitMu.Unlock()
-	if s.sessions()+s.opening >= limit && !(initialize && s.evictIdlest(client)) {
+	if s.sessions()+s.opening >= limit && !s.evictIdlest(client) {
 		return false
 	}
 	s.opening++
