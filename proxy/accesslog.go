@@ -114,9 +114,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		info := requestInfo(c)
-		info.path, info.method = metricPath(c.Request().URL.Path), metricMethod(c.Request().Method)
-		info.requestID = requestID(c.Request().Header)
-		c.Response().Header().Set(HeaderRequestID, info.requestID)
+		info.begin(c.Request(), c.Response().Header())
 		err := next(c)
 		if err != nil {
 			c.Error(err)
@@ -188,6 +186,14 @@ func (s *Server) whoAttrs(r *http.Request, info *reqInfo) []slog.Attr {
 		attrs = append(attrs, slog.String("client", info.client))
 	}
 	return attrs
+}
+
+// begin sets what every request's line and metrics name from the request
+// itself, and answers with its id.
+func (info *reqInfo) begin(r *http.Request, answer http.Header) {
+	info.path, info.method = metricPath(r.URL.Path), metricMethod(r.Method)
+	info.requestID = requestID(r.Header)
+	answer.Set(HeaderRequestID, info.requestID)
 }
 
 // requestID is the id a request is answered and logged with: the

@@ -107,8 +107,8 @@ func (s *Server) Protect(h http.Handler) http.Handler {
 		if werr == errPreflightServed {
 			return
 		}
-		info := &reqInfo{path: metricPath(r.URL.Path), method: metricMethod(r.Method), outcome: outcomeComplete, requestID: requestID(r.Header), client: id}
-		w.Header().Set(HeaderRequestID, info.requestID)
+		info := &reqInfo{outcome: outcomeComplete, client: id}
+		info.begin(r, w.Header())
 		if werr != nil {
 			info.status, info.err = werr.Status, werr.Message
 			s.observeBeside(r, info, 0)
