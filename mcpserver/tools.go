@@ -128,7 +128,7 @@ func (s *Server) routerTool(name string) mcp.ToolHandler {
 			return errorResult(err.Error()), nil
 		}
 		var out string
-		if name == ToolExecute && !sess.Handles(ToolExecute) {
+		if name == ToolExecute && !sess.Offers(ToolExecute) {
 			// No skill of that id (or none given): the session offers no
 			// skill_execute and would answer "not a tool"; the sandbox's
 			// own tool refuses the call as the proxy does.

@@ -105,8 +105,22 @@ func (s *Session) Handles(name string) bool {
 	if offered {
 		return true
 	}
+	if s.clientNames[name] {
+		return false // the client's own tool of that name (never shadowed)
+	}
 	_, disabled := s.disabledCall(name)
 	return disabled
+}
+
+// Offers reports whether the session offered name to the model (Handles
+// also covers tools it answers without offering them).
+func (s *Session) Offers(name string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offered[name]
 }
 
 // disabledCaller is implemented by tool providers (package sandbox) whose
@@ -201,7 +215,7 @@ func (s *Session) Call(ctx context.Context, callID, name string, args json.RawMe
 		extra = s.tools.extra[name]
 	}
 	s.mu.Unlock()
-	if !offered {
+	if !offered && !s.clientNames[name] {
 		if out, ok := s.disabledCall(name); ok {
 			s.mu.Lock()
 			s.calls[name]++

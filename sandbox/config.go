@@ -68,6 +68,12 @@ type Config struct {
 
 	Confinement Confinement // default auto
 
+	// LibraryRoots are the folders the skill library is loaded from. The
+	// output root may not overlap any of them: a script writing a SKILL.md
+	// into its working folder would add a skill to every conversation's
+	// prompts (and an executable one, code the proxy runs).
+	LibraryRoots []string
+
 	// Lookup resolves a skill id in the whole library, so a call naming a
 	// skill that exists but is not active gets "load it first" rather than
 	// "unknown skill". Nil: every inactive id is reported unknown.

@@ -193,3 +193,41 @@ func checkPrivate(dir string) error {
 	}
 	return nil
 }
+
+// separateFromLibrary refuses an output root inside a library root, equal
+// to one, or holding one: scripts write beneath the output root, and a
+// SKILL.md written there would be loaded as a skill of every conversation.
+// Paths are compared with their symbolic links resolved as far as they
+// exist (the output root may not exist yet).
+func separateFromLibrary(out string, roots []string) error {
+	o := resolvedPath(out)
+	for _, root := range roots {
+		r := resolvedPath(root)
+		_, inside := within(r, o)
+		_, holds := within(o, r)
+		if inside || holds {
+			return fmt.Errorf("sandbox: exec.output_dir %s overlaps the skill library at %s: a script's files there would be loaded as skills; choose a folder outside every skill root", out, root)
+		}
+	}
+	return nil
+}
+
+// resolvedPath is p absolute and clean, with the symbolic links of its
+// longest existing prefix resolved.
+func resolvedPath(p string) string {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	rest := ""
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if dir == filepath.Dir(dir) {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+

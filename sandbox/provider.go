@@ -88,6 +88,9 @@ func New(cfg Config, logger *slog.Logger) (*Provider, error) {
 		return nil, err
 	}
 	p.lim = newLimiter(c.Concurrency, c.Queue)
+	if err := separateFromLibrary(c.OutputRoot, c.LibraryRoots); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.OutputRoot, 0o700); err != nil {
 		if cfg.OutputRoot != "" {
 			return nil, fmt.Errorf("sandbox: output root: %w", err)
@@ -123,14 +126,21 @@ func (p *Provider) Enabled() bool { return p != nil && p.cfg.Enabled }
 // Executable-skill tools are only ever reached through Tools.
 func (p *Provider) Handles(name string) bool { return IsTool(name) }
 
-// DisabledCall answers a call of a built-in tier-3 tool while execution is
-// disabled: (DisabledResult(name), true). For any other name, or when
-// enabled (the tools are then offered through Tools), it returns ("", false).
+// DisabledCall answers a call of a built-in tier-3 tool the session did not
+// offer: while execution is disabled (DisabledResult(name), true), and
+// while enabled, when no skill is active (skill_not_active). For any other
+// name it returns ("", false).
 // A session can type-assert its ToolProvider for this method to answer such
 // calls itself instead of passing them to the client.
 func (p *Provider) DisabledCall(name string) (string, bool) {
-	if p.Enabled() || !IsTool(name) {
+	switch {
+	case !IsTool(name):
 		return "", false
+	case p.Enabled():
+		// On, but not offered: no skill of the conversation is active (the
+		// tools come with one). Passed on, the call would reach the client
+		// as a tool it never defined.
+		return newError(CodeSkillNotActive, "%s works on an active skill, and none is active in this conversation: call load_skill for the skill first, then retry", name).result(), true
 	}
 	return DisabledResult(name), true
 }

@@ -41,8 +41,11 @@ func TestDisabledByDefault(t *testing.T) {
 	if _, ok := p.DisabledCall("load_skill"); ok {
 		t.Error("DisabledCall answers load_skill")
 	}
-	if on, _ := newTestProvider(t, nil); func() bool { _, ok := on.DisabledCall(ToolExecute); return ok }() {
-		t.Error("DisabledCall answers while enabled")
+	// On, a call the session did not offer (no skill active) is answered
+	// too, not passed to the client as a tool it never defined.
+	on, _ := newTestProvider(t, nil)
+	if res, ok := on.DisabledCall(ToolExecute); !ok || failureOf(t, res).Code != CodeSkillNotActive {
+		t.Errorf("DisabledCall while enabled: %q %v", res, ok)
 	}
 	if IsTool("load_skill") || IsTool("calc_numbers") {
 		t.Error("IsTool claims non tier-3 names")
@@ -272,5 +275,41 @@ func TestDefaultOutputRootFallback(t *testing.T) {
 	}
 	if _, err := New(Config{Enabled: true, OutputRoot: filepath.Join(ro, "out")}, nil); err == nil {
 		t.Error("a configured output root that cannot be made was accepted")
+	}
+}
+
+// An output root inside a library root, equal to one, or holding one is
+// refused before anything is made there: a script's SKILL.md would be
+// loaded as a skill. Symbolic links are resolved; a folder beside the
+// library is fine.
+func TestOutputRootOutsideLibrary(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "lib")
+	if err := os.MkdirAll(filepath.Join(lib, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(lib, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out string
+		refused   bool
+	}{
+		{"the library root", lib, true},
+		{"inside a skill", filepath.Join(lib, "a", "out"), true},
+		{"through a link", filepath.Join(link, "out"), true},
+		{"holding the library", dir, true},
+		{"beside it", filepath.Join(dir, "out"), false},
+	} {
+		_, err := New(Config{Enabled: true, Confinement: ConfineNone, OutputRoot: tc.out, LibraryRoots: []string{lib}}, nil)
+		if got := err != nil && strings.Contains(err.Error(), "overlaps the skill library"); got != tc.refused {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if tc.refused {
+			if _, err := os.Stat(filepath.Join(lib, "a", "out")); err == nil {
+				t.Errorf("%s: made a folder in the library", tc.name)
+			}
+		}
 	}
 }

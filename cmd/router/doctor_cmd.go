@@ -293,7 +293,8 @@ func sandboxRow(cfg *config) checkRow {
 	if !cfg.Exec.Enabled {
 		return checkRow{name: "sandbox", status: checkSkip, detail: "exec.enabled is false (tier 3 off)"}
 	}
-	sc := cfg.sandboxConfig(nil)
+	roots, _ := resolveRoots(cfg.Skills) // the library row reports their errors
+	sc := cfg.sandboxConfig(roots, nil)
 	p, err := sandbox.New(sc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		row := checkRow{name: "sandbox", status: checkFail, detail: err.Error()}

@@ -71,8 +71,9 @@ func (c *config) rewriteOptions(tools router.ToolProvider) router.RewriteOptions
 
 // sandboxConfig is the exec section as sandbox.Config; lookup resolves
 // skill ids in the current library.
-func (c *config) sandboxConfig(lookup func(id string) (*skills.Skill, bool)) sandbox.Config {
+func (c *config) sandboxConfig(roots []string, lookup func(id string) (*skills.Skill, bool)) sandbox.Config {
 	return sandbox.Config{
+		LibraryRoots: roots,
 		Enabled:      c.Exec.Enabled,
 		Timeout:      c.Exec.Timeout,
 		OutputLimit:  int(c.Exec.OutputLimit),
