@@ -230,4 +230,3 @@ func resolvedPath(p string) string {
 		rest = filepath.Join(filepath.Base(dir), rest)
 	}
 }
-
