@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
@@ -44,7 +45,13 @@ type schemaEntry struct {
 	ready  chan struct{}
 	schema toolSchema
 	err    error
+	until  time.Time // a failure kept for a while only (zero: for good)
 }
+
+// hungHelpRetry is how long a --help-json that ran out of time is not run
+// again: every request that activated the skill waited the whole
+// exec.timeout for it (a minute by default) while a hang lasts.
+const hungHelpRetry = 10 * time.Minute
 
 // entryPoint finds an executable skill's execute file.
 func entryPoint(s *skills.Skill, lookPath lookPathFunc) (resolved, command, error) {
@@ -82,8 +89,8 @@ func (p *Provider) executableTool(ctx context.Context, s *skills.Skill) (router.
 		p.log.Warn("sandbox: executable skill entry point unreadable", "skill", s.ID, "path", r.rel, "err", err)
 		return nil, err
 	}
-	schema, err := p.schemaFor(ctx, key, func() (toolSchema, error, bool) {
-		return p.helpJSON(ctx, s, r, cmd)
+	schema, err := p.schemaFor(ctx, key, func(e *schemaEntry) bool {
+		return p.helpJSON(ctx, s, r, cmd, e)
 	})
 	if err != nil {
 		return nil, err
@@ -116,11 +123,12 @@ func entryHash(r resolved) (string, error) {
 }
 
 // schemaFor returns the cached schema for key, computing it once.
-// compute reports whether its outcome may be cached: a finished run is, a
-// run that was refused, cancelled or timed out is retried next time.
-func (p *Provider) schemaFor(ctx context.Context, key string, compute func() (toolSchema, error, bool)) (toolSchema, error) {
+// compute fills the entry and reports whether its outcome may be cached: a
+// finished run is, and a run that timed out for a while (entry.until); a
+// run that was refused or cancelled is retried next time.
+func (p *Provider) schemaFor(ctx context.Context, key string, compute func(e *schemaEntry) bool) (toolSchema, error) {
 	p.schemaMu.Lock()
-	if e, ok := p.schemas[key]; ok {
+	if e, ok := p.schemas[key]; ok && !e.expired() {
 		p.schemaMu.Unlock()
 		select {
 		case <-e.ready:
@@ -136,9 +144,7 @@ func (p *Provider) schemaFor(ctx context.Context, key string, compute func() (to
 	p.schemas[key] = e
 	p.schemaMu.Unlock()
 
-	var keep bool
-	e.schema, e.err, keep = compute()
-	if !keep {
+	if keep := compute(e); !keep {
 		p.schemaMu.Lock()
 		if p.schemas[key] == e {
 			delete(p.schemas, key)
@@ -149,28 +155,44 @@ func (p *Provider) schemaFor(ctx context.Context, key string, compute func() (to
 	return e.schema, e.err
 }
 
-// helpJSON runs `<entry> --help-json` in a scratch directory.
-func (p *Provider) helpJSON(ctx context.Context, s *skills.Skill, r resolved, cmd command) (toolSchema, error, bool) {
+// expired reports whether a failure kept for a while is due for a retry.
+func (e *schemaEntry) expired() bool {
+	select {
+	case <-e.ready:
+		return !e.until.IsZero() && time.Now().After(e.until)
+	default:
+		return false // under way: wait for it
+	}
+}
+
+// helpJSON runs `<entry> --help-json` in a scratch directory, filling e;
+// it reports whether the outcome may be cached (see schemaFor).
+func (p *Provider) helpJSON(ctx context.Context, s *skills.Skill, r resolved, cmd command, e *schemaEntry) bool {
 	dirs, cleanup, err := p.scratchDirs()
 	if err != nil {
-		return toolSchema{}, err, false
+		e.err = err
+		return false
 	}
 	defer cleanup()
-	out, e := p.execute(ctx, execRequest{
+	out, terr := p.execute(ctx, execRequest{
 		tool: "--help-json", skill: s, root: r.root, display: r.rel, args: []string{"--help-json"}, cmd: cmd, dirs: dirs,
 	})
-	if e != nil {
-		return toolSchema{}, e, false
+	if terr != nil {
+		e.err = terr
+		return false
 	}
-	fail := func(keep bool, format string, a ...any) (toolSchema, error, bool) {
-		err := fmt.Errorf(format, a...)
-		p.log.Warn("sandbox: executable skill not registered", "skill", s.ID, "entry", r.rel, "err", err,
+	fail := func(keep bool, format string, a ...any) bool {
+		e.err = fmt.Errorf(format, a...)
+		p.log.Warn("sandbox: executable skill not registered", "skill", s.ID, "entry", r.rel, "err", e.err,
 			"stderr", tail(out.stderr, 500))
-		return toolSchema{}, err, keep
+		return keep
 	}
 	switch {
 	case out.proc.startErr != nil:
 		return fail(false, "--help-json could not start: %v", out.proc.startErr)
+	case out.proc.killed == KilledTimeout:
+		e.until = time.Now().Add(hungHelpRetry)
+		return fail(true, "--help-json ran out of time (exec.timeout); not run again for %v", hungHelpRetry)
 	case out.proc.killed != "":
 		return fail(false, "--help-json was stopped (%s)", out.proc.killed)
 	case out.proc.exitCode != 0:
@@ -180,8 +202,9 @@ func (p *Provider) helpJSON(ctx context.Context, s *skills.Skill, r resolved, cm
 	if err != nil {
 		return fail(true, "--help-json: %v", err)
 	}
+	e.schema = schema
 	p.log.Info("sandbox: executable skill registered", "skill", s.ID, "tool", schema.Name, "entry", r.rel)
-	return schema, nil, true
+	return true
 }
 
 // scratchDirs is a throw-away directory set for --help-json runs.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
@@ -224,4 +225,31 @@ func FuzzParseHelpJSON(f *testing.F) {
 			t.Fatalf("invalid definition %s", def)
 		}
 	})
+}
+
+// A --help-json that runs out of time is not run again for a while: every
+// request activating the skill waited the whole exec.timeout for it.
+func TestExecutableHungHelpJSONNotRetriedAtOnce(t *testing.T) {
+	requireProgram(t, "python3")
+	p, logs := newTestProvider(t, func(c *Config) { c.Timeout = 300 * time.Millisecond })
+	s := copySkill(t, "calc")
+	entry := filepath.Join(s.Dir, "execute.py")
+	if err := os.WriteFile(entry, []byte("import time\ntime.sleep(30)\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		start := time.Now()
+		if got := toolNames(p.Tools(context.Background(), []*skills.Skill{s})); slices.Contains(got, "calc_numbers") {
+			t.Fatalf("tools %v", got)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("Tools took %v", took)
+		}
+	}
+	if n := len(logs.records("sandbox: executed")); n != 1 {
+		t.Errorf("--help-json ran %d times, want once while its timeout is remembered", n)
+	}
+	if !strings.Contains(logs.String(), "ran out of time") {
+		t.Errorf("no warning saying it ran out of time:\n%s", logs.String())
+	}
 }
