@@ -207,12 +207,16 @@ func (p *Provider) helpJSON(ctx context.Context, s *skills.Skill, r resolved, cm
 	return true
 }
 
+// helpPrefix starts the names of --help-json scratch folders in the output
+// root (maybeSweep removes those a stopped process left).
+const helpPrefix = ".help-"
+
 // scratchDirs is a throw-away directory set for --help-json runs.
 func (p *Provider) scratchDirs() (*convDirs, func(), error) {
 	if err := checkPrivate(p.cfg.OutputRoot); err != nil {
 		return nil, nil, err
 	}
-	root, err := os.MkdirTemp(p.cfg.OutputRoot, ".help-")
+	root, err := os.MkdirTemp(p.cfg.OutputRoot, helpPrefix)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -494,6 +494,16 @@ func TestConversationDirectoriesAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = os.Chtimes(foreign, stale, stale)
+	// A --help-json scratch folder a stopped process left: removed once
+	// older than any run; a fresh one (a run under way) is kept.
+	leftHelp := filepath.Join(p.cfg.OutputRoot, helpPrefix+"123")
+	freshHelp := filepath.Join(p.cfg.OutputRoot, helpPrefix+"456")
+	for _, d := range []string{leftHelp, freshHelp} {
+		if err := os.MkdirAll(filepath.Join(d, "out"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.Chtimes(leftHelp, stale, stale)
 	p.lastSweep.Store(0)
 	if _, err := p.conversationDirs("new-conv"); err != nil {
 		t.Fatal(err)
@@ -503,6 +513,12 @@ func TestConversationDirectoriesAreSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(foreign); err != nil {
 		t.Error("a directory without the marker was removed")
+	}
+	if _, err := os.Stat(leftHelp); !os.IsNotExist(err) {
+		t.Error("a --help-json leftover kept")
+	}
+	if _, err := os.Stat(freshHelp); err != nil {
+		t.Error("a --help-json folder of a run under way removed")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/skillrouter/skillrouter/internal/private"
@@ -100,8 +101,15 @@ func (p *Provider) maybeSweep(now time.Time) {
 			continue
 		}
 		dir := filepath.Join(p.cfg.OutputRoot, e.Name())
-		info, err := os.Stat(filepath.Join(dir, convMarker))
-		if err != nil || now.Sub(info.ModTime()) < ttl {
+		used, age := filepath.Join(dir, convMarker), ttl
+		if strings.HasPrefix(e.Name(), helpPrefix) {
+			// A --help-json run's scratch folder, left by a process that
+			// stopped during the run (removed at its end otherwise); a run
+			// lasts at most exec.timeout.
+			used, age = dir, max(ttl, time.Hour)
+		}
+		info, err := os.Stat(used)
+		if err != nil || now.Sub(info.ModTime()) < age {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
