@@ -118,6 +118,11 @@ func New(cfg Config, logger *slog.Logger) (*Provider, error) {
 	return p, nil
 }
 
+// OutputRoot is the folder conversations' output folders are made in, as
+// the provider settled it (the default, or its fallback in the temporary
+// directory).
+func (p *Provider) OutputRoot() string { return p.cfg.OutputRoot }
+
 // Enabled reports whether tier 3 is on.
 func (p *Provider) Enabled() bool { return p != nil && p.cfg.Enabled }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillrouter/skillrouter/embed"
+	"github.com/skillrouter/skillrouter/internal/private"
 	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
@@ -305,9 +306,19 @@ func sandboxRow(cfg *config) checkRow {
 		return row
 	}
 	conf := p.Confinement()
-	if conf == "none" || conf == "" {
+	switch {
+	case sc.Confinement == sandbox.ConfineNone:
+		return checkRow{name: "sandbox", status: checkWarn, detail: "scripts run without write confinement (exec.confinement: none)",
+			fix: "exec.confinement: auto confines them where the kernel has Landlock; see docs/sandbox.md"}
+	case conf == "none" || conf == "":
 		return checkRow{name: "sandbox", status: checkWarn, detail: "scripts run without write confinement (no Landlock)",
 			fix: "Linux ≥ 5.13 with landlock in the lsm= boot list confines them; see docs/sandbox.md"}
+	}
+	if d := private.SharedAncestor(p.OutputRoot()); d != "" {
+		// serve warns of it at start too (sandbox.New).
+		return checkRow{name: "sandbox", status: checkWarn,
+			detail: fmt.Sprintf("scripts confined by %s, but the output folder %s lies in %s, which every user can write: another user could put node_modules, .npmrc or uv.toml above a script's folder", conf, p.OutputRoot(), d),
+			fix:    "set exec.output_dir to a folder under one only this user can write"}
 	}
 	return checkRow{name: "sandbox", status: checkOK, detail: "scripts confined by " + conf}
 }

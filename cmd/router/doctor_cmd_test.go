@@ -208,3 +208,39 @@ func TestDoctorArmEmbedders(t *testing.T) {
 		}
 	}
 }
+
+// The sandbox row says why scripts run unconfined (the setting, not the
+// kernel, when exec.confinement is none), warns of an output folder under
+// one every user can write, as serve does, and fails one that overlaps the
+// library.
+func TestDoctorSandboxRowCauses(t *testing.T) {
+	lib := t.TempDir()
+	private := filepath.Join(t.TempDir(), "priv")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out, confinement string
+		status                 checkStatus
+		detail                 string
+	}{
+		{"configured none", filepath.Join(private, "out"), "none", checkWarn, "(exec.confinement: none)"},
+		{"overlapping the library", filepath.Join(lib, "out"), "auto", checkFail, "overlaps the skill library"},
+	} {
+		cfg := defaultConfig()
+		cfg.Exec.Enabled, cfg.Exec.OutputDir, cfg.Exec.Confinement, cfg.Skills = true, tc.out, tc.confinement, []string{lib}
+		if row := sandboxRow(&cfg); row.status != tc.status || !strings.Contains(row.detail, tc.detail) {
+			t.Errorf("%s: %+v", tc.name, row)
+		}
+	}
+	// A world-writable parent (the sticky /tmp kind) with Landlock present.
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil || os.Chmod(shared, 0o1777) != nil {
+		t.Fatal(err)
+	}
+	cfg := defaultConfig()
+	cfg.Exec.Enabled, cfg.Exec.OutputDir, cfg.Skills = true, filepath.Join(shared, "out"), []string{lib}
+	if row := sandboxRow(&cfg); row.status == checkOK {
+		t.Errorf("an output folder under a world-writable one: %+v", row)
+	}
+}
