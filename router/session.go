@@ -250,7 +250,7 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 		ID      *string `json:"id"` // tolerated aliases models sometimes use
 		Name    *string `json:"name"`
 	}
-	if err := toolArgs(args, &a); err != nil {
+	if err := DecodeToolArgs(args, &a); err != nil {
 		return loadSkillError("", "invalid_arguments", err.Error()+`; call load_skill with {"skill_id": "<id>"}.`)
 	}
 	var want string
@@ -318,7 +318,7 @@ func (s *Session) searchSkills(ctx context.Context, args json.RawMessage) string
 		Query *string `json:"query"`
 		Limit *int    `json:"limit"`
 	}
-	if err := toolArgs(args, &a); err != nil {
+	if err := DecodeToolArgs(args, &a); err != nil {
 		return toolError(ToolSearchSkills, "invalid_arguments", err.Error()+`; expected {"query": "<words>", "limit": 5}`)
 	}
 	if a.Query == nil || strings.TrimSpace(*a.Query) == "" {

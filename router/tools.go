@@ -60,9 +60,11 @@ func (l *skillLib) loadSkillSpec(partial bool) wire.ToolSpec {
 	return d
 }
 
-// toolArgs decodes tool-call arguments into v. Models send an object, but
-// also "" (no arguments) or the object double-encoded as a JSON string.
-func toolArgs(raw json.RawMessage, v any) error {
+// DecodeToolArgs decodes tool-call arguments into v, for every tool the
+// proxy answers (tier 3's included). Models send an object, but also ""
+// (no arguments) or the object double-encoded as a JSON string. Errors say
+// which argument is wrong in the model's terms, never Go's.
+func DecodeToolArgs(raw json.RawMessage, v any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
@@ -94,6 +96,12 @@ func toolArgs(raw json.RawMessage, v any) error {
 				want = "a number"
 			case reflect.String:
 				want = "a string"
+			case reflect.Slice:
+				want = "an array"
+			case reflect.Struct, reflect.Map:
+				want = "an object"
+			case reflect.Bool:
+				want = "true or false"
 			}
 			return fmt.Errorf("argument %q must be %s, got %s", te.Field, want, te.Value)
 		}

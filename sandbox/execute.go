@@ -60,8 +60,8 @@ func (t *executeTool) Call(ctx context.Context, call router.ToolCall) (string, e
 		Command string            `json:"command"`
 		Args    []json.RawMessage `json:"args"`
 	}
-	if err := json.Unmarshal(orEmptyObject(call.Arguments), &a); err != nil {
-		return p.refuse(ToolExecute, newError(CodeInvalidArguments, "arguments must be a JSON object {skill_id, command, args}: %v", err)), nil
+	if err := router.DecodeToolArgs(call.Arguments, &a); err != nil {
+		return p.refuse(ToolExecute, newError(CodeInvalidArguments, "%v; call skill_execute with {skill_id, command, args}", err)), nil
 	}
 	args, e := stringArgs(a.Args)
 	if e != nil {

@@ -299,6 +299,7 @@ func TestExecuteRefusals(t *testing.T) {
 		{"bad json", `{"skill_id":`, CodeInvalidArguments},
 		{"object args", `{"skill_id":"scripts-demo","command":"scripts/hello.sh","args":[{"a":1}]}`, CodeInvalidArguments},
 		{"no skill", `{"command":"scripts/hello.sh"}`, CodeInvalidArguments},
+		{"skill id of the wrong type", `{"skill_id":5,"command":"scripts/hello.sh"}`, CodeInvalidArguments},
 		{"inactive skill", `{"skill_id":"calc","command":"execute.py"}`, CodeSkillNotActive},
 		{"unknown skill", `{"skill_id":"nope","command":"x.sh"}`, CodeUnknownSkill},
 	}
@@ -308,8 +309,11 @@ func TestExecuteRefusals(t *testing.T) {
 			if e.Code != tt.code {
 				t.Errorf("code %q (%s), want %q", e.Code, e.Message, tt.code)
 			}
-			if e.Message == "" {
-				t.Error("no message")
+			if e.Message == "" || strings.Contains(e.Message, "Go value") {
+				t.Errorf("message %q: none, or in Go's terms", e.Message)
+			}
+			if tt.name == "skill id of the wrong type" && !strings.Contains(e.Message, `argument "skill_id" must be a string`) {
+				t.Errorf("message %q does not name the argument", e.Message)
 			}
 		})
 	}

@@ -60,8 +60,8 @@ func (t *resourceTool) Call(ctx context.Context, call router.ToolCall) (string, 
 		SkillID string `json:"skill_id"`
 		Path    string `json:"path"`
 	}
-	if err := json.Unmarshal(orEmptyObject(call.Arguments), &a); err != nil {
-		return p.refuse(ToolReadResource, newError(CodeInvalidArguments, "arguments must be a JSON object {skill_id, path}: %v", err)), nil
+	if err := router.DecodeToolArgs(call.Arguments, &a); err != nil {
+		return p.refuse(ToolReadResource, newError(CodeInvalidArguments, "%v; call read_skill_resource with {skill_id, path}", err)), nil
 	}
 	s, e := p.activeSkill(t.active, a.SkillID)
 	if e != nil {
