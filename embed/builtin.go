@@ -311,6 +311,11 @@ func (b *Builtin) vector(text string, fs *featureSet, doc bool) []float32 {
 	}
 	slots, all := fs.slots[:words], fs.slots[words:2*words]
 	clear(all)
+	// A document's unknown features are in no slot, but count in its
+	// length as a fit that knew them would count them: left out of it too,
+	// a skill written after the fit (an edit's build) had its few known
+	// words at full weight and matched every query of them.
+	var hidden float64
 	for k := 0; k < numFamilies; k++ {
 		if weights[k] == 0 || len(fs.order[k]) == 0 {
 			continue
@@ -332,6 +337,10 @@ func (b *Builtin) vector(text string, fs *featureSet, doc bool) []float32 {
 		}
 		var norm float64
 		eachSlot(slots, func(i int) { norm += acc[i] * acc[i] })
+		if doc && unseen > 0 {
+			norm += unseen
+			hidden += weights[k] * weights[k] * unseen / norm
+		}
 		if norm != 0 {
 			s := weights[k] / math.Sqrt(norm)
 			eachSlot(slots, func(i int) {
@@ -345,7 +354,7 @@ func (b *Builtin) vector(text string, fs *featureSet, doc bool) []float32 {
 			all[w] |= slots[w]
 		}
 	}
-	var n float64
+	n := hidden
 	eachSlot(all, func(i int) { n += float64(v[i]) * float64(v[i]) })
 	if n > 0 {
 		s := float32(1 / math.Sqrt(n))

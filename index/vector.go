@@ -291,6 +291,14 @@ func (v *Vectors) vector(i int) []float32 {
 }
 
 // combine sums the parts' vectors with their weights and normalizes.
+//
+// A part's vector shorter than unit length (the builtin embedder's, for a
+// text with words its fit does not know: their share of the length is in
+// no component) keeps that share hidden in the sum too: the result is
+// normalized as if the missing length were there, orthogonal to every
+// query, so that a skill written after the fit does not score as if its
+// few known words were all it said. Unit and zero vectors hide nothing,
+// so everything else combines exactly as before.
 func combine(parts []Part, vecs [][]float32) ([]float32, error) {
 	if len(vecs) == 0 {
 		return nil, errors.New("no vectors")
@@ -300,9 +308,14 @@ func combine(parts []Part, vecs [][]float32) ([]float32, error) {
 		return nil, errors.New("empty vector")
 	}
 	if len(vecs) == 1 {
-		return unit(append([]float32(nil), vecs[0]...)), nil
+		v := append([]float32(nil), vecs[0]...)
+		if hiddenShare(v) > 0 {
+			return v, nil // already scaled within its whole length
+		}
+		return unit(v), nil
 	}
 	sum := make([]float32, dim)
+	var hidden float64
 	for i, v := range vecs {
 		if len(v) != dim {
 			return nil, fmt.Errorf("vectors of %d and %d dimensions", dim, len(v))
@@ -311,8 +324,37 @@ func combine(parts []Part, vecs [][]float32) ([]float32, error) {
 		for j, x := range v {
 			sum[j] += w * x
 		}
+		hidden += float64(w) * float64(w) * hiddenShare(v)
 	}
-	return unit(sum), nil
+	if hidden == 0 {
+		return unit(sum), nil
+	}
+	var s float64
+	for _, x := range sum {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return unit(sum), nil
+	}
+	k := float32(1 / math.Sqrt(s+hidden))
+	for i := range sum {
+		sum[i] *= k
+	}
+	return sum, nil
+}
+
+// hiddenShare is the share of a vector's squared length it does not hold
+// (see combine): 1 − |v|² for a non-zero vector clearly shorter than unit
+// length, else 0.
+func hiddenShare(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || s > 1-1e-4 {
+		return 0
+	}
+	return 1 - s
 }
 
 func unit(v []float32) []float32 {

@@ -480,3 +480,39 @@ func TestSettledShortlistIsAFreshStarts(t *testing.T) {
 		t.Errorf("settled shortlist %v, a fresh start's %v (before the settle %v)", after.CatalogShown, fresh.CatalogShown, before.CatalogShown)
 	}
 }
+
+// A skill added by an edit is embedded with the library's older fit, which
+// does not know most of its words. Its known words must not carry its
+// whole vector: its similarity to a query of them stays near what the
+// settled index (a fresh fit) gives, instead of several times it, and a
+// generic request does not auto-load it.
+func TestEditedSkillKnownWordsNotOverweighted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	snap := writeLibrary(t, dir)
+	o := builtinOptions()
+	o.SettleAfter = -1 // stay on the edit's incremental build
+	r := newRouter(t, snap, o)
+	writeSkill(t, dir, "zz-novel", "Quuxify the flarbnog zorblatt with snazzleberry. Use for help with any project.")
+	edited := skills.Load(ctx, []string{dir}, skills.Options{})
+	if err := r.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newRouter(t, edited, builtinOptions())
+	const q = "I need help with my project"
+	cos := func(r *router.Router) float64 {
+		for _, sc := range route(r, router.StrategyHybrid, q).Ranked {
+			if sc.ID == "zz-novel" {
+				return cosineOf(sc)
+			}
+		}
+		return 0
+	}
+	inc, settled := cos(r), cos(fresh)
+	if settled <= 0 || inc > 1.5*settled {
+		t.Errorf("the edited skill's cosine %.3f on the edit's build, %.3f on a fresh one", inc, settled)
+	}
+	if d := route(r, router.StrategyHybrid, q); slices.Contains(d.Selected, "zz-novel") {
+		t.Errorf("a generic request auto-loaded the edited skill: %v", topScores(d, 3))
+	}
+}
