@@ -9,7 +9,10 @@ import (
 	"strings"
 )
 
-const envelopeOpen = `<skill_context id="`
+const (
+	envelopeOpen  = `<skill_context id="`
+	envelopeClose = `</skill_context>`
+)
 
 // envelopesIn returns the ids of the envelopes found in the messages' text,
 // in order of first appearance. The id is read from the opening tag the
@@ -26,10 +29,16 @@ func envelopesIn(msgs []Message) []string {
 			continue
 		}
 		text := m.Text
+		depth := 0 // envelopes open around the text at hand
 		for {
-			i := strings.Index(text, envelopeOpen)
-			if i < 0 {
+			i, j := strings.Index(text, envelopeOpen), strings.Index(text, envelopeClose)
+			if i < 0 && j < 0 {
 				break
+			}
+			if j >= 0 && (i < 0 || j < i) {
+				text = text[j+len(envelopeClose):]
+				depth = max(depth-1, 0)
+				continue
 			}
 			text = text[i+len(envelopeOpen):]
 			end := strings.IndexByte(text, '"')
@@ -38,6 +47,12 @@ func envelopesIn(msgs []Message) []string {
 			}
 			if !strings.HasPrefix(text[end:], `">`) {
 				continue // not an envelope's opening tag
+			}
+			depth++
+			if depth > 1 {
+				// Inside another envelope: an example in a skill's body
+				// (docs about envelopes), not a skill that was loaded.
+				continue
 			}
 			id := html.UnescapeString(text[:end])
 			if !seen[id] {

@@ -33,3 +33,29 @@ func TestLoadedBy(t *testing.T) {
 		}
 	}
 }
+
+// Envelopes count at the top level only: one quoted inside another (a
+// skill documenting envelopes shows one in its body) is not a skill the
+// model loaded; envelopes one after another all count.
+func TestEnvelopesInTopLevelOnly(t *testing.T) {
+	outer := `<skill_context id="envelope-doc"><instructions>An envelope looks like
+<skill_context id="sql-tuning">
+  <instructions>...</instructions>
+</skill_context>
+and ends there.</instructions></skill_context>`
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"nested example", outer, []string{"envelope-doc"}},
+		{"two in a row", outer + "\n" + `<skill_context id="b"><instructions>x</instructions></skill_context>`, []string{"envelope-doc", "b"}},
+		{"one", `<skill_context id="a&amp;b"><instructions>x</instructions></skill_context>`, []string{"a&b"}},
+	}
+	for _, tt := range tests {
+		got := envelopesIn([]Message{{Role: "tool", Tool: "load_skill", Text: tt.text}})
+		if len(got) != len(tt.want) || len(got) > 0 && (got[0] != tt.want[0] || got[len(got)-1] != tt.want[len(tt.want)-1]) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
