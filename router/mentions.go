@@ -9,12 +9,14 @@ import (
 )
 
 // mentionTable resolves `#skill-id` and `/skill-id` mentions: a full id
-// ("anthropics/mcp-builder") or the last path element of an id when only one
-// skill has it ("mcp-builder"). Matching ignores case and Unicode
+// ("anthropics/mcp-builder"), the last path element of an id when only one
+// skill has it ("mcp-builder"), or a frontmatter name only one skill has
+// (load_skill takes it too). Matching ignores case and Unicode
 // normalisation (mentionKey), so #CAFÉ and a decomposed café find café.
 type mentionTable struct {
-	full map[string]string // mentionKey(id) -> id
-	last map[string]string // mentionKey(last element) -> id; "" when ambiguous
+	full  map[string]string // mentionKey(id) -> id
+	last  map[string]string // mentionKey(last element) -> id; "" when ambiguous
+	names map[string]string // mentionKey(name) -> id; "" when ambiguous
 }
 
 // mentionKey is the form ids and mentions are compared in: lowercase, then
@@ -22,15 +24,20 @@ type mentionTable struct {
 func mentionKey(s string) string { return skills.NormalizeName(strings.ToLower(s)) }
 
 func newMentionTable(list []*skills.Skill) mentionTable {
-	t := mentionTable{full: make(map[string]string, len(list)), last: make(map[string]string, len(list))}
+	t := mentionTable{full: make(map[string]string, len(list)), last: make(map[string]string, len(list)), names: make(map[string]string, len(list))}
+	unique := func(m map[string]string, key, id string) {
+		if prev, ok := m[key]; ok && prev != id {
+			m[key] = ""
+		} else {
+			m[key] = id
+		}
+	}
 	for _, s := range list {
 		id := mentionKey(s.ID)
 		t.full[id] = s.ID
-		le := id[strings.LastIndexByte(id, '/')+1:]
-		if prev, ok := t.last[le]; ok && prev != s.ID {
-			t.last[le] = ""
-		} else {
-			t.last[le] = s.ID
+		unique(t.last, id[strings.LastIndexByte(id, '/')+1:], s.ID)
+		if s.Name != "" {
+			unique(t.names, mentionKey(s.Name), s.ID)
 		}
 	}
 	return t
@@ -155,8 +162,11 @@ func (t mentionTable) lookup(raw string) (string, bool) {
 	if strings.Contains(tok, "/") {
 		return "", false
 	}
-	id, ok := t.last[tok]
-	return id, ok && id != ""
+	if id := t.last[tok]; id != "" {
+		return id, true
+	}
+	id := t.names[tok]
+	return id, id != ""
 }
 
 // isMentionLead reports whether the text before a # or / lets it start a

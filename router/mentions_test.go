@@ -13,6 +13,9 @@ func testMentionTable() mentionTable {
 	for _, id := range []string{"anthropics/mcp-builder", "a/code-review", "b/code-review", "pdf", "x/y/deep-skill", "l10n/café", "日本語", "навык-2"} {
 		list = append(list, &skills.Skill{ID: id})
 	}
+	// Names another than the folder's: one skill's, and one two share.
+	list = append(list, &skills.Skill{ID: "mismatch-folder", Name: "other-name"},
+		&skills.Skill{ID: "team/x1", Name: "shared-name"}, &skills.Skill{ID: "team/x2", Name: "shared-name"})
 	return newMentionTable(list)
 }
 
@@ -47,6 +50,10 @@ func TestFindStrip(t *testing.T) {
 		{"/code-review", "", "/code-review"},
 		{"http://h/pdf and a/pdf and foo#pdf", "", "http://h/pdf and a/pdf and foo#pdf"},
 		{"/pdf/ /usr/bin", "pdf", "/ /usr/bin"},
+		// A frontmatter name one skill has pins it, as load_skill takes it;
+		// one two skills share pins neither.
+		{"use #other-name please", "mismatch-folder", "use  please"},
+		{"use #shared-name", "", "use #shared-name"},
 	}
 	for _, tt := range tests {
 		ids, rest := tab.findStrip(tt.in)

@@ -339,11 +339,14 @@ func TestRouteMentionsNotPinned(t *testing.T) {
 	lib := t.TempDir()
 	writeSkillFile(t, filepath.Join(lib, "good", "SKILL.md"), "---\nname: good\ndescription: Do good things with widgets.\n---\nBody\n")
 	writeSkillFile(t, filepath.Join(lib, "badyaml", "SKILL.md"), "---\nname: badyaml\ndescription: [x\n---\nBody\n")
-	out, errOut, err := run(t, "route", "--skills", lib, "use #badyaml and #Good and #goood please")
+	writeSkillFile(t, filepath.Join(lib, "a", "pdf", "SKILL.md"), "---\nname: pdf\ndescription: Make PDF files from documents.\n---\nBody\n")
+	writeSkillFile(t, filepath.Join(lib, "b", "pdf", "SKILL.md"), "---\nname: pdf\ndescription: Read tables out of PDF files.\n---\nBody\n")
+	out, errOut, err := run(t, "route", "--skills", lib, "use #badyaml and #Good and #goood and #pdf please")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
-	for _, want := range []string{"pinned:    good", "#badyaml: skipped for errors", "#goood: no skill has this id or name; did you mean #good?"} {
+	for _, want := range []string{"pinned:    good", "#badyaml: skipped for errors", "#goood: no skill has this id or name; did you mean #good?",
+		"#pdf: names more than one skill (a/pdf, b/pdf): mention one by its id"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
