@@ -35,6 +35,12 @@ const (
 	maxDepth = 16
 )
 
+// maxFolders bounds the folders scanned (and watched) below one root: a
+// 10,000-skill library has a few thousand outside its skill folders, and a
+// symlink to / would otherwise walk the whole file system. A variable for
+// the tests.
+var maxFolders = 50_000
+
 func (o Options) withDefaults() Options {
 	if o.MaxFileSize <= 0 {
 		o.MaxFileSize = defaultMaxFileSize
@@ -158,6 +164,7 @@ type discoverer struct {
 	jobs     []*job
 	byID     map[string]*job
 	problems []Problem
+	folders  int // listed below the root being scanned (maxFolders)
 }
 
 func (d *discoverer) discover(roots []string) {
@@ -220,6 +227,7 @@ func (d *discoverer) discoverRoot(root string) {
 		d.emit(&job{root: root, id: id, dir: root, entries: entries})
 		return
 	}
+	d.folders = 0
 	d.walk(root, root, "", entries, []string{root})
 }
 
@@ -264,6 +272,14 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 			d.problem(child, SeverityWarning, "folder nests more than %d levels below its root; not scanned", maxDepth)
 			continue
 		}
+		if d.folders >= maxFolders {
+			if d.folders == maxFolders {
+				d.problem(root, SeverityWarning, "more than %d folders below this root: stopped scanning at %s (a symlink to a large tree, such as /?); skills further on are not loaded", maxFolders, child)
+				d.folders++ // said once
+			}
+			return
+		}
+		d.folders++
 		sub, err := os.ReadDir(child)
 		if err != nil {
 			d.problem(child, SeverityWarning, "cannot list folder: %v; skipped", pathErr(err))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -675,5 +676,28 @@ func TestLoadSharedNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A root with more folders than maxFolders (a symlink to a large tree) is
+// scanned up to the bound, with one warning, not walked without end.
+func TestScanStopsAtMaxFolders(t *testing.T) {
+	defer func(n int) { maxFolders = n }(maxFolders)
+	maxFolders = 100
+	root := t.TempDir()
+	for i := range maxFolders + 10 {
+		if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("d%06d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := Load(context.Background(), []string{root}, Options{})
+	n := 0
+	for _, p := range snap.Problems() {
+		if strings.Contains(p.Message, "stopped scanning") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d warnings about the bound, want 1: %v", n, snap.Problems())
 	}
 }

@@ -241,8 +241,8 @@ func linksOnPath(path string) []string {
 // watchTree watches dir and the folders below it; ancestors are the folders
 // above dir in this walk, to stop at symlinks that loop back.
 func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, seen map[string]bool) {
-	if len(ancestors) > maxDepth || !r.add(ws, dir, seen) {
-		return
+	if len(ancestors) > maxDepth || len(seen) > maxFolders || !r.add(ws, dir, seen) {
+		return // too deep, or too many (Load reports the runaway tree)
 	}
 	ancestors = append(ancestors, dir)
 	entries, err := os.ReadDir(dir)
