@@ -46,12 +46,40 @@ func (l *lister) warn(p, format string, args ...any) {
 
 // listResources lists every file in the skill folder except SKILL.md, sorted
 // by path. entries is the folder's listing, already read by discovery.
+//
+// Past max files, scripts are kept first (they are what a model runs), then
+// files at the top of the folder, then the rest by path: cut by path
+// alone, a large references/ hid scripts/ behind the omitted count. At most
+// resourceGather×max files are gathered to choose from.
 func listResources(dir *skillDir, folder string, entries []os.DirEntry, max int) ([]Resource, int, []Problem) {
-	l := &lister{dir: dir, folder: folder, max: max, res: []Resource{}}
+	l := &lister{dir: dir, folder: folder, max: max * resourceGather, res: []Resource{}}
 	l.walk(dir.path, "", entries, []string{dir.path})
+	if len(l.res) > max {
+		rank := func(r Resource) int {
+			switch {
+			case r.Kind == KindScript:
+				return 0
+			case !strings.Contains(r.Path, "/"):
+				return 1
+			}
+			return 2
+		}
+		sort.SliceStable(l.res, func(i, j int) bool {
+			if a, b := rank(l.res[i]), rank(l.res[j]); a != b {
+				return a < b
+			}
+			return l.res[i].Path < l.res[j].Path
+		})
+		l.omitted += len(l.res) - max
+		l.res = append([]Resource(nil), l.res[:max]...) // not the gathered rest
+	}
 	sort.Slice(l.res, func(i, j int) bool { return l.res[i].Path < l.res[j].Path })
 	return l.res, l.omitted, l.problems
 }
+
+// resourceGather is how many times the listing cap listResources gathers
+// to choose the files kept from.
+const resourceGather = 4
 
 func (l *lister) add(rel string, size int64) {
 	// Discovery stops at the first SKILL.md, so one further down is a file

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -481,6 +482,19 @@ func TestLoadMaxResources(t *testing.T) {
 	s, _ := Load(context.Background(), []string{root}, Options{MaxResources: 3}).Get("many")
 	if len(s.Resources) != 3 || s.ResourcesOmitted != 2 {
 		t.Errorf("resources %d omitted %d", len(s.Resources), s.ResourcesOmitted)
+	}
+	// Past the cap, scripts and top-level files are kept before the rest,
+	// which a path order (assets/, references/ before scripts/) hid.
+	writeFile(t, filepath.Join(dir, "scripts", "run.sh"), "echo")
+	writeFile(t, filepath.Join(dir, "README.md"), "x")
+	writeFile(t, filepath.Join(dir, "references", "z.md"), "z")
+	s, _ = Load(context.Background(), []string{root}, Options{MaxResources: 3}).Get("many")
+	var paths []string
+	for _, r := range s.Resources {
+		paths = append(paths, r.Path)
+	}
+	if want := []string{"README.md", "assets/a.txt", "scripts/run.sh"}; !slices.Equal(paths, want) || s.ResourcesOmitted != 5 {
+		t.Errorf("kept %v, omitted %d; want %v, 5", paths, s.ResourcesOmitted, want)
 	}
 }
 
