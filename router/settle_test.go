@@ -404,16 +404,7 @@ func TestReloadBuildSaysSettled(t *testing.T) {
 // know (gibberish, another topic) would match the new skill through it
 // until the index settles, and be auto-loaded.
 func TestEditedSkillDoesNotMatchUnknownWords(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	snap := writeLibrary(t, dir)
-	o := builtinOptions()
-	o.SettleAfter = -1 // stay on the edit's incremental build
-	r := newRouter(t, snap, o)
-	writeSkill(t, dir, "json-fixer", "Repairs malformed JSON documents with trailing commas, unquoted keys and smart quotes. Use when JSON fails to parse.")
-	if err := r.Update(ctx, skills.Load(ctx, []string{dir}, skills.Options{})); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := editedRouter(t, "json-fixer", "Repairs malformed JSON documents with trailing commas, unquoted keys and smart quotes. Use when JSON fails to parse.")
 	for _, q := range []string{"zebra quixotic marmalade", "xylophone lessons for toddlers"} {
 		for _, s := range []router.Strategy{router.StrategyHybrid, router.StrategyEmbedding} {
 			d := route(r, s, q)
@@ -487,17 +478,7 @@ func TestSettledShortlistIsAFreshStarts(t *testing.T) {
 // settled index (a fresh fit) gives, instead of several times it, and a
 // generic request does not auto-load it.
 func TestEditedSkillKnownWordsNotOverweighted(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	snap := writeLibrary(t, dir)
-	o := builtinOptions()
-	o.SettleAfter = -1 // stay on the edit's incremental build
-	r := newRouter(t, snap, o)
-	writeSkill(t, dir, "zz-novel", "Quuxify the flarbnog zorblatt with snazzleberry. Use for help with any project.")
-	edited := skills.Load(ctx, []string{dir}, skills.Options{})
-	if err := r.Update(ctx, edited); err != nil {
-		t.Fatal(err)
-	}
+	r, edited := editedRouter(t, "zz-novel", "Quuxify the flarbnog zorblatt with snazzleberry. Use for help with any project.")
 	fresh := newRouter(t, edited, builtinOptions())
 	const q = "I need help with my project"
 	cos := func(r *router.Router) float64 {
@@ -515,4 +496,22 @@ func TestEditedSkillKnownWordsNotOverweighted(t *testing.T) {
 	if d := route(r, router.StrategyHybrid, q); slices.Contains(d.Selected, "zz-novel") {
 		t.Errorf("a generic request auto-loaded the edited skill: %v", topScores(d, 3))
 	}
+}
+
+// editedRouter is a router over the test library that then had the skill
+// id (description desc) added, still on the edit's incremental build, and
+// the library as edited.
+func editedRouter(t *testing.T, id, desc string) (*router.Router, *skills.Snapshot) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := builtinOptions()
+	o.SettleAfter = -1 // stay on the edit's incremental build
+	r := newRouter(t, writeLibrary(t, dir), o)
+	writeSkill(t, dir, id, desc)
+	edited := skills.Load(ctx, []string{dir}, skills.Options{})
+	if err := r.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	return r, edited
 }
