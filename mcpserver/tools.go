@@ -137,7 +137,7 @@ func (s *Server) routerTool(name string) mcp.ToolHandler {
 		if out == "" {
 			out = sess.Call(ctx, "", name, req.Params.Arguments).Content
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: failed(name, out)}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: router.ToolFailed(name, out)}, nil
 	}
 }
 
@@ -153,19 +153,6 @@ func (s *Server) refuseExecute(ctx context.Context, conversation string, args js
 		}
 	}
 	return ""
-}
-
-// failed recognises the error answers of the router's and the sandbox's
-// tools, whose shapes are fixed for models: load_skill's <skill_error>,
-// search_skills' {"error":...}, the sandbox's {"ok":false,...}.
-func failed(name, out string) bool {
-	switch name {
-	case ToolLoadSkill:
-		return strings.HasPrefix(out, "<skill_error") || strings.HasPrefix(out, `{"error":`)
-	case ToolSearchSkills:
-		return strings.HasPrefix(out, `{"error":`)
-	}
-	return strings.HasPrefix(out, `{"ok":false`) || strings.HasPrefix(out, `{"error":`)
 }
 
 func errorResult(msg string) *mcp.CallToolResult {
@@ -213,7 +200,7 @@ func (s *Server) searchSkills(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	out := sess.Call(ctx, "", ToolSearchSkills, req.Params.Arguments).Content
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}
-	if failed(ToolSearchSkills, out) {
+	if router.ToolFailed(ToolSearchSkills, out) {
 		res.IsError = true
 		return res, nil
 	}
@@ -263,7 +250,7 @@ func (s *Server) readSkillResource(ctx context.Context, req *mcp.CallToolRequest
 		sk, _ = snap.Get(strings.TrimSpace(a.SkillID))
 	}
 	out := s.cfg.Sandbox.ReadSkillResource(a.SkillID, sk, a.Path)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: failed(ToolReadResource, out)}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: router.ToolFailed(ToolReadResource, out)}, nil
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {

@@ -200,6 +200,12 @@ func (s *Session) ToolCalls() map[string]int {
 
 // Call answers one call; failures become structured results, never errors.
 func (s *Session) Call(ctx context.Context, callID, name string, args json.RawMessage) ToolResult {
+	res := s.call(ctx, callID, name, args)
+	res.Failed = ToolFailed(name, res.Content)
+	return res
+}
+
+func (s *Session) call(ctx context.Context, callID, name string, args json.RawMessage) ToolResult {
 	res := ToolResult{CallID: callID, Name: name}
 	if s == nil {
 		res.Content = toolError(name, "unknown_tool", fmt.Sprintf("%s is not a tool of this proxy", name))

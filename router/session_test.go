@@ -381,5 +381,8 @@ func TestLoadSkillNotFoundNamesOfferedTools(t *testing.T) {
 		if got := strings.Contains(res.Content, "search_skills"); got != tt.search || !strings.Contains(res.Content, `reason="not_found"`) {
 			t.Errorf("%s: names search_skills %v, want %v:\n%s", tt.name, got, tt.search, res.Content)
 		}
+		if !res.Failed {
+			t.Errorf("%s: a not-found result is not marked failed (Messages' is_error)", tt.name)
+		}
 	}
 }

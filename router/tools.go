@@ -110,6 +110,20 @@ func DecodeToolArgs(raw json.RawMessage, v any) error {
 	return nil
 }
 
+// ToolFailed recognises the error answers of the router's and the
+// sandbox's tools, whose shapes are fixed for models: load_skill's
+// <skill_error>, search_skills' {"error":...}, the sandbox's {"ok":false,...}.
+// The MCP server's isError and Messages' is_error follow it.
+func ToolFailed(name, out string) bool {
+	switch name {
+	case ToolLoadSkill:
+		return strings.HasPrefix(out, "<skill_error") || strings.HasPrefix(out, `{"error":`)
+	case ToolSearchSkills:
+		return strings.HasPrefix(out, `{"error":`)
+	}
+	return strings.HasPrefix(out, `{"ok":false`) || strings.HasPrefix(out, `{"error":`)
+}
+
 // toolError renders a structured error result for the model.
 func toolError(tool, kind, message string) string {
 	b := wire.Marshal(struct {

@@ -237,6 +237,9 @@ type ToolResult struct {
 	CallID  string
 	Name    string
 	Content string
+	// Failed says the tool refused or failed (Content says why): Messages'
+	// tool_result is_error.
+	Failed bool
 }
 
 // Answer is what the tool loop needs from one upstream answer that calls the

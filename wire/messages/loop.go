@@ -235,7 +235,8 @@ func (r *Request) FollowUp(body []byte, ans *wire.Answer, results []wire.ToolRes
 			Type      string `json:"type"`
 			ToolUseID string `json:"tool_use_id"`
 			Content   string `json:"content"`
-		}{"tool_result", res.CallID, res.Content}))
+			IsError   bool   `json:"is_error,omitempty"`
+		}{"tool_result", res.CallID, res.Content, res.Failed}))
 	}
 	ms, err := jsonspan.Members(body)
 	if err != nil {

@@ -199,6 +199,13 @@ func TestToolLoop(t *testing.T) {
 	if string(next) != want {
 		t.Fatalf("follow-up\n got %s\nwant %s", next, want)
 	}
+	// A result the tool failed with is the API's is_error tool_result.
+	r2, _ := Parse(body)
+	ans2, _, _ := r2.ReadAnswer([]byte(answerWithCall), 0, mine)
+	failed, err := r2.FollowUp(body, ans2, []wire.ToolResult{{CallID: "toolu_1", Content: "<skill_error/>", Failed: true}}, wire.ToolSet{})
+	if err != nil || !strings.Contains(string(failed), `{"type":"tool_result","tool_use_id":"toolu_1","content":"<skill_error/>","is_error":true}`) {
+		t.Fatalf("failed result: %v %s", err, failed)
+	}
 	out, err := r.Final([]byte(finalAnswer), 1, json.RawMessage(`{"input_tokens":30,"output_tokens":8}`), nil)
 	if err != nil {
 		t.Fatal(err)
