@@ -87,7 +87,24 @@ func (t mentionTable) findStrip(text string) ([]string, string) {
 // index of its # or /, and what follows as an id would be written, its
 // trailing punctuation left out (see find).
 func eachMention(text string, f func(start int, raw string)) {
+	fenced := false // inside a ``` block: pasted code ("x = 1 #sql-tuning"), no mentions
 	for i := 0; i < len(text); i++ {
+		if i == 0 || text[i-1] == '\n' {
+			line := text[i:]
+			if k := strings.IndexByte(line, '\n'); k >= 0 {
+				line = line[:k]
+			}
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				if i += len(line); i >= len(text) {
+					break
+				}
+				continue
+			}
+		}
+		if fenced {
+			continue
+		}
 		c := text[i]
 		if c != '#' && c != '/' {
 			continue

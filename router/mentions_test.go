@@ -53,6 +53,9 @@ func TestFindStrip(t *testing.T) {
 		// A frontmatter name one skill has pins it, as load_skill takes it;
 		// one two skills share pins neither.
 		{"use #other-name please", "mismatch-folder", "use  please"},
+		// Inside a fenced code block a # is code ("x = 1 #pdf"), not a mention.
+		{"here:\n```\nx = 1 #pdf\n```\nand #deep-skill", "x/y/deep-skill", "here:\n```\nx = 1 #pdf\n```\nand "},
+		{"  ```py\n#pdf\n", "", "  ```py\n#pdf\n"},
 		{"use #shared-name", "", "use #shared-name"},
 	}
 	for _, tt := range tests {
