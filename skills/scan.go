@@ -264,7 +264,7 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 			}
 		} else if !e.IsDir() {
 			if strings.EqualFold(name, SkillFile) {
-				d.problem(child, SeverityWarning, "found %s but the file must be named exactly %s; not loaded", name, SkillFile)
+				d.problem(child, SeverityError, "found %s but the file must be named exactly %s; not loaded", name, SkillFile)
 			}
 			continue
 		}

@@ -251,7 +251,7 @@ func TestLoadMisnamedSkillFile(t *testing.T) {
 	if len(snap.All()) != 0 {
 		t.Fatal("Skill.md must not load")
 	}
-	mustProblem(t, snap.Problems(), SeverityWarning, "Skill.md", "must be named exactly SKILL.md")
+	mustProblem(t, snap.Problems(), SeverityError, "Skill.md", "must be named exactly SKILL.md")
 }
 
 func TestLoadSizeLimits(t *testing.T) {

@@ -95,13 +95,13 @@ func TestSkillsValidate(t *testing.T) {
 		"../../skills/testdata/lib/broken/empty/SKILL.md:1: error: SKILL.md is empty",
 		"../../skills/testdata/lib/broken/invalid-yaml/SKILL.md:4: error: invalid YAML in frontmatter",
 		"../../skills/testdata/lib/source-a/beta/SKILL.md:2: warning: name \"beta-skill\" does not match",
-		"../../skills/testdata/lib/lowercase/skill.md: warning: found skill.md",
+		"../../skills/testdata/lib/lowercase/skill.md: error: found skill.md",
 	} {
 		if !strings.Contains(out, want+"") {
 			t.Errorf("validate output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 11 errors, 12 warnings") {
+	if !strings.Contains(errOut, "16 skills checked (7 loaded, 9 skipped): 12 errors, 11 warnings") {
 		t.Errorf("summary: %q", errOut)
 	}
 
