@@ -253,3 +253,20 @@ func TestExecutableHungHelpJSONNotRetriedAtOnce(t *testing.T) {
 		t.Errorf("no warning saying it ran out of time:\n%s", logs.String())
 	}
 }
+
+// Builtins offers the built-in tools only and runs no --help-json (the MCP
+// server offers no executable skill's tool).
+func TestBuiltinsRunNoHelpJSON(t *testing.T) {
+	requireProgram(t, "python3")
+	p, logs := newTestProvider(t, nil)
+	calc := fixtureSkill(t, "calc")
+	if got := toolNames(p.Builtins().Tools(context.Background(), []*skills.Skill{calc})); !slices.Equal(got, []string{ToolReadResource, ToolExecute}) {
+		t.Errorf("tools %v", got)
+	}
+	if n := len(logs.records("sandbox: executed")); n != 0 {
+		t.Errorf("%d executions for the built-in tools", n)
+	}
+	if _, ok := p.Builtins().(interface{ DisabledCall(string) (string, bool) }); !ok {
+		t.Error("Builtins lost the provider's other methods")
+	}
+}

@@ -172,6 +172,21 @@ func (p *Provider) Stats() Stats {
 // executable skill, named by its --help-json schema, in the order of active.
 // Tool definitions are byte-stable so upstream prompt caching keeps working.
 func (p *Provider) Tools(ctx context.Context, active []*skills.Skill) []router.Tool {
+	return p.tools(ctx, active, true)
+}
+
+// Builtins is p offering its built-in tools only: executable skills' tools
+// are left out, and their --help-json is not run for them (the MCP server
+// offers no executable skill's tool). Every other method is p's.
+func (p *Provider) Builtins() router.ToolProvider { return builtinsOnly{p} }
+
+type builtinsOnly struct{ *Provider }
+
+func (b builtinsOnly) Tools(ctx context.Context, active []*skills.Skill) []router.Tool {
+	return b.tools(ctx, active, false)
+}
+
+func (p *Provider) tools(ctx context.Context, active []*skills.Skill, executables bool) []router.Tool {
 	if !p.Enabled() {
 		return nil
 	}
@@ -182,6 +197,9 @@ func (p *Provider) Tools(ctx context.Context, active []*skills.Skill) []router.T
 		}
 	}
 	tools := []router.Tool{&resourceTool{p: p, active: set}, &executeTool{p: p, active: set}}
+	if !executables {
+		return tools
+	}
 	taken := map[string]string{}
 	for _, n := range reservedNames {
 		taken[n] = "(built-in)"

@@ -140,7 +140,9 @@ func newSandbox(cfg config, reg *skills.Registry, log *slog.Logger) (*sandbox.Pr
 // newMCPServer builds the MCP server over reg and keeps it in step with
 // reloads.
 func newMCPServer(cfg config, reg *skills.Registry, tools *sandbox.Provider, log *slog.Logger) (*mcpserver.Server, error) {
-	srv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), Rewrite: cfg.rewriteOptions(tools), Sandbox: tools, Logger: log})
+	// The MCP server offers no executable skill's tool: their --help-json
+	// is not run for its sessions.
+	srv, err := mcpserver.New(mcpserver.Config{Version: buildVersion(), Rewrite: cfg.rewriteOptions(tools.Builtins()), Sandbox: tools, Logger: log})
 	if err != nil {
 		return nil, err
 	}
