@@ -105,9 +105,6 @@ func (s *Session) Handles(name string) bool {
 	if offered {
 		return true
 	}
-	if s.clientNames[name] {
-		return false // the client's own tool of that name (never shadowed)
-	}
 	_, disabled := s.disabledCall(name)
 	return disabled
 }
@@ -130,7 +127,13 @@ type disabledCaller interface {
 	DisabledCall(name string) (string, bool)
 }
 
+// disabledCall is the answer to a call of the provider's tool name that
+// the session did not offer, when the provider gives one; never for a name
+// the client's own tool has (a client tool is never shadowed).
 func (s *Session) disabledCall(name string) (string, bool) {
+	if s.clientNames[name] {
+		return "", false
+	}
 	if d, ok := s.opts.Tools.(disabledCaller); ok && d != nil {
 		return d.DisabledCall(name)
 	}
@@ -221,7 +224,7 @@ func (s *Session) call(ctx context.Context, callID, name string, args json.RawMe
 		extra = s.tools.extra[name]
 	}
 	s.mu.Unlock()
-	if !offered && !s.clientNames[name] {
+	if !offered {
 		if out, ok := s.disabledCall(name); ok {
 			s.mu.Lock()
 			s.calls[name]++
