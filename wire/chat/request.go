@@ -175,14 +175,15 @@ func (r *Request) scalars() *wire.Error {
 			}
 		}
 	}
-	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
-		if werr := wire.CheckCap(k, jsonspan.Result(r.body, r.members, k), math.MinInt64); werr != nil {
-			return werr
-		}
+	maxCompletion, maxTokens := jsonspan.Result(r.body, r.members, "max_completion_tokens"), jsonspan.Result(r.body, r.members, "max_tokens")
+	if werr := wire.CheckCap("max_completion_tokens", maxCompletion, math.MinInt64); werr != nil {
+		return werr
+	}
+	if werr := wire.CheckCap("max_tokens", maxTokens, math.MinInt64); werr != nil {
+		return werr
 	}
 	// A cap the API takes must be at least 1.
-	r.maxCompletion = wire.NewBudget(jsonspan.Result(r.body, r.members, "max_completion_tokens"), 1)
-	r.maxTokens = wire.NewBudget(jsonspan.Result(r.body, r.members, "max_tokens"), 1)
+	r.maxCompletion, r.maxTokens = wire.NewBudget(maxCompletion, 1), wire.NewBudget(maxTokens, 1)
 	if raw, ok := get("n"); ok {
 		if json.Unmarshal(raw, &v.Choices) != nil {
 			if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {

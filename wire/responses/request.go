@@ -112,10 +112,8 @@ func Parse(body []byte) (*Request, error) {
 			return nil, err
 		}
 	}
-	for _, k := range []string{"max_output_tokens"} {
-		if werr := wire.CheckCap(k, jsonspan.Result(body, ms, k), 1); werr != nil {
-			return nil, werr
-		}
+	if werr := wire.CheckCap("max_output_tokens", jsonspan.Result(body, ms, "max_output_tokens"), 1); werr != nil {
+		return nil, werr
 	}
 	conv, err := conversationID(body, ms)
 	if err != nil {
