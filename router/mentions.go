@@ -33,14 +33,37 @@ func newMentionTable(list []*skills.Skill) mentionTable {
 		}
 	}
 	for _, s := range list {
-		id := mentionKey(s.ID)
-		t.full[id] = s.ID
-		unique(t.last, id[strings.LastIndexByte(id, '/')+1:], s.ID)
-		if s.Name != "" {
-			unique(t.names, mentionKey(s.Name), s.ID)
+		t.full[mentionKey(s.ID)] = s.ID
+		last, name := shortKeys(s)
+		unique(t.last, last, s.ID)
+		if name != "" {
+			unique(t.names, name, s.ID)
 		}
 	}
 	return t
+}
+
+// shortKeys are the keys a mention finds s by when no other skill has
+// them: the last element of its id, and its name ("" without one).
+func shortKeys(s *skills.Skill) (last, name string) {
+	id := mentionKey(s.ID)
+	if s.Name != "" {
+		name = mentionKey(s.Name)
+	}
+	return id[strings.LastIndexByte(id, '/')+1:], name
+}
+
+// MentionShared lists the skills of list a mention's key (Mention.Key)
+// names by the last element of an id or by a name, in list order: more
+// than one, and the mention pins none of them.
+func MentionShared(list []*skills.Skill, key string) []string {
+	var out []string
+	for _, s := range list {
+		if last, name := shortKeys(s); last == key || name == key {
+			out = append(out, s.ID)
+		}
+	}
+	return out
 }
 
 // find returns the skills mentioned in text, in order of first mention.

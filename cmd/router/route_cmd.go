@@ -219,19 +219,6 @@ func writeDecisionTable(w io.Writer, d *router.Decision, rows int, empty bool) e
 	return nil
 }
 
-// sharing lists the skills whose id ends in key or whose name is key (a
-// mention of either pins only when one skill has it), in library order.
-func sharing(key string, list []*skills.Skill) []string {
-	var out []string
-	for _, s := range list {
-		id := strings.ToLower(s.ID)
-		if id[strings.LastIndexByte(id, '/')+1:] == key || strings.ToLower(s.Name) == key {
-			out = append(out, s.ID)
-		}
-	}
-	return out
-}
-
 // writeUnresolvedMentions says which #mentions of the query pinned no
 // skill, and why: a skill author checks mentions with route, and a
 // mention of a skill skipped for errors, or misspelled, was silently
@@ -254,7 +241,7 @@ func writeUnresolvedMentions(w io.Writer, query string, d *router.Decision, snap
 		case ok:
 			lines = append(lines, fmt.Sprintf("  #%s: not pinned", name))
 		default:
-			if same := sharing(id, snap.Skills()); len(same) > 1 {
+			if same := router.MentionShared(snap.Skills(), id); len(same) > 1 {
 				lines = append(lines, fmt.Sprintf("  #%s: names more than one skill (%s): mention one by its id", name, strings.Join(same, ", ")))
 				continue
 			}
