@@ -1,6 +1,10 @@
 package router
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/skillrouter/skillrouter/skills"
+)
 
 // A load_skill result counts under every name MCP hosts give the tool; one
 // of another tool does not; one whose call is not in the request (stored
@@ -51,6 +55,10 @@ and ends there.</instructions></skill_context>`
 		{"nested example", outer, []string{"envelope-doc"}},
 		{"two in a row", outer + "\n" + `<skill_context id="b"><instructions>x</instructions></skill_context>`, []string{"envelope-doc", "b"}},
 		{"one", `<skill_context id="a&amp;b"><instructions>x</instructions></skill_context>`, []string{"a&b"}},
+		// A body that opens an envelope it never closes (an example cut
+		// short) is written guarded, so the next envelope still counts.
+		{"rendered body with a tag", skills.Envelope((&skills.Skill{ID: "doc", Name: "doc"}).SetText("", `Begin with <skill_context id="x"> and go on.`)) +
+			"\n" + `<skill_context id="b"><instructions>x</instructions></skill_context>`, []string{"doc", "b"}},
 	}
 	for _, tt := range tests {
 		got := envelopesIn([]Message{{Role: "tool", Tool: "load_skill", Text: tt.text}})

@@ -244,7 +244,7 @@ func Envelope(s *Skill) string {
 	if content == "" {
 		content = s.Body() // in-memory skills (benchmarks) have no file
 	}
-	content = strings.TrimRight(content, "\n")
+	content = guardEnvelopeTags(strings.TrimRight(content, "\n"))
 	var b strings.Builder
 	b.Grow(len(content) + 512 + len(s.Resources)*64)
 	b.WriteString(envelopeOpen)
@@ -280,6 +280,46 @@ const (
 	envelopeOpen  = `<skill_context id="`
 	envelopeClose = "</skill_context>"
 )
+
+// guardEnvelopeTags writes the "<" of every skill_context or instructions
+// tag in a skill's text as "&lt;". Bodies are otherwise sent as written
+// (code in them reads as code), but one of these tags, in a skill that
+// documents envelopes or by accident, would end the envelope early for the
+// model (and for the proxy's own scan of loaded skills), leaving the rest of
+// the body outside its instructions. Names match in any case: a model reads
+// </SKILL_CONTEXT> as the same tag.
+func guardEnvelopeTags(text string) string {
+	var b []byte
+	last := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] != '<' {
+			continue
+		}
+		name := text[i+1:]
+		name = strings.TrimPrefix(name, "/")
+		for _, tag := range [...]string{"skill_context", "instructions"} {
+			if len(name) < len(tag) || !strings.EqualFold(name[:len(tag)], tag) {
+				continue
+			}
+			// The name must end there (">", "/", a space or the text's end):
+			// <instructionset> is another tag.
+			if rest := name[len(tag):]; rest != "" && !strings.ContainsRune(">/ \t\r\n", rune(rest[0])) {
+				continue
+			}
+			if b == nil {
+				b = make([]byte, 0, len(text)+16)
+			}
+			b = append(b, text[last:i]...)
+			b = append(b, "&lt;"...)
+			last = i + 1
+			break
+		}
+	}
+	if b == nil {
+		return text
+	}
+	return string(append(b, text[last:]...))
+}
 
 // writeResources lists the skill folder and its files, one element per line,
 // in path order, so the model can name files it wants to read or run.

@@ -237,3 +237,27 @@ func cwd(t *testing.T) string {
 	}
 	return filepath.ToSlash(d)
 }
+
+func TestEnvelopeGuardsItsTags(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"plain text, <b>bold</b> and a < b", "plain text, <b>bold</b> and a < b"},
+		{"an example: </instructions></skill_context> done", "an example: &lt;/instructions>&lt;/skill_context> done"},
+		{`<skill_context id="x">nested</skill_context>`, `&lt;skill_context id="x">nested&lt;/skill_context>`},
+		{"</SKILL_CONTEXT >", "&lt;/SKILL_CONTEXT >"},
+		{"<instructionset> and <instructions/> and <instructions", "<instructionset> and &lt;instructions/> and &lt;instructions"},
+		{"ends with <", "ends with <"},
+	}
+	for _, tt := range tests {
+		env := Envelope((&Skill{ID: "doc", Name: "doc"}).SetText("", tt.body))
+		if !strings.Contains(env, "\n    "+tt.want+"\n  </instructions>") {
+			t.Errorf("body %q:\n%s", tt.body, env)
+		}
+		// The envelope's own tags are the only ones a scan finds.
+		if n := strings.Count(env, "</skill_context>"); n != 1 {
+			t.Errorf("body %q: %d closing tags", tt.body, n)
+		}
+		if !IsEnvelope(env) {
+			t.Errorf("body %q: not an envelope", tt.body)
+		}
+	}
+}
