@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skillrouter/skillrouter/router"
@@ -191,7 +192,10 @@ func summarize(lib *library, cfg Config, s router.Strategy, qs []Query, obs []ob
 			res.Fallbacks++
 		}
 		res.AutoLoadDropped += o.dropped
-		if o.emb != "" && router.UsesEmbedder(s) {
+		// The decision's provider wins over a label naming another (a
+		// router built some other way); a label of the same provider says
+		// more (its model and size).
+		if provider, _, _ := strings.Cut(res.Embedder, " "); o.emb != "" && router.UsesEmbedder(s) && provider != o.emb {
 			res.Embedder = o.emb
 		}
 		selected = append(selected, len(dedupe(o.judged.Selected)))

@@ -117,7 +117,21 @@ func benchBuilder(cfg *config, ec embed.Config) (bench.Builder, string, error) {
 	build := func(ctx context.Context, snap *skills.Snapshot) (bench.Router, error) {
 		return router.New(ctx, snap, opts)
 	}
-	return build, opts.Embedder.Name(), nil
+	return build, embedderLabel(opts.Embedder), nil
+}
+
+// embedderLabel names an embedder in bench rows: its provider, then for a
+// remote one its model, and its size when known, so two arms on the same
+// provider tell apart ("builtin (1024 d)", "ollama nomic-embed-text (768 d)").
+func embedderLabel(e router.Embedder) string {
+	label := e.Name()
+	if _, builtin := e.(*embed.Builtin); !builtin && e.Model() != "" {
+		label += " " + e.Model() // the builtin's model is a fingerprint
+	}
+	if d := e.Dimensions(); d > 0 {
+		label += fmt.Sprintf(" (%d d)", d)
+	}
+	return label
 }
 
 // benchArms are the configuration's A/B arms as bench rows when asked for:

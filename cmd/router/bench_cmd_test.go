@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
 )
 
@@ -191,9 +192,12 @@ ab:
   arms:
     - {name: control, percent: 50}
     - name: lexical
-      percent: 50
+      percent: 25
       strategy: bm25
       embedder: {provider: builtin}
+    - name: small
+      percent: 25
+      embedder: {provider: builtin, dimensions: 512}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +205,8 @@ ab:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, want := range []string{"| control (hybrid) | builtin |", "| lexical (bm25) | none |"} {
+	// Two builtin arms of different sizes tell apart by their labels.
+	for _, want := range []string{"| control (hybrid) | builtin (1024 d) |", "| lexical (bm25) | none |", "| small (hybrid) | builtin (512 d) |"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("no row %q:\n%s", want, stdout)
 		}
@@ -224,6 +229,32 @@ ab:
 		_, _, err := runBenchCmd(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !isUsage(err) {
 			t.Errorf("%v: err = %v, want a usage error containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+type labelEmbedder struct {
+	name, model string
+	dims        int
+}
+
+func (e labelEmbedder) Embed(context.Context, []string) ([][]float32, error) { return nil, nil }
+func (e labelEmbedder) Name() string                                         { return e.name }
+func (e labelEmbedder) Model() string                                        { return e.model }
+func (e labelEmbedder) Dimensions() int                                      { return e.dims }
+
+func TestEmbedderLabel(t *testing.T) {
+	tests := []struct {
+		e    router.Embedder
+		want string
+	}{
+		{embed.NewBuiltin(embed.Config{Dimensions: 512}), "builtin (512 d)"},
+		{labelEmbedder{"ollama", "nomic-embed-text", 768}, "ollama nomic-embed-text (768 d)"},
+		{labelEmbedder{"openai", "text-embedding-3-small", 0}, "openai text-embedding-3-small"},
+	}
+	for _, tt := range tests {
+		if got := embedderLabel(tt.e); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.e.Name(), got, tt.want)
 		}
 	}
 }
