@@ -3,6 +3,7 @@ package skills
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -421,4 +422,53 @@ func TestRegistryWatchBrokenLinkBesideLinkedFolder(t *testing.T) {
 	retry(t, "the broken link's target to load",
 		func() { writeSkill(t, filepath.Join(repo, "pdf"), "") },
 		func() bool { _, ok := r.Snapshot().Get("a-pdf"); return ok })
+}
+
+// The watcher's folder bound is per root, as the scan's is: two roots
+// within it are watched whole together, one beyond it up to the bound.
+func TestWatchBoundPerRoot(t *testing.T) {
+	defer func(n int) { maxFolders = n }(maxFolders)
+	maxFolders = 40
+	mk := func(n int) string {
+		root := t.TempDir()
+		for i := range n - 1 { // the root is a folder too
+			if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("d%03d", i)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+	tests := []struct {
+		name  string
+		sizes []int
+		want  int
+	}{
+		{"two roots within the bound", []int{30, 30}, 60},
+		{"one root beyond it", []int{50}, 40},
+	}
+	for _, tt := range tests {
+		var roots []string
+		for _, n := range tt.sizes {
+			roots = append(roots, mk(n))
+		}
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := quietRegistry(roots)
+		ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}, targets: map[string]bool{}}
+		r.addWatches(ws, roots)
+		got := 0
+		for _, p := range w.WatchList() {
+			for _, root := range roots {
+				if p == root || strings.HasPrefix(p, root+string(filepath.Separator)) {
+					got++
+				}
+			}
+		}
+		w.Close()
+		if got != tt.want {
+			t.Errorf("%s: %d folders watched, want %d", tt.name, got, tt.want)
+		}
+	}
 }

@@ -87,7 +87,8 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			// as well, its events would carry that path, which is no root's.
 			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink && !towardTarget(ev.Name, ws.targets) {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
-					r.watchTree(ws, ev.Name, nil, map[string]bool{})
+					walked := 0
+					r.watchTree(ws, ev.Name, nil, map[string]bool{}, &walked)
 					delete(ws.missing, ev.Name) // a root seen appearing
 				}
 			}
@@ -212,7 +213,8 @@ func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 		// Looked at (again) with the parent watched: a root created before,
 		// or while its parent's watch was added, sent its event to no one.
 		if info, err := os.Stat(root); err == nil && info.IsDir() {
-			r.watchTree(ws, root, nil, seen)
+			walked := 0 // the bound is per root, as Load's scan counts
+			r.watchTree(ws, root, nil, seen, &walked)
 			if ws.missing[root] {
 				delete(ws.missing, root)
 				appeared = true
@@ -239,11 +241,13 @@ func linksOnPath(path string) []string {
 }
 
 // watchTree watches dir and the folders below it; ancestors are the folders
-// above dir in this walk, to stop at symlinks that loop back.
-func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, seen map[string]bool) {
-	if len(ancestors) > maxDepth || len(seen) > maxFolders || !r.add(ws, dir, seen) {
+// above dir in this walk, to stop at symlinks that loop back, and walked
+// counts the folders of this root's walk so far.
+func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, seen map[string]bool, walked *int) {
+	if len(ancestors) > maxDepth || *walked >= maxFolders || !r.add(ws, dir, seen) {
 		return // too deep, or too many (Load reports the runaway tree)
 	}
+	*walked++
 	ancestors = append(ancestors, dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -267,7 +271,7 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 		} else if !e.IsDir() {
 			continue
 		}
-		r.watchTree(ws, child, ancestors, seen)
+		r.watchTree(ws, child, ancestors, seen, walked)
 	}
 }
 
