@@ -268,7 +268,7 @@ func (b *Builtin) EmbedTerms(ctx context.Context, texts []string, terms func(i i
 // embeds them as documents (see EmbedDocuments).
 func (b *Builtin) embedRange(ctx context.Context, texts []string, out [][]float32, terms func(i int, terms []string), docs bool) error {
 	fs := featureSets.Get().(*featureSet)
-	defer featureSets.Put(fs)
+	defer putFeatureSet(fs)
 	for i, t := range texts {
 		if i%64 == 63 {
 			if err := ctx.Err(); err != nil {
@@ -286,6 +286,22 @@ func (b *Builtin) embedRange(ctx context.Context, texts []string, out [][]float3
 // featureSets recycles scratch space: routing embeds one short query per
 // request, and fresh maps per call were a third of its allocations.
 var featureSets = sync.Pool{New: func() any { return new(featureSet) }}
+
+// maxPooledSlots is the largest feature table a pooled scratch keeps: a
+// query's few hundred features fit in a fraction of it. One that embedded a
+// long document (a library build) grew to 32,768 slots or more, and pooled,
+// it served the queries after it: each of their probes then missed the
+// core's caches (half a megabyte, read at random) instead of hitting 16 KB.
+const maxPooledSlots = 4 * u64TableMin
+
+func putFeatureSet(fs *featureSet) {
+	for k := range fs.pos {
+		if len(fs.pos[k].slots) > maxPooledSlots {
+			return // left to the collector; a new one starts small
+		}
+	}
+	featureSets.Put(fs)
+}
 
 // vector computes one unit-length vector (all zeros for text with no
 // features, e.g. only stop words). Features are visited in first-occurrence

@@ -436,3 +436,31 @@ func mixedCorpus(r *rand.Rand, n int, seps ...string) []string {
 	}
 	return out
 }
+
+// A scratch that embedded a long document (a library build) is not pooled:
+// the queries after it would probe its large tables, out of the core's
+// caches. One that embedded a query is.
+func TestPooledScratchStaysSmall(t *testing.T) {
+	b := NewBuiltin(Config{})
+	var long strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&long, "word%d ", i)
+	}
+	for _, tt := range []struct {
+		text   string
+		pooled bool
+	}{{long.String(), false}, {"review this pull request", true}} {
+		fs := new(featureSet)
+		b.vector(tt.text, fs, true)
+		putFeatureSet(fs)
+		found := false
+		for range 8 {
+			if featureSets.Get().(*featureSet) == fs {
+				found = true
+			}
+		}
+		if found != tt.pooled && !(tt.pooled && raceEnabled) { // -race drops some Puts
+			t.Errorf("%d-byte text: pooled %v, want %v", len(tt.text), found, tt.pooled)
+		}
+	}
+}
