@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // kindOf classifies a resource by the first element of its slash path.
@@ -106,6 +107,10 @@ func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 			continue
 		}
 		p := filepath.Join(dir, name)
+		if !utf8.ValidString(name) {
+			l.warn(p, "%s; not listed", notUTF8)
+			continue
+		}
 		r := path.Join(rel, name)
 		switch t := e.Type(); {
 		case t&fs.ModeSymlink != 0:

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 )
 
 // SkillFile is the file that makes a folder a skill.
@@ -224,6 +225,10 @@ func (d *discoverer) discoverRoot(root string) {
 		if abs, err := filepath.Abs(root); err == nil {
 			id = filepath.Base(abs)
 		}
+		if !utf8.ValidString(id) {
+			d.problem(root, SeverityError, "%s; not loaded", notUTF8)
+			return
+		}
 		d.emit(&job{root: root, id: id, dir: root, entries: entries})
 		return
 	}
@@ -272,6 +277,12 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 			d.problem(child, SeverityWarning, "folder nests more than %d levels below its root; not scanned", maxDepth)
 			continue
 		}
+		if !utf8.ValidString(name) {
+			// The id would be written with U+FFFD in every request and
+			// tool, and no request could name the skill again.
+			d.problem(child, SeverityError, "%s; not scanned", notUTF8)
+			continue
+		}
 		if d.folders >= maxFolders {
 			if d.folders == maxFolders {
 				d.problem(root, SeverityWarning, "more than %d folders below this root: stopped scanning at %s (a symlink to a large tree, such as /?); skills further on are not loaded", maxFolders, child)
@@ -293,6 +304,10 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 		d.walk(root, child, childRel, sub, append(ancestors, child))
 	}
 }
+
+// notUTF8 says why a folder or file of another encoding's name is left
+// out: ids and resource paths travel in JSON, which holds UTF-8 only.
+const notUTF8 = "name is not valid UTF-8 (ids and resource paths travel in JSON, which holds only UTF-8): rename it"
 
 func hasSkillFile(entries []os.DirEntry) bool {
 	// ReadDir sorts by name, so a binary search would do; the lists are short.

@@ -715,3 +715,40 @@ func TestScanStopsAtMaxFolders(t *testing.T) {
 		t.Errorf("%d warnings about the bound, want 1: %v", n, snap.Problems())
 	}
 }
+
+// A folder or resource file whose name is not UTF-8 is left out with a
+// problem naming it: its id or path would reach every request as U+FFFD,
+// and no request could name it again.
+func TestScanNamesNotUTF8(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "bad\xffname", SkillFile), "---\nname: badname\ndescription: Bad folder name. Use when testing.\n---\nx\n")
+	good := filepath.Join(root, "good")
+	writeSkill(t, good, "x\n")
+	writeFile(t, filepath.Join(good, "references", "caf\xe9.md"), "x")
+	writeFile(t, filepath.Join(good, "references", "ok.md"), "x")
+	snap := Load(context.Background(), []string{root}, Options{})
+	var ids []string
+	for _, s := range snap.Skills() {
+		ids = append(ids, s.ID)
+	}
+	if !slices.Equal(ids, []string{"good"}) {
+		t.Fatalf("skills %q, want only good", ids)
+	}
+	var folder, file bool
+	for _, p := range snap.Problems() {
+		if strings.Contains(p.Message, "not valid UTF-8") {
+			folder = folder || p.Severity == SeverityError && strings.HasSuffix(p.Path, "bad\xffname")
+		}
+	}
+	s := snap.Skills()[0]
+	for _, p := range s.Problems {
+		file = file || strings.Contains(p.Message, "not valid UTF-8") && strings.HasSuffix(p.Path, "caf\xe9.md")
+	}
+	var res []string
+	for _, r := range s.Resources {
+		res = append(res, r.Path)
+	}
+	if !folder || !file || !slices.Equal(res, []string{"references/ok.md"}) {
+		t.Errorf("folder problem %v, file problem %v, resources %q\n%v\n%v", folder, file, res, snap.Problems(), s.Problems)
+	}
+}
