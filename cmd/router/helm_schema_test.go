@@ -117,11 +117,15 @@ func chartProperties() map[string]any {
 		"fullnameOverride":              map[string]any{"type": []string{"string", "null"}},
 		"terminationGracePeriodSeconds": map[string]any{"type": []string{"integer", "null"}, "minimum": 0},
 		"autoscaling": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
-			"enabled":                        map[string]any{"type": "boolean"},
-			"minReplicas":                    map[string]any{"type": "integer", "minimum": 1},
-			"maxReplicas":                    map[string]any{"type": "integer", "minimum": 1},
-			"targetCPUUtilizationPercentage": map[string]any{"type": "integer", "minimum": 1},
-			"skipRequestCheck":               map[string]any{"type": "boolean"},
+			"enabled":     map[string]any{"type": "boolean"},
+			"minReplicas": map[string]any{"type": "integer", "minimum": 1},
+			"maxReplicas": map[string]any{"type": "integer", "minimum": 1},
+			// null leaves the metric out (the chart refuses an HPA with none).
+			"targetCPUUtilizationPercentage": map[string]any{"type": []string{"integer", "null"}, "minimum": 1},
+			// At most 100: a pod using more memory than it requests is among
+			// the first the kubelet evicts under memory pressure.
+			"targetMemoryUtilizationPercentage": map[string]any{"type": []string{"integer", "null"}, "minimum": 1, "maximum": 100},
+			"skipRequestCheck":                  map[string]any{"type": "boolean"},
 		}},
 		"podDisruptionBudget": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
 			"enabled": map[string]any{"type": "boolean"},

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// hpaMetrics is the rendered HPA's metrics, "cpu=70 memory=80": each an
+// autoscaling/v2 Resource metric on average utilization.
+func hpaMetrics(t *testing.T, docs map[string]manifest) string {
+	t.Helper()
+	hpa := docs["HorizontalPodAutoscaler/r-skillrouter"]
+	if hpa == nil {
+		t.Fatalf("no HorizontalPodAutoscaler (got %v)", keys(docs))
+	}
+	if v := str(hpa, "apiVersion"); v != "autoscaling/v2" {
+		t.Errorf("HPA apiVersion %s, want autoscaling/v2", v)
+	}
+	var out []string
+	for _, m := range list(hpa, "spec", "metrics") {
+		if str(m, "type") != "Resource" || str(m, "resource", "target", "type") != "Utilization" {
+			t.Errorf("metric %v: want a Resource metric on Utilization", m)
+		}
+		out = append(out, fmt.Sprintf("%s=%v", str(m, "resource", "name"), get(m, "resource", "target", "averageUtilization")))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestHelmChartAutoscalingMetrics: the HPA scales on CPU utilization,
+// memory utilization or both; null leaves a metric out, and the defaults
+// render CPU alone, as before the memory target existed. Refused at
+// render: an HPA with no metric, and one on memory while a container has
+// no memory request (the HPA would report "missing request for memory"
+// and never scale); the schema refuses a memory target outside 1-100.
+func TestHelmChartAutoscalingMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	with := func(sets ...[]string) []string { return slices.Concat(sets...) }
+	hpa := []string{"--set", "autoscaling.enabled=true"}
+	mem := with(hpa, []string{"--set", "autoscaling.targetMemoryUtilizationPercentage=80"})
+	noCPU := []string{"--set", "autoscaling.targetCPUUtilizationPercentage=null"}
+	git := []string{"--set", "skills.source=gitSync", "--set", "skills.gitSync.repo=https://example.com/skills"}
+	noMemRequest := []string{"--set", "resources.requests.memory=null", "--set", "resources.limits.memory=null"}
+	for _, c := range []struct {
+		name string
+		set  []string
+		want string // the metrics, or the words of the refusal
+		ok   bool
+	}{
+		{"defaults: CPU only", hpa, "cpu=70", true},
+		{"memory beside CPU", mem, "cpu=70 memory=80", true},
+		{"memory only", with(mem, noCPU), "memory=80", true},
+		// Without a CPU metric no CPU request is needed.
+		{"memory only, no CPU request", with(mem, noCPU, []string{"--set", "resources.requests.cpu=null"}), "memory=80", true},
+		{"memory with git-sync", with(mem, git), "cpu=70 memory=80", true},
+		// A memory limit alone sets the request to it.
+		{"memory request from the limit", with(mem, []string{"--set", "resources.requests.memory=null"}), "cpu=70 memory=80", true},
+		{"a LimitRange gives the requests", with(mem, []string{"--set", "resources=null", "--set", "autoscaling.skipRequestCheck=true"}), "cpu=70 memory=80", true},
+		{"CPU target changed", with(hpa, []string{"--set", "autoscaling.targetCPUUtilizationPercentage=150"}), "cpu=150", true},
+
+		{"no metric", with(hpa, noCPU), "needs a metric to scale on", false},
+		{"no metric, memory null too", with(hpa, noCPU, []string{"--set", "autoscaling.targetMemoryUtilizationPercentage=null"}), "needs a metric to scale on", false},
+		{"memory without a memory request", with(mem, noMemRequest), "resources.requests.memory", false},
+		{"memory without one, CPU off", with(mem, noCPU, noMemRequest), "resources.requests.memory", false},
+		{"memory with git-sync without one", with(mem, git, []string{"--set", "skills.gitSync.resources.requests.memory=null"}), "skills.gitSync.resources.requests.memory", false},
+		// The CPU check still holds beside memory.
+		{"CPU without a CPU request", with(mem, []string{"--set", "resources.requests.cpu=null"}), "resources.requests.cpu", false},
+		{"memory above 100", with(hpa, []string{"--set", "autoscaling.targetMemoryUtilizationPercentage=101"}), "targetMemoryUtilizationPercentage", false},
+		{"memory 0", with(hpa, []string{"--set", "autoscaling.targetMemoryUtilizationPercentage=0"}), "targetMemoryUtilizationPercentage", false},
+		{"memory not a number", with(hpa, []string{"--set", "autoscaling.targetMemoryUtilizationPercentage=high"}), "targetMemoryUtilizationPercentage", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := helmTemplate(t, c.set...)
+			if !c.ok {
+				if err == nil || !strings.Contains(out, c.want) {
+					t.Errorf("%v: rendered (err %v), want a refusal naming %q:\n%.600s", c.set, err, c.want, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", c.set, err, out)
+			}
+			if got := hpaMetrics(t, parseManifests(t, out)); got != c.want {
+				t.Errorf("HPA metrics %q, want %q", got, c.want)
+			}
+			runHelm(t, append([]string{"lint", "--strict", chartDir}, c.set...)...)
+		})
+	}
+	// Without the HPA the targets are not looked at.
+	docs := parseManifests(t, runHelm(t, "template", "r", chartDir, "--namespace", "ai", "--set", "autoscaling.targetCPUUtilizationPercentage=null"))
+	if _, ok := docs["HorizontalPodAutoscaler/r-skillrouter"]; ok {
+		t.Error("an HPA rendered with autoscaling.enabled false")
+	}
+}
