@@ -95,3 +95,87 @@ func TestHelmChartAutoscalingMetrics(t *testing.T) {
 		t.Error("an HPA rendered with autoscaling.enabled false")
 	}
 }
+
+// emptyDirLimits lists the rendered pods' emptyDir volumes with their
+// sizeLimit ("none" without one), "Deployment:cache=2Gi Job:tmp=none",
+// sorted.
+func emptyDirLimits(docs map[string]manifest) string {
+	var out []string
+	for _, k := range keys(docs) {
+		for _, v := range list(docs[k], "spec", "template", "spec", "volumes") {
+			ed, ok := get(v, "emptyDir").(map[string]any)
+			if !ok {
+				continue
+			}
+			limit := "none"
+			if l, ok := ed["sizeLimit"]; ok {
+				limit = fmt.Sprint(l)
+			}
+			kind, _, _ := strings.Cut(k, "/")
+			out = append(out, fmt.Sprintf("%s:%s=%s", kind, str(v, "name"), limit))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// TestHelmChartScratchSizeLimits: every emptyDir of the pods (the router's
+// /tmp and cache, git-sync's checkout and /tmp, the index build Job's /tmp
+// and cache) has a sizeLimit by default, so a runaway folder (tier-3
+// output, the kept routing index) gets its pod evicted instead of filling
+// the node's disk; emptyDirs.<volume>.sizeLimit changes one, null or ""
+// drops it, and what is no quantity, or no volume, is refused.
+func TestHelmChartScratchSizeLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds helm on first use")
+	}
+	git := []string{"--set", "skills.source=gitSync", "--set", "skills.gitSync.repo=https://example.com/skills"}
+	job := []string{"-f", chartDir + "/ci/configmap-pvc-index-values.yaml"}
+	for _, c := range []struct {
+		name string
+		set  []string
+		want string // the emptyDirs' limits, or the words of the refusal
+		ok   bool
+	}{
+		{"defaults", nil, "Deployment:cache=2Gi Deployment:tmp=256Mi", true},
+		{"git-sync", git, "Deployment:cache=2Gi Deployment:git-tmp=64Mi Deployment:git=1Gi Deployment:tmp=256Mi", true},
+		{"index build Job", job, "Deployment:cache=2Gi Deployment:tmp=256Mi Job:cache=2Gi Job:tmp=256Mi", true},
+		{"cache raised", slices.Concat(job, []string{"--set", "emptyDirs.cache.sizeLimit=10Gi"}),
+			"Deployment:cache=10Gi Deployment:tmp=256Mi Job:cache=10Gi Job:tmp=256Mi", true},
+		{"bytes", []string{"--set-string", "emptyDirs.tmp.sizeLimit=1073741824"}, "Deployment:cache=2Gi Deployment:tmp=1073741824", true},
+		{"cache without a limit", slices.Concat(job, []string{"--set", "emptyDirs.cache.sizeLimit=null"}),
+			"Deployment:cache=none Deployment:tmp=256Mi Job:cache=none Job:tmp=256Mi", true},
+		{"empty: no limit", []string{"--set", "emptyDirs.tmp.sizeLimit="}, "Deployment:cache=2Gi Deployment:tmp=none", true},
+		{"a volume null", slices.Concat(git, []string{"--set", "emptyDirs.git=null"}),
+			"Deployment:cache=2Gi Deployment:git-tmp=64Mi Deployment:git=none Deployment:tmp=256Mi", true},
+		{"no limits", slices.Concat(git, []string{"--set", "emptyDirs=null"}),
+			"Deployment:cache=none Deployment:git-tmp=none Deployment:git=none Deployment:tmp=none", true},
+
+		{"not a quantity", []string{"--set", "emptyDirs.cache.sizeLimit=lots"}, "/emptyDirs/cache/sizeLimit", false},
+		{"a negative size", []string{"--set", "emptyDirs.cache.sizeLimit=-1Gi"}, "/emptyDirs/cache/sizeLimit", false},
+		{"a bare number", []string{"--set", "emptyDirs.cache.sizeLimit=1073741824"}, "/emptyDirs/cache/sizeLimit", false},
+		{"a misspelt volume", []string{"--set", "emptyDirs.cach.sizeLimit=1Gi"}, "cach", false},
+		{"a misspelt key", []string{"--set", "emptyDirs.cache.sizelimit=1Gi"}, "sizelimit", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := helmTemplate(t, c.set...)
+			if !c.ok {
+				if err == nil || !strings.Contains(out, "values don't meet the specifications of the schema") || !strings.Contains(out, c.want) {
+					t.Errorf("%v: rendered (err %v), want a schema error naming %q:\n%.600s", c.set, err, c.want, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", c.set, err, out)
+			}
+			docs := parseManifests(t, out)
+			if got := emptyDirLimits(docs); got != c.want {
+				t.Errorf("emptyDir size limits\n got %s\nwant %s", got, c.want)
+			}
+			// Still the pods the chart test accepts (writable emptyDirs at
+			// /tmp and the cache, every mount backed by a volume).
+			checkDeployment(t, docs)
+			runHelm(t, append([]string{"lint", "--strict", chartDir}, c.set...)...)
+		})
+	}
+}

@@ -386,6 +386,21 @@ explicit value may drop the margin, not the sleep or the grace. */}}
 {{- end -}}
 {{- end -}}
 
+{{/* An emptyDir volume's source, with emptyDirs.<volume>.sizeLimit when
+set: past it the kubelet evicts this pod, rather than a runaway folder
+filling the node's disk until the node, short of space, evicts others.
+null or "": no limit. Quoted: a quantity such as 1e3 would otherwise be
+read as a number. */}}
+{{- define "skillrouter.emptyDir" -}}
+{{- $vol := get (.ctx.Values.emptyDirs | default dict) .volume | default dict -}}
+{{- if $vol.sizeLimit -}}
+emptyDir:
+  sizeLimit: {{ $vol.sizeLimit | quote }}
+{{- else -}}
+emptyDir: {}
+{{- end -}}
+{{- end -}}
+
 {{/* The skills volume (pod spec volumes entry), when one is mounted. */}}
 {{- define "skillrouter.skillsVolume" -}}
 {{- if eq .Values.skills.source "configMap" }}
@@ -412,9 +427,9 @@ explicit value may drop the margin, not the sleep or the grace. */}}
     readOnly: true
 {{- else if eq .Values.skills.source "gitSync" }}
 - name: git
-  emptyDir: {}
+  {{- include "skillrouter.emptyDir" (dict "ctx" . "volume" "git") | nindent 2 }}
 - name: git-tmp
-  emptyDir: {}
+  {{- include "skillrouter.emptyDir" (dict "ctx" . "volume" "gitTmp") | nindent 2 }}
 {{- if eq (.Values.skills.gitSync.auth.type | default "none") "ssh" }}
 - name: git-secret
   secret:
