@@ -329,7 +329,7 @@ func TestWatchFailureLoggedOnce(t *testing.T) {
 	var buf bytes.Buffer
 	r := quietRegistry([]string{t.TempDir()})
 	r.SetLogger(slog.New(slog.NewTextHandler(&buf, nil)))
-	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}}
+	ws := newWatchState(w)
 	gone := filepath.Join(t.TempDir(), "gone")
 	for range 3 {
 		if r.add(ws, gone, map[string]bool{}) {
@@ -456,7 +456,7 @@ func TestWatchBoundPerRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := quietRegistry(roots)
-		ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}, targets: map[string]bool{}}
+		ws := newWatchState(w)
 		r.addWatches(ws, roots)
 		got := 0
 		for _, p := range w.WatchList() {

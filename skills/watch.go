@@ -42,7 +42,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	for i, root := range r.roots {
 		roots[i] = filepath.Clean(root)
 	}
-	ws := &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{}, failed: map[string]string{}, targets: map[string]bool{}}
+	ws := newWatchState(w)
 	// Roots the library was loaded without: one that exists by the time
 	// its watch is added appeared unseen, and needs a reload.
 	for _, p := range r.Snapshot().LibraryProblems() {
@@ -145,6 +145,37 @@ type watchState struct {
 	// until watchMissingTargets.
 	targets map[string]bool
 	broken  []string
+	// byFile is the path each watched folder is watched under. fsnotify
+	// keeps one path per kernel watch: a folder added under a second path
+	// (a link to it) is not recorded under it, and a path re-added after
+	// its link moved on to such a folder was left pointing at a watch
+	// fsnotify had dropped, which its next Remove dereferenced (a panic
+	// that took the proxy down). So each folder is added under one path.
+	byFile map[fileID]string
+}
+
+func newWatchState(w *fsnotify.Watcher) *watchState {
+	return &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{},
+		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}}
+}
+
+// unwatch removes the watch of path p (gone, or leading elsewhere now).
+func (ws *watchState) unwatch(p string) {
+	ws.remove(p) // fails when fsnotify dropped it already (the folder moved or went): fine
+	if old, ok := ws.watched[p]; ok {
+		if id, ok := fileIDOf(old); ok && ws.byFile[id] == p {
+			delete(ws.byFile, id)
+		}
+		delete(ws.watched, p)
+	}
+}
+
+// remove is fsnotify's Remove, kept from taking the process down: a state
+// fsnotify gets wrong (see byFile) panicked in it, and a library edit must
+// never stop the proxy. Its lock is released on the way out (deferred).
+func (ws *watchState) remove(p string) {
+	defer func() { _ = recover() }()
+	_ = ws.w.Remove(p)
 }
 
 // relevant drops events that cannot change the library: permission changes
@@ -189,8 +220,7 @@ func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 	for _, p := range ws.w.WatchList() {
 		if old, ok := ws.watched[p]; ok {
 			if now, err := os.Stat(p); err != nil || !os.SameFile(old, now) {
-				_ = ws.w.Remove(p) // fails when the old folder is gone: fine
-				delete(ws.watched, p)
+				ws.unwatch(p)
 				continue
 			}
 		}
@@ -346,6 +376,24 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 	if seen[dir] {
 		return true // already watched: still descend, children may be new
 	}
+	info, statErr := os.Stat(dir)
+	if statErr == nil {
+		if old, ok := ws.watched[dir]; ok && !os.SameFile(old, info) {
+			ws.unwatch(dir) // its link leads elsewhere now: a new watch, not fsnotify's retargeting
+		}
+		if id, ok := fileIDOf(info); ok {
+			if other, dup := ws.byFile[id]; dup && other != dir {
+				if now, err := os.Stat(other); err == nil && os.SameFile(now, info) {
+					// Watched under another path already: its events
+					// are the library's too. Descend all the same; a
+					// folder below may be watched under this path only.
+					seen[dir] = true
+					return true
+				}
+				ws.unwatch(other) // that path leads elsewhere now
+			}
+		}
+	}
 	if err := ws.w.Add(dir); err != nil {
 		// Once per folder and failure: it is tried again after every
 		// reload, which would repeat the line each time.
@@ -356,8 +404,11 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 		return false
 	}
 	delete(ws.failed, dir)
-	if info, err := os.Stat(dir); err == nil {
+	if statErr == nil {
 		ws.watched[dir] = info
+		if id, ok := fileIDOf(info); ok {
+			ws.byFile[id] = dir
+		}
 	}
 	seen[dir] = true
 	return true

@@ -5,12 +5,15 @@ package skills
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"go.uber.org/goleak"
 )
 
@@ -240,5 +243,89 @@ func TestWatchRelativeRoots(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A folder link inside a skill swapped between a folder outside the
+// library and one inside it (which the library also reaches by its own
+// path), as the event loop and the reload's re-walk see it: fsnotify was
+// left with a path whose watch it had dropped, and the next Remove of it
+// panicked (nil watch), killing the proxy. Each folder is now watched under
+// one path, and a link's old watch is removed before its new target's.
+func TestWatchLinkSwappedBetweenWatchedFolders(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	skill := filepath.Join(root, "s")
+	writeSkill(t, skill, "x\n")
+	writeFile(t, filepath.Join(skill, "real", "a.md"), "a")
+	link := filepath.Join(skill, "link")
+	retarget := func(target string) {
+		t.Helper()
+		tmp := link + ".n"
+		if err := os.Symlink(target, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := quietRegistry([]string{root})
+	ws := newWatchState(w)
+	r.addWatches(ws, []string{root})
+	event := func() {
+		walked := 0
+		r.watchTree(ws, link, nil, map[string]bool{}, &walked) // the link's Create event
+	}
+	for i := range 6 {
+		target := outside
+		if i%2 == 1 {
+			target = "real"
+		}
+		retarget(target)
+		event()
+		r.addWatches(ws, []string{root}) // the reload after it
+	}
+	// Swaps faster than reloads: several events between two of them.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		switch rnd.IntN(4) {
+		case 0:
+			retarget(outside)
+		case 1:
+			retarget("real")
+		case 2:
+			event()
+		case 3:
+			r.addWatches(ws, []string{root})
+		}
+	}
+	retarget("real")
+	r.addWatches(ws, []string{root})
+	// Every folder is watched once, under a path that leads to it.
+	byFile := map[string]bool{}
+	for _, p := range w.WatchList() {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Errorf("watched path %s: %v", p, err)
+			continue
+		}
+		id, _ := fileIDOf(info)
+		key := fmt.Sprint(id)
+		if byFile[key] {
+			t.Errorf("folder of %s watched twice", p)
+		}
+		byFile[key] = true
+	}
+	for _, want := range []string{root, skill, filepath.Join(skill, "real")} {
+		if !slices.Contains(w.WatchList(), want) {
+			t.Errorf("%s not watched: %v", want, w.WatchList())
+		}
 	}
 }
