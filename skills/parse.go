@@ -100,21 +100,26 @@ func parse(path, text, folder string, maxBody int64) *Skill {
 		is.errorf(s.BodyLine, "body is %d bytes; the limit is %d bytes — move long material into references/ files", len(body), maxBody)
 	}
 
+	lines := strings.Split(fm, "\n")
 	root, err := parseYAML(fm)
 	if err != nil {
 		line, msg := yamlErrorLine(fm, err)
+		if cut, hint := commentCutError(lines, line, msg); cut > 0 {
+			is.errorf(cut+fmFirstLine-1, "invalid YAML in frontmatter: %s", hint)
+			return s
+		}
 		if strings.HasPrefix(msg, "mapping values are not allowed") {
 			// The usual cause: an unquoted description with a colon in it.
 			msg += `; quote a value that contains ": " (description: "Use when: …")`
 		}
-		if l := strings.Split(fm, "\n"); line >= 1 && line <= len(l) && strings.Contains(l[line-1], "\t") &&
+		if line >= 1 && line <= len(lines) && strings.Contains(lines[line-1], "\t") &&
 			!strings.Contains(msg, "tab") {
 			msg += "; that line holds a tab: YAML indents with spaces"
 		}
 		is.errorf(line+fmFirstLine-1, "invalid YAML in frontmatter: %s", msg)
 		return s
 	}
-	applyFrontmatter(s, root, folder, is)
+	applyFrontmatter(s, root, lines, folder, is)
 	// Only on a skill that loads: a skipped one has its errors to fix first.
 	if !hasError(is.list) && strings.TrimSpace(body) == "" {
 		is.warnf(closeLine, `body is empty: nothing follows the frontmatter's closing "---", so loading the skill gives the model no instructions`)
@@ -200,7 +205,9 @@ func yamlMessage(err error) (int, string) {
 	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
-func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
+// applyFrontmatter reads the parsed frontmatter root into s; lines is the
+// frontmatter's text by line, for the rules YAML's nodes cannot see.
+func applyFrontmatter(s *Skill, root *yaml.Node, lines []string, folder string, is *issues) {
 	if root == nil {
 		is.errorf(1, "frontmatter is empty; add name: and description:")
 		return
@@ -232,6 +239,7 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 			if str, ok := scalarString(v); ok {
 				s.Name = strings.TrimSpace(str)
 				warnComment(v, key, is)
+				warnCommentLine(lines, k, v, is)
 			} else {
 				is.errorf(fileLine(v), "name must be a string, found %s", kindName(v))
 				delete(seen, key) // already reported; skip the value rules
@@ -241,6 +249,7 @@ func applyFrontmatter(s *Skill, root *yaml.Node, folder string, is *issues) {
 			if str, ok := scalarString(v); ok {
 				s.Description = strings.TrimSpace(str)
 				warnComment(v, key, is)
+				warnCommentLine(lines, k, v, is)
 			} else {
 				is.errorf(fileLine(v), "description must be a string, found %s", kindName(v))
 				delete(seen, key)
@@ -308,6 +317,117 @@ func warnComment(v *yaml.Node, key string, is *issues) {
 	}
 	is.warnf(fileLine(v), `%s ends at " #", which starts a YAML comment, so it is %q and %q is left out; quote the whole value if that text belongs to it`,
 		key, v.Value, ShortDescription(v.LineComment, 60))
+}
+
+// commentLineCut finds the comment line that ends the plain (unquoted)
+// value v of the mapping key k. YAML ends a plain value at a line that is a
+// comment, however the text around it is indented, so in
+//
+//	description: Extract text from PDFs,
+//	  # TODO mention OCR
+//	  Use when the user mentions PDFs.
+//
+// the description is "Extract text from PDFs," and the third line continues
+// nothing (yaml.v3: "did not find expected key"); without that third line
+// the YAML is valid and the comment, indented as part of the value, simply
+// is not in it. cut is the frontmatter line (1-based, as lines is indexed
+// from 0) of the first comment line among the value's lines: those after
+// its first, before the next line that holds text at or left of k's
+// indentation. A comment line counts when it is indented under k, or when
+// text indented under k follows it (a comment at the key's own indentation,
+// followed by the next key, is a comment between keys). more is the first
+// line after cut with text indented under k, 0 when there is none. It reads
+// only lines, so any input is safe.
+func commentLineCut(lines []string, k, v *yaml.Node) (cut, more int) {
+	if k == nil || v == nil || v.Kind != yaml.ScalarNode || v.Style != 0 || v.Line < k.Line {
+		return 0, 0 // not plain, or an alias's anchor elsewhere
+	}
+	keyIndent := k.Column - 1
+	comment := 0 // the first comment line after the value's first line
+	for i := v.Line; i < len(lines); i++ {
+		l := lines[i]
+		t := strings.TrimLeft(l, " \t")
+		if t == "" {
+			continue
+		}
+		deeper := len(l)-len(strings.TrimLeft(l, " ")) > keyIndent
+		switch {
+		case t[0] == '#':
+			if comment == 0 {
+				comment = i + 1
+			}
+			if deeper && cut == 0 {
+				cut = i + 1
+			}
+		case !deeper:
+			return cut, 0 // the next key: the value ended before it
+		case comment != 0:
+			return comment, i + 1 // text after the comment that YAML refuses
+		}
+	}
+	return cut, 0
+}
+
+// warnCommentLine warns when a comment line sits inside a plain value's
+// lines, indented as part of it, and the value (valid YAML) ends there: the
+// comment's text is not in it. When text follows the comment the YAML is
+// invalid, and commentCutError names the same cause as an error.
+func warnCommentLine(lines []string, k, v *yaml.Node, is *issues) {
+	cut, _ := commentLineCut(lines, k, v)
+	if cut == 0 {
+		return
+	}
+	is.warnf(cut+fmFirstLine-1, `%s is cut at line %d: %q is a YAML comment, which ends an unquoted value, so it is not in the %s %q; %s`,
+		k.Value, cut+fmFirstLine-1, ShortDescription(lines[cut-1], 60), k.Value, ShortDescription(v.Value, 60), commentCutFix(k.Value))
+}
+
+// commentCutError explains yaml.v3's "did not find expected key" at
+// frontmatter line bad when its cause is a comment that ended the plain
+// value before it: a comment line (commentLineCut) or a " #" comment after
+// the value's last text, followed by text indented as if the value went on.
+// cut is the frontmatter line of that comment, 0 when the cause is another.
+func commentCutError(lines []string, bad int, msg string) (cut int, hint string) {
+	if msg != "did not find expected key" || bad < 2 || bad > len(lines) ||
+		bad > maxLocateLines || len(lines) > maxLocateLines {
+		return 0, ""
+	}
+	// The frontmatter before the line parses: its last key is the one whose
+	// value the line was meant to continue.
+	root, err := parseYAML(strings.Join(lines[:bad-1], "\n"))
+	if err != nil || root == nil || root.Kind != yaml.MappingNode || len(root.Content) < 2 {
+		return 0, ""
+	}
+	k, v := root.Content[len(root.Content)-2], root.Content[len(root.Content)-1]
+	if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode || v.Style != 0 {
+		return 0, ""
+	}
+	l := lines[bad-1]
+	if len(l)-len(strings.TrimLeft(l, " ")) <= k.Column-1 {
+		return 0, "" // not indented under the key: not a continuation
+	}
+	var what string
+	if v.LineComment != "" {
+		// A " #" comment after the value's text, which comes before any
+		// comment line: on the value's last line of text.
+		for cut = bad - 1; cut > v.Line; cut-- {
+			if t := strings.TrimSpace(lines[cut-1]); t != "" && t[0] != '#' {
+				break
+			}
+		}
+		what = fmt.Sprintf(`" %s" is a YAML comment (after a space, # starts one)`, ShortDescription(v.LineComment, 60))
+	} else if c, more := commentLineCut(lines[:bad], k, v); more == bad {
+		cut = c
+		what = fmt.Sprintf("%q is a YAML comment", ShortDescription(lines[cut-1], 60))
+	} else {
+		return 0, ""
+	}
+	return cut, fmt.Sprintf(`%s is cut at line %d: %s, which ends an unquoted value, so line %d (%q) continues nothing (%s); %s`,
+		k.Value, cut+fmFirstLine-1, what, bad+fmFirstLine-1, ShortDescription(l, 60), msg, commentCutFix(k.Value))
+}
+
+// commentCutFix is how to keep a # line in a value, or keep it out.
+func commentCutFix(key string) string {
+	return fmt.Sprintf(`to keep the text, quote the whole %[1]s or make it a block scalar ("%[1]s: >", the text indented below); a note belongs above "%[1]s:" or unindented`, key)
 }
 
 // fileLine maps a node's YAML line to the SKILL.md line.

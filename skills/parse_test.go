@@ -93,6 +93,35 @@ func TestParseBrokenInput(t *testing.T) {
 		{"quoted hash", "---\nname: x\ndescription: \"Use #python for scripts\"\n---\n", []want{emptyBody}},
 		{"hash inside a word", "---\nname: x\ndescription: C# and F#\n---\n", []want{emptyBody}},
 		{"block scalar with hash", "---\nname: x\ndescription: >\n  Use #python\n  for scripts\n---\n", []want{emptyBody}},
+		// A comment line ends a plain multi-line value too, however it is
+		// indented. Text after it is invalid YAML (yaml.v3: "did not find
+		// expected key" on the text's line): the error names the comment line
+		// as the cause. Without text after it the YAML is valid and the
+		// comment, indented as part of the value, is not in it: a warning.
+		{"comment line then more text", "---\nname: x\ndescription: Extract text from PDFs,\n  fill forms.\n  # TODO mention OCR\n  Use when the user mentions PDFs.\n---\n",
+			[]want{{SeverityError, 5, `invalid YAML in frontmatter: description is cut at line 5: "# TODO mention OCR" is a YAML comment, which ends an unquoted value, so line 6 ("Use when the user mentions PDFs.") continues nothing (did not find expected key); to keep the text, quote the whole description or make it a block scalar ("description: >"`}}},
+		{"unindented comment line then more text", "---\nname: x\ndescription: Extract text,\n# TODO\n  Use when PDFs.\n---\n", []want{{SeverityError, 4, `description is cut at line 4: "# TODO" is a YAML comment`}}},
+		{"comment line between blank lines then more text", "---\nname: x\ndescription: Extract text,\n\n  # TODO\n\n  Use when PDFs.\n---\n", []want{{SeverityError, 5, `so line 7 ("Use when PDFs.") continues nothing`}}},
+		{"two comment lines then more text", "---\nname: x\ndescription: a\n  # one\n  # two\n  b\n---\n", []want{{SeverityError, 4, `description is cut at line 4: "# one"`}}},
+		{"comment line then text with a colon", "---\nname: x\ndescription: a\n  # one\n  Use when: b\n---\n", []want{{SeverityError, 4, `description is cut at line 4`}}},
+		{"name cut by a comment line", "---\nname: x\n  # draft\n  y\ndescription: d\n---\n", []want{{SeverityError, 3, `name is cut at line 3`}}},
+		{"indented frontmatter comment line", "---\n  name: x\n  description: a\n    # one\n    b\n---\n", []want{{SeverityError, 4, `description is cut at line 4`}}},
+		{"trailing comment then more text", "---\nname: x\ndescription: tools #internal\n  more text\n---\n", []want{{SeverityError, 3, `description is cut at line 3: " #internal" is a YAML comment (after a space, # starts one), which ends an unquoted value, so line 4 ("more text") continues nothing`}}},
+		{"trailing comment on a later line then more text", "---\nname: x\ndescription: tools\n  fill #internal\n\n  more text\n---\n", []want{{SeverityError, 4, `so line 6 ("more text") continues nothing`}}},
+		{"trailing comment, comment line, then more text", "---\nname: x\ndescription: a\n  b #x\n  # y\n  c\n---\n", []want{{SeverityError, 4, `description is cut at line 4: " #x" is a YAML comment`}}},
+		{"comment on the key's line, comment line, then more text", "---\nname: x\ndescription: # note\n  a\n  # c\n  b\n---\n", []want{{SeverityError, 5, `description is cut at line 5: "# c" is a YAML comment`}}},
+		{"comment line then the next key", "---\nname: x\ndescription: Extract text from PDFs,\n  fill forms.\n  # TODO mention OCR\nlicense: MIT\n---\n",
+			[]want{{SeverityWarning, 5, `description is cut at line 5: "# TODO mention OCR" is a YAML comment, which ends an unquoted value, so it is not in the description "Extract text from PDFs, fill forms."; to keep the text, quote the whole description`}, emptyBody}},
+		{"comment line ends the frontmatter", "---\nname: x\ndescription: a\n  b\n    # more\n---\n", []want{{SeverityWarning, 5, `description is cut at line 5: "# more"`}, emptyBody}},
+		{"indented comment line after an unindented one", "---\nname: x\ndescription: a\n# note\n  # inside\nlicense: MIT\n---\n", []want{{SeverityWarning, 5, `"# inside" is a YAML comment`}, emptyBody}},
+		{"comment line in an empty description", "---\nname: x\ndescription:\n  # Extract text\nlicense: MIT\n---\n", []want{{SeverityWarning, 4, `description is cut at line 4`}, {SeverityError, 3, "description is empty"}}},
+		{"comment line between keys", "---\nname: x\ndescription: a\n  b\n# a note\nlicense: MIT\n---\n", []want{emptyBody}},
+		{"comment line above the value", "---\nname: x\ndescription:\n  # a note\n  Use when PDFs.\n---\n", []want{emptyBody}},
+		{"comment line in a block scalar", "---\nname: x\ndescription: >\n  a\n  # b\n  c\n---\n", []want{emptyBody}},
+		{"comment line in a quoted value", "---\nname: x\ndescription: \"a\n  # b\n  c\"\n---\n", []want{emptyBody}},
+		{"comment line in another key", "---\nname: x\ndescription: y\nlicense: MIT\n  # b\n---\n", []want{emptyBody}},
+		{"hash inside words on continuation lines", "---\nname: x\ndescription: Tools for C#\n  and F# projects.\n---\n", []want{emptyBody}},
+		{"comment line under a nested mapping", "---\nname: x\ndescription: y\nmetadata:\n  a: 1\n  # c\n   b: 2\n---\n", []want{{SeverityError, 7, "invalid YAML in frontmatter: did not find expected key"}}},
 		{"invalid YAML colon hint", "---\nname: x\ndescription: Use when: the user asks\n---\n", []want{{SeverityError, 3, `quote a value that contains ": "`}}},
 		{"invalid YAML tab hint", "---\nname: x\ndescription: d\ntags:\n\t- a\n---\n", []want{{SeverityError, 5, "that line holds a tab: YAML indents with spaces"}}},
 		// A skill with no instructions is almost certainly a mistake; the
@@ -257,6 +286,8 @@ func FuzzParse(f *testing.F) {
 		"---\nname: x\ndescription: {a: 1\n---\n", "\uFEFF---\r\nname: a\r\ndescription: b\r\n---\r\n",
 		"---\n- a\n---\n", "---\nname: x\ndescription: y\nmeta: &a [*a]\n---\n",
 		"---\nname: x\ndescription: y\nname: z\n---\n", "---\nname: \xff\n---\n",
+		"---\nname: x\ndescription: a\n  # c\n  b\n---\n", "---\nname: x\ndescription: a\n  # c\nlicense: y\n---\n",
+		"---\nname: x\ndescription: a #c\n\n  b\n---\n", "---\n  name: x\n  description: *a\n    # c\n---\n",
 	}
 	_ = filepath.WalkDir(fixtureLib, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.Name() == SkillFile {
@@ -285,9 +316,10 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("loaded with invalid name %q", s.Name)
 			}
 		}
+		lines := strings.Count(string(data), "\n") + 1
 		for _, p := range s.Problems {
-			if p.Line < 0 {
-				t.Fatalf("negative line: %v", p)
+			if p.Line < 0 || p.Line > lines {
+				t.Fatalf("line out of the file's %d: %v", lines, p)
 			}
 		}
 		if _, err := json.Marshal(s); err != nil {
