@@ -86,7 +86,12 @@ func (s *Server) library(c echo.Context) (Library, bool) {
 }
 
 // listSkills serves GET /v1/skills: every skill found, skipped ones included
-// (with the problems that kept them out), in id order.
+// (with the problems that kept them out), in id order, and the problems
+// that belong to no skill (a root that does not exist or cannot be read, a
+// symlink loop, the folder bound), which no entry of data could carry. So
+// the entries' problems and the top-level ones are, between them, every
+// problem POST /v1/skills/reload and `router skills validate` report, in
+// the same {path, line, severity, message} shape.
 func (s *Server) listSkills(c echo.Context) error {
 	lib, ok := s.library(c)
 	if !ok {
@@ -97,19 +102,28 @@ func (s *Server) listSkills(c echo.Context) error {
 	roots := rootPrefixes(snap.Roots())
 	data := make([]skillEntry, 0, len(all))
 	for _, sk := range all {
-		probs := make([]skills.Problem, len(sk.Problems))
-		for i, p := range sk.Problems {
-			probs[i] = forClients(p, roots)
-		}
 		data = append(data, skillEntry{ID: sk.ID, Object: "skill", Name: sk.Name, Description: sk.Description,
-			Type: sk.Type, Skipped: sk.Skipped, Problems: probs})
+			Type: sk.Type, Skipped: sk.Skipped, Problems: problemsForClients(sk.Problems, roots)})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data,
+		"problems": problemsForClients(snap.LibraryProblems(), roots)})
+}
+
+// problemsForClients is forClients on each problem; never nil, so the JSON
+// shows [] rather than null.
+func problemsForClients(ps []skills.Problem, roots []rootPrefix) []skills.Problem {
+	out := make([]skills.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = forClients(p, roots)
+	}
+	return out
 }
 
 // rootPrefix is a library root as paths begin with it, and what a
-// message shows in its place.
-type rootPrefix struct{ path, label string }
+// message shows in its place; name is what stands for the root itself
+// (rootLabel), in a path or message that names it, as a problem of the
+// root does.
+type rootPrefix struct{ path, label, name string }
 
 // rootPrefixes are the library roots as paths begin with them, as given
 // and absolute, the longest first: a root inside another names the
@@ -123,9 +137,10 @@ func rootPrefixes(roots []string) []rootPrefix {
 		if len(roots) > 1 {
 			label = rootLabel(r) + "/"
 		}
-		prefixes = append(prefixes, rootPrefix{strings.TrimSuffix(r, string(filepath.Separator)) + string(filepath.Separator), label})
+		name := rootLabel(r)
+		prefixes = append(prefixes, rootPrefix{strings.TrimSuffix(r, string(filepath.Separator)) + string(filepath.Separator), label, name})
 		if abs, err := filepath.Abs(r); err == nil && abs != r {
-			prefixes = append(prefixes, rootPrefix{abs + string(filepath.Separator), label})
+			prefixes = append(prefixes, rootPrefix{abs + string(filepath.Separator), label, name})
 		}
 	}
 	slices.SortFunc(prefixes, func(a, b rootPrefix) int { return len(b.path) - len(a.path) })
@@ -150,8 +165,75 @@ func rootLabel(root string) string {
 }
 
 // absolutePath is a path a message names outside every root (a symlink's
-// target), once the roots are taken off.
-var absolutePath = regexp.MustCompile(`(^|[\s("'])/[^\s,;:"')]+`)
+// target), once the roots are taken off. A "?" ends it: "such as /?" in the
+// folder bound's warning is text, not a path.
+var absolutePath = regexp.MustCompile(`(^|[\s("'])/[^\s,;:"')?]+`)
+
+// pathEnd reports whether a path a message names ends at byte i of msg.
+func pathEnd(msg string, i int) bool {
+	return i == len(msg) || strings.IndexByte(" \t\n,;:\"')?", msg[i]) >= 0
+}
+
+// pathStart reports whether a path a message names may start at byte i of msg.
+func pathStart(msg string, i int) bool {
+	return i == 0 || strings.IndexByte(" \t\n(\"'", msg[i-1]) >= 0
+}
+
+// replaceRoot replaces in msg each whole occurrence of root (not one inside
+// another path, as "/srv/skills" is in "/srv/skills2" or "/x/srv/skills")
+// with name.
+func replaceRoot(msg, root, name string) string {
+	if root == "" {
+		return msg
+	}
+	var b strings.Builder
+	done := 0 // msg[:done] is in b
+	for off := 0; ; {
+		i := strings.Index(msg[off:], root)
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + len(root)
+		if pathStart(msg, i) && pathEnd(msg, off) {
+			b.WriteString(msg[done:i])
+			b.WriteString(name)
+			done = off
+		}
+	}
+	b.WriteString(msg[done:])
+	return b.String()
+}
+
+// rootPath is a problem's path that is a root itself (a root that does not
+// exist, the folder bound), or the roots joined by the list separator (a
+// scan stopped early), by the roots' names; ok is false for any other.
+func rootPath(p string, prefixes []rootPrefix) (string, bool) {
+	name := func(part string) (string, bool) {
+		k := slices.IndexFunc(prefixes, func(pre rootPrefix) bool {
+			return strings.TrimSuffix(part, string(filepath.Separator))+string(filepath.Separator) == pre.path
+		})
+		if k < 0 {
+			return "", false
+		}
+		return prefixes[k].name, true
+	}
+	if p == "" {
+		return "", false
+	}
+	if n, ok := name(p); ok {
+		return n, true
+	}
+	parts := filepath.SplitList(p)
+	for i, part := range parts {
+		n, ok := name(part)
+		if !ok {
+			return "", false
+		}
+		parts[i] = n
+	}
+	return strings.Join(parts, string(filepath.ListSeparator)), len(parts) > 1
+}
 
 // forClients gives a problem's paths, in its path and its message (a
 // shadowed copy, a shared name), below their library root (prefixes, from
@@ -159,13 +241,23 @@ var absolutePath = regexp.MustCompile(`(^|[\s("'])/[^\s,;:"')]+`)
 // target): any client with a key may list the library, and where the
 // operator keeps it (/home/alice/...), or what its links lead to, is not
 // theirs to see. The admin's reload answer and the log keep the full paths.
+//
+// A root itself, in a problem of the root (one that does not exist, or
+// another root that is the same directory), is named as rootLabel names
+// it: ~/.claude/skills, a relative root as given, any other by its last
+// two folders.
 func forClients(p skills.Problem, prefixes []rootPrefix) skills.Problem {
+	root, isRoot := rootPath(p.Path, prefixes)
 	for _, pre := range prefixes {
 		p.Path = strings.ReplaceAll(p.Path, pre.path, "")
 		p.Message = strings.ReplaceAll(p.Message, pre.path, pre.label)
+		p.Message = replaceRoot(p.Message, strings.TrimSuffix(pre.path, string(filepath.Separator)), pre.name)
 	}
 	p.Message = absolutePath.ReplaceAllString(p.Message, "${1}a path outside the library")
-	if filepath.IsAbs(p.Path) {
+	switch {
+	case isRoot:
+		p.Path = root
+	case filepath.IsAbs(p.Path):
 		p.Path = filepath.Base(p.Path)
 	}
 	p.Path = filepath.ToSlash(p.Path)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +256,130 @@ func TestRootLabel(t *testing.T) {
 		if got := rootLabel(root); got != want {
 			t.Errorf("%s: %s, want %s", root, got, want)
 		}
+	}
+}
+
+// Problems that belong to no skill (a root that is missing, a file, the same
+// directory as another; a symlink loop) are listed at the top level of GET
+// /v1/skills, in the shape of the skills' own, their paths named as clients
+// see paths: no entry of data could carry them, and before they were in
+// no answer a client could read.
+func TestSkillsListRootlessProblems(t *testing.T) {
+	skill := func(root string) {
+		os.MkdirAll(filepath.Join(root, "pdf"), 0o755)
+		os.WriteFile(filepath.Join(root, "pdf", "SKILL.md"), []byte("---\nname: pdf\ndescription: Make PDF files.\n---\nSteps.\n"), 0o644)
+	}
+	tests := []struct {
+		name  string
+		roots func(t *testing.T, r1 string) []string
+		want  func(r1 string, roots []string) []skills.Problem
+	}{
+		{"none", func(t *testing.T, r1 string) []string { return []string{r1} },
+			func(string, []string) []skills.Problem { return []skills.Problem{} }},
+		{"root does not exist", func(t *testing.T, r1 string) []string {
+			return []string{r1, filepath.Join(t.TempDir(), "team", "skills")}
+		}, func(_ string, roots []string) []skills.Problem {
+			return []skills.Problem{{Path: "team/skills", Severity: skills.SeverityError, Message: "skills root does not exist"}}
+		}},
+		{"root is a file", func(t *testing.T, r1 string) []string {
+			f := filepath.Join(t.TempDir(), "skills.md")
+			os.WriteFile(f, []byte("x"), 0o644)
+			return []string{f, r1}
+		}, func(_ string, roots []string) []skills.Problem {
+			return []skills.Problem{{Path: rootLabel(roots[0]), Severity: skills.SeverityError, Message: "skills root is a file, not a directory"}}
+		}},
+		{"root twice", func(t *testing.T, r1 string) []string {
+			link := filepath.Join(t.TempDir(), "again")
+			if err := os.Symlink(r1, link); err != nil {
+				t.Skip(err)
+			}
+			return []string{r1, link}
+		}, func(r1 string, roots []string) []skills.Problem {
+			return []skills.Problem{{Path: rootLabel(roots[1]), Severity: skills.SeverityWarning,
+				Message: "skills root is the same directory as " + rootLabel(r1) + "; scanned once"}}
+		}},
+		{"symlink loop", func(t *testing.T, r1 string) []string {
+			if err := os.Symlink(r1, filepath.Join(r1, "loop")); err != nil {
+				t.Skip(err)
+			}
+			return []string{r1}
+		}, func(r1 string, _ []string) []skills.Problem {
+			return []skills.Problem{{Path: "loop", Severity: skills.SeverityWarning,
+				Message: "symlink loop: points back to " + rootLabel(r1) + "; skipped"}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r1 := filepath.Join(t.TempDir(), "lib", "skills")
+			skill(r1)
+			roots := tt.roots(t, r1)
+			reg := skills.NewRegistry(roots, skills.Options{})
+			h := newHarness(t, func(c *Config) { c.Library = reg })
+			resp, b := h.do("GET", "/v1/skills", "", nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d %s", resp.StatusCode, b)
+			}
+			var list struct {
+				Object   string            `json:"object"`
+				Data     []skillEntry      `json:"data"`
+				Problems *[]skills.Problem `json:"problems"`
+			}
+			if err := json.Unmarshal(b, &list); err != nil {
+				t.Fatal(err)
+			}
+			if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "pdf" || len(list.Data[0].Problems) != 0 {
+				t.Fatalf("the skill's entry changed: %s", b)
+			}
+			if list.Problems == nil {
+				t.Fatalf("no top-level problems (an empty list is []): %s", b)
+			}
+			if want := tt.want(r1, roots); !reflect.DeepEqual(*list.Problems, want) {
+				t.Errorf("problems = %+v\nwant %+v", *list.Problems, want)
+			}
+			// The full set, as POST /v1/skills/reload and `router skills
+			// validate` report it, is the entries' and the top level's.
+			if n := len(*list.Problems); n != len(reg.Snapshot().Problems()) {
+				t.Errorf("%d problems listed, the library has %d", n, len(reg.Snapshot().Problems()))
+			}
+			for _, r := range roots {
+				if strings.Contains(string(b), filepath.Dir(r)) {
+					t.Errorf("the listing names %s:\n%s", r, b)
+				}
+			}
+		})
+	}
+}
+
+// forClients on the problems Load reports outside any skill: a root is
+// named by its label, a path that merely starts like a root is not.
+func TestForClientsRootPaths(t *testing.T) {
+	sep := string(os.PathListSeparator)
+	roots := rootPrefixes([]string{"/srv/team/skills", "/srv/team/skills/nested", "/opt/more/skills"})
+	tests := []struct {
+		name string
+		in   skills.Problem
+		want skills.Problem
+	}{
+		{"root", skills.Problem{Path: "/srv/team/skills", Message: "skills root does not exist"},
+			skills.Problem{Path: "team/skills", Message: "skills root does not exist"}},
+		{"root with a trailing separator", skills.Problem{Path: "/opt/more/skills/", Message: "x"},
+			skills.Problem{Path: "more/skills", Message: "x"}},
+		{"nested root", skills.Problem{Path: "/srv/team/skills/nested", Message: "skills root is the same directory as /opt/more/skills; scanned once"},
+			skills.Problem{Path: "skills/nested", Message: "skills root is the same directory as more/skills; scanned once"}},
+		{"roots joined: a scan stopped early", skills.Problem{Path: "/srv/team/skills" + sep + "/opt/more/skills", Message: "scan stopped early"},
+			skills.Problem{Path: "team/skills" + sep + "more/skills", Message: "scan stopped early"}},
+		{"folder bound", skills.Problem{Path: "/opt/more/skills", Message: "more than 100000 folders below this root: stopped scanning at /opt/more/skills/a/b (a symlink to a large tree, such as /?); skills further on are not loaded"},
+			skills.Problem{Path: "more/skills", Message: "more than 100000 folders below this root: stopped scanning at more/skills/a/b (a symlink to a large tree, such as /?); skills further on are not loaded"}},
+		{"a path that starts like a root", skills.Problem{Path: "/srv/team/skills2", Message: "see /srv/team/skills2 and /x/srv/team/skills"},
+			skills.Problem{Path: "skills2", Message: "see a path outside the library and a path outside the library"}},
+		{"loop back to the root", skills.Problem{Path: "/srv/team/skills/a/loop", Message: "symlink loop: points back to /srv/team/skills; skipped"},
+			skills.Problem{Path: "a/loop", Message: "symlink loop: points back to team/skills; skipped"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := forClients(tt.in, roots); got != tt.want {
+				t.Errorf("forClients = %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }
