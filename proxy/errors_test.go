@@ -357,3 +357,29 @@ func TestUpstreamErrorKeyMasked(t *testing.T) {
 		}
 	}
 }
+
+// An upstream error page that quotes the URL it refused shows the
+// credentials the base URL carries (a query key, a password): masked as the
+// operator's key is, whoever authenticated the request; a short or
+// harmless parameter is left as it came.
+func TestUpstreamErrorURLSecretsMasked(t *testing.T) {
+	const qkey, pass = "sk-QUERYKEY-99999", "hunter2-long-password"
+	h := newHarness(t, func(c *Config) {
+		u := *c.Upstream
+		u.RawQuery = "api-key=" + qkey + "&api-version=2024-10-21&sig=abc"
+		u.User = url.UserPassword("op", pass)
+		c.Upstream = &u
+	})
+	h.up.Handle("/v1/echourl", func(w http.ResponseWriter, r *http.Request, _ fakeai.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		user, p, _ := r.BasicAuth()
+		fmt.Fprintf(w, "Unknown URL %s (user %s:%s)", r.URL.RequestURI(), user, p)
+	})
+	resp, b := h.do("GET", "/v1/echourl?foo=bar", "", map[string]string{"Authorization": "Bearer sk-client-key-000"})
+	got := string(b)
+	if resp.StatusCode != 404 || strings.Contains(got, qkey) || strings.Contains(got, pass) ||
+		!strings.Contains(got, "sk-**********9999") || !strings.Contains(got, "api-version=2024-10-21") || !strings.Contains(got, "sig=abc") {
+		t.Errorf("%d %s", resp.StatusCode, got)
+	}
+}

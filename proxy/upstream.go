@@ -14,10 +14,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -174,8 +176,10 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	}
 	b.ctx, b.ReadCloser, b.name = ctx, resp.Body, t.base.Host
 	resp.Body = b
-	if resp.StatusCode >= 400 && t.apiKey != "" && !t.keepsClientKey(in.Header) {
-		resp.Body = withKeyMasked(resp, t.apiKey)
+	if resp.StatusCode >= 400 {
+		if secrets := t.secrets(in.Header); len(secrets) > 0 {
+			resp.Body = withKeyMasked(resp, secrets)
+		}
 	}
 	if s.cfg.ModifyResponse != nil {
 		if err := s.cfg.ModifyResponse(resp); err != nil {
@@ -186,16 +190,45 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	return resp, elapsed, nil
 }
 
-// withKeyMasked is the body of an upstream error answer to a request the
-// proxy authenticated with the operator's key, with that key masked where
-// the body repeats it: some gateways quote the credential they refused
-// ("Incorrect API key provided: Bearer sk-..."), and the operator's key is
-// never the clients'. The mask keeps the key's length (Content-Length
-// stays right) and its first three and last four characters, as OpenAI
-// quotes keys. A compressed body is decoded and goes plain; one in a
-// coding the proxy does not decode (br), and what lies past the first MiB,
-// go as they are.
-func withKeyMasked(resp *http.Response, key string) io.ReadCloser {
+// secrets are the operator's credentials an upstream error answer to a
+// request with header h must not show its client: the key, when the proxy
+// sent it, and what the base URL carries with every request, a password
+// or a credential-named query value (?api-key=: an error page quoting the
+// URL it refused shows it). URL-borne values under 8 bytes are left
+// alone: masked, every such run of text in the body would be starred.
+func (t *upstreamTarget) secrets(h http.Header) []string {
+	var out []string
+	if t.apiKey != "" && !t.keepsClientKey(h) {
+		out = append(out, t.apiKey)
+	}
+	add := func(v string) {
+		if len(v) >= 8 && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if p, ok := t.base.User.Password(); ok {
+		add(p)
+	}
+	for kv := range strings.SplitSeq(t.base.RawQuery, "&") {
+		if k, v, _ := strings.Cut(kv, "="); redact.SecretKey(k) {
+			add(v)
+			if dec, err := url.QueryUnescape(v); err == nil {
+				add(dec)
+			}
+		}
+	}
+	return out
+}
+
+// withKeyMasked is the body of an upstream error answer with each of keys
+// (see secrets) masked where the body repeats it: some gateways quote the
+// credential they refused ("Incorrect API key provided: Bearer sk-..."),
+// and the operator's credentials are never the clients'. The mask keeps a
+// key's length (Content-Length stays right) and its first three and last
+// four characters, as OpenAI quotes keys. A compressed body is decoded and
+// goes plain; one in a coding the proxy does not decode (br), and what
+// lies past the first MiB, go as they are.
+func withKeyMasked(resp *http.Response, keys []string) io.ReadCloser {
 	body := resp.Body // the caller replaces resp.Body with what this returns
 	src, done := io.Reader(body), func() {}
 	if enc := contentCoding(resp.Header); enc != "" && enc != "identity" {
@@ -211,7 +244,10 @@ func withKeyMasked(resp *http.Response, key string) io.ReadCloser {
 		resp.ContentLength = -1
 	}
 	head, err := io.ReadAll(io.LimitReader(src, 1<<20))
-	masked := bytes.ReplaceAll(head, []byte(key), []byte(maskedKey(key)))
+	masked := head
+	for _, key := range keys {
+		masked = bytes.ReplaceAll(masked, []byte(key), []byte(maskedKey(key)))
+	}
 	rest := src
 	if err != nil {
 		rest = errReader{err}

@@ -44,10 +44,14 @@ func Query(raw string) string {
 }
 
 // SecretKey reports whether a query parameter's name says it holds a
-// credential (key, api-key, token, sig, secret, password...).
+// credential (key, api-key, token, sig, secret, password, credential...),
+// or is code, an Azure Functions URL's key.
 func SecretKey(k string) bool {
 	k = strings.ToLower(k)
-	for _, w := range []string{"key", "token", "secret", "sig", "password", "auth"} {
+	if k == "code" {
+		return true
+	}
+	for _, w := range []string{"key", "token", "secret", "sig", "password", "auth", "credential"} {
 		if strings.Contains(k, w) {
 			return true
 		}

@@ -10,11 +10,12 @@ import (
 // goes with every request), are shown as xxxxx; the rest as written.
 func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://u:pw@h/v1":                        "https://u:xxxxx@h/v1",
-		"https://h/v1?api-version=2024-10-21":      "https://h/v1?api-version=2024-10-21",
-		"https://h/v1?key=AIza123&api-version=1":   "https://h/v1?key=xxxxx&api-version=1",
-		"https://h/v1?sig=abc&X-Api-Key=k&token=t": "https://h/v1?sig=xxxxx&X-Api-Key=xxxxx&token=xxxxx",
-		"http://127.0.0.1:11434/v1":                "http://127.0.0.1:11434/v1",
+		"https://u:pw@h/v1":                             "https://u:xxxxx@h/v1",
+		"https://h/v1?api-version=2024-10-21":           "https://h/v1?api-version=2024-10-21",
+		"https://h/v1?key=AIza123&api-version=1":        "https://h/v1?key=xxxxx&api-version=1",
+		"https://h/v1?sig=abc&X-Api-Key=k&token=t":      "https://h/v1?sig=xxxxx&X-Api-Key=xxxxx&token=xxxxx",
+		"http://127.0.0.1:11434/v1":                     "http://127.0.0.1:11434/v1",
+		"https://h/api?code=F1x&credential=c&zipcode=1": "https://h/api?code=xxxxx&credential=xxxxx&zipcode=1",
 		// Not parsable (a "%" that is no escape): hidden all the same.
 		"https://u:p%zz@h/v1":             "https://xxxxx@h/v1",
 		"https://h/v1?key=a%zz&x=1":       "https://h/v1?key=xxxxx&x=1",
