@@ -50,10 +50,20 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) (string, err
 // (see proxy.HostAllowed): a web page that rebinds its own name to
 // 127.0.0.1 could otherwise read the profiles, and /debug/pprof/cmdline
 // holds the command line (keys given as flags).
+//
+// A request another web page causes is refused too (an Origin, or a
+// Sec-Fetch-Site of another site): such a page cannot read the answer, but
+// it could start a CPU profile or trace of the whole process, blind, for as
+// long as the tab stays open. go tool pprof and curl send neither; a URL
+// typed into a browser says Sec-Fetch-Site: none.
 func debugHostCheck(next http.Handler, allowed []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !proxy.HostAllowed(r.Host, allowed) {
 			http.Error(w, "Host not served here (protection against DNS rebinding)", http.StatusForbidden)
+			return
+		}
+		if site := r.Header.Get("Sec-Fetch-Site"); r.Header.Get("Origin") != "" || site == "cross-site" || site == "same-site" {
+			http.Error(w, "profiles are not served to web pages (Origin or Sec-Fetch-Site of another site)", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -41,3 +41,41 @@ func TestDebugListenerRefusesRebinding(t *testing.T) {
 		t.Fatalf("Host %q served by the debug listener: %d %q", req.Host, resp.StatusCode, b)
 	}
 }
+
+// A request another web page causes gets no profile: it could not read it,
+// but could keep a CPU profile or trace of the whole process running. A
+// URL typed into the browser, curl and go tool pprof are served.
+func TestDebugListenerRefusesWebPages(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := serveDebug(ctx, "127.0.0.1:0", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"curl", nil, http.StatusOK},
+		{"typed into the browser", map[string]string{"Sec-Fetch-Site": "none"}, http.StatusOK},
+		{"same origin", map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusOK},
+		{"another site's page", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a sibling site's page", map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"a fetch with an Origin", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/debug/pprof/", nil)
+		for k, v := range tt.header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
+		}
+	}
+}
