@@ -2,6 +2,7 @@ package skills
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,30 @@ import (
 type Root struct {
 	Path   string `json:"path"`
 	Source string `json:"source"`
+	// base is the folder the convention starts from (the working folder,
+	// a parent folder, the home folder, a folder a variable names, /):
+	// Check checks the path from there down.
+	base string
+}
+
+// Check says why DefaultRoots does not read r, a folder found by
+// convention (DefaultRootCandidates): nil when it does. Run from a shared
+// folder (/tmp), ./.claude/skills may be anyone's, and its skills would go
+// into this user's prompts (and with script execution, run as this user).
+// So the folder, and every folder on its path from where the convention
+// starts (the working folder, or for a parent's .agents/skills that
+// parent; the home folder; a folder $CLAUDE_CONFIG_DIR, $CODEX_HOME or
+// $XDG_CONFIG_HOME names outside it; / for a plugin installed elsewhere),
+// must belong to this user or root and be writable by no one else; a
+// symlink among them must be this user's or root's, and the folders it
+// leads to pass the same test (private.CheckPath). A root given with
+// --skills is not checked: Check of a Root not from
+// DefaultRootCandidates is nil.
+func (r Root) Check() error {
+	if r.base == "" {
+		return nil
+	}
+	return private.CheckPath(r.base, r.Path)
 }
 
 // DefaultRootCandidates lists the ecosystem's conventional skill folders in
@@ -28,61 +53,86 @@ func DefaultRootCandidates() []Root {
 	return rootCandidates(wd, home, os.Getenv)
 }
 
-// DefaultRoots returns the conventional roots that exist, in order. A folder
-// reachable under two names (run from $HOME, ./.claude/skills is
-// ~/.claude/skills) is returned once, under its first name. One another
-// user owns is left out (see ForeignDefaultRoots).
-func DefaultRoots() []string {
-	roots, _ := defaultRoots()
-	return roots
+// CheckedRoot is one candidate of DefaultRootCandidates as DefaultRoots
+// sees it: read when Err, Refused and SameAs are all empty.
+type CheckedRoot struct {
+	Root
+	// Err is why the folder cannot be read at all (it does not exist, it
+	// is a file).
+	Err error
+	// Refused is why the folder is not read though it exists (Check).
+	Refused error
+	// SameAs is the earlier candidate that is the same folder, read under
+	// that name.
+	SameAs string
 }
 
-// ForeignDefaultRoots lists the conventional folders that exist but belong
-// to a user other than this one and root, which DefaultRoots leaves out:
-// run from a shared folder (/tmp), ./.claude/skills may be anyone's, and its
-// skills would go into this user's prompts (and with script execution, run
-// as this user). Given with --skills, such a folder is read.
-func ForeignDefaultRoots() []string {
-	_, foreign := defaultRoots()
-	return foreign
-}
+// Read reports whether DefaultRoots reads the candidate.
+func (c CheckedRoot) Read() bool { return c.Err == nil && c.Refused == nil && c.SameAs == "" }
 
-func defaultRoots() (roots, foreign []string) {
+// CheckDefaultRoots decides, for each candidate of DefaultRootCandidates in
+// order, whether DefaultRoots reads it, and why not. A folder reachable
+// under two names (run from $HOME, ./.claude/skills is ~/.claude/skills)
+// is read once, under the first name it is read by: a refused name (a
+// symlink of another user's to this user's folder) hides no other.
+func CheckDefaultRoots() []CheckedRoot {
+	cands := DefaultRootCandidates()
+	out := make([]CheckedRoot, len(cands))
 	var infos []os.FileInfo
-outer:
-	for _, r := range DefaultRootCandidates() {
+	var names []string
+	for i, r := range cands {
+		c := CheckedRoot{Root: r}
 		info, err := os.Stat(r.Path)
-		if err != nil || !info.IsDir() {
-			continue
-		}
-		for _, prev := range infos {
-			if os.SameFile(prev, info) {
-				continue outer
+		switch {
+		case err != nil:
+			c.Err = err
+		case !info.IsDir():
+			c.Err = errors.New(r.Path + " is a file, not a folder")
+		default:
+			if c.Refused = r.Check(); c.Refused != nil {
+				break
+			}
+			for k, prev := range infos {
+				if os.SameFile(prev, info) {
+					c.SameAs = names[k]
+					break
+				}
+			}
+			if c.SameAs == "" {
+				infos, names = append(infos, info), append(names, r.Path)
 			}
 		}
-		infos = append(infos, info)
-		if _, other := private.Foreign(info); other {
-			foreign = append(foreign, r.Path)
-			continue
-		}
-		roots = append(roots, r.Path)
+		out[i] = c
 	}
-	return roots, foreign
+	return out
+}
+
+// DefaultRoots returns the conventional roots that exist and that Check
+// accepts, in order, each folder once (CheckDefaultRoots).
+func DefaultRoots() []string {
+	var roots []string
+	for _, c := range CheckDefaultRoots() {
+		if c.Read() {
+			roots = append(roots, c.Path)
+		}
+	}
+	return roots
 }
 
 // rootCandidates is DefaultRootCandidates for a working directory, a home
 // folder and an environment.
 func rootCandidates(wd, home string, getenv func(string) string) []Root {
-	out := []Root{{filepath.Join(".", ".claude", "skills"), "Claude Code project skills"}}
+	out := []Root{{filepath.Join(".", ".claude", "skills"), "Claude Code project skills", "."}}
 	// Codex reads .agents/skills in every folder from the working directory
 	// up to the repository root, nearest first.
 	for i, dir := range upToRepoRoot(wd) {
 		if i == 0 {
-			out = append(out, Root{filepath.Join(".", ".agents", "skills"), "Agent Skills project skills (Codex)"})
+			out = append(out, Root{filepath.Join(".", ".agents", "skills"), "Agent Skills project skills (Codex)", "."})
 			continue
 		}
-		out = append(out, Root{filepath.Join(dir, ".agents", "skills"), "Agent Skills project skills, parent folder (Codex)"})
+		out = append(out, Root{filepath.Join(dir, ".agents", "skills"), "Agent Skills project skills, parent folder (Codex)", dir})
 	}
+	project := len(out)
 	claude := getenv("CLAUDE_CONFIG_DIR")
 	if claude == "" && home != "" {
 		claude = filepath.Join(home, ".claude")
@@ -92,19 +142,32 @@ func rootCandidates(wd, home string, getenv func(string) string) []Root {
 		codex = filepath.Join(home, ".codex")
 	}
 	if claude != "" {
-		out = append(out, Root{filepath.Join(claude, "skills"), "Claude Code user skills"})
+		out = append(out, Root{Path: filepath.Join(claude, "skills"), Source: "Claude Code user skills"})
 	}
 	if home != "" {
-		out = append(out, Root{filepath.Join(home, ".agents", "skills"), "Agent Skills user skills (Codex)"})
+		out = append(out, Root{Path: filepath.Join(home, ".agents", "skills"), Source: "Agent Skills user skills (Codex)"})
 	}
 	if codex != "" {
-		out = append(out, Root{filepath.Join(codex, "skills"), "Codex user skills (older location)"})
+		out = append(out, Root{Path: filepath.Join(codex, "skills"), Source: "Codex user skills (older location)"})
 	}
 	if claude != "" {
 		out = append(out, claudePluginRoots(claude, wd)...)
 	}
-	if cfg := xdgConfigHome(home, getenv); cfg != "" {
-		out = append(out, Root{filepath.Join(cfg, "skillrouter", "skills"), "skillrouter user skills"})
+	cfg := xdgConfigHome(home, getenv)
+	if cfg != "" {
+		out = append(out, Root{Path: filepath.Join(cfg, "skillrouter", "skills"), Source: "skillrouter user skills"})
+	}
+	// The user's folders are checked from the home folder down; one a
+	// variable puts elsewhere from that folder; a plugin installed outside
+	// both from /.
+	for i := project; i < len(out); i++ {
+		out[i].base = string(filepath.Separator)
+		for _, b := range []string{home, claude, codex, cfg} {
+			if b != "" && within(filepath.Clean(b), filepath.Clean(out[i].Path)) {
+				out[i].base = b
+				break
+			}
+		}
 	}
 	return out
 }
@@ -198,7 +261,7 @@ func claudePluginRoots(claude, wd string) []Root {
 				continue
 			}
 			for _, dir := range pluginSkillDirs(in.InstallPath) {
-				r := Root{dir, "Claude Code plugin " + id}
+				r := Root{Path: dir, Source: "Claude Code plugin " + id}
 				if !slices.Contains(out, r) {
 					out = append(out, r)
 				}

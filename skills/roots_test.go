@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/internal/private"
 )
 
 func mkdirs(t *testing.T, dirs ...string) {
@@ -124,11 +126,11 @@ func TestClaudePluginRoots(t *testing.T) {
 
 	got := claudePluginRoots(claude, filepath.Join(work, "src"))
 	want := []Root{
-		{filepath.Join(user, "skills"), "Claude Code plugin docs@mkt"},
-		{filepath.Join(user, "extra"), "Claude Code plugin docs@mkt"},
-		{filepath.Join(proj, "skills"), "Claude Code plugin proj@mkt"},
-		{filepath.Join(proj, "custom"), "Claude Code plugin proj@mkt"},
-		{filepath.Join(old, "skills"), "Claude Code plugin v1@old"},
+		{Path: filepath.Join(user, "skills"), Source: "Claude Code plugin docs@mkt"},
+		{Path: filepath.Join(user, "extra"), Source: "Claude Code plugin docs@mkt"},
+		{Path: filepath.Join(proj, "skills"), Source: "Claude Code plugin proj@mkt"},
+		{Path: filepath.Join(proj, "custom"), Source: "Claude Code plugin proj@mkt"},
+		{Path: filepath.Join(old, "skills"), Source: "Claude Code plugin v1@old"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("plugin roots:\n got %v\nwant %v", got, want)
@@ -146,31 +148,159 @@ func TestClaudePluginRoots(t *testing.T) {
 
 // Run from a shared folder (/tmp), ./.claude/skills may be another user's:
 // its skills would go into this user's prompts, and with script execution
-// run as this user. DefaultRoots leaves it out; ForeignDefaultRoots names it.
-func TestDefaultRootsLeaveOutAnotherUsers(t *testing.T) {
+// run as this user. CheckDefaultRoots refuses it, and every way around the
+// owner's test: another user's symlink (to a folder root owns, such as
+// /var/tmp, or to /, which would be scanned whole), a folder every user can
+// write, a .claude (the folder on the way) another user owns or can write.
+// Cases marked root make files another user's and are skipped when not root.
+func TestCheckDefaultRoots(t *testing.T) {
+	const other = 65534
+	mk := func(t *testing.T, p string, mode os.FileMode) {
+		t.Helper()
+		mkdirs(t, p)
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := func(t *testing.T, p string, uid int) {
+		t.Helper()
+		if err := os.Lchown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		root  bool
+		setup func(t *testing.T, wd, outside string)
+		want  string // why ./.claude/skills is refused; "" when it is read
+	}{
+		{"own folder", false, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), 0o755)
+		}, ""},
+		{"own folder every user can write (1777)", false, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), os.ModeSticky|0o777)
+		}, "skills is writable by other users (mode 1777)"},
+		{"own folder its group can write", false, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), 0o775)
+		}, "skills is writable by other users (mode 0775)"},
+		{".claude every user can write: skills can be swapped", false, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), 0o755)
+			mk(t, filepath.Join(wd, ".claude"), 0o777)
+		}, ".claude is writable by other users"},
+		{"own link to a folder every user can write (/var/tmp)", false, func(t *testing.T, wd, outside string) {
+			shared := filepath.Join(outside, "vartmp")
+			mk(t, shared, os.ModeSticky|0o777)
+			mk(t, filepath.Join(wd, ".claude"), 0o755)
+			if err := os.Symlink(shared, filepath.Join(wd, ".claude", "skills")); err != nil {
+				t.Fatal(err)
+			}
+		}, "vartmp is writable by other users (mode 1777)"},
+		{"own link to an own folder", false, func(t *testing.T, wd, outside string) {
+			lib := filepath.Join(outside, "lib")
+			mk(t, lib, 0o755)
+			mk(t, filepath.Join(wd, ".claude"), 0o755)
+			if err := os.Symlink(lib, filepath.Join(wd, ".claude", "skills")); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+		{"another user's folder", true, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), 0o755)
+			own(t, filepath.Join(wd, ".claude", "skills"), other)
+		}, "skills belongs to another user (uid 65534)"},
+		{"another user's link to a root-owned 1777 folder", true, func(t *testing.T, wd, outside string) {
+			shared := filepath.Join(outside, "vartmp")
+			mk(t, shared, os.ModeSticky|0o777)
+			mk(t, filepath.Join(shared, "pl-evil", "evil"), 0o755)
+			mk(t, filepath.Join(wd, ".claude"), 0o755)
+			link := filepath.Join(wd, ".claude", "skills")
+			if err := os.Symlink(shared, link); err != nil {
+				t.Fatal(err)
+			}
+			own(t, link, other)
+		}, "skills belongs to another user (uid 65534)"},
+		{"another user's link to /", true, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude"), 0o755)
+			link := filepath.Join(wd, ".claude", "skills")
+			if err := os.Symlink("/", link); err != nil {
+				t.Fatal(err)
+			}
+			own(t, link, other)
+		}, "skills belongs to another user (uid 65534)"},
+		{"own folder in another user's .claude", true, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), 0o755)
+			own(t, filepath.Join(wd, ".claude"), other)
+		}, ".claude belongs to another user (uid 65534)"},
+		{"own folders in another user's project folder", true, func(t *testing.T, wd, _ string) {
+			mk(t, filepath.Join(wd, ".claude", "skills"), 0o755)
+			own(t, wd, other)
+		}, "belongs to another user (uid 65534)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			wd, outside := t.TempDir(), t.TempDir()
+			skipUnlessSafe(t, outside) // links lead there
+			t.Chdir(wd)
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("XDG_CONFIG_HOME", "")
+			t.Setenv("CLAUDE_CONFIG_DIR", "")
+			t.Setenv("CODEX_HOME", "")
+			c.setup(t, wd, outside)
+			checked := CheckDefaultRoots()
+			project := checked[0]
+			if project.Path != filepath.Join(".claude", "skills") || project.Err != nil {
+				t.Fatalf("first candidate: %+v", project)
+			}
+			read := DefaultRoots()
+			if c.want == "" {
+				if project.Refused != nil || len(read) != 1 || read[0] != project.Path {
+					t.Fatalf("refused: %v; DefaultRoots() = %q", project.Refused, read)
+				}
+				return
+			}
+			if project.Refused == nil || !strings.Contains(project.Refused.Error(), c.want) {
+				t.Fatalf("Refused = %v, want %q", project.Refused, c.want)
+			}
+			if project.Read() || len(read) != 0 {
+				t.Fatalf("read anyway: DefaultRoots() = %q", read)
+			}
+		})
+	}
+}
+
+// skipUnlessSafe skips a test whose links lead into dir when dir's own path
+// does not pass private.CheckPath from / (TMPDIR below a folder others can
+// write): they would be refused for that.
+func skipUnlessSafe(t *testing.T, dir string) {
+	t.Helper()
+	if err := private.CheckPath("/", dir); err != nil {
+		t.Skipf("the temp folder's path does not pass: %v", err)
+	}
+}
+
+// A refused name of a folder hides no other name of it: another user's link
+// to this user's own ~/.claude/skills leaves that read under its own name.
+func TestRefusedRootHidesNoOther(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("making a folder another user's needs root")
+		t.Skip("making a file another user's needs root")
 	}
-	wd := t.TempDir()
-	dir := filepath.Join(wd, ".claude", "skills")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wd, home := t.TempDir(), t.TempDir()
 	t.Chdir(wd)
-	t.Setenv("HOME", t.TempDir())
+	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("CLAUDE_CONFIG_DIR", "")
 	t.Setenv("CODEX_HOME", "")
-	if got := DefaultRoots(); len(got) != 1 {
-		t.Fatalf("own folder: DefaultRoots() = %v", got)
-	}
-	if err := os.Chown(dir, 65534, 65534); err != nil {
+	mine := filepath.Join(home, ".claude", "skills")
+	mkdirs(t, mine, filepath.Join(wd, ".claude"))
+	link := filepath.Join(wd, ".claude", "skills")
+	if err := os.Symlink(mine, link); err != nil {
 		t.Fatal(err)
 	}
-	if got := DefaultRoots(); len(got) != 0 {
-		t.Errorf("another user's folder read: DefaultRoots() = %v", got)
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
 	}
-	if got := ForeignDefaultRoots(); len(got) != 1 || !strings.HasSuffix(got[0], filepath.Join(".claude", "skills")) {
-		t.Errorf("ForeignDefaultRoots() = %v", got)
+	if got := DefaultRoots(); !reflect.DeepEqual(got, []string{mine}) {
+		t.Errorf("DefaultRoots() = %q, want %q", got, mine)
 	}
 }

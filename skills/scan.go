@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/internal/private"
 )
 
 // SkillFile is the file that makes a folder a skill.
@@ -25,6 +27,13 @@ type Options struct {
 	MaxFileSize  int64 // bytes of SKILL.md read at most; default 1 MiB
 	MaxBodySize  int64 // default 512 KiB; a larger body is an error
 	MaxResources int   // files listed per skill folder; default 1000
+	// Conventional says the roots were found by convention, not given
+	// (DefaultRoots, which reads only those Root.Check accepts): a folder
+	// below them on the way to a skill, the skill folder included, that
+	// Root.Check's rule refuses (another user's, writable by other users,
+	// a link to such a place) is skipped with a warning, since whoever can
+	// change it chooses what this user's prompts get.
+	Conventional bool
 }
 
 const (
@@ -97,7 +106,7 @@ func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
 			}
 		})
 	}
-	d := &discoverer{ctx: ctx, work: work, byID: map[string]*job{}}
+	d := &discoverer{ctx: ctx, work: work, byID: map[string]*job{}, conventional: opts.Conventional}
 	d.discover(roots)
 	close(work)
 	wg.Wait()
@@ -166,6 +175,9 @@ type discoverer struct {
 	byID     map[string]*job
 	problems []Problem
 	folders  int // listed below the root being scanned (maxFolders)
+	// conventional: folders below the roots must pass private.CheckPath
+	// (Options.Conventional).
+	conventional bool
 }
 
 func (d *discoverer) discover(roots []string) {
@@ -291,6 +303,12 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 			return
 		}
 		d.folders++
+		if d.conventional {
+			if err := private.CheckPath(child, child); err != nil {
+				d.problem(child, SeverityWarning, "not read: %v; a skills folder found by convention is read only when no user but you and root can change it (give its root with --skills to read it anyway)", err)
+				continue
+			}
+		}
 		sub, err := os.ReadDir(child)
 		if err != nil {
 			d.problem(child, SeverityWarning, "cannot list folder: %v; skipped", pathErr(err))

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,4 +50,101 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestConventionalScanSkipsFoldersOthersControl: in a root found by
+// convention, a folder on the way to a skill (the skill folder included)
+// that another user owns or can write, or a link to such a folder, is
+// skipped with a warning; given with --skills (Conventional false) it is
+// read. Cases marked root make files another user's.
+func TestConventionalScanSkipsFoldersOthersControl(t *testing.T) {
+	const other = 65534
+	chmod := func(t *testing.T, p string, mode os.FileMode) {
+		t.Helper()
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chown := func(t *testing.T, p string) {
+		t.Helper()
+		if err := os.Lchown(p, other, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		root  bool
+		setup func(t *testing.T, lib, outside string) // plants the skill "evil" (or "ns/evil")
+		id    string
+		want  string // the warning at id's first folder; "" when it loads
+	}{
+		{"own skill folder", false, func(t *testing.T, lib, _ string) {
+			writeSkill(t, filepath.Join(lib, "evil"), "")
+		}, "evil", ""},
+		{"skill folder every user can write", false, func(t *testing.T, lib, _ string) {
+			writeSkill(t, filepath.Join(lib, "evil"), "")
+			chmod(t, filepath.Join(lib, "evil"), 0o777)
+		}, "evil", "evil is writable by other users (mode 0777)"},
+		{"namespace folder every user can write (sticky)", false, func(t *testing.T, lib, _ string) {
+			writeSkill(t, filepath.Join(lib, "ns", "evil"), "")
+			chmod(t, filepath.Join(lib, "ns"), os.ModeSticky|0o777)
+		}, "ns/evil", "ns is writable by other users (mode 1777)"},
+		{"own link to a folder every user can write", false, func(t *testing.T, lib, outside string) {
+			writeSkill(t, filepath.Join(outside, "shared", "evil"), "")
+			chmod(t, filepath.Join(outside, "shared"), os.ModeSticky|0o777)
+			symlink(t, filepath.Join(outside, "shared"), filepath.Join(lib, "ns"))
+		}, "ns/evil", "shared is writable by other users (mode 1777)"},
+		{"own link to an own folder", false, func(t *testing.T, lib, outside string) {
+			writeSkill(t, filepath.Join(outside, "evil"), "")
+			symlink(t, filepath.Join(outside, "evil"), filepath.Join(lib, "evil"))
+		}, "evil", ""},
+		{"skill folder another user's", true, func(t *testing.T, lib, _ string) {
+			writeSkill(t, filepath.Join(lib, "evil"), "")
+			chown(t, filepath.Join(lib, "evil"))
+		}, "evil", "evil belongs to another user (uid 65534)"},
+		{"namespace folder another user's", true, func(t *testing.T, lib, _ string) {
+			writeSkill(t, filepath.Join(lib, "pl-evil", "evil"), "")
+			chown(t, filepath.Join(lib, "pl-evil"))
+		}, "pl-evil/evil", "pl-evil belongs to another user (uid 65534)"},
+		{"another user's link to an own folder", true, func(t *testing.T, lib, outside string) {
+			writeSkill(t, filepath.Join(outside, "evil"), "")
+			symlink(t, filepath.Join(outside, "evil"), filepath.Join(lib, "evil"))
+			chown(t, filepath.Join(lib, "evil"))
+		}, "evil", "evil belongs to another user (uid 65534)"},
+		{"root's skill folder", true, func(t *testing.T, lib, _ string) {
+			writeSkill(t, filepath.Join(lib, "evil"), "")
+			if err := os.Chown(filepath.Join(lib, "evil"), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, "evil", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			lib, outside := t.TempDir(), t.TempDir()
+			skipUnlessSafe(t, outside) // links lead there
+			writeSkill(t, filepath.Join(lib, "fine"), "")
+			c.setup(t, lib, outside)
+			both := []string{c.id, "fine"}
+			slices.Sort(both)
+			given := Load(context.Background(), []string{lib}, Options{})
+			if got := ids(given.Skills()); !reflect.DeepEqual(got, both) {
+				t.Fatalf("given root: loaded %q, want %q", got, both)
+			}
+			conv := Load(context.Background(), []string{lib}, Options{Conventional: true})
+			got := ids(conv.Skills())
+			if c.want == "" {
+				if !reflect.DeepEqual(got, both) {
+					t.Fatalf("conventional root: loaded %q, want %q", got, both)
+				}
+				return
+			}
+			if !reflect.DeepEqual(got, []string{"fine"}) {
+				t.Fatalf("conventional root: loaded %q, want fine alone", got)
+			}
+			first, _, _ := strings.Cut(c.id, "/")
+			mustProblem(t, conv.Problems(), SeverityWarning, first, c.want)
+		})
+	}
 }

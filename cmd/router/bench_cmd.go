@@ -268,7 +268,7 @@ func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *
 	if err != nil {
 		return nil, err
 	}
-	snap := skills.Load(ctx, roots, skills.Options{})
+	snap := skills.Load(ctx, roots, libraryOptions(cfg))
 	if err := snap.Err(); err != nil {
 		return nil, fmt.Errorf("scanning skills: %w", err)
 	}

@@ -109,7 +109,7 @@ func libraryRow(ctx context.Context, cfg *config, try string) checkRow {
 	if err != nil {
 		return checkRow{name: "library", status: checkFail, detail: err.Error(), fix: "give --skills DIR (or skills: in the config file)"}
 	}
-	snap := skills.Load(ctx, roots, skills.Options{})
+	snap := skills.Load(ctx, roots, libraryOptions(cfg))
 	shown := cfg.Skills
 	if len(shown) == 0 {
 		shown = roots

@@ -67,7 +67,7 @@ func newIndexBuildCmd() *cobra.Command {
 func runIndexBuild(cmd *cobra.Command, cfg config, roots []string, out string) error {
 	ctx := cmd.Context()
 	log := newLogger(cfg.Log, cmd.ErrOrStderr())
-	reg, err := loadRegistry(ctx, roots)
+	reg, err := loadRegistry(ctx, roots, libraryOptions(&cfg))
 	if err != nil {
 		return err
 	}

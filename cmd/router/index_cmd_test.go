@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/internal/syncbuf"
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // benchSkills is the 407-skill library in ../shared/bench; tests that need
@@ -157,7 +158,7 @@ func TestIndexBuildWritesSettledIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	reg, err := loadRegistry(ctx, []string{lib})
+	reg, err := loadRegistry(ctx, []string{lib}, skills.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 	start := time.Now()
 	log := newLogger(cfg.Log, logw)
 	warnMisspelledEnv(log)
-	reg, err := loadRegistry(ctx, roots)
+	reg, err := loadRegistry(ctx, roots, libraryOptions(&cfg))
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func TestPackTextFollowsSwaps(t *testing.T) {
 	write("beta", "Resize the images in the folder.")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	reg, r, err := buildRouter(ctx, []string{dir}, embed.Config{}, router.Options{})
+	reg, r, err := buildRouter(ctx, []string{dir}, skills.Options{}, embed.Config{}, router.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,13 +74,12 @@ func builtinRoot(spec string) (string, error) {
 }
 
 // resolveRoots returns the folders to scan: the configured entries, with
-// builtin: libraries unpacked, else the default roots that exist.
+// builtin: libraries unpacked, else the default roots that exist and may be
+// read (defaultRoots).
 func resolveRoots(entries []string) ([]string, error) {
 	if len(entries) == 0 {
-		for _, f := range skills.ForeignDefaultRoots() {
-			fmt.Fprintf(os.Stderr, "router: not reading %s: another user owns it (give it with --skills to read it anyway)\n", f)
-		}
-		return skills.DefaultRoots(), nil
+		roots, _ := defaultRoots(os.Stderr)
+		return roots, nil
 	}
 	roots := make([]string, len(entries))
 	for i, e := range entries {
@@ -95,22 +95,69 @@ func resolveRoots(entries []string) ([]string, error) {
 	return roots, nil
 }
 
+// defaultRoots returns the default roots that exist and may be read, and
+// those that exist but may not (skills.CheckDefaultRoots), each of which it
+// notes on note (when not nil) with why.
+func defaultRoots(note io.Writer) (roots []string, refused []skills.CheckedRoot) {
+	for _, c := range skills.CheckDefaultRoots() {
+		if c.Refused != nil {
+			refused = append(refused, c)
+			if note != nil {
+				noteRefused(note, c)
+			}
+		}
+		if c.Read() {
+			roots = append(roots, c.Path)
+		}
+	}
+	return roots, refused
+}
+
+// noteRefused says on w that a default root is not read, and why.
+func noteRefused(w io.Writer, c skills.CheckedRoot) {
+	fmt.Fprintf(w, "router: not reading %s: %v; %s\n", c.Path, c.Refused, refusedHint)
+}
+
+// refusedHint follows the reason a conventional root is not read.
+const refusedHint = "a skills folder found by convention is read only when no user but you and root can change it (give it with --skills to read it anyway)"
+
+// libraryOptions are the scan options of the library cfg chooses: roots
+// found by convention (no skills configured) are scanned as such
+// (skills.Options.Conventional), on every reload too.
+func libraryOptions(cfg *config) skills.Options {
+	return skills.Options{Conventional: len(cfg.Skills) == 0}
+}
+
 // requireRoots is resolveRoots for commands that need a library: when there
 // is nothing to scan it fails with a message saying where it looked, and
 // the command to try (try, with the built-in library).
 func requireRoots(cfg *config, try string) ([]string, error) {
+	if len(cfg.Skills) == 0 {
+		roots, refused := defaultRoots(nil)
+		if len(roots) > 0 {
+			for _, c := range refused {
+				noteRefused(os.Stderr, c)
+			}
+			return roots, nil
+		}
+		why := "none of the default folders exists (" + defaultRootsHelp + ")"
+		if len(refused) > 0 {
+			var b strings.Builder
+			b.WriteString("of the default folders (" + defaultRootsHelp + "), those that exist are not read:")
+			for _, c := range refused {
+				fmt.Fprintf(&b, "\n  %s: %v", c.Path, c.Refused)
+			}
+			b.WriteString("\n" + refusedHint)
+			why = b.String()
+		}
+		return nil, fmt.Errorf("no skill library found: %s.\n"+
+			"Try the example library built into this binary:\n  %s\n"+
+			"or give your own: --skills DIR (a folder with one sub-folder per skill, each holding a SKILL.md)",
+			why, try)
+	}
 	roots, err := resolveRoots(cfg.Skills)
 	if err != nil {
 		return nil, err
-	}
-	if len(cfg.Skills) == 0 {
-		if len(roots) == 0 {
-			return nil, fmt.Errorf("no skill library found: none of the default folders exists (%s).\n"+
-				"Try the example library built into this binary:\n  %s\n"+
-				"or give your own: --skills DIR (a folder with one sub-folder per skill, each holding a SKILL.md)",
-				defaultRootsHelp, try)
-		}
-		return roots, nil
 	}
 	for _, r := range roots {
 		if info, err := os.Stat(r); err == nil && info.IsDir() {

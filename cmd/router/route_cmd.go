@@ -74,7 +74,7 @@ func newRouteCmd() *cobra.Command {
 			// ranks as that edit's build did: settled at once here, so a
 			// one-off route ranks as a fresh start does.
 			opts.SettleAfter = time.Nanosecond
-			reg, r, err := buildRouter(cmd.Context(), roots, cfg.Embedder, opts)
+			reg, r, err := buildRouter(cmd.Context(), roots, libraryOptions(&cfg), cfg.Embedder, opts)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/router"
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // The ranking fixture of package router.
@@ -124,7 +125,7 @@ func TestRouteFallbackWhenEmbedderDown(t *testing.T) {
 
 func TestBuildRouterFollowsReloads(t *testing.T) {
 	ctx := context.Background()
-	reg, r, err := buildRouter(ctx, []string{routeFixture}, embed.Config{}, router.Options{})
+	reg, r, err := buildRouter(ctx, []string{routeFixture}, skills.Options{}, embed.Config{}, router.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestRouteSettlesAKeptIndex(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ctx := context.Background()
 	opts := router.Options{SettleAfter: -1, IndexDir: idx}
-	reg, r, err := buildRouter(ctx, []string{lib}, embed.Config{}, opts)
+	reg, r, err := buildRouter(ctx, []string{lib}, skills.Options{}, embed.Config{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

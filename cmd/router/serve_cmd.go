@@ -335,7 +335,7 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
 		return nil, err
 	}
-	reg, err := loadRegistry(ctx, roots)
+	reg, err := loadRegistry(ctx, roots, libraryOptions(&cfg))
 	if err != nil {
 		return nil, err
 	}

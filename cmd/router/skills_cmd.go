@@ -38,11 +38,11 @@ func newSkillsCmd() *cobra.Command {
 // loadLibrary scans the roots the configuration chooses (--skills, the
 // config file's skills, else the defaults).
 func loadLibrary(cmd *cobra.Command, cf *configFlags, args []string) (*skills.Snapshot, error) {
-	_, roots, err := configAndRoots(cmd, cf, args)
+	cfg, roots, err := configAndRoots(cmd, cf, args)
 	if err != nil {
 		return nil, err
 	}
-	snap := skills.Load(cmd.Context(), roots, skills.Options{})
+	snap := skills.Load(cmd.Context(), roots, libraryOptions(&cfg))
 	if err := snap.Err(); err != nil {
 		return nil, fmt.Errorf("scanning skills: %w", err)
 	}

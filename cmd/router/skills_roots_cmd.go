@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"text/tabwriter"
 
@@ -17,7 +19,7 @@ import (
 type rootReport struct {
 	Path    string `json:"path"`
 	Source  string `json:"source"`
-	Status  string `json:"status"` // scanned, missing, not a folder, same folder as ...
+	Status  string `json:"status"` // scanned, missing, not a folder, same folder as ..., not read: why
 	Skills  int    `json:"skills"`
 	Skipped int    `json:"skipped"`
 }
@@ -29,8 +31,9 @@ func newSkillsRootsCmd(cf *configFlags) *cobra.Command {
 		Short: "Show which folders are searched for skills, which exist, and how many skills each gives",
 		Long: "List the folders a command would scan, in order, with where each comes from, whether it\n" +
 			"exists and how many skills it holds (skipped: broken ones). With --skills or a config file's\n" +
-			"skills these are the folders given; otherwise the default folders: " + defaultRootsHelp + ".\n" +
-			"When two roots hold the same skill id, the earlier wins.",
+			"skills these are the folders given; otherwise the default folders: " + defaultRootsHelp + ",\n" +
+			"of which one that a user other than you and root can change is not read (status \"not read:\"\n" +
+			"and why; docs/security.md). When two roots hold the same skill id, the earlier wins.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
@@ -58,7 +61,7 @@ func newSkillsRootsCmd(cf *configFlags) *cobra.Command {
 // search: the configured ones, else every default candidate; and how many
 // skills the library of all of them holds.
 func searchedRoots(ctx context.Context, cfg *config) ([]rootReport, int, error) {
-	var cands []skills.Root
+	var cands []skills.CheckedRoot
 	if len(cfg.Skills) > 0 {
 		resolved, err := resolveRoots(cfg.Skills)
 		if err != nil {
@@ -70,43 +73,72 @@ func searchedRoots(ctx context.Context, cfg *config) ([]rootReport, int, error) 
 			if cfg.Skills[i] != r { // builtin:examples
 				s += " (" + cfg.Skills[i] + ")"
 			}
-			cands = append(cands, skills.Root{Path: r, Source: s})
+			cands = append(cands, checkGiven(skills.Root{Path: r, Source: s}))
+		}
+		for i := range cands {
+			for _, prev := range cands[:i] {
+				if cands[i].Read() && prev.Read() && sameFolder(prev.Path, cands[i].Path) {
+					cands[i].SameAs = prev.Path
+					break
+				}
+			}
 		}
 	} else {
-		cands = skills.DefaultRootCandidates()
+		// What DefaultRoots reads, decided the same way.
+		cands = skills.CheckDefaultRoots()
 	}
-	var seen []os.FileInfo
-	var seenPath []string
+	opts := libraryOptions(cfg)
+	var scanned []string
 	rows := make([]rootReport, 0, len(cands))
 	for _, c := range cands {
 		row := rootReport{Path: c.Path, Source: c.Source}
-		info, err := os.Stat(c.Path)
 		switch {
-		case err != nil:
+		case errors.Is(c.Err, fs.ErrNotExist):
 			row.Status = "missing"
-		case !info.IsDir():
+		case c.Err != nil:
 			row.Status = "not a folder"
+		case c.Refused != nil:
+			row.Status = "not read: " + c.Refused.Error()
+		case c.SameAs != "":
+			row.Status = "same folder as " + c.SameAs
 		default:
 			row.Status = "scanned"
-			for i, prev := range seen {
-				if os.SameFile(prev, info) {
-					row.Status = "same folder as " + seenPath[i]
-				}
-			}
-			if row.Status == "scanned" {
-				seen, seenPath = append(seen, info), append(seenPath, c.Path)
-				snap := skills.Load(ctx, []string{c.Path}, skills.Options{})
-				row.Skills = snap.Len()
-				row.Skipped = len(snap.All()) - snap.Len()
-			}
+			scanned = append(scanned, c.Path)
+			snap := skills.Load(ctx, []string{c.Path}, opts)
+			row.Skills = snap.Len()
+			row.Skipped = len(snap.All()) - snap.Len()
 		}
 		rows = append(rows, row)
 	}
 	total := 0
-	if len(seenPath) > 0 {
-		total = skills.Load(ctx, seenPath, skills.Options{}).Len()
+	if len(scanned) > 0 {
+		total = skills.Load(ctx, scanned, opts).Len()
 	}
 	return rows, total, nil
+}
+
+// checkGiven is a root given with --skills or the config file as `router
+// skills roots` shows it: read whoever owns it (the user asked for it).
+func checkGiven(r skills.Root) skills.CheckedRoot {
+	c := skills.CheckedRoot{Root: r}
+	info, err := os.Stat(r.Path)
+	switch {
+	case err != nil:
+		c.Err = err
+	case !info.IsDir():
+		c.Err = errors.New(r.Path + " is a file, not a folder")
+	}
+	return c
+}
+
+// sameFolder reports whether a and b are one folder (under two names).
+func sameFolder(a, b string) bool {
+	ai, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
 }
 
 func writeRootsTable(w io.Writer, rows []rootReport, total int) error {

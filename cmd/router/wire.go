@@ -44,8 +44,8 @@ func withEmbedder(ec embed.Config, opts router.Options) (router.Options, error) 
 // router over it with the embedder ec describes, and subscribes the router
 // to registry reloads (Registry.Reload or Watch), so the indexes follow the
 // library. Broken skills are reported in the snapshot, never fatal.
-func buildRouter(ctx context.Context, roots []string, ec embed.Config, opts router.Options) (*skills.Registry, *router.Router, error) {
-	reg, err := loadRegistry(ctx, roots)
+func buildRouter(ctx context.Context, roots []string, lib skills.Options, ec embed.Config, opts router.Options) (*skills.Registry, *router.Router, error) {
+	reg, err := loadRegistry(ctx, roots, lib)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,9 +56,10 @@ func buildRouter(ctx context.Context, roots []string, ec embed.Config, opts rout
 	return reg, r, nil
 }
 
-// loadRegistry scans the library under roots.
-func loadRegistry(ctx context.Context, roots []string) (*skills.Registry, error) {
-	reg := skills.NewRegistry(roots, skills.Options{})
+// loadRegistry scans the library under roots with opts (libraryOptions),
+// on every reload too.
+func loadRegistry(ctx context.Context, roots []string, opts skills.Options) (*skills.Registry, error) {
+	reg := skills.NewRegistry(roots, opts)
 	snap := reg.Snapshot()
 	if snap == nil {
 		snap = reg.Reload(ctx)

@@ -3,12 +3,19 @@
 // Package private checks that a folder is this user's alone: folders in a
 // shared place (/tmp) whose names others can compute could otherwise be
 // created first, and filled, by another local user.
+//
+// One rule decides who else can change a folder (WritableByOthers: any
+// group or world write bit, a sticky folder such as /tmp included) and one
+// who else owns it (Foreign: a user other than this one and root); Check
+// (folders this process writes into) and CheckPath (folders found by
+// convention, read as this user's) apply them.
 package private
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -25,8 +32,117 @@ func Check(dir string) error {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d): another user may control it", dir, st.Uid, os.Geteuid())
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s is writable by other users (mode %v)", dir, fi.Mode().Perm())
+	if WritableByOthers(fi) {
+		return fmt.Errorf("%s is writable by other users (mode %s)", dir, Mode(fi))
+	}
+	return nil
+}
+
+// WritableByOthers reports whether users other than fi's owner may write
+// it: its group (group write) or everyone (world write). A sticky folder
+// (/tmp, /var/tmp: mode 1777) counts: every user can add entries there, so
+// nothing found in it by name is known to be its owner's.
+func WritableByOthers(fi os.FileInfo) bool {
+	return fi.Mode().Perm()&0o022 != 0
+}
+
+// Mode is fi's permission bits in octal as chmod takes them, with the
+// sticky, setgid and setuid bits: "1777", "0755".
+func Mode(fi os.FileInfo) string {
+	m := uint32(fi.Mode().Perm())
+	if fi.Mode()&os.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	if fi.Mode()&os.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if fi.Mode()&os.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	return fmt.Sprintf("%04o", m)
+}
+
+// maxLinks bounds the symlinks CheckPath follows, as the kernel does (40).
+const maxLinks = 40
+
+// CheckPath refuses path unless no user but this one and root can change
+// what it leads to, from base down: base and each component of path below
+// it (path must be base or below it) must be owned by this user or root
+// (Foreign) and writable by no one else (WritableByOthers). A folder on the
+// way (not path itself) that others can write but that has the sticky bit
+// (/tmp) passes: the bit keeps them from renaming or removing what they do
+// not own, and the next component must be this user's or root's. A
+// symlink among them must be owned by this user or root too, and is
+// followed: every component of the path it resolves to is checked the same
+// way, from / down. The error names the component at fault; a missing one
+// gives the error of os.Lstat.
+//
+// Folders found by convention rather than given (./.claude/skills run from a
+// shared folder) are read only when this passes: whoever can write such a
+// component could swap what lies below it, at any time.
+func CheckPath(base, path string) error {
+	// Absolute, so that messages name the folder wherever they are read.
+	if abs, err := filepath.Abs(base); err == nil {
+		if p, err := filepath.Abs(path); err == nil {
+			base, path = abs, p
+		}
+	}
+	rel, err := filepath.Rel(base, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is not below %s", path, base)
+	}
+	comps := []string{filepath.Clean(base)}
+	if rel != "." {
+		for _, c := range strings.Split(rel, string(filepath.Separator)) {
+			comps = append(comps, filepath.Join(comps[len(comps)-1], c))
+		}
+	}
+	links := 0
+	for i, p := range comps {
+		if err := checkComponent(p, i == len(comps)-1, &links); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkComponent applies CheckPath's rule to the last component of p; last
+// says it is the path checked, not a folder on the way to it.
+func checkComponent(p string, last bool, links *int) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if uid, other := Foreign(fi); other {
+		return fmt.Errorf("%s belongs to another user (uid %d)", p, uid)
+	}
+	if fi.Mode()&os.ModeSymlink == 0 {
+		if WritableByOthers(fi) && (last || !fi.IsDir() || fi.Mode()&os.ModeSticky == 0) {
+			return fmt.Errorf("%s is writable by other users (mode %s)", p, Mode(fi))
+		}
+		return nil
+	}
+	if *links++; *links > maxLinks {
+		return fmt.Errorf("%s: %w", p, syscall.ELOOP)
+	}
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return err
+	}
+	if target, err = filepath.Abs(target); err != nil {
+		return err
+	}
+	sep := string(filepath.Separator)
+	comps := []string{sep}
+	for _, c := range strings.Split(target, sep) {
+		if c != "" {
+			comps = append(comps, filepath.Join(comps[len(comps)-1], c))
+		}
+	}
+	for i, c := range comps {
+		if err := checkComponent(c, last && i == len(comps)-1, links); err != nil {
+			return fmt.Errorf("%s leads to %s: %w", p, target, err)
+		}
 	}
 	return nil
 }

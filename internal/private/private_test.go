@@ -73,3 +73,153 @@ func TestSharedAncestor(t *testing.T) {
 		t.Errorf("SharedAncestor(%s) = %q below %s, none of whose folders others can write", own, got, base)
 	}
 }
+
+// TestCheckPath: a folder found by convention is read only when no user but
+// this one and root can change what its path leads to. Cases marked root
+// make files another user's (os.Chown) and are skipped when not root.
+func TestCheckPath(t *testing.T) {
+	const other = 65534
+	type setup func(t *testing.T, base string) (from, path string)
+	dir := func(t *testing.T, p string, mode os.FileMode) string {
+		t.Helper()
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A link is checked where it leads from / down: the temp folder's
+	// own path must pass for a link into it to (TMPDIR below a folder
+	// others can write, say).
+	var tempUnsafe error
+	link := func(t *testing.T, target, p string, uid int) string {
+		t.Helper()
+		if tempUnsafe != nil && target != "/" {
+			t.Skipf("the temp folder's path does not pass: %v", tempUnsafe)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		if uid >= 0 {
+			if err := os.Lchown(p, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	chown := func(t *testing.T, p string) {
+		t.Helper()
+		if err := os.Chown(p, other, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		root  bool // needs root
+		setup setup
+		want  string // "" for no error
+	}{
+		{"own folders", false, func(t *testing.T, b string) (string, string) {
+			return b, dir(t, filepath.Join(b, ".claude", "skills"), 0o755)
+		}, ""},
+		{"the base alone", false, func(t *testing.T, b string) (string, string) { return b, b }, ""},
+		{"root folder group-writable", false, func(t *testing.T, b string) (string, string) {
+			return b, dir(t, filepath.Join(b, ".claude", "skills"), 0o775)
+		}, "skills is writable by other users (mode 0775)"},
+		{"root folder sticky and world-writable (/var/tmp)", false, func(t *testing.T, b string) (string, string) {
+			return b, dir(t, filepath.Join(b, ".claude", "skills"), os.ModeSticky|0o777)
+		}, "skills is writable by other users (mode 1777)"},
+		{"folder on the way world-writable: skills can be swapped", false, func(t *testing.T, b string) (string, string) {
+			p := dir(t, filepath.Join(b, ".claude", "skills"), 0o755)
+			dir(t, filepath.Join(b, ".claude"), 0o777)
+			return b, p
+		}, ".claude is writable by other users (mode 0777)"},
+		{"base world-writable", false, func(t *testing.T, b string) (string, string) {
+			p := dir(t, filepath.Join(b, "proj", ".claude", "skills"), 0o755)
+			dir(t, filepath.Join(b, "proj"), 0o777)
+			return filepath.Join(b, "proj"), p
+		}, "proj is writable by other users"},
+		{"folder on the way sticky (/tmp): nothing of this user's can be swapped", false, func(t *testing.T, b string) (string, string) {
+			p := dir(t, filepath.Join(b, ".claude", "skills"), 0o755)
+			dir(t, filepath.Join(b, ".claude"), os.ModeSticky|0o777)
+			return b, p
+		}, ""},
+		{"own link to a sticky world-writable folder", false, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, ".claude"), 0o755)
+			shared := dir(t, filepath.Join(b, "vartmp"), os.ModeSticky|0o777)
+			return b, link(t, shared, filepath.Join(b, ".claude", "skills"), -1)
+		}, "skills leads to " + "BASE/vartmp: BASE/vartmp is writable by other users (mode 1777)"},
+		{"own link to own folder below a sticky one", false, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, ".claude"), 0o755)
+			dir(t, filepath.Join(b, "vartmp"), os.ModeSticky|0o777)
+			mine := dir(t, filepath.Join(b, "vartmp", "mine"), 0o755)
+			return b, link(t, mine, filepath.Join(b, ".claude", "skills"), -1)
+		}, ""},
+		{"own relative link", false, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, "lib"), 0o755)
+			dir(t, filepath.Join(b, ".claude"), 0o755)
+			return b, link(t, filepath.Join("..", "lib"), filepath.Join(b, ".claude", "skills"), -1)
+		}, ""},
+		{"folder on the way is an own link to a world-writable folder", false, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, "dot", "skills"), 0o755)
+			dir(t, filepath.Join(b, "dot"), 0o777)
+			link(t, filepath.Join(b, "dot"), filepath.Join(b, ".claude"), -1)
+			return b, filepath.Join(b, ".claude", "skills")
+		}, ".claude leads to BASE/dot: BASE/dot is writable by other users"},
+		{"not below the base", false, func(t *testing.T, b string) (string, string) {
+			return filepath.Join(b, "a"), filepath.Join(b, "b")
+		}, "is not below"},
+		{"missing", false, func(t *testing.T, b string) (string, string) {
+			return b, filepath.Join(b, "nope", "skills")
+		}, "no such file"},
+		{"root folder another user's", true, func(t *testing.T, b string) (string, string) {
+			p := dir(t, filepath.Join(b, ".claude", "skills"), 0o755)
+			chown(t, p)
+			return b, p
+		}, "skills belongs to another user (uid 65534)"},
+		{"folder on the way another user's", true, func(t *testing.T, b string) (string, string) {
+			p := dir(t, filepath.Join(b, ".claude", "skills"), 0o755)
+			chown(t, filepath.Join(b, ".claude"))
+			return b, p
+		}, ".claude belongs to another user (uid 65534)"},
+		{"base another user's", true, func(t *testing.T, b string) (string, string) {
+			p := dir(t, filepath.Join(b, "proj", ".claude", "skills"), 0o755)
+			chown(t, filepath.Join(b, "proj"))
+			return filepath.Join(b, "proj"), p
+		}, "proj belongs to another user"},
+		{"another user's link to a root-owned folder (/)", true, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, ".claude"), 0o755)
+			return b, link(t, "/", filepath.Join(b, ".claude", "skills"), other)
+		}, "skills belongs to another user (uid 65534)"},
+		{"own link to a folder in another user's folder", true, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, ".claude"), 0o755)
+			theirs := dir(t, filepath.Join(b, "theirs", "lib"), 0o755)
+			chown(t, filepath.Join(b, "theirs"))
+			return b, link(t, theirs, filepath.Join(b, ".claude", "skills"), -1)
+		}, "leads to BASE/theirs/lib: BASE/theirs belongs to another user"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			// A base of its own, outside the shared temp folder's reach:
+			// the temp folder itself is sticky, on the way only.
+			base := t.TempDir()
+			tempUnsafe = CheckPath("/", base)
+			from, path := c.setup(t, base)
+			err := CheckPath(from, path)
+			want := strings.ReplaceAll(c.want, "BASE", base)
+			if want == "" {
+				if err != nil {
+					t.Fatalf("CheckPath(%s, %s) = %v, want nil", from, path, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("CheckPath(%s, %s) = %v, want %q", from, path, err, want)
+			}
+		})
+	}
+}
