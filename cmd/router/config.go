@@ -36,6 +36,7 @@ import (
 	"github.com/skillrouter/skillrouter/embed"
 	"github.com/skillrouter/skillrouter/internal/editdistance"
 	"github.com/skillrouter/skillrouter/internal/npmcache"
+	"github.com/skillrouter/skillrouter/internal/private"
 	"github.com/skillrouter/skillrouter/internal/redact"
 	"github.com/skillrouter/skillrouter/proxy"
 	"github.com/skillrouter/skillrouter/router"
@@ -588,6 +589,10 @@ type provenance struct {
 	// skillsWritten holds the skills entries as written, parallel to
 	// config.Skills (which holds them resolved).
 	skillsWritten []string
+	// secrets and defaultsSecrets name the keys the config file and the
+	// defaults file set to a secret (secretKeys), for exposedSecrets.
+	secrets         []string
+	defaultsSecrets []string
 }
 
 func newProvenance() *provenance {
@@ -853,6 +858,7 @@ func loadDefaultsFile(path string, cfg *config) error {
 	err := loadConfigFile(path, cfg)
 	src.defaultsFile, src.defaultsLines = path, cfg.src.lines
 	src.skillsWritten = cfg.src.skillsWritten
+	src.defaultsSecrets = cfg.src.secrets
 	cfg.src = src
 	if err != nil {
 		return fmt.Errorf("%s: %w", envDefaults, err)
@@ -912,6 +918,12 @@ func loadConfigFile(path string, cfg *config) error {
 		}
 	} else if !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s", fileLines(path, err.Error(), cfg.src.lines))
+	}
+	// The secrets the file itself holds (not the defaults or other files'):
+	// it should be readable by this user alone (exposedSecrets).
+	var own config
+	if yaml.Unmarshal(b, &own) == nil {
+		cfg.src.secrets = secretKeys(own)
 	}
 	// Relative folders are relative to the file, not to where the command
 	// happens to run, so a config file works from anywhere.
@@ -1335,6 +1347,86 @@ func (c config) effective() config {
 		c.Exec.Concurrency, c.Exec.OutputDir = sc.Concurrency, sc.OutputRoot
 	}
 	return c
+}
+
+// secretKeys names the keys of c that hold a secret: those whose value
+// redacted changes, so that redacted's list of secrets is the only one
+// (list items count under their list: auth.api_keys, exec.env,
+// ab.arms.embedder.api_key).
+func secretKeys(c config) []string {
+	var keys []string
+	var walk func(a, b reflect.Value, key string)
+	walk = func(a, b reflect.Value, key string) {
+		switch a.Kind() {
+		case reflect.Struct:
+			for i := range a.NumField() {
+				f := a.Type().Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				if !f.IsExported() || name == "" || name == "-" {
+					continue
+				}
+				if key != "" {
+					name = key + "." + name
+				}
+				walk(a.Field(i), b.Field(i), name)
+			}
+		case reflect.Pointer:
+			if !a.IsNil() && !b.IsNil() {
+				walk(a.Elem(), b.Elem(), key)
+			}
+		case reflect.Slice:
+			for i := range min(a.Len(), b.Len()) {
+				walk(a.Index(i), b.Index(i), key)
+			}
+		case reflect.String:
+			if a.String() != b.String() && !slices.Contains(keys, key) {
+				keys = append(keys, key)
+			}
+		}
+	}
+	walk(reflect.ValueOf(c), reflect.ValueOf(c.redacted()), "")
+	return keys
+}
+
+// secretFile is a file the configuration reads that holds secrets, and
+// how other users can read it.
+type secretFile struct {
+	path    string
+	holds   string // the keys, or what the file is
+	exposed string // private.Exposed
+}
+
+// exposedSecrets lists the files holding secrets that other users can read
+// (private.Exposed): the config file and the defaults file when they set a
+// key --print-config redacts, and auth.api_keys_file. serve and mcp warn of
+// each at start, doctor in a row; a file without secrets may be readable.
+func exposedSecrets(cfg *config) []secretFile {
+	var files []secretFile
+	if cfg.src != nil && cfg.src.file != "" && len(cfg.src.secrets) > 0 {
+		files = append(files, secretFile{path: cfg.src.file, holds: strings.Join(cfg.src.secrets, ", ")})
+	}
+	if cfg.src != nil && cfg.src.defaultsFile != "" && len(cfg.src.defaultsSecrets) > 0 {
+		files = append(files, secretFile{path: cfg.src.defaultsFile, holds: strings.Join(cfg.src.defaultsSecrets, ", ")})
+	}
+	if cfg.Auth.APIKeysFile != "" {
+		files = append(files, secretFile{path: cfg.Auth.APIKeysFile, holds: "client keys (auth.api_keys_file)"})
+	}
+	var out []secretFile
+	for _, f := range files {
+		if how, err := private.Exposed(f.path); err == nil && how != "" {
+			f.exposed = how
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// warnExposedSecrets logs a warning for each of exposedSecrets.
+func warnExposedSecrets(log *slog.Logger, cfg *config) {
+	for _, f := range exposedSecrets(cfg) {
+		log.Warn("a file holding secrets can be read by other users: "+f.exposed+"; chmod 600 it (or keep the secrets in the environment)",
+			"file", f.path, "holds", f.holds)
+	}
 }
 
 // redacted returns a copy with secrets replaced, for --print-config.

@@ -82,7 +82,7 @@ func runDoctor(ctx context.Context, cmd *cobra.Command, cf *configFlags, args []
 	if err != nil {
 		return []checkRow{{name: "config", status: checkFail, detail: err.Error(), fix: "correct the value named; `router serve --help` lists every key"}}
 	}
-	rows := []checkRow{configRow(&cfg)}
+	rows := []checkRow{configRow(&cfg), secretsRow(&cfg)}
 	rows = append(rows, libraryRow(ctx, &cfg, tryCommand(cmd, args)))
 	rows = append(rows, upstreamRows(ctx, &cfg)...)
 	rows = append(rows, embedderRow(ctx, "embedder", cfg.Embedder))
@@ -102,6 +102,23 @@ func configRow(cfg *config) checkRow {
 		return checkRow{name: "config", status: checkOK, detail: "no config file: defaults, SKILLROUTER_* variables and flags"}
 	}
 	return checkRow{name: "config", status: checkOK, detail: cfg.src.file + " loads"}
+}
+
+// secretsRow warns of each file holding secrets that other users can read
+// (exposedSecrets, as serve does at start).
+func secretsRow(cfg *config) checkRow {
+	exposed := exposedSecrets(cfg)
+	if len(exposed) == 0 {
+		return checkRow{name: "secrets", status: checkOK, detail: "no file holding a secret can be read by other users"}
+	}
+	var lines []string
+	var paths []string
+	for _, f := range exposed {
+		lines = append(lines, fmt.Sprintf("%s holds %s, and %s", f.path, f.holds, f.exposed))
+		paths = append(paths, shellQuote(f.path))
+	}
+	return checkRow{name: "secrets", status: checkWarn, detail: strings.Join(lines, "\n"),
+		fix: "chmod 600 " + strings.Join(paths, " ") + " (or keep the secrets in the environment)"}
 }
 
 func libraryRow(ctx context.Context, cfg *config, try string) checkRow {

@@ -73,6 +73,7 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 	start := time.Now()
 	log := newLogger(cfg.Log, logw)
 	warnMisspelledEnv(log)
+	warnExposedSecrets(log, &cfg)
 	reg, err := loadRegistry(ctx, roots, libraryOptions(&cfg))
 	if err != nil {
 		return err

@@ -201,6 +201,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 				"key", k, "given", w)
 		}
 	}
+	warnExposedSecrets(log, &cfg)
 	if cfg.Upstream.OverrideAuth && cfg.Upstream.APIKey == "" && cfg.Upstream.AnthropicAPIKey == "" {
 		// Most likely a variable that was empty ($OPENAI_API_KEY unset).
 		log.Warn("upstream.override_auth is set but no upstream key is: the clients' keys are forwarded as they send them; set upstream.api_key (SKILLROUTER_UPSTREAM_API_KEY)")

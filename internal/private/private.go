@@ -175,3 +175,28 @@ func Foreign(fi os.FileInfo) (uid int, foreign bool) {
 	uid = int(st.Uid)
 	return uid, uid != os.Geteuid() && uid != 0
 }
+
+// Exposed says how users other than this one can read the file at path
+// (symlinks followed), for a file that holds a secret (an API key, a
+// token); "" when they cannot. Every user can read a world-readable file;
+// the members of its group a group-readable one of this user's. A
+// group-readable file of another owner (root) is how this user reads it
+// through its group: shared with that group on purpose (a service reading
+// root:svc 0640, a Kubernetes Secret volume's fsGroup), not reported. Like
+// ssh's test of a private key file, as a warning's input, not a refusal.
+func Exposed(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case perm&0o004 != 0:
+		return fmt.Sprintf("every user can read it (mode %s)", Mode(fi)), nil
+	case perm&0o040 != 0:
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() {
+			return fmt.Sprintf("its group (gid %d) can read it (mode %s)", st.Gid, Mode(fi)), nil
+		}
+	}
+	return "", nil
+}

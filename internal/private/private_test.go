@@ -223,3 +223,52 @@ func TestCheckPath(t *testing.T) {
 		})
 	}
 }
+
+// TestExposed: a file holding a secret is reported when every user can read
+// it, or its group and it is this user's; a group-readable file of another
+// owner is how this user reads it (a service's group): not reported.
+func TestExposed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		mode  os.FileMode
+		owner int // -1: this user
+		want  string
+	}{
+		{"private", 0o600, -1, ""},
+		{"read-only private", 0o400, -1, ""},
+		{"world-readable", 0o644, -1, "every user can read it (mode 0644)"},
+		{"world-readable only", 0o604, -1, "every user can read it (mode 0604)"},
+		{"group-readable, this user's", 0o640, -1, "can read it (mode 0640)"},
+		{"group-writable only", 0o620, -1, ""},
+		{"group-readable, another owner's", 0o640, 65534, ""},
+		{"world-readable, another owner's", 0o644, 65534, "every user can read it (mode 0644)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.owner >= 0 && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			p := filepath.Join(t.TempDir(), "keys")
+			if err := os.WriteFile(p, []byte("sk-1\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			if c.owner >= 0 {
+				if err := os.Chown(p, c.owner, c.owner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := Exposed(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Fatalf("Exposed = %q, want %q", got, c.want)
+			}
+		})
+	}
+	if _, err := Exposed(filepath.Join(t.TempDir(), "nope")); err == nil {
+		t.Error("a missing file: no error")
+	}
+}
