@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
+
 	"os"
 	"path/filepath"
 	"reflect"
@@ -182,6 +184,7 @@ func TestCheckDefaultRoots(t *testing.T) {
 		}, "skills is writable by other users (mode 1777)"},
 		{"own folder its group can write", false, func(t *testing.T, wd, _ string) {
 			mk(t, filepath.Join(wd, ".claude", "skills"), 0o775)
+			privatetest.ShareGroup(t, filepath.Join(wd, ".claude", "skills"))
 		}, "skills is writable by other users (mode 0775)"},
 		{".claude every user can write: skills can be swapped", false, func(t *testing.T, wd, _ string) {
 			mk(t, filepath.Join(wd, ".claude", "skills"), 0o755)

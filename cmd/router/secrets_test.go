@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
+
 	"bytes"
 	"context"
 	"log/slog"
@@ -145,5 +147,8 @@ func writeMode(t *testing.T, p, content string, mode os.FileMode) {
 	}
 	if err := os.Chmod(p, mode); err != nil {
 		t.Fatal(err)
+	}
+	if mode&0o040 != 0 {
+		privatetest.ShareGroup(t, p) // group-readable by others, not by a private group
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -42,8 +44,78 @@ func Check(dir string) error {
 // it: its group (group write) or everyone (world write). A sticky folder
 // (/tmp, /var/tmp: mode 1777) counts: every user can add entries there, so
 // nothing found in it by name is known to be its owner's.
+//
+// A group that is its owner's private group (as Fedora's and Debian's
+// user-private groups are, with umask 002 making folders 0775) is the
+// owner alone: group write through it is no one else's, as OpenSSH's
+// Debian builds judge it.
 func WritableByOthers(fi os.FileInfo) bool {
-	return fi.Mode().Perm()&0o022 != 0
+	perm := fi.Mode().Perm()
+	if perm&0o002 != 0 {
+		return true
+	}
+	return perm&0o020 != 0 && !ownersPrivateGroup(fi)
+}
+
+// ownersPrivateGroup reports whether fi's group is its owner's private
+// group: named as the owner, the owner's primary group, no user listed as
+// a member in /etc/group and no other user's primary group in /etc/passwd.
+// Groups only a directory service knows are not read: not private.
+func ownersPrivateGroup(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	key := [2]uint32{st.Uid, st.Gid}
+	if v, ok := privateGroups.Load(key); ok {
+		return v.(bool)
+	}
+	private := privateGroupFiles("/etc/passwd", "/etc/group", st.Uid, st.Gid)
+	privateGroups.Store(key, private)
+	return private
+}
+
+// privateGroups caches ownersPrivateGroup by owner and group: a scan asks
+// for every folder on the way to each skill.
+var privateGroups sync.Map
+
+func privateGroupFiles(passwdFile, groupFile string, uid, gid uint32) bool {
+	passwd, err := os.ReadFile(passwdFile)
+	if err != nil {
+		return false
+	}
+	group, err := os.ReadFile(groupFile)
+	if err != nil {
+		return false
+	}
+	owner := ""
+	for line := range strings.SplitSeq(string(passwd), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 {
+			continue
+		}
+		u, g := f[2], f[3]
+		switch {
+		case u == strconv.FormatUint(uint64(uid), 10):
+			if g != strconv.FormatUint(uint64(gid), 10) {
+				return false // not the owner's primary group
+			}
+			owner = f[0]
+		case g == strconv.FormatUint(uint64(gid), 10):
+			return false // another user's primary group too
+		}
+	}
+	if owner == "" {
+		return false
+	}
+	for line := range strings.SplitSeq(string(group), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 || f[2] != strconv.FormatUint(uint64(gid), 10) {
+			continue
+		}
+		return f[0] == owner && (f[3] == "" || f[3] == owner)
+	}
+	return false
 }
 
 // Mode is fi's permission bits in octal as chmod takes them, with the
@@ -193,7 +265,7 @@ func Exposed(path string) (string, error) {
 	switch {
 	case perm&0o004 != 0:
 		return fmt.Sprintf("every user can read it (mode %s)", Mode(fi)), nil
-	case perm&0o040 != 0:
+	case perm&0o040 != 0 && !ownersPrivateGroup(fi):
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() {
 			return fmt.Sprintf("its group (gid %d) can read it (mode %s)", st.Gid, Mode(fi)), nil
 		}

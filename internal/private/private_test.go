@@ -3,6 +3,8 @@
 package private
 
 import (
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +32,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"private", mk("ok", 0o700), ""},
 		{"readable by others is fine", mk("ro", 0o755), ""},
-		{"group-writable", mk("gw", 0o770), "writable by other users"},
+		{"group-writable", shared(t, mk("gw", 0o770)), "writable by other users"},
 		{"world-writable", mk("ww", 0o777), "writable by other users"},
 		{"symlink", link, "not a directory"},
 		{"missing", filepath.Join(base, "nope"), "no such file"},
@@ -126,7 +128,7 @@ func TestCheckPath(t *testing.T) {
 		}, ""},
 		{"the base alone", false, func(t *testing.T, b string) (string, string) { return b, b }, ""},
 		{"root folder group-writable", false, func(t *testing.T, b string) (string, string) {
-			return b, dir(t, filepath.Join(b, ".claude", "skills"), 0o775)
+			return b, shared(t, dir(t, filepath.Join(b, ".claude", "skills"), 0o775))
 		}, "skills is writable by other users (mode 0775)"},
 		{"root folder sticky and world-writable (/var/tmp)", false, func(t *testing.T, b string) (string, string) {
 			return b, dir(t, filepath.Join(b, ".claude", "skills"), os.ModeSticky|0o777)
@@ -258,6 +260,8 @@ func TestExposed(t *testing.T) {
 				if err := os.Chown(p, c.owner, c.owner); err != nil {
 					t.Fatal(err)
 				}
+			} else if c.mode&0o040 != 0 {
+				privatetest.ShareGroup(t, p)
 			}
 			got, err := Exposed(p)
 			if err != nil {
@@ -271,4 +275,47 @@ func TestExposed(t *testing.T) {
 	if _, err := Exposed(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Error("a missing file: no error")
 	}
+}
+
+// A group-writable folder is its owner's alone when its group is the
+// owner's private group (umask 002 on Fedora and Debian user-private
+// groups makes folders 0775): named as the owner, the owner's primary
+// group, with no other member and no other user's primary group.
+func TestPrivateGroupFiles(t *testing.T) {
+	dir := t.TempDir()
+	passwd := "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/bash\nbob:x:1001:1001::/home/bob:/bin/bash\ncarol:x:1002:1000::/home/carol:/bin/bash\ndave:x:1003:2000::/home/dave:/bin/bash\neve:x:1004:1004::/home/eve:/bin/bash\n"
+	group := "root:x:0:\nalice:x:1000:\nbob:x:1001:bob\nstaff:x:2000:\neve:x:1004:mallory\nmallory:x:1005:\n"
+	pf, gf := filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	if err := os.WriteFile(pf, []byte(passwd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gf, []byte(group), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		uid, gid uint32
+		want     bool
+	}{
+		{"bob's own group, bob its only member", 1001, 1001, true},
+		{"alice's group is carol's primary group too", 1000, 1000, false},
+		{"dave's primary group is staff", 1003, 2000, false},
+		{"eve's group has another member", 1004, 1004, false},
+		{"bob's folder in alice's group", 1001, 1000, false},
+		{"an owner /etc/passwd does not list", 4242, 4242, false},
+	}
+	for _, tt := range tests {
+		if got := privateGroupFiles(pf, gf, tt.uid, tt.gid); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if privateGroupFiles(filepath.Join(dir, "none"), gf, 1001, 1001) {
+		t.Error("no passwd file: private")
+	}
+}
+
+// shared is p with a group other users share (see privatetest).
+func shared(t *testing.T, p string) string {
+	privatetest.ShareGroup(t, p)
+	return p
 }
