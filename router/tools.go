@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
@@ -85,14 +88,15 @@ func DecodeToolArgs(raw json.RawMessage, v any) error {
 	if bytes.TrimSpace(raw)[0] != '{' {
 		return errors.New("arguments must be a JSON object")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := unmarshalWhole(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			want := te.Type.Kind().String()
 			switch te.Type.Kind() {
-			case reflect.Int, reflect.Int64:
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 				want = "a whole number"
-			case reflect.Float64:
+			case reflect.Float32, reflect.Float64:
 				want = "a number"
 			case reflect.String:
 				want = "a string"
@@ -108,6 +112,64 @@ func DecodeToolArgs(raw json.RawMessage, v any) error {
 		return errors.New("arguments have the wrong types")
 	}
 	return nil
+}
+
+// unmarshalWhole is json.Unmarshal, but a whole number written with a
+// fraction or an exponent (20.0, 1e10: JSON Schema's integer allows them,
+// and Python hosts and models send them) fills an integer field, and a
+// whole number out of the field's range is taken as the nearest bound
+// (tools clamp their own ranges). Such a number is rewritten where the
+// decoder reports it and the decode runs again: arguments hold few of them,
+// and the usual call decodes once.
+func unmarshalWhole(raw []byte, v any) error {
+	err := json.Unmarshal(raw, v)
+	for range 16 {
+		var te *json.UnmarshalTypeError
+		if err == nil || !errors.As(err, &te) {
+			return err
+		}
+		lit, ok := strings.CutPrefix(te.Value, "number ")
+		end := int(te.Offset)
+		if !ok || end < len(lit) || end > len(raw) || string(raw[end-len(lit):end]) != lit {
+			return err
+		}
+		n, ok := wholeNumber(lit, te.Type)
+		if !ok {
+			return err
+		}
+		raw = slices.Concat(raw[:end-len(lit)], []byte(n), raw[end:])
+		err = json.Unmarshal(raw, v)
+	}
+	return err
+}
+
+// wholeNumber writes the JSON number lit as an integer literal of type t's
+// range (clamped to it), when lit is a whole number and t an integer type.
+func wholeNumber(lit string, t reflect.Type) (string, bool) {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || f != math.Trunc(f) {
+		return "", false // not a number, NaN cannot be written, or not whole (20.5)
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		hi := math.Ldexp(1, t.Bits()-1) // 2^(bits-1): the first value out of range
+		switch {
+		case f >= hi:
+			return strconv.FormatInt(int64(uint64(1)<<(t.Bits()-1)-1), 10), true
+		case f < -hi:
+			return strconv.FormatInt(-int64(uint64(1)<<(t.Bits()-1)-1)-1, 10), true
+		}
+		return strconv.FormatInt(int64(f), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch {
+		case f < 0:
+			return "0", true
+		case f >= math.Ldexp(1, t.Bits()):
+			return strconv.FormatUint(math.MaxUint64>>(64-t.Bits()), 10), true
+		}
+		return strconv.FormatUint(uint64(f), 10), true
+	}
+	return "", false
 }
 
 // ToolFailed recognises the error answers of the router's and the
