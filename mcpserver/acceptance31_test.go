@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/tidwall/gjson"
 )
 
 // TestSearchSkillsWholeNumberLimit: "limit": 20.0 (JSON Schema's integer
@@ -25,4 +28,38 @@ func TestSearchSkillsWholeNumberLimit(t *testing.T) {
 			t.Errorf("limit %s: isError=%v %s", tt.limit, res.IsError, text)
 		}
 	}
+}
+
+// TestStdioRequestBeforeInitialize: a request before initialize got the
+// SDK's refusal with error code 0, which JSON-RPC has not; it is -32600
+// (Invalid Request, as the other MCP SDKs answer it), with the request's
+// id, and the session goes on: ping works before, and an initialize after.
+func TestStdioRequestBeforeInitialize(t *testing.T) {
+	send, next, end := stdioSession(t)
+	for _, tt := range []struct{ line, id string }{
+		{`{"jsonrpc":"2.0","id":"pre","method":"tools/list"}`, `"pre"`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search_skills","arguments":{"query":"pdf"}}}`, `4`},
+		{`{"jsonrpc":"2.0","id":5,"method":"skills/list"}`, `5`},
+	} {
+		send(tt.line)
+		l := next()
+		if gjson.Get(l, "id").Raw != tt.id || gjson.Get(l, "error.code").Int() != jsonrpc.CodeInvalidRequest ||
+			!strings.Contains(gjson.Get(l, "error.message").Str, "not initialized") {
+			t.Errorf("%s answered %s, want -32600 with id %s", tt.line, l, tt.id)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if l := next(); gjson.Get(l, "id").Int() != 6 || !gjson.Get(l, "result").Exists() {
+		t.Fatalf("ping before initialize: %s", l)
+	}
+	send(initializeLine("1", "2025-11-25"))
+	if l := next(); !gjson.Get(l, "result.serverInfo").Exists() {
+		t.Fatalf("initialize after the refusals: %s", l)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":"post","method":"tools/list"}`)
+	if l := next(); gjson.Get(l, "id").Str != "post" || !strings.Contains(l, "load_skill") {
+		t.Fatalf("tools/list after initialize: %s", l)
+	}
+	end()
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,7 +86,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		// request it names (the SDK answers every request it handled).
 		return len(p), nil
 	}
+	size := len(p)
+	if b, ok := notInitializedAnswer(msg); ok {
+		p = b
+	}
 	n, err := l.w.Write(p)
+	if err == nil {
+		n = size
+	}
 	eachOf(msg, func(m gjson.Result) {
 		if v := m.Get("id"); !m.Get("method").Exists() && v.Exists() {
 			l.pending.answered(v)
@@ -93,6 +101,25 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		}
 	})
 	return n, err
+}
+
+// notInitialized answers a request sent before the session's initialize.
+const notInitialized = "invalid request: the session is not initialized: send an initialize request first (then notifications/initialized); only ping may come before it"
+
+// notInitializedAnswer rewrites the SDK's refusal of a request sent before
+// initialize, which has error code 0 (JSON-RPC has no such code), as
+// -32600 Invalid Request, as other MCP SDKs answer it. The SDK stays the
+// judge of what comes too early: its exceptions (ping; requests of the
+// stateless protocol, which have no initialize) are its own.
+func notInitializedAnswer(m gjson.Result) ([]byte, bool) {
+	v := m.Get("error")
+	if !m.IsObject() || m.Get("method").Exists() || !v.Exists() || v.Get("code").Type != gjson.Number || v.Get("code").Int() != 0 ||
+		!strings.HasSuffix(v.Get("message").Str, "is invalid during session initialization") {
+		return nil, false
+	}
+	var b bytes.Buffer
+	_ = answer(&b, json.RawMessage(m.Get("id").Raw), jsonrpc.CodeInvalidRequest, notInitialized)
+	return b.Bytes(), true
 }
 
 // agreed is the protocol version the server answered initialize with: the
