@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -62,4 +64,51 @@ func TestStdioRequestBeforeInitialize(t *testing.T) {
 		t.Fatalf("tools/list after initialize: %s", l)
 	}
 	end()
+}
+
+// TestHTTPBatchByAgreedVersion: over HTTP a batch is judged by the version
+// the session agreed on, as on stdio: without MCP-Protocol-Version the SDK
+// took 2025-03-26 (which had batches) and ran it on a 2025-06-18 session.
+func TestHTTPBatchByAgreedVersion(t *testing.T) {
+	ts := newFixture(t, false).serveHTTP(t)
+	const batch = `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"ping"}]`
+	for _, tt := range []struct {
+		asked, header string
+		refused       bool
+	}{
+		{"2025-06-18", "", true},
+		{"2025-06-18", "2025-06-18", true},
+		{"2025-11-25", "", true},
+		{"2026-07-28", "", true}, // agreed on 2025-11-25
+		{"1999-01-01", "", true}, // the SDK's newest
+		{"2025-03-26", "", false},
+		{"2025-03-26", "2025-03-26", false},
+	} {
+		first, b := postMCP(t, ts, "", initializeLine("1", tt.asked))
+		session := first.Header.Get("Mcp-Session-Id")
+		if first.StatusCode != 200 || session == "" {
+			t.Fatalf("initialize %s: %d %s", tt.asked, first.StatusCode, b)
+		}
+		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(batch))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", session)
+		if tt.header != "" {
+			req.Header.Set("Mcp-Protocol-Version", tt.header)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if tt.refused {
+			if resp.StatusCode != http.StatusBadRequest || gjson.GetBytes(b, "error.code").Int() != jsonrpc.CodeInvalidRequest || !strings.Contains(string(b), "batches") {
+				t.Errorf("asked %s, header %q: %d %s, want 400 with -32600", tt.asked, tt.header, resp.StatusCode, b)
+			}
+		} else if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"id":9`) {
+			t.Errorf("asked %s, header %q: %d %s, want the batch answered", tt.asked, tt.header, resp.StatusCode, b)
+		}
+		endSession(t, ts.URL, session)
+	}
 }

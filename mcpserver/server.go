@@ -8,6 +8,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,6 +266,13 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 				rpcError(w, http.StatusBadRequest, headID, -32600, alreadyInitialized)
 				return
 			}
+			if batch(head) && s.batchesEnded(id) {
+				// The SDK goes by MCP-Protocol-Version, taking 2025-03-26
+				// (which had batches) when it is missing; the session's own
+				// version is known.
+				rpcError(w, http.StatusBadRequest, nil, -32600, noBatches)
+				return
+			}
 			// In flight from here: a read waiting for the budget is too.
 			end := s.activity.begin(id)
 			defer func() { end(r.Method, sw.Status) }()
@@ -288,6 +297,40 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			}
 		}
 	})
+}
+
+// batch reports whether head is a JSON-RPC batch.
+func batch(head []byte) bool {
+	head = bytes.TrimSpace(head)
+	return len(head) > 0 && head[0] == '['
+}
+
+// batchesEnded reports whether session id agreed on a protocol version
+// without JSON-RPC batches (2025-06-18 or later).
+func (s *Server) batchesEnded(id string) bool {
+	for ss := range s.srv.Sessions() {
+		if ss.ID() == id {
+			p := ss.InitializeParams()
+			return p != nil && negotiated(p.ProtocolVersion) >= batchesUntil
+		}
+	}
+	return false // gone: the SDK answers 404
+}
+
+// negotiated is the version the SDK agrees on at an initialize asking for
+// asked (agreedVersion having capped it): asked when the SDK speaks it, else
+// its newest that an initialize agrees on.
+func negotiated(asked string) string {
+	vs := mcp.SupportedProtocolVersions() // newest first
+	if asked <= initializeNewest && slices.Contains(vs, asked) {
+		return asked
+	}
+	for _, v := range vs {
+		if v <= initializeNewest {
+			return v
+		}
+	}
+	return asked
 }
 
 // noSession answers a POST without Mcp-Session-Id that is not an initialize.

@@ -367,6 +367,9 @@ type framer struct {
 // batchesUntil is the first protocol version without JSON-RPC batches.
 const batchesUntil = "2025-06-18"
 
+// noBatches answers a batch in a session of batchesUntil or later.
+const noBatches = "JSON-RPC batches are not part of MCP since " + batchesUntil + ": send one message at a time (stdio: one a line)"
+
 // frame passes one message on, or answers why it is not one.
 func (f *framer) frame(msg []byte) error {
 	if !json.Valid(msg) {
@@ -374,7 +377,7 @@ func (f *framer) frame(msg []byte) error {
 	}
 	if msg[0] == '[' {
 		if v := f.version.await(5 * time.Second); v == "" || v >= batchesUntil {
-			return answer(f.errs, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not part of MCP since "+batchesUntil+": send one message a line")
+			return answer(f.errs, nil, jsonrpc.CodeInvalidRequest, noBatches)
 		}
 		ok := true
 		gjson.ParseBytes(msg).ForEach(func(_, el gjson.Result) bool {
