@@ -1,13 +1,16 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 )
 
@@ -110,5 +113,54 @@ func TestHTTPBatchByAgreedVersion(t *testing.T) {
 			t.Errorf("asked %s, header %q: %d %s, want the batch answered", tt.asked, tt.header, resp.StatusCode, b)
 		}
 		endSession(t, ts.URL, session)
+	}
+}
+
+// TestLongInputsQuotedCut: a 5 MB query came back twice (the text and the
+// structured content), a 100 KB path twice in read_skill_resource's
+// refusal: what a call sent is quoted cut (wire.Clip), in answers and
+// error messages.
+func TestLongInputsQuotedCut(t *testing.T) {
+	f := newFixture(t, false)
+	cs := f.connect(t, nil)
+	huge := "pdf " + strings.Repeat("ab", 5<<19) // 5 MB
+	long := strings.Repeat("x/", 50<<10)         // 100 KB
+	for _, tt := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"search_skills", map[string]any{"query": huge}, `"results":[`},
+		{"load_skill", map[string]any{"skill_id": long}, `reason="not_found"`},
+		{"read_skill_resource", map[string]any{"skill_id": "team/pdf-forms", "path": long}, `"ok":false`},
+		{"read_skill_resource", map[string]any{"skill_id": long, "path": "SKILL.md"}, `"unknown_skill"`},
+	} {
+		res, text := call(t, cs, tt.tool, tt.args)
+		b, _ := json.Marshal(res.StructuredContent)
+		if len(text) > 2000 || len(b) > 2000 || !strings.Contains(text, tt.want) || !strings.Contains(text, "...") {
+			t.Errorf("%s: %d bytes of text, %d structured: %.300s", tt.tool, len(text), len(b), text)
+		}
+	}
+	for _, tt := range []struct {
+		method string
+		params any
+	}{
+		{"skills/get", &GetSkillParams{URI: "skill://" + long}},
+		{"resources/directory/read", &ReadDirectoryParams{URI: "skill://" + long}},
+		{"skills/list", &ListSkillsParams{Cursor: long}},
+	} {
+		var err error
+		ctx := context.Background()
+		switch p := tt.params.(type) {
+		case *GetSkillParams:
+			_, err = mcp.CallCustomMethod[*GetSkillParams, *GetSkillResult](ctx, cs, tt.method, p)
+		case *ReadDirectoryParams:
+			_, err = mcp.CallCustomMethod[*ReadDirectoryParams, *ReadDirectoryResult](ctx, cs, tt.method, p)
+		case *ListSkillsParams:
+			_, err = mcp.CallCustomMethod[*ListSkillsParams, *ListSkillsResult](ctx, cs, tt.method, p)
+		}
+		if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), "...") {
+			t.Errorf("%s: %.300s (%d bytes)", tt.method, err, len(fmt.Sprint(err)))
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/sandbox"
 	"github.com/skillrouter/skillrouter/skills"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // applyResources removes the resources of old that nv lacks and adds those
@@ -82,7 +83,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	uri := req.Params.URI
 	f, ok := s.current().files[uri]
 	if !ok {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, mcp.ResourceNotFoundError(wire.Clip(uri))
 	}
 	b, err := sandbox.ReadFile(f.skill.sk, f.rel, maxSkillBytes)
 	if err != nil {
@@ -125,7 +126,7 @@ func skillPrompt(sk *skills.Skill, descLimit int) *mcp.Prompt {
 func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	p, ok := s.current().prompts[req.Params.Name]
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no prompt named %q; prompts/list names every skill", req.Params.Name)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no prompt named %q; prompts/list names every skill", wire.Clip(req.Params.Name))}
 	}
 	text := skills.Envelope(p.skill)
 	if r := strings.TrimSpace(req.Params.Arguments[promptArgument]); r != "" {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // skillsPageSize bounds a skills/list page: each entry costs reading and
@@ -43,7 +45,7 @@ func encodeCursor(uri string) string { return base64.RawURLEncoding.EncodeToStri
 func decodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || !strings.HasPrefix(string(b), "skill://") {
-		return "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", c)
+		return "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", wire.Clip(c))
 	}
 	return string(b), nil
 }
@@ -84,7 +86,7 @@ func (s *Server) getSkill(ctx context.Context, _ *mcp.ServerSession, p *GetSkill
 	}
 	ss, ok := s.current().byURI[p.URI]
 	if !ok {
-		return nil, invalidParams("No skill is served at %s", p.URI)
+		return nil, invalidParams("No skill is served at %s", wire.Clip(p.URI))
 	}
 	e, err := ss.manifest()
 	if err != nil {
@@ -105,7 +107,7 @@ func (s *Server) readDirectory(ctx context.Context, _ *mcp.ServerSession, p *Rea
 		if _, file := v.files[p.URI]; file {
 			return nil, invalidParams("%s is not a directory resource", p.URI)
 		}
-		return nil, invalidParams("No directory is served at %s", p.URI)
+		return nil, invalidParams("No directory is served at %s", wire.Clip(p.URI))
 	}
 	return &ReadDirectoryResult{ResultType: resultTypeComplete, Resources: kids}, nil
 }

@@ -276,7 +276,8 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 	sk, ok := s.lib.resolve(want)
 	if !ok {
 		if s.snap == nil {
-			return loadSkillError(want, "not_found", fmt.Sprintf("The skill %q is unavailable: no skill library is loaded.", want))
+			shown := wire.Clip(want)
+			return loadSkillError(shown, "not_found", fmt.Sprintf("The skill %q is unavailable: no skill library is loaded.", shown))
 		}
 		s.mu.Lock()
 		search := s.offered[ToolSearchSkills]
@@ -353,7 +354,9 @@ func (s *Session) searchSkills(ctx context.Context, args json.RawMessage) string
 			break
 		}
 	}
-	return searchResult(q, hits)
+	// The query is quoted cut (wire.Clip): a model's 5 MB query came back
+	// whole, and the MCP server's structured content doubled it.
+	return searchResult(wire.Clip(q), hits)
 }
 
 // Tools returns what the next round offers: the client's tools minus the

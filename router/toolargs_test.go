@@ -102,3 +102,28 @@ func TestSearchSkillsWholeNumberLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestToolAnswersQuoteLongInputsCut: search_skills gave a 5 MB query back
+// whole, load_skill a 100 KB id twice, DecodeToolArgs a 100 KB number:
+// what a call sent is quoted cut to 200 bytes (wire.Clip), in the proxy's
+// answers as in the MCP server's (the same code), and a cut answer is
+// still known as the tool's own (IsToolResult).
+func TestToolAnswersQuoteLongInputsCut(t *testing.T) {
+	long := strings.Repeat("ab/", 40<<10)
+	rw := rewriteFixture(t, chat(t, "user", "db"), Decision{}, RewriteOptions{CatalogBudgetTokens: 200}, &fakeSearch{hits: []Scored{{ID: "sql-review"}}})
+	for _, tt := range []struct {
+		tool, args, want string
+	}{
+		{ToolSearchSkills, `{"query":"` + long + `"}`, `"results":[{"id":"sql-review"`},
+		{ToolLoadSkill, `{"skill_id":"` + long + `"}`, `reason="not_found"`},
+		{ToolSearchSkills, `{"query":"q","limit":1.` + strings.Repeat("5", 100<<10) + `}`, `must be a whole number, got number 1.555`},
+	} {
+		res := rw.Session.Call(context.Background(), "c", tt.tool, json.RawMessage(tt.args))
+		if len(res.Content) > 1500 || !strings.Contains(res.Content, tt.want) || !strings.Contains(res.Content, "...") {
+			t.Errorf("%s: %d bytes: %.400s", tt.tool, len(res.Content), res.Content)
+		}
+		if !IsToolResult(res.Content) {
+			t.Errorf("%s: a cut answer is not known as the tool's own: %.400s", tt.tool, res.Content)
+		}
+	}
+}

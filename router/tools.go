@@ -107,7 +107,7 @@ func DecodeToolArgs(raw json.RawMessage, v any) error {
 			case reflect.Bool:
 				want = "true or false"
 			}
-			return fmt.Errorf("argument %q must be %s, got %s", te.Field, want, te.Value)
+			return fmt.Errorf("argument %q must be %s, got %s", wire.Clip(te.Field), want, wire.Clip(te.Value))
 		}
 		return errors.New("arguments have the wrong types")
 	}

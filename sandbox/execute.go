@@ -140,6 +140,7 @@ func (p *Provider) killNote(out execOutcome) string {
 
 // refuse logs a refusal and renders it.
 func (p *Provider) refuse(tool string, e *toolError) string {
+	e.clip()
 	p.log.Warn("sandbox: refused", "tool", tool, "code", e.Code, "skill", e.SkillID, "path", e.Path, "reason", e.Message)
 	return e.result()
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // Error codes of structured failure results. The model reads them; keep them
@@ -43,8 +46,23 @@ type toolError struct {
 	Stderr   string `json:"stderr_tail,omitempty"`
 }
 
+// Its string arguments are values quoted from the call (paths, ids; fixed
+// texts are in format) and are cut to 200 bytes (wire.Clip): a model sent
+// a 100 KB path and had it back twice.
 func newError(code, format string, a ...any) *toolError {
+	a = slices.Clone(a)
+	for i, v := range a {
+		if s, ok := v.(string); ok {
+			a[i] = wire.Clip(s)
+		}
+	}
 	return &toolError{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// clip cuts the skill id and path, the model's own values, as newError
+// cuts the ones it quotes.
+func (e *toolError) clip() {
+	e.SkillID, e.Path = wire.Clip(e.SkillID), wire.Clip(e.Path)
 }
 
 func (e *toolError) Error() string { return e.Code + ": " + e.Message }
@@ -70,7 +88,10 @@ type failure struct {
 	Error *toolError `json:"error"`
 }
 
-func (e *toolError) result() string { return mustJSON(failure{Error: e}) }
+func (e *toolError) result() string {
+	e.clip()
+	return mustJSON(failure{Error: e})
+}
 
 // DisabledResult is the answer to a call of a tier-3 tool while execution is
 // off, so the session can answer it instead of passing it to the client.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillrouter/skillrouter/internal/editdistance"
 	"github.com/skillrouter/skillrouter/internal/textcut"
+	"github.com/skillrouter/skillrouter/wire"
 )
 
 // MaxSuggestions is how many close ids NotFound offers.
@@ -16,13 +17,15 @@ const MaxSuggestions = 3
 
 // NotFound renders the structured result for an unknown id, with up to 3
 // close ids; search says whether search_skills is offered beside load_skill
-// (the next step names it only then).
+// (the next step names it only then). A long id is quoted cut
+// (wire.Clip).
 func NotFound(id string, snap *Snapshot, search bool) string {
+	shown := wire.Clip(id) // a model's junk id is not echoed whole, twice
 	var b strings.Builder
 	b.WriteString(`<skill_error id="`)
-	b.WriteString(escapeAttr(id))
+	b.WriteString(escapeAttr(shown))
 	b.WriteString("\" reason=\"not_found\">\n  <message>The skill \"")
-	b.WriteString(escapeText(id))
+	b.WriteString(escapeText(shown))
 	b.WriteString("\" is unavailable: ")
 	if sk, ok := lookup(snap, id); ok && sk.Skipped {
 		b.WriteString("it has errors and was not loaded.")
