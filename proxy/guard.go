@@ -188,6 +188,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 		// lets every page in.
 		return forbidden("origin_not_allowed", "requests caused by a page of another site without an Origin (an image, a script, a link followed; Sec-Fetch-Site: %s) are refused: call the proxy with fetch from an origin in server.allowed_origins, or allow every page with \"*\"", site)
 	}
+	if oauthProbe(r.URL.Path) {
+		return noOAuth(len(keys) > 0)
+	}
 	if adminPaths[r.URL.Path] {
 		if werr := s.adminAllowed(r, keys); werr != nil {
 			return werr
@@ -212,6 +215,42 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) *wire.Error {
 	}
 	s.bodyDeadline(w, r)
 	return nil
+}
+
+// oauthMetadata are the OAuth discovery documents MCP hosts ask for after
+// a 401 from /mcp: protected resource metadata (RFC 9728), authorization
+// server metadata (RFC 8414) and OpenID discovery, at the root or with
+// the resource's path appended (/.well-known/oauth-protected-resource/mcp).
+var oauthMetadata = []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"}
+
+// oauthProbe reports whether path is where a host looks for OAuth: the
+// discovery documents, OpenID's form for /mcp, and /register, the client
+// registration endpoint MCP 2025-03-26 has hosts assume when discovery
+// finds nothing (Claude Code posts there). They were refused 401 with
+// keys set, which sent hosts down the OAuth path: Claude Code reported
+// "Dynamic Client Registration rejected (HTTP 401)".
+func oauthProbe(path string) bool {
+	if path == "/register" || path == "/mcp/.well-known/openid-configuration" {
+		return true
+	}
+	for _, p := range oauthMetadata {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// noOAuth answers an OAuth probe, without asking for a key: 404, there is
+// no OAuth here, naming how the key is sent when there is one to send.
+func noOAuth(keys bool) *wire.Error {
+	msg := "this server has no OAuth and asks for no key"
+	if keys {
+		msg = "this server has no OAuth: it takes a client key of auth.api_keys, sent as Authorization: Bearer KEY " +
+			`(Claude Code: claude mcp add --transport http NAME URL --header "Authorization: Bearer KEY"; ` +
+			"Codex: bearer_token_env_var under [mcp_servers.NAME])"
+	}
+	return &wire.Error{Status: http.StatusNotFound, Kind: wire.KindInvalidRequest, Code: "not_found", Message: msg}
 }
 
 func forbidden(code, format string, args ...any) *wire.Error {
