@@ -164,3 +164,29 @@ func TestLongInputsQuotedCut(t *testing.T) {
 		}
 	}
 }
+
+// TestSkillArgumentOneRule: load_skill takes a unique frontmatter name or
+// id suffix ("pdf-forms" for team/pdf-forms) and a copied #mention;
+// read_skill_resource and skill_execute answered unknown_skill for them.
+// Every tool naming a skill resolves it by load_skill's rule.
+func TestSkillArgumentOneRule(t *testing.T) {
+	f := newFixture(t, true)
+	cs := f.connect(t, nil)
+	for _, arg := range []string{"team/pdf-forms", "pdf-forms", "#pdf-forms", " /team/pdf-forms "} {
+		if res, text := call(t, cs, "load_skill", map[string]any{"skill_id": arg}); res.IsError || !strings.HasPrefix(text, `<skill_context id="team/pdf-forms">`) {
+			t.Errorf("load_skill %q: %.200s", arg, text)
+		}
+		if res, text := call(t, cs, "read_skill_resource", map[string]any{"skill_id": arg, "path": "references/acroform.md"}); res.IsError || !strings.Contains(text, `"skill_id":"team/pdf-forms"`) {
+			t.Errorf("read_skill_resource %q: %.300s", arg, text)
+		}
+		// Refused on the command, past the skill: no script needed to run.
+		if res, text := call(t, cs, "skill_execute", map[string]any{"skill_id": arg, "command": "scripts/none.py"}); !res.IsError || !strings.Contains(text, `"code":"not_found"`) || !strings.Contains(text, `"skill_id":"team/pdf-forms"`) {
+			t.Errorf("skill_execute %q: %.300s", arg, text)
+		}
+	}
+	for _, tool := range []string{"read_skill_resource", "skill_execute"} {
+		if res, text := call(t, cs, tool, map[string]any{"skill_id": "pdf-formz", "path": "SKILL.md", "command": "scripts/fields.py"}); !res.IsError || !strings.Contains(text, `"code":"unknown_skill"`) {
+			t.Errorf("%s of an unknown skill: %.300s", tool, text)
+		}
+	}
+}

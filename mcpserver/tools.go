@@ -121,7 +121,13 @@ func (s *Server) routerTool(name string) mcp.ToolHandler {
 				SkillID string `json:"skill_id"`
 			}
 			_ = json.Unmarshal(req.Params.Arguments, &a)
-			active = append(active, a.SkillID)
+			if r, err := s.router(ctx); err == nil {
+				// load_skill's rule: a unique name or id suffix names it
+				// too (the sandbox resolves the argument among the active).
+				if sk, ok := r.ResolveSkill(a.SkillID); ok {
+					active = append(active, sk.ID)
+				}
+			}
 		}
 		sess, err := s.session(ctx, req, nil, active...)
 		if err != nil {
@@ -245,11 +251,9 @@ func (s *Server) readSkillResource(ctx context.Context, req *mcp.CallToolRequest
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	var sk *skills.Skill
-	if snap := r.Snapshot(); snap != nil {
-		sk, _ = snap.Get(strings.TrimSpace(a.SkillID))
-	}
-	out := s.cfg.Sandbox.ReadSkillResource(a.SkillID, sk, a.Path)
+	// load_skill's rule: a unique name or id suffix names a skill too.
+	sk, _ := r.ResolveSkill(a.SkillID)
+	out := s.cfg.Sandbox.ReadSkillResource(skills.SkillArg(a.SkillID), sk, a.Path)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: router.ToolFailed(ToolReadResource, out)}, nil
 }
 

@@ -272,7 +272,7 @@ func (s *Session) loadSkill(ctx context.Context, args json.RawMessage) string {
 	if want == "" {
 		return loadSkillError("", "invalid_arguments", `skill_id is required; call load_skill with {"skill_id": "<id>"}.`)
 	}
-	want = strings.TrimLeft(want, "#/") // a model may copy a mention
+	want = skills.SkillArg(want)
 	sk, ok := s.lib.resolve(want)
 	if !ok {
 		if s.snap == nil {

@@ -6,6 +6,8 @@ package router
 
 import (
 	"context"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // SessionOptions configures NewSession.
@@ -20,6 +22,17 @@ type SessionOptions struct {
 	Active []string
 	// Search answers search_skills; nil means the Router itself.
 	Search Searcher
+}
+
+// ResolveSkill finds the skill a tool call's skill argument names, by
+// load_skill's rule (skills.SkillArg, then skills.Resolve: an id, a unique
+// frontmatter name or id suffix), for tools answered without a Session.
+func (r *Router) ResolveSkill(arg string) (*skills.Skill, bool) {
+	want := skills.SkillArg(arg)
+	if want == "" {
+		return nil, false
+	}
+	return libraryOf(r.Snapshot()).resolve(want)
 }
 
 // NewSession returns a Session over the current snapshot that offers every

@@ -74,9 +74,10 @@ type Config struct {
 	// prompts (and an executable one, code the proxy runs).
 	LibraryRoots []string
 
-	// Lookup resolves a skill id in the whole library, so a call naming a
-	// skill that exists but is not active gets "load it first" rather than
-	// "unknown skill". Nil: every inactive id is reported unknown.
+	// Lookup resolves a skill id in the whole library (as load_skill does:
+	// skills.Snapshot.Resolve), so a call naming a skill that exists but is
+	// not active gets "load it first" rather than "unknown skill". Nil:
+	// every inactive id is reported unknown.
 	Lookup func(id string) (*skills.Skill, bool)
 }
 

@@ -24,8 +24,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -327,12 +329,20 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// activeSkill resolves the skill a call names.
-func (p *Provider) activeSkill(active map[string]*skills.Skill, id string) (*skills.Skill, *toolError) {
+// activeSkill resolves the skill a call names among the active ones, by
+// load_skill's rule (skills.SkillArg, skills.Resolve: a unique frontmatter
+// name or id suffix is taken as load_skill takes it).
+func (p *Provider) activeSkill(active map[string]*skills.Skill, arg string) (*skills.Skill, *toolError) {
+	id := skills.SkillArg(arg)
 	if id == "" {
 		return nil, newError(CodeInvalidArguments, "skill_id is required")
 	}
-	if s, ok := active[id]; ok {
+	s, ok := active[id]
+	if !ok && len(active) > 0 {
+		list := slices.SortedFunc(maps.Values(active), func(a, b *skills.Skill) int { return strings.Compare(a.ID, b.ID) })
+		s, ok = skills.Resolve(list, id)
+	}
+	if ok {
 		if s.Dir == "" {
 			return nil, newError(CodeUnknownSkill, "skill %q has no folder", id)
 		}

@@ -102,6 +102,12 @@ func (s *Snapshot) Get(id string) (*Skill, bool) {
 // Resolve (the function).
 func (s *Snapshot) Resolve(want string) (*Skill, bool) { return Resolve(s.loaded, want) }
 
+// SkillArg is a tool call's skill argument as Resolve takes it: without
+// surrounding space or a leading # or / (a model may copy a #mention or
+// write an absolute-looking id). Every tool naming a skill (load_skill,
+// read_skill_resource, skill_execute) cleans it so, then resolves it.
+func SkillArg(arg string) string { return strings.TrimLeft(strings.TrimSpace(arg), "#/") }
+
 // Resolve finds the skill in list (sorted by id) that a model or a person
 // asked for: an exact id, else the one skill whose frontmatter name is want
 // (catalog formats such as anthropic show names, not ids), else the one

@@ -131,7 +131,7 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 
 // newSandbox builds tier 3 from cfg.exec; disabled it only validates.
 func newSandbox(cfg config, reg *skills.Registry, log *slog.Logger) (*sandbox.Provider, error) {
-	tools, err := sandbox.New(cfg.sandboxConfig(reg.Roots(), func(id string) (*skills.Skill, bool) { return reg.Snapshot().Get(id) }), log)
+	tools, err := sandbox.New(cfg.sandboxConfig(reg.Roots(), func(id string) (*skills.Skill, bool) { return reg.Snapshot().Resolve(id) }), log)
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
