@@ -190,3 +190,24 @@ func TestSkillArgumentOneRule(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPSessionCapAnswersTheRequestID: the 503 at the session cap is
+// written before the SDK reads the request; it answered "id": null though
+// the initialize's id was readable.
+func TestHTTPSessionCapAnswersTheRequestID(t *testing.T) {
+	f := newFixture(t, false)
+	f.srv.cfg.MaxSessions = 1
+	ts := f.serveHTTP(t)
+	first, b := postMCP(t, ts, "", initializeLine("1", "2025-06-18"))
+	session := first.Header.Get("Mcp-Session-Id")
+	if first.StatusCode != 200 || session == "" {
+		t.Fatalf("initialize: %d %s", first.StatusCode, b)
+	}
+	defer endSession(t, ts.URL, session)
+	for _, id := range []string{`1`, `"init-2"`, `-7`} {
+		resp, b := postMCP(t, ts, "", initializeLine(id, "2025-06-18"))
+		if resp.StatusCode != http.StatusServiceUnavailable || gjson.GetBytes(b, "id").Raw != id || gjson.GetBytes(b, "error.code").Int() != -32000 {
+			t.Errorf("id %s at the cap: %d %s", id, resp.StatusCode, b)
+		}
+	}
+}

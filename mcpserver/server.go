@@ -241,7 +241,7 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 			// stretch to the body timeout for everyone.
 			if !s.reserve(limit, client) {
 				w.Header().Set("Retry-After", "60")
-				rpcError(w, http.StatusServiceUnavailable, nil, -32000, fmt.Sprintf("too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later", limit))
+				rpcError(w, http.StatusServiceUnavailable, headID, -32000, fmt.Sprintf("too many MCP sessions are open (%d): end unused ones (DELETE /mcp) or retry later", limit))
 				s.refused.note(s.log, limit)
 				return
 			}
@@ -284,7 +284,7 @@ func (s *Server) Handler(ctx context.Context, clientID func(*http.Request) strin
 		}
 		if err != nil {
 			// The client went away, or the server is stopping, while it waited.
-			rpcError(sw, http.StatusServiceUnavailable, nil, -32000, "the server is stopping")
+			rpcError(sw, http.StatusServiceUnavailable, headID, -32000, "the server is stopping")
 			return
 		}
 		if release != nil {
