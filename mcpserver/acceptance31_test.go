@@ -211,3 +211,48 @@ func TestHTTPSessionCapAnswersTheRequestID(t *testing.T) {
 		}
 	}
 }
+
+// TestParamsErrorsInPlainTerms: read_skill_resource {"path":5} answered
+// with Go's "json: cannot unmarshal … Go struct field"; it goes through
+// the proxy's DecodeToolArgs like every other tool (double-encoded
+// arguments included). resources/read without a uri said "Resource not
+// found"; a bad resources/list or prompts/list cursor was a bare "invalid
+// params" where skills/list says what to pass back.
+func TestParamsErrorsInPlainTerms(t *testing.T) {
+	send, next, end := stdioSession(t)
+	send(initializeLine("1", "2025-11-25"))
+	next()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	long := "skill://sql-tuning/" + strings.Repeat("x", 5000)
+	for _, tt := range []struct {
+		line   string
+		code   int64  // 0: a tool result
+		want   string // in the error's message, or the tool result's text
+		absent string
+	}{
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_skill_resource","arguments":{"skill_id":"sql-tuning","path":5}}}`,
+			0, `argument \"path\" must be a string, got number`, "Go struct"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_skill_resource","arguments":"{\"skill_id\":\"sql-tuning\",\"path\":\"SKILL.md\"}"}}`,
+			0, `"ok":true`, ""},
+		{`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{}}`, jsonrpc.CodeInvalidParams, "uri is required", ""},
+		{`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"` + long + `"}}`, mcp.CodeResourceNotFound, "Resource not found", strings.Repeat("x", 300)},
+		{`{"jsonrpc":"2.0","id":6,"method":"resources/list","params":{"cursor":"bad"}}`, jsonrpc.CodeInvalidParams, `invalid cursor \"bad\": pass back the nextCursor of the previous page`, ""},
+		{`{"jsonrpc":"2.0","id":7,"method":"prompts/list","params":{"cursor":"bad"}}`, jsonrpc.CodeInvalidParams, `invalid cursor \"bad\": pass back the nextCursor of the previous page`, ""},
+		{`{"jsonrpc":"2.0","id":8,"method":"skills/list","params":{"cursor":"bad"}}`, jsonrpc.CodeInvalidParams, `invalid cursor \"bad\": pass back the nextCursor of the previous page`, ""},
+		{`{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"skill://sql-tuning/SKILL.md"}}`, 0, "", ""},
+	} {
+		send(tt.line)
+		l := next()
+		if tt.code == 0 {
+			text := gjson.Get(l, "result.content.0.text").Str + gjson.Get(l, "result.contents.0.text").Str
+			if gjson.Get(l, "error").Exists() || text == "" || !strings.Contains(text, tt.want) || (tt.absent != "" && strings.Contains(text, tt.absent)) {
+				t.Errorf("%.120s: %.400s", tt.line, l)
+			}
+			continue
+		}
+		if gjson.Get(l, "error.code").Int() != tt.code || !strings.Contains(l, tt.want) || (tt.absent != "" && strings.Contains(l, tt.absent)) {
+			t.Errorf("%.120s: %.400s, want code %d with %q", tt.line, l, tt.code, tt.want)
+		}
+	}
+	end()
+}

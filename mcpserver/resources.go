@@ -77,6 +77,56 @@ func samePrompt(a, b *mcp.Prompt) bool {
 	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description
 }
 
+// plainerErrors says what is wrong with the params of the SDK's own
+// methods where the SDK's answer does not: a list's bad cursor was a bare
+// "invalid params" (skills/list says what to pass back), resources/read
+// without a uri "Resource not found", and an unknown URI came back whole
+// in the error's data (quoted cut here, wire.Clip). Params the SDK cannot
+// decode (a number for a string) it refuses before any middleware runs.
+func (s *Server) plainerErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
+			switch uri := r.Params.URI; {
+			case uri == "":
+				return nil, invalidParams("uri is required: the URI of a resource resources/list lists, e.g. skill://<skill-path>/SKILL.md")
+			case s.current().files[uri] == nil:
+				return nil, mcp.ResourceNotFoundError(wire.Clip(uri))
+			}
+		}
+		res, err := next(ctx, method, req)
+		var je *jsonrpc.Error
+		if err != nil && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams && je.Message == "invalid params" {
+			if c := listCursor(req); c != "" {
+				return nil, badCursor(c)
+			}
+		}
+		return res, err
+	}
+}
+
+// listCursor is the cursor of a list request of the SDK's ("": none).
+func listCursor(req mcp.Request) string {
+	switch p := req.GetParams().(type) {
+	case *mcp.ListResourcesParams:
+		if p != nil {
+			return p.Cursor
+		}
+	case *mcp.ListPromptsParams:
+		if p != nil {
+			return p.Cursor
+		}
+	case *mcp.ListToolsParams:
+		if p != nil {
+			return p.Cursor
+		}
+	case *mcp.ListResourceTemplatesParams:
+		if p != nil {
+			return p.Cursor
+		}
+	}
+	return ""
+}
+
 // readResource answers resources/read for a skill file with its raw bytes:
 // text when they are UTF-8 (and not empty), else base64 blob.
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

@@ -127,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 		opts.Logger = log // the SDK logs every session at info
 	}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "skillrouter skill library", Version: cfg.Version}, opts)
-	s.srv.AddReceivingMiddleware(agreedVersion)
+	s.srv.AddReceivingMiddleware(agreedVersion, s.plainerErrors)
 	s.addTools()
 	if err := s.addExtension(); err != nil {
 		return nil, err

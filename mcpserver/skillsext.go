@@ -45,9 +45,14 @@ func encodeCursor(uri string) string { return base64.RawURLEncoding.EncodeToStri
 func decodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || !strings.HasPrefix(string(b), "skill://") {
-		return "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", wire.Clip(c))
+		return "", badCursor(c)
 	}
 	return string(b), nil
+}
+
+// badCursor refuses a cursor of any list this server pages.
+func badCursor(c string) error {
+	return invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", wire.Clip(c))
 }
 
 // listSkills pages through the served skills by SKILL.md URI. A skill whose

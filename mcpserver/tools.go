@@ -10,7 +10,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -243,8 +242,10 @@ func (s *Server) readSkillResource(ctx context.Context, req *mcp.CallToolRequest
 		SkillID string `json:"skill_id"`
 		Path    string `json:"path"`
 	}
-	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &a); err != nil {
-		out := sandbox.InvalidArgumentsResult(`arguments must be a JSON object {"skill_id": "<id>", "path": "<file>"}: %v`, err)
+	// The proxy's one decoder: a wrong argument is named in the model's
+	// terms (`argument "path" must be a string, got number`), not Go's.
+	if err := router.DecodeToolArgs(req.Params.Arguments, &a); err != nil {
+		out := sandbox.InvalidArgumentsResult(`%v; call read_skill_resource with {"skill_id": "<id>", "path": "<file>"}`, err)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: true}, nil
 	}
 	r, err := s.router(ctx)
@@ -255,11 +256,4 @@ func (s *Server) readSkillResource(ctx context.Context, req *mcp.CallToolRequest
 	sk, _ := r.ResolveSkill(a.SkillID)
 	out := s.cfg.Sandbox.ReadSkillResource(skills.SkillArg(a.SkillID), sk, a.Path)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}, IsError: router.ToolFailed(ToolReadResource, out)}, nil
-}
-
-func orEmpty(b json.RawMessage) json.RawMessage {
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return json.RawMessage("{}")
-	}
-	return b
 }
