@@ -256,3 +256,46 @@ func TestParamsErrorsInPlainTerms(t *testing.T) {
 	}
 	end()
 }
+
+// TestReadDirectoryTrailingSlash: resources/directory/read refused a
+// folder written with its trailing slash (skill://sql-tuning/,
+// skill://sql-tuning/references/) with -32602; it is the same folder.
+func TestReadDirectoryTrailingSlash(t *testing.T) {
+	f := newFixture(t, false)
+	cs := f.connect(t, nil)
+	ctx := context.Background()
+	list := func(uri string) (string, error) {
+		res, err := mcp.CallCustomMethod[*ReadDirectoryParams, *ReadDirectoryResult](ctx, cs, methodReadDirectory, &ReadDirectoryParams{URI: uri})
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for _, r := range res.Resources {
+			out = append(out, r.URI)
+		}
+		return strings.Join(out, " "), nil
+	}
+	for _, tt := range []struct {
+		uri, same string // same: "" when refused
+	}{
+		{"skill://sql-tuning/", "skill://sql-tuning"},
+		{"skill://sql-tuning/references/", "skill://sql-tuning/references"},
+		{"skill://sql-tuning/references//", "skill://sql-tuning/references"},
+		{"skill://team/pdf-forms/scripts/", "skill://team/pdf-forms/scripts"},
+		{"skill://sql-tuning/SKILL.md/", ""}, // a file, not a folder
+		{"skill:///", ""},
+		{"skill://nope/", ""},
+	} {
+		got, err := list(tt.uri)
+		if tt.same == "" {
+			if rpcCode(err) != jsonrpc.CodeInvalidParams {
+				t.Errorf("%s: %q %v, want -32602", tt.uri, got, err)
+			}
+			continue
+		}
+		want, werr := list(tt.same)
+		if err != nil || werr != nil || got != want || got == "" {
+			t.Errorf("%s: %q %v; %s: %q %v", tt.uri, got, err, tt.same, want, werr)
+		}
+	}
+}

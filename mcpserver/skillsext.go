@@ -107,9 +107,15 @@ func (s *Server) readDirectory(ctx context.Context, _ *mcp.ServerSession, p *Rea
 		return nil, invalidParams("uri is required: a directory such as skill://<skill-path> or skill://<skill-path>/references")
 	}
 	v := s.current()
-	kids, ok := v.dirs[p.URI]
+	// A folder written with its trailing slash (skill://pdf/references/)
+	// is the same folder.
+	uri := p.URI
+	if t := strings.TrimRight(uri, "/"); len(t) > len("skill://") {
+		uri = t
+	}
+	kids, ok := v.dirs[uri]
 	if !ok {
-		if _, file := v.files[p.URI]; file {
+		if _, file := v.files[uri]; file {
 			return nil, invalidParams("%s is not a directory resource", p.URI)
 		}
 		return nil, invalidParams("No directory is served at %s", wire.Clip(p.URI))
