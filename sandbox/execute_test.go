@@ -277,7 +277,12 @@ func TestNothingWrittenToSkillFolder(t *testing.T) {
 
 func TestExecuteRefusals(t *testing.T) {
 	p, _ := newTestProvider(t, func(c *Config) {
-		c.Lookup = func(id string) (*skills.Skill, bool) { return nil, id == "calc" }
+		c.Lookup = func(id string) (*skills.Skill, bool) {
+			if id == "calc" {
+				return &skills.Skill{ID: "calc"}, true
+			}
+			return nil, false
+		}
 	})
 	s := fixtureSkill(t, "scripts-demo")
 	tool := toolNamed(t, p.Tools(context.Background(), []*skills.Skill{s}), ToolExecute)

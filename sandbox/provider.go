@@ -329,15 +329,27 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// activeSkill resolves the skill a call names among the active ones, by
-// load_skill's rule (skills.SkillArg, skills.Resolve: a unique frontmatter
-// name or id suffix is taken as load_skill takes it).
+// activeSkill resolves the skill a call names as load_skill does: in the
+// whole library (Lookup: an exact id first, then a unique frontmatter name
+// or id suffix), and that skill must be active. Only a name the library
+// cannot resolve (no Lookup, or one several skills share) is looked for
+// among the active skills by the same rule: the same text must not name
+// one skill to load_skill and another here.
 func (p *Provider) activeSkill(active map[string]*skills.Skill, arg string) (*skills.Skill, *toolError) {
 	id := skills.SkillArg(arg)
 	if id == "" {
 		return nil, newError(CodeInvalidArguments, "skill_id is required")
 	}
 	s, ok := active[id]
+	if !ok && p.cfg.Lookup != nil {
+		if lib, found := p.cfg.Lookup(id); found && lib != nil {
+			if s, ok = active[lib.ID]; !ok {
+				e := newError(CodeSkillNotActive, "skill %q is not loaded in this conversation: call load_skill for it first, then retry", lib.ID)
+				e.SkillID = lib.ID
+				return nil, e
+			}
+		}
+	}
 	if !ok && len(active) > 0 {
 		list := slices.SortedFunc(maps.Values(active), func(a, b *skills.Skill) int { return strings.Compare(a.ID, b.ID) })
 		s, ok = skills.Resolve(list, id)
@@ -347,13 +359,6 @@ func (p *Provider) activeSkill(active map[string]*skills.Skill, arg string) (*sk
 			return nil, newError(CodeUnknownSkill, "skill %q has no folder", id)
 		}
 		return s, nil
-	}
-	if p.cfg.Lookup != nil {
-		if _, ok := p.cfg.Lookup(id); ok {
-			e := newError(CodeSkillNotActive, "skill %q is not loaded in this conversation: call load_skill for it first, then retry", id)
-			e.SkillID = id
-			return nil, e
-		}
 	}
 	e := newError(CodeUnknownSkill, "there is no skill %q", id)
 	e.SkillID = id

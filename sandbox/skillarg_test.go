@@ -55,3 +55,42 @@ func TestSkillArgumentAsLoadSkillTakesIt(t *testing.T) {
 		t.Errorf("skill_execute by name: %s", out)
 	}
 }
+
+// The same text names the same skill here as in load_skill: resolved in
+// the whole library first. With pdf, other/pdf and team/pdf (named pdf)
+// in the library and team/pdf alone loaded, "pdf" and "other/pdf" are
+// other skills, not loaded; matched among the active skills only, both
+// read (and ran) team/pdf.
+func TestSkillArgumentResolvedInTheLibraryFirst(t *testing.T) {
+	mk := func(id string) *skills.Skill {
+		s := fixtureSkill(t, "scripts-demo")
+		s.ID, s.Name = id, "pdf"
+		return s
+	}
+	plain, other, team := mk("pdf"), mk("other/pdf"), mk("team/pdf")
+	plain.Name, other.Name = "pdf-plain", "pdf-other"
+	library := []*skills.Skill{other, plain, team} // sorted by id
+	p, _ := newTestProvider(t, func(c *Config) {
+		c.Lookup = func(id string) (*skills.Skill, bool) { return skills.Resolve(library, id) }
+	})
+	read := toolNamed(t, p.Tools(context.Background(), []*skills.Skill{team}), ToolReadResource)
+	for _, tt := range []struct {
+		arg, code, skill string
+	}{
+		{"team/pdf", "", "team/pdf"},
+		{"pdf", CodeSkillNotActive, "pdf"},
+		{"other/pdf", CodeSkillNotActive, "other/pdf"},
+	} {
+		out := callTool(t, read, "c", map[string]string{"skill_id": tt.arg, "path": "SKILL.md"})
+		if tt.code == "" {
+			var r readResult
+			if err := json.Unmarshal([]byte(out), &r); err != nil || !r.OK || r.SkillID != tt.skill {
+				t.Errorf("%q: %s", tt.arg, out)
+			}
+			continue
+		}
+		if e := failureOf(t, out); e.Code != tt.code || e.SkillID != tt.skill {
+			t.Errorf("%q: %s, want %s for %s", tt.arg, out, tt.code, tt.skill)
+		}
+	}
+}
