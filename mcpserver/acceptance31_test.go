@@ -298,4 +298,8 @@ func TestReadDirectoryTrailingSlash(t *testing.T) {
 			t.Errorf("%s: %q %v; %s: %q %v", tt.uri, got, err, tt.same, want, werr)
 		}
 	}
+	// A file's URI followed by any number of slashes is quoted cut.
+	if _, err := list("skill://sql-tuning/SKILL.md" + strings.Repeat("/", 100_000)); err == nil || len(err.Error()) > 1000 {
+		t.Errorf("a long URI quoted whole: %d bytes", len(fmt.Sprint(err)))
+	}
 }

@@ -116,7 +116,7 @@ func (s *Server) readDirectory(ctx context.Context, _ *mcp.ServerSession, p *Rea
 	kids, ok := v.dirs[uri]
 	if !ok {
 		if _, file := v.files[uri]; file {
-			return nil, invalidParams("%s is not a directory resource", p.URI)
+			return nil, invalidParams("%s is not a directory resource", wire.Clip(p.URI))
 		}
 		return nil, invalidParams("No directory is served at %s", wire.Clip(p.URI))
 	}
