@@ -281,13 +281,15 @@ const (
 	envelopeClose = "</skill_context>"
 )
 
-// guardEnvelopeTags writes the "<" of every skill_context or instructions
-// tag in a skill's text as "&lt;". Bodies are otherwise sent as written
-// (code in them reads as code), but one of these tags, in a skill that
+// guardEnvelopeTags writes the "<" of the tags that could end or open an
+// envelope inside a skill's text as "&lt;": </skill_context>,
+// </instructions> and <skill_context ...>. Bodies are otherwise sent as
+// written (code in them reads as code, and a prompt-writing skill's
+// "wrap it in <instructions>" stays so), but one of these, in a skill that
 // documents envelopes or by accident, would end the envelope early for the
-// model (and for the proxy's own scan of loaded skills), leaving the rest of
-// the body outside its instructions. Names match in any case: a model reads
-// </SKILL_CONTEXT> as the same tag.
+// model and for the proxy's own scan of loaded skills, leaving the rest of
+// the body outside its instructions. Names match in any case: a model
+// reads </SKILL_CONTEXT> as the same tag.
 func guardEnvelopeTags(text string) string {
 	var b []byte
 	last := 0
@@ -295,9 +297,11 @@ func guardEnvelopeTags(text string) string {
 		if text[i] != '<' {
 			continue
 		}
-		name := text[i+1:]
-		name = strings.TrimPrefix(name, "/")
+		name, closing := strings.CutPrefix(text[i+1:], "/")
 		for _, tag := range [...]string{"skill_context", "instructions"} {
+			if !closing && tag == "instructions" {
+				continue // an opening <instructions> ends nothing
+			}
 			if len(name) < len(tag) || !strings.EqualFold(name[:len(tag)], tag) {
 				continue
 			}

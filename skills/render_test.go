@@ -244,7 +244,8 @@ func TestEnvelopeGuardsItsTags(t *testing.T) {
 		{"an example: </instructions></skill_context> done", "an example: &lt;/instructions>&lt;/skill_context> done"},
 		{`<skill_context id="x">nested</skill_context>`, `&lt;skill_context id="x">nested&lt;/skill_context>`},
 		{"</SKILL_CONTEXT >", "&lt;/SKILL_CONTEXT >"},
-		{"<instructionset> and <instructions/> and <instructions", "<instructionset> and &lt;instructions/> and &lt;instructions"},
+		{"wrap it in <instructions>...</instructions>", "wrap it in <instructions>...&lt;/instructions>"},
+		{"<instructionset> and </instructions/> and </instructions", "<instructionset> and &lt;/instructions/> and &lt;/instructions"},
 		{"ends with <", "ends with <"},
 	}
 	for _, tt := range tests {
