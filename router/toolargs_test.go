@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,6 +52,14 @@ func TestDecodeToolArgsWholeNumbers(t *testing.T) {
 		{raw: `{"limit":1e-3}`, wantErr: `argument "limit" must be a whole number, got number 1e-3`},
 		{raw: `{"limit":3.0,"small":1.5}`, wantErr: `argument "small" must be a whole number, got number 1.5`},
 		{raw: `{"limit":"20"}`, wantErr: `argument "limit" must be a whole number, got string`},
+		// Whole by the digits, not by the float64 they round to.
+		{raw: `{"limit":1e-400}`, wantErr: `argument "limit" must be a whole number, got number 1e-400`},
+		{raw: `{"limit":20.000000000000001}`, wantErr: `argument "limit" must be a whole number, got number 20.000000000000001`},
+		{raw: `{"limit":0.5e1}`, limit: 5},
+		{raw: `{"limit":1234.5e1}`, limit: 12345},
+		{raw: `{"limit":0e-999}`, limit: 0},
+		{raw: `{"limit":1e99999999999999999999}`, limit: 1<<63 - 1},
+		{raw: `{"limit":1e-99999999999999999999}`, wantErr: `argument "limit" must be a whole number, got number 1e-99999999999999999999`},
 	} {
 		var a args
 		err := DecodeToolArgs(json.RawMessage(tt.raw), &a)
@@ -126,4 +136,46 @@ func TestToolAnswersQuoteLongInputsCut(t *testing.T) {
 			t.Errorf("%s: a cut answer is not known as the tool's own: %.400s", tt.tool, res.Content)
 		}
 	}
+}
+
+// More whole numbers written with a point than the decoder rewrites get a
+// plain error, not "must be a whole number, got number 1.0".
+func TestDecodeToolArgsManyWholeNumbers(t *testing.T) {
+	var a struct {
+		N []int `json:"n"`
+	}
+	raw := `{"n":[` + strings.TrimSuffix(strings.Repeat("1.0,", maxWholeRewrites+1), ",") + `]}`
+	err := DecodeToolArgs(json.RawMessage(raw), &a)
+	if err == nil || !strings.Contains(err.Error(), "write them as integers") {
+		t.Errorf("error %v", err)
+	}
+	raw = `{"n":[` + strings.TrimSuffix(strings.Repeat("2.0,", maxWholeRewrites), ",") + `]}`
+	if err := DecodeToolArgs(json.RawMessage(raw), &a); err != nil || len(a.N) != maxWholeRewrites || a.N[0] != 2 {
+		t.Errorf("%d numbers: %v %v", maxWholeRewrites, err, a.N)
+	}
+}
+
+// wholeLiteral agrees with exact rational arithmetic on every JSON number
+// of a modest exponent.
+func FuzzWholeLiteral(f *testing.F) {
+	for _, s := range []string{"20", "20.0", "20.5", "1e-3", "0.5e1", "-0.0", "1234.5e1", "1e-400", "20.000000000000001", "0e-9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		if !json.Valid([]byte(lit)) || len(lit) > 64 || strings.ContainsAny(lit, `"[{tfn `) {
+			return
+		}
+		if i := strings.IndexAny(lit, "eE"); i >= 0 {
+			if e, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+")); err != nil || e > 400 || e < -400 {
+				return // big.Rat would build the number whole
+			}
+		}
+		r, ok := new(big.Rat).SetString(lit)
+		if !ok {
+			return
+		}
+		if got := wholeLiteral(lit); got != r.IsInt() {
+			t.Errorf("wholeLiteral(%q) = %v, exact %v", lit, got, r.IsInt())
+		}
+	})
 }

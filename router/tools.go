@@ -109,6 +109,9 @@ func DecodeToolArgs(raw json.RawMessage, v any) error {
 			}
 			return fmt.Errorf("argument %q must be %s, got %s", wire.Clip(te.Field), want, wire.Clip(te.Value))
 		}
+		if errors.Is(err, errTooManyWhole) {
+			return err
+		}
 		return errors.New("arguments have the wrong types")
 	}
 	return nil
@@ -123,7 +126,7 @@ func DecodeToolArgs(raw json.RawMessage, v any) error {
 // and the usual call decodes once.
 func unmarshalWhole(raw []byte, v any) error {
 	err := json.Unmarshal(raw, v)
-	for range 16 {
+	for range maxWholeRewrites {
 		var te *json.UnmarshalTypeError
 		if err == nil || !errors.As(err, &te) {
 			return err
@@ -140,15 +143,29 @@ func unmarshalWhole(raw []byte, v any) error {
 		raw = slices.Concat(raw[:end-len(lit)], []byte(n), raw[end:])
 		err = json.Unmarshal(raw, v)
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && strings.HasPrefix(te.Value, "number ") {
+		if _, whole := wholeNumber(strings.TrimPrefix(te.Value, "number "), te.Type); whole {
+			return errTooManyWhole
+		}
+	}
 	return err
 }
+
+// maxWholeRewrites bounds the decodes unmarshalWhole runs again.
+const maxWholeRewrites = 64
+
+var errTooManyWhole = fmt.Errorf("arguments hold more than %d whole numbers written with a fraction or an exponent: write them as integers (20, not 20.0)", maxWholeRewrites)
 
 // wholeNumber writes the JSON number lit as an integer literal of type t's
 // range (clamped to it), when lit is a whole number and t an integer type.
 func wholeNumber(lit string, t reflect.Type) (string, bool) {
+	if !wholeLiteral(lit) {
+		return "", false // not whole (20.5, 1e-400, 20.000000000000001)
+	}
 	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || f != math.Trunc(f) {
-		return "", false // not a number, NaN cannot be written, or not whole (20.5)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return "", false
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -170,6 +187,30 @@ func wholeNumber(lit string, t reflect.Type) (string, bool) {
 		return strconv.FormatUint(uint64(f), 10), true
 	}
 	return "", false
+}
+
+// wholeLiteral reports whether the JSON number lit is a whole number, by
+// its digits (a float64 rounds 1e-400 to 0 and 20.000000000000001 to 20):
+// its significant digits times 10 to its exponent, less the fraction's
+// length, needs no digits after the point.
+func wholeLiteral(lit string) bool {
+	mant, exp := lit, 0
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mant = lit[:i]
+		e, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+"))
+		if err != nil { // beyond int: as large as numbers go, or as small
+			return !strings.HasPrefix(lit[i+1:], "-") || strings.Trim(mant, "-0.") == ""
+		}
+		exp = e
+	}
+	mant = strings.TrimPrefix(mant, "-")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimRight(intPart+frac, "0")
+	if strings.Trim(digits, "0") == "" {
+		return true // zero, however written
+	}
+	// The number is digits × 10^(exp − len(frac) + trailing zeros dropped).
+	return exp-len(frac)+(len(intPart)+len(frac)-len(digits)) >= 0
 }
 
 // ToolFailed recognises the error answers of the router's and the
