@@ -311,7 +311,12 @@ func sandboxRow(cfg *config) checkRow {
 	if !cfg.Exec.Enabled {
 		return checkRow{name: "sandbox", status: checkSkip, detail: "exec.enabled is false (tier 3 off)"}
 	}
-	roots, _ := resolveRoots(cfg.Skills) // the library row reports their errors
+	// The library row reports the roots' errors and notes the default
+	// folders left out; asked again here, they would be noted twice.
+	roots, _ := defaultRoots(nil)
+	if len(cfg.Skills) > 0 {
+		roots, _ = resolveRoots(cfg.Skills)
+	}
 	sc := cfg.sandboxConfig(roots, nil)
 	p, err := sandbox.New(sc, slog.New(slog.DiscardHandler))
 	if err != nil {
