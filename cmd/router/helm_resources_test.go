@@ -153,7 +153,7 @@ func TestHelmChartScratchSizeLimits(t *testing.T) {
 
 		{"not a quantity", []string{"--set", "emptyDirs.cache.sizeLimit=lots"}, "/emptyDirs/cache/sizeLimit", false},
 		{"a negative size", []string{"--set", "emptyDirs.cache.sizeLimit=-1Gi"}, "/emptyDirs/cache/sizeLimit", false},
-		{"a bare number", []string{"--set", "emptyDirs.cache.sizeLimit=1073741824"}, "/emptyDirs/cache/sizeLimit", false},
+		{"a bare number of bytes", []string{"--set", "emptyDirs.cache.sizeLimit=1073741824"}, "Deployment:cache=1073741824 Deployment:tmp=256Mi", true},
 		{"a misspelt volume", []string{"--set", "emptyDirs.cach.sizeLimit=1Gi"}, "cach", false},
 		{"a misspelt key", []string{"--set", "emptyDirs.cache.sizelimit=1Gi"}, "sizelimit", false},
 	} {

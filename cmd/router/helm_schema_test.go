@@ -150,11 +150,11 @@ func chartProperties() map[string]any {
 // size that is no quantity the API server refuses only at install.
 var emptyDirsSchema = func() map[string]any {
 	volume := map[string]any{"type": []string{"object", "null"}, "additionalProperties": false, "properties": map[string]any{
-		// A string, as quantities are written (512Mi); bytes alone too,
-		// quoted ("1073741824"): the template would get a bare number from
-		// a values file as a float.
-		"sizeLimit": map[string]any{"type": []string{"string", "null"}, "pattern": `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][0-9]+|[KMGTPE]i|[kMGTPE])?)?$`,
-			"description": "a Kubernetes quantity such as 512Mi or 2Gi; null or empty: no limit"},
+		// A string, as quantities are written (512Mi), or a whole number
+		// of bytes (the template writes the float a values file gives it
+		// as one).
+		"sizeLimit": map[string]any{"type": []string{"string", "integer", "null"}, "minimum": 0, "pattern": `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][0-9]+|[KMGTPE]i|[kMGTPE])?)?$`,
+			"description": "a Kubernetes quantity such as 512Mi or 2Gi, or a number of bytes; null or empty: no limit"},
 	}}
 	props := map[string]any{}
 	for _, v := range []string{"tmp", "cache", "git", "gitTmp"} {

@@ -390,12 +390,17 @@ explicit value may drop the margin, not the sleep or the grace. */}}
 set: past it the kubelet evicts this pod, rather than a runaway folder
 filling the node's disk until the node, short of space, evicts others.
 null or "": no limit. Quoted: a quantity such as 1e3 would otherwise be
-read as a number. */}}
+read as a number. A bare number of bytes (1073741824, or --set) reaches
+the template as a float: written as a whole number. */}}
 {{- define "skillrouter.emptyDir" -}}
 {{- $vol := get (.ctx.Values.emptyDirs | default dict) .volume | default dict -}}
-{{- if $vol.sizeLimit -}}
+{{- $size := $vol.sizeLimit -}}
+{{- if or (kindIs "float64" $size) (kindIs "int64" $size) (kindIs "int" $size) -}}
+{{- $size = int64 $size | toString -}}
+{{- end -}}
+{{- if $size -}}
 emptyDir:
-  sizeLimit: {{ $vol.sizeLimit | quote }}
+  sizeLimit: {{ $size | quote }}
 {{- else -}}
 emptyDir: {}
 {{- end -}}
