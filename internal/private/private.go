@@ -143,11 +143,13 @@ const maxLinks = 40
 // (Foreign) and writable by no one else (WritableByOthers). A folder on the
 // way (not path itself) that others can write but that has the sticky bit
 // (/tmp) passes: the bit keeps them from renaming or removing what they do
-// not own, and the next component must be this user's or root's. A
-// symlink among them must be owned by this user or root too, and is
-// followed: every component of the path it resolves to is checked the same
-// way, from / down. The error names the component at fault; a missing one
-// gives the error of os.Lstat.
+// not own, and the next component must be this user's or root's.
+//
+// Symlinks are followed one at a time, as the kernel resolves the path:
+// each link (a link a link leads to included) must be owned by this user or
+// root, and each folder the kernel then walks through is checked the same
+// way, from / down (a relative target from its link's folder). The error
+// names the component at fault; a missing one gives the error of os.Lstat.
 //
 // Folders found by convention rather than given (./.claude/skills run from a
 // shared folder) are read only when this passes: whoever can write such a
@@ -163,58 +165,143 @@ func CheckPath(base, path string) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return fmt.Errorf("%s is not below %s", path, base)
 	}
-	comps := []string{filepath.Clean(base)}
+	base = filepath.Clean(base)
+	var names []string
 	if rel != "." {
-		for _, c := range strings.Split(rel, string(filepath.Separator)) {
-			comps = append(comps, filepath.Join(comps[len(comps)-1], c))
-		}
+		names = strings.Split(rel, string(filepath.Separator))
 	}
-	links := 0
-	for i, p := range comps {
-		if err := checkComponent(p, i == len(comps)-1, &links); err != nil {
-			return err
-		}
+	w := &walker{}
+	if base == string(filepath.Separator) {
+		_, err := w.fromRoot(names, true)
+		return err
 	}
-	return nil
+	// base is looked up in its parent, trusted as the place the check
+	// starts from (not checked: top is "").
+	_, _, err = w.walk(filepath.Dir(base), "", append([]string{filepath.Base(base)}, names...), true)
+	return err
 }
 
-// checkComponent applies CheckPath's rule to the last component of p; last
-// says it is the path checked, not a folder on the way to it.
-func checkComponent(p string, last bool, links *int) error {
+// walker resolves paths for CheckPath, counting the symlinks it follows.
+type walker struct{ links int }
+
+// fromRoot checks / and then names from it; it returns the folder reached.
+func (w *walker) fromRoot(names []string, last bool) (string, error) {
+	root := string(filepath.Separator)
+	if err := checkEntry(root, last && len(names) == 0); err != nil {
+		return "", err
+	}
+	dir, _, err := w.walk(root, root, names, last)
+	return dir, err
+}
+
+// walk resolves names from dir as the kernel does, checking each component
+// it looks up (checkComponent). Every folder from top down to dir has been
+// checked, and dir is a real folder (no link) or, with top "", the
+// unchecked folder the check starts in. last says the final name is the
+// path checked, not a folder on the way. It returns the folder reached
+// and the new top.
+func (w *walker) walk(dir, top string, names []string, last bool) (string, string, error) {
+	end := len(names) - 1
+	for end >= 0 && names[end] == "" {
+		end--
+	}
+	for i, name := range names {
+		isLast := last && i == end
+		switch name {
+		case "", ".":
+			if isLast && top != "" {
+				if err := checkEntry(dir, true); err != nil {
+					return "", "", err
+				}
+			}
+			continue
+		case "..":
+			parent := filepath.Dir(dir)
+			if dir == top || top == "" {
+				// Above where the checked path starts: the kernel
+				// climbs to the real parent, which nothing checked yet.
+				if dir != string(filepath.Separator) {
+					var err error
+					if parent, err = w.fromRoot(split(parent), false); err != nil {
+						return "", "", err
+					}
+				}
+				top = string(filepath.Separator)
+			}
+			dir = parent
+			if isLast {
+				if err := checkEntry(dir, true); err != nil {
+					return "", "", err
+				}
+			}
+			continue
+		}
+		p := filepath.Join(dir, name)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", "", err
+		}
+		if err := checkInfo(p, fi, isLast); err != nil {
+			return "", "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			dir = p
+			if top == "" {
+				top = p
+			}
+			continue
+		}
+		if w.links++; w.links > maxLinks {
+			return "", "", fmt.Errorf("%s: %w", p, syscall.ELOOP)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", "", err
+		}
+		if target == "" {
+			return "", "", &os.PathError{Op: "readlink", Path: p, Err: syscall.ENOENT}
+		}
+		if filepath.IsAbs(target) {
+			dir, err = w.fromRoot(split(target), isLast)
+			top = string(filepath.Separator)
+		} else {
+			// The link's own folder, from / down first.
+			if dir, err = w.fromRoot(split(dir), false); err != nil {
+				return "", "", fmt.Errorf("%s leads to %s: %w", p, target, err)
+			}
+			top = string(filepath.Separator)
+			dir, top, err = w.walk(dir, top, strings.Split(target, string(filepath.Separator)), isLast)
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("%s leads to %s: %w", p, target, err)
+		}
+	}
+	return dir, top, nil
+}
+
+// split is the names of an absolute path below /: none for / itself.
+func split(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r == filepath.Separator })
+}
+
+// checkEntry applies CheckPath's rule to p, which is not followed.
+func checkEntry(p string, last bool) error {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return err
 	}
+	return checkInfo(p, fi, last)
+}
+
+// checkInfo applies CheckPath's rule to p (fi, from os.Lstat): its owner,
+// and unless it is a symlink, who else can write it; last says it is the
+// path checked, not a folder on the way to it.
+func checkInfo(p string, fi os.FileInfo, last bool) error {
 	if uid, other := Foreign(fi); other {
 		return fmt.Errorf("%s belongs to another user (uid %d)", p, uid)
 	}
-	if fi.Mode()&os.ModeSymlink == 0 {
-		if WritableByOthers(fi) && (last || !fi.IsDir() || fi.Mode()&os.ModeSticky == 0) {
-			return fmt.Errorf("%s is writable by other users (mode %s)", p, Mode(fi))
-		}
-		return nil
-	}
-	if *links++; *links > maxLinks {
-		return fmt.Errorf("%s: %w", p, syscall.ELOOP)
-	}
-	target, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return err
-	}
-	if target, err = filepath.Abs(target); err != nil {
-		return err
-	}
-	sep := string(filepath.Separator)
-	comps := []string{sep}
-	for _, c := range strings.Split(target, sep) {
-		if c != "" {
-			comps = append(comps, filepath.Join(comps[len(comps)-1], c))
-		}
-	}
-	for i, c := range comps {
-		if err := checkComponent(c, last && i == len(comps)-1, links); err != nil {
-			return fmt.Errorf("%s leads to %s: %w", p, target, err)
-		}
+	if fi.Mode()&os.ModeSymlink == 0 && WritableByOthers(fi) && (last || !fi.IsDir() || fi.Mode()&os.ModeSticky == 0) {
+		return fmt.Errorf("%s is writable by other users (mode %s)", p, Mode(fi))
 	}
 	return nil
 }

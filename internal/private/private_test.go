@@ -170,6 +170,30 @@ func TestCheckPath(t *testing.T) {
 			link(t, filepath.Join(b, "dot"), filepath.Join(b, ".claude"), -1)
 			return b, filepath.Join(b, ".claude", "skills")
 		}, ".claude leads to BASE/dot: BASE/dot is writable by other users"},
+		{"own link through a world-writable folder to an own link: the folder is walked", false, func(t *testing.T, b string) (string, string) {
+			home := dir(t, filepath.Join(b, "home"), 0o755)
+			dir(t, filepath.Join(b, "ww"), 0o777)
+			link(t, home, filepath.Join(b, "ww", "x"), -1)
+			return home, link(t, filepath.Join(b, "ww", "x"), filepath.Join(home, "direct"), -1)
+		}, "direct leads to BASE/ww/x: BASE/ww is writable by other users (mode 0777)"},
+		{"links in a loop", false, func(t *testing.T, b string) (string, string) {
+			home := dir(t, filepath.Join(b, "home"), 0o755)
+			link(t, "b", filepath.Join(home, "a"), -1)
+			link(t, "a", filepath.Join(home, "b"), -1)
+			return home, filepath.Join(home, "a")
+		}, "too many"},
+		{"own link to an own link of another user's", true, func(t *testing.T, b string) (string, string) {
+			home := dir(t, filepath.Join(b, "home"), 0o755)
+			dir(t, filepath.Join(b, "shared"), 0o755)
+			link(t, home, filepath.Join(b, "shared", "x"), 1234)
+			return home, link(t, filepath.Join(b, "shared", "x"), filepath.Join(home, "direct"), -1)
+		}, "direct leads to BASE/shared/x: BASE/shared/x belongs to another user (uid 1234)"},
+		{"relative link to a relative link of another user's", true, func(t *testing.T, b string) (string, string) {
+			home := dir(t, filepath.Join(b, "home"), 0o755)
+			dir(t, filepath.Join(home, "lib"), 0o755)
+			link(t, "lib", filepath.Join(home, "x"), 1234)
+			return home, link(t, "x", filepath.Join(home, "direct"), -1)
+		}, "direct leads to x: BASE/home/x belongs to another user (uid 1234)"},
 		{"not below the base", false, func(t *testing.T, b string) (string, string) {
 			return filepath.Join(b, "a"), filepath.Join(b, "b")
 		}, "is not below"},
