@@ -148,8 +148,12 @@ const maxLinks = 40
 // Symlinks are followed one at a time, as the kernel resolves the path:
 // each link (a link a link leads to included) must be owned by this user or
 // root, and each folder the kernel then walks through is checked the same
-// way, from / down (a relative target from its link's folder). The error
-// names the component at fault; a missing one gives the error of os.Lstat.
+// way. An absolute target is checked from / down. A relative one goes on
+// from the link's folder, already checked; a folder it climbs to with ..
+// is already checked when it lies between where the checked path started
+// (base, or / after an absolute target) and the link, and otherwise is
+// checked from / down first. The error names the component at fault; a
+// missing one gives the error of os.Lstat.
 //
 // Folders found by convention rather than given (./.claude/skills run from a
 // shared folder) are read only when this passes: whoever can write such a
@@ -265,11 +269,14 @@ func (w *walker) walk(dir, top string, names []string, last bool) (string, strin
 			dir, err = w.fromRoot(split(target), isLast)
 			top = string(filepath.Separator)
 		} else {
-			// The link's own folder, from / down first.
-			if dir, err = w.fromRoot(split(dir), false); err != nil {
-				return "", "", fmt.Errorf("%s leads to %s: %w", p, target, err)
+			if top == "" {
+				// The link's own folder was not checked (it is the
+				// base's parent): from / down first.
+				if dir, err = w.fromRoot(split(dir), false); err != nil {
+					return "", "", fmt.Errorf("%s leads to %s: %w", p, target, err)
+				}
+				top = string(filepath.Separator)
 			}
-			top = string(filepath.Separator)
 			dir, top, err = w.walk(dir, top, strings.Split(target, string(filepath.Separator)), isLast)
 		}
 		if err != nil {

@@ -182,6 +182,37 @@ func TestCheckPath(t *testing.T) {
 			link(t, "a", filepath.Join(home, "b"), -1)
 			return home, filepath.Join(home, "a")
 		}, "too many"},
+		{"relative link in a project of a group-writable folder", false, func(t *testing.T, b string) (string, string) {
+			app := dir(t, filepath.Join(b, "P", "app"), 0o755)
+			dir(t, filepath.Join(app, ".claude", "skills", "direct"), 0o755)
+			dir(t, filepath.Join(app, "shared-skills", "pdf"), 0o755)
+			shared(t, dir(t, filepath.Join(b, "P"), os.ModeSetgid|0o775))
+			return app, link(t, filepath.Join("..", "..", "shared-skills", "pdf"), filepath.Join(app, ".claude", "skills", "pdf"), -1)
+		}, ""},
+		{"relative link climbing above the base into a group-writable folder", false, func(t *testing.T, b string) (string, string) {
+			app := dir(t, filepath.Join(b, "P", "app"), 0o755)
+			dir(t, filepath.Join(app, ".claude", "skills"), 0o755)
+			dir(t, filepath.Join(b, "P", "other", "pdf"), 0o755)
+			shared(t, dir(t, filepath.Join(b, "P"), os.ModeSetgid|0o775))
+			return app, link(t, filepath.Join("..", "..", "..", "other", "pdf"), filepath.Join(app, ".claude", "skills", "pdf"), -1)
+		}, "pdf leads to ../../../other/pdf: BASE/P is writable by other users (mode 2775)"},
+		{"relative link climbing above the base to an own folder", false, func(t *testing.T, b string) (string, string) {
+			app := dir(t, filepath.Join(b, "P", "app"), 0o755)
+			dir(t, filepath.Join(app, ".claude"), 0o755)
+			dir(t, filepath.Join(b, "P", "lib"), 0o755)
+			return app, link(t, filepath.Join("..", "..", "lib"), filepath.Join(app, ".claude", "skills"), -1)
+		}, ""},
+		{"relative link below the base, into a world-writable folder", false, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, ".claude"), 0o755)
+			dir(t, filepath.Join(b, "ww", "lib"), 0o755)
+			dir(t, filepath.Join(b, "ww"), 0o777)
+			return b, link(t, filepath.Join("..", "ww", "lib"), filepath.Join(b, ".claude", "skills"), -1)
+		}, "skills leads to ../ww/lib: BASE/ww is writable by other users (mode 0777)"},
+		{"relative link ending in ..: the folder reached is the path checked", false, func(t *testing.T, b string) (string, string) {
+			dir(t, filepath.Join(b, "proj", "sub"), 0o755)
+			dir(t, filepath.Join(b, "proj"), os.ModeSticky|0o777)
+			return filepath.Join(b, "proj", "sub"), link(t, "..", filepath.Join(b, "proj", "sub", "up"), -1)
+		}, "up leads to ..: BASE/proj is writable by other users (mode 1777)"},
 		{"own link to an own link of another user's", true, func(t *testing.T, b string) (string, string) {
 			home := dir(t, filepath.Join(b, "home"), 0o755)
 			dir(t, filepath.Join(b, "shared"), 0o755)
