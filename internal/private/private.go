@@ -58,26 +58,67 @@ func WritableByOthers(fi os.FileInfo) bool {
 }
 
 // ownersPrivateGroup reports whether fi's group is its owner's private
-// group: named as the owner, the owner's primary group, no user listed as
-// a member in /etc/group and no other user's primary group in /etc/passwd.
-// Groups only a directory service knows are not read: not private.
+// group: named as the owner, the owner's primary group, no user but the
+// owner listed as a member on any /etc/group line of its gid, and no other
+// user's primary group in /etc/passwd. Groups only a directory service
+// knows are not read: not private.
 func ownersPrivateGroup(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return false
 	}
-	key := [2]uint32{st.Uid, st.Gid}
-	if v, ok := privateGroups.Load(key); ok {
-		return v.(bool)
-	}
-	private := privateGroupFiles("/etc/passwd", "/etc/group", st.Uid, st.Gid)
-	privateGroups.Store(key, private)
-	return private
+	return privateGroupCached("/etc/passwd", "/etc/group", st.Uid, st.Gid)
 }
 
-// privateGroups caches ownersPrivateGroup by owner and group: a scan asks
-// for every folder on the way to each skill.
-var privateGroups sync.Map
+// privateGroups caches privateGroupFiles by files, owner and group (a scan
+// asks for every group-writable folder on the way to each skill), each
+// answer with the stamps of the two files it was read from: an edit (a
+// user added to the group while serve runs) is read on the next lookup.
+var privateGroups sync.Map // privateGroupKey → privateGroupAnswer
+
+type privateGroupKey struct {
+	passwdFile, groupFile string
+	uid, gid              uint32
+}
+
+type privateGroupAnswer struct {
+	passwd, group fileStamp
+	private       bool
+}
+
+// fileStamp tells a file's versions apart: an edit changes its time or
+// size, a rewrite by rename (vipw, useradd) its inode.
+type fileStamp struct {
+	mtime, size int64
+	ino         uint64
+}
+
+func stamp(file string) fileStamp {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return fileStamp{mtime: -1}
+	}
+	s := fileStamp{mtime: fi.ModTime().UnixNano(), size: fi.Size()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.ino = uint64(st.Ino)
+	}
+	return s
+}
+
+// privateGroupCached is privateGroupFiles, read again when either file
+// has changed since the answer cached.
+func privateGroupCached(passwdFile, groupFile string, uid, gid uint32) bool {
+	key := privateGroupKey{passwdFile, groupFile, uid, gid}
+	ps, gs := stamp(passwdFile), stamp(groupFile)
+	if v, ok := privateGroups.Load(key); ok {
+		if a := v.(privateGroupAnswer); a.passwd == ps && a.group == gs {
+			return a.private
+		}
+	}
+	private := privateGroupFiles(passwdFile, groupFile, uid, gid)
+	privateGroups.Store(key, privateGroupAnswer{ps, gs, private})
+	return private
+}
 
 func privateGroupFiles(passwdFile, groupFile string, uid, gid uint32) bool {
 	passwd, err := os.ReadFile(passwdFile)
@@ -108,14 +149,23 @@ func privateGroupFiles(passwdFile, groupFile string, uid, gid uint32) bool {
 	if owner == "" {
 		return false
 	}
+	// Every line of the gid counts (alice:x:1000: and alicedev:x:1000:bob
+	// make 1000 bob's group too): one must be named as the owner, and none
+	// may list a member but the owner.
+	named := false
 	for line := range strings.SplitSeq(string(group), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) < 4 || f[2] != strconv.FormatUint(uint64(gid), 10) {
 			continue
 		}
-		return f[0] == owner && (f[3] == "" || f[3] == owner)
+		named = named || f[0] == owner
+		for m := range strings.SplitSeq(f[3], ",") {
+			if m = strings.TrimSpace(m); m != "" && m != owner {
+				return false
+			}
+		}
 	}
-	return false
+	return named
 }
 
 // Mode is fi's permission bits in octal as chmod takes them, with the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheck(t *testing.T) {
@@ -338,8 +339,8 @@ func TestExposed(t *testing.T) {
 // group, with no other member and no other user's primary group.
 func TestPrivateGroupFiles(t *testing.T) {
 	dir := t.TempDir()
-	passwd := "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/bash\nbob:x:1001:1001::/home/bob:/bin/bash\ncarol:x:1002:1000::/home/carol:/bin/bash\ndave:x:1003:2000::/home/dave:/bin/bash\neve:x:1004:1004::/home/eve:/bin/bash\n"
-	group := "root:x:0:\nalice:x:1000:\nbob:x:1001:bob\nstaff:x:2000:\neve:x:1004:mallory\nmallory:x:1005:\n"
+	passwd := "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/bash\nbob:x:1001:1001::/home/bob:/bin/bash\ncarol:x:1002:1000::/home/carol:/bin/bash\ndave:x:1003:2000::/home/dave:/bin/bash\neve:x:1004:1004::/home/eve:/bin/bash\nfrank:x:1006:1006::/home/frank:/bin/bash\ngina:x:1007:1007::/home/gina:/bin/bash\nivan:x:1008:1008::/home/ivan:/bin/bash\njudy:x:1009:1009::/home/judy:/bin/bash\n"
+	group := "root:x:0:\nalice:x:1000:\nbob:x:1001:bob\nstaff:x:2000:\neve:x:1004:mallory\nmallory:x:1005:\nfrank:x:1006:\nfrankdev:x:1006:bob\ngina:x:1007:gina\nginadev:x:1007:\nivan:x:1008:ivan,mallory\njudydev:x:1009:\n"
 	pf, gf := filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
 	if err := os.WriteFile(pf, []byte(passwd), 0o644); err != nil {
 		t.Fatal(err)
@@ -358,6 +359,10 @@ func TestPrivateGroupFiles(t *testing.T) {
 		{"eve's group has another member", 1004, 1004, false},
 		{"bob's folder in alice's group", 1001, 1000, false},
 		{"an owner /etc/passwd does not list", 4242, 4242, false},
+		{"frank's gid has a second line with a member", 1006, 1006, false},
+		{"gina's gid has a second line with no member", 1007, 1007, true},
+		{"ivan's group lists another member after him", 1008, 1008, false},
+		{"judy's gid is named otherwise", 1009, 1009, false},
 	}
 	for _, tt := range tests {
 		if got := privateGroupFiles(pf, gf, tt.uid, tt.gid); got != tt.want {
@@ -366,6 +371,40 @@ func TestPrivateGroupFiles(t *testing.T) {
 	}
 	if privateGroupFiles(filepath.Join(dir, "none"), gf, 1001, 1001) {
 		t.Error("no passwd file: private")
+	}
+}
+
+// TestPrivateGroupCached: an answer is read again once /etc/passwd or
+// /etc/group changes (someone added to the group while serve runs).
+func TestPrivateGroupCached(t *testing.T) {
+	dir := t.TempDir()
+	pf, gf := filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	write := func(file, text string, mtime time.Time) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(file, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now().Add(-time.Hour)
+	write(pf, "bob:x:1001:1001::/home/bob:/bin/bash\n", t0)
+	write(gf, "bob:x:1001:\n", t0)
+	if !privateGroupCached(pf, gf, 1001, 1001) {
+		t.Fatal("bob's own group: not private")
+	}
+	write(gf, "bob:x:1001:mallory\n", t0.Add(time.Second))
+	if privateGroupCached(pf, gf, 1001, 1001) {
+		t.Error("mallory added to bob's group: still private (cached)")
+	}
+	write(gf, "bob:x:1001:\n", t0.Add(2*time.Second))
+	if !privateGroupCached(pf, gf, 1001, 1001) {
+		t.Error("mallory removed: not private")
+	}
+	write(pf, "bob:x:1001:1001::/home/bob:/bin/bash\ncarol:x:1002:1001::/home/carol:/bin/bash\n", t0)
+	if privateGroupCached(pf, gf, 1001, 1001) {
+		t.Error("carol given bob's group as her primary one: still private (cached)")
 	}
 }
 
