@@ -1,8 +1,6 @@
 package skills
 
 import (
-	"github.com/skillrouter/skillrouter/internal/private/privatetest"
-
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillrouter/skillrouter/internal/private"
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
 )
 
 func mkdirs(t *testing.T, dirs ...string) {

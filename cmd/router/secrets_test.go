@@ -1,17 +1,15 @@
 package main
 
 import (
-	"github.com/skillrouter/skillrouter/internal/private/privatetest"
-
 	"bytes"
-	"context"
 	"log/slog"
-	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
 )
 
 // TestExposedSecrets: a config file or key file that holds a secret and
@@ -105,35 +103,13 @@ func TestExposedSecretsDefaultsFile(t *testing.T) {
 
 // TestServeWarnsOfExposedSecrets: serve says so at start.
 func TestServeWarnsOfExposedSecrets(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	conf := filepath.Join(t.TempDir(), "config.yaml")
 	writeMode(t, conf, "upstream:\n  api_key: sk-upstream\n", 0o644)
-	cfg, err := loadFor(t, []string{"--config", conf, "--skills", filepath.Join("..", "..", "examples", "skills"),
-		"--listen", addr, "--watch=false", "--upstream", "http://127.0.0.1:9/v1"}, nil)
-	if err != nil {
+	sp := startServe(t, defaultsFor(t, "--config", conf), http.NotFoundHandler())
+	if err := sp.stop(); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, cfg.Skills, logFile) }()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !strings.Contains(logs(), "listening"); time.Sleep(10 * time.Millisecond) {
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	l := logs()
+	l := sp.logs()
 	if !strings.Contains(l, "a file holding secrets can be read by other users: every user can read it (mode 0644)") ||
 		!strings.Contains(l, conf) || !strings.Contains(l, "holds=upstream.api_key") || strings.Contains(l, "sk-upstream") {
 		t.Errorf("serve's log:\n%s", l)

@@ -3,13 +3,13 @@
 package private
 
 import (
-	"github.com/skillrouter/skillrouter/internal/private/privatetest"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
 )
 
 func TestCheck(t *testing.T) {
