@@ -71,16 +71,22 @@ type CheckedRoot struct {
 func (c CheckedRoot) Read() bool { return c.Err == nil && c.Refused == nil && c.SameAs == "" }
 
 // CheckDefaultRoots decides, for each candidate of DefaultRootCandidates in
-// order, whether DefaultRoots reads it, and why not. A folder reachable
+// order, whether DefaultRoots reads it, and why not (CheckRoots, with each
+// candidate's Check).
+func CheckDefaultRoots() []CheckedRoot {
+	return CheckRoots(DefaultRootCandidates(), true)
+}
+
+// CheckRoots decides, for each root in order, whether it is read: it must
+// be a folder, and with conventional, pass its Check. A folder reachable
 // under two names (run from $HOME, ./.claude/skills is ~/.claude/skills)
 // is read once, under the first name it is read by: a refused name (a
 // symlink of another user's to this user's folder) hides no other.
-func CheckDefaultRoots() []CheckedRoot {
-	cands := DefaultRootCandidates()
-	out := make([]CheckedRoot, len(cands))
+func CheckRoots(roots []Root, conventional bool) []CheckedRoot {
+	out := make([]CheckedRoot, len(roots))
 	var infos []os.FileInfo
 	var names []string
-	for i, r := range cands {
+	for i, r := range roots {
 		c := CheckedRoot{Root: r}
 		info, err := os.Stat(r.Path)
 		switch {
@@ -89,8 +95,10 @@ func CheckDefaultRoots() []CheckedRoot {
 		case !info.IsDir():
 			c.Err = errors.New(r.Path + " is a file, not a folder")
 		default:
-			if c.Refused = r.Check(); c.Refused != nil {
-				break
+			if conventional {
+				if c.Refused = r.Check(); c.Refused != nil {
+					break
+				}
 			}
 			for k, prev := range infos {
 				if os.SameFile(prev, info) {

@@ -68,21 +68,16 @@ func searchedRoots(ctx context.Context, cfg *config) ([]rootReport, int, error) 
 			return nil, 0, err
 		}
 		src := cfg.src.where("skills")
+		given := make([]skills.Root, len(resolved))
 		for i, r := range resolved {
 			s := src
 			if cfg.Skills[i] != r { // builtin:examples
 				s += " (" + cfg.Skills[i] + ")"
 			}
-			cands = append(cands, checkGiven(skills.Root{Path: r, Source: s}))
+			given[i] = skills.Root{Path: r, Source: s}
 		}
-		for i := range cands {
-			for _, prev := range cands[:i] {
-				if cands[i].Read() && prev.Read() && sameFolder(prev.Path, cands[i].Path) {
-					cands[i].SameAs = prev.Path
-					break
-				}
-			}
-		}
+		// Read whoever owns them: the user asked for them.
+		cands = skills.CheckRoots(given, false)
 	} else {
 		// What DefaultRoots reads, decided the same way.
 		cands = skills.CheckDefaultRoots()
@@ -115,30 +110,6 @@ func searchedRoots(ctx context.Context, cfg *config) ([]rootReport, int, error) 
 		total = skills.Load(ctx, scanned, opts).Len()
 	}
 	return rows, total, nil
-}
-
-// checkGiven is a root given with --skills or the config file as `router
-// skills roots` shows it: read whoever owns it (the user asked for it).
-func checkGiven(r skills.Root) skills.CheckedRoot {
-	c := skills.CheckedRoot{Root: r}
-	info, err := os.Stat(r.Path)
-	switch {
-	case err != nil:
-		c.Err = err
-	case !info.IsDir():
-		c.Err = errors.New(r.Path + " is a file, not a folder")
-	}
-	return c
-}
-
-// sameFolder reports whether a and b are one folder (under two names).
-func sameFolder(a, b string) bool {
-	ai, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	bi, err := os.Stat(b)
-	return err == nil && os.SameFile(ai, bi)
 }
 
 func writeRootsTable(w io.Writer, rows []rootReport, total int) error {
