@@ -130,6 +130,7 @@ func privateGroupFiles(passwdFile, groupFile string, uid, gid uint32) bool {
 		return false
 	}
 	owner := ""
+	uids, gids := strconv.FormatUint(uint64(uid), 10), strconv.FormatUint(uint64(gid), 10)
 	for line := range strings.SplitSeq(string(passwd), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) < 4 {
@@ -137,12 +138,12 @@ func privateGroupFiles(passwdFile, groupFile string, uid, gid uint32) bool {
 		}
 		u, g := f[2], f[3]
 		switch {
-		case u == strconv.FormatUint(uint64(uid), 10):
-			if g != strconv.FormatUint(uint64(gid), 10) {
+		case u == uids:
+			if g != gids {
 				return false // not the owner's primary group
 			}
 			owner = f[0]
-		case g == strconv.FormatUint(uint64(gid), 10):
+		case g == gids:
 			return false // another user's primary group too
 		}
 	}
@@ -155,7 +156,7 @@ func privateGroupFiles(passwdFile, groupFile string, uid, gid uint32) bool {
 	named := false
 	for line := range strings.SplitSeq(string(group), "\n") {
 		f := strings.Split(line, ":")
-		if len(f) < 4 || f[2] != strconv.FormatUint(uint64(gid), 10) {
+		if len(f) < 4 || f[2] != gids {
 			continue
 		}
 		named = named || f[0] == owner
