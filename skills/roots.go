@@ -116,15 +116,18 @@ func CheckRoots(roots []Root, conventional bool) []CheckedRoot {
 }
 
 // DefaultRoots returns the conventional roots that exist and that Check
-// accepts, in order, each folder once (CheckDefaultRoots).
-func DefaultRoots() []string {
-	var roots []string
+// accepts, in order, each folder once, and those that exist but Check
+// refuses (CheckDefaultRoots).
+func DefaultRoots() (roots []string, refused []CheckedRoot) {
 	for _, c := range CheckDefaultRoots() {
+		if c.Refused != nil {
+			refused = append(refused, c)
+		}
 		if c.Read() {
 			roots = append(roots, c.Path)
 		}
 	}
-	return roots
+	return roots, refused
 }
 
 // rootCandidates is DefaultRootCandidates for a working directory, a home

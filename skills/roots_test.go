@@ -36,7 +36,7 @@ func TestDefaultRoots(t *testing.T) {
 	t.Setenv("CODEX_HOME", "")
 	t.Chdir(work)
 
-	if got := DefaultRoots(); len(got) != 0 {
+	if got, _ := DefaultRoots(); len(got) != 0 {
 		t.Fatalf("no folder exists, got %q", got)
 	}
 	mkdirs(t,
@@ -51,13 +51,13 @@ func TestDefaultRoots(t *testing.T) {
 		filepath.Join(home, ".agents", "skills"),
 		filepath.Join(cfg, "skillrouter", "skills"),
 	}
-	if got := DefaultRoots(); !reflect.DeepEqual(got, want) {
+	if got, _ := DefaultRoots(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultRoots() = %q, want %q", got, want)
 	}
 
 	// Run from $HOME: ./.claude/skills and ~/.claude/skills are one folder.
 	t.Chdir(home)
-	got := DefaultRoots()
+	got, _ := DefaultRoots()
 	if want := []string{filepath.Join(".claude", "skills"), filepath.Join(".agents", "skills"), filepath.Join(cfg, "skillrouter", "skills")}; !reflect.DeepEqual(got, want) {
 		t.Errorf("from $HOME: %q, want %q", got, want)
 	}
@@ -254,7 +254,7 @@ func TestCheckDefaultRoots(t *testing.T) {
 			if project.Path != filepath.Join(".claude", "skills") || project.Err != nil {
 				t.Fatalf("first candidate: %+v", project)
 			}
-			read := DefaultRoots()
+			read, _ := DefaultRoots()
 			if c.want == "" {
 				if project.Refused != nil || len(read) != 1 || read[0] != project.Path {
 					t.Fatalf("refused: %v; DefaultRoots() = %q", project.Refused, read)
@@ -302,7 +302,7 @@ func TestRefusedRootHidesNoOther(t *testing.T) {
 	if err := os.Lchown(link, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if got := DefaultRoots(); !reflect.DeepEqual(got, []string{mine}) {
+	if got, _ := DefaultRoots(); !reflect.DeepEqual(got, []string{mine}) {
 		t.Errorf("DefaultRoots() = %q, want %q", got, mine)
 	}
 }

@@ -99,15 +99,10 @@ func resolveRoots(entries []string) ([]string, error) {
 // those that exist but may not (skills.CheckDefaultRoots), each of which it
 // notes on note (when not nil) with why.
 func defaultRoots(note io.Writer) (roots []string, refused []skills.CheckedRoot) {
-	for _, c := range skills.CheckDefaultRoots() {
-		if c.Refused != nil {
-			refused = append(refused, c)
-			if note != nil {
-				noteRefused(note, c)
-			}
-		}
-		if c.Read() {
-			roots = append(roots, c.Path)
+	roots, refused = skills.DefaultRoots()
+	if note != nil {
+		for _, c := range refused {
+			noteRefused(note, c)
 		}
 	}
 	return roots, refused
