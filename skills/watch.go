@@ -319,14 +319,9 @@ func towardTarget(name string, targets map[string]bool) bool {
 // watchMissingTargets watches, for each broken symlink the walks found,
 // the nearest existing folder above its target, and records the target
 // (see relevant). It runs after the walks: a folder the library reaches
-// through another link is watched under that path, which its events must
-// keep (a second watch of one folder would take its events' path over),
-// and its events are the library's anyway.
+// through another link is watched under that path (add keeps one path per
+// folder), whose events are the library's anyway.
 func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
-	var live []string // the live watches, listed once
-	if len(ws.broken) > 0 {
-		live = ws.w.WatchList()
-	}
 	for _, link := range ws.broken {
 		target, err := os.Readlink(link)
 		if err != nil {
@@ -343,9 +338,7 @@ func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
 		ws.targets[target] = true
 		for dir := filepath.Dir(target); ; dir = filepath.Dir(dir) {
 			if info, err := os.Stat(dir); err == nil && info.IsDir() {
-				if !watchedAlready(ws, live, info) {
-					r.add(ws, dir, seen)
-				}
+				r.add(ws, dir, seen)
 				break
 			}
 			if dir == filepath.Dir(dir) {
@@ -354,21 +347,6 @@ func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
 		}
 	}
 	ws.broken = ws.broken[:0]
-}
-
-// watchedAlready reports whether the folder info describes is watched,
-// under whatever path. A watch ends with its folder, whose inode number a
-// new folder may reuse at once: only live watches (live, the watcher's
-// list) whose path still leads to the folder count.
-func watchedAlready(ws *watchState, live []string, info os.FileInfo) bool {
-	for _, p := range live {
-		if w, ok := ws.watched[p]; ok && os.SameFile(w, info) {
-			if now, err := os.Stat(p); err == nil && os.SameFile(now, info) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // add watches dir unless it already is; false only when it cannot be watched.
