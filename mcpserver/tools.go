@@ -122,7 +122,7 @@ func (s *Server) routerTool(name string) mcp.ToolHandler {
 			_ = json.Unmarshal(req.Params.Arguments, &a)
 			if r, err := s.router(ctx); err == nil {
 				// load_skill's rule: a unique name or id suffix names it
-				// too (the sandbox resolves the argument among the active).
+				// too (the sandbox resolves the argument the same way).
 				if sk, ok := r.ResolveSkill(a.SkillID); ok {
 					active = append(active, sk.ID)
 				}
