@@ -136,16 +136,16 @@ type MissingSkill struct {
 
 // Materialize writes files into a new temporary directory and loads it with
 // the real loader, followed by the roots in more (on a duplicate id the
-// generated skill wins, as the earlier root). The caller removes the returned
+// generated skill wins, as the earlier root), with opts (see LoadWritten). The caller removes the returned
 // directory. Every file that did not end up loaded is returned in missing
 // with its problems; that is never silent, because a missing skill turns
 // into wrong metrics.
-func Materialize(ctx context.Context, files []SkillFile, more ...string) (snap *skills.Snapshot, dir string, missing []MissingSkill, err error) {
+func Materialize(ctx context.Context, files []SkillFile, opts skills.Options, more ...string) (snap *skills.Snapshot, dir string, missing []MissingSkill, err error) {
 	dir, err = WriteTemp(files)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	snap, missing, err = LoadWritten(ctx, dir, files, more...)
+	snap, missing, err = LoadWritten(ctx, dir, files, opts, more...)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", nil, err
@@ -167,9 +167,11 @@ func WriteTemp(files []SkillFile) (string, error) {
 }
 
 // LoadWritten loads a directory written by WriteTemp (then the roots in
-// more) and lists the files that did not load.
-func LoadWritten(ctx context.Context, dir string, files []SkillFile, more ...string) (*skills.Snapshot, []MissingSkill, error) {
-	snap := skills.Load(ctx, append([]string{dir}, more...), skills.Options{})
+// more) with opts (the scan options of the roots in more: a default root's
+// folders are checked as serve checks them) and lists the files that did
+// not load.
+func LoadWritten(ctx context.Context, dir string, files []SkillFile, opts skills.Options, more ...string) (*skills.Snapshot, []MissingSkill, error) {
+	snap := skills.Load(ctx, append([]string{dir}, more...), opts)
 	if err := snap.Err(); err != nil {
 		return nil, nil, fmt.Errorf("bench: loading the generated library: %w", err)
 	}

@@ -69,7 +69,7 @@ func fixtureLibrary(t *testing.T) (*skills.Snapshot, *MetaTool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, dir, missing, err := Materialize(context.Background(), m.SkillFiles())
+	snap, dir, missing, err := Materialize(context.Background(), m.SkillFiles(), skills.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestMaterializeMetaTool(t *testing.T) {
 	_, dir, missing, err := Materialize(context.Background(), []SkillFile{
 		{ID: "good", Content: SkillMarkdown("good", "fine", "body")},
 		{ID: "broken", Content: "no frontmatter at all"},
-	})
+	}, skills.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func runSize(ctx context.Context, cfg ScaleConfig, ordered []*skills.Skill, size
 	}
 	defer os.RemoveAll(dir)
 	written := time.Now()
-	snap, missing, err := LoadWritten(ctx, dir, files)
+	snap, missing, err := LoadWritten(ctx, dir, files, skills.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 // sharedBench locates ../shared/bench from the repository root, or skips.
@@ -30,7 +32,7 @@ func TestMetaToolEveryToolLoads(t *testing.T) {
 	if len(m.Tools) != 199 || len(m.Queries) != 20550 {
 		t.Fatalf("%d tools, %d single-tool queries; want 199, 20550", len(m.Tools), len(m.Queries))
 	}
-	snap, tmp, missing, err := Materialize(context.Background(), m.SkillFiles())
+	snap, tmp, missing, err := Materialize(context.Background(), m.SkillFiles(), skills.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func scaleLibrary(b *testing.B, size int) (*skills.Snapshot, string) {
 		b.Fatal(err)
 	}
 	files := bench.ScaleLibrary(bench.ScaleOrder(real.Skills(), bench.ExpectedIDs(qs), 1), size, 1)
-	snap, tmp, missing, err := bench.Materialize(context.Background(), files)
+	snap, tmp, missing, err := bench.Materialize(context.Background(), files, skills.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

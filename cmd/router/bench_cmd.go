@@ -252,7 +252,7 @@ func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *
 		if err != nil {
 			return nil, err
 		}
-		snap, dir, missing, err := bench.Materialize(ctx, m.SkillFiles(), extra...)
+		snap, dir, missing, err := bench.Materialize(ctx, m.SkillFiles(), libraryOptions(cfg), extra...)
 		if err != nil {
 			return nil, err
 		}

@@ -258,3 +258,50 @@ func TestEmbedderLabel(t *testing.T) {
 		}
 	}
 }
+
+// --metatool without --skills adds the default folders' skills as
+// distractors, scanned as serve scans them: a skill folder another user
+// could change is skipped.
+func TestBenchMetaToolDefaultRootsScannedAsServe(t *testing.T) {
+	fixture, err := filepath.Abs(fixtureMetaTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	t.Setenv("CODEX_HOME", "")
+	for _, name := range []string{"mine", "open"} {
+		dir := filepath.Join(project, ".claude", "skills", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := "---\nname: " + name + "\ndescription: A distractor skill named " + name + ".\n---\nBody.\n"
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(project, ".claude", "skills", "open"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(project)
+	count := func(args ...string) int {
+		t.Helper()
+		stdout, stderr, err := runBenchCmd(t, append([]string{"--metatool", fixture, "--split", "single", "--strategies", "bm25", "--k", "1", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\nstderr: %s", err, stderr)
+		}
+		var doc struct {
+			Skills int `json:"skills"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Skills
+	}
+	given := count("--skills", filepath.Join(project, ".claude", "skills")) // read whoever can change it
+	if conventional := count(); conventional != given-1 {
+		t.Errorf("%d skills with the default folder, %d with it given: the open folder was read", conventional, given)
+	}
+}
