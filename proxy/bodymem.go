@@ -18,15 +18,19 @@ import (
 // machine has (1,024 × 32 MiB), and a parsed request holds several times
 // its body (a message's role, text and view each take memory of their
 // own: ~8× for a body of tiny messages) from the read until its answer
-// ends. A request takes its body's size from the budget before the body
-// is read (by Content-Length), as its bytes arrive when it has none
-// (chunked), and what its decoded form needs after (compressed); it gives
-// it all back when it is answered. One that does not fit waits, in arrival
-// order, up to bodyBudgetWait; then it is answered 503, as a full
+// ends. A request takes from the budget as its body's bytes arrive, a step
+// ahead of them (heldStep), and what its decoded form needs after
+// (compressed); it gives it all back when it is answered. It does not take
+// its Content-Length up front: a client that declares 32 MiB and sends a
+// byte a second would hold 32 MiB of the budget for as long as
+// server.body_timeout lets it, and a handful of such clients would keep
+// every other routed request waiting. One that does not fit waits, in
+// arrival order, up to bodyBudgetWait; then it is answered 503, as a full
 // connection table is. A request never waits while holding part of the
 // budget: the requests waiting before it might need that part (two
 // compressed bodies would each wait for the other), so it gives it back
-// first and waits for the whole.
+// first and waits for the whole. (What it has read by then stays in its
+// buffer uncounted while it waits: at most one body per waiting request.)
 type bodyBudget struct {
 	sem   *semaphore.Weighted // nil: no bound
 	limit int64
@@ -90,24 +94,31 @@ func (h *bodyHold) grow(ctx context.Context, n int64) *wire.Error {
 // release gives back what the request held.
 func (h *bodyHold) release() { h.shrink(0) }
 
-// heldStep is how much a body without Content-Length takes from the
-// budget at a time as it arrives.
-const heldStep = 256 << 10
+// heldStep is how far ahead of a body's arrived bytes its hold runs: the
+// most a client that sends slowly holds beyond what it sent (1,024
+// connections × 64 KiB is half the default budget).
+const heldStep = 64 << 10
 
 // heldReader takes from the budget as a body's bytes arrive, ahead of them
-// by up to heldStep.
+// by up to heldStep and never beyond a declared Content-Length (size, or
+// -1 when chunked).
 type heldReader struct {
-	io.ReadCloser
+	io.Reader
 	ctx  context.Context
 	h    *bodyHold
+	size int64
 	read int64
 }
 
 func (r *heldReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
+	n, err := r.Reader.Read(p)
 	r.read += int64(n)
 	if r.read > r.h.n {
-		if werr := r.h.grow(r.ctx, r.read+heldStep); werr != nil {
+		want := r.read + heldStep
+		if r.size >= 0 && want > r.size {
+			want = r.size
+		}
+		if werr := r.h.grow(r.ctx, want); werr != nil {
 			return n, &budgetError{werr}
 		}
 	}
@@ -124,19 +135,11 @@ func (e *budgetError) Error() string { return e.werr.Message }
 // is answered.
 func (s *Server) readHeldBody(r *http.Request) ([]byte, *bodyHold, *wire.Error) {
 	h := &bodyHold{b: s.bodies}
-	if cl := r.ContentLength; cl > 0 && cl <= s.cfg.BodyLimit {
-		if werr := h.grow(r.Context(), cl); werr != nil {
-			return nil, h, werr
-		}
-	}
-	if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
-		// Chunked: held as it arrives. (A body of known length is not
-		// wrapped: net/http must still see its own reader to answer a
-		// client waiting for 100 Continue, and to close the connection of
-		// one over the limit unread.)
-		r.Body = &heldReader{ReadCloser: r.Body, ctx: r.Context(), h: h}
-	}
-	body, werr := readBody(r, s.cfg.BodyLimit)
+	// The hold reads through r.Body without replacing it: net/http must
+	// still see its own reader after the handler, to answer a client that
+	// waited for 100 Continue and to close the connection of a body left
+	// unread over the limit.
+	body, werr := readBody(r, &heldReader{Reader: r.Body, ctx: r.Context(), h: h, size: r.ContentLength}, s.cfg.BodyLimit)
 	if werr != nil {
 		return nil, h, werr
 	}

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -102,6 +105,78 @@ func TestBodyMemory(t *testing.T) {
 			wg.Wait()
 			if n := h.srv.bodies.held.Load(); n != 0 {
 				t.Errorf("%d bytes still held after every request ended", n)
+			}
+		})
+	}
+}
+
+// TestBodyMemorySlowUpload: a client that declares a large body and sends
+// it a few bytes at a time holds what it sent plus a step of the budget,
+// not its Content-Length, so other routed requests are not kept waiting
+// by it (five such clients held 128 MiB for server.body_timeout).
+func TestBodyMemorySlowUpload(t *testing.T) {
+	const limit = 1 << 20
+	h := newHarness(t, func(c *Config) { c.BodyLimit, c.BodyMemory = limit, limit })
+	h.srv.bodies.wait.Store(int64(100 * time.Millisecond))
+	h.up.Script(fakeai.Reply(fakeai.Turn{Content: "ok"}))
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const sent = `{"model":"m","messages":[{"role":"user","content":"`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", conn.RemoteAddr(), limit, sent)
+	waitHeld(t, h, int64(len(sent)))
+	if held := h.srv.bodies.held.Load(); held > int64(len(sent))+heldStep {
+		t.Fatalf("a slow upload of %d bytes holds %d bytes of the budget, want at most %d", len(sent), held, len(sent)+heldStep)
+	}
+	if resp, b := h.chat(chatOf(3000), nil); resp.StatusCode != 200 {
+		t.Fatalf("a request beside the slow upload: %d %s", resp.StatusCode, b)
+	}
+	conn.Close()
+	for deadline := time.Now().Add(5 * time.Second); h.srv.bodies.held.Load() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still held after the slow client went away", h.srv.bodies.held.Load())
+		}
+	}
+}
+
+// TestHeldReader: the hold runs a step ahead of the bytes read, never past
+// a declared length, and ends at the body's size.
+func TestHeldReader(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		body      int
+		size      int64 // Content-Length, -1 chunked
+		wantAfter int64 // the hold after the first 10 bytes
+	}{
+		{"small, declared", 3000, 3000, 3000},
+		{"large, declared", 1 << 20, 1 << 20, 10 + heldStep},
+		{"chunked", 3000, -1, 10 + heldStep},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBodyBudget(4 << 20)
+			h := &bodyHold{b: b}
+			r := &heldReader{Reader: strings.NewReader(strings.Repeat("x", tt.body)), ctx: context.Background(), h: h, size: tt.size}
+			if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
+				t.Fatal(err)
+			}
+			if h.n != tt.wantAfter || b.held.Load() != tt.wantAfter {
+				t.Errorf("after 10 bytes the hold is %d (budget %d), want %d", h.n, b.held.Load(), tt.wantAfter)
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				t.Fatal(err)
+			}
+			if h.n < int64(tt.body) {
+				t.Errorf("after the body the hold is %d, want at least %d", h.n, tt.body)
+			}
+			if tt.size >= 0 && h.n != tt.size {
+				t.Errorf("a declared body's hold ends at %d, want %d", h.n, tt.size)
+			}
+			h.release()
+			if b.held.Load() != 0 {
+				t.Errorf("%d held after release", b.held.Load())
 			}
 		})
 	}

@@ -36,14 +36,15 @@ func sessionKey(h http.Header, req *wire.Request) string {
 	return k
 }
 
-// readBody reads at most limit bytes of the request body.
-func readBody(r *http.Request, limit int64) ([]byte, *wire.Error) {
+// readBody reads at most limit bytes of r's body from from (r.Body, or a
+// reader of it).
+func readBody(r *http.Request, from io.Reader, limit int64) ([]byte, *wire.Error) {
 	tooLarge := &wire.Error{Status: http.StatusRequestEntityTooLarge, Kind: wire.KindInvalidRequest, Code: "request_too_large",
 		Message: fmt.Sprintf("request body exceeds the limit of %d bytes", limit)}
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(from), limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
