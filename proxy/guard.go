@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -52,6 +53,12 @@ type Access struct {
 	// while AdminToken is empty: behind a sidecar proxy (Istio, Linkerd)
 	// every client arrives from a loopback address.
 	AdminTokenOnly bool
+	// ClientIDSecret keys the digest that names a client key in the access
+	// log and binds MCP sessions (ClientID). Empty: a random secret of the
+	// process, so the same key gets another name after a restart and on
+	// each replica. Without a secret, whoever reads the log could test
+	// guesses of a short key against its name.
+	ClientIDSecret string
 	// BodyTimeout bounds reading a request body (408 when exceeded); 0:
 	// DefaultBodyTimeout, negative: none.
 	BodyTimeout time.Duration
@@ -318,8 +325,9 @@ func (s *Server) clientIDOf(r *http.Request) string {
 	if !ok {
 		return ""
 	}
-	sum := sha256.Sum256([]byte("skillrouter client id\x00" + key))
-	return hex.EncodeToString(sum[:12])
+	mac := hmac.New(sha256.New, s.clientIDSecret)
+	mac.Write([]byte(key))
+	return hex.EncodeToString(mac.Sum(nil)[:12])
 }
 
 // clientKey returns the key the client presented: Bearer, or x-api-key on

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -284,5 +285,40 @@ func TestAccessLogClientPerKey(t *testing.T) {
 	}
 	if ids["sk-a"] == "" || ids["sk-a"] == ids["sk-b"] {
 		t.Errorf("client ids %v: want one per key", ids)
+	}
+}
+
+// The client id is keyed by auth.client_id_secret: two servers with the
+// same secret name a key alike (replicas, restarts), servers without one
+// each draw their own, so a log reader cannot test guesses of a short key
+// against its id.
+func TestClientIDSecret(t *testing.T) {
+	idOf := func(secret string) string {
+		h := newHarness(t, func(c *Config) {
+			c.Access.APIKeys = []string{"sk-team-1"}
+			c.Access.ClientIDSecret = secret
+		})
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		r.Header.Set("Authorization", "Bearer sk-team-1")
+		id := h.srv.clientIDOf(r)
+		if id == "" || strings.Contains(id, "sk-team-1") {
+			t.Fatalf("client id %q", id)
+		}
+		return id
+	}
+	for _, tt := range []struct {
+		name     string
+		a, b     string
+		wantSame bool
+	}{
+		{"same secret", "s3cret-shared-by-replicas", "s3cret-shared-by-replicas", true},
+		{"other secret", "s3cret-shared-by-replicas", "another-secret", false},
+		{"no secret: one per process", "", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if a, b := idOf(tt.a), idOf(tt.b); (a == b) != tt.wantSame {
+				t.Errorf("ids %s and %s, want same %v", a, b, tt.wantSame)
+			}
+		})
 	}
 }

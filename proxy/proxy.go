@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -164,6 +165,7 @@ type Server struct {
 	// committed before a keep-alive comment goes out (stream.go).
 	keepAliveEvery time.Duration
 	keys           atomic.Pointer[[]string] // the client keys (guard.go): Access.APIKeys, then SetAPIKeys'
+	clientIDSecret []byte                   // Access.ClientIDSecret, or random
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context
@@ -244,6 +246,11 @@ func New(cfg Config) (*Server, error) {
 			ToolResult: router.IsToolResult}}
 	keys := slices.Clone(cfg.Access.APIKeys)
 	s.keys.Store(&keys)
+	s.clientIDSecret = []byte(cfg.Access.ClientIDSecret)
+	if len(s.clientIDSecret) == 0 {
+		s.clientIDSecret = make([]byte, 32)
+		rand.Read(s.clientIDSecret) // never fails (crypto/rand)
+	}
 	s.drainCtx, s.drainCancel = context.WithCancelCause(context.Background())
 	s.bg.ctx, s.bg.cancel = context.WithCancel(s.drainCtx)
 	hops := keptHops(cfg.ForwardHeaders)

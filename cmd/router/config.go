@@ -88,6 +88,8 @@ type authConfig struct {
 	APIKeys     []string `yaml:"api_keys"`
 	APIKeysFile string   `yaml:"api_keys_file"`
 	AdminToken  string   `yaml:"admin_token"`
+	// ClientIDSecret keys the access log's client ids (proxy.Access).
+	ClientIDSecret string `yaml:"client_id_secret"`
 	// AdminLoopback serves the admin endpoints to loopback clients when
 	// there is no admin token (default true); the Helm chart turns it off.
 	AdminLoopback bool `yaml:"admin_loopback"`
@@ -383,6 +385,7 @@ var configKeys = []configKey{
 	{path: "auth.api_keys", kind: "list", help: "client keys: clients must send one (Authorization: Bearer; x-api-key on /v1/messages); never forwarded (env: comma-separated)", ptr: func(c *config) any { return &c.Auth.APIKeys }},
 	{path: "auth.api_keys_file", flag: "api-keys-file", kind: "string", help: "file of client keys, one a line (# comments), added to auth.api_keys", ptr: func(c *config) any { return &c.Auth.APIKeysFile }},
 	{path: "auth.admin_token", kind: "string", help: "bearer token of the admin endpoints (POST /v1/skills/reload); without it they are served to loopback clients only (auth.admin_loopback)", ptr: func(c *config) any { return &c.Auth.AdminToken }},
+	{path: "auth.client_id_secret", kind: "string", help: "secret keying the access log's client ids (digests of client keys); unset: a random one per process, so ids change on restart and differ between replicas: set the same on every replica to compare them", ptr: func(c *config) any { return &c.Auth.ClientIDSecret }},
 	{path: "auth.admin_loopback", kind: "bool", help: "without auth.admin_token, serve the admin endpoints to loopback clients; false where a sidecar proxy (Istio, Linkerd) forwards every client from a loopback address (the Helm chart sets false)", ptr: func(c *config) any { return &c.Auth.AdminLoopback }},
 	{path: "ab.header", kind: "string", help: "A/B: request header hashed to pick an arm (else the user field, else the first user message)", ptr: func(c *config) any { return &c.AB.Header }},
 	{path: "ab.seed", kind: "string", help: "A/B: hash seed; change it to reshuffle assignments", ptr: func(c *config) any { return &c.AB.Seed }},
@@ -1443,6 +1446,7 @@ func (c config) redacted() config {
 	c.Upstream.AnthropicURL = redact.URL(c.Upstream.AnthropicURL)
 	c.Embedder.BaseURL = redact.URL(c.Embedder.BaseURL)
 	hide(&c.Auth.AdminToken)
+	hide(&c.Auth.ClientIDSecret)
 	keys := make([]string, len(c.Auth.APIKeys))
 	for i := range keys {
 		keys[i] = "REDACTED"

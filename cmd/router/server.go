@@ -83,6 +83,7 @@ func accessConfig(cfg config, listen string) (proxy.Access, error) {
 		APIKeys:        append([]string(nil), cfg.Auth.APIKeys...),
 		AdminToken:     cfg.Auth.AdminToken,
 		AdminTokenOnly: !cfg.Auth.AdminLoopback,
+		ClientIDSecret: cfg.Auth.ClientIDSecret,
 		BodyTimeout:    cfg.Server.BodyTimeout,
 		WriteTimeout:   cfg.Server.WriteTimeout,
 	}
