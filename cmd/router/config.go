@@ -925,7 +925,7 @@ func loadConfigFile(path string, cfg *config) error {
 	// The secrets the file itself holds (not the defaults or other files'):
 	// it should be readable by this user alone (exposedSecrets).
 	var own config
-	if yaml.Unmarshal(b, &own) == nil {
+	if doc.Decode(&own) == nil { // the tree parsed above, not the text again
 		cfg.src.secrets = secretKeys(own)
 	}
 	// Relative folders are relative to the file, not to where the command
