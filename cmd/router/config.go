@@ -1017,6 +1017,11 @@ func checkNode(n *yaml.Node, t reflect.Type, prefix string, lines map[string]int
 		if _, err := time.ParseDuration(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantDuration)}
 		}
+		if n.ShortTag() == "!!int" {
+			// A bare 0 parses as a duration but YAML reads it as a number,
+			// which the decoder refuses with a message that names no fix.
+			return &lineError{n.Line, fmt.Sprintf("%s %q: %s (write 0s: YAML reads a bare 0 as a number)", key, n.Value, wantDuration)}
+		}
 	case t == sizeType:
 		if _, err := parseSize(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			return &lineError{n.Line, fmt.Sprintf("%s %q: %s", key, n.Value, wantSize)}
