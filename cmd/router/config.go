@@ -476,6 +476,14 @@ func configEnv() map[string]bool {
 	return known
 }
 
+// printMisspelledEnv writes misspelledEnv's findings for the running
+// process to w, one line each.
+func printMisspelledEnv(w io.Writer) {
+	for _, m := range misspelledEnv(os.Environ()) {
+		fmt.Fprintf(w, "router: %s is not read by skillrouter; did you mean %s?\n", m[0], m[1])
+	}
+}
+
 // warnMisspelledEnv logs misspelledEnv's findings for the running process.
 func warnMisspelledEnv(log *slog.Logger) {
 	for _, m := range misspelledEnv(os.Environ()) {
@@ -695,6 +703,9 @@ func runConfigured(cf *configFlags, run func(ctx context.Context, cfg config, ro
 			return err
 		}
 		if cf.printConfig {
+			// serve and mcp log a misspelled variable once they run; the
+			// configuration printed to check the variables must say it too.
+			printMisspelledEnv(cmd.ErrOrStderr())
 			enc := yaml.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent(2)
 			defer enc.Close()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -668,5 +669,37 @@ func TestSelfAddressed(t *testing.T) {
 		if got := selfAddressed(u, tt.listen); got != tt.self {
 			t.Errorf("listen %s, upstream %s: %v, want %v", tt.listen, tt.upstream, got, tt.self)
 		}
+	}
+}
+
+// TestPrintConfigNamesMisspelledEnv: --print-config, the way to check what
+// the variables set, says when one of them is not read (serve and mcp
+// otherwise say it only in the log of a run).
+func TestPrintConfigNamesMisspelledEnv(t *testing.T) {
+	t.Setenv("SKILLROUTER_ROUTNG_STRATEGY", "bm25")
+	for _, tc := range []struct {
+		name string
+		cmd  func() *cobra.Command
+	}{
+		{"serve", newServeCmd},
+		{"mcp", newMCPCmd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := tc.cmd()
+			var out, errOut bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&errOut)
+			cmd.SetArgs([]string{"--print-config", "--skills", "builtin:examples"})
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			want := "router: SKILLROUTER_ROUTNG_STRATEGY is not read by skillrouter; did you mean SKILLROUTER_ROUTING_STRATEGY?\n"
+			if errOut.String() != want {
+				t.Errorf("stderr %q, want %q", errOut.String(), want)
+			}
+			if !strings.Contains(out.String(), "strategy: hybrid") {
+				t.Errorf("print-config:\n%s", out.String())
+			}
+		})
 	}
 }

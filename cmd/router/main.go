@@ -162,9 +162,7 @@ func newRootCmd() *cobra.Command {
 			if n := cmd.Name(); n == "serve" || n == "mcp" {
 				return
 			}
-			for _, m := range misspelledEnv(os.Environ()) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "router: %s is not read by skillrouter; did you mean %s?\n", m[0], m[1])
-			}
+			printMisspelledEnv(cmd.ErrOrStderr())
 		},
 	}
 	root.Version = versionLine()
