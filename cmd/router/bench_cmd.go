@@ -77,7 +77,7 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 			if err != nil {
 				return err
 			}
-			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, cfg, tryCommand(cmd, nil))
+			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, cfg, tryCommand(cmd, nil), validateCommand(cmd))
 		},
 	}
 	fs := cmd.Flags()
@@ -232,7 +232,7 @@ type benchDataset struct {
 	cleanup func()
 }
 
-func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *config, try string) (*benchDataset, error) {
+func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *config, try, validate string) (*benchDataset, error) {
 	switch {
 	case f.queries == "" && f.metatool == "":
 		return nil, usageError{errors.New("give --queries FILE.jsonl or --metatool DIR")}
@@ -272,7 +272,7 @@ func loadBenchDataset(ctx context.Context, stderr io.Writer, f benchFlags, cfg *
 	if err := snap.Err(); err != nil {
 		return nil, fmt.Errorf("scanning skills: %w", err)
 	}
-	printLibraryProblems(stderr, snap)
+	printLibraryProblems(stderr, snap, validate)
 	qs, err := bench.LoadQueries(f.queries)
 	if err != nil {
 		return nil, err
@@ -295,7 +295,7 @@ func describeMetaTool(f benchFlags) string {
 	return s
 }
 
-func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg config, try string) error {
+func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg config, try, validate string) error {
 	strategies, err := parseStrategies(f.strategies)
 	if err != nil {
 		return usageError{err}
@@ -329,7 +329,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags, cfg c
 	if !f.arms && len(cfg.AB.Arms) > 0 {
 		fmt.Fprintf(stderr, "note: the configuration's ab.arms are not compared here (--arms compares them instead of --strategies)\n")
 	}
-	ds, err := loadBenchDataset(ctx, stderr, f, &cfg, try)
+	ds, err := loadBenchDataset(ctx, stderr, f, &cfg, try, validate)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func runDoctor(ctx context.Context, cmd *cobra.Command, cf *configFlags, args []
 		return []checkRow{{name: "config", status: checkFail, detail: err.Error(), fix: "correct the value named; `router serve --help` lists every key"}}
 	}
 	rows := []checkRow{configRow(&cfg), secretsRow(&cfg)}
-	rows = append(rows, libraryRow(ctx, &cfg, tryCommand(cmd, args)))
+	rows = append(rows, libraryRow(ctx, &cfg, tryCommand(cmd, args), validateCommand(cmd)))
 	rows = append(rows, upstreamRows(ctx, &cfg)...)
 	rows = append(rows, embedderRow(ctx, "embedder", cfg.Embedder))
 	for _, a := range cfg.AB.Arms {
@@ -121,7 +121,7 @@ func secretsRow(cfg *config) checkRow {
 		fix: "chmod 600 " + strings.Join(paths, " ") + " (or keep the secrets in the environment)"}
 }
 
-func libraryRow(ctx context.Context, cfg *config, try string) checkRow {
+func libraryRow(ctx context.Context, cfg *config, try, validate string) checkRow {
 	roots, err := requireRoots(cfg, try)
 	if err != nil {
 		return checkRow{name: "library", status: checkFail, detail: err.Error(), fix: "give --skills DIR (or skills: in the config file)"}
@@ -142,10 +142,10 @@ func libraryRow(ctx context.Context, cfg *config, try string) checkRow {
 	}
 	switch {
 	case snap.Len() == 0:
-		return checkRow{name: "library", status: checkFail, detail: detail, fix: "the roots hold no usable skill: `router skills validate` shows why"}
+		return checkRow{name: "library", status: checkFail, detail: detail, fix: "the roots hold no usable skill: `" + validate + "` shows why"}
 	case errs+warns > 0:
 		return checkRow{name: "library", status: checkWarn, detail: fmt.Sprintf("%s; %s, %s", detail, plural(errs, "error"), plural(warns, "warning")),
-			fix: "`router skills validate` lists them with path and line (skills with errors are skipped)"}
+			fix: "`" + validate + "` lists them with path and line (skills with errors are skipped)"}
 	}
 	return checkRow{name: "library", status: checkOK, detail: detail}
 }

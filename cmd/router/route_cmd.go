@@ -82,7 +82,7 @@ func newRouteCmd() *cobra.Command {
 			if err := r.Settled(cmd.Context()); err != nil {
 				return err
 			}
-			printLibraryProblems(cmd.ErrOrStderr(), reg.Snapshot())
+			printLibraryProblems(cmd.ErrOrStderr(), reg.Snapshot(), validateCommand(cmd))
 			// Rank only what is printed, as the proxy ranks only what it
 			// uses: the whole library with --ranked 0.
 			depth := ranked

@@ -49,12 +49,33 @@ func loadLibrary(cmd *cobra.Command, cf *configFlags, args []string) (*skills.Sn
 	return snap, nil
 }
 
+// validateCommand is the `router skills validate` command line that checks
+// the library cmd read: its --config and --skills as given (the
+// environment's SKILLROUTER_CONFIG and SKILLROUTER_SKILLS apply to both).
+// Without them a bare `router skills validate` would read the default
+// folders, not the library the hint is about.
+func validateCommand(cmd *cobra.Command) string {
+	parts := []string{cmd.Root().Name(), "skills", "validate"}
+	fs := cmd.Flags()
+	if f := fs.Lookup("config"); f != nil && f.Changed {
+		parts = append(parts, "--config", shellQuote(f.Value.String()))
+	}
+	if fs.Changed("skills") {
+		dirs, _ := fs.GetStringArray("skills")
+		for _, d := range dirs {
+			parts = append(parts, "--skills", shellQuote(d))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
 // printLibraryProblems reports on stderr, where they do not spoil table or
 // JSON output, what serve logs at warn: problems not tied to a skill (a
 // missing root, a symlink loop) and the errors that keep skills out of the
 // library, each with its path and line; warnings (the skill still loads)
-// only as a count, since large public libraries carry many.
-func printLibraryProblems(w io.Writer, snap *skills.Snapshot) {
+// only as a count, since large public libraries carry many, with validate
+// (validateCommand), the command that lists them.
+func printLibraryProblems(w io.Writer, snap *skills.Snapshot, validate string) {
 	lib := snap.LibraryProblems()
 	warnings := 0
 	for _, p := range snap.Problems() {
@@ -65,7 +86,7 @@ func printLibraryProblems(w io.Writer, snap *skills.Snapshot) {
 		warnings++
 	}
 	if warnings > 0 {
-		fmt.Fprintf(w, "%s (the skills still load): `router skills validate` lists them\n", plural(warnings, "warning"))
+		fmt.Fprintf(w, "%s (the skills still load): `%s` lists them\n", plural(warnings, "warning"), validate)
 	}
 }
 
@@ -82,7 +103,7 @@ func newSkillsListCmd(cf *configFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printLibraryProblems(cmd.ErrOrStderr(), snap)
+			printLibraryProblems(cmd.ErrOrStderr(), snap, validateCommand(cmd))
 			all := snap.All()
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -258,7 +279,7 @@ func newSkillsCatalogCmd(cf *configFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printLibraryProblems(cmd.ErrOrStderr(), snap)
+			printLibraryProblems(cmd.ErrOrStderr(), snap, validateCommand(cmd))
 			for _, id := range priority {
 				if _, ok := snap.Resolve(id); !ok {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: --priority %s: no skill has this id (it is listed as given)\n", id)

@@ -298,7 +298,7 @@ func TestSkillsValidateLibraryWarnings(t *testing.T) {
 			if _, _, err := run(t, "skills", "validate", "--skills", root, "--strict"); exitStatus(err) != 1 {
 				t.Errorf("--strict must exit 1: %v", err)
 			}
-			row := libraryRow(context.Background(), &config{Skills: []string{root}}, "")
+			row := libraryRow(context.Background(), &config{Skills: []string{root}}, "", "router skills validate")
 			if row.status != checkWarn || !strings.Contains(row.detail, plural(tt.warns, "warning")) {
 				t.Errorf("doctor's library row: %+v", row)
 			}
@@ -347,5 +347,42 @@ func TestMisspelledEnvSaid(t *testing.T) {
 	_, errOut, err := run(t, "route", "--skills", examplesLib, "tune my slow sql query")
 	if err != nil || !strings.Contains(errOut, "SKILLROUTER_ROUTNG_STRATEGY is not read by skillrouter; did you mean SKILLROUTER_ROUTING_STRATEGY?") {
 		t.Errorf("route: %v, stderr %q", err, errOut)
+	}
+}
+
+// TestProblemHintsNameTheLibrary: the `router skills validate` a command
+// points to for the problems it counted reads the same library (its
+// --skills or --config): a bare one reads the default folders instead.
+func TestProblemHintsNameTheLibrary(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "lib")
+	// A name that differs from its folder: a warning, the skill loads.
+	writeSkillFile(t, filepath.Join(root, "notes", "SKILL.md"), "---\nname: release-notes\ndescription: Write release notes from merged changes.\n---\nGroup them.\n")
+	cfgFile := writeFile(t, "router.yaml", "skills: ["+root+"]\n")
+	queries := writeFile(t, "q.jsonl", `{"query": "release notes", "expected": ["notes"]}`+"\n")
+	bySkills := "`router skills validate --skills " + shellQuote(root) + "`"
+	byConfig := "`router skills validate --config " + shellQuote(cfgFile) + "`"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stdout bool // the hint is in the doctor's table, not on stderr
+		want   string
+	}{
+		{"route", []string{"route", "--skills", root, "release notes"}, false, "1 warning (the skills still load): " + bySkills + " lists them"},
+		{"route with a config file", []string{"route", "--config", cfgFile, "release notes"}, false, "1 warning (the skills still load): " + byConfig + " lists them"},
+		{"skills list", []string{"skills", "list", "--skills", root}, false, bySkills},
+		{"skills catalog", []string{"skills", "catalog", "--skills", root}, false, bySkills},
+		{"bench", []string{"bench", "--skills", root, "--queries", queries, "--strategies", "bm25"}, false, bySkills},
+		{"doctor", []string{"doctor", "--skills", root, "--upstream", "http://127.0.0.1:1/v1"}, true, "fix: " + bySkills + " lists them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, _ := run(t, tc.args...)
+			got := errOut
+			if tc.stdout {
+				got = out
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("lacks %q:\n%s", tc.want, got)
+			}
+		})
 	}
 }
