@@ -61,7 +61,7 @@ also writes results.json, results.csv, results.md and SVG charts.`,
 		Example: `  router bench --skills ../shared/bench/skills --queries ../shared/bench/upstream-queries/queries.jsonl
   router bench --metatool ../shared/bench/metatool --split single --sample 5000 --seed 1 --out bench-out/metatool
   router bench --skills ../shared/bench/skills --queries ../shared/bench/upstream-queries/queries.jsonl --scale 10,100,1000,10000 --strategies hybrid`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.metatool == "" && cmd.Flags().Changed("split") {
 				return usageError{errors.New("--split applies to --metatool only")}

@@ -703,3 +703,35 @@ func TestPrintConfigNamesMisspelledEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestStrayArgumentNamesTheFlag: a command that takes no argument says so
+// (not "unknown command", which reads as a misspelt subcommand), and a
+// folder given where --skills was meant gets the flag to use; a group's
+// unknown subcommand is still one. Every case exits 2.
+func TestStrayArgumentNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"skills", "validate", dir}, `skills validate takes no arguments, got "` + dir + `"; a skill library folder is given as --skills ` + shellQuote(dir)},
+		{[]string{"skills", "list", dir}, `skills list takes no arguments, got "` + dir + `"; a skill library folder is given as --skills `},
+		{[]string{"serve", dir}, `serve takes no arguments, got "` + dir + `"; a skill library folder is given as --skills `},
+		{[]string{"doctor", "--skills", dir, dir}, `doctor takes no arguments, got "` + dir + `"; a skill library folder is given as --skills `},
+		{[]string{"doctor", "nosuch-folder"}, `doctor takes no arguments, got "nosuch-folder"`},
+		{[]string{"version", dir}, `version takes no arguments, got "` + dir + `"`},
+		{[]string{"skills", "vaildate"}, `unknown command "vaildate" for "router skills"`},
+	} {
+		t.Run(strings.ReplaceAll(strings.Join(tc.args, " "), dir, "DIR"), func(t *testing.T) {
+			_, _, err := run(t, tc.args...)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !isUsage(err) {
+				t.Fatalf("got  %v (usage %v)\nwant %s", err, isUsage(err), tc.want)
+			}
+			if strings.HasSuffix(tc.want, `"nosuch-folder"`) || strings.HasPrefix(tc.args[0], "version") {
+				if strings.Contains(err.Error(), "--skills") {
+					t.Errorf("names --skills for a command without it or a path that is no folder: %v", err)
+				}
+			}
+		})
+	}
+}

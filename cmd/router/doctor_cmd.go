@@ -59,7 +59,7 @@ func newDoctorCmd() *cobra.Command {
 		Example: "  router doctor\n" +
 			"  router doctor --config examples/config.yaml\n" +
 			"  router doctor --skills builtin:examples --upstream http://127.0.0.1:11434/v1",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rows := runDoctor(cmd.Context(), cmd, &cf, args)
 			failed := writeDoctorTable(cmd.OutOrStdout(), rows)

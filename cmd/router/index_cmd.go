@@ -39,7 +39,7 @@ func newIndexBuildCmd() *cobra.Command {
 		Example: "  router index build --skills examples/skills --out build/index\n" +
 			"  router index build --config deploy/config.yaml --out /index\n" +
 			"  router serve --skills examples/skills --index build/index",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError{fmt.Errorf("--out DIR is required: the folder to write the index to")}

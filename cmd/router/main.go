@@ -136,6 +136,23 @@ func nearestFlag(c *cobra.Command, name string) string {
 	return best
 }
 
+// noArgs is cobra.NoArgs for a command that runs rather than holds
+// subcommands: cobra's "unknown command "lib" for "router skills validate""
+// reads as a misspelt subcommand, when the usual slip is a library folder
+// given without --skills.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%s takes no arguments, got %q", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), args[0])
+	if cmd.Flags().Lookup("skills") != nil {
+		if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+			msg += "; a skill library folder is given as --skills " + shellQuote(args[0])
+		}
+	}
+	return errors.New(msg)
+}
+
 // groupCommand makes a command that only holds subcommands refuse an
 // unknown one ("router skills vaildate") instead of printing its help and
 // exiting 0, as cobra does for a command that cannot run.

@@ -39,7 +39,7 @@ func newMCPCmd() *cobra.Command {
 		Example: "  router mcp --skills examples/skills\n" +
 			"  router mcp --config examples/config.yaml --exec\n" +
 			"  claude mcp add skills -- router mcp --skills ~/skills",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: runConfigured(&cf, runMCP),
 	}
 	cf.registerServing(cmd.Flags(), mcpKeys()...)

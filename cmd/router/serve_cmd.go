@@ -65,7 +65,7 @@ func newServeCmd() *cobra.Command {
 			"  router serve --skills builtin:examples   # the example library built into the binary, from any folder\n" +
 			"  router serve --config examples/config.yaml --log-format json\n" +
 			"  SKILLROUTER_ROUTING_STRATEGY=bm25 router serve --print-config",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: runConfigured(&cf, runServe),
 	}
 	cf.registerServing(cmd.Flags())

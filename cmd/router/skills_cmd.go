@@ -22,7 +22,7 @@ func newSkillsCmd() *cobra.Command {
 		Long: "Inspect a library of Agent Skills (folders holding a SKILL.md) exactly as the proxy sees it:\n" +
 			"list the skills, validate them against the Agent Skills spec, show the load_skill result\n" +
 			"for one skill, print the catalog put in the system prompt, or show which folders are searched.",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 	}
 	cf.register(cmd.PersistentFlags(), "skills")
 	cmd.AddCommand(
@@ -97,7 +97,7 @@ func newSkillsListCmd(cf *configFlags) *cobra.Command {
 		Short: "List every skill found, including skipped ones",
 		Long: "List every skill found under the roots, including skipped ones, as a table or (--json) as\n" +
 			`an array of {"id","name","description","path","type","resources":[...],"problems":[...]}.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			snap, err := loadLibrary(cmd, cf, nil)
 			if err != nil {
@@ -181,7 +181,7 @@ func newSkillsValidateCmd(cf *configFlags) *cobra.Command {
 		Short: "Check every SKILL.md against the Agent Skills spec",
 		Long: "Print every problem as path:line: severity: message. Exit status 1 when there is an error\n" +
 			"(with --strict, also when there is a warning) or no skill at all, 0 otherwise.",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			snap, err := loadLibrary(cmd, cf, nil)
 			if err != nil {
@@ -266,7 +266,7 @@ func newSkillsCatalogCmd(cf *configFlags) *cobra.Command {
 		Long: "Print the catalog of loaded skills (skills with enabled: false are left out).\n" +
 			"Formats: agent-skills (default, for load_skill), anthropic (name, description, location of\n" +
 			"SKILL.md, for agents that read files themselves) and qark.",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := skills.ParseFormat(format)
 			if err != nil {

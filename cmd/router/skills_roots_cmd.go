@@ -34,7 +34,7 @@ func newSkillsRootsCmd(cf *configFlags) *cobra.Command {
 			"skills these are the folders given; otherwise the default folders: " + defaultRootsHelp + ",\n" +
 			"of which one that a user other than you and root can change is not read (status \"not read:\"\n" +
 			"and why; docs/security.md). When two roots hold the same skill id, the earlier wins.",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd.Flags(), cf, os.LookupEnv)
 			if err != nil {
