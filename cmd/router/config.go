@@ -1039,7 +1039,11 @@ func checkNode(n *yaml.Node, t reflect.Type, prefix string, lines map[string]int
 		}
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return &lineError{n.Line, fmt.Sprintf("%s: want a mapping with the keys %s", key, strings.Join(structKeys(t), ", "))}
+			what := key
+			if what == "" {
+				what = "the configuration" // the whole document: a list or a bare value
+			}
+			return &lineError{n.Line, fmt.Sprintf("%s: want a mapping with the keys %s", what, strings.Join(structKeys(t), ", "))}
 		}
 		known := map[string]reflect.StructField{}
 		for i := 0; i < t.NumField(); i++ {
