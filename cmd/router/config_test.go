@@ -724,6 +724,8 @@ func TestStrayArgumentNamesTheFlag(t *testing.T) {
 		{[]string{"doctor", "nosuch-folder"}, `doctor takes no arguments, got "nosuch-folder"`},
 		{[]string{"version", dir}, `version takes no arguments, got "` + dir + `"`},
 		{[]string{"skills", "vaildate"}, `unknown command "vaildate" for "router skills"`},
+		{[]string{"skills", "show"}, `want one skill ID (router skills list prints them), got 0 arguments; e.g. router skills show --skills examples/skills sql-query-tuning`},
+		{[]string{"skills", "show", dir, "pdf"}, `want one skill ID (router skills list prints them), got 2 arguments; e.g. router skills show --skills examples/skills sql-query-tuning; a skill library folder is given as --skills ` + shellQuote(dir)},
 	} {
 		t.Run(strings.ReplaceAll(strings.Join(tc.args, " "), dir, "DIR"), func(t *testing.T) {
 			_, _, err := run(t, tc.args...)

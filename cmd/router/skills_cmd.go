@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -223,7 +225,18 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 			"root, e.g. anthropics/mcp-builder), or with this frontmatter name or last path element when\n" +
 			"one skill has it, as load_skill accepts them. An unknown id prints the not-found result and\n" +
 			"exits 1.",
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return nil
+			}
+			msg := fmt.Sprintf("want one skill ID (router skills list prints them), got %d arguments; e.g. router skills show --skills examples/skills sql-query-tuning", len(args))
+			if len(args) > 1 {
+				if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+					msg += "; a skill library folder is given as --skills " + shellQuote(args[0])
+				}
+			}
+			return errors.New(msg)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			snap, err := loadLibrary(cmd, cf, args)
 			if err != nil {
