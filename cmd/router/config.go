@@ -1366,7 +1366,8 @@ func (c config) effective() config {
 	if c.Routing.RankCache == 0 {
 		c.Routing.RankCache = router.DefaultRankCache
 	}
-	if sc, err := (sandbox.Config{Concurrency: c.Exec.Concurrency, OutputRoot: c.Exec.OutputDir}).Effective(); err == nil {
+	if sc, err := (sandbox.Config{Timeout: c.Exec.Timeout, OutputLimit: int(c.Exec.OutputLimit), Concurrency: c.Exec.Concurrency, OutputRoot: c.Exec.OutputDir}).Effective(); err == nil {
+		c.Exec.Timeout, c.Exec.OutputLimit = sc.Timeout, byteSize(sc.OutputLimit)
 		c.Exec.Concurrency, c.Exec.OutputDir = sc.Concurrency, sc.OutputRoot
 	}
 	return c

@@ -740,3 +740,29 @@ func TestStrayArgumentNamesTheFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintConfigZerosStandingForDefaults: a key whose 0 stands for its
+// default is printed with the value in use, as the sandbox applies it.
+func TestPrintConfigZerosStandingForDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"exec:\n  timeout: 0s\n", "  timeout: 1m0s\n"},
+		{"exec:\n  output_limit: 0\n", "  output_limit: 100KiB\n"},
+		{"exec:\n  timeout: 5s\n  output_limit: 1MiB\n", "  timeout: 5s\n  output_limit: 1MiB\n"},
+	} {
+		t.Run(strings.TrimSpace(tc.file), func(t *testing.T) {
+			cmd := newServeCmd()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetArgs([]string{"--print-config", "--config", writeFile(t, "c.yaml", tc.file)})
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			exec := out.String()[strings.Index(out.String(), "\nexec:\n"):]
+			if !strings.Contains(exec, tc.want) {
+				t.Errorf("print-config lacks %q:\n%s", tc.want, exec)
+			}
+		})
+	}
+}
