@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -29,8 +30,9 @@ func main() {
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
 		<-sig
+		first := time.Now()
 		stop()
-		second := <-sig
+		second := nextSignal(sig, first, repeatWindow)
 		if f := beforeForcedExit.Load(); f != nil {
 			(*f)()
 		}
@@ -51,6 +53,24 @@ func main() {
 			os.Exit(2)
 		}
 		os.Exit(1)
+	}
+}
+
+// repeatWindow is how soon after the first signal another is taken as the
+// same one: timeout(1), and a kill of a process group, deliver one signal
+// to the process twice within a millisecond (to it and to its group), and
+// the second cut every stream the graceful shutdown was finishing. A person
+// pressing Ctrl-C again to stop at once does so later than this.
+const repeatWindow = 200 * time.Millisecond
+
+// nextSignal returns the first signal from sig that arrives window or more
+// after first.
+func nextSignal(sig <-chan os.Signal, first time.Time, window time.Duration) os.Signal {
+	for {
+		s := <-sig
+		if time.Since(first) >= window {
+			return s
+		}
 	}
 }
 
