@@ -341,7 +341,7 @@ var configKeys = []configKey{
 	{path: "embedder.dimensions", kind: "int", help: "embedding dimensions (openai `dimensions`; builtin vector size)", ptr: func(c *config) any { return &c.Embedder.Dimensions }},
 	{path: "embedder.batch_size", kind: "int", help: "texts per remote embedding call", ptr: func(c *config) any { return &c.Embedder.BatchSize }},
 	{path: "embedder.timeout", kind: "duration", help: "per remote embedding call", ptr: func(c *config) any { return &c.Embedder.Timeout }},
-	{path: "embedder.retries", kind: "int", help: "retries of a failed remote embedding call", ptr: func(c *config) any { return &c.Embedder.Retries }},
+	{path: "embedder.retries", kind: "int", help: "retries of a failed remote embedding call; -1 = none", ptr: func(c *config) any { return &c.Embedder.Retries }},
 	{path: "embedder.cache_dir", kind: "string", help: "embedding cache folder (- disables)", ptr: func(c *config) any { return &c.Embedder.CacheDir }},
 	{path: "routing.strategy", flag: "strategy", kind: "string", help: "ranking strategy: " + oneOf(strategyNames), ptr: func(c *config) any { return &c.Routing.Strategy }, choices: strategyNames},
 	{path: "routing.max_auto_load", flag: "max-auto-load", kind: "int", help: "skills auto-loaded per request at most (0 = none)", ptr: func(c *config) any { return &c.Routing.MaxAutoLoad }},
@@ -1266,7 +1266,13 @@ func (c *config) validate() error {
 	for _, k := range configKeys {
 		switch p := k.ptr(c).(type) {
 		case *int:
-			if *p < 0 && k.path != "routing.rank_cache" && k.path != "embedder.retries" {
+			switch {
+			case k.path == "routing.rank_cache" || k.path == "embedder.retries":
+				// -1 turns them off; 0 is the default.
+				if *p < -1 {
+					return &valueError{k.path, strconv.Itoa(*p), "want -1 (off), 0 (the default) or more"}
+				}
+			case *p < 0:
 				return &valueError{k.path, strconv.Itoa(*p), "want 0 or more"}
 			}
 		case *time.Duration:

@@ -192,6 +192,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "arms that do not add up", file: "ab:\n  arms:\n    - {name: a, percent: 70}\n    - {name: b, percent: 50}\n",
 			want: `config FILE:2: ab.arms: A/B arm percents add up to 120, want 100`},
 		{name: "negative", file: "tool_rounds: -1\n", want: `config FILE:1: tool_rounds "-1": want 0 or more`},
+		{name: "below off", file: "routing:\n  rank_cache: -2\n", want: `config FILE:2: routing.rank_cache "-2": want -1 (off), 0 (the default) or more`},
 		{name: "embedder's own check", file: "listen: 127.0.0.1:1\nembedder:\n  dimensions: 1\n",
 			want: `config FILE:2: embedder: builtin: embedder misconfigured: dimensions must be at least 2`},
 		{name: "arm embedder's own check", file: "ab:\n  arms:\n    - {name: a, percent: 50}\n    - name: b\n      percent: 50\n      embedder: {provider: builtin, dimensions: 1}\n",
