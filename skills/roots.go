@@ -36,11 +36,17 @@ type Root struct {
 // leads to pass the same test (private.CheckPath). A root given with
 // --skills is not checked: Check of a Root not from
 // DefaultRootCandidates is nil.
-func (r Root) Check() error {
+func (r Root) Check() error { return r.checkBelow(r.Path) }
+
+// checkBelow applies Check's rule to p, r.Path or a path below it, from
+// where r's convention starts down to p: the one rule for the root itself
+// and for what the scan reads below it (Options.Conventional). nil for a
+// root not found by convention.
+func (r Root) checkBelow(p string) error {
 	if r.base == "" {
 		return nil
 	}
-	return private.CheckPath(r.base, r.Path)
+	return private.CheckPath(r.base, p)
 }
 
 // DefaultRootCandidates lists the ecosystem's conventional skill folders in

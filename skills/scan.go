@@ -15,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"unicode/utf8"
-
-	"github.com/skillrouter/skillrouter/internal/private"
 )
 
 // SkillFile is the file that makes a folder a skill.
@@ -27,13 +25,36 @@ type Options struct {
 	MaxFileSize  int64 // bytes of SKILL.md read at most; default 1 MiB
 	MaxBodySize  int64 // default 512 KiB; a larger body is an error
 	MaxResources int   // files listed per skill folder; default 1000
-	// Conventional says the roots were found by convention, not given
-	// (DefaultRoots, which reads only those Root.Check accepts): a folder
-	// below them on the way to a skill, the skill folder included, that
-	// Root.Check's rule refuses (another user's, writable by other users,
-	// a link to such a place) is skipped with a warning, since whoever can
-	// change it chooses what this user's prompts get.
-	Conventional bool
+	// Conventional, when not nil, says the roots were found by convention
+	// (DefaultRoots, which reads only those Root.Check accepts), and lists
+	// them as DefaultRootCandidates gives them: each with the folder its
+	// convention starts from. A folder below such a root on the way to a
+	// skill, the skill folder included, that Root.Check's rule refuses
+	// from that same folder down (another user's, writable by other
+	// users, a link to such a place) is skipped with a warning, since
+	// whoever can change it chooses what this user's prompts get. Checked
+	// from where the root's own check starts, a relative link below the
+	// root that climbs back into the project (or home) folder is judged
+	// as the root is. A root scanned that the list does not hold is
+	// checked from / down, the strictest start; a listed Root without a
+	// convention (one given with --skills) is not checked.
+	Conventional []Root
+}
+
+// convention is the Root of Conventional that root is: how the folders
+// below it are checked (Root.checkBelow). With Conventional nil, none.
+func (o Options) convention(root string) Root {
+	r := Root{Path: root}
+	if o.Conventional == nil {
+		return r
+	}
+	for _, c := range o.Conventional {
+		if filepath.Clean(c.Path) == filepath.Clean(root) {
+			return c
+		}
+	}
+	r.base = string(filepath.Separator)
+	return r
 }
 
 const (
@@ -106,7 +127,7 @@ func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
 			}
 		})
 	}
-	d := &discoverer{ctx: ctx, work: work, byID: map[string]*job{}, conventional: opts.Conventional}
+	d := &discoverer{ctx: ctx, work: work, byID: map[string]*job{}, opts: opts}
 	d.discover(roots)
 	close(work)
 	wg.Wait()
@@ -175,9 +196,10 @@ type discoverer struct {
 	byID     map[string]*job
 	problems []Problem
 	folders  int // listed below the root being scanned (maxFolders)
-	// conventional: folders below the roots must pass private.CheckPath
-	// (Options.Conventional).
-	conventional bool
+	opts     Options
+	// conv is the convention of the root being scanned: the folders below
+	// it must pass its checkBelow (Options.Conventional).
+	conv Root
 }
 
 func (d *discoverer) discover(roots []string) {
@@ -224,7 +246,24 @@ func (d *discoverer) problem(p string, sev Severity, format string, args ...any)
 	d.problems = append(d.problems, Problem{Path: p, Severity: sev, Message: fmt.Sprintf(format, args...)})
 }
 
+// readable checks dir, the root or a folder below it, with the root's
+// convention (Root.checkBelow), and warns when it is not read.
+func (d *discoverer) readable(dir string) bool {
+	err := d.conv.checkBelow(dir)
+	if err != nil {
+		d.problem(dir, SeverityWarning, "not read: %v; a skills folder found by convention is read only when no user but you and root can change it (give its root with --skills to read it anyway)", err)
+	}
+	return err == nil
+}
+
 func (d *discoverer) discoverRoot(root string) {
+	// The root passed its check when it was chosen (DefaultRoots); it is
+	// checked again for every scan, as the folders below it are, since a
+	// reload may find it changed.
+	d.conv = d.opts.convention(root)
+	if !d.readable(root) {
+		return
+	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		d.problem(root, SeverityError, "cannot list skills root: %v", pathErr(err))
@@ -303,11 +342,8 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 			return
 		}
 		d.folders++
-		if d.conventional {
-			if err := private.CheckPath(child, child); err != nil {
-				d.problem(child, SeverityWarning, "not read: %v; a skills folder found by convention is read only when no user but you and root can change it (give its root with --skills to read it anyway)", err)
-				continue
-			}
+		if !d.readable(child) {
+			continue
 		}
 		sub, err := os.ReadDir(child)
 		if err != nil {

@@ -752,3 +752,31 @@ func TestScanNamesNotUTF8(t *testing.T) {
 		t.Errorf("folder problem %v, file problem %v, resources %q\n%v\n%v", folder, file, res, snap.Problems(), s.Problems)
 	}
 }
+
+// TestOptionsConvention: how the folders below each root are checked. No
+// list: roots given, nothing checked; a listed root by its base, however
+// its path is written; a root the list does not hold from / (the strictest
+// start); a listed root without a base (given with --skills) not at all.
+func TestOptionsConvention(t *testing.T) {
+	proj := Root{Path: filepath.Join(".", ".claude", "skills"), base: "."}
+	given := Root{Path: "/srv/lib"}
+	for _, c := range []struct {
+		name string
+		opts Options
+		root string
+		base string
+	}{
+		{"no list", Options{}, ".claude/skills", ""},
+		{"listed", Options{Conventional: []Root{given, proj}}, ".claude/skills", "."},
+		{"listed, written otherwise", Options{Conventional: []Root{proj}}, "./.claude/skills/", "."},
+		{"not listed", Options{Conventional: []Root{proj}}, "/elsewhere", string(filepath.Separator)},
+		{"empty list", Options{Conventional: []Root{}}, ".claude/skills", string(filepath.Separator)},
+		{"listed without a base", Options{Conventional: []Root{given, proj}}, "/srv/lib", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.opts.convention(filepath.FromSlash(c.root)); got.base != c.base {
+				t.Errorf("convention(%q).base = %q, want %q", c.root, got.base, c.base)
+			}
+		})
+	}
+}

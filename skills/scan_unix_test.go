@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
 )
 
 // TestLoadSpecialFiles: a FIFO named SKILL.md would block a naive reader
@@ -132,7 +134,7 @@ func TestConventionalScanSkipsFoldersOthersControl(t *testing.T) {
 			if got := ids(given.Skills()); !reflect.DeepEqual(got, both) {
 				t.Fatalf("given root: loaded %q, want %q", got, both)
 			}
-			conv := Load(context.Background(), []string{lib}, Options{Conventional: true})
+			conv := Load(context.Background(), []string{lib}, Options{Conventional: []Root{{Path: lib, base: lib}}})
 			got := ids(conv.Skills())
 			if c.want == "" {
 				if !reflect.DeepEqual(got, both) {
@@ -145,6 +147,100 @@ func TestConventionalScanSkipsFoldersOthersControl(t *testing.T) {
 			}
 			first, _, _ := strings.Cut(c.id, "/")
 			mustProblem(t, conv.Problems(), SeverityWarning, first, c.want)
+		})
+	}
+}
+
+// TestConventionalScanChecksFromTheRootsBase: the folders below a default
+// root are checked from where the root's convention starts, as the root
+// is, so a relative link that climbs back into the project folder is read
+// as ./.claude/skills -> ../shared-skills is, though the team folder above
+// the project is writable by its group; a link that climbs out of the
+// project, an absolute one, or one leading through a folder others can
+// write is still refused. The skills come through DefaultRootCandidates,
+// as serve's libraryOptions gives them.
+func TestConventionalScanChecksFromTheRootsBase(t *testing.T) {
+	chmod := func(t *testing.T, p string, mode os.FileMode) {
+		t.Helper()
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		root  bool
+		setup func(t *testing.T, team, proj string) // plants the skill "pdf" (or "ns/pdf")
+		id    string
+		want  string // the warning at id's first folder; "" when it loads
+	}{
+		{"link climbing back into the project", false, func(t *testing.T, _, proj string) {
+			writeSkill(t, filepath.Join(proj, "shared-skills", "pdf"), "")
+			symlink(t, filepath.Join("..", "..", "shared-skills", "pdf"), filepath.Join(proj, ".claude", "skills", "pdf"))
+		}, "pdf", ""},
+		{"namespace link climbing back into the project", false, func(t *testing.T, _, proj string) {
+			writeSkill(t, filepath.Join(proj, "team-skills", "pdf"), "")
+			symlink(t, filepath.Join("..", "..", "team-skills"), filepath.Join(proj, ".claude", "skills", "ns"))
+		}, "ns/pdf", ""},
+		{"link climbing out of the project into the team folder", false, func(t *testing.T, team, proj string) {
+			writeSkill(t, filepath.Join(team, "shared", "pdf"), "")
+			symlink(t, filepath.Join("..", "..", "..", "shared", "pdf"), filepath.Join(proj, ".claude", "skills", "pdf"))
+		}, "pdf", "is writable by other users (mode 0775)"},
+		{"absolute link into the project", false, func(t *testing.T, _, proj string) {
+			writeSkill(t, filepath.Join(proj, "shared-skills", "pdf"), "")
+			symlink(t, filepath.Join(proj, "shared-skills", "pdf"), filepath.Join(proj, ".claude", "skills", "pdf"))
+		}, "pdf", "is writable by other users (mode 0775)"},
+		{"link climbing into a project folder every user can write", false, func(t *testing.T, _, proj string) {
+			writeSkill(t, filepath.Join(proj, "shared-skills", "pdf"), "")
+			chmod(t, filepath.Join(proj, "shared-skills"), 0o777)
+			symlink(t, filepath.Join("..", "..", "shared-skills", "pdf"), filepath.Join(proj, ".claude", "skills", "pdf"))
+		}, "pdf", "shared-skills is writable by other users (mode 0777)"},
+		{"another user's link climbing back into the project", true, func(t *testing.T, _, proj string) {
+			writeSkill(t, filepath.Join(proj, "shared-skills", "pdf"), "")
+			link := filepath.Join(proj, ".claude", "skills", "pdf")
+			symlink(t, filepath.Join("..", "..", "shared-skills", "pdf"), link)
+			if err := os.Lchown(link, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, "pdf", "pdf belongs to another user (uid 65534)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			team := filepath.Join(t.TempDir(), "team")
+			proj := filepath.Join(team, "proj")
+			mkdirs(t, filepath.Join(proj, ".claude", "skills"))
+			skipUnlessSafe(t, filepath.Dir(team))
+			chmod(t, team, 0o775)
+			privatetest.ShareGroup(t, team)
+			t.Chdir(proj)
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("XDG_CONFIG_HOME", "")
+			t.Setenv("CLAUDE_CONFIG_DIR", "")
+			t.Setenv("CODEX_HOME", "")
+			writeSkill(t, filepath.Join(proj, ".claude", "skills", "fine"), "")
+			c.setup(t, team, proj)
+
+			roots, refused := DefaultRoots()
+			want := []string{filepath.Join(".claude", "skills")}
+			if !reflect.DeepEqual(roots, want) || len(refused) != 0 {
+				t.Fatalf("DefaultRoots() = %q, refused %v; want %q", roots, refused, want)
+			}
+			snap := Load(context.Background(), roots, Options{Conventional: DefaultRootCandidates()})
+			got := ids(snap.Skills())
+			if c.want == "" {
+				both := []string{c.id, "fine"}
+				slices.Sort(both)
+				if !reflect.DeepEqual(got, both) {
+					t.Fatalf("loaded %q, want %q; problems:\n%s", got, both, problemList(snap.Problems()))
+				}
+				return
+			}
+			if !reflect.DeepEqual(got, []string{"fine"}) {
+				t.Fatalf("loaded %q, want fine alone", got)
+			}
+			first, _, _ := strings.Cut(c.id, "/")
+			mustProblem(t, snap.Problems(), SeverityWarning, filepath.Join(".claude", "skills", first), c.want)
 		})
 	}
 }

@@ -117,10 +117,14 @@ func noteRefused(w io.Writer, c skills.CheckedRoot) {
 const refusedHint = "a skills folder found by convention is read only when no user but you and root can change it (give it with --skills to read it anyway)"
 
 // libraryOptions are the scan options of the library cfg chooses: roots
-// found by convention (no skills configured) are scanned as such
-// (skills.Options.Conventional), on every reload too.
+// found by convention (no skills configured) are scanned as such, each
+// checked from where its convention starts (skills.Options.Conventional:
+// the candidates DefaultRoots chose from), on every reload too.
 func libraryOptions(cfg *config) skills.Options {
-	return skills.Options{Conventional: len(cfg.Skills) == 0}
+	if len(cfg.Skills) > 0 {
+		return skills.Options{}
+	}
+	return skills.Options{Conventional: skills.DefaultRootCandidates()}
 }
 
 // requireRoots is resolveRoots for commands that need a library: when there

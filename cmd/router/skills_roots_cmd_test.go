@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/internal/private/privatetest"
 )
 
 func TestSkillsRoots(t *testing.T) {
@@ -105,6 +107,23 @@ func TestSkillsRootsAgreesWithList(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "not read: PROJ/.claude/skills belongs to another user (uid 65534)", nil},
+		{"link climbing back into a project in a team folder", false, func(t *testing.T, proj string) {
+			// The team folder above the project is its group's to write:
+			// checked from the project down, as the root is, the link is
+			// read; checked from / (as the scan did), it was not.
+			team := filepath.Dir(proj)
+			if err := os.Chmod(team, 0o775); err != nil {
+				t.Fatal(err)
+			}
+			privatetest.ShareGroup(t, team)
+			evil := filepath.Join(proj, ".claude", "skills", "evil")
+			if err := os.Rename(evil, filepath.Join(proj, "shared-skills")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join("..", "..", "shared-skills"), evil); err != nil {
+				t.Fatal(err)
+			}
+		}, "scanned", []string{"evil", "fine"}},
 		{"another user's skill folder in an own folder", true, func(t *testing.T, proj string) {
 			if err := os.Chown(filepath.Join(proj, ".claude", "skills", "evil"), 65534, 65534); err != nil {
 				t.Fatal(err)
@@ -116,7 +135,7 @@ func TestSkillsRootsAgreesWithList(t *testing.T) {
 				t.Skip("making a file another user's needs root")
 			}
 			isolate(t)
-			proj := t.TempDir()
+			proj := filepath.Join(t.TempDir(), "team", "proj")
 			for _, id := range []string{"evil", "fine"} {
 				writeSkillFile(t, filepath.Join(proj, ".claude", "skills", id, "SKILL.md"), fmt.Sprintf(skill, id, id))
 			}
