@@ -23,15 +23,29 @@ type resolved struct {
 // resolveSkillPath is resolveInSkill in skill s's folder, which must be
 // the folder the scan read: a folder swapped for a symlink since resolves
 // elsewhere. Reads check it again when they open it (openRoot).
+//
+// In a library found by convention the scan loads no skill with a file or
+// folder another user owns or can write, and only a file's owner (this
+// user or root, then) can change that; the watcher rescans on such a
+// change. But not before its debounce, nor where no watcher runs or a
+// folder could not be watched: so the one path read or run is checked
+// again here (Skill.CheckFile), a few Lstats against a process start.
+// What a script imports is left to the scan.
 func resolveSkillPath(s *skills.Skill, rel string) (resolved, *toolError) {
 	r, e := resolveInSkill(s.Dir, rel)
 	r.skill = s
-	if e == nil {
-		if fi, err := os.Stat(r.root); err != nil || !s.SameFolder(fi) {
-			return r, newError(CodeReadFailed, "%v", errFolderChanged)
-		}
+	if e != nil {
+		return r, e
 	}
-	return r, e
+	if fi, err := os.Stat(r.root); err != nil || !s.SameFolder(fi) {
+		return r, newError(CodeReadFailed, "%v", errFolderChanged)
+	}
+	if err := s.CheckFile(r.name); err != nil {
+		e := newError(CodeReadFailed, "%s is not read: %v; a skill found by convention is read only while no user but its owner and root can change its files (the library drops it on the next reload)", r.name, err)
+		e.Path = r.name
+		return r, e
+	}
+	return r, nil
 }
 
 // errFolderChanged: the skill's folder is no longer the one the scan read.

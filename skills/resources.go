@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/skillrouter/skillrouter/internal/private"
 )
 
 // kindOf classifies a resource by the first element of its slash path.
@@ -38,6 +40,21 @@ type lister struct {
 	res      []Resource
 	omitted  int
 	problems []Problem
+	// conv is the convention of the skill's root. Found by convention,
+	// every entry the walk visits must pass its rule (checkEntry); the
+	// first that does not ends the walk, in refused.
+	conv    Root
+	refused *refusal
+}
+
+// refusal is the file or folder of a skill found by convention that
+// another user owns or can change, which keeps the whole skill out: its
+// scripts run as this user (skill_execute) and its files go into prompts
+// (read_skill_resource), so whoever can change one chooses what they do.
+type refusal struct {
+	path string
+	err  error
+	fix  string // what the user can do about it
 }
 
 // warn records a problem about the resource at p (its path as scanned).
@@ -52,9 +69,16 @@ func (l *lister) warn(p, format string, args ...any) {
 // files at the top of the folder, then the rest by path: cut by path
 // alone, a large references/ hid scripts/ behind the omitted count. At most
 // resourceGather×max files are gathered to choose from.
-func listResources(dir *skillDir, folder string, entries []os.DirEntry, max int) ([]Resource, int, []Problem) {
-	l := &lister{dir: dir, folder: folder, max: max * resourceGather, res: []Resource{}}
+//
+// With conv a root's convention (Options.Conventional), every entry walked,
+// SKILL.md included, is checked as it is met (checkEntry); the first that
+// fails is returned as a refusal, and nothing else.
+func listResources(dir *skillDir, folder string, entries []os.DirEntry, max int, conv Root) ([]Resource, int, []Problem, *refusal) {
+	l := &lister{dir: dir, folder: folder, max: max * resourceGather, res: []Resource{}, conv: conv}
 	l.walk(dir.path, "", entries, []string{dir.path})
+	if l.refused != nil {
+		return nil, 0, nil, l.refused
+	}
 	if len(l.res) > max {
 		rank := func(r Resource) int {
 			switch {
@@ -75,7 +99,7 @@ func listResources(dir *skillDir, folder string, entries []os.DirEntry, max int)
 		l.res = append([]Resource(nil), l.res[:max]...) // not the gathered rest
 	}
 	sort.Slice(l.res, func(i, j int) bool { return l.res[i].Path < l.res[j].Path })
-	return l.res, l.omitted, l.problems
+	return l.res, l.omitted, l.problems, nil
 }
 
 // resourceGather is how many times the listing cap listResources gathers
@@ -102,11 +126,23 @@ func (l *lister) add(rel string, size int64) {
 // catch symlinks that lead back up.
 func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 	for _, e := range entries {
+		if l.refused != nil {
+			return
+		}
 		name := e.Name()
-		if (rel == "" && name == SkillFile) || Ignored(name) {
+		if Ignored(name) {
 			continue
 		}
 		p := filepath.Join(dir, name)
+		var info fs.FileInfo // e.Info(), when checkEntry took it
+		if l.conv.base != "" {
+			if info = l.checkEntry(p, e); l.refused != nil {
+				return
+			}
+		}
+		if rel == "" && name == SkillFile {
+			continue
+		}
 		if !utf8.ValidString(name) {
 			l.warn(p, "%s; not listed", notUTF8)
 			continue
@@ -118,10 +154,12 @@ func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 		case t.IsDir():
 			l.subdir(p, r, stack)
 		case t.IsRegular():
-			info, err := e.Info()
-			if err != nil {
-				l.warn(p, "cannot stat resource: %v; not listed", pathErr(err))
-				continue
+			if info == nil {
+				var err error
+				if info, err = e.Info(); err != nil {
+					l.warn(p, "cannot stat resource: %v; not listed", pathErr(err))
+					continue
+				}
 			}
 			l.add(r, info.Size())
 		default:
@@ -132,6 +170,13 @@ func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 
 func (l *lister) subdir(p, r string, stack []string) {
 	if len(stack) > maxDepth {
+		if l.conv.base != "" {
+			// Not walked, so not checked; skill_execute would still run
+			// what lies there.
+			l.refused = &refusal{path: p, err: fmt.Errorf("%s nests more than %d levels below the skill folder, deeper than the check goes", p, maxDepth),
+				fix: "move its files up"}
+			return
+		}
 		l.warn(p, "resource folder nests more than %d levels; not listed", maxDepth)
 		return
 	}
@@ -185,6 +230,41 @@ func (l *lister) symlink(p, r string, stack []string) {
 	default:
 		l.warn(p, "resource is not a regular file (%s); not listed", info.Mode().Type())
 	}
+}
+
+// checkEntry applies the rule of the skill's root's convention to p, an
+// entry of a folder the scan has checked (the skill folder, a folder in
+// it): another user's entry, or one its group or everyone can write (a
+// sticky folder too: anyone may add scripts to it), is refused
+// (private.CheckEntry, on the Lstat the listing takes anyway); a symlink
+// is followed as the kernel follows it, and what it leads to checked from
+// where the convention starts (private.CheckPath), wherever it leads: a
+// link out of the folder is not listed, but the rule is one for every
+// link. A broken link or a loop is left to the listing to report. It
+// returns the entry's Lstat, for the listing to reuse.
+func (l *lister) checkEntry(p string, e os.DirEntry) fs.FileInfo {
+	info, err := e.Info()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // gone since it was listed: nothing left to read
+	case err != nil:
+		l.refused = &refusal{path: p, err: fmt.Errorf("cannot check %s: %w", p, pathErr(err)), fix: "make it readable"}
+		return nil
+	}
+	if err := private.CheckEntry(p, info); err != nil {
+		fix := "make it yours or remove it"
+		if _, other := private.Foreign(info); !other {
+			fix = "chmod go-w " + p
+		}
+		l.refused = &refusal{path: p, err: err, fix: fix}
+		return info
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if err := l.conv.checkBelow(p); err != nil && !errors.Is(err, fs.ErrNotExist) && !isLoop(err) {
+			l.refused = &refusal{path: p, err: err, fix: "fix what it names, or remove the link"}
+		}
+	}
+	return info
 }
 
 // displayRel names a folder inside the skill relative to it.

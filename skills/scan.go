@@ -35,9 +35,11 @@ type Options struct {
 	// whoever can change it chooses what this user's prompts get. Checked
 	// from where the root's own check starts, a relative link below the
 	// root that climbs back into the project (or home) folder is judged
-	// as the root is. A root scanned that the list does not hold is
-	// checked from / down, the strictest start; a listed Root without a
-	// convention (one given with --skills) is not checked.
+	// as the root is. Inside a skill folder every file and folder listed
+	// follows the same rule, or the skill is not loaded (listResources):
+	// its scripts run as this user. A root scanned that the list does not
+	// hold is checked from / down, the strictest start; a listed Root
+	// without a convention (one given with --skills) is not checked.
 	Conventional []Root
 }
 
@@ -102,7 +104,11 @@ type job struct {
 	// shadowed lists SKILL.md paths in later roots hidden by this one.
 	// Written by discovery only; read after the workers are done.
 	shadowed []string
+	conv     Root   // the convention of its root (Options.Conventional)
 	skill    *Skill // written by the worker that took the job
+	// refused, written by the worker instead of skill, is the file that
+	// keeps a skill found by convention out (listResources).
+	refused *refusal
 }
 
 // Load scans roots in order and never fails: problems are attached to skills
@@ -134,6 +140,10 @@ func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
 
 	list := make([]*Skill, 0, len(d.jobs))
 	for _, j := range d.jobs {
+		if j.refused != nil {
+			d.refused(j)
+			continue
+		}
 		s := j.skill
 		if s == nil {
 			continue // cancelled before a worker got to it
@@ -230,6 +240,19 @@ func (d *discoverer) discover(roots []string) {
 	}
 }
 
+// refused warns that j's skill is not loaded, at the path that keeps it out,
+// as a folder on the way would be: left out of the library, not a skipped
+// skill of it. Its id stays taken, as a skill's with errors does.
+func (d *discoverer) refused(j *job) {
+	r := j.refused
+	msg := fmt.Sprintf("not read: %v; a skill found by convention is read only when no user but you and root can change any of its files, so the skill %q is not loaded (%s, or give its root with --skills to read it anyway)",
+		r.err, j.id, r.fix)
+	if len(j.shadowed) > 0 {
+		msg += fmt.Sprintf("; its id stays taken, so %s is not loaded either", strings.Join(j.shadowed, ", "))
+	}
+	d.problem(r.path, SeverityWarning, "%s", msg)
+}
+
 // emit hands a skill folder to the workers unless an earlier root already
 // has that id (the earlier one wins; the warning is added after the scan).
 func (d *discoverer) emit(j *job) {
@@ -280,7 +303,7 @@ func (d *discoverer) discoverRoot(root string) {
 			d.problem(root, SeverityError, "%s; not loaded", notUTF8)
 			return
 		}
-		d.emit(&job{root: root, id: id, dir: root, entries: entries})
+		d.emit(&job{root: root, id: id, dir: root, entries: entries, conv: d.conv})
 		return
 	}
 	d.folders = 0
@@ -352,7 +375,7 @@ func (d *discoverer) walk(root, dir, rel string, entries []os.DirEntry, ancestor
 		}
 		childRel := path.Join(rel, name)
 		if hasSkillFile(sub) {
-			d.emit(&job{root: root, id: childRel, dir: child, entries: sub})
+			d.emit(&job{root: root, id: childRel, dir: child, entries: sub, conv: d.conv})
 			continue
 		}
 		d.walk(root, child, childRel, sub, append(ancestors, child))
@@ -416,10 +439,20 @@ func (d *skillDir) real() (string, error) {
 	return d.realPath, d.err
 }
 
-// loadSkill reads, parses and validates one skill folder and lists its resources.
+// loadSkill reads, parses and validates one skill folder and lists its
+// resources; nil, with j.refused, when a file of a skill found by
+// convention keeps it out.
 func loadSkill(j *job, opts Options, buf []byte) *Skill {
 	file := filepath.Join(j.dir, SkillFile)
 	dir := &skillDir{path: j.dir}
+
+	// Listed first: the listing checks every file of a skill found by
+	// convention, and SKILL.md is not read when one fails.
+	res, omitted, probs, refused := listResources(dir, path.Base(j.id), j.entries, opts.MaxResources, j.conv)
+	if refused != nil {
+		j.refused = refused
+		return nil
+	}
 
 	var s *Skill
 	text, err := readSkillFile(file, entryType(j.entries, SkillFile), dir, opts.MaxFileSize, buf)
@@ -431,8 +464,7 @@ func loadSkill(j *job, opts Options, buf []byte) *Skill {
 	}
 	s.ID, s.Dir, s.Root = j.id, j.dir, j.root
 	s.folder, _ = os.Stat(j.dir)
-
-	res, omitted, probs := listResources(dir, path.Base(j.id), j.entries, opts.MaxResources)
+	s.conv = j.conv
 	s.Resources, s.ResourcesOmitted = res, omitted
 	s.Problems = append(s.Problems, probs...)
 	sortProblems(s.Problems)

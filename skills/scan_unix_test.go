@@ -4,6 +4,8 @@ package skills
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/skillrouter/skillrouter/internal/private/privatetest"
 )
@@ -243,4 +247,151 @@ func TestConventionalScanChecksFromTheRootsBase(t *testing.T) {
 			mustProblem(t, snap.Problems(), SeverityWarning, filepath.Join(".claude", "skills", first), c.want)
 		})
 	}
+}
+
+// TestConventionalScanChecksSkillFiles: in a root found by convention, a
+// skill with a file or folder inside (SKILL.md, a script, a reference, a
+// resource folder) that another user owns or can write, a link there of
+// another user's or leading through a folder others can write, or a tree
+// nesting deeper than the scan checks, is not loaded: a warning at that
+// path names it and the fix. Given with --skills, it loads. Cases marked
+// root make files another user's.
+func TestConventionalScanChecksSkillFiles(t *testing.T) {
+	const other = 65534
+	chmod := func(t *testing.T, p string, mode os.FileMode) {
+		t.Helper()
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		root  bool
+		setup func(t *testing.T, sk, outside string) // changes the skill "evil" at sk
+		at    string                                 // the warning's path below sk; "" when it loads
+		want  string                                 // in the warning
+	}{
+		{"own files", false, func(t *testing.T, sk, outside string) {
+			symlink(t, "run.py", filepath.Join(sk, "scripts", "main.py"))
+		}, "", ""},
+		{"script folder every user can write", false, func(t *testing.T, sk, _ string) {
+			chmod(t, filepath.Join(sk, "scripts"), 0o777)
+		}, "scripts", "scripts is writable by other users (mode 0777); a skill found by convention"},
+		{"sticky script folder every user can write", false, func(t *testing.T, sk, _ string) {
+			chmod(t, filepath.Join(sk, "scripts"), os.ModeSticky|0o777)
+		}, "scripts", "scripts is writable by other users (mode 1777)"},
+		{"script every user can write", false, func(t *testing.T, sk, _ string) {
+			chmod(t, filepath.Join(sk, "scripts", "run.py"), 0o666)
+		}, "scripts/run.py", "run.py is writable by other users (mode 0666)"},
+		{"reference its group can write", false, func(t *testing.T, sk, _ string) {
+			chmod(t, filepath.Join(sk, "references", "guide.md"), 0o664)
+			privatetest.ShareGroup(t, filepath.Join(sk, "references", "guide.md"))
+		}, "references/guide.md", "guide.md is writable by other users (mode 0664)"},
+		{"SKILL.md every user can write", false, func(t *testing.T, sk, _ string) {
+			chmod(t, filepath.Join(sk, SkillFile), 0o666)
+		}, SkillFile, "SKILL.md is writable by other users (mode 0666)"},
+		{"own link to a script in a folder every user can write", false, func(t *testing.T, sk, outside string) {
+			writeFile(t, filepath.Join(outside, "shared", "run.py"), "print(1)\n")
+			chmod(t, filepath.Join(outside, "shared"), 0o777)
+			symlink(t, filepath.Join(outside, "shared", "run.py"), filepath.Join(sk, "scripts", "main.py"))
+		}, "scripts/main.py", "shared is writable by other users (mode 0777)"},
+		{"folders nesting deeper than the check", false, func(t *testing.T, sk, _ string) {
+			writeFile(t, filepath.Join(sk, "assets", strings.Repeat("d/", maxDepth+1), "x.txt"), "x\n")
+		}, "assets/" + strings.TrimSuffix(strings.Repeat("d/", maxDepth), "/"), "deeper than the check goes"},
+		{"another user's script", true, func(t *testing.T, sk, _ string) {
+			if err := os.Lchown(filepath.Join(sk, "scripts", "run.py"), other, other); err != nil {
+				t.Fatal(err)
+			}
+		}, "scripts/run.py", "run.py belongs to another user (uid 65534)"},
+		{"another user's link to an own script", true, func(t *testing.T, sk, _ string) {
+			link := filepath.Join(sk, "scripts", "main.py")
+			symlink(t, "run.py", link)
+			if err := os.Lchown(link, other, other); err != nil {
+				t.Fatal(err)
+			}
+		}, "scripts/main.py", "main.py belongs to another user (uid 65534)"},
+		{"root's script", true, func(t *testing.T, sk, _ string) {
+			if err := os.Lchown(filepath.Join(sk, "scripts", "run.py"), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			lib, outside := t.TempDir(), t.TempDir()
+			skipUnlessSafe(t, outside) // links lead there
+			writeSkill(t, filepath.Join(lib, "fine"), "")
+			sk := filepath.Join(lib, "evil")
+			writeSkill(t, sk, "")
+			writeFile(t, filepath.Join(sk, "scripts", "run.py"), "print(1)\n")
+			writeFile(t, filepath.Join(sk, "references", "guide.md"), "# Guide\n")
+			c.setup(t, sk, outside)
+
+			given := Load(context.Background(), []string{lib}, Options{})
+			if got := ids(given.Skills()); !reflect.DeepEqual(got, []string{"evil", "fine"}) {
+				t.Fatalf("given root: loaded %q; problems:\n%s", got, problemList(given.Problems()))
+			}
+			conv := Load(context.Background(), []string{lib}, Options{Conventional: []Root{{Path: lib, base: lib}}})
+			got := ids(conv.Skills())
+			if c.at == "" {
+				if !reflect.DeepEqual(got, []string{"evil", "fine"}) {
+					t.Fatalf("conventional root: loaded %q; problems:\n%s", got, problemList(conv.Problems()))
+				}
+				return
+			}
+			if !reflect.DeepEqual(got, []string{"fine"}) || len(conv.All()) != 1 {
+				t.Fatalf("conventional root: loaded %q (all %q), want fine alone", got, ids(conv.All()))
+			}
+			p := mustProblem(t, conv.LibraryProblems(), SeverityWarning, filepath.Join("evil", filepath.FromSlash(c.at)), c.want)
+			if !strings.Contains(p.Message, `the skill "evil" is not loaded`) || !strings.Contains(p.Message, "--skills") {
+				t.Errorf("warning: %s", p)
+			}
+			if strings.Contains(c.want, "writable") && !strings.HasSuffix(c.at, "main.py") && !strings.Contains(p.Message, "chmod go-w "+p.Path) {
+				t.Errorf("no chmod fix in: %s", p)
+			}
+		})
+	}
+}
+
+// A refused skill keeps its id, as a skill with errors does: the copy of a
+// later root is not loaded either, and the warning says so.
+func TestConventionalRefusedSkillKeepsItsID(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	writeSkill(t, filepath.Join(first, "pdf"), "")
+	writeFile(t, filepath.Join(first, "pdf", "scripts", "run.py"), "print(1)\n")
+	if err := os.Chmod(filepath.Join(first, "pdf", "scripts", "run.py"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, filepath.Join(second, "pdf"), "")
+	snap := Load(context.Background(), []string{first, second}, Options{Conventional: []Root{{Path: first, base: first}, {Path: second, base: second}}})
+	if got := ids(snap.All()); len(got) != 0 {
+		t.Fatalf("loaded %q", got)
+	}
+	mustProblem(t, snap.Problems(), SeverityWarning, filepath.Join("pdf", "scripts", "run.py"),
+		"so "+filepath.Join(second, "pdf", SkillFile)+" is not loaded either")
+}
+
+// TestRegistryWatchConventionalFileMode: in a library found by convention a
+// script's mode decides whether its skill is read, so a watched library
+// drops the skill when the script is made writable by everyone, and loads
+// it again when that is undone, with no other change.
+func TestRegistryWatchConventionalFileMode(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "pdf"), "")
+	script := writeFile(t, filepath.Join(root, "pdf", "scripts", "run.py"), "print(1)\n")
+	r := NewRegistry([]string{root}, Options{Conventional: []Root{{Path: root, base: root}}})
+	r.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	loaded := func() bool { _, ok := r.Snapshot().Get("pdf"); return ok }
+	if !loaded() {
+		t.Fatal("the skill did not load")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	defer func() { cancel(); <-done }()
+	retry(t, "a skill whose script every user can write to be dropped", func() { _ = os.Chmod(script, 0o666) }, func() bool { return !loaded() })
+	retry(t, "the skill to load again", func() { _ = os.Chmod(script, 0o644) }, loaded)
 }

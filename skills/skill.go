@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 )
 
@@ -96,6 +97,17 @@ type Skill struct {
 	Skipped bool `json:"skipped,omitempty"`
 
 	folder fs.FileInfo // the folder as the scan found it (see SameFolder); nil when not scanned
+	conv   Root        // the convention of its root (see CheckFile)
+}
+
+// CheckFile applies to the file at rel (a slash path in the skill folder),
+// as it is now, the rule the scan applied to every file of a skill whose
+// root was found by convention (Options.Conventional): from where that
+// convention starts down to the file, links followed, nothing another user
+// owns or can write (Root.Check's rule). nil for a skill of a root given
+// with --skills, or not read by a scan.
+func (s *Skill) CheckFile(rel string) error {
+	return s.conv.checkBelow(filepath.Join(s.Dir, filepath.FromSlash(rel)))
 }
 
 // SameFolder reports whether fi, the skill's folder as it is opened now, is

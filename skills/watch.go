@@ -43,6 +43,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		roots[i] = filepath.Clean(root)
 	}
 	ws := newWatchState(w)
+	ws.anyChmod = r.opts.Conventional != nil
 	// Roots the library was loaded without: one that exists by the time
 	// its watch is added appeared unseen, and needs a reload.
 	for _, p := range r.Snapshot().LibraryProblems() {
@@ -152,6 +153,10 @@ type watchState struct {
 	// fsnotify had dropped, which its next Remove dereferenced (a panic
 	// that took the proxy down). So each folder is added under one path.
 	byFile map[fileID]string
+	// anyChmod: every permission change is relevant, a file's too. In a
+	// library found by convention a file's owner and mode decide whether
+	// its skill is read (listResources).
+	anyChmod bool
 }
 
 func newWatchState(w *fsnotify.Watcher) *watchState {
@@ -181,12 +186,13 @@ func (ws *watchState) remove(p string) {
 // relevant drops events that cannot change the library: permission changes
 // other than a folder's or a SKILL.md's (which decide what the scan can
 // read: fixing an unreadable skill must load it, and taking its reading
-// away must drop it), hidden files (editor swap files, .git internals)
+// away must drop it; in a library found by convention, ws.anyChmod, every
+// file's), hidden files (editor swap files, .git internals)
 // except a kubelet "..data" swap, and anything outside the roots (seen
 // when a missing root's parent is watched) except the replacement of a
 // link on a root's path, or what brings back a broken link's target.
 func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
-	if ev.Op == fsnotify.Chmod && filepath.Base(ev.Name) != SkillFile {
+	if ev.Op == fsnotify.Chmod && !ws.anyChmod && filepath.Base(ev.Name) != SkillFile {
 		if info, err := os.Stat(ev.Name); err != nil || !info.IsDir() {
 			return false
 		}

@@ -124,6 +124,13 @@ func TestSkillsRootsAgreesWithList(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "scanned", []string{"evil", "fine"}},
+		{"script every user can write in an own skill folder", false, func(t *testing.T, proj string) {
+			script := filepath.Join(proj, ".claude", "skills", "evil", "scripts", "run.py")
+			writeSkillFile(t, script, "print(1)\n")
+			if err := os.Chmod(script, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}, "scanned", []string{"fine"}},
 		{"another user's skill folder in an own folder", true, func(t *testing.T, proj string) {
 			if err := os.Chown(filepath.Join(proj, ".claude", "skills", "evil"), 65534, 65534); err != nil {
 				t.Fatal(err)

@@ -351,6 +351,15 @@ func checkEntry(p string, last bool) error {
 	return checkInfo(p, fi, last)
 }
 
+// CheckEntry applies CheckPath's rule to p alone (fi, from os.Lstat), the
+// path checked itself, as an entry of a folder already checked: owned by
+// this user or root (Foreign), and unless it is a symlink, writable by no
+// one else (WritableByOthers), a sticky folder included (anyone may add
+// entries to it). Where a symlink leads is not looked at: CheckPath
+// follows it. For a tree walked from a folder CheckPath accepted, one
+// Lstat per entry the walk makes anyway.
+func CheckEntry(p string, fi os.FileInfo) error { return checkInfo(p, fi, true) }
+
 // checkInfo applies CheckPath's rule to p (fi, from os.Lstat): its owner,
 // and unless it is a symlink, who else can write it; last says it is the
 // path checked, not a folder on the way to it.

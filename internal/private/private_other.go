@@ -16,6 +16,9 @@ func Mode(fi os.FileInfo) string { return fi.Mode().String() }
 // CheckPath: without Unix ownership there is nothing to check here.
 func CheckPath(string, string) error { return nil }
 
+// CheckEntry: without Unix ownership there is nothing to check here.
+func CheckEntry(string, os.FileInfo) error { return nil }
+
 // SharedAncestor: without Unix permissions there is nothing to check here.
 func SharedAncestor(string) string { return "" }
 

@@ -80,6 +80,111 @@ func TestSharedAncestor(t *testing.T) {
 // TestCheckPath: a folder found by convention is read only when no user but
 // this one and root can change what its path leads to. Cases marked root
 // make files another user's (os.Chown) and are skipped when not root.
+// TestCheckEntry: one entry of a folder already checked, as the scan meets
+// the files of a skill: another user's, or one its group or everyone can
+// write, is refused, a sticky folder too (anyone may add entries to it);
+// a symlink by its own owner only, wherever it leads.
+func TestCheckEntry(t *testing.T) {
+	const other = 65534
+	for _, c := range []struct {
+		name  string
+		root  bool // needs root
+		setup func(t *testing.T, d string) string
+		want  string // "" for no error
+	}{
+		{"own file", false, func(t *testing.T, d string) string { return file(t, filepath.Join(d, "run.py"), 0o644) }, ""},
+		{"own folder", false, func(t *testing.T, d string) string { return mkdir(t, filepath.Join(d, "scripts"), 0o755) }, ""},
+		{"file every user can write", false, func(t *testing.T, d string) string {
+			return file(t, filepath.Join(d, "run.py"), 0o666)
+		}, "run.py is writable by other users (mode 0666)"},
+		{"file its group can write", false, func(t *testing.T, d string) string {
+			return shared(t, file(t, filepath.Join(d, "run.py"), 0o664))
+		}, "run.py is writable by other users (mode 0664)"},
+		{"folder every user can write", false, func(t *testing.T, d string) string {
+			return mkdir(t, filepath.Join(d, "scripts"), 0o777)
+		}, "scripts is writable by other users (mode 0777)"},
+		{"sticky folder every user can write", false, func(t *testing.T, d string) string {
+			return mkdir(t, filepath.Join(d, "scripts"), os.ModeSticky|0o777)
+		}, "scripts is writable by other users (mode 1777)"},
+		{"own link to a folder every user can write: its owner alone", false, func(t *testing.T, d string) string {
+			p := filepath.Join(d, "scripts")
+			if err := os.Symlink(mkdir(t, filepath.Join(d, "shared"), 0o777), p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, ""},
+		{"another user's file", true, func(t *testing.T, d string) string {
+			p := file(t, filepath.Join(d, "run.py"), 0o644)
+			if err := os.Lchown(p, other, other); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, "run.py belongs to another user (uid 65534)"},
+		{"another user's link", true, func(t *testing.T, d string) string {
+			p := filepath.Join(d, "run.py")
+			if err := os.Symlink(file(t, filepath.Join(d, "real.py"), 0o644), p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(p, other, other); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, "run.py belongs to another user (uid 65534)"},
+		{"root's file", true, func(t *testing.T, d string) string {
+			p := file(t, filepath.Join(d, "run.py"), 0o644)
+			if err := os.Lchown(p, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("making a file another user's needs root")
+			}
+			p := c.setup(t, t.TempDir())
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = CheckEntry(p, fi)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("CheckEntry(%s) = %v", p, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("CheckEntry(%s) = %v, want %q", p, err, c.want)
+			}
+		})
+	}
+}
+
+// file writes p with mode (umask aside) and returns it.
+func file(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(p, []byte("print(1)\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// mkdir makes the folder p with mode (umask aside) and returns it.
+func mkdir(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestCheckPath(t *testing.T) {
 	const other = 65534
 	type setup func(t *testing.T, base string) (from, path string)
