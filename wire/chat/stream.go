@@ -247,7 +247,25 @@ type toolCallDelta struct {
 		Name      string `json:"name,omitempty"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
-	Extra extra `json:"-"` // members not read here, relayed (see extra)
+	// Custom is a custom (freeform) tool's call, GPT-5's: its name and
+	// pieces of its input under "custom", no "function" member.
+	Custom *customDelta `json:"custom,omitempty"`
+	Extra  extra        `json:"-"` // members not read here, relayed (see extra)
+}
+
+// customDelta is a fragment of a custom tool's call: the name first, then
+// pieces of the input.
+type customDelta struct {
+	Name  string `json:"name,omitempty"`
+	Input string `json:"input"`
+}
+
+// name is the tool name the fragment brings, if any.
+func (d *toolCallDelta) name() string {
+	if d.Function.Name == "" && d.Custom != nil {
+		return d.Custom.Name
+	}
+	return d.Function.Name
 }
 
 func (d *toolCallDelta) UnmarshalJSON(b []byte) error {
@@ -256,12 +274,22 @@ func (d *toolCallDelta) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var err error
-	d.Extra, err = readExtra(b, "index", "id", "type", "function")
+	d.Extra, err = readExtra(b, "index", "id", "type", "function", "custom")
 	return err
 }
 
 func (d toolCallDelta) MarshalJSON() ([]byte, error) {
 	type plain toolCallDelta
+	if d.Custom != nil && d.Function.Name == "" && d.Function.Arguments == "" {
+		// A custom tool's call has no function member to add.
+		b, err := json.Marshal(struct {
+			Index  *int         `json:"index"`
+			ID     string       `json:"id,omitempty"`
+			Type   string       `json:"type,omitempty"`
+			Custom *customDelta `json:"custom"`
+		}{d.Index, d.ID, d.Type, d.Custom})
+		return d.Extra.appendTo(b), err
+	}
 	b, err := json.Marshal(plain(d))
 	return d.Extra.appendTo(b), err
 }
@@ -280,7 +308,8 @@ type callState struct {
 	id, typ   string
 	extra     extra // see extra: sent back with the call
 	name      string
-	args      strings.Builder
+	args      strings.Builder // the arguments, or a custom tool's input
+	custom    bool            // a custom tool's call: never the proxy's, whose tools are functions
 	owner     callOwner
 	clientIdx int // index shown to the client
 }
@@ -525,7 +554,7 @@ func (st *roundState) callKey(d toolCallDelta) int {
 		return 0
 	}
 	last := st.order[len(st.order)-1]
-	if d.ID != "" && d.ID != st.calls[last].id || d.ID == "" && d.Function.Name != "" {
+	if d.ID != "" && d.ID != st.calls[last].id || d.ID == "" && d.name() != "" {
 		return slices.Max(st.order) + 1 // past any index the upstream gave
 	}
 	return last
@@ -549,15 +578,19 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 		cs.typ = d.Type
 	}
 	d.Extra.merge(&cs.extra)
-	if d.Function.Name != "" { // as the SDKs do: a repeated name replaces, never appends
-		cs.name = d.Function.Name
+	if n := d.name(); n != "" { // as the SDKs do: a repeated name replaces, never appends
+		cs.name = n
 	}
 	cs.args.WriteString(d.Function.Arguments)
+	if d.Custom != nil {
+		cs.custom = true
+		cs.args.WriteString(d.Custom.Input)
+	}
 	if cs.owner == ownerUnknown {
 		if cs.name == "" {
 			return d, false // wait for the name
 		}
-		if s.mine(cs.name) {
+		if !cs.custom && s.mine(cs.name) {
 			cs.owner = ownerProxy
 			st.proxyCalls++
 			if st.clientShown > 0 && !st.final {
@@ -580,6 +613,13 @@ func (s *Stream) trackToolDelta(st *roundState, d toolCallDelta) (toolCallDelta,
 		st.clientShown++
 		// First relayed fragment: everything accumulated so far.
 		out := toolCallDelta{Index: &cs.clientIdx, ID: cs.id, Type: cs.typ, Extra: cs.extra}
+		if cs.custom {
+			if out.Type == "" {
+				out.Type = "custom"
+			}
+			out.Custom = &customDelta{Name: cs.name, Input: cs.args.String()}
+			return out, true
+		}
 		if out.Type == "" {
 			out.Type = "function"
 		}

@@ -409,3 +409,93 @@ func TestStreamLaterRoundsAddNothing(t *testing.T) {
 		t.Errorf("the client got:\n%s", client)
 	}
 }
+
+// A custom (freeform) tool's call streams under "custom" (name, then input
+// pieces), with no "function" member; the client gets it as it came, and it
+// is never taken for the proxy's, whose tools are functions.
+func TestStreamCustomToolCall(t *testing.T) {
+	const role = `{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}`
+	tc := func(calls string) string {
+		return `{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[` + calls + `]},"finish_reason":null}]}`
+	}
+	fin := `{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
+	load := `{"index":0,"id":"a","type":"function","function":{"name":"load_skill","arguments":"{\"skill_id\":\"x\"}"}}`
+	type call struct{ typ, name, input string }
+	for _, c := range []struct {
+		name   string
+		events []string
+		client map[int]call
+		loop   int
+	}{
+		{"custom call in pieces", []string{role, tc(`{"index":0,"id":"b","type":"custom","custom":{"name":"apply_patch","input":""}}`),
+			tc(`{"index":0,"custom":{"input":"*** Begin"}}`), tc(`{"index":0,"custom":{"input":" Patch"}}`), fin},
+			map[int]call{0: {"custom", "apply_patch", "*** Begin Patch"}}, 0},
+		{"custom call whole", []string{role, tc(`{"index":0,"id":"b","type":"custom","custom":{"name":"apply_patch","input":"x"}}`), fin},
+			map[int]call{0: {"custom", "apply_patch", "x"}}, 0},
+		{"custom call named as the proxy's tool", []string{role, tc(`{"index":0,"id":"b","type":"custom","custom":{"name":"load_skill","input":"x"}}`), fin},
+			map[int]call{0: {"custom", "load_skill", "x"}}, 0},
+		{"function and custom calls", []string{role,
+			tc(`{"index":0,"id":"a","type":"function","function":{"name":"get_weather","arguments":"{}"}}`),
+			tc(`{"index":1,"id":"b","type":"custom","custom":{"name":"apply_patch","input":"p"}}`), fin},
+			map[int]call{0: {"function", "get_weather", "{}"}, 1: {"custom", "apply_patch", "p"}}, 0},
+		{"load_skill then a custom call: held and dropped", []string{role, tc(load),
+			tc(`{"index":1,"id":"b","type":"custom","custom":{"name":"apply_patch","input":"p"}}`), fin},
+			map[int]call{}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+			s := r.NewStream(func(n string) bool { return n == "load_skill" })
+			out, end := runRound(s, false, chunks(append(c.events, `[DONE]`)...))
+			got := map[int]call{}
+			rd := wire.NewEventReader(strings.NewReader(out))
+			for {
+				ev, err := rd.Next()
+				if err != nil {
+					break
+				}
+				var ch struct {
+					Choices []struct {
+						Delta struct {
+							ToolCalls []map[string]json.RawMessage `json:"tool_calls"`
+						} `json:"delta"`
+					} `json:"choices"`
+				}
+				if !ev.HasData || isDone(ev.Data) || json.Unmarshal(ev.Data, &ch) != nil || len(ch.Choices) == 0 {
+					continue
+				}
+				for _, d := range ch.Choices[0].Delta.ToolCalls {
+					var i int
+					var typ string
+					var fn struct{ Name, Arguments string }
+					var cu struct{ Name, Input string }
+					json.Unmarshal(d["index"], &i)
+					json.Unmarshal(d["type"], &typ)
+					json.Unmarshal(d["function"], &fn)
+					json.Unmarshal(d["custom"], &cu)
+					if _, ok := d["function"]; ok && typ == "custom" {
+						t.Errorf("a custom call's delta has a function member: %s", ev.Data)
+					}
+					g := got[i]
+					if typ != "" {
+						g.typ = typ
+					}
+					if n := fn.Name + cu.Name; n != "" {
+						g.name = n
+					}
+					g.input += fn.Arguments + cu.Input
+					got[i] = g
+				}
+			}
+			if !maps.Equal(got, c.client) {
+				t.Errorf("client calls %v, want %v\n%s", got, c.client, out)
+			}
+			loop := 0
+			if end.Loop != nil {
+				loop = len(end.Loop.Calls)
+			}
+			if loop != c.loop {
+				t.Errorf("the proxy answered %d calls, want %d", loop, c.loop)
+			}
+		})
+	}
+}
