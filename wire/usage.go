@@ -20,8 +20,9 @@ import (
 // prompt_tokens_details.cached_tokens, Responses input_tokens_details,
 // Messages cache_read_input_tokens): the three APIs name their counts
 // differently but all count in numbers, so one sum serves them all; it is
-// what the request cost, for the access log. Non-numeric fields keep their
-// first value. The zero Usage is empty.
+// what the request cost, for the access log. A round that lists its passes
+// (usage.iterations) counts every pass (see passesCost). Non-numeric fields
+// keep their first value. The zero Usage is empty.
 type Usage struct {
 	v map[string]any
 	// first is the first object added, not yet decoded: a tool loop of
@@ -61,6 +62,7 @@ func (u *Usage) add(raw []byte) {
 	if dec.Decode(&m) != nil || m == nil {
 		return
 	}
+	passesCost(m)
 	if u.v == nil {
 		u.v = m
 		return
@@ -100,6 +102,37 @@ func (u *Usage) JSON() json.RawMessage {
 	}
 	b, _ := json.Marshal(u.v)
 	return b
+}
+
+// passesCost makes a usage object that lists its passes (Anthropic's
+// usage.iterations: server-side compaction, then the answer) count what
+// they cost. Its top-level counts are the last pass's alone, while the
+// compaction pass, which read the whole conversation, is billed too: each
+// count the passes report is replaced by their sum, and the list, which a
+// sum of several rounds would keep only the first round's of, is left out.
+// Counts the passes do not report (server_tool_use) stay as they are.
+func passesCost(m map[string]any) {
+	passes, ok := m["iterations"].([]any)
+	if !ok {
+		return
+	}
+	delete(m, "iterations")
+	var sum map[string]any
+	for _, p := range passes {
+		pm, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		delete(pm, "type")
+		if sum == nil {
+			sum = pm
+			continue
+		}
+		mergeUsage(sum, pm)
+	}
+	for k, v := range sum {
+		m[k] = v
+	}
 }
 
 func mergeUsage(dst, src map[string]any) {

@@ -20,6 +20,19 @@ func TestUsage(t *testing.T) {
 		{"a malformed first one adds nothing", []string{`{"a":`, `{"a":1}`}, `{"a":1}`, false},
 		{"a malformed one alone", []string{`[1]`}, "null", true},
 		{"floats", []string{`{"cost":0.5}`, `{"cost":0.25}`}, `{"cost":0.75}`, false},
+		// Anthropic's server-side compaction: the top level is the last
+		// pass, every pass billed; the rounds' sum counts them all.
+		{"a round of passes, then a plain one", []string{
+			`{"input_tokens":900,"output_tokens":10,"server_tool_use":{"web_search_requests":1},"iterations":[{"type":"compaction","input_tokens":50000,"output_tokens":800},{"type":"message","input_tokens":900,"output_tokens":10}]}`,
+			`{"input_tokens":1200,"output_tokens":20}`},
+			`{"input_tokens":52100,"output_tokens":830,"server_tool_use":{"web_search_requests":1}}`, false},
+		{"a plain round, then one of passes", []string{
+			`{"input_tokens":1200,"output_tokens":20}`,
+			`{"input_tokens":900,"output_tokens":10,"iterations":[{"type":"compaction","input_tokens":50000,"output_tokens":800,"cache_read_input_tokens":7},{"type":"message","input_tokens":900,"output_tokens":10}]}`},
+			`{"cache_read_input_tokens":7,"input_tokens":52100,"output_tokens":830}`, false},
+		{"one round of passes alone", []string{
+			`{"input_tokens":900,"output_tokens":10,"iterations":[{"type":"compaction","input_tokens":50000,"output_tokens":800},{"type":"message","input_tokens":900,"output_tokens":10}]}`},
+			`{"input_tokens":50900,"output_tokens":810}`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var u Usage
