@@ -298,6 +298,50 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// The proxy's tool_use reads its input as the SDKs do: the input_json_deltas
+// when there are any (they replace the start's), else the input the block
+// started with, which a server that sends the call whole puts there.
+func TestStreamToolInputFromStart(t *testing.T) {
+	start := func(input string) string {
+		return `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"load_skill","input":` + input + `}}`
+	}
+	delta := func(js string) string {
+		b, _ := json.Marshal(js)
+		return `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + string(b) + `}}`
+	}
+	for _, c := range []struct {
+		name   string
+		blocks []string
+		want   string
+	}{
+		{"deltas", []string{start(`{}`), delta(`{"skill_id":`), delta(`"pdf"}`)}, `{"skill_id":"pdf"}`},
+		{"whole in the start", []string{start(`{"skill_id":"pdf"}`)}, `{"skill_id":"pdf"}`},
+		{"deltas replace the start", []string{start(`{"skill_id":"x"}`), delta(`{"skill_id":"pdf"}`)}, `{"skill_id":"pdf"}`},
+		{"neither", []string{start(`{}`)}, `{}`},
+		{"no input at all", []string{`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"load_skill"}}`}, `{}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := Parse([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true}`))
+			s := r.NewStream(func(n string) bool { return n == "load_skill" })
+			events := []string{`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}`}
+			events = append(events, c.blocks...)
+			events = append(events, `{"type":"content_block_stop","index":0}`,
+				`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}`,
+				`{"type":"message_stop"}`)
+			_, end := runRound(s, false, sse(events...))
+			if end.Loop == nil || len(end.Loop.Calls) != 1 {
+				t.Fatalf("no loop: %+v", end)
+			}
+			if got := string(end.Loop.Calls[0].Arguments); got != c.want {
+				t.Errorf("arguments %s, want %s", got, c.want)
+			}
+			if !strings.Contains(string(end.Loop.Turn), `"input":`+c.want) {
+				t.Errorf("the follow-up's tool_use: %s", end.Loop.Turn)
+			}
+		})
+	}
+}
+
 // FuzzParse: validation never panics, answers 400 in API terms, and what it
 // accepts renders into a body it accepts again.
 func FuzzParse(f *testing.F) {

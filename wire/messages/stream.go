@@ -361,6 +361,13 @@ func (s *Stream) End(out []byte) ([]byte, wire.RoundEnd) {
 		if b.Owner == ownership.Proxy && b.typ == "tool_use" {
 			id := wire.CallID(b.id, "toolu", s.n-1, len(ans.Calls))
 			input := json.RawMessage(b.input.Bytes())
+			if len(bytes.TrimSpace(input)) == 0 {
+				// No input_json_delta: the input is the one the block
+				// started with, as the SDKs read it (the API starts with {}
+				// and streams the input; a server that sends it whole in
+				// content_block_start sends no deltas).
+				input = json.RawMessage(gjson.GetBytes(b.start, "input").Raw)
+			}
 			if len(bytes.TrimSpace(input)) == 0 || !json.Valid(input) {
 				input = json.RawMessage("{}")
 			}
