@@ -129,3 +129,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The skill envelopes go after the last message, or before a trailing
+// assistant message with "prefix": true (DeepSeek's and Mistral's prefix
+// completion: the API requires the prefix last, and the model continues it).
+func TestRenderEnvelopesBeforePrefix(t *testing.T) {
+	plan := &wire.Plan{Catalog: "C", CatalogJSON: wire.Quote("C"), EnvelopeRole: "user", Changed: true,
+		Envelopes: []wire.Envelope{{ID: "x", Text: "E", JSON: wire.Quote("E")}}}
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"after the last message",
+			`{"messages":[{"role":"user","content":"q"}]}`,
+			`{"messages":[{"role":"system","content":"C"},{"role":"user","content":"q"},{"role":"user","content":"E"}]}`},
+		{"before a prefix",
+			`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"q"}, {"role":"assistant","content":"x = ","prefix":true}],"stop":["\n"]}`,
+			`{"messages":[{"role":"system","content":"S\n\nC"},{"role":"user","content":"q"},{"role":"user","content":"E"}, {"role":"assistant","content":"x = ","prefix":true}],"stop":["\n"]}`},
+		{"before a prefix right after the catalog's message",
+			`{"messages":[{"role":"system","content":"S"},{"role":"assistant","content":"x","prefix":true}]}`,
+			`{"messages":[{"role":"system","content":"S\n\nC"},{"role":"user","content":"E"},{"role":"assistant","content":"x","prefix":true}]}`},
+		{"a new system message, then before a prefix",
+			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"x","prefix":true}]}`,
+			`{"messages":[{"role":"system","content":"C"},{"role":"user","content":"q"},{"role":"user","content":"E"},{"role":"assistant","content":"x","prefix":true}]}`},
+		{"an assistant message without prefix is history",
+			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","prefix":false}]}`,
+			`{"messages":[{"role":"system","content":"C"},{"role":"user","content":"q"},{"role":"assistant","content":"a","prefix":false},{"role":"user","content":"E"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Parse([]byte(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Render(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != c.want {
+				t.Errorf("rendered\n%s\nwant\n%s", out, c.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -120,6 +121,24 @@ func namesUsageAsk(s string) bool {
 	return strings.Contains(s, "stream_options") || strings.Contains(s, "include_usage")
 }
 
+// prefixed reports whether the request ends in an assistant message with
+// "prefix": true after some other message: a prefix the model is to
+// continue, which DeepSeek's and Mistral's APIs require to be the last message.
+func (r *Request) prefixed() bool {
+	if len(r.msgs) < 2 {
+		return false
+	}
+	m := r.msgs[len(r.msgs)-1]
+	if m.role != "assistant" {
+		return false
+	}
+	ms, err := jsonspan.Members(m.raw)
+	if err != nil {
+		return false
+	}
+	return string(bytes.TrimSpace(jsonspan.Raw(m.raw, ms, "prefix"))) == "true"
+}
+
 // render is Render without the ask for usage.
 func (r *Request) render(p *wire.Plan) ([]byte, error) {
 	if p == nil || !p.Changed {
@@ -164,6 +183,14 @@ func (r *Request) render(p *wire.Plan) ([]byte, error) {
 	n += len(tools) + len(`,"tools":`)
 	out := make([]byte, 0, n)
 
+	// The envelopes go after the last message, or before a trailing
+	// assistant message with "prefix": true (DeepSeek's and Mistral's prefix
+	// completion, which the model continues and which must come last).
+	cut := last.End
+	if len(p.Envelopes) > 0 && r.prefixed() {
+		cut = r.msgs[len(r.msgs)-2].at.End
+	}
+
 	// Up to the first message, [the new system message,] the messages with
 	// the catalog's message edited, the envelopes, the rest of the array.
 	out = append(out, body[:first.Start]...)
@@ -176,9 +203,9 @@ func (r *Request) render(p *wire.Plan) ([]byte, error) {
 		for _, part := range edited {
 			out = append(out, part...)
 		}
-		out = append(out, body[at.End:last.End]...)
+		out = append(out, body[at.End:cut]...)
 	} else {
-		out = append(out, body[first.Start:last.End]...)
+		out = append(out, body[first.Start:cut]...)
 	}
 	for _, env := range p.Envelopes {
 		out = append(out, `,{"role":`...)
@@ -187,6 +214,7 @@ func (r *Request) render(p *wire.Plan) ([]byte, error) {
 		out = append(out, env.JSON...)
 		out = append(out, '}')
 	}
+	out = append(out, body[cut:last.End]...)
 	rest := body[last.End:]
 	if !p.Tools.Changed() {
 		return append(out, rest...), nil
