@@ -57,7 +57,7 @@ func newToolGate(o *RewriteOptions, req *wire.Request, lib *skillLib, active []s
 	tg := &toolGate{gate: g, tools: make([]clientTool, len(req.Tools))}
 	anyGated := false
 	for i, ct := range req.Tools {
-		gated := ct.Name != "" && g.GatedTool(ct.Name)
+		gated := ct.Name != "" && !ct.Custom && g.GatedTool(ct.Name)
 		anyGated = anyGated || gated
 		tg.tools[i] = clientTool{name: ct.Name, gated: gated}
 	}

@@ -257,3 +257,37 @@ func TestClientLoadSkill(t *testing.T) {
 		})
 	}
 }
+
+// TestClientCustomToolNotShadowed: a custom (freeform) tool of the client's,
+// Chat's {"type":"custom","custom":{"name":...}}, names a tool as a function
+// does: the proxy adds no tool of that name (two tools of one name), and a
+// custom load_skill, which takes no skill_id, counts as the client's own.
+func TestClientCustomToolNotShadowed(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		absent  []string
+		present []string
+	}{
+		{ToolSearchSkills, []string{ToolSearchSkills}, []string{ToolLoadSkill}},
+		{ToolLoadSkill, []string{ToolLoadSkill, ToolSearchSkills}, nil},
+		{"apply_patch", nil, []string{ToolLoadSkill, ToolSearchSkills}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(`{"model":"m","messages":[{"role":"user","content":"check my query"}],"tools":[{"type":"custom","custom":{"name":"` + c.name + `"}}]}`)
+			rw := rewriteFixture(t, body, Decision{}, RewriteOptions{CatalogBudgetTokens: 250}, nil)
+			for _, n := range c.absent {
+				if slices.Contains(rw.Prompt.ToolNames, n) {
+					t.Errorf("the proxy offers %s beside the client's custom tool: %v", n, rw.Prompt.ToolNames)
+				}
+				if rw.Session.Handles(n) {
+					t.Errorf("the session answers the client's %s", n)
+				}
+			}
+			for _, n := range c.present {
+				if !slices.Contains(rw.Prompt.ToolNames, n) {
+					t.Errorf("%s not offered: %v", n, rw.Prompt.ToolNames)
+				}
+			}
+		})
+	}
+}

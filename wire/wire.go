@@ -43,13 +43,16 @@ type Turn struct {
 }
 
 // ClientTool is one entry of the client's tools, in order. Name is the
-// function's name; "" for tools that are not functions (built-in tools such
-// as web_search), which are never gated and never shadowed.
+// function's (or custom tool's) name; "" for built-in tools (such as
+// web_search), which are never gated and never shadowed.
 type ClientTool struct {
 	Name string
 	// Params is the function's parameter schema as sent (a slice of the
 	// request body; nil when it has none).
 	Params []byte
+	// Custom: a custom (freeform) tool of OpenAI's APIs, named by Name, which
+	// the proxy never shadows with a tool of its own but never gates either.
+	Custom bool
 }
 
 // ToolChoice is the client's tool_choice, in neutral terms.

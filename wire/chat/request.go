@@ -253,11 +253,16 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 }
 
 // clientTool reads a Chat tool definition's function.name and
-// function.parameters; the zero ClientTool for other kinds of tools.
+// function.parameters (a custom tool's custom.name); the zero ClientTool for
+// other kinds of tools.
 func clientTool(def []byte) wire.ClientTool {
 	ms, err := jsonspan.Members(def)
 	if err != nil {
 		return wire.ClientTool{}
+	}
+	if typ, _ := jsonspan.StringField(def, ms, "type"); typ == "custom" {
+		name, _ := jsonspan.StringAt(def, "custom", "name")
+		return wire.ClientTool{Name: name, Custom: true}
 	}
 	if typ, ok := jsonspan.StringField(def, ms, "type"); !ok || typ != "" && typ != "function" {
 		return wire.ClientTool{}

@@ -32,7 +32,7 @@ func TestParseView(t *testing.T) {
 	if v.API != wire.APIChat || v.Model != "m" || !v.Stream || v.User != "u1" || v.Choices != 1 {
 		t.Errorf("scalars %+v", v)
 	}
-	if len(v.Tools) != 2 || v.Tools[0].Name != "bash" || v.Tools[1].Name != "" {
+	if len(v.Tools) != 2 || v.Tools[0].Name != "bash" || v.Tools[0].Custom || v.Tools[1].Name != "patch" || !v.Tools[1].Custom {
 		t.Errorf("tools %+v", v.Tools)
 	}
 	if len(v.Called) != 1 || v.Called[0] != "bash" || len(v.ToolChoice.Named) != 1 {

@@ -269,14 +269,20 @@ func (r *Request) parseInput(raw []byte) error {
 // input_text parts.
 func outputText(raw json.RawMessage) string { return openai.ContentText(raw) }
 
-// functionTool reads a function tool's name and parameters; other tools
-// (built-in and custom tools, never gated) give the zero ClientTool.
+// functionTool reads a function tool's name and parameters, and a custom
+// tool's name (never gated); other tools (built-in, never gated) give the
+// zero ClientTool.
 func functionTool(def []byte) wire.ClientTool {
 	ms, err := jsonspan.Members(def)
 	if err != nil {
 		return wire.ClientTool{}
 	}
-	if typ, _ := jsonspan.StringField(def, ms, "type"); typ != "function" {
+	typ, _ := jsonspan.StringField(def, ms, "type")
+	if typ == "custom" {
+		name, _ := jsonspan.StringField(def, ms, "name")
+		return wire.ClientTool{Name: name, Custom: true}
+	}
+	if typ != "function" {
 		return wire.ClientTool{}
 	}
 	name, _ := jsonspan.StringField(def, ms, "name")

@@ -458,3 +458,23 @@ func TestParseMCPCall(t *testing.T) {
 		t.Errorf("mcp_call turn %+v", got)
 	}
 }
+
+// The client's tools by name: functions, and custom tools (never shadowed,
+// never gated); built-in tools have no name.
+func TestViewToolNames(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}},` +
+		`{"type":"custom","name":"apply_patch","format":{"type":"text"}},{"type":"web_search"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.View().Tools
+	want := []wire.ClientTool{{Name: "f", Params: []byte(`{"type":"object"}`)}, {Name: "apply_patch", Custom: true}, {}}
+	if len(got) != len(want) {
+		t.Fatalf("tools %+v", got)
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || got[i].Custom != want[i].Custom || string(got[i].Params) != string(want[i].Params) {
+			t.Errorf("tool %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
