@@ -7,7 +7,8 @@
 // Where the plan goes: the catalog is appended to the first system or
 // developer message (a text part for array content) or becomes a new first
 // system message; each auto-loaded envelope is a message of the plan's role
-// after the last one; the proxy's tools follow the client's (withheld
+// after the last one (or, for an upstream that refuses that order, inside
+// the last user message: see MergeEnvelopes); the proxy's tools follow the client's (withheld
 // client tools left out) in "tools". Every other byte stays as sent.
 package chat
 
@@ -42,6 +43,11 @@ type Request struct {
 	// askedUsage: the rewrite asked the upstream for usage that the client
 	// did not ask for (see Render); its stream then hides it.
 	askedUsage bool
+	// merge: Render puts the envelopes inside the last user message (see
+	// MergeEnvelopes); separate: it put them in messages of their own;
+	// plan: what it rendered, for WithEnvelopesMerged.
+	merge, separate bool
+	plan            *wire.Plan
 
 	// The client's output-token caps on the whole answer (see wire.Budget):
 	// max_completion_tokens, and the legacy max_tokens, which servers
@@ -63,11 +69,12 @@ type Request struct {
 
 // message is one message of the request.
 type message struct {
-	raw  []byte        // the message's bytes in the body
-	at   jsonspan.Span // where raw sits in body
-	role string
-	text string // text parts joined by newlines
-	tool string // a tool result's tool (see wire.Turn.Tool)
+	raw   []byte        // the message's bytes in the body
+	at    jsonspan.Span // where raw sits in body
+	role  string
+	text  string // text parts joined by newlines
+	tool  string // a tool result's tool (see wire.Turn.Tool)
+	calls bool   // an assistant message with tool_calls
 }
 
 // Parse validates a chat.completions body and locates its parts. Client
@@ -230,6 +237,7 @@ func parseMessage(raw []byte, i int, called map[string]bool, calledList *[]strin
 		if ts, ok := jsonspan.Value(ms, "tool_calls"); ok {
 			calls := raw[ts.Start:ts.End]
 			els, _ := jsonspan.Elements(calls)
+			m.calls = len(els) > 0
 			for _, e := range els {
 				n, _ := jsonspan.StringAt(calls[e.Start:e.End], "function", "name")
 				if n != "" && !called[n] {

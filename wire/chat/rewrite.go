@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +17,13 @@ import (
 // A capped stream that offers the proxy's tools also asks for usage (see
 // asksUsage).
 func (r *Request) Render(p *wire.Plan) ([]byte, error) {
-	out, err := r.render(p)
-	if err != nil || !r.asksUsage(p) {
-		return out, err
+	out, separate, err := r.render(p)
+	if err != nil {
+		return nil, err
+	}
+	r.plan, r.separate = p, separate
+	if !r.asksUsage(p) {
+		return out, nil
 	}
 	if out, err = withUsage(out); err != nil {
 		return nil, err
@@ -93,22 +98,24 @@ func (r *Request) UsageAskRefused(refusal []byte) bool {
 	if json.Unmarshal(refusal, &v) != nil {
 		return namesUsageAsk(string(refusal)) // text, or JSON cut short
 	}
-	return mentionsUsageAsk(v)
+	return mentions(v, namesUsageAsk)
 }
 
-// mentionsUsageAsk walks a decoded refusal for namesUsageAsk.
-func mentionsUsageAsk(v any) bool {
+// mentions walks a decoded refusal for a string or member name that names
+// reports true of, but for what it echoes of the request ("input",
+// "input_value").
+func mentions(v any, names func(string) bool) bool {
 	switch v := v.(type) {
 	case string:
-		return namesUsageAsk(v)
+		return names(v)
 	case []any:
-		return slices.ContainsFunc(v, mentionsUsageAsk)
+		return slices.ContainsFunc(v, func(e any) bool { return mentions(e, names) })
 	case map[string]any:
 		for k, e := range v {
 			if k == "input" || k == "input_value" {
 				continue
 			}
-			if namesUsageAsk(k) || mentionsUsageAsk(e) {
+			if names(k) || mentions(e, names) {
 				return true
 			}
 		}
@@ -139,10 +146,11 @@ func (r *Request) prefixed() bool {
 	return string(bytes.TrimSpace(jsonspan.Raw(m.raw, ms, "prefix"))) == "true"
 }
 
-// render is Render without the ask for usage.
-func (r *Request) render(p *wire.Plan) ([]byte, error) {
+// render is Render without the ask for usage; separate reports whether it
+// put envelopes in messages of their own (see MergeEnvelopes).
+func (r *Request) render(p *wire.Plan) (out []byte, separate bool, err error) {
 	if p == nil || !p.Changed {
-		return r.body, nil
+		return r.body, false, nil
 	}
 	body := r.body
 	first, last := r.msgs[0].at, r.msgs[len(r.msgs)-1].at
@@ -158,15 +166,27 @@ func (r *Request) render(p *wire.Plan) ([]byte, error) {
 			}
 		}
 		if target >= 0 {
-			var err error
 			if edited, err = withCatalog(r.msgs[target], p.CatalogJSON); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if edited == nil { // no system message, or one whose content cannot take text
 			newSystem = slices.Concat([]byte(`{"role":"system","content":`), p.CatalogJSON, []byte{'}'})
 		}
 	}
+	// The envelopes' message when they go inside the last user message
+	// (MergeEnvelopes), else nil.
+	into, merged := r.mergeInto(p), [][]byte(nil)
+	if into >= 0 {
+		quoted := make([][]byte, len(p.Envelopes))
+		for i, e := range p.Envelopes {
+			quoted[i] = e.JSON
+		}
+		if merged, err = withTexts(r.msgs[into], quoted...); err != nil {
+			return nil, false, err
+		}
+	}
+	separate = merged == nil && len(p.Envelopes) > 0
 	roleJSON := wire.Quote(p.EnvelopeRole)
 
 	// Size the output exactly enough (JSON escaping makes the quoted texts
@@ -176,51 +196,76 @@ func (r *Request) render(p *wire.Plan) ([]byte, error) {
 	for _, part := range edited {
 		n += len(part)
 	}
-	for _, e := range p.Envelopes {
-		n += len(e.JSON) + len(roleJSON) + 32
+	for _, part := range merged {
+		n += len(part)
+	}
+	if separate {
+		for _, e := range p.Envelopes {
+			n += len(e.JSON) + len(roleJSON) + 32
+		}
 	}
 	tools := r.toolsJSON(p.Tools)
 	n += len(tools) + len(`,"tools":`)
-	out := make([]byte, 0, n)
+	out = make([]byte, 0, n)
 
 	// The envelopes go after the last message, or before a trailing
 	// assistant message with "prefix": true (DeepSeek's and Mistral's prefix
 	// completion, which the model continues and which must come last).
 	cut := last.End
-	if len(p.Envelopes) > 0 && r.prefixed() {
+	if separate && r.prefixed() {
 		cut = r.msgs[len(r.msgs)-2].at.End
 	}
 
+	// The messages edited, in body order: the catalog's (a system or
+	// developer message) and the one the envelopes go into (a user
+	// message), both before cut.
+	type edit struct {
+		at    jsonspan.Span
+		parts [][]byte
+	}
+	edits := make([]edit, 0, 2)
+	if edited != nil {
+		edits = append(edits, edit{r.msgs[target].at, edited})
+	}
+	if merged != nil {
+		edits = append(edits, edit{r.msgs[into].at, merged})
+		if len(edits) == 2 && target > into {
+			edits[0], edits[1] = edits[1], edits[0]
+		}
+	}
+
 	// Up to the first message, [the new system message,] the messages with
-	// the catalog's message edited, the envelopes, the rest of the array.
+	// the edited ones replaced, the envelopes, the rest of the array.
 	out = append(out, body[:first.Start]...)
 	if newSystem != nil {
 		out = append(append(out, newSystem...), ',')
 	}
-	if edited != nil {
-		at := r.msgs[target].at
-		out = append(out, body[first.Start:at.Start]...)
-		for _, part := range edited {
+	pos := first.Start
+	for _, e := range edits {
+		out = append(out, body[pos:e.at.Start]...)
+		for _, part := range e.parts {
 			out = append(out, part...)
 		}
-		out = append(out, body[at.End:cut]...)
-	} else {
-		out = append(out, body[first.Start:cut]...)
+		pos = e.at.End
 	}
-	for _, env := range p.Envelopes {
-		out = append(out, `,{"role":`...)
-		out = append(out, roleJSON...)
-		out = append(out, `,"content":`...)
-		out = append(out, env.JSON...)
-		out = append(out, '}')
+	out = append(out, body[pos:cut]...)
+	if separate {
+		for _, env := range p.Envelopes {
+			out = append(out, `,{"role":`...)
+			out = append(out, roleJSON...)
+			out = append(out, `,"content":`...)
+			out = append(out, env.JSON...)
+			out = append(out, '}')
+		}
 	}
 	out = append(out, body[cut:last.End]...)
 	rest := body[last.End:]
 	if !p.Tools.Changed() {
-		return append(out, rest...), nil
+		return append(out, rest...), separate, nil
 	}
 	if tools == nil { // gating emptied the tools
-		return withoutTools(append(out, rest...))
+		out, err = withoutTools(append(out, rest...))
+		return out, separate, err
 	}
 
 	// Tools replace the client's array (or null), or are added as the last member.
@@ -234,11 +279,11 @@ func (r *Request) render(p *wire.Plan) ([]byte, error) {
 	}
 	if at.Start < last.End {
 		// tools come before messages: out still has the body's bytes there.
-		return jsonspan.Splice(append(out, rest...), at, tools), nil
+		return jsonspan.Splice(append(out, rest...), at, tools), separate, nil
 	}
 	out = append(out, body[last.End:at.Start]...)
 	out = append(out, tools...)
-	return append(out, body[at.End:]...), nil
+	return append(out, body[at.End:]...), separate, nil
 }
 
 // toolsJSON renders the tools array of ts (see wire.ToolSet.Elements);
@@ -252,45 +297,84 @@ func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
 }
 
 // withCatalog returns message m with the catalog (given JSON-encoded)
-// appended to its content, as parts to concatenate: "\n\n"+catalog for
-// string content, a text part for array content, the catalog itself for
-// null or missing content. nil means the content has another shape (Parse
-// rejects those) and m is left alone. The common case, string content, is returned as slices of
-// m and the catalog, so that Render copies the ~10 KB catalog once, not
-// three times.
+// appended to its content, as parts to concatenate (see withTexts). The
+// common case, string content, is returned as slices of m and the catalog,
+// so that Render copies the ~10 KB catalog once, not three times.
 func withCatalog(m message, quoted []byte) ([][]byte, error) {
+	return withTexts(m, quoted)
+}
+
+// withTexts returns message m with texts (each JSON-encoded) appended to
+// its content, as parts to concatenate: "\n\n" and the texts joined by
+// "\n\n" for string content (no leading separator when it is empty), one
+// text part each for array content, the texts joined by "\n\n" for null
+// or missing content. nil means the content has another shape (Parse
+// rejects those) and m is left alone.
+func withTexts(m message, quoted ...[]byte) ([][]byte, error) {
 	ms, err := jsonspan.Members(m.raw)
 	if err != nil {
 		return nil, err
 	}
 	cs, ok := jsonspan.Value(ms, "content")
 	if !ok || jsonspan.IsNull(m.raw[cs.Start:cs.End]) {
-		whole, err := jsonspan.Set(m.raw, "content", quoted)
+		whole, err := jsonspan.Set(m.raw, "content", joinQuoted(quoted))
 		return [][]byte{whole}, err
 	}
 	content := m.raw[cs.Start:cs.End]
 	switch content[0] {
 	case '"':
-		open, rest, err := jsonspan.QuotedParts(content, quoted)
+		open, rest, err := jsonspan.QuotedParts(content, quoted[len(quoted)-1])
 		if err != nil {
 			return nil, err
 		}
 		sep := []byte(nil)
 		if m.text != "" {
-			sep = []byte(`\n\n`)
+			sep = paragraph
 		}
 		// The message up to the content's closing quote, the separator, the
-		// catalog from after its opening quote, the rest of the message.
-		return [][]byte{m.raw[:cs.Start], open, sep, rest, m.raw[cs.End:]}, nil
+		// texts but the last without their quotes, each followed by a
+		// separator, the last from after its opening quote, the rest of the
+		// message.
+		parts := make([][]byte, 0, 5+2*(len(quoted)-1))
+		parts = append(parts, m.raw[:cs.Start], open, sep)
+		for _, q := range quoted[:len(quoted)-1] {
+			if len(q) < 2 || q[0] != '"' {
+				return nil, errors.New("chat: not a JSON string")
+			}
+			parts = append(parts, q[1:len(q)-1], paragraph)
+		}
+		return append(parts, rest, m.raw[cs.End:]), nil
 	case '[':
-		part := slices.Concat([]byte(`{"type":"text","text":`), quoted, []byte{'}'})
-		edited, err := jsonspan.Append(content, part)
+		textParts := make([][]byte, len(quoted))
+		for i, q := range quoted {
+			textParts[i] = slices.Concat([]byte(`{"type":"text","text":`), q, []byte{'}'})
+		}
+		edited, err := jsonspan.Append(content, textParts...)
 		if err != nil {
 			return nil, err
 		}
 		return [][]byte{jsonspan.Splice(m.raw, cs, edited)}, nil
 	}
 	return nil, nil
+}
+
+// paragraph separates texts appended to a content, JSON-escaped.
+var paragraph = []byte(`\n\n`)
+
+// joinQuoted joins JSON strings into one JSON string of their texts
+// separated by "\n\n".
+func joinQuoted(quoted [][]byte) []byte {
+	if len(quoted) == 1 {
+		return quoted[0]
+	}
+	out := []byte{'"'}
+	for i, q := range quoted {
+		if i > 0 {
+			out = append(out, paragraph...)
+		}
+		out = append(out, bytes.TrimSuffix(bytes.TrimPrefix(q, []byte{'"'}), []byte{'"'})...)
+	}
+	return append(out, '"')
 }
 
 // withoutTools drops tools, tool_choice and parallel_tool_calls from a body

@@ -89,7 +89,7 @@ func renderedWithoutAsk(t *testing.T, body string, p *wire.Plan) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.render(p)
+	out, _, err := r.render(p)
 	if err != nil {
 		t.Fatal(err)
 	}
