@@ -45,6 +45,7 @@ func (s *Server) complete(c echo.Context, info *reqInfo, rt *routed) {
 			return
 		}
 		if round == 0 {
+			resp, body = s.resendRefused(ctx, rt, r, resp, body, exchangeAnswer, info)
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeAnswer, info)
 		}
 		info.answered(resp)

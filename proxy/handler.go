@@ -141,6 +141,7 @@ func (s *Server) route(ctx context.Context, a api, h http.Header, body []byte, i
 	rw, err := arm.rw.Rewrite(ctx, view, ov)
 	var rendered []byte
 	if err == nil && rw != nil && rw.Plan != nil {
+		s.mergeEnvelopes(parsed)
 		rendered, err = parsed.Render(rw.Plan)
 	} else if err == nil && rw != nil {
 		rendered = body // disabled: as sent

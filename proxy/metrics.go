@@ -37,6 +37,7 @@ type metrics struct {
 	storedRepairs       *prometheus.CounterVec   // outcome (state.go)
 	stateUnknown        prometheus.Counter       // presence.go
 	usageAskResent      *prometheus.CounterVec   // outcome (usage.go)
+	envelopeOrderResent *prometheus.CounterVec   // outcome (envelopes.go)
 	hiddenDeletes       *prometheus.CounterVec   // outcome (hidden.go)
 	conversationDeletes *prometheus.CounterVec   // outcome (takeback.go)
 	droppedCalls        *prometheus.CounterVec   // arm
@@ -134,6 +135,11 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 			Help: "Upstream refusals (400, 422) naming stream_options of streamed Chat requests the proxy had added stream_options.include_usage to, sent again without it, by outcome: " +
 				"accepted (the upstream takes no stream_options: output-token caps are not enforced across its hidden rounds), refused (answered otherwise, relayed as it came), failed (not sent: the first refusal is relayed).",
 		}, []string{"outcome"}),
+		envelopeOrderResent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "envelope_order_resent_total",
+			Help: "Upstream refusals (400, 422) naming a role-order rule (mistral-common's \"Unexpected role\", a chat template's \"roles must alternate\") of Chat requests the proxy had added skill envelopes to as messages of their own, " +
+				"sent again with the envelopes inside the last user message, by outcome: accepted (later Chat requests are rendered so from the start), refused (answered otherwise, relayed as it came), failed (not sent: the first refusal is relayed).",
+		}, []string{"outcome"}),
 		hiddenDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "hidden_responses_deleted_total",
 			Help: "Responses (and Chat Completions with store: true) stored upstream by the proxy's hidden tool rounds that the client never got an id for, deleted after the request, " +
@@ -162,7 +168,7 @@ func newMetrics(reg *prometheus.Registry, lib Library, bodies *atomic.Int64) (*m
 	}
 	cs := []prometheus.Collector{m.requests, m.duration, m.routing, m.upstreamLatency, m.selected,
 		m.fallbacks, m.cacheHits, m.addedTokens, m.rewriteErrors, m.beforeReady, m.toolCalls, m.toolRounds, m.exhausted,
-		m.droppedCalls, m.storedRepairs, m.stateUnknown, m.usageAskResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
+		m.droppedCalls, m.storedRepairs, m.stateUnknown, m.usageAskResent, m.envelopeOrderResent, m.hiddenDeletes, m.conversationDeletes, m.upstreamErrors, m.strayLines}
 	cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "request_bodies_held_bytes",
 		Help: "Bytes of routed request bodies held, bounded by server.body_memory (requests that find no room wait, then get 503 server_busy).",

@@ -166,6 +166,10 @@ type Server struct {
 	keepAliveEvery time.Duration
 	keys           atomic.Pointer[[]string] // the client keys (guard.go): Access.APIKeys, then SetAPIKeys'
 	clientIDSecret []byte                   // Access.ClientIDSecret, or random
+	// envelopesMerged: the OpenAI-format upstream refused skill envelopes
+	// as Chat messages of their own; Chat requests get them inside the last
+	// user message from then on (envelopes.go).
+	envelopesMerged atomic.Bool
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context

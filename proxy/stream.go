@@ -84,7 +84,7 @@ func (s *Server) stream(c echo.Context, info *reqInfo, rt *routed) {
 			return
 		}
 		if round == 0 {
-			resp, body = s.resendWithoutUsageAsk(ctx, rt, r, resp, body, info)
+			resp, body = s.resendRefused(ctx, rt, r, resp, body, exchangeStream, info)
 			resp, body = s.repairStored(ctx, rt, r, resp, body, exchangeStream, info)
 		}
 		info.answered(resp)
