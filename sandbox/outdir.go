@@ -22,7 +22,8 @@ import (
 const convMarker = ".skillrouter-conversation"
 
 const (
-	maxSnapshotEntries = 10000 // files walked per output-directory snapshot
+	maxSnapshotEntries = 10000 // entries (files and folders) walked per output-directory snapshot
+	snapshotBatch      = 256   // entries read from a folder at a time
 	maxListedFiles     = 200   // files reported per execution
 )
 
@@ -132,33 +133,54 @@ type FileChange struct {
 	Status string `json:"status"` // created | modified
 }
 
-// snapshot records the files under dir without following symlinks.
-func snapshot(dir string) (map[string]fileState, bool) {
-	files := map[string]fileState{}
-	complete := true
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// snapshot records the files under dir without following symlinks. It
+// visits at most maxSnapshotEntries entries, folders included, and reads
+// each folder in batches: the script owns dir, and a tree of a million
+// empty folders, or one folder of a million files, would otherwise cost the
+// proxy time and memory outside the script's timeout, before and after
+// every later execution of the conversation. complete is false when the
+// budget ran out.
+func snapshot(dir string) (files map[string]fileState, complete bool) {
+	files = map[string]fileState{}
+	visited := 0
+	stack := []string{dir}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f, err := os.Open(d)
 		if err != nil {
-			return nil // unreadable entries are skipped, not fatal
+			continue // unreadable folders are skipped, not fatal
 		}
-		if len(files) >= maxSnapshotEntries {
-			complete = false
-			return fs.SkipAll
+		for {
+			ents, err := f.ReadDir(snapshotBatch)
+			for _, e := range ents {
+				if visited >= maxSnapshotEntries {
+					f.Close()
+					return files, false
+				}
+				visited++
+				p := filepath.Join(d, e.Name())
+				if e.IsDir() {
+					stack = append(stack, p)
+					continue
+				}
+				info, err := e.Info()
+				if err != nil {
+					continue
+				}
+				rel, err := filepath.Rel(dir, p)
+				if err != nil {
+					continue
+				}
+				files[filepath.ToSlash(rel)] = fileState{size: info.Size(), mtime: info.ModTime(), mode: info.Mode()}
+			}
+			if err != nil || len(ents) == 0 {
+				break
+			}
 		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return nil
-		}
-		files[filepath.ToSlash(rel)] = fileState{size: info.Size(), mtime: info.ModTime(), mode: info.Mode()}
-		return nil
-	})
-	return files, complete
+		f.Close()
+	}
+	return files, true
 }
 
 // diffFiles lists files created or changed between two snapshots, by path.
