@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -147,5 +148,65 @@ socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(); print("inet ok")
 	}
 	if !strings.Contains(res.Stdout, "socketpair x") || !strings.Contains(res.Stdout, "inet ok") {
 		t.Errorf("socketpair or an internet socket refused:\n%+v", res)
+	}
+}
+
+// TestScriptCannotReachUnixDatagramSockets: socketpair stays allowed for a
+// process and its children, but a datagram socket of a pair is not tied to
+// its peer: sendto() with a path, or connect() again, reaches any datagram
+// socket named by a path (syslog's /dev/log, journald's), which the filter
+// keeps socket(AF_UNIX) from reaching. A datagram pair is refused; stream
+// and seqpacket pairs, which cannot be pointed elsewhere, are not.
+func TestScriptCannotReachUnixDatagramSockets(t *testing.T) {
+	requireProgram(t, "python3")
+	if seccompArch() == 0 {
+		t.Skip("no seccomp filter for this architecture")
+	}
+	p, _ := newTestProvider(t, nil)
+	if p.runner.confinement() == "none" {
+		t.Skip("no supervisor here")
+	}
+	sock := filepath.Join(t.TempDir(), "dgram.sock")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 4)
+	go func() {
+		buf := make([]byte, 100)
+		for {
+			n, _, err := ln.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	sk := scriptSkill(t, "dgram", "dgram.py", `import socket, sys
+for name, kind in (("dgram", socket.SOCK_DGRAM), ("dgram-nonblock", socket.SOCK_DGRAM | socket.SOCK_NONBLOCK)):
+    try:
+        a, b = socket.socketpair(socket.AF_UNIX, kind)
+    except OSError as e:
+        print(name, "refused", e.errno)
+        continue
+    try:
+        a.sendto(b"sent past the sandbox", sys.argv[1]); print(name, "sent")
+    except OSError as e:
+        print(name, "send failed", e.errno)
+for name, kind in (("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQPACKET)):
+    a, b = socket.socketpair(socket.AF_UNIX, kind)
+    a.sendall(b"x"); print(name, "pair", b.recv(1).decode())
+`)
+	res := execute(t, p, sk, "c-dgram", "scripts/dgram.py", sock)
+	select {
+	case m := <-got:
+		t.Errorf("a confined script sent %q to a Unix datagram socket outside the sandbox:\n%+v", m, res)
+	case <-time.After(200 * time.Millisecond):
+	}
+	for _, want := range []string{"dgram refused 13", "dgram-nonblock refused 13", "stream pair x", "seqpacket pair x"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("want %q in the script's output:\n%+v", want, res)
+		}
 	}
 }
