@@ -495,9 +495,27 @@ func TestConversationDirectoriesAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(filepath.Join(old.root, convMarker), stale, stale); err != nil {
+	// Last used two hours ago, as the proxy records it.
+	if err := os.WriteFile(filepath.Join(old.root, convMarker), []byte(strconv.FormatInt(stale.UnixNano(), 10)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A marker an older version left empty: its mtime counts.
+	legacy, err := p.conversationDirs("legacy-conv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(legacy.root, convMarker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(filepath.Join(legacy.root, convMarker), stale, stale)
+	// In use, but a script of another conversation (its user owns every
+	// marker; Landlock does not restrict utimes) set the marker's mtime
+	// back to have the sweeper remove it.
+	used, err := p.conversationDirs("used-conv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(filepath.Join(used.root, convMarker), stale, stale)
 	foreign := filepath.Join(p.cfg.OutputRoot, "not-ours")
 	if err := os.Mkdir(foreign, 0o700); err != nil {
 		t.Fatal(err)
@@ -519,6 +537,12 @@ func TestConversationDirectoriesAreSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(old.root); !os.IsNotExist(err) {
 		t.Error("stale conversation directory kept")
+	}
+	if _, err := os.Stat(legacy.root); !os.IsNotExist(err) {
+		t.Error("stale conversation directory with an empty marker kept")
+	}
+	if _, err := os.Stat(used.root); err != nil {
+		t.Error("a conversation directory in use removed: the sweeper went by a marker mtime a script can set")
 	}
 	if _, err := os.Stat(foreign); err != nil {
 		t.Error("a directory without the marker was removed")

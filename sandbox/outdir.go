@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,12 +72,17 @@ func (p *Provider) conversationDirs(conv string) (*convDirs, error) {
 	if err := checkPrivate(p.cfg.OutputRoot); err != nil {
 		return nil, err
 	}
+	// The marker holds the conversation's last use, for the sweeper: in
+	// its content, which a confined script cannot write (the folder
+	// holding it is not one of its writable ones), not only in its mtime,
+	// which the script's user, the file's owner, can set to any time
+	// (Landlock does not restrict utimes) to have the sweeper remove
+	// another conversation's folder.
 	marker := filepath.Join(root, convMarker)
-	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+	now := time.Now()
+	if err := os.WriteFile(marker, []byte(strconv.FormatInt(now.UnixNano(), 10)), 0o600); err != nil {
 		return nil, fmt.Errorf("sandbox: conversation directory: %w", err)
 	}
-	// The marker's mtime is the conversation's last use, for the sweeper.
-	now := time.Now()
 	_ = os.Chtimes(marker, now, now)
 	p.maybeSweep(now)
 	return d, nil
@@ -109,14 +115,32 @@ func (p *Provider) maybeSweep(now time.Time) {
 			// lasts at most exec.timeout.
 			used, age = dir, max(ttl, time.Hour)
 		}
-		info, err := os.Stat(used)
-		if err != nil || now.Sub(info.ModTime()) < age {
+		last, err := lastUse(used)
+		if err != nil || now.Sub(last) < age {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			p.log.Warn("sandbox: removing old conversation directory", "dir", dir, "err", err)
 		}
 	}
+}
+
+// lastUse is when the conversation whose marker (or --help-json folder)
+// is at p was last used: the time the proxy wrote into the marker, or its
+// mtime for a folder or a marker an older version left empty.
+func lastUse(p string) (time.Time, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if info.Mode().IsRegular() && info.Size() > 0 && info.Size() < 64 {
+		if b, err := os.ReadFile(p); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				return time.Unix(0, n), nil
+			}
+		}
+	}
+	return info.ModTime(), nil
 }
 
 // fileState is what a snapshot remembers of one file.
