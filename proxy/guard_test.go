@@ -337,7 +337,7 @@ func TestMisdirectedPathsWarn(t *testing.T) {
 		if resp.StatusCode != 404 || !strings.Contains(string(b), tc.hint) || len(h.up.Requests()) != 0 {
 			t.Errorf("%s: %d %s", tc.path, resp.StatusCode, b)
 		}
-		if line := findLogLine(h.logText(), tc.path); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, tc.hint) {
+		if line := h.requestLine(tc.path); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, tc.hint) {
 			t.Errorf("%s: log line %s", tc.path, line)
 		}
 	}
@@ -353,7 +353,7 @@ func TestMessages404HintsAnthropicUpstream(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if line := findLogLine(h.logText(), "/v1/messages"); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, `"hint":"the upstream answered 404`) {
+	if line := h.requestLine("/v1/messages"); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, `"hint":"the upstream answered 404`) {
 		t.Errorf("log line %s", line)
 	}
 }

@@ -180,6 +180,17 @@ func TestSlowReaderIsNotCut(t *testing.T) {
 }
 
 // findLogLine is the request log line of path, or "".
+// requestLine waits for the access-log line of a request to path: the line
+// is written once the handler returns, which may be after the client has
+// read the answer.
+func (h *harness) requestLine(path string) string {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if l := findLogLine(h.logText(), path); l != "" || time.Now().After(deadline) {
+			return l
+		}
+	}
+}
+
 func findLogLine(logs, path string) string {
 	for _, l := range strings.Split(logs, "\n") {
 		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"path":"`+path+`"`) {

@@ -86,7 +86,9 @@ func TestExecuteNonZeroExit(t *testing.T) {
 }
 
 func TestExecuteTimeoutKillsTree(t *testing.T) {
-	p, _ := newTestProvider(t, func(c *Config) { c.Timeout = 300 * time.Millisecond })
+	// 2 s: time for the script to start and write its child's pid on a
+	// loaded machine (300 ms was not always enough under -race).
+	p, _ := newTestProvider(t, func(c *Config) { c.Timeout = 2 * time.Second })
 	start := time.Now()
 	res := execute(t, p, fixtureSkill(t, "scripts-demo"), "c", "scripts/sleep.sh")
 	elapsed := time.Since(start)
