@@ -135,6 +135,20 @@ func (e *budgetError) Error() string { return e.werr.Message }
 // is answered.
 func (s *Server) readHeldBody(r *http.Request) ([]byte, *bodyHold, *wire.Error) {
 	h := &bodyHold{b: s.bodies}
+	// The first step is taken before the first byte is read: net/http
+	// sends a client that waits for 100 Continue its go-ahead on that
+	// read, so a request that finds no room is answered 503 before it
+	// sends its body, not after (a body over the limit is refused unread
+	// by readBody, and takes nothing).
+	if cl := r.ContentLength; cl != 0 && cl <= s.cfg.BodyLimit {
+		first := int64(heldStep)
+		if cl > 0 {
+			first = min(first, cl)
+		}
+		if werr := h.grow(r.Context(), first); werr != nil {
+			return nil, h, werr
+		}
+	}
 	// The hold reads through r.Body without replacing it: net/http must
 	// still see its own reader after the handler, to answer a client that
 	// waited for 100 Continue and to close the connection of a body left

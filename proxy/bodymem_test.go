@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -179,5 +180,34 @@ func TestHeldReader(t *testing.T) {
 				t.Errorf("%d held after release", b.held.Load())
 			}
 		})
+	}
+}
+
+// TestBodyMemoryFullBeforeContinue: a request that finds no room in the
+// budget is answered 503 before net/http sends a client waiting with
+// Expect: 100-continue its go-ahead, so the client does not upload a body
+// that is refused (the hold taken as bytes arrive sent 100 Continue first).
+func TestBodyMemoryFullBeforeContinue(t *testing.T) {
+	const limit = 1 << 20
+	h := newHarness(t, func(c *Config) { c.BodyLimit, c.BodyMemory = limit, limit })
+	h.srv.bodies.wait.Store(int64(100 * time.Millisecond))
+	if err := h.srv.bodies.sem.Acquire(context.Background(), limit); err != nil {
+		t.Fatal(err)
+	}
+	defer h.srv.bodies.sem.Release(limit)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", conn.RemoteAddr(), limit/2)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(line, "HTTP/1.1 503 ") {
+		t.Fatalf("the answer to a request the budget has no room for starts %q, want 503 before any 100 Continue", line)
 	}
 }
