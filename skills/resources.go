@@ -43,8 +43,9 @@ type lister struct {
 	// conv is the convention of the skill's root. Found by convention,
 	// every entry the walk visits must pass its rule (checkEntry); the
 	// first that does not ends the walk, in refused.
-	conv    Root
-	refused *refusal
+	conv     Root
+	refused  *refusal
+	unlisted int // entries checkUnlisted has read (maxUnlistedEntries)
 }
 
 // refusal is the file or folder of a skill found by convention that
@@ -131,6 +132,11 @@ func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 		}
 		name := e.Name()
 		if Ignored(name) {
+			if l.conv.base != "" {
+				if l.checkUnlisted(filepath.Join(dir, name), e, len(stack)); l.refused != nil {
+					return
+				}
+			}
 			continue
 		}
 		p := filepath.Join(dir, name)
@@ -265,6 +271,48 @@ func (l *lister) checkEntry(p string, e os.DirEntry) fs.FileInfo {
 		}
 	}
 	return info
+}
+
+// Bounds of checkUnlisted's walk of the folders the listing leaves out: a
+// skill found by convention with more, or deeper, is not loaded, since
+// what the walk did not reach is not checked.
+const (
+	maxUnlistedDepth   = 64
+	maxUnlistedEntries = 100_000
+)
+
+// checkUnlisted applies checkEntry's rule to p, an entry the listing leaves
+// out (hidden files, node_modules, __pycache__; Ignored), and to
+// everything in it when it is a folder: interpreters load code from them
+// (a .pyc in __pycache__ runs in place of its source, a module in
+// node_modules, a .env a script reads its settings from), so whoever could
+// change them chooses what a script does as this user. depth is how many
+// folders p lies below the skill folder.
+func (l *lister) checkUnlisted(p string, e os.DirEntry, depth int) {
+	info := l.checkEntry(p, e)
+	if l.refused != nil || info == nil || !info.IsDir() {
+		return // a link is checked where it leads by checkEntry
+	}
+	if depth >= maxUnlistedDepth {
+		l.refused = &refusal{path: p, err: fmt.Errorf("%s nests more than %d levels below the skill folder, deeper than the check goes", p, maxUnlistedDepth),
+			fix: "remove it"}
+		return
+	}
+	sub, err := os.ReadDir(p)
+	if err != nil {
+		l.refused = &refusal{path: p, err: fmt.Errorf("cannot check %s: %w", p, pathErr(err)), fix: "make it readable"}
+		return
+	}
+	for _, s := range sub {
+		if l.unlisted++; l.unlisted > maxUnlistedEntries {
+			l.refused = &refusal{path: p, err: fmt.Errorf("more than %d files in folders the listing leaves out (%s among them), more than the check reads", maxUnlistedEntries, p),
+				fix: "remove what the skill does not need"}
+			return
+		}
+		if l.checkUnlisted(filepath.Join(p, s.Name()), s, depth+1); l.refused != nil {
+			return
+		}
+	}
 }
 
 // displayRel names a folder inside the skill relative to it.

@@ -298,6 +298,27 @@ func TestConventionalScanChecksSkillFiles(t *testing.T) {
 		{"folders nesting deeper than the check", false, func(t *testing.T, sk, _ string) {
 			writeFile(t, filepath.Join(sk, "assets", strings.Repeat("d/", maxDepth+1), "x.txt"), "x\n")
 		}, "assets/" + strings.TrimSuffix(strings.Repeat("d/", maxDepth), "/"), "deeper than the check goes"},
+		{"bytecode folder every user can write", false, func(t *testing.T, sk, _ string) {
+			writeFile(t, filepath.Join(sk, "scripts", "__pycache__", "run.cpython-312.pyc"), "x")
+			chmod(t, filepath.Join(sk, "scripts", "__pycache__"), 0o777)
+		}, "scripts/__pycache__", "__pycache__ is writable by other users (mode 0777)"},
+		{"bytecode every user can write", false, func(t *testing.T, sk, _ string) {
+			writeFile(t, filepath.Join(sk, "scripts", "__pycache__", "run.cpython-312.pyc"), "x")
+			chmod(t, filepath.Join(sk, "scripts", "__pycache__", "run.cpython-312.pyc"), 0o666)
+		}, "scripts/__pycache__/run.cpython-312.pyc", "run.cpython-312.pyc is writable by other users (mode 0666)"},
+		{"a module every user can write", false, func(t *testing.T, sk, _ string) {
+			writeFile(t, filepath.Join(sk, "scripts", "node_modules", "lib", "index.js"), "x")
+			chmod(t, filepath.Join(sk, "scripts", "node_modules", "lib", "index.js"), 0o666)
+		}, "scripts/node_modules/lib/index.js", "index.js is writable by other users (mode 0666)"},
+		{"a hidden settings file every user can write", false, func(t *testing.T, sk, _ string) {
+			writeFile(t, filepath.Join(sk, ".env"), "X=1\n")
+			chmod(t, filepath.Join(sk, ".env"), 0o666)
+		}, ".env", ".env is writable by other users (mode 0666)"},
+		{"own bytecode, modules and hidden files", false, func(t *testing.T, sk, _ string) {
+			writeFile(t, filepath.Join(sk, "scripts", "__pycache__", "run.cpython-312.pyc"), "x")
+			writeFile(t, filepath.Join(sk, "scripts", "node_modules", "lib", "index.js"), "x")
+			writeFile(t, filepath.Join(sk, ".git", "objects", "ab", "cdef"), "x")
+		}, "", ""},
 		{"another user's script", true, func(t *testing.T, sk, _ string) {
 			if err := os.Lchown(filepath.Join(sk, "scripts", "run.py"), other, other); err != nil {
 				t.Fatal(err)
