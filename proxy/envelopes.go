@@ -63,14 +63,12 @@ func (s *Server) resendMerged(ctx context.Context, rt *routed, in *http.Request,
 	if !ok {
 		return resp, body, nil
 	}
-	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, "merged"), bytes.NewReader(next), int64(len(next)), true, kind)
-	s.metrics.observeUpstream(info, elapsed)
-	if err != nil {
+	refusal = bytes.Clone(peeked) // resp's body is closed once the resend is answered
+	retry := s.sendInstead(ctx, rt, in, resp, next, "merged", kind, info)
+	if retry == nil {
 		s.metrics.envelopeOrderResent.WithLabelValues("failed").Inc()
 		return resp, body, nil
 	}
-	refusal = bytes.Clone(peeked)
-	resp.Body.Close()
 	return retry, next, refusal
 }
 

@@ -20,6 +20,20 @@ type usageAsker interface {
 	WithoutUsageAsk(body []byte) ([]byte, bool)
 }
 
+// sendInstead sends next, a first round rewritten after resp's refusal, in
+// resp's place (its Idempotency-Key marked with tag, see resent), and
+// closes resp once next got an answer; nil when the send failed, and resp
+// stands.
+func (s *Server) sendInstead(ctx context.Context, rt *routed, in *http.Request, resp *http.Response, next []byte, tag string, kind exchange, info *reqInfo) *http.Response {
+	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, tag), bytes.NewReader(next), int64(len(next)), true, kind)
+	s.metrics.observeUpstream(info, elapsed)
+	if err != nil {
+		return nil
+	}
+	resp.Body.Close()
+	return retry
+}
+
 // refusalPeek bounds how much of a refusal is read to tell whether it
 // names the ask: error bodies are small, and one that names a parameter
 // does so near its start.
@@ -51,13 +65,11 @@ func (s *Server) resendWithoutUsageAsk(ctx context.Context, rt *routed, in *http
 		return resp, body
 	}
 	outcome := func(o string) { s.metrics.usageAskResent.WithLabelValues(o).Inc() }
-	retry, elapsed, err := s.send(ctx, rt.api.target(s), resent(in, "without-usage"), bytes.NewReader(next), int64(len(next)), true, exchangeStream)
-	s.metrics.observeUpstream(info, elapsed)
-	if err != nil {
+	retry := s.sendInstead(ctx, rt, in, resp, next, "without-usage", exchangeStream, info)
+	if retry == nil {
 		outcome("failed")
 		return resp, body
 	}
-	resp.Body.Close()
 	if retry.StatusCode/100 == 2 {
 		outcome("accepted")
 	} else {
