@@ -209,6 +209,10 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	if cfg.Exec.Enabled {
 		warnNoInterpreters(log)
 	}
+	if scriptsUseUpstreamKey(cfg) {
+		log.Warn("exec is on without client keys: a skill script can send requests to this proxy over loopback, which answers them with the upstream key as it answers any client; set auth.api_keys (scripts never see a client's key)",
+			"addr", ln.Addr().String())
+	}
 	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
 	if !keys && beyondLoopback(ln.Addr().String()) {
 		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",
@@ -266,6 +270,15 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		return err
 	}
 	return failed
+}
+
+// scriptsUseUpstreamKey reports whether skill scripts (exec) could use the
+// upstream key through this proxy: they reach it on loopback whatever it
+// listens on, and without client keys it answers them as any client, with
+// the key it adds.
+func scriptsUseUpstreamKey(cfg config) bool {
+	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
+	return cfg.Exec.Enabled && !keys && (cfg.Upstream.APIKey != "" || cfg.Upstream.AnthropicAPIKey != "")
 }
 
 // mcpURL is where MCP hosts connect ("off" when disabled).

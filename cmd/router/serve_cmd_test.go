@@ -300,3 +300,29 @@ func TestWarnNoInterpreters(t *testing.T) {
 		t.Errorf("warned with a shell on PATH: %q", buf.String())
 	}
 }
+
+// With exec and no client keys, a script can use the upstream key through
+// the proxy: serve warns of it when there is a key to use.
+func TestScriptsUseUpstreamKey(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mod  func(*config)
+		want bool
+	}{
+		{"exec, upstream key, no client keys", func(c *config) {}, true},
+		{"anthropic key", func(c *config) { c.Upstream.APIKey, c.Upstream.AnthropicAPIKey = "", "sk-ant" }, true},
+		{"client keys", func(c *config) { c.Auth.APIKeys = []string{"sk-team"} }, false},
+		{"a keys file", func(c *config) { c.Auth.APIKeysFile = "/etc/skillrouter/keys" }, false},
+		{"no upstream key", func(c *config) { c.Upstream.APIKey = "" }, false},
+		{"no exec", func(c *config) { c.Exec.Enabled = false }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultConfig()
+			c.Exec.Enabled, c.Upstream.APIKey = true, "sk-up"
+			tt.mod(&c)
+			if got := scriptsUseUpstreamKey(c); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
