@@ -210,3 +210,34 @@ for name, kind in (("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQ
 		}
 	}
 }
+
+// TestScriptDeviceIoctls: from Landlock ABI 5 a script may not issue ioctl
+// commands on devices it opened for reading (the rest of /dev is not
+// writable), but may on the devices it can write, so isatty() and friends
+// on /dev/null work.
+func TestScriptDeviceIoctls(t *testing.T) {
+	requireProgram(t, "python3")
+	if _, err := os.Stat("/dev/ptmx"); err != nil {
+		t.Skip("no /dev/ptmx")
+	}
+	p, _ := newTestProvider(t, nil)
+	if p.runner.confinement() == "none" || landlockABI() < 5 {
+		t.Skip("no Landlock ABI 5 here")
+	}
+	sk := scriptSkill(t, "ioctl", "ioctl.py", `import fcntl, os, struct, termios
+print('null-tty', os.isatty(os.open('/dev/null', os.O_RDONLY)))
+fd = os.open('/dev/ptmx', os.O_RDONLY | os.O_NOCTTY)
+try:
+    fcntl.ioctl(fd, 0x80045430, struct.pack('I', 0))  # TIOCGPTN
+    print('ioctl-allowed')
+except OSError as e:
+    print('ioctl-refused', e.errno)
+`)
+	res := execute(t, p, sk, "c-ioctl", "scripts/ioctl.py")
+	if !strings.Contains(res.Stdout, "null-tty False") {
+		t.Errorf("isatty on /dev/null failed:\n%s\n%s", res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, "ioctl-refused 13") {
+		t.Errorf("an ioctl on a device opened for reading, want EACCES:\n%s\n%s", res.Stdout, res.Stderr)
+	}
+}

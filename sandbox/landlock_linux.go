@@ -48,6 +48,13 @@ func handledWrites(abi int) uint64 {
 	if abi >= 3 {
 		a |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 	}
+	if abi >= 5 {
+		// ioctl on devices opened for reading (the rest of /dev is not
+		// writable): none is known to do harm without capabilities, which
+		// scripts have none of, but none is needed either beyond the
+		// devices below.
+		a |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
 	return a
 }
 
@@ -107,6 +114,9 @@ func restrictWrites(abi int, writable []string) error {
 	dev := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE)
 	if abi >= 3 {
 		dev |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		dev |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV // isatty() on /dev/null
 	}
 	for _, p := range writableDevices {
 		if err := add(p, dev); err != nil && !errors.Is(err, fs.ErrNotExist) {
