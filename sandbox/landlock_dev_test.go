@@ -155,7 +155,8 @@ socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(); print("inet ok")
 // process and its children, but a datagram socket of a pair is not tied to
 // its peer: sendto() with a path, or connect() again, reaches any datagram
 // socket named by a path (syslog's /dev/log, journald's), which the filter
-// keeps socket(AF_UNIX) from reaching. A datagram pair is refused; stream
+// keeps socket(AF_UNIX) from reaching. A datagram pair is refused (also
+// asked for as SOCK_RAW, which the kernel makes a datagram socket); stream
 // and seqpacket pairs, which cannot be pointed elsewhere, are not.
 func TestScriptCannotReachUnixDatagramSockets(t *testing.T) {
 	requireProgram(t, "python3")
@@ -184,7 +185,7 @@ func TestScriptCannotReachUnixDatagramSockets(t *testing.T) {
 		}
 	}()
 	sk := scriptSkill(t, "dgram", "dgram.py", `import socket, sys
-for name, kind in (("dgram", socket.SOCK_DGRAM), ("dgram-nonblock", socket.SOCK_DGRAM | socket.SOCK_NONBLOCK)):
+for name, kind in (("dgram", socket.SOCK_DGRAM), ("dgram-nonblock", socket.SOCK_DGRAM | socket.SOCK_NONBLOCK), ("raw", socket.SOCK_RAW)):
     try:
         a, b = socket.socketpair(socket.AF_UNIX, kind)
     except OSError as e:
@@ -204,7 +205,7 @@ for name, kind in (("stream", socket.SOCK_STREAM), ("seqpacket", socket.SOCK_SEQ
 		t.Errorf("a confined script sent %q to a Unix datagram socket outside the sandbox:\n%+v", m, res)
 	case <-time.After(200 * time.Millisecond):
 	}
-	for _, want := range []string{"dgram refused 13", "dgram-nonblock refused 13", "stream pair x", "seqpacket pair x"} {
+	for _, want := range []string{"dgram refused 13", "dgram-nonblock refused 13", "raw refused 13", "stream pair x", "seqpacket pair x"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("want %q in the script's output:\n%+v", want, res)
 		}

@@ -90,7 +90,8 @@ const (
 
 // unixSocketFilter is the BPF program: on another architecture (a 32-bit
 // process could use other numbers) or an x32 call, refuse; socket with
-// AF_UNIX, socketpair of datagram sockets and io_uring_setup, refuse
+// AF_UNIX, socketpair of other than stream or seqpacket sockets and
+// io_uring_setup, refuse
 // (EACCES); a chmod setting setuid, setgid or write for others, a file
 // created setuid or setgid (EPERM), openat2 (ENOSYS) and setting extended
 // attributes (EOPNOTSUPP), refuse; anything else, allow.
@@ -149,15 +150,18 @@ func unixSocketFilter(arch uint32) []unix.SockFilter {
 		jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.AF_UNIX, 0, 1),
 		stmt(unix.BPF_RET|unix.BPF_K, deny),
 		stmt(unix.BPF_RET|unix.BPF_K, allow))
-	// socketpair(…, SOCK_DGRAM[|flags], …): refuse. A datagram socket of
-	// a pair is not tied to its peer: sendto() with a path, or a second
-	// connect(), reaches any datagram socket named by a path (syslog's
-	// /dev/log, journald's), as socket(AF_UNIX) would. Stream and
+	// socketpair: only of stream or seqpacket sockets ([|flags]). A
+	// datagram socket of a pair is not tied to its peer: sendto() with a
+	// path, or a second connect(), reaches any datagram socket named by a
+	// path (syslog's /dev/log, journald's), as socket(AF_UNIX) would; and
+	// the kernel makes an AF_UNIX SOCK_RAW a datagram socket, so the two
+	// allowed types are listed rather than SOCK_DGRAM refused. Stream and
 	// seqpacket pairs cannot be pointed elsewhere.
 	block(unix.SYS_SOCKETPAIR,
 		arg(1),
 		stmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, sockTypeMask),
-		jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SOCK_DGRAM, 0, 1),
+		jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SOCK_STREAM, 2, 0),
+		jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SOCK_SEQPACKET, 1, 0),
 		stmt(unix.BPF_RET|unix.BPF_K, deny),
 		stmt(unix.BPF_RET|unix.BPF_K, allow))
 	chmods, creates, xattrs := metadataCalls(arch)
