@@ -53,6 +53,22 @@ attempt("create-0666", lambda: os.close(os.open("plain", os.O_CREAT | os.O_WRONL
 attempt("chmod-0755", lambda: os.chmod("plain", 0o755))
 attempt("chmod-0664", lambda: os.chmod("plain", 0o664))
 attempt("mkdir-0777", lambda: os.mkdir("dir", 0o777))
+# openat as a program that does not zero the mode of an open that creates
+# nothing (Go's os.OpenFile passes its perm as given; a raw syscall() leaves
+# whatever the register held): the kernel ignores that mode.
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+OPENAT = {"x86_64": 257, "aarch64": 56}.get(os.uname().machine)
+def raw_openat(path, flags, mode):
+    fd = libc.syscall(OPENAT, -100, path.encode(), flags, mode)
+    if fd < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    os.close(fd)
+if OPENAT:
+    attempt("open-rdonly-setid-mode", lambda: raw_openat("plain", os.O_RDONLY, 0o6755))
+    attempt("openat-create-setuid", lambda: raw_openat("suid2", os.O_CREAT | os.O_WRONLY, 0o4755))
+    attempt("tmpfile-setuid", lambda: raw_openat(".", os.O_TMPFILE | os.O_WRONLY, 0o4755))
 `)
 	res := execute(t, p, sk, "c-modes", "scripts/modes.py", outside)
 	for _, want := range []string{
@@ -61,6 +77,7 @@ attempt("mkdir-0777", lambda: os.mkdir("dir", 0o777))
 		"setxattr-acl refused", "setxattr-user refused",
 		"create-setuid refused EPERM", "mknod-setgid refused EPERM",
 		"create-0666 done", "chmod-0755 done", "chmod-0664 done", "mkdir-0777 done",
+		"open-rdonly-setid-mode done", "openat-create-setuid refused EPERM", "tmpfile-setuid refused EPERM",
 	} {
 		if !strings.Contains("\n"+res.Stdout, "\n"+want) {
 			t.Errorf("want %q:\n%s%s", want, res.Stdout, res.Stderr)
@@ -69,7 +86,7 @@ attempt("mkdir-0777", lambda: os.mkdir("dir", 0o777))
 	if fi, err := os.Stat(outside); err != nil || fi.Mode() != 0o600 {
 		t.Errorf("the file outside the sandbox is now %v (%v), want -rw-------", fi.Mode(), err)
 	}
-	for _, f := range []string{"suid", "sgid"} {
+	for _, f := range []string{"suid", "sgid", "suid2"} {
 		if fi, err := os.Stat(filepath.Join(res.OutputDir, f)); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 			t.Errorf("the script created %s %v", f, fi.Mode())
 		}

@@ -46,7 +46,15 @@ var errNoSeccompArch = errors.New("no seccomp filter for this architecture")
 type modeCall struct {
 	nr  uint32
 	arg uint32 // index of the mode argument
+	// flags is the index of open's flags argument, which say whether the
+	// call creates a file: the kernel ignores the mode of one that does
+	// not (nor do C libraries zero it: Go's os.OpenFile passes its perm
+	// as given, a raw syscall() whatever the register held). noFlags: the
+	// call always creates.
+	flags uint32
 }
+
+const noFlags = ^uint32(0)
 
 // metadataCalls are, per architecture, the calls that set a file's mode
 // (chmod: the mode argument may not set setuid, setgid or write for
@@ -65,12 +73,12 @@ func metadataCalls(arch uint32) (chmods, creates []modeCall, xattrs []uint32) {
 	)
 	switch arch {
 	case unix.AUDIT_ARCH_X86_64:
-		chmods = []modeCall{{90, 1}, {91, 1}, {268, 2}, {fchmodat2, 2}}     // chmod, fchmod, fchmodat, fchmodat2
-		creates = []modeCall{{2, 2}, {257, 3}, {85, 1}, {133, 1}, {259, 2}} // open, openat, creat, mknod, mknodat
-		xattrs = []uint32{188, 189, 190, setxattrat}                        // setxattr, lsetxattr, fsetxattr, setxattrat
+		chmods = []modeCall{{90, 1, noFlags}, {91, 1, noFlags}, {268, 2, noFlags}, {fchmodat2, 2, noFlags}}  // chmod, fchmod, fchmodat, fchmodat2
+		creates = []modeCall{{2, 2, 1}, {257, 3, 2}, {85, 1, noFlags}, {133, 1, noFlags}, {259, 2, noFlags}} // open, openat, creat, mknod, mknodat
+		xattrs = []uint32{188, 189, 190, setxattrat}                                                         // setxattr, lsetxattr, fsetxattr, setxattrat
 	case unix.AUDIT_ARCH_AARCH64:
-		chmods = []modeCall{{52, 1}, {53, 2}, {fchmodat2, 2}} // fchmod, fchmodat, fchmodat2
-		creates = []modeCall{{56, 3}, {33, 2}}                // openat, mknodat
+		chmods = []modeCall{{52, 1, noFlags}, {53, 2, noFlags}, {fchmodat2, 2, noFlags}} // fchmod, fchmodat, fchmodat2
+		creates = []modeCall{{56, 3, 2}, {33, 2, noFlags}}                               // openat, mknodat
 		xattrs = []uint32{5, 6, 7, setxattrat}
 	}
 	return chmods, creates, xattrs
@@ -168,8 +176,21 @@ func unixSocketFilter(arch uint32) []unix.SockFilter {
 	for _, c := range chmods {
 		block(c.nr, refuseBits(c.arg, chmodDenied, unix.EPERM)...)
 	}
+	// willCreate: an open's flags that create a file (the kernel's
+	// WILL_CREATE: O_CREAT, or O_TMPFILE's own bit without O_DIRECTORY).
+	const willCreate = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
 	for _, c := range creates {
-		block(c.nr, refuseBits(c.arg, setIDBits, unix.EPERM)...)
+		body := refuseBits(c.arg, setIDBits, unix.EPERM)
+		if c.flags != noFlags {
+			// An open that creates nothing: allow, whatever its mode
+			// (to body's last instruction, its allow).
+			body = append([]unix.SockFilter{
+				arg(c.flags),
+				stmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, willCreate),
+				jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, 0, uint8(len(body)-1), 0),
+			}, body...)
+		}
+		block(c.nr, body...)
 	}
 	for _, nr := range xattrs {
 		block(nr, stmt(unix.BPF_RET|unix.BPF_K, ret(unix.EOPNOTSUPP)))
