@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -163,48 +164,81 @@ type FileChange struct {
 // empty folders, or one folder of a million files, would otherwise cost the
 // proxy time and memory outside the script's timeout, before and after
 // every later execution of the conversation. complete is false when the
-// budget ran out.
+// budget ran out, or folders nested deeper than maxSnapshotDepth.
+//
+// Each folder is opened from its parent's descriptor (os.Root), never by
+// its path: a script of another execution of the conversation, running
+// meanwhile, can turn a folder the walk listed into a symlink to anywhere
+// before the walk opens it, and the proxy would list, and report, the
+// files there.
 func snapshot(dir string) (files map[string]fileState, complete bool) {
 	files = map[string]fileState{}
-	visited := 0
-	stack := []string{dir}
-	for len(stack) > 0 {
-		d := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		f, err := os.Open(d)
-		if err != nil {
-			continue // unreadable folders are skipped, not fatal
-		}
-		for {
-			ents, err := f.ReadDir(snapshotBatch)
-			for _, e := range ents {
-				if visited >= maxSnapshotEntries {
-					f.Close()
-					return files, false
-				}
-				visited++
-				p := filepath.Join(d, e.Name())
-				if e.IsDir() {
-					stack = append(stack, p)
-					continue
-				}
-				info, err := e.Info()
-				if err != nil {
-					continue
-				}
-				rel, err := filepath.Rel(dir, p)
-				if err != nil {
-					continue
-				}
-				files[filepath.ToSlash(rel)] = fileState{size: info.Size(), mtime: info.ModTime(), mode: info.Mode()}
-			}
-			if err != nil || len(ents) == 0 {
-				break
-			}
-		}
-		f.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return files, true
 	}
-	return files, true
+	defer root.Close()
+	w := snapshotWalk{files: files, complete: true}
+	w.walk(root, "", 0)
+	return files, w.complete
+}
+
+// maxSnapshotDepth bounds how deep the snapshot walks: it holds two
+// descriptors per level.
+const maxSnapshotDepth = 128
+
+type snapshotWalk struct {
+	files    map[string]fileState
+	visited  int
+	complete bool
+}
+
+// walk records the files in the folder r, rel below the output folder
+// (depth levels); false when the budget ran out.
+func (w *snapshotWalk) walk(r *os.Root, rel string, depth int) bool {
+	f, err := r.Open(".")
+	if err != nil {
+		return true // unreadable folders are skipped, not fatal
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(snapshotBatch)
+		for _, e := range ents {
+			if w.visited >= maxSnapshotEntries {
+				w.complete = false
+				return false
+			}
+			w.visited++
+			name := e.Name()
+			p := path.Join(rel, name)
+			if e.IsDir() {
+				if depth >= maxSnapshotDepth {
+					w.complete = false
+					continue
+				}
+				// Opened from r: a symlink that replaced the folder
+				// meanwhile and leads out of it is refused.
+				sub, err := r.OpenRoot(name)
+				if err != nil {
+					continue
+				}
+				more := w.walk(sub, p, depth+1)
+				sub.Close()
+				if !more {
+					return false
+				}
+				continue
+			}
+			info, err := r.Lstat(name)
+			if err != nil || info.IsDir() {
+				continue
+			}
+			w.files[p] = fileState{size: info.Size(), mtime: info.ModTime(), mode: info.Mode()}
+		}
+		if err != nil || len(ents) == 0 {
+			return true
+		}
+	}
 }
 
 // diffFiles lists files created or changed between two snapshots, by path.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,6 +39,12 @@ func TestSnapshotBounded(t *testing.T) {
 				}
 			}
 		}, false, 0},
+		{"folders nested deeper than the walk goes", func(t *testing.T, dir string) {
+			deep := filepath.Join(dir, strings.Repeat("d/", maxSnapshotDepth+2))
+			mkdirs(t, deep)
+			write(t, filepath.Join(deep, "bottom.txt"), "x")
+			write(t, filepath.Join(dir, "d", "top.txt"), "x")
+		}, false, 1},
 		{"one folder of many files", func(t *testing.T, dir string) {
 			for i := range over {
 				write(t, filepath.Join(dir, fmt.Sprintf("f%d", i)), "")
