@@ -65,7 +65,8 @@ func (p *Provider) execute(ctx context.Context, req execRequest) (execOutcome, *
 	}
 	out.outDir = dirs.out
 
-	before, _ := snapshot(dirs.out)
+	// An incomplete "before" makes files it missed look created after.
+	before, beforeComplete := snapshot(dirs.out)
 	capt := newCapture(p.cfg.OutputLimit)
 	stdout, stderr := capt.streams()
 	argv := append(append([]string(nil), req.cmd.argv...), req.args...)
@@ -84,7 +85,7 @@ func (p *Provider) execute(ctx context.Context, req execRequest) (execOutcome, *
 	out.stdout, out.stderr, out.truncated, out.cut = capt.result()
 	after, complete := snapshot(dirs.out)
 	out.files, out.filesTruncated = diffFiles(before, after)
-	out.filesTruncated = out.filesTruncated || !complete
+	out.filesTruncated = out.filesTruncated || !complete || !beforeComplete
 
 	attrs := []any{
 		"tool", req.tool, "skill", req.skill.ID, "command", req.display, "args", logArgs(req.args),

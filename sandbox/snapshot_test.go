@@ -82,3 +82,30 @@ func write(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFilesTruncatedWhenBeforeIsIncomplete: when the walk before a run
+// stopped at its budget, the files it did not reach would read as created
+// by the run; the result says the list is incomplete, even when the walk
+// after it (the script removed files) completes.
+func TestFilesTruncatedWhenBeforeIsIncomplete(t *testing.T) {
+	requireProgram(t, "python3")
+	p, _ := newTestProvider(t, nil)
+	sk := scriptSkill(t, "many", "many.py", `import os, sys
+n = int(sys.argv[1])
+if n > 0:
+    for i in range(n):
+        open('f%d' % i, 'w').close()
+else:
+    for i in range(-n):
+        os.remove('f%d' % i)
+print('ok')
+`)
+	first := execute(t, p, sk, "c-many", "scripts/many.py", fmt.Sprint(maxSnapshotEntries+5))
+	if !first.OK || !first.FilesTruncated {
+		t.Fatalf("making more files than the budget: ok %v, files_truncated %v", first.OK, first.FilesTruncated)
+	}
+	second := execute(t, p, sk, "c-many", "scripts/many.py", "-50")
+	if !second.OK || !second.FilesTruncated {
+		t.Errorf("after a run that started over the budget: ok %v, files_truncated %v (%d files listed)", second.OK, second.FilesTruncated, len(second.Files))
+	}
+}
