@@ -299,7 +299,10 @@ func (l *lister) checkUnlisted(p string, e os.DirEntry, depth int) {
 		return
 	}
 	sub, err := os.ReadDir(p)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return // gone since it was listed, as checkEntry takes it
+	case err != nil:
 		l.refused = &refusal{path: p, err: fmt.Errorf("cannot check %s: %w", p, pathErr(err)), fix: "make it readable"}
 		return
 	}
