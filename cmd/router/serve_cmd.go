@@ -273,12 +273,13 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 }
 
 // scriptsUseUpstreamKey reports whether skill scripts (exec) could use the
-// upstream key through this proxy: they reach it on loopback whatever it
+// upstream key (or a credential in the upstream URL) through this proxy: they reach it on loopback whatever it
 // listens on, and without client keys it answers them as any client, with
 // the key it adds.
 func scriptsUseUpstreamKey(cfg config) bool {
 	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
-	return cfg.Exec.Enabled && !keys && (cfg.Upstream.APIKey != "" || cfg.Upstream.AnthropicAPIKey != "")
+	return cfg.Exec.Enabled && !keys && (cfg.Upstream.APIKey != "" || cfg.Upstream.AnthropicAPIKey != "" ||
+		redact.HasCredential(cfg.Upstream.URL) || redact.HasCredential(cfg.Upstream.AnthropicURL))
 }
 
 // mcpURL is where MCP hosts connect ("off" when disabled).

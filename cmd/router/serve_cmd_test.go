@@ -314,6 +314,10 @@ func TestScriptsUseUpstreamKey(t *testing.T) {
 		{"client keys", func(c *config) { c.Auth.APIKeys = []string{"sk-team"} }, false},
 		{"a keys file", func(c *config) { c.Auth.APIKeysFile = "/etc/skillrouter/keys" }, false},
 		{"no upstream key", func(c *config) { c.Upstream.APIKey = "" }, false},
+		{"a password in the upstream URL", func(c *config) { c.Upstream.APIKey, c.Upstream.URL = "", "https://u:p@llm.example/v1" }, true},
+		{"a key in the upstream URL's query", func(c *config) {
+			c.Upstream.APIKey, c.Upstream.URL = "", "https://llm.example/v1?api-key=abcdefgh"
+		}, true},
 		{"no exec", func(c *config) { c.Exec.Enabled = false }, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,20 @@ func URL(s string) string {
 	return u.Redacted()
 }
 
+// HasCredential reports whether URL s carries a credential that URL would
+// hide: a password in the userinfo, or a credential-named query value.
+func HasCredential(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		_, query, _ := strings.Cut(s, "?")
+		return Userinfo(s) != s || Query(query) != query
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	return Query(u.RawQuery) != u.RawQuery
+}
+
 // Query replaces the values of credential-named parameters of a raw
 // query with xxxxx.
 func Query(raw string) string {

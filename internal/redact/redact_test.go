@@ -44,3 +44,23 @@ func TestStripped(t *testing.T) {
 		t.Errorf("Stripped = %s", got)
 	}
 }
+
+func TestHasCredential(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want bool
+	}{
+		{"https://llm.example/v1", false},
+		{"https://llm.example/v1?api-version=2024-10-21", false},
+		{"https://u:p@llm.example/v1", true},
+		{"https://user@llm.example/v1", false},
+		{"https://llm.example/v1?api-key=abcdefgh", true},
+		{"https://llm.example/v1?code=abc", true},
+		{"https://u:p@llm.example/%zz", true}, // does not parse
+		{"", false},
+	} {
+		if got := HasCredential(tt.url); got != tt.want {
+			t.Errorf("HasCredential(%q) = %v, want %v", tt.url, got, tt.want)
+		}
+	}
+}
