@@ -107,14 +107,7 @@ func TestScriptCannotSignalItsSupervisor(t *testing.T) {
 // one; socketpair, an internet socket and io_uring's absence leave the
 // rest of a script's work alone.
 func TestScriptCannotReachUnixSockets(t *testing.T) {
-	requireProgram(t, "python3")
-	if seccompArch() == 0 {
-		t.Skip("no seccomp filter for this architecture")
-	}
-	p, _ := newTestProvider(t, nil)
-	if p.runner.confinement() == "none" {
-		t.Skip("no supervisor here")
-	}
+	p := filteredProvider(t)
 	sock := filepath.Join(t.TempDir(), "svc.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -159,14 +152,7 @@ socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(); print("inet ok")
 // asked for as SOCK_RAW, which the kernel makes a datagram socket); stream
 // and seqpacket pairs, which cannot be pointed elsewhere, are not.
 func TestScriptCannotReachUnixDatagramSockets(t *testing.T) {
-	requireProgram(t, "python3")
-	if seccompArch() == 0 {
-		t.Skip("no seccomp filter for this architecture")
-	}
-	p, _ := newTestProvider(t, nil)
-	if p.runner.confinement() == "none" {
-		t.Skip("no supervisor here")
-	}
+	p := filteredProvider(t)
 	sock := filepath.Join(t.TempDir(), "dgram.sock")
 	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {

@@ -19,14 +19,7 @@ import (
 // attribute), or create a setuid program in its output folder. The
 // filter refuses those; ordinary modes keep working.
 func TestScriptCannotLoosenFileModes(t *testing.T) {
-	requireProgram(t, "python3")
-	if seccompArch() == 0 {
-		t.Skip("no seccomp filter for this architecture")
-	}
-	p, _ := newTestProvider(t, nil)
-	if p.runner.confinement() == "none" {
-		t.Skip("no Landlock here: the filter comes with it")
-	}
+	p := filteredProvider(t)
 	outside := filepath.Join(t.TempDir(), "victim")
 	if err := os.WriteFile(outside, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -91,4 +84,20 @@ if OPENAT:
 			t.Errorf("the script created %s %v", f, fi.Mode())
 		}
 	}
+}
+
+// filteredProvider is a provider whose scripts run under the confiner's
+// seccomp filter (with Landlock, on an architecture the filter is written
+// for), running python3 scripts; the test is skipped elsewhere.
+func filteredProvider(t *testing.T) *Provider {
+	t.Helper()
+	requireProgram(t, "python3")
+	if seccompArch() == 0 {
+		t.Skip("no seccomp filter for this architecture")
+	}
+	p, _ := newTestProvider(t, nil)
+	if p.runner.confinement() == "none" {
+		t.Skip("no Landlock here: the filter comes with it")
+	}
+	return p
 }

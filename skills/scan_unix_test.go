@@ -65,12 +65,6 @@ func processCPU() time.Duration {
 // read. Cases marked root make files another user's.
 func TestConventionalScanSkipsFoldersOthersControl(t *testing.T) {
 	const other = 65534
-	chmod := func(t *testing.T, p string, mode os.FileMode) {
-		t.Helper()
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
 	chown := func(t *testing.T, p string) {
 		t.Helper()
 		if err := os.Lchown(p, other, other); err != nil {
@@ -164,12 +158,6 @@ func TestConventionalScanSkipsFoldersOthersControl(t *testing.T) {
 // write is still refused. The skills come through DefaultRootCandidates,
 // as serve's libraryOptions gives them.
 func TestConventionalScanChecksFromTheRootsBase(t *testing.T) {
-	chmod := func(t *testing.T, p string, mode os.FileMode) {
-		t.Helper()
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, c := range []struct {
 		name  string
 		root  bool
@@ -258,12 +246,6 @@ func TestConventionalScanChecksFromTheRootsBase(t *testing.T) {
 // root make files another user's.
 func TestConventionalScanChecksSkillFiles(t *testing.T) {
 	const other = 65534
-	chmod := func(t *testing.T, p string, mode os.FileMode) {
-		t.Helper()
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, c := range []struct {
 		name  string
 		root  bool
@@ -415,4 +397,12 @@ func TestRegistryWatchConventionalFileMode(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	retry(t, "a skill whose script every user can write to be dropped", func() { _ = os.Chmod(script, 0o666) }, func() bool { return !loaded() })
 	retry(t, "the skill to load again", func() { _ = os.Chmod(script, 0o644) }, loaded)
+}
+
+// chmod sets p's mode or fails the test.
+func chmod(t *testing.T, p string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
 }
