@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/skillrouter/skillrouter/wire"
@@ -129,11 +130,7 @@ var follows = map[string][]string{
 func (r *Request) keepsRoleOrder() bool {
 	for i := 1; i < len(r.msgs); i++ {
 		prev, cur := orderRole(r.msgs[i-1].role), orderRole(r.msgs[i].role)
-		ok := false
-		for _, f := range follows[prev] {
-			ok = ok || f == cur
-		}
-		if !ok {
+		if !slices.Contains(follows[prev], cur) {
 			return false
 		}
 	}

@@ -166,7 +166,9 @@ func (r *Request) render(p *wire.Plan) (out []byte, separate bool, err error) {
 			}
 		}
 		if target >= 0 {
-			if edited, err = withCatalog(r.msgs[target], p.CatalogJSON); err != nil {
+			// String content comes back as slices of the message and the
+			// catalog, so that Render copies the ~10 KB catalog once.
+			if edited, err = withTexts(r.msgs[target], p.CatalogJSON); err != nil {
 				return nil, false, err
 			}
 		}
@@ -296,14 +298,6 @@ func (r *Request) toolsJSON(ts wire.ToolSet) []byte {
 	return jsonspan.Array(els)
 }
 
-// withCatalog returns message m with the catalog (given JSON-encoded)
-// appended to its content, as parts to concatenate (see withTexts). The
-// common case, string content, is returned as slices of m and the catalog,
-// so that Render copies the ~10 KB catalog once, not three times.
-func withCatalog(m message, quoted []byte) ([][]byte, error) {
-	return withTexts(m, quoted)
-}
-
 // withTexts returns message m with texts (each JSON-encoded) appended to
 // its content, as parts to concatenate: "\n\n" and the texts joined by
 // "\n\n" for string content (no leading separator when it is empty), one
@@ -317,7 +311,11 @@ func withTexts(m message, quoted ...[]byte) ([][]byte, error) {
 	}
 	cs, ok := jsonspan.Value(ms, "content")
 	if !ok || jsonspan.IsNull(m.raw[cs.Start:cs.End]) {
-		whole, err := jsonspan.Set(m.raw, "content", joinQuoted(quoted))
+		joined, err := joinQuoted(quoted)
+		if err != nil {
+			return nil, err
+		}
+		whole, err := jsonspan.Set(m.raw, "content", joined)
 		return [][]byte{whole}, err
 	}
 	content := m.raw[cs.Start:cs.End]
@@ -338,10 +336,11 @@ func withTexts(m message, quoted ...[]byte) ([][]byte, error) {
 		parts := make([][]byte, 0, 5+2*(len(quoted)-1))
 		parts = append(parts, m.raw[:cs.Start], open, sep)
 		for _, q := range quoted[:len(quoted)-1] {
-			if len(q) < 2 || q[0] != '"' {
-				return nil, errors.New("chat: not a JSON string")
+			text, err := unquoted(q)
+			if err != nil {
+				return nil, err
 			}
-			parts = append(parts, q[1:len(q)-1], paragraph)
+			parts = append(parts, text, paragraph)
 		}
 		return append(parts, rest, m.raw[cs.End:]), nil
 	case '[':
@@ -363,18 +362,31 @@ var paragraph = []byte(`\n\n`)
 
 // joinQuoted joins JSON strings into one JSON string of their texts
 // separated by "\n\n".
-func joinQuoted(quoted [][]byte) []byte {
+func joinQuoted(quoted [][]byte) ([]byte, error) {
 	if len(quoted) == 1 {
-		return quoted[0]
+		return quoted[0], nil
 	}
 	out := []byte{'"'}
 	for i, q := range quoted {
+		text, err := unquoted(q)
+		if err != nil {
+			return nil, err
+		}
 		if i > 0 {
 			out = append(out, paragraph...)
 		}
-		out = append(out, bytes.TrimSuffix(bytes.TrimPrefix(q, []byte{'"'}), []byte{'"'})...)
+		out = append(out, text...)
 	}
-	return append(out, '"')
+	return append(out, '"'), nil
+}
+
+// unquoted is a JSON string's text as it stands between its quotes, still
+// escaped.
+func unquoted(q []byte) ([]byte, error) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return nil, errors.New("chat: not a JSON string")
+	}
+	return q[1 : len(q)-1], nil
 }
 
 // withoutTools drops tools, tool_choice and parallel_tool_calls from a body
