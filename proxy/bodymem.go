@@ -114,15 +114,21 @@ func (r *heldReader) Read(p []byte) (int, error) {
 	n, err := r.Reader.Read(p)
 	r.read += int64(n)
 	if r.read > r.h.n {
-		want := r.read + heldStep
-		if r.size >= 0 && want > r.size {
-			want = r.size
-		}
-		if werr := r.h.grow(r.ctx, want); werr != nil {
+		if werr := r.h.grow(r.ctx, r.ahead()); werr != nil {
 			return n, &budgetError{werr}
 		}
 	}
 	return n, err
+}
+
+// ahead is what the hold should reach now: a step past the bytes read,
+// never past the declared length.
+func (r *heldReader) ahead() int64 {
+	want := r.read + heldStep
+	if r.size >= 0 {
+		want = min(want, r.size)
+	}
+	return want
 }
 
 // budgetError ends a body read that found no room in the budget.
@@ -135,25 +141,22 @@ func (e *budgetError) Error() string { return e.werr.Message }
 // is answered.
 func (s *Server) readHeldBody(r *http.Request) ([]byte, *bodyHold, *wire.Error) {
 	h := &bodyHold{b: s.bodies}
+	// The hold reads through r.Body without replacing it: net/http must
+	// still see its own reader after the handler, to answer a client that
+	// waited for 100 Continue and to close the connection of a body left
+	// unread over the limit.
+	hr := &heldReader{Reader: r.Body, ctx: r.Context(), h: h, size: r.ContentLength}
 	// The first step is taken before the first byte is read: net/http
 	// sends a client that waits for 100 Continue its go-ahead on that
 	// read, so a request that finds no room is answered 503 before it
 	// sends its body, not after (a body over the limit is refused unread
 	// by readBody, and takes nothing).
 	if cl := r.ContentLength; cl != 0 && cl <= s.cfg.BodyLimit {
-		first := int64(heldStep)
-		if cl > 0 {
-			first = min(first, cl)
-		}
-		if werr := h.grow(r.Context(), first); werr != nil {
+		if werr := h.grow(r.Context(), hr.ahead()); werr != nil {
 			return nil, h, werr
 		}
 	}
-	// The hold reads through r.Body without replacing it: net/http must
-	// still see its own reader after the handler, to answer a client that
-	// waited for 100 Continue and to close the connection of a body left
-	// unread over the limit.
-	body, werr := readBody(r, &heldReader{Reader: r.Body, ctx: r.Context(), h: h, size: r.ContentLength}, s.cfg.BodyLimit)
+	body, werr := readBody(r, hr, s.cfg.BodyLimit)
 	if werr != nil {
 		return nil, h, werr
 	}

@@ -213,7 +213,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		log.Warn("exec is on without client keys: a skill script can send requests to this proxy over loopback, which answers them with the upstream key as it answers any client; set auth.api_keys (scripts never see a client's key)",
 			"addr", ln.Addr().String())
 	}
-	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
+	keys := hasClientKeys(cfg)
 	if !keys && beyondLoopback(ln.Addr().String()) {
 		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",
 			"addr", ln.Addr().String(), "exec", cfg.Exec.Enabled)
@@ -272,13 +272,16 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 	return failed
 }
 
+// hasClientKeys reports whether clients must present a key (auth.api_keys
+// or a keys file).
+func hasClientKeys(cfg config) bool { return len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != "" }
+
 // scriptsUseUpstreamKey reports whether skill scripts (exec) could use the
 // upstream key (or a credential in the upstream URL) through this proxy: they reach it on loopback whatever it
 // listens on, and without client keys it answers them as any client, with
 // the key it adds.
 func scriptsUseUpstreamKey(cfg config) bool {
-	keys := len(cfg.Auth.APIKeys) > 0 || cfg.Auth.APIKeysFile != ""
-	return cfg.Exec.Enabled && !keys && (cfg.Upstream.APIKey != "" || cfg.Upstream.AnthropicAPIKey != "" ||
+	return cfg.Exec.Enabled && !hasClientKeys(cfg) && (cfg.Upstream.APIKey != "" || cfg.Upstream.AnthropicAPIKey != "" ||
 		redact.HasCredential(cfg.Upstream.URL) || redact.HasCredential(cfg.Upstream.AnthropicURL))
 }
 
