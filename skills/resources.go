@@ -177,10 +177,7 @@ func (l *lister) walk(dir, rel string, entries []os.DirEntry, stack []string) {
 func (l *lister) subdir(p, r string, stack []string) {
 	if len(stack) > maxDepth {
 		if l.conv.base != "" {
-			// Not walked, so not checked; skill_execute would still run
-			// what lies there.
-			l.refused = &refusal{path: p, err: fmt.Errorf("%s nests more than %d levels below the skill folder, deeper than the check goes", p, maxDepth),
-				fix: "move its files up"}
+			l.tooDeep(p, maxDepth, "move its files up")
 			return
 		}
 		l.warn(p, "resource folder nests more than %d levels; not listed", maxDepth)
@@ -250,11 +247,7 @@ func (l *lister) symlink(p, r string, stack []string) {
 // returns the entry's Lstat, for the listing to reuse.
 func (l *lister) checkEntry(p string, e os.DirEntry) fs.FileInfo {
 	info, err := e.Info()
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil // gone since it was listed: nothing left to read
-	case err != nil:
-		l.refused = &refusal{path: p, err: fmt.Errorf("cannot check %s: %w", p, pathErr(err)), fix: "make it readable"}
+	if !l.checkable(p, err) {
 		return nil
 	}
 	if err := private.CheckEntry(p, info); err != nil {
@@ -294,16 +287,11 @@ func (l *lister) checkUnlisted(p string, e os.DirEntry, depth int) {
 		return // a link is checked where it leads by checkEntry
 	}
 	if depth >= maxUnlistedDepth {
-		l.refused = &refusal{path: p, err: fmt.Errorf("%s nests more than %d levels below the skill folder, deeper than the check goes", p, maxUnlistedDepth),
-			fix: "remove it"}
+		l.tooDeep(p, maxUnlistedDepth, "remove it")
 		return
 	}
 	sub, err := os.ReadDir(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return // gone since it was listed, as checkEntry takes it
-	case err != nil:
-		l.refused = &refusal{path: p, err: fmt.Errorf("cannot check %s: %w", p, pathErr(err)), fix: "make it readable"}
+	if !l.checkable(p, err) {
 		return
 	}
 	for _, s := range sub {
@@ -316,6 +304,26 @@ func (l *lister) checkUnlisted(p string, e os.DirEntry, depth int) {
 			return
 		}
 	}
+}
+
+// checkable reports whether err, from reading p for the check, leaves it
+// to check: p gone since it was listed is passed over (nothing left to
+// read), and any other error refuses the skill, since p cannot be checked.
+func (l *lister) checkable(p string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case !errors.Is(err, fs.ErrNotExist):
+		l.refused = &refusal{path: p, err: fmt.Errorf("cannot check %s: %w", p, pathErr(err)), fix: "make it readable"}
+	}
+	return false
+}
+
+// tooDeep refuses the skill for folder p, nested deeper than limit levels
+// below the skill folder: what lies there is not walked, so not checked,
+// and skill_execute would still run it.
+func (l *lister) tooDeep(p string, limit int, fix string) {
+	l.refused = &refusal{path: p, err: fmt.Errorf("%s nests more than %d levels below the skill folder, deeper than the check goes", p, limit), fix: fix}
 }
 
 // displayRel names a folder inside the skill relative to it.
