@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -61,15 +60,8 @@ func (r *Request) EnvelopeOrderRefused(refusal []byte) bool {
 	if !r.separate || r.lastUser() < 0 {
 		return false
 	}
-	var v any
-	text := json.Unmarshal(refusal, &v) != nil // text, or JSON cut short
-	names := func(rule func(string) bool) bool {
-		if text {
-			return rule(string(refusal))
-		}
-		return mentions(v, rule)
-	}
-	return names(namesRoleOrder) && r.keepsRoleOrder() || names(namesAlternation) && r.alternates()
+	return refusalNames(refusal, namesRoleOrder) && r.keepsRoleOrder() ||
+		refusalNames(refusal, namesAlternation) && r.alternates()
 }
 
 // WithEnvelopesMerged renders the request again with the envelopes inside

@@ -94,11 +94,18 @@ func (r *Request) UsageAskRefused(refusal []byte) bool {
 	if !r.askedUsage {
 		return false
 	}
+	return refusalNames(refusal, namesUsageAsk)
+}
+
+// refusalNames reports whether refusal, an upstream's error body, names
+// what names reports true of: as JSON (see mentions), or, when it is text
+// or JSON cut short, anywhere in it.
+func refusalNames(refusal []byte, names func(string) bool) bool {
 	var v any
 	if json.Unmarshal(refusal, &v) != nil {
-		return namesUsageAsk(string(refusal)) // text, or JSON cut short
+		return names(string(refusal))
 	}
-	return mentions(v, namesUsageAsk)
+	return mentions(v, names)
 }
 
 // mentions walks a decoded refusal for a string or member name that names
