@@ -216,7 +216,7 @@ func (s *Server) writeFinal(w http.ResponseWriter, rt *routed, info *reqInfo, up
 // not these, and every request will fail alike until the proxy offers none.
 // The log line then says so, at warn. The body is peeked, not consumed.
 func noteToolRefusal(info *reqInfo, resp *http.Response, offered bool) {
-	if !offered || (resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity) {
+	if !offered || !isRefusal(resp) {
 		return
 	}
 	br := bufio.NewReaderSize(resp.Body, 8<<10)

@@ -52,7 +52,7 @@ func (s *Server) mergeEnvelopes(parsed apiRequest) {
 // send fails, resp's refusal goes back as it came.
 func (s *Server) resendMerged(ctx context.Context, rt *routed, in *http.Request, resp *http.Response, body []byte, kind exchange, info *reqInfo) (_ *http.Response, _ []byte, refusal []byte) {
 	ep, ok := rt.req.(envelopePlacer)
-	if !ok || resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+	if !ok || !isRefusal(resp) {
 		return resp, body, nil
 	}
 	peeked := peekBody(resp, refusalPeek)

@@ -34,6 +34,12 @@ func (s *Server) sendInstead(ctx context.Context, rt *routed, in *http.Request, 
 	return retry
 }
 
+// isRefusal reports whether resp refuses the request as sent: 400, or 422
+// from servers that validate it (FastAPI, pydantic).
+func isRefusal(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity
+}
+
 // refusalPeek bounds how much of a refusal is read to tell whether it
 // names the ask: error bodies are small, and one that names a parameter
 // does so near its start.
@@ -54,7 +60,7 @@ const refusalPeek = 64 << 10
 // resp's refusal goes back as it came.
 func (s *Server) resendWithoutUsageAsk(ctx context.Context, rt *routed, in *http.Request, resp *http.Response, body []byte, info *reqInfo) (*http.Response, []byte) {
 	ua, ok := rt.req.(usageAsker)
-	if !ok || !ua.AskedUsage() || resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+	if !ok || !ua.AskedUsage() || !isRefusal(resp) {
 		return resp, body
 	}
 	if !ua.UsageAskRefused(peekBody(resp, refusalPeek)) {
