@@ -64,13 +64,6 @@ func processCPU() time.Duration {
 // skipped with a warning; given with --skills (Conventional false) it is
 // read. Cases marked root make files another user's.
 func TestConventionalScanSkipsFoldersOthersControl(t *testing.T) {
-	const other = 65534
-	chown := func(t *testing.T, p string) {
-		t.Helper()
-		if err := os.Lchown(p, other, other); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, c := range []struct {
 		name  string
 		root  bool
@@ -245,7 +238,6 @@ func TestConventionalScanChecksFromTheRootsBase(t *testing.T) {
 // path names it and the fix. Given with --skills, it loads. Cases marked
 // root make files another user's.
 func TestConventionalScanChecksSkillFiles(t *testing.T) {
-	const other = 65534
 	for _, c := range []struct {
 		name  string
 		root  bool
@@ -302,16 +294,12 @@ func TestConventionalScanChecksSkillFiles(t *testing.T) {
 			writeFile(t, filepath.Join(sk, ".git", "objects", "ab", "cdef"), "x")
 		}, "", ""},
 		{"another user's script", true, func(t *testing.T, sk, _ string) {
-			if err := os.Lchown(filepath.Join(sk, "scripts", "run.py"), other, other); err != nil {
-				t.Fatal(err)
-			}
+			chown(t, filepath.Join(sk, "scripts", "run.py"))
 		}, "scripts/run.py", "run.py belongs to another user (uid 65534)"},
 		{"another user's link to an own script", true, func(t *testing.T, sk, _ string) {
 			link := filepath.Join(sk, "scripts", "main.py")
 			symlink(t, "run.py", link)
-			if err := os.Lchown(link, other, other); err != nil {
-				t.Fatal(err)
-			}
+			chown(t, link)
 		}, "scripts/main.py", "main.py belongs to another user (uid 65534)"},
 		{"root's script", true, func(t *testing.T, sk, _ string) {
 			if err := os.Lchown(filepath.Join(sk, "scripts", "run.py"), 0, 0); err != nil {
@@ -403,6 +391,15 @@ func TestRegistryWatchConventionalFileMode(t *testing.T) {
 func chmod(t *testing.T, p string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chown makes p (not what it links to) nobody's (uid and gid 65534), or
+// fails the test; it needs root.
+func chown(t *testing.T, p string) {
+	t.Helper()
+	if err := os.Lchown(p, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 }
