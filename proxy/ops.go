@@ -164,19 +164,26 @@ func rootLabel(root string) string {
 	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(clean)), filepath.Base(clean)))
 }
 
+// What may come right before a path a message names, and what ends one
+// (white space as regexp's \s). A "?" ends it: "such as /?" in the folder
+// bound's warning is text, not a path.
+const (
+	beforePath = " \t\n\f\r(\"'"
+	afterPath  = " \t\n\f\r,;:\"')?"
+)
+
 // absolutePath is a path a message names outside every root (a symlink's
-// target), once the roots are taken off. A "?" ends it: "such as /?" in the
-// folder bound's warning is text, not a path.
-var absolutePath = regexp.MustCompile(`(^|[\s("'])/[^\s,;:"')?]+`)
+// target), once the roots are taken off.
+var absolutePath = regexp.MustCompile(`(^|[` + regexp.QuoteMeta(beforePath) + `])/[^` + regexp.QuoteMeta(afterPath) + `]+`)
 
 // pathEnd reports whether a path a message names ends at byte i of msg.
 func pathEnd(msg string, i int) bool {
-	return i == len(msg) || strings.IndexByte(" \t\n,;:\"')?", msg[i]) >= 0
+	return i == len(msg) || strings.IndexByte(afterPath, msg[i]) >= 0
 }
 
 // pathStart reports whether a path a message names may start at byte i of msg.
 func pathStart(msg string, i int) bool {
-	return i == 0 || strings.IndexByte(" \t\n(\"'", msg[i-1]) >= 0
+	return i == 0 || strings.IndexByte(beforePath, msg[i-1]) >= 0
 }
 
 // replaceRoot replaces in msg each whole occurrence of root (not one inside
