@@ -68,6 +68,10 @@ type Config struct {
 
 	Confinement Confinement // default auto
 
+	// Limits bound each process of a script (memory, file size, the
+	// user's processes); none by default.
+	Limits Limits
+
 	// LibraryRoots are the folders the skill library is loaded from. The
 	// output root may not overlap any of them: a script writing a SKILL.md
 	// into its working folder would add a skill to every conversation's
@@ -142,7 +146,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("sandbox: env %q: set by the sandbox itself", name)
 		}
 	}
-	return c, nil
+	return c, c.Limits.validate()
 }
 
 // The variables a script gets besides PATH, HOME, LANG and TMPDIR: its

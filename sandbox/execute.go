@@ -135,8 +135,15 @@ func (p *Provider) killNote(out execOutcome) string {
 	case KilledCancelled:
 		return "stopped because the request was cancelled"
 	}
+	if out.proc.signal == signalFileSize && p.cfg.Limits.FileSize > 0 {
+		return fmt.Sprintf("stopped when a file it wrote reached the %d-byte file size limit (exec.file_size_limit)", p.cfg.Limits.FileSize)
+	}
 	return ""
 }
+
+// signalFileSize is how SIGXFSZ, sent for a write past the file size limit,
+// is named in results (Go's name for it).
+const signalFileSize = "file size limit exceeded"
 
 // refuse logs a refusal and renders it.
 func (p *Provider) refuse(tool string, e *toolError) string {

@@ -29,6 +29,7 @@ type procSpec struct {
 	env      []string
 	dir      string   // working directory
 	writable []string // the only directories the process may write (when confined)
+	limits   Limits   // per process, under the supervisor
 	timeout  time.Duration
 	stdout   io.Writer
 	stderr   io.Writer

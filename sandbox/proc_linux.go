@@ -106,13 +106,16 @@ func (r supervisorRunner) confinement() string {
 	return fmt.Sprintf("landlock ABI %d", r.abi)
 }
 
+// appliesLimits: the confiner sets them before it becomes the script.
+func (supervisorRunner) appliesLimits() bool { return true }
+
 func (r supervisorRunner) run(ctx context.Context, s procSpec) procResult {
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return procResult{exitCode: -1, startErr: err}
 	}
 	defer statusR.Close()
-	args := supervisorArgs(r.abi, s.writable, s.argv)
+	args := supervisorArgs(confinementSpec{abi: r.abi, writable: s.writable, limits: s.limits, argv: s.argv})
 	cmd := &exec.Cmd{
 		Path: selfExe, Args: args, Env: s.env, Dir: s.dir,
 		Stdout: s.stdout, Stderr: s.stderr,

@@ -114,9 +114,11 @@ func New(cfg Config, logger *slog.Logger) (*Provider, error) {
 		logger.Warn("sandbox: the output root lies in a folder every user can write: npm (npx tsx) and uv look for node_modules, .npmrc and uv.toml in the parent folders of a script's working folder, so another user could put code there that runs as this one; set exec.output_dir to a folder under one only this user can write",
 			"output_root", c.OutputRoot, "shared", d)
 	}
+	warnLimits(logger, p.runner, c.Limits)
 	logger.Info("sandbox: skill script execution enabled",
 		"confinement", p.runner.confinement(), "timeout", c.Timeout, "output_limit", c.OutputLimit,
-		"concurrency", c.Concurrency, "queue", c.Queue, "output_root", c.OutputRoot)
+		"concurrency", c.Concurrency, "queue", c.Queue, "output_root", c.OutputRoot,
+		"memory_limit", c.Limits.Memory, "file_size_limit", c.Limits.FileSize, "max_processes", c.Limits.Processes)
 	return p, nil
 }
 

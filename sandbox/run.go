@@ -76,6 +76,7 @@ func (p *Provider) execute(ctx context.Context, req execRequest) (execOutcome, *
 		env:      p.scriptEnv(dirs, req.root, req.cmd.python),
 		dir:      dirs.out,
 		writable: []string{dirs.out, dirs.home, dirs.tmp},
+		limits:   p.cfg.Limits,
 		timeout:  p.cfg.Timeout,
 		stdout:   stdout,
 		stderr:   stderr,

@@ -66,46 +66,64 @@ type supervisorStatus struct {
 	Reaped   int    `json:"reaped,omitempty"`
 }
 
-// supervisorArgs encodes the supervisor command line: ABI, -w dirs, --,
-// argv. The confiner's is the same under its own name.
-func supervisorArgs(abi int, writable, argv []string) []string {
-	return confinementArgs(supervisorArg0, abi, writable, argv)
+// confinementSpec is what the supervisor and the confiner are told on
+// their command lines: the Landlock ABI (0: none), the writable
+// directories, the limits and the script's argv.
+type confinementSpec struct {
+	abi      int
+	writable []string
+	limits   Limits
+	argv     []string
 }
 
-func confinementArgs(arg0 string, abi int, writable, argv []string) []string {
-	args := []string{arg0, strconv.Itoa(abi)}
-	for _, w := range writable {
+// supervisorArgs encodes the supervisor command line: ABI, -w dirs, -l
+// limits, --, argv. The confiner's is the same under its own name.
+func supervisorArgs(c confinementSpec) []string {
+	return confinementArgs(supervisorArg0, c)
+}
+
+func confinementArgs(arg0 string, c confinementSpec) []string {
+	args := []string{arg0, strconv.Itoa(c.abi)}
+	for _, w := range c.writable {
 		args = append(args, "-w", w)
 	}
+	args = append(args, c.limits.args()...)
 	args = append(args, "--")
-	return append(args, argv...)
+	return append(args, c.argv...)
 }
 
-func parseSupervisorArgs(args []string) (abi int, writable, argv []string, err error) {
+func parseSupervisorArgs(args []string) (confinementSpec, error) {
+	var c confinementSpec
 	if len(args) == 0 {
-		return 0, nil, nil, errors.New("missing ABI")
+		return c, errors.New("missing ABI")
 	}
-	if abi, err = strconv.Atoi(args[0]); err != nil {
-		return 0, nil, nil, fmt.Errorf("ABI %q: %w", args[0], err)
+	var err error
+	if c.abi, err = strconv.Atoi(args[0]); err != nil {
+		return c, fmt.Errorf("ABI %q: %w", args[0], err)
 	}
 	for i := 1; i < len(args); i++ {
 		switch args[i] {
-		case "-w":
+		case "-w", "-l":
 			if i+1 >= len(args) {
-				return 0, nil, nil, errors.New("-w needs a directory")
+				return c, fmt.Errorf("%s needs a value", args[i])
 			}
-			writable = append(writable, args[i+1])
+			if args[i] == "-w" {
+				c.writable = append(c.writable, args[i+1])
+			} else if err := c.limits.set(args[i+1]); err != nil {
+				return c, err
+			}
 			i++
 		case "--":
 			if i+1 >= len(args) {
-				return 0, nil, nil, errors.New("no command after --")
+				return c, errors.New("no command after --")
 			}
-			return abi, writable, args[i+1:], nil
+			c.argv = args[i+1:]
+			return c, nil
 		default:
-			return 0, nil, nil, fmt.Errorf("unexpected argument %q", args[i])
+			return c, fmt.Errorf("unexpected argument %q", args[i])
 		}
 	}
-	return 0, nil, nil, errors.New("no command")
+	return c, errors.New("no command")
 }
 
 func supervise(args []string) int {
@@ -115,7 +133,7 @@ func supervise(args []string) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	abi, writable, argv, err := parseSupervisorArgs(args)
+	spec, err := parseSupervisorArgs(args)
 	if err != nil {
 		report(supervisorStatus{ExitCode: -1, Stage: "args", Error: err.Error()})
 		return 125
@@ -144,7 +162,7 @@ func supervise(args []string) int {
 		return 125
 	}
 	cmd := &exec.Cmd{
-		Path: "/proc/self/exe", Args: confinementArgs(confinerArg0, abi, writable, argv), Env: os.Environ(),
+		Path: "/proc/self/exe", Args: confinementArgs(confinerArg0, spec), Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		ExtraFiles:  []*os.File{failW},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
@@ -193,15 +211,16 @@ func confine(args []string) int {
 		fmt.Fprintf(fail, "%s\n%s", stage, err)
 		return 125
 	}
-	abi, writable, argv, err := parseSupervisorArgs(args)
+	spec, err := parseSupervisorArgs(args)
 	if err != nil {
 		return report("args", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return report("confine", fmt.Errorf("no_new_privs: %w", err))
 	}
-	if abi > 0 {
-		if err := restrictWrites(abi, writable); err != nil {
+	sacrifice() // before Landlock, which would refuse the write to /proc
+	if spec.abi > 0 {
+		if err := restrictWrites(spec.abi, spec.writable); err != nil {
 			return report("confine", err)
 		}
 	}
@@ -212,8 +231,13 @@ func confine(args []string) int {
 		return report("confine", fmt.Errorf("seccomp: %w", err))
 	}
 	closeInheritedOnExec()
-	err = unix.Exec(argv[0], argv, os.Environ())
-	return report("start", &os.PathError{Op: "fork/exec", Path: argv[0], Err: err})
+	// Last: a memory limit below what this Go process has mapped already
+	// would fail its next allocation; the exec starts the script afresh.
+	if err := setLimits(spec.limits); err != nil {
+		return report("confine", err)
+	}
+	err = unix.Exec(spec.argv[0], spec.argv, os.Environ())
+	return report("start", &os.PathError{Op: "fork/exec", Path: spec.argv[0], Err: err})
 }
 
 // dropCapabilities leaves the calling thread — and so the script it forks —

@@ -8,17 +8,20 @@ import (
 )
 
 func TestSupervisorArgsRoundTrip(t *testing.T) {
-	argv := []string{"/bin/sh", "-c", "--", "-w"}
-	args := supervisorArgs(7, []string{"/o", "/h"}, argv)
-	if args[0] != supervisorArg0 {
-		t.Fatalf("argv0 %q", args[0])
+	argv := []string{"/bin/sh", "-c", "--", "-w", "-l"}
+	for _, limits := range []Limits{{}, {Memory: 64 << 20}, {Memory: 1 << 40, FileSize: 5, Processes: 300}} {
+		args := supervisorArgs(confinementSpec{abi: 7, writable: []string{"/o", "/h"}, limits: limits, argv: argv})
+		if args[0] != supervisorArg0 {
+			t.Fatalf("argv0 %q", args[0])
+		}
+		c, err := parseSupervisorArgs(args[1:])
+		if err != nil || c.abi != 7 || !slices.Equal(c.writable, []string{"/o", "/h"}) || c.limits != limits || !slices.Equal(c.argv, argv) {
+			t.Fatalf("%+v: %+v %v", limits, c, err)
+		}
 	}
-	abi, w, got, err := parseSupervisorArgs(args[1:])
-	if err != nil || abi != 7 || !slices.Equal(w, []string{"/o", "/h"}) || !slices.Equal(got, argv) {
-		t.Fatalf("%d %v %v %v", abi, w, got, err)
-	}
-	for _, bad := range [][]string{nil, {"x"}, {"1", "-w"}, {"1", "--"}, {"1", "-x"}, {"1"}} {
-		if _, _, _, err := parseSupervisorArgs(bad); err == nil {
+	for _, bad := range [][]string{nil, {"x"}, {"1", "-w"}, {"1", "--"}, {"1", "-x"}, {"1"}, {"1", "-l"},
+		{"1", "-l", "memory", "--", "x"}, {"1", "-l", "memory=0", "--", "x"}, {"1", "-l", "memory=-5", "--", "x"}, {"1", "-l", "cpu=5", "--", "x"}} {
+		if _, err := parseSupervisorArgs(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -1,0 +1,50 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// sacrifice makes the calling process, and so the script and what it
+// starts, the OOM killer's first choice (oom_score_adj 1000, which any
+// process may raise for itself): a script that exhausts the machine's, or a
+// container's, memory is killed before the proxy or anything else. Best
+// effort: it only ever protects others.
+func sacrifice() {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
+}
+
+// setLimits applies l to the calling process, soft and hard limit alike so
+// the script cannot raise them, never above a hard limit already set; and
+// no core dumps, which would write a crashed script's memory to its folder
+// or the system's crash collector.
+func setLimits(l Limits) error {
+	set := []struct {
+		name     string
+		resource int
+		value    int64
+	}{
+		{"core dumps", unix.RLIMIT_CORE, 0},
+		{"memory", unix.RLIMIT_DATA, l.Memory},
+		{"file size", unix.RLIMIT_FSIZE, l.FileSize},
+		{"processes", unix.RLIMIT_NPROC, int64(l.Processes)},
+	}
+	for i, s := range set {
+		if s.value <= 0 && i > 0 {
+			continue
+		}
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(s.resource, &cur); err != nil {
+			return fmt.Errorf("%s limit: %w", s.name, err)
+		}
+		v := min(uint64(s.value), cur.Max)
+		if err := unix.Setrlimit(s.resource, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("%s limit %d: %w", s.name, v, err)
+		}
+	}
+	return nil
+}
