@@ -3,8 +3,11 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/skillrouter/skillrouter/wire"
 )
@@ -26,13 +29,54 @@ type envelopePlacer interface {
 }
 
 // mergeEnvelopes makes parsed, about to be rendered, put its envelopes
-// inside the last user message when the OpenAI-format upstream is known to
-// refuse them as messages of their own (resendMerged): the one place that
-// decides the placement of a request's first rendering.
+// inside the last user message when the configuration says so or the
+// OpenAI-format upstream is known to refuse them as messages of their own
+// for its model (resendMerged): the one place that decides the placement
+// of a request's first rendering.
 func (s *Server) mergeEnvelopes(parsed apiRequest) {
-	if ep, ok := parsed.(envelopePlacer); ok && s.envelopesMerged.Load() {
+	if ep, ok := parsed.(envelopePlacer); ok && (s.cfg.MergeSkillBodies || s.mergedModels.has(parsed.View().Model)) {
 		ep.MergeEnvelopes()
 	}
+}
+
+// maxMergedModels bounds the models remembered as refusing envelopes apart:
+// a model past it pays one resend per request instead.
+const maxMergedModels = 1024
+
+// modelSet is a set of model names read on every Chat request and written
+// once per model: readers take the current map without a lock, a writer
+// replaces it with a copy.
+type modelSet struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]struct{}]
+}
+
+func (ms *modelSet) has(model string) bool {
+	m := ms.m.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[model]
+	return ok
+}
+
+// add reports whether model was added: not there yet, and room left.
+func (ms *modelSet) add(model string) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	old := ms.m.Load()
+	if old != nil {
+		if _, ok := (*old)[model]; ok || len(*old) >= maxMergedModels {
+			return false
+		}
+	}
+	m := make(map[string]struct{}, 1)
+	if old != nil {
+		m = maps.Clone(*old)
+	}
+	m[model] = struct{}{}
+	ms.m.Store(&m)
+	return true
 }
 
 // resendMerged handles the upstream's refusal (400, or 422) of the first
@@ -72,21 +116,22 @@ func (s *Server) resendMerged(ctx context.Context, rt *routed, in *http.Request,
 	return retry, next, refusal
 }
 
-// mergedAnswered counts the answer to a request sent again merged
-// (resendMerged), once any refusal of the ask for usage it still made is
-// handled too. When it is accepted, later Chat requests are rendered
-// merged from the start (mergeEnvelopes), said once at warn with what the
-// upstream refused.
-func (s *Server) mergedAnswered(resp *http.Response, refusal []byte) {
+// mergedAnswered counts the answer to a request for model sent again
+// merged (resendMerged), once any refusal of the ask for usage it still
+// made is handled too. When it is accepted, later Chat requests for model
+// are rendered merged from the start (mergeEnvelopes), said once per model
+// at warn with what the upstream refused.
+func (s *Server) mergedAnswered(resp *http.Response, refusal []byte, model string) {
 	if resp.StatusCode/100 != 2 {
 		s.metrics.envelopeOrderResent.WithLabelValues("refused").Inc() // for another reason: relayed as it came
 		return
 	}
 	s.metrics.envelopeOrderResent.WithLabelValues("accepted").Inc()
-	if s.envelopesMerged.CompareAndSwap(false, true) {
+	if s.mergedModels.add(model) {
 		s.log.Warn("the upstream refused skill envelopes as messages of their own after the last message; "+
-			"skill bodies now go inside the last user message of every Chat request",
-			"refusal", wire.Clip(strings.TrimSpace(string(refusal))))
+			"skill bodies now go inside the last user message of every Chat request for this model "+
+			"(rewrite.skill_placement: user_message does so from the start)",
+			"model", model, "refusal", wire.Clip(strings.TrimSpace(string(refusal))))
 	}
 }
 
@@ -103,6 +148,6 @@ func (s *Server) resendRefused(ctx context.Context, rt *routed, in *http.Request
 		return resp, body
 	}
 	resp, body = s.resendWithoutUsageAsk(ctx, rt, in, resp, body, info)
-	s.mergedAnswered(resp, refusal)
+	s.mergedAnswered(resp, refusal, rt.req.View().Model)
 	return resp, body
 }

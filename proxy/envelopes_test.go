@@ -277,3 +277,68 @@ func TestEnvelopeOrderResendRefused(t *testing.T) {
 		t.Errorf("%d upstream requests; the next request was merged after a refused resend", len(reqs))
 	}
 }
+
+// The merged placement is learned per model: a gateway's Mistral model
+// refuses envelopes apart, its other models keep the default placement
+// (and their cached prefixes); each model that refuses pays one resend.
+// With MergeSkillBodies the first request goes merged at once.
+func TestEnvelopePlacementPerModel(t *testing.T) {
+	step := func(model string) string {
+		return strings.Replace(toolStep(false), `"model":"m"`, `"model":"`+model+`"`, 1)
+	}
+	t.Run("learned", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.up.Handle("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request, rec fakeai.Request) {
+			if gjson.GetBytes(rec.Body, "model").Str != "gpt" {
+				if msg := mistralOrder(rec.Messages()); msg != "" {
+					fakeai.Raw(400, "application/json", mistralRefusal(msg))(w, r, rec)
+					return
+				}
+			}
+			fakeai.Reply(fakeai.Turn{Content: "ok"})(w, r, rec)
+		})
+		for i, c := range []struct {
+			model  string
+			sent   int  // upstream requests
+			merged bool // the last of them
+		}{{"mistral-large", 2, true}, {"mistral-large", 1, true}, {"gpt", 1, false}, {"devstral", 2, true}, {"gpt", 1, false}, {"devstral", 1, true}} {
+			before := len(h.up.Requests())
+			resp, b := h.chat(step(c.model), nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("request %d (%s): status %d: %s", i, c.model, resp.StatusCode, b)
+			}
+			reqs := h.up.Requests()[before:]
+			if len(reqs) != c.sent || strings.Contains(string(reqs[len(reqs)-1].Body), mergedUser) != c.merged {
+				t.Errorf("request %d (%s): %d upstream requests, want %d, the last merged: %v", i, c.model, len(reqs), c.sent, c.merged)
+			}
+		}
+		if n := strings.Count(h.logText(), "skill bodies now go inside the last user message"); n != 2 {
+			t.Errorf("logged %d times, want once per model:\n%s", n, h.logText())
+		}
+	})
+	t.Run("configured", func(t *testing.T) {
+		h := newHarness(t, func(c *Config) { c.MergeSkillBodies = true })
+		mistralUpstream(h, false, false)
+		resp, b := h.chat(step("mistral-large"), nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		if reqs := h.up.Requests(); len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), mergedUser) {
+			t.Errorf("%d upstream requests, want 1, merged", len(reqs))
+		}
+	})
+}
+
+// modelSet stays within maxMergedModels, and says when a model is new.
+func TestModelSet(t *testing.T) {
+	var ms modelSet
+	if ms.has("a") || !ms.add("a") || ms.add("a") || !ms.has("a") {
+		t.Fatal("one model")
+	}
+	for i := range maxMergedModels + 10 {
+		ms.add(fmt.Sprint(i))
+	}
+	if n := len(*ms.m.Load()); n != maxMergedModels {
+		t.Errorf("%d models kept", n)
+	}
+}

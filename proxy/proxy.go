@@ -50,6 +50,12 @@ type Config struct {
 	// client-address headers), for an upstream that needs them (a gateway
 	// that authenticates by cookie).
 	ForwardHeaders []string
+	// MergeSkillBodies puts the skill bodies a rewrite adds to a Chat
+	// request inside its last user message from the start, for an upstream
+	// that refuses them as messages of their own (Mistral's API, strict
+	// chat templates), which is otherwise found out model by model from
+	// its first refusal (envelopes.go).
+	MergeSkillBodies bool
 	// AnthropicUpstream is the base URL of the Anthropic Messages API,
 	// including its version prefix (https://api.anthropic.com/v1): a
 	// request for /v1/messages goes to AnthropicUpstream + "/messages".
@@ -166,10 +172,11 @@ type Server struct {
 	keepAliveEvery time.Duration
 	keys           atomic.Pointer[[]string] // the client keys (guard.go): Access.APIKeys, then SetAPIKeys'
 	clientIDSecret []byte                   // Access.ClientIDSecret, or random
-	// envelopesMerged: the OpenAI-format upstream refused skill envelopes
-	// as Chat messages of their own; Chat requests get them inside the last
-	// user message from then on (envelopes.go).
-	envelopesMerged atomic.Bool
+	// mergedModels: the models for which the OpenAI-format upstream
+	// refused skill envelopes as Chat messages of their own; their Chat
+	// requests get them inside the last user message from then on
+	// (envelopes.go).
+	mergedModels modelSet
 
 	// Shutdown: Drain cancels drainCtx, which ends every request context.
 	drainCtx    context.Context

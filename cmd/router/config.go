@@ -143,6 +143,7 @@ type rewriteConfig struct {
 	AutoLoadBudgetTokens int      `yaml:"auto_load_budget_tokens"`
 	NoTools              bool     `yaml:"no_tools"`
 	CatalogPerTurn       bool     `yaml:"catalog_per_turn"`
+	SkillPlacement       string   `yaml:"skill_placement"`
 }
 
 type logConfig struct {
@@ -159,6 +160,9 @@ type execConfig struct {
 	AllowedTools []string      `yaml:"allowed_tools"`
 	Confinement  string        `yaml:"confinement"`
 	OutputDir    string        `yaml:"output_dir"`
+	MemoryLimit  byteSize      `yaml:"memory_limit"`
+	FileSize     byteSize      `yaml:"file_size_limit"`
+	MaxProcesses int           `yaml:"max_processes"`
 }
 
 type abConfig struct {
@@ -257,7 +261,7 @@ func defaultConfig() config {
 		Rewrite: rewriteConfig{
 			CatalogFormat: string(skills.FormatAgentSkills), CatalogMode: string(router.CatalogAuto),
 			CatalogBudgetTokens: router.DefaultCatalogBudgetTokens, DescriptionLimit: router.DefaultDescriptionLimit,
-			AutoLoadRole: router.DefaultAutoLoadRole, AutoLoadBudgetTokens: router.DefaultAutoLoadBudgetTokens,
+			AutoLoadRole: router.DefaultAutoLoadRole, AutoLoadBudgetTokens: router.DefaultAutoLoadBudgetTokens, SkillPlacement: "auto",
 		},
 		Log:  logConfig{Format: "text", Level: "info"},
 		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
@@ -296,6 +300,7 @@ var (
 	providerNames    = embed.Providers
 	confinementNames = names([]sandbox.Confinement{sandbox.ConfineAuto, sandbox.ConfineLandlock, sandbox.ConfineNone})
 	logFormatNames   = []string{"text", "json"}
+	placementNames   = []string{"auto", "user_message"}
 	logLevelNames    = []string{"debug", "info", "warn", "error"}
 )
 
@@ -357,6 +362,7 @@ var configKeys = []configKey{
 	{path: "rewrite.auto_load_role", flag: "auto-load-role", kind: "string", help: "role of auto-loaded skill messages: " + oneOf(router.AutoLoadRoles), ptr: func(c *config) any { return &c.Rewrite.AutoLoadRole }, choices: router.AutoLoadRoles},
 	{path: "rewrite.auto_load_budget_tokens", flag: "auto-load-budget", kind: "int", help: "tokens of skill bodies auto-loaded per request at most", ptr: func(c *config) any { return &c.Rewrite.AutoLoadBudgetTokens }},
 	{path: "rewrite.no_tools", flag: "no-tools", kind: "bool", help: "add no load_skill tool (catalog and auto-load only)", ptr: func(c *config) any { return &c.Rewrite.NoTools }},
+	{path: "rewrite.skill_placement", kind: "string", help: "where Chat requests get skill bodies: auto (a message of their own after the last message; inside the last user message for a model whose upstream refused that) or user_message (there from the start: Mistral's API, strict chat templates)", ptr: func(c *config) any { return &c.Rewrite.SkillPlacement }, choices: placementNames},
 	{path: "rewrite.catalog_per_turn", kind: "bool", help: "rank a shortened catalog against every turn (default: the first user message, cache-friendly)", ptr: func(c *config) any { return &c.Rewrite.CatalogPerTurn }},
 	{path: "tool_rounds", flag: "tool-rounds", kind: "int", help: "server-side tool rounds per request at most (0 = none: the proxy then offers no tools, as with no_tools)", ptr: func(c *config) any { return &c.ToolRounds }},
 	{path: "body_limit", flag: "body-limit", kind: "size", help: "chat request body limit (413 beyond)", ptr: func(c *config) any { return &c.BodyLimit }},
@@ -370,6 +376,9 @@ var configKeys = []configKey{
 	{path: "exec.allowed_tools", flag: "exec-allowed-tools", kind: "list", help: "client tools withheld upstream unless an active skill's allowed-tools names them (names, x* prefixes, * all; comma-separated)", ptr: func(c *config) any { return &c.Exec.AllowedTools }},
 	{path: "exec.confinement", kind: "string", help: "write confinement of scripts: " + oneOf(confinementNames), ptr: func(c *config) any { return &c.Exec.Confinement }, choices: confinementNames},
 	{path: "exec.output_dir", kind: "string", help: "root of per-conversation output folders", ptr: func(c *config) any { return &c.Exec.OutputDir }},
+	{path: "exec.memory_limit", flag: "exec-memory-limit", kind: "size", help: "data segment of each script process, heap and private writable mappings (0: none; at least 32MiB)", ptr: func(c *config) any { return &c.Exec.MemoryLimit }},
+	{path: "exec.file_size_limit", flag: "exec-file-size-limit", kind: "size", help: "largest file a script process may write (0: none)", ptr: func(c *config) any { return &c.Exec.FileSize }},
+	{path: "exec.max_processes", flag: "exec-max-processes", kind: "int", help: "processes and threads of the proxy's user while a script runs, the proxy's own included (0: none; not enforced for root)", ptr: func(c *config) any { return &c.Exec.MaxProcesses }},
 	{path: "debug.listen", flag: "debug-listen", kind: "string", help: "serve Go's /debug/pprof/ profiles on this address of its own, e.g. 127.0.0.1:6060 (empty: off)", ptr: func(c *config) any { return &c.Debug.Listen }},
 	{path: "mcp.enabled", flag: "mcp", kind: "bool", help: "serve MCP (streamable HTTP) at /mcp: the library's tools, skill:// resources and prompts (docs/mcp.md)", ptr: func(c *config) any { return &c.MCP.Enabled }},
 	{path: "server.read_header_timeout", kind: "duration", help: "time a client has to send the request headers", ptr: func(c *config) any { return &c.Server.ReadHeaderTimeout }},
@@ -408,6 +417,9 @@ var shownDefaults = map[string]string{
 	"routing.rank_cache":     "up to 1024 (32 MiB)",
 	"exec.concurrency":       "max(2, CPUs)",
 	"exec.output_dir":        "$XDG_CACHE_HOME/skillrouter/out",
+	"exec.memory_limit":      "none",
+	"exec.file_size_limit":   "none",
+	"exec.max_processes":     "none",
 	"server.allowed_origins": "none",
 }
 
