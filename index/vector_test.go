@@ -769,3 +769,96 @@ func TestQuantizeParallel(t *testing.T) {
 		}
 	}
 }
+
+// quantizeByRow is quantize one row at a time, as it was written first:
+// the reference quantizeBlock must give the same bits as.
+func quantizeByRow(rows []float32, n, dim int) quant {
+	stride := (n + 31) &^ 31
+	q := quant{
+		cols: make([]int8, stride*dim), stride: stride, zero: make([]int8, stride), scale: make([]float32, n),
+		maxErr: make([]float32, n), resNorm: make([]float32, n), rowNorm: make([]float32, n),
+	}
+	for i := range n {
+		row := rows[i*dim : (i+1)*dim]
+		var top float64
+		for _, x := range row {
+			f := float64(x)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return quant{exact: true}
+			}
+			top = max(top, math.Abs(f))
+		}
+		s := float32(top / quantMax)
+		if s == 0 {
+			s = 1
+		}
+		var maxErr, res, norm float64
+		for j, x := range row {
+			f := float64(x)
+			c := min(max(math.Round(f/float64(s)), -quantMax), quantMax)
+			q.cols[j*q.stride+i] = int8(c)
+			e := math.Abs(c*float64(s) - f)
+			maxErr = max(maxErr, e)
+			res += e * e
+			norm += f * f
+		}
+		q.scale[i] = s
+		q.maxErr[i] = roundUp32(maxErr)
+		q.resNorm[i] = roundUp32(math.Sqrt(res) * (1 + 1e-12))
+		q.rowNorm[i] = roundUp32(math.Sqrt(norm) * (1 + 1e-12))
+	}
+	for i := range n {
+		q.maxErrAll = max(q.maxErrAll, float64(q.maxErr[i]))
+		q.resNormAll = max(q.resNormAll, float64(q.resNorm[i]))
+		q.rowNormAll = max(q.rowNormAll, float64(q.rowNorm[i]))
+	}
+	return q
+}
+
+// TestQuantizeBlocks: quantizing rows a block at a time gives the bits of
+// one row at a time, for libraries that end in a partial block, rows of
+// zeros, of subnormals, of halves that round away from zero, of negative
+// zeros and of components far apart in size.
+func TestQuantizeBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, n := range []int{1, 63, 64, 65, 200, 2*quantizeMinRows + 77} {
+		for _, dim := range []int{1, 7, 64} {
+			rows := make([]float32, n*dim)
+			for i := range n {
+				row := rows[i*dim : (i+1)*dim]
+				switch i % 5 {
+				case 0:
+					for j := range row {
+						row[j] = float32(r.NormFloat64() * math.Ldexp(1, -r.IntN(30)))
+					}
+				case 1: // zeros, negative zeros
+					for j := range row {
+						row[j] = float32(math.Copysign(0, float64(j%2)-0.5))
+					}
+				case 2: // subnormals
+					for j := range row {
+						row[j] = math.Float32frombits(uint32(r.IntN(1 << 23)))
+					}
+				case 3: // halves: top 127 makes the scale 1
+					for j := range row {
+						row[j] = float32(r.IntN(255)-127) + 0.5*float32(r.IntN(2))
+					}
+					row[0] = 127
+				default:
+					for j := range row {
+						row[j] = float32(r.Float64()*2 - 1)
+					}
+				}
+			}
+			want := quantizeByRow(rows, n, dim)
+			for _, procs := range []int{1, 3} {
+				func() {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					if got := quantize(rows, n, dim); !reflect.DeepEqual(got, want) {
+						t.Errorf("n=%d dim=%d, %d cores: blocks quantize otherwise than rows", n, dim, procs)
+					}
+				}()
+			}
+		}
+	}
+}
