@@ -43,6 +43,12 @@ func (s *Server) mergeEnvelopes(parsed apiRequest) {
 // a model past it pays one resend per request instead.
 const maxMergedModels = 1024
 
+// maxModelName bounds the length of a model name remembered: the name is
+// the client's, up to the body limit long, and 1,024 such names would hold
+// as many request bodies' worth of memory for the process's life. Model
+// names are far shorter; a longer one pays one resend per request.
+const maxModelName = 256
+
 // modelSet is a set of model names read on every Chat request and written
 // once per model: readers take the current map without a lock, a writer
 // replaces it with a copy.
@@ -60,8 +66,12 @@ func (ms *modelSet) has(model string) bool {
 	return ok
 }
 
-// add reports whether model was added: not there yet, and room left.
+// add reports whether model was added: not there yet, room left, and a
+// name no longer than maxModelName.
 func (ms *modelSet) add(model string) bool {
+	if len(model) > maxModelName {
+		return false
+	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	old := ms.m.Load()
@@ -131,7 +141,7 @@ func (s *Server) mergedAnswered(resp *http.Response, refusal []byte, model strin
 		s.log.Warn("the upstream refused skill envelopes as messages of their own after the last message; "+
 			"skill bodies now go inside the last user message of every Chat request for this model "+
 			"(rewrite.skill_placement: user_message does so from the start)",
-			"model", model, "refusal", wire.Clip(strings.TrimSpace(string(refusal))))
+			"model", wire.Clip(model), "refusal", wire.Clip(strings.TrimSpace(string(refusal))))
 	}
 }
 

@@ -342,3 +342,30 @@ func TestModelSet(t *testing.T) {
 		t.Errorf("%d models kept", n)
 	}
 }
+
+// The model name a merged placement is learned for comes from the client:
+// one as long as the body limit allows must not be kept (1,024 of them
+// would hold that many request bodies' worth of memory for the process's
+// life) nor logged whole. Such a request still gets its one resend.
+func TestEnvelopePlacementLongModelName(t *testing.T) {
+	h := newHarness(t, nil)
+	mistralUpstream(h, false, false)
+	model := strings.Repeat("m", 1<<20)
+	body := strings.Replace(toolStep(false), `"model":"m"`, `"model":"`+model+`"`, 1)
+	for i := range 2 {
+		before := len(h.up.Requests())
+		resp, b := h.chat(body, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d: %.200s", i, resp.StatusCode, b)
+		}
+		if n := len(h.up.Requests()) - before; n != 2 {
+			t.Errorf("request %d: %d upstream requests, want 2 (refused, merged)", i, n)
+		}
+	}
+	if h.srv.mergedModels.has(model) {
+		t.Errorf("a %d-byte model name is remembered", len(model))
+	}
+	if n := len(h.logText()); n > 64<<10 {
+		t.Errorf("%d bytes of log for one request's model name", n)
+	}
+}
