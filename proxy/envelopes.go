@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,11 @@ func (s *Server) mergeEnvelopes(parsed apiRequest) {
 	}
 }
 
-// maxMergedModels bounds the models remembered as refusing envelopes apart:
-// a model past it pays one resend per request instead.
+// maxMergedModels bounds the models remembered one by one as refusing
+// envelopes apart. Clients name the models, so made-up names could fill
+// the set and leave every later model paying a resend on each request:
+// past it, every model gets the merged placement (as one flag for the whole
+// upstream did before models were told apart).
 const maxMergedModels = 1024
 
 // maxModelName bounds the length of a model name remembered: the name is
@@ -51,13 +55,17 @@ const maxModelName = 256
 
 // modelSet is a set of model names read on every Chat request and written
 // once per model: readers take the current map without a lock, a writer
-// replaces it with a copy.
+// replaces it with a copy. Once full it holds every model.
 type modelSet struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[string]struct{}]
+	mu  sync.Mutex
+	m   atomic.Pointer[map[string]struct{}]
+	all atomic.Bool
 }
 
 func (ms *modelSet) has(model string) bool {
+	if ms.all.Load() {
+		return true
+	}
 	m := ms.m.Load()
 	if m == nil {
 		return false
@@ -66,18 +74,27 @@ func (ms *modelSet) has(model string) bool {
 	return ok
 }
 
-// add reports whether model was added: not there yet, room left, and a
-// name no longer than maxModelName.
-func (ms *modelSet) add(model string) bool {
-	if len(model) > maxModelName {
-		return false
+// What add changed.
+const (
+	addedNone  = iota // known already, or a name longer than maxModelName
+	addedModel        // model, one more
+	addedAll          // the set was full: every model from now on
+)
+
+func (ms *modelSet) add(model string) int {
+	if len(model) > maxModelName || ms.all.Load() {
+		return addedNone
 	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	old := ms.m.Load()
 	if old != nil {
-		if _, ok := (*old)[model]; ok || len(*old) >= maxMergedModels {
-			return false
+		if _, ok := (*old)[model]; ok {
+			return addedNone
+		}
+		if len(*old) >= maxMergedModels {
+			ms.all.Store(true)
+			return addedAll
 		}
 	}
 	m := make(map[string]struct{}, 1)
@@ -86,7 +103,7 @@ func (ms *modelSet) add(model string) bool {
 	}
 	m[model] = struct{}{}
 	ms.m.Store(&m)
-	return true
+	return addedModel
 }
 
 // resendMerged handles the upstream's refusal (400, or 422) of the first
@@ -137,10 +154,15 @@ func (s *Server) mergedAnswered(resp *http.Response, refusal []byte, model strin
 		return
 	}
 	s.metrics.envelopeOrderResent.WithLabelValues("accepted").Inc()
-	if s.mergedModels.add(model) {
+	switch s.mergedModels.add(model) {
+	case addedModel:
 		s.log.Warn("the upstream refused skill envelopes as messages of their own after the last message; "+
 			"skill bodies now go inside the last user message of every Chat request for this model "+
 			"(rewrite.skill_placement: user_message does so from the start)",
+			"model", wire.Clip(model), "refusal", wire.Clip(strings.TrimSpace(string(refusal))))
+	case addedAll:
+		s.log.Warn("the upstream refused skill envelopes as messages of their own for more than "+strconv.Itoa(maxMergedModels)+" models; "+
+			"skill bodies now go inside the last user message of every Chat request, whatever its model",
 			"model", wire.Clip(model), "refusal", wire.Clip(strings.TrimSpace(string(refusal))))
 	}
 }

@@ -329,14 +329,24 @@ func TestEnvelopePlacementPerModel(t *testing.T) {
 	})
 }
 
-// modelSet stays within maxMergedModels, and says when a model is new.
+// modelSet stays within maxMergedModels: past it every model counts as
+// one (made-up names cannot leave later models paying a resend each time),
+// and says which of the two a model made.
 func TestModelSet(t *testing.T) {
 	var ms modelSet
-	if ms.has("a") || !ms.add("a") || ms.add("a") || !ms.has("a") {
+	if ms.has("a") || ms.add("a") != addedModel || ms.add("a") != addedNone || !ms.has("a") || ms.has("b") {
 		t.Fatal("one model")
 	}
-	for i := range maxMergedModels + 10 {
-		ms.add(fmt.Sprint(i))
+	for i := range maxMergedModels - 1 {
+		if got := ms.add(fmt.Sprint(i)); got != addedModel {
+			t.Fatalf("model %d: %d", i, got)
+		}
+	}
+	if ms.has("never named") {
+		t.Fatal("a full set holds every model before one more is refused for")
+	}
+	if got := ms.add("one too many"); got != addedAll || !ms.has("never named") || ms.add("another") != addedNone {
+		t.Errorf("past the cap: %d, has %v", got, ms.has("never named"))
 	}
 	if n := len(*ms.m.Load()); n != maxMergedModels {
 		t.Errorf("%d models kept", n)
