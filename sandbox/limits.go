@@ -28,14 +28,15 @@ type Limits struct {
 	Processes int
 }
 
-// minMemoryLimit is the least Memory accepted: below it no interpreter
-// starts.
-const minMemoryLimit = 32 << 20
+// minMemoryLimit is the least Memory accepted: below ~48 MiB Node 20
+// hangs at start, below ~40 MiB Go programs stop, so a smaller limit would
+// only make scripts fail in ways that do not say why.
+const minMemoryLimit = 64 << 20
 
 func (l Limits) validate() error {
 	var errs []error
 	if l.Memory < 0 || (l.Memory > 0 && l.Memory < minMemoryLimit) {
-		errs = append(errs, fmt.Errorf("sandbox: exec.memory_limit %d bytes: want 0 (none) or at least 32MiB: no interpreter starts with less", l.Memory))
+		errs = append(errs, fmt.Errorf("sandbox: exec.memory_limit %d bytes: want 0 (none) or at least 64MiB: Node 20 hangs with less, Go programs stop", l.Memory))
 	}
 	if l.FileSize < 0 {
 		errs = append(errs, fmt.Errorf("sandbox: exec.file_size_limit %d bytes: want 0 (none) or more", l.FileSize))

@@ -99,12 +99,12 @@ func TestFileSizeLimit(t *testing.T) {
 // TestLimitsValidated: limits that would keep every interpreter from
 // starting, or that are negative, are refused with the setting named.
 func TestLimitsValidated(t *testing.T) {
-	for _, l := range []Limits{{Memory: 1 << 20}, {Memory: -1}, {FileSize: -1}, {Processes: -1}} {
+	for _, l := range []Limits{{Memory: 1 << 20}, {Memory: 48 << 20}, {Memory: -1}, {FileSize: -1}, {Processes: -1}} {
 		if _, err := (Config{Enabled: true, Limits: l}).Effective(); err == nil {
 			t.Errorf("%+v accepted", l)
 		}
 	}
-	if _, err := (Config{Enabled: true, Limits: Limits{Memory: 32 << 20, FileSize: 1, Processes: 1}}).Effective(); err != nil {
+	if _, err := (Config{Enabled: true, Limits: Limits{Memory: 64 << 20, FileSize: 1, Processes: 1}}).Effective(); err != nil {
 		t.Error(err)
 	}
 }
