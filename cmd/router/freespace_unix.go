@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || darwin || freebsd
 
 package main
 
@@ -11,5 +11,6 @@ func freeBytes(dir string) (uint64, bool) {
 	if unix.Statfs(dir, &st) != nil {
 		return 0, false
 	}
-	return st.Bavail * uint64(st.Bsize), true
+	// Bavail is signed on the BSDs, where reserved blocks can make it negative.
+	return uint64(max(int64(st.Bavail), 0)) * uint64(st.Bsize), true
 }

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,14 +43,14 @@ const maxRefusing = 32
 // capConnections fits max to the process's open-file limit: each client
 // connection may hold a second descriptor upstream while it streams.
 func capConnections(limit int, log *slog.Logger) int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+	files, ok := openFileLimit()
+	if !ok || files > 1<<30 {
 		return limit
 	}
-	fit := max((int(rl.Cur)-fdReserve)/2, 8)
+	fit := max((int(files)-fdReserve)/2, 8)
 	if fit < limit {
 		log.Warn("server.max_connections lowered to fit the open-file limit (raise it with ulimit -n)",
-			"max_connections", fit, "configured", limit, "open_file_limit", rl.Cur)
+			"max_connections", fit, "configured", limit, "open_file_limit", files)
 		return fit
 	}
 	return limit
