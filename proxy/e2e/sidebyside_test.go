@@ -25,9 +25,12 @@ package e2e
 // SKILLROUTER_SBS_BASELINE (another router binary, e.g. one built from
 // the previous commit: it runs as a fifth target, "baseline routing on",
 // for old/new figures alternated in one run), SKILLROUTER_SBS_LOG_LEVEL (the router's, default warn: info writes the
-// access log, with routing_ms, to stderr) and SKILLROUTER_SBS_TARGETS (comma-separated target names to run, e.g.
+// access log, with routing_ms, to stderr) and SKILLROUTER_SBS_TARGETS (target names to run, e.g.
 // "direct,routing on" while taking a profile through
-// SKILLROUTER_DEBUG_LISTEN; default: all).
+// SKILLROUTER_DEBUG_LISTEN: comma-separated, or semicolon-separated for
+// names that hold a comma, "skillrouter, routing on;pooled"; a whole name
+// selects that target only, a part every target that contains it;
+// default: all).
 //
 // With a baseline or a second size, the router of the first size (the
 // main one) also gets its CPU per request against each of them printed
@@ -310,15 +313,7 @@ func TestSideBySide(t *testing.T) {
 		targets = append(targets, sbsTarget{name: fmt.Sprintf("routing on, %d skills", n), base: "http://" + addr + "/v1", pid: p.Process.Pid})
 	}
 	if only := os.Getenv("SKILLROUTER_SBS_TARGETS"); only != "" {
-		var keep []sbsTarget
-		for _, tg := range targets {
-			for _, name := range strings.Split(only, ",") {
-				if name = strings.TrimSpace(name); name != "" && strings.Contains(tg.name, name) {
-					keep = append(keep, tg)
-					break
-				}
-			}
-		}
+		keep := sbsSelect(targets, only)
 		if len(keep) == 0 || keep[0].name != "direct" {
 			keep = append([]sbsTarget{targets[0]}, keep...) // the added latency is measured against it
 		}
@@ -522,9 +517,65 @@ func sbsScaleLibrary(t *testing.T, dir string, n int) string {
 	return out
 }
 
+// sbsSelect keeps the targets SKILLROUTER_SBS_TARGETS names, in their
+// order: entries separated by commas, or by semicolons when there is one
+// (names such as "skillrouter, routing on" hold a comma); an entry that is
+// a target's whole name selects that target only, any other every target
+// whose name contains it.
+func sbsSelect(targets []sbsTarget, only string) []sbsTarget {
+	sep := ","
+	if strings.Contains(only, ";") {
+		sep = ";"
+	}
+	var entries []string
+	for _, e := range strings.Split(only, sep) {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, e)
+		}
+	}
+	whole := func(e string) bool {
+		return slices.ContainsFunc(targets, func(t sbsTarget) bool { return t.name == e })
+	}
+	var keep []sbsTarget
+	for _, tg := range targets {
+		if slices.ContainsFunc(entries, func(e string) bool {
+			return tg.name == e || (!whole(e) && strings.Contains(tg.name, e))
+		}) {
+			keep = append(keep, tg)
+		}
+	}
+	return keep
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
 	}
 	return def
+}
+
+// TestSBSSelect: SKILLROUTER_SBS_TARGETS picks targets by part of a name,
+// or by a whole name holding a comma when the entries are separated by
+// semicolons.
+func TestSBSSelect(t *testing.T) {
+	targets := []sbsTarget{{name: "direct"}, {name: "bare Go proxy"}, {name: sbsPooledTarget},
+		{name: "skillrouter, routing off"}, {name: sbsMainTarget}, {name: "baseline routing on"}}
+	names := func(ts []sbsTarget) string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.name)
+		}
+		return strings.Join(out, "|")
+	}
+	for only, want := range map[string]string{
+		"routing on":                          sbsMainTarget + "|baseline routing on",
+		"pooled,bare":                         "bare Go proxy|" + sbsPooledTarget,
+		sbsMainTarget + ";pooled":             sbsPooledTarget + "|" + sbsMainTarget,
+		sbsMainTarget:                         "skillrouter, routing off|" + sbsMainTarget + "|baseline routing on", // split at its comma: "skillrouter" and "routing on"
+		" direct ; skillrouter, routing off ": "direct|skillrouter, routing off",
+	} {
+		if got := names(sbsSelect(targets, only)); got != want {
+			t.Errorf("%q: %s, want %s", only, got, want)
+		}
+	}
 }
