@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,7 @@ type Limits struct {
 	// Processes caps the processes and threads the proxy's user may have at
 	// once, the proxy's own included, beyond which fork fails
 	// (RLIMIT_NPROC). Linux does not enforce it for root.
-	Processes int
+	Processes int64
 }
 
 // minMemoryLimit is the least Memory accepted: below ~48 MiB Node 20
@@ -48,19 +49,19 @@ func (l Limits) validate() error {
 }
 
 // limitNames are the names Limits' fields have on the supervisor's command
-// line ("-l memory=N").
+// line ("-l memory=N"), in the order of fields.
 var limitNames = [...]string{"memory", "file_size", "processes"}
 
-func (l Limits) values() [len(limitNames)]int64 {
-	return [...]int64{l.Memory, l.FileSize, int64(l.Processes)}
+func (l *Limits) fields() [len(limitNames)]*int64 {
+	return [...]*int64{&l.Memory, &l.FileSize, &l.Processes}
 }
 
 // args encodes the set limits as "-l name=value" pairs.
 func (l Limits) args() []string {
 	var out []string
-	for i, v := range l.values() {
-		if v > 0 {
-			out = append(out, "-l", limitNames[i]+"="+strconv.FormatInt(v, 10))
+	for i, v := range l.fields() {
+		if *v > 0 {
+			out = append(out, "-l", limitNames[i]+"="+strconv.FormatInt(*v, 10))
 		}
 	}
 	return out
@@ -73,16 +74,11 @@ func (l *Limits) set(arg string) error {
 	if err != nil || v <= 0 {
 		return fmt.Errorf("limit %q: want name=positive integer", arg)
 	}
-	switch name {
-	case limitNames[0]:
-		l.Memory = v
-	case limitNames[1]:
-		l.FileSize = v
-	case limitNames[2]:
-		l.Processes = int(v)
-	default:
+	i := slices.Index(limitNames[:], name)
+	if i < 0 {
 		return fmt.Errorf("unknown limit %q", name)
 	}
+	*l.fields()[i] = v
 	return nil
 }
 

@@ -23,28 +23,37 @@ func sacrifice() {
 // no core dumps, which would write a crashed script's memory to its folder
 // or the system's crash collector.
 func setLimits(l Limits) error {
-	set := []struct {
+	if err := setLimit("core dumps", unix.RLIMIT_CORE, 0); err != nil {
+		return err
+	}
+	for _, s := range []struct {
 		name     string
 		resource int
 		value    int64
 	}{
-		{"core dumps", unix.RLIMIT_CORE, 0},
 		{"memory", unix.RLIMIT_DATA, l.Memory},
 		{"file size", unix.RLIMIT_FSIZE, l.FileSize},
-		{"processes", unix.RLIMIT_NPROC, int64(l.Processes)},
+		{"processes", unix.RLIMIT_NPROC, l.Processes},
+	} {
+		if s.value > 0 {
+			if err := setLimit(s.name, s.resource, s.value); err != nil {
+				return err
+			}
+		}
 	}
-	for i, s := range set {
-		if s.value <= 0 && i > 0 {
-			continue
-		}
-		var cur unix.Rlimit
-		if err := unix.Getrlimit(s.resource, &cur); err != nil {
-			return fmt.Errorf("%s limit: %w", s.name, err)
-		}
-		v := min(uint64(s.value), cur.Max)
-		if err := unix.Setrlimit(s.resource, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("%s limit %d: %w", s.name, v, err)
-		}
+	return nil
+}
+
+// setLimit sets resource's soft and hard limit to value, or to its hard
+// limit when that is lower.
+func setLimit(name string, resource int, value int64) error {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(resource, &cur); err != nil {
+		return fmt.Errorf("%s limit: %w", name, err)
+	}
+	v := min(uint64(value), cur.Max)
+	if err := unix.Setrlimit(resource, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+		return fmt.Errorf("%s limit %d: %w", name, v, err)
 	}
 	return nil
 }
