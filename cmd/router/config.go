@@ -261,7 +261,7 @@ func defaultConfig() config {
 		Rewrite: rewriteConfig{
 			CatalogFormat: string(skills.FormatAgentSkills), CatalogMode: string(router.CatalogAuto),
 			CatalogBudgetTokens: router.DefaultCatalogBudgetTokens, DescriptionLimit: router.DefaultDescriptionLimit,
-			AutoLoadRole: router.DefaultAutoLoadRole, AutoLoadBudgetTokens: router.DefaultAutoLoadBudgetTokens, SkillPlacement: "auto",
+			AutoLoadRole: router.DefaultAutoLoadRole, AutoLoadBudgetTokens: router.DefaultAutoLoadBudgetTokens, SkillPlacement: placementAuto,
 		},
 		Log:  logConfig{Format: "text", Level: "info"},
 		Exec: execConfig{Timeout: sandbox.DefaultTimeout, OutputLimit: sandbox.DefaultOutputLimit, Confinement: string(sandbox.ConfineAuto)},
@@ -300,8 +300,14 @@ var (
 	providerNames    = embed.Providers
 	confinementNames = names([]sandbox.Confinement{sandbox.ConfineAuto, sandbox.ConfineLandlock, sandbox.ConfineNone})
 	logFormatNames   = []string{"text", "json"}
-	placementNames   = []string{"auto", "user_message"}
+	placementNames   = []string{placementAuto, placementUserMessage}
 	logLevelNames    = []string{"debug", "info", "warn", "error"}
+)
+
+// rewrite.skill_placement's values (proxy.Config.MergeSkillBodies).
+const (
+	placementAuto        = "auto"
+	placementUserMessage = "user_message"
 )
 
 func names[S ~string](list []S) []string {

@@ -82,7 +82,7 @@ func (c *config) sandboxConfig(roots []string, lookup func(id string) (*skills.S
 		AllowedTools: c.Exec.AllowedTools,
 		Confinement:  sandbox.Confinement(c.Exec.Confinement),
 		OutputRoot:   c.Exec.OutputDir,
-		Limits:       sandbox.Limits{Memory: int64(c.Exec.MemoryLimit), FileSize: int64(c.Exec.FileSize), Processes: c.Exec.MaxProcesses},
+		Limits:       sandbox.Limits{Memory: int64(c.Exec.MemoryLimit), FileSize: int64(c.Exec.FileSize), Processes: int64(c.Exec.MaxProcesses)},
 		Lookup:       lookup,
 	}
 }
@@ -106,7 +106,7 @@ func (c *config) proxyConfig() proxy.Config {
 		APIKey:            c.Upstream.APIKey,
 		OverrideAuth:      c.Upstream.OverrideAuth,
 		ForwardHeaders:    c.Upstream.ForwardHeaders,
-		MergeSkillBodies:  c.Rewrite.SkillPlacement == "user_message",
+		MergeSkillBodies:  c.Rewrite.SkillPlacement == placementUserMessage,
 		MaxToolRounds:     countOrNone(c.ToolRounds),
 		ProxyTool:         func(name string) bool { return router.IsTool(name) || sandbox.IsTool(name) },
 		BodyLimit:         int64(c.BodyLimit),
