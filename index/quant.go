@@ -100,8 +100,8 @@ const quantizeMinRows = 1024
 // quantBlock is how many rows quantizeBlock takes at once: a row's entries
 // are a column apart, dim pages of the columns for each row, so rows are
 // written a block at a time, each column's entries of the block side by
-// side (one row at a time took ~50 ns an entry at 10,000 skills on an AMD
-// EPYC, a page-table walk for most writes; a block, a few).
+// side (one row at a time took ~28 ns an entry at 10,000 skills on an AMD
+// EPYC, a page-table walk for most writes; a block ~16 ns).
 const quantBlock = 64
 
 // quantizeBlock fills in the column entries, scales and error bounds of the
