@@ -49,7 +49,7 @@ func init() {
 		switch os.Args[0] {
 		case supervisorArg0:
 			runtime.LockOSThread() // no_new_privs and capabilities are per thread; the confiner is forked from this one.
-			os.Exit(supervise(os.Args[1:]))
+			exitSupervisor(supervise(os.Args[1:]))
 		case confinerArg0:
 			runtime.LockOSThread() // Landlock is per thread; the script is this thread, exec'd.
 			os.Exit(confine(os.Args[1:]))
