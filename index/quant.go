@@ -110,13 +110,9 @@ const quantBlock = 64
 func (q *quant) quantizeBlock(rows []float32, dim, lo, k int) bool {
 	var scale, maxErr, res, norm [quantBlock]float64
 	for r := range k {
-		var top float64
-		for _, x := range rows[(lo+r)*dim : (lo+r+1)*dim] {
-			f := float64(x)
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return false
-			}
-			top = max(top, math.Abs(f))
+		top, ok := absMax(rows[(lo+r)*dim : (lo+r+1)*dim])
+		if !ok {
+			return false
 		}
 		s := float32(top / quantMax)
 		if s == 0 {
@@ -129,11 +125,20 @@ func (q *quant) quantizeBlock(rows []float32, dim, lo, k int) bool {
 		col := q.cols[j*q.stride+lo : j*q.stride+lo+k]
 		for r := range col {
 			f := float64(block[r*dim+j])
-			c := min(max(math.Round(f/scale[r]), -quantMax), quantMax)
+			c := roundHalfAway(f / scale[r])
+			// Clamped as min and max would, without their NaN cases: c is
+			// finite, and beyond ±quantMax only by a float32 scale's rounding.
+			if c > quantMax {
+				c = quantMax
+			} else if c < -quantMax {
+				c = -quantMax
+			}
 			col[r] = int8(c)
 			// c·s and its difference from f are exact in float64.
 			e := math.Abs(c*scale[r] - f)
-			maxErr[r] = max(maxErr[r], e)
+			if e > maxErr[r] { // e is finite: max without its NaN cases
+				maxErr[r] = e
+			}
 			res[r] += e * e
 			norm[r] += f * f
 		}
@@ -144,6 +149,47 @@ func (q *quant) quantizeBlock(rows []float32, dim, lo, k int) bool {
 		q.rowNorm[lo+r] = roundUp32(math.Sqrt(norm[r]) * (1 + 1e-12))
 	}
 	return true
+}
+
+// roundHalfAway is math.Round for |x| < 2⁵² (−0 aside, which it may give
+// as +0), without math.Round's branches on the exponent, which the
+// processor mispredicts for a row's components: x − t is exact, and so is
+// doubling it; its truncation is ±1 exactly when the fraction is at least
+// a half.
+func roundHalfAway(x float64) float64 {
+	t := math.Trunc(x)
+	return t + math.Trunc(2*(x-t))
+}
+
+// absMax is the largest |x| of row, and false when a component is not
+// finite. Four maxima, one per lane of four components, taken together at
+// the end, are the same number (taking a maximum does not round), without
+// one long chain of comparisons; a plain comparison is max without its
+// NaN cases, which the finiteness check has excluded.
+func absMax(row []float32) (float64, bool) {
+	var m [4]float64
+	i := 0
+	for ; i+4 <= len(row); i += 4 {
+		for l, x := range row[i : i+4] {
+			a := math.Abs(float64(x))
+			if !(a <= math.MaxFloat32) { // NaN or ±Inf
+				return 0, false
+			}
+			if a > m[l] {
+				m[l] = a
+			}
+		}
+	}
+	for _, x := range row[i:] {
+		a := math.Abs(float64(x))
+		if !(a <= math.MaxFloat32) {
+			return 0, false
+		}
+		if a > m[0] {
+			m[0] = a
+		}
+	}
+	return max(m[0], m[1], m[2], m[3]), true
 }
 
 // roundUp32 is the smallest float32 not below x (x >= 0).

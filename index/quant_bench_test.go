@@ -155,3 +155,22 @@ func BenchmarkAddFull(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuantize quantizes 10,000 random unit rows of 1,024 components,
+// what every start at 10,000 skills does once its vectors are there.
+func BenchmarkQuantize(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const n, dim = 10000, 1024
+	rows := make([]float32, n*dim)
+	for i := range n {
+		row := rows[i*dim : (i+1)*dim]
+		for j := range row {
+			row[j] = float32(r.NormFloat64())
+		}
+		unit(row)
+	}
+	b.SetBytes(int64(len(rows) * 4))
+	for b.Loop() {
+		quantize(rows, n, dim)
+	}
+}

@@ -862,3 +862,46 @@ func TestQuantizeBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundHalfAway: the quantizer's rounding gives math.Round's number at
+// halves, next to them and across the range a row's components take (−0
+// may come out +0, which quantizes the same).
+func TestRoundHalfAway(t *testing.T) {
+	xs := []float64{0, math.Copysign(0, -1), 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 126.5, -126.5, 127.49999999999999,
+		math.Nextafter(0.5, 0), math.Nextafter(-0.5, 0), math.Nextafter(0.5, 1), math.Nextafter(2.5, 0),
+		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, 1e-300, 1 << 51, -(1 << 51) - 0.5}
+	r := rand.New(rand.NewPCG(25, 26))
+	for range 100000 {
+		xs = append(xs, (r.Float64()*2-1)*200, float64(r.IntN(401)-200)+0.5)
+	}
+	for _, x := range xs {
+		if got, want := roundHalfAway(x), math.Round(x); got != want {
+			t.Fatalf("roundHalfAway(%v) = %v, math.Round %v", x, got, want)
+		}
+	}
+}
+
+// TestAbsMax: the largest magnitude of a row, four lanes or not, and no
+// answer for a row with a NaN or an infinity anywhere, tail included.
+func TestAbsMax(t *testing.T) {
+	for n := range 11 {
+		row := make([]float32, n)
+		var want float64
+		for i := range row {
+			row[i] = float32(i%3-1) * float32(i+1)
+			want = max(want, math.Abs(float64(row[i])))
+		}
+		if got, ok := absMax(row); !ok || got != want {
+			t.Errorf("n=%d: %v %v, want %v", n, got, ok, want)
+		}
+		for i := range row {
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+				b := slices.Clone(row)
+				b[i] = bad
+				if _, ok := absMax(b); ok {
+					t.Errorf("n=%d: %v at %d not refused", n, bad, i)
+				}
+			}
+		}
+	}
+}
