@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -901,6 +903,26 @@ func TestAbsMax(t *testing.T) {
 				if _, ok := absMax(b); ok {
 					t.Errorf("n=%d: %v at %d not refused", n, bad, i)
 				}
+			}
+		}
+	}
+}
+
+// TestVectorDocHash: a document's hash is the one persisted indexes hold,
+// sha256 over fmt's "%d:%s\x00%g\x00" for each part, for weights of every
+// form %g writes and texts empty, long and not ASCII.
+func TestVectorDocHash(t *testing.T) {
+	weights := []float64{1, 0.5, 0.25, 1e-7, 2.5e21, 1e6, 123456789, -3, 0, math.Inf(1), math.NaN(), math.SmallestNonzeroFloat64}
+	texts := []string{"", "x", "Ünïcödé: 日本語 \x00 nul", strings.Repeat("long text ", 5000)}
+	for _, w := range weights {
+		for _, text := range texts {
+			d := VectorDoc{Parts: []Part{{Text: text, Weight: w}, {Text: "desc", Weight: 1}}}
+			h := sha256.New()
+			for _, p := range d.Parts {
+				fmt.Fprintf(h, "%d:%s\x00%g\x00", len(p.Text), p.Text, p.Weight)
+			}
+			if got, want := d.Hash(), hex.EncodeToString(h.Sum(nil)[:16]); got != want {
+				t.Errorf("weight %v, text of %d bytes: %s, want %s", w, len(text), got, want)
 			}
 		}
 	}
