@@ -152,6 +152,9 @@ func splitFrontmatter(rest string) (fm, body string, closeLine int, ok bool) {
 // parseYAML parses the frontmatter into a node tree. yaml.v3 has panicked on
 // hostile input before; a broken file must never take the scan down.
 func parseYAML(fm string) (root *yaml.Node, err error) {
+	if n, ok := parseSimpleYAML(fm); ok {
+		return n, nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("yaml: parser failed: %v", r)
