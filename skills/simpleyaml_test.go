@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"gopkg.in/yaml.v3"
 )
@@ -166,4 +167,47 @@ func TestSimpleYAMLSameAsYAMLv3(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d frontmatters read without yaml.v3", accepted, len(fms))
+}
+
+// TestParsedFieldsDoNotHoldTheText: a skill's fields and frontmatter values
+// are copies, not slices of its SKILL.md, which Snapshot.Pack compresses
+// once the library is indexed: a field that sliced it would keep the whole
+// text alive beside the packed copy, whichever parser read the frontmatter.
+func TestParsedFieldsDoNotHoldTheText(t *testing.T) {
+	for _, text := range []string{
+		"---\nname: pdf\ndescription: Extract text\nlicense: MIT\ntype: contextual\ntags: a, b\nmetadata:\n  author: someone\n  team: docs\nextra: value\n---\nbody\n",
+		"---\nname: pdf # yaml.v3 reads this one\ndescription: >\n  Extract text\nmetadata:\n  author: someone\n---\nbody\n",
+	} {
+		s := parse("/x/pdf/SKILL.md", text, "pdf", 0)
+		content := s.Content()
+		lo := uintptr(unsafe.Pointer(unsafe.StringData(content)))
+		hi := lo + uintptr(len(content))
+		inside := func(what, v string) {
+			if v == "" {
+				return
+			}
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(v))); p >= lo && p < hi {
+				t.Errorf("%s %q is a slice of the skill's text", what, v)
+			}
+		}
+		inside("name", s.Name)
+		inside("description", s.Description)
+		inside("license", s.License)
+		inside("type", string(s.Type))
+		for _, tag := range s.Tags {
+			inside("tag", tag)
+		}
+		for k, v := range s.Metadata {
+			inside("metadata key", k)
+			if str, ok := v.(string); ok {
+				inside("metadata value", str)
+			}
+		}
+		for k, v := range s.Extra {
+			inside("extra key", k)
+			if str, ok := v.(string); ok {
+				inside("extra value", str)
+			}
+		}
+	}
 }
