@@ -29,6 +29,7 @@ import (
 	"github.com/skillrouter/skillrouter/router"
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/telemetry"
+	"github.com/skillrouter/skillrouter/tokens"
 	"github.com/skillrouter/skillrouter/wire"
 )
 
@@ -353,6 +354,10 @@ func buildServer(ctx context.Context, cfg config, roots []string, log *slog.Logg
 	if _, err := embed.New(cfg.Embedder); err != nil { // a bad embedder config fails before serving
 		return nil, err
 	}
+	// The tokenizer's tables take ~65 ms of a core to build, and the
+	// warm-up rewrite before /readyz needs them; reading the library
+	// leaves a core idle for much of its time, so they are built meanwhile.
+	go tokens.Default()
 	reg, err := loadRegistry(ctx, roots, libraryOptions(&cfg))
 	if err != nil {
 		return nil, err
