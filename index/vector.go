@@ -127,6 +127,16 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 		}
 	}
 	reused := n - len(fresh)
+	if prev != nil && reused == n && prev.n == n && sameRows(from) {
+		// Every row is prev's, in prev's order (a warm start, a rebuild
+		// with nothing changed): prev's rows and int8 columns serve as they
+		// are, both immutable, instead of a copy of the rows quantized
+		// again (~0.1 s of CPU and 40 MB at 10,000 skills).
+		v.dim, v.rows, v.quant = prev.dim, prev.rows, prev.quant
+		v.hashes = packStrings(v.hashes)
+		st.Reused = n
+		return v, st, nil
+	}
 	if reused > 0 {
 		v.dim = prev.dim
 		v.rows = make([]float32, n*v.dim)
@@ -171,6 +181,16 @@ func BuildVectors(ctx context.Context, docs []VectorDoc, model string, embed Emb
 	v.hashes = packStrings(v.hashes)
 	v.quant = quantize(v.rows, v.n, v.dim)
 	return v, st, nil
+}
+
+// sameRows reports whether each document takes the row at its own index.
+func sameRows(from []int) bool {
+	for i, row := range from {
+		if row != i {
+			return false
+		}
+	}
+	return true
 }
 
 // HashOf returns the content hash stored for document id ("" when there is

@@ -927,3 +927,49 @@ func TestVectorDocHash(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorsUnchangedShareRows: a build whose every document keeps its
+// vector at its own row (a warm start, a rebuild with nothing changed)
+// shares the previous index's rows and int8 columns instead of copying
+// and quantizing them again, takes the documents' names, and ranks as a
+// fresh build does; any other build copies.
+func TestVectorsUnchangedShareRows(t *testing.T) {
+	ctx := context.Background()
+	var e axisEmbedder
+	docs := []VectorDoc{vdoc("a", "a"), vdoc("b", "b"), vdoc("c", "c")}
+	v1, _, err := BuildVectors(ctx, docs, "m", e.embed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.texts.Store(0)
+	renamed := slices.Clone(docs)
+	renamed[1].Name = "b renamed"
+	v2, st, err := BuildVectors(ctx, renamed, "m", e.embed, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Reused != 3 || st.Embedded != 0 || st.Removed != 0 || e.texts.Load() != 0 {
+		t.Errorf("stats %+v after embedding %d texts", st, e.texts.Load())
+	}
+	if &v2.rows[0] != &v1.rows[0] || &v2.quant.cols[0] != &v1.quant.cols[0] {
+		t.Error("unchanged rows copied")
+	}
+	if v2.names[1] != "b renamed" || v1.names[1] == "b renamed" {
+		t.Errorf("names %q, previous %q", v2.names, v1.names)
+	}
+	fresh, _, err := BuildVectors(ctx, renamed, "m", e.embed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fresh.quant, v2.quant) || !slices.Equal(fresh.rows, v2.rows) || !slices.Equal(fresh.hashes, v2.hashes) {
+		t.Error("a shared build differs from a fresh one")
+	}
+	// One document fewer: rows move, so they are copied.
+	v3, _, err := BuildVectors(ctx, docs[1:], "m", e.embed, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &v3.rows[0] == &v1.rows[0] || v3.Len() != 2 {
+		t.Error("rows shared though they moved")
+	}
+}
