@@ -153,10 +153,10 @@ func resolvedTag(v string) string {
 	return (&yaml.Node{Kind: yaml.ScalarNode, Value: v}).ShortTag()
 }
 
-// printable reports whether every character of s is one yaml.v3 reads
-// inside a line as printable: no control characters or tabs, no line or
-// paragraph separators, no byte-order mark or non-characters, and nothing
-// outside the Basic Multilingual Plane (yaml.v3 refuses four-byte UTF-8).
+// printable reports whether every character of s is one yaml.v3's reader
+// allows and its scanner reads as part of a line: no control characters or
+// tabs, no line or paragraph separators, no byte-order mark, no
+// non-characters U+FFFE and U+FFFF.
 func printable(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -168,7 +168,7 @@ func printable(s string) bool {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if size != 3 && size != 2 || r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff ||
+		if size == 1 || r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff ||
 			r >= 0xd800 && r < 0xe000 || r == 0xfffe || r == 0xffff {
 			return false
 		}

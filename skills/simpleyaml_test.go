@@ -118,7 +118,7 @@ func TestSimpleYAMLAccepts(t *testing.T) {
 		{"name: x\ndescription: d\n  continued on a second line\n", false},
 		{"name: x\ndescription: >\n  folded\n", false},
 		{"name: x\ndescription: \"esc \\\" aped\"\n", false},
-		{"name: x\ndescription: emoji 😀\n", false},
+		{"name: x\ndescription: emoji 😀\n", true},
 		{"name: x\ndescription: d\nmetadata:\n", false},
 		{"name: x\ndescription:d\n", false},
 	} {
