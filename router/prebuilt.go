@@ -63,7 +63,8 @@ type prebuiltManifest struct {
 	// Settled: the fit and the calibration were made on this very library,
 	// as a fresh build makes them (settle.go). An index kept before its
 	// router settled it says false: a router that loads one settles it
-	// after the start. The format stays 3: older builds ignore the field.
+	// after the start. The field came without a new format: older builds
+	// ignore it.
 	// Written before it (nil), a warm index may be an incremental build's
 	// and reads as unsettled; a prebuilt one is `router index build`'s, a
 	// fresh build, and reads as settled (see settledIndex).
@@ -198,7 +199,7 @@ func libraryHash(list []*skills.Skill) string {
 					// every start.
 					h.Write(unsafe.Slice(unsafe.StringData(f), len(f)))
 				}
-				h.Sum(sums[i*sha256.Size : i*sha256.Size])
+				h.Sum(sums[i*sha256.Size : i*sha256.Size : (i+1)*sha256.Size])
 			}
 		})
 	}
