@@ -28,10 +28,11 @@ func parseSimpleYAML(fm string) (*yaml.Node, bool) {
 	for line := 1; fm != ""; line++ {
 		text, rest, _ := strings.Cut(fm, "\n")
 		fm = rest
-		if strings.TrimLeft(text, " ") == "" {
+		trimmed := strings.TrimLeft(text, " ")
+		if trimmed == "" {
 			continue
 		}
-		lead := len(text) - len(strings.TrimLeft(text, " "))
+		lead := len(text) - len(trimmed)
 		switch {
 		case lead == 0:
 			if opener != nil {
@@ -45,7 +46,7 @@ func parseSimpleYAML(fm string) (*yaml.Node, bool) {
 		case block == nil || lead != indent:
 			return nil, false // a continued value, or indentation that changes
 		}
-		key, value, ok := simpleEntry(text[lead:], line, lead+1)
+		key, value, ok := simpleEntry(trimmed, line, lead+1)
 		if !ok {
 			return nil, false
 		}
@@ -89,14 +90,15 @@ func simpleEntry(text string, line, col int) (key, value *yaml.Node, ok bool) {
 	if v == "" {
 		return key, nil, true
 	}
-	if len(v) == len(after) {
+	pad := len(after) - len(v) // spaces between the colon and the value
+	if pad == 0 {
 		return nil, nil, false // "key:value" is one plain scalar
 	}
 	v = strings.TrimRight(v, " ")
 	if !printable(v) {
 		return nil, nil, false
 	}
-	value = &yaml.Node{Kind: yaml.ScalarNode, Line: line, Column: col + colon + 1 + len(after) - len(strings.TrimLeft(after, " "))}
+	value = &yaml.Node{Kind: yaml.ScalarNode, Line: line, Column: col + colon + 1 + pad}
 	switch v[0] {
 	case '"', '\'':
 		q := v[0]

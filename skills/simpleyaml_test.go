@@ -65,22 +65,27 @@ func FuzzSimpleYAML(f *testing.F) {
 	for _, s := range simpleYAMLSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, fm string) {
-		got, ok := parseSimpleYAML(fm)
-		if !ok {
-			return
-		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(fm), &doc); err != nil {
-			t.Fatalf("accepted %q, which yaml.v3 refuses: %v", fm, err)
-		}
-		if len(doc.Content) != 1 {
-			t.Fatalf("accepted %q, which yaml.v3 reads as %d documents", fm, len(doc.Content))
-		}
-		if !reflect.DeepEqual(got, doc.Content[0]) {
-			t.Fatalf("%q:\nsimple:  %s\nyaml.v3: %s", fm, dumpNode(got), dumpNode(doc.Content[0]))
-		}
-	})
+	f.Fuzz(func(t *testing.T, fm string) { checkSimpleYAML(t, fm) })
+}
+
+// checkSimpleYAML reports whether parseSimpleYAML accepted fm, and an
+// error when yaml.v3 refuses what it accepted or reads it otherwise.
+func checkSimpleYAML(t *testing.T, fm string) bool {
+	t.Helper()
+	got, ok := parseSimpleYAML(fm)
+	if !ok {
+		return false
+	}
+	var doc yaml.Node
+	switch err := yaml.Unmarshal([]byte(fm), &doc); {
+	case err != nil:
+		t.Errorf("accepted %q, which yaml.v3 refuses: %v", fm, err)
+	case len(doc.Content) != 1:
+		t.Errorf("accepted %q, which yaml.v3 reads as %d documents", fm, len(doc.Content))
+	case !reflect.DeepEqual(got, doc.Content[0]):
+		t.Errorf("%q:\nsimple:  %s\nyaml.v3: %s", fm, dumpNode(got), dumpNode(doc.Content[0]))
+	}
+	return true
 }
 
 func dumpNode(n *yaml.Node) string {
@@ -152,18 +157,8 @@ func TestSimpleYAMLSameAsYAMLv3(t *testing.T) {
 	}
 	accepted := 0
 	for _, fm := range fms {
-		got, ok := parseSimpleYAML(fm)
-		if !ok {
-			continue
-		}
-		accepted++
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(fm), &doc); err != nil || len(doc.Content) != 1 {
-			t.Errorf("accepted %q: yaml.v3 %v", fm, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, doc.Content[0]) {
-			t.Errorf("%q:\nsimple:  %s\nyaml.v3: %s", fm, dumpNode(got), dumpNode(doc.Content[0]))
+		if checkSimpleYAML(t, fm) {
+			accepted++
 		}
 	}
 	t.Logf("%d of %d frontmatters read without yaml.v3", accepted, len(fms))
