@@ -101,7 +101,7 @@ const quantizeMinRows = 1024
 // are a column apart, dim pages of the columns for each row, so rows are
 // written a block at a time, each column's entries of the block side by
 // side (one row at a time took ~28 ns an entry at 10,000 skills on an AMD
-// EPYC, a page-table walk for most writes; a block ~16 ns).
+// EPYC, a page-table walk for most writes; a block ~16 ns there).
 const quantBlock = 64
 
 // quantizeBlock fills in the column entries, scales and error bounds of the
@@ -162,31 +162,19 @@ func roundHalfAway(x float64) float64 {
 }
 
 // absMax is the largest |x| of row, and false when a component is not
-// finite. Four maxima, one per lane of four components, taken together at
-// the end, are the same number (taking a maximum does not round), without
-// one long chain of comparisons; a plain comparison is max without its
-// NaN cases, which the finiteness check has excluded.
+// finite. Four maxima, one per lane of every fourth component, taken
+// together at the end, are the same number (taking a maximum does not
+// round), without one long chain of comparisons; a plain comparison is max
+// without its NaN cases, which the finiteness check has excluded.
 func absMax(row []float32) (float64, bool) {
 	var m [4]float64
-	i := 0
-	for ; i+4 <= len(row); i += 4 {
-		for l, x := range row[i : i+4] {
-			a := math.Abs(float64(x))
-			if !(a <= math.MaxFloat32) { // NaN or ±Inf
-				return 0, false
-			}
-			if a > m[l] {
-				m[l] = a
-			}
-		}
-	}
-	for _, x := range row[i:] {
+	for i, x := range row {
 		a := math.Abs(float64(x))
-		if !(a <= math.MaxFloat32) {
+		if !(a <= math.MaxFloat32) { // NaN or ±Inf
 			return 0, false
 		}
-		if a > m[0] {
-			m[0] = a
+		if a > m[i&3] {
+			m[i&3] = a
 		}
 	}
 	return max(m[0], m[1], m[2], m[3]), true
