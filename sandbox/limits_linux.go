@@ -26,23 +26,19 @@ func setLimits(l Limits) error {
 	if err := setLimit("core dumps", unix.RLIMIT_CORE, 0); err != nil {
 		return err
 	}
-	for _, s := range []struct {
-		name     string
-		resource int
-		value    int64
-	}{
-		{"memory", unix.RLIMIT_DATA, l.Memory},
-		{"file size", unix.RLIMIT_FSIZE, l.FileSize},
-		{"processes", unix.RLIMIT_NPROC, l.Processes},
-	} {
-		if s.value > 0 {
-			if err := setLimit(s.name, s.resource, s.value); err != nil {
+	for i, v := range l.fields() {
+		if *v > 0 {
+			if err := setLimit(limitNames[i], limitResources[i], *v); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
 }
+
+// limitResources are the resources Limits' fields set, in the order of
+// limitNames.
+var limitResources = [len(limitNames)]int{unix.RLIMIT_DATA, unix.RLIMIT_FSIZE, unix.RLIMIT_NPROC}
 
 // setLimit sets resource's soft and hard limit to value, or to its hard
 // limit when that is lower.
