@@ -97,9 +97,11 @@ func (ms *modelSet) add(model string) int {
 			return addedAll
 		}
 	}
-	m := make(map[string]struct{}, 1)
+	var m map[string]struct{}
 	if old != nil {
 		m = maps.Clone(*old)
+	} else {
+		m = make(map[string]struct{}, 1)
 	}
 	m[model] = struct{}{}
 	ms.m.Store(&m)
