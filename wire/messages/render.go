@@ -15,14 +15,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		return r.body, nil
 	}
 	var edits []jsonspan.Edit
-	end, nonEmpty := jsonspan.End(r.body, r.members)
-	var added []byte
-	addMember := func(key string, value []byte) {
-		if nonEmpty || len(added) > 0 {
-			added = append(added, ',')
-		}
-		added = append(append(append(added, wire.Quote(key)...), ':'), value...)
-	}
+	added := jsonspan.NewAppender(r.body, r.members) // members after the last one
 
 	if p.Catalog != "" {
 		sys := r.body[r.system.Start:r.system.End]
@@ -46,7 +39,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		case r.hasSystem: // null
 			edits = append(edits, jsonspan.Edit{At: r.system, With: p.CatalogJSON})
 		default:
-			addMember("system", p.CatalogJSON)
+			added.Add("system", p.CatalogJSON)
 		}
 	}
 
@@ -85,12 +78,12 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		case r.hasTools:
 			edits = append(edits, jsonspan.Edit{At: r.tools, With: tools})
 		default:
-			addMember("tools", tools)
+			added.Add("tools", tools)
 		}
 	}
 	edits = append(edits, jsonspan.Removals(r.members, remove...)...)
-	if len(added) > 0 {
-		edits = append(edits, jsonspan.Edit{At: end, With: added})
+	if e, ok := added.Edit(); ok {
+		edits = append(edits, e)
 	}
 	return jsonspan.Apply(r.body, edits...), nil
 }

@@ -14,16 +14,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		return r.body, nil
 	}
 	var edits []jsonspan.Edit
-	end, nonEmpty := jsonspan.End(r.body, r.members)
-	var added []byte // members added at the end of the object
-	addMember := func(key string, value []byte) {
-		if nonEmpty || len(added) > 0 {
-			added = append(added, ',')
-		}
-		added = append(added, wire.Quote(key)...)
-		added = append(added, ':')
-		added = append(added, value...)
-	}
+	added := jsonspan.NewAppender(r.body, r.members) // members after the last one
 
 	if p.Catalog != "" {
 		r.rewrote("instructions")
@@ -42,7 +33,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		case r.hasInstructions: // null
 			edits = append(edits, jsonspan.Edit{At: r.instructions, With: p.CatalogJSON})
 		default:
-			addMember("instructions", p.CatalogJSON)
+			added.Add("instructions", p.CatalogJSON)
 		}
 	}
 
@@ -60,7 +51,7 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		if r.hasInput || r.inputNull {
 			edits = append(edits, jsonspan.Edit{At: r.input, With: in})
 		} else {
-			addMember("input", in)
+			added.Add("input", in)
 		}
 	}
 
@@ -75,11 +66,11 @@ func (r *Request) Render(p *wire.Plan) ([]byte, error) {
 		case r.hasTools:
 			edits = append(edits, jsonspan.Edit{At: r.tools, With: tools})
 		default:
-			addMember("tools", tools)
+			added.Add("tools", tools)
 		}
 	}
-	if len(added) > 0 {
-		edits = append(edits, jsonspan.Edit{At: end, With: added})
+	if e, ok := added.Edit(); ok {
+		edits = append(edits, e)
 	}
 	return jsonspan.Apply(r.body, edits...), nil
 }

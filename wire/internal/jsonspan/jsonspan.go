@@ -389,13 +389,10 @@ func SetEdit(b []byte, ms []Member, key string, value []byte) Edit {
 	if s, ok := Value(ms, key); ok {
 		return Edit{At: s, With: value}
 	}
-	at, nonEmpty := End(b, ms)
-	var kv []byte
-	if nonEmpty {
-		kv = append(kv, ',')
-	}
-	kv = append(append(append(kv, wire.Quote(key)...), ':'), value...)
-	return Edit{At: at, With: kv}
+	a := NewAppender(b, ms)
+	a.Add(key, value)
+	e, _ := a.Edit()
+	return e
 }
 
 // EditValue replaces the value of object b's member key with what edit
@@ -522,16 +519,39 @@ func Apply(b []byte, edits ...Edit) []byte {
 	return append(out, b[at:]...)
 }
 
-// End returns the span just before the closing brace of object b, where a
-// new member goes, and whether the object has members (so the new one needs
-// a leading comma).
-func End(b []byte, ms []Member) (Span, bool) {
+// Appender collects members to add at the end of an object, after its
+// last member (or inside its braces when it has none): Add each, then
+// Edit gives the one edit that inserts them all.
+type Appender struct {
+	end      Span // just after the last member, or the opening brace
+	nonEmpty bool // the object has members: the first added needs a comma
+	added    []byte
+}
+
+// NewAppender starts the members to add to object b, whose members are ms.
+func NewAppender(b []byte, ms []Member) *Appender {
 	if len(ms) > 0 {
 		e := ms[len(ms)-1].Value.End
-		return Span{e, e}, true
+		return &Appender{end: Span{e, e}, nonEmpty: true}
 	}
 	open := skipWS(b, 0)
-	return Span{open + 1, open + 1}, false
+	return &Appender{end: Span{open + 1, open + 1}}
+}
+
+// Add adds the member key with the JSON value.
+func (a *Appender) Add(key string, value []byte) {
+	if a.nonEmpty || len(a.added) > 0 {
+		a.added = append(a.added, ',')
+	}
+	a.added = append(a.added, wire.Quote(key)...)
+	a.added = append(a.added, ':')
+	a.added = append(a.added, value...)
+}
+
+// Edit returns the edit that inserts the added members; ok is false when
+// none were added.
+func (a *Appender) Edit() (e Edit, ok bool) {
+	return Edit{At: a.end, With: a.added}, len(a.added) > 0
 }
 
 // Body checks that a request body is one valid JSON object and lists its

@@ -5,6 +5,7 @@ import (
 
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -105,6 +106,12 @@ func TestEdits(t *testing.T) {
 			`{"t":1,"a":2,"c":3}`, `{"a":2}`},
 		{"remove every member", removals("t", "c"),
 			`{"t":1,"c":3}`, `{}`},
+		{"appender adds after the last member", appended("t", "u"),
+			`{"a":1 }`, `{"a":1,"t":0,"u":1 }`},
+		{"appender in an empty object", appended("t", "u"),
+			` { } `, ` {"t":0,"u":1 } `},
+		{"appender with nothing added", appended(),
+			`{"a":1}`, `{"a":1}`},
 		{"remove path", func(b []byte) ([]byte, error) { return RemovePath(b, "f", "p", "enum") },
 			`{"f":{"p":{"type":"string","enum":["a"]}},"g":1}`, `{"f":{"p":{"type":"string"}},"g":1}`},
 		{"remove missing path", func(b []byte) ([]byte, error) { return RemovePath(b, "f", "nope", "enum") },
@@ -122,6 +129,28 @@ func TestEdits(t *testing.T) {
 		if !json.Valid(got) {
 			t.Errorf("%s: result is not valid JSON: %s", tt.name, got)
 		}
+	}
+}
+
+// appended adds keys, valued 0, 1, ..., with an Appender.
+func appended(keys ...string) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) {
+		ms, err := Members(b)
+		if err != nil {
+			return nil, err
+		}
+		a := NewAppender(b, ms)
+		for i, k := range keys {
+			a.Add(k, []byte(strconv.Itoa(i)))
+		}
+		e, ok := a.Edit()
+		if ok != (len(keys) > 0) {
+			return nil, fmt.Errorf("Edit's ok is %v with %d keys added", ok, len(keys))
+		}
+		if !ok {
+			return b, nil
+		}
+		return Apply(b, e), nil
 	}
 }
 
