@@ -337,6 +337,9 @@ func TestMisdirectedPathsWarn(t *testing.T) {
 		if resp.StatusCode != 404 || !strings.Contains(string(b), tc.hint) || len(h.up.Requests()) != 0 {
 			t.Errorf("%s: %d %s", tc.path, resp.StatusCode, b)
 		}
+		if !strings.Contains(string(b), `"code":"unknown_path"`) {
+			t.Errorf("%s: not unknown_path: %s", tc.path, b)
+		}
 		if line := h.requestLine(tc.path); !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, tc.hint) {
 			t.Errorf("%s: log line %s", tc.path, line)
 		}

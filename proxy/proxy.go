@@ -439,6 +439,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 			}
 			info := requestInfo(c)
 			info.misdirected, info.err = true, msg
+			code = "unknown_path" // as for the other paths only a wrong base URL sends
 		}
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)
