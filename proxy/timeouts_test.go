@@ -97,3 +97,25 @@ func TestStalledMessagesStreamIsATimeoutError(t *testing.T) {
 		t.Errorf("stalled stream:\n%s", b)
 	}
 }
+
+// TestTimeoutNamesItsSetting: the 504 and the log line say which timeout
+// cut the exchange, by its configuration key, once.
+func TestTimeoutNamesItsSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"non-streaming", simpleChat, "upstream sent no whole answer within 100ms (upstream.timeout)"},
+		{"streaming", streamChat(""), "upstream sent no response headers within 100ms (upstream.header_timeout)"},
+	} {
+		h := newHarness(t, func(c *Config) { c.UpstreamTimeout, c.HeaderTimeout = 100*time.Millisecond, 100*time.Millisecond })
+		h.up.Script(fakeai.Hang())
+		resp, b := h.chat(tc.body, nil)
+		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
+		}
+		line := h.requestLine("/v1/chat/completions")
+		if n := strings.Count(line, "within 100ms"); !strings.Contains(line, tc.want) || n != 1 {
+			t.Errorf("%s: log line names the timeout %d times: %s", tc.name, n, line)
+		}
+	}
+}

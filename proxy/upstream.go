@@ -134,11 +134,14 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	b := &boundedBody{cancel: cancel, idle: s.cfg.IdleTimeout}
-	headerWait := s.cfg.UpstreamTimeout
-	if kind == exchangeStream {
-		headerWait = s.cfg.HeaderTimeout
+	first := timeoutError{phase: phaseHeaders, after: s.cfg.UpstreamTimeout, key: "upstream.timeout"}
+	switch kind {
+	case exchangeStream:
+		first.after, first.key = s.cfg.HeaderTimeout, "upstream.header_timeout"
+	case exchangeAnswer:
+		first.phase = phaseAnswer
 	}
-	headers := time.AfterFunc(headerWait, func() { cancel(&timeoutError{phase: phaseHeaders, after: headerWait}) })
+	headers := time.AfterFunc(first.after, func() { cancel(&first) })
 	if kind == exchangeAnswer {
 		// The whole exchange, body included, within UpstreamTimeout.
 		b.total = headers
@@ -281,31 +284,52 @@ type errModifyResponse struct{ error }
 
 func (e errModifyResponse) Unwrap() error { return e.error }
 
-// timeoutError is an upstream exchange cut by one of the proxy's timeouts.
+// timeoutError is an upstream exchange cut by one of the proxy's timeouts;
+// its message names the setting, so that whoever reads it knows which one
+// to raise.
 type timeoutError struct {
 	phase string
 	after time.Duration
+	key   string // the configuration key that set after
 }
 
 const (
 	phaseHeaders = "sent no response headers"
+	phaseAnswer  = "sent no whole answer" // headers and body, one bound
 	phaseIdle    = "sent nothing more"
 )
 
 func (e *timeoutError) Error() string {
-	return fmt.Sprintf("upstream %s within %s", e.phase, e.after)
+	if e.key == "" {
+		return fmt.Sprintf("upstream %s within %s", e.phase, e.after)
+	}
+	return fmt.Sprintf("upstream %s within %s (%s)", e.phase, e.after, e.key)
 }
 func (e *timeoutError) Timeout() bool { return true }
 
 // withCause replaces the context error of an exchange the proxy cut with
-// the timeout that cut it.
+// the timeout that cut it. The error stays underneath (errors.Is finds
+// context.Canceled), but its text is left out where it already repeats the
+// timeout's (the transport reports the context's cause).
 func withCause(ctx context.Context, err error) error {
 	var te *timeoutError
 	if errors.As(context.Cause(ctx), &te) && !errors.As(err, &te) {
+		if strings.Contains(err.Error(), te.Error()) {
+			return &causedError{te, err}
+		}
 		return fmt.Errorf("%w (%v)", te, err)
 	}
 	return err
 }
+
+// causedError is a timeout and the error it caused, read as the timeout.
+type causedError struct {
+	cause *timeoutError
+	err   error
+}
+
+func (e *causedError) Error() string   { return e.cause.Error() }
+func (e *causedError) Unwrap() []error { return []error{e.cause, e.err} }
 
 // upstreamError is an error of an exchange with one upstream, named by its
 // host (never its URL: the path or query may hold secrets, and no
@@ -345,7 +369,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.idle > 0 {
 		if b.timer == nil {
 			d := b.idle
-			b.timer = time.AfterFunc(d, func() { b.cancel(&timeoutError{phase: phaseIdle, after: d}) })
+			b.timer = time.AfterFunc(d, func() { b.cancel(&timeoutError{phase: phaseIdle, after: d, key: "upstream.idle_timeout"}) })
 		} else {
 			b.timer.Reset(b.idle)
 		}
@@ -555,9 +579,10 @@ func cause(err error) string {
 	return ""
 }
 
-// logText is what the access log records: the full error when there is one.
+// logText is what the access log records: the full error when there is
+// one and the client's message does not already hold it.
 func (f failure) logText() string {
-	if f.detail != "" {
+	if f.detail != "" && !strings.Contains(f.msg, f.detail) {
 		return f.msg + " (" + f.detail + ")"
 	}
 	return f.msg
