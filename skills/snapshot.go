@@ -141,6 +141,37 @@ func Resolve(list []*Skill, want string) (*Skill, bool) {
 	return match, match != nil
 }
 
+// Sharing returns, in id order, the loaded skills want refers to when
+// Resolve finds none because several share it: their frontmatter name, or
+// else the last part of their ids (as written, else in NFKC form). It is
+// nil when fewer than two do.
+func (s *Snapshot) Sharing(want string) []string {
+	if s == nil {
+		return nil
+	}
+	for _, form := range []func(string) string{func(x string) string { return x }, NormalizeName} {
+		w := form(want)
+		var byName, bySuffix []string
+		for _, sk := range s.loaded {
+			if form(sk.Name) == w {
+				byName = append(byName, sk.ID)
+			}
+			if strings.HasSuffix(form(sk.ID), "/"+w) {
+				bySuffix = append(bySuffix, sk.ID)
+			}
+		}
+		switch {
+		case len(byName) > 1:
+			return byName
+		case len(byName) == 1:
+			return nil // Resolve finds it
+		case len(bySuffix) > 1:
+			return bySuffix
+		}
+	}
+	return nil
+}
+
 // resolveBy applies Resolve's rules to the ids and names as form gives
 // them; ambiguous is true when some rule matched more than one skill.
 func resolveBy(list []*Skill, want string, form func(string) string) (_ *Skill, found, ambiguous bool) {

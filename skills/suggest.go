@@ -2,6 +2,7 @@ package skills
 
 import (
 	"cmp"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -15,6 +16,9 @@ import (
 // MaxSuggestions is how many close ids NotFound offers.
 const MaxSuggestions = 3
 
+// maxSharing is how many of the skills that share a name NotFound lists.
+const maxSharing = 10
+
 // NotFound renders the structured result for an unknown id, with up to 3
 // close ids; search says whether search_skills is offered beside load_skill
 // (the next step names it only then). A long id is quoted cut
@@ -27,14 +31,21 @@ func NotFound(id string, snap *Snapshot, search bool) string {
 	b.WriteString("\" reason=\"not_found\">\n  <message>The skill \"")
 	b.WriteString(escapeText(shown))
 	b.WriteString("\" is unavailable: ")
-	if sk, ok := lookup(snap, id); ok && sk.Skipped {
+	shared := snap.Sharing(id)
+	switch sk, ok := lookup(snap, id); {
+	case ok && sk.Skipped:
 		b.WriteString("it has errors and was not loaded.")
-	} else {
+	case len(shared) > 0:
+		fmt.Fprintf(&b, "%d skills have this name; name one by its id.", len(shared))
+	default:
 		b.WriteString("no skill has this id.")
 	}
 	b.WriteString("</message>\n")
 	var sugg []string
-	if snap != nil {
+	switch {
+	case len(shared) > 0:
+		sugg = shared[:min(len(shared), maxSharing)]
+	case snap != nil:
 		sugg = Suggest(id, snap.loaded, MaxSuggestions)
 	}
 	if len(sugg) > 0 {

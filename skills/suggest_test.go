@@ -1,7 +1,10 @@
 package skills
 
 import (
+	"context"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,5 +118,38 @@ func TestResolve(t *testing.T) {
 		if got != tt.id {
 			t.Errorf("Resolve(%q) = %q, want %q", tt.want, got, tt.id)
 		}
+	}
+}
+
+// TestNotFoundSharedName: an id that is the name (or the last part of the
+// id) of several skills is answered as such, with their ids.
+func TestNotFoundSharedName(t *testing.T) {
+	root := t.TempDir()
+	for dir, name := range map[string]string{"x/dup": "dup", "y/dup": "dup", "z/tool": "tool", "p/kit": "alpha-kit", "q/kit": "beta-kit"} {
+		writeFile(t, filepath.Join(root, dir, SkillFile), "---\nname: "+name+"\ndescription: Use when testing shared names.\n---\nBody.\n")
+	}
+	snap := Load(context.Background(), []string{root}, Options{})
+	tests := []struct {
+		want   string
+		shared []string
+	}{
+		{"dup", []string{"x/dup", "y/dup"}}, // a shared name
+		{"kit", []string{"p/kit", "q/kit"}}, // a shared last part of the id
+		{"tool", nil},                       // one name: Resolve finds z/tool
+		{"nothing", nil},                    // no skill
+	}
+	for _, tt := range tests {
+		if got := snap.Sharing(tt.want); !slices.Equal(got, tt.shared) {
+			t.Errorf("Sharing(%q) = %q, want %q", tt.want, got, tt.shared)
+		}
+	}
+	out := NotFound("dup", snap, true)
+	for _, want := range []string{"2 skills have this name; name one by its id.", "<id>x/dup</id>", "<id>y/dup</id>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("NotFound(dup) lacks %q:\n%s", want, out)
+		}
+	}
+	if out := NotFound("nothing", snap, true); !strings.Contains(out, "no skill has this id.") {
+		t.Errorf("NotFound(nothing):\n%s", out)
 	}
 }

@@ -253,6 +253,8 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 				for _, p := range s.Problems {
 					fmt.Fprintln(cmd.ErrOrStderr(), "  "+p.String())
 				}
+			} else if shared := snap.Sharing(id); len(shared) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%q is the name of %d skills: %s; give one of their ids\n", id, len(shared), strings.Join(shared, ", "))
 			} else {
 				// Above is what the model would read; this is for the person.
 				msg := fmt.Sprintf("no skill %q in the library (router skills list shows the ids)", id)
