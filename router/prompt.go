@@ -16,6 +16,7 @@ import (
 	"io"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/skillrouter/skillrouter/skills"
 	"github.com/skillrouter/skillrouter/wire"
@@ -198,6 +199,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 	used := 0
 	injected := map[string]bool{}
 	candidates := append(append([]string{}, pinned...), in.dec.Selected...)
+	var overBudget []string // picks left out for the auto-load budget
 	for _, id := range candidates {
 		if injected[id] {
 			continue
@@ -216,6 +218,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		}
 		env := lib.envelope(s)
 		if !pinnedSet[id] && used+env.tokens > o.AutoLoadBudgetTokens {
+			overBudget = append(overBudget, id)
 			if env.tokens > o.AutoLoadBudgetTokens {
 				d.Reasons[id] = fmt.Sprintf("body is %d tokens, over the auto-load budget of %d; the model can still load it", env.tokens, o.AutoLoadBudgetTokens)
 			} else {
@@ -232,6 +235,16 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		added += env.tokens + MessageOverheadTokens
 	}
 	d.Selected = selected
+	if len(overBudget) > 0 {
+		// max_auto_load counted the picks before the budget left some out:
+		// say so, or the reason contradicts the loads ("2 reached", one
+		// loaded).
+		for id, r := range d.Reasons {
+			if strings.HasPrefix(r, maxAutoLoadReached) {
+				d.Reasons[id] = r + ", counting " + strings.Join(overBudget, ", ") + ", then left out for the auto-load budget"
+			}
+		}
+	}
 	if len(d.Reasons) == 0 {
 		d.Reasons = nil
 	}

@@ -148,6 +148,37 @@ func TestRewritePinnedIgnoresAutoLoadBudget(t *testing.T) {
 	}
 }
 
+// TestMaxAutoLoadReasonCountsBudgetDrops: a skill max_auto_load kept out
+// says the count included a pick the budget then left out, so that "1
+// reached" does not stand beside no load at all.
+func TestMaxAutoLoadReasonCountsBudgetDrops(t *testing.T) {
+	dec := Decision{Selected: []string{"sql-review"}, Reasons: map[string]string{"csv-analysis": "max_auto_load 1 reached"}}
+	rw := rewriteFixture(t, chat(t, "user", "x"), dec, RewriteOptions{AutoLoadBudgetTokens: 100}, nil)
+	want := "max_auto_load 1 reached, counting sql-review, then left out for the auto-load budget"
+	if len(rw.Decision.Selected) != 0 || rw.Decision.Reasons["csv-analysis"] != want {
+		t.Fatalf("decision %+v", rw.Decision)
+	}
+	rw = rewriteFixture(t, chat(t, "user", "x"), dec, RewriteOptions{}, nil)
+	if rw.Decision.Reasons["csv-analysis"] != "max_auto_load 1 reached" {
+		t.Fatalf("with room for the pick: %+v", rw.Decision)
+	}
+}
+
+func TestApart(t *testing.T) {
+	for _, tt := range []struct {
+		x, limit float64
+		a, b     string
+	}{
+		{0.1498, 0.15, "0.1498", "0.1500"},
+		{0.12, 0.15, "0.120", "0.150"},
+		{0.149999999, 0.15, "0.149999999", "0.150000000"},
+	} {
+		if a, b := apart(tt.x, tt.limit); a != tt.a || b != tt.b {
+			t.Errorf("apart(%v, %v) = %s, %s; want %s, %s", tt.x, tt.limit, a, b, tt.a, tt.b)
+		}
+	}
+}
+
 func TestAddedTokens(t *testing.T) {
 	body := chat(t, "user", "x")
 	rw := rewriteFixture(t, body, Decision{Selected: []string{"pdf-tools", "sql-review"}}, RewriteOptions{}, nil)

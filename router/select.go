@@ -44,7 +44,8 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		case conf <= 0 && score <= 0:
 			// Nothing matched at all; no reason worth printing.
 		case !(conf >= threshold): // also rejects NaN
-			reasons[s.ID] = "confidence " + f3(conf) + " below threshold " + f3(threshold)
+			c, t := apart(conf, threshold)
+			reasons[s.ID] = "confidence " + c + " below threshold " + t
 		case s.Disabled():
 			reasons[s.ID] = "disabled in frontmatter (enabled: false)"
 		case s.AutoLoad != nil && !*s.AutoLoad:
@@ -52,7 +53,7 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		case topK <= 0:
 			reasons[s.ID] = "auto-loading is off for this request"
 		case auto >= topK:
-			reasons[s.ID] = "max_auto_load " + strconv.Itoa(topK) + " reached"
+			reasons[s.ID] = maxAutoLoadReached + strconv.Itoa(topK) + " reached"
 		case auto > 0 && relative > 0 && score < relative*best:
 			reasons[s.ID] = "score " + f3(score) + " not within " + strconv.FormatFloat(relative*100, 'f', 0, 64) + "% of the best match's " + f3(best)
 		default:
@@ -79,6 +80,24 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 // f3 is x as %.3f formats it; reasons are written on every request, and
 // strconv costs a fraction of fmt.
 func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+
+// apart formats x and limit with three decimals, or with as many more as
+// it takes to tell them apart: a confidence just below its threshold would
+// otherwise read as equal to it ("0.150 below threshold 0.150").
+func apart(x, limit float64) (string, string) {
+	for prec := 3; prec <= 17; prec++ {
+		a, b := strconv.FormatFloat(x, 'f', prec, 64), strconv.FormatFloat(limit, 'f', prec, 64)
+		if a != b {
+			return a, b
+		}
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64), strconv.FormatFloat(limit, 'g', -1, 64)
+}
+
+// maxAutoLoadReached starts the reason of a skill max_auto_load kept out;
+// planPrompt adds to it when a pick that filled the count is then left out
+// for the auto-load budget.
+const maxAutoLoadReached = "max_auto_load "
 
 // duplicateOf returns the first of chosen that skill i nearly duplicates,
 // or -1.
