@@ -437,9 +437,8 @@ func (s *Server) httpError(err error, c echo.Context) {
 			if p == "/messages" || strings.HasPrefix(p, "/messages/") {
 				msg += "; the Anthropic SDKs and Claude Code (ANTHROPIC_BASE_URL) take the address without /v1 and add /v1/messages themselves"
 			}
-			info := requestInfo(c)
-			info.misdirected, info.err = true, msg
-			code = "unknown_path" // as for the other paths only a wrong base URL sends
+			_ = s.misdirected(c, &wire.Error{Status: status, Kind: kind, Code: "unknown_path", Message: msg})
+			return
 		}
 	case http.StatusMethodNotAllowed:
 		msg = methodNotAllowedMessage(c)

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +46,7 @@ func TestStalledStreamFailsAtTheIdleTimeout(t *testing.T) {
 	)
 	resp, b := h.chat(streamChat(""), nil)
 	a := assemble(t, b)
-	if resp.StatusCode != 200 || len(a.Errors) != 1 || !strings.Contains(a.Errors[0], "sent nothing more within 100ms") || a.Done != 0 {
+	if resp.StatusCode != 200 || len(a.Errors) != 1 || !strings.Contains(a.Errors[0], "sent nothing more within 100ms (upstream.idle_timeout)") || a.Done != 0 {
 		t.Fatalf("want one idle-timeout error event and no [DONE]: %d %+v", resp.StatusCode, a)
 	}
 	if resp.Trailer.Get(HeaderToolRounds) != "1" || resp.Trailer.Get(HeaderRoundsExceeded) != "false" {
@@ -99,15 +102,34 @@ func TestStalledMessagesStreamIsATimeoutError(t *testing.T) {
 }
 
 // TestTimeoutNamesItsSetting: the 504 and the log line say which timeout
-// cut the exchange, by its configuration key, once.
+// cut the exchange, by its configuration key, once: over HTTP/1 (the
+// transport reports the context's cause) and HTTP/2 (it reports
+// context.Canceled), as every https upstream speaks.
 func TestTimeoutNamesItsSetting(t *testing.T) {
+	var protos sync.Map
+	h2 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos.Store(r.Proto, true)
+		<-r.Context().Done()
+	}))
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	t.Cleanup(h2.Close)
+	h2URL, _ := url.Parse(h2.URL + "/v1")
 	for _, tc := range []struct {
 		name, body, want string
+		http2            bool
 	}{
-		{"non-streaming", simpleChat, "upstream sent no whole answer within 100ms (upstream.timeout)"},
-		{"streaming", streamChat(""), "upstream sent no response headers within 100ms (upstream.header_timeout)"},
+		{"non-streaming", simpleChat, "upstream sent no whole answer within 100ms (upstream.timeout)", false},
+		{"streaming", streamChat(""), "upstream sent no response headers within 100ms (upstream.header_timeout)", false},
+		{"non-streaming over HTTP/2", simpleChat, "upstream sent no whole answer within 100ms (upstream.timeout)", true},
+		{"streaming over HTTP/2", streamChat(""), "upstream sent no response headers within 100ms (upstream.header_timeout)", true},
 	} {
-		h := newHarness(t, func(c *Config) { c.UpstreamTimeout, c.HeaderTimeout = 100*time.Millisecond, 100*time.Millisecond })
+		h := newHarness(t, func(c *Config) {
+			c.UpstreamTimeout, c.HeaderTimeout = 100*time.Millisecond, 100*time.Millisecond
+			if tc.http2 {
+				c.Upstream, c.Transport = h2URL, h2.Client().Transport
+			}
+		})
 		h.up.Script(fakeai.Hang())
 		resp, b := h.chat(tc.body, nil)
 		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(b), tc.want) {
@@ -117,5 +139,8 @@ func TestTimeoutNamesItsSetting(t *testing.T) {
 		if n := strings.Count(line, "within 100ms"); !strings.Contains(line, tc.want) || n != 1 {
 			t.Errorf("%s: log line names the timeout %d times: %s", tc.name, n, line)
 		}
+	}
+	if _, ok := protos.Load("HTTP/2.0"); !ok {
+		t.Error("the TLS upstream was not reached over HTTP/2")
 	}
 }

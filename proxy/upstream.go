@@ -133,7 +133,7 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 		return nil, 0, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	b := &boundedBody{cancel: cancel, idle: s.cfg.IdleTimeout}
+	b := &boundedBody{cancel: cancel, idle: s.cfg.IdleTimeout, idleKey: "upstream.idle_timeout"}
 	first := timeoutError{phase: phaseHeaders, after: s.cfg.UpstreamTimeout, key: "upstream.timeout"}
 	switch kind {
 	case exchangeStream:
@@ -308,16 +308,17 @@ func (e *timeoutError) Error() string {
 func (e *timeoutError) Timeout() bool { return true }
 
 // withCause replaces the context error of an exchange the proxy cut with
-// the timeout that cut it. The error stays underneath (errors.Is finds
-// context.Canceled), but its text is left out where it already repeats the
-// timeout's (the transport reports the context's cause).
+// the timeout that cut it. Over HTTP/1 the transport reports the context's
+// cause, over HTTP/2 context.Canceled: either way the error reads as the
+// timeout alone, with the transport's error underneath for errors.Is and
+// As. An error of its own (a reset) keeps its text after the timeout's.
 func withCause(ctx context.Context, err error) error {
 	var te *timeoutError
 	if errors.As(context.Cause(ctx), &te) && !errors.As(err, &te) {
-		if strings.Contains(err.Error(), te.Error()) {
+		if errors.Is(err, context.Canceled) || strings.Contains(err.Error(), te.Error()) {
 			return &causedError{te, err}
 		}
-		return fmt.Errorf("%w (%v)", te, err)
+		return fmt.Errorf("%w (%w)", te, err)
 	}
 	return err
 }
@@ -357,19 +358,20 @@ func upstreamName(err error) string {
 // Closing it stops the timers and releases the exchange's context.
 type boundedBody struct {
 	io.ReadCloser
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	idle   time.Duration
-	timer  *time.Timer
-	total  *time.Timer
-	name   string // the upstream's host, for errors
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	idle    time.Duration
+	idleKey string // the setting idle comes from, for the timeout's message
+	timer   *time.Timer
+	total   *time.Timer
+	name    string // the upstream's host, for errors
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.idle > 0 {
 		if b.timer == nil {
-			d := b.idle
-			b.timer = time.AfterFunc(d, func() { b.cancel(&timeoutError{phase: phaseIdle, after: d, key: "upstream.idle_timeout"}) })
+			d, key := b.idle, b.idleKey
+			b.timer = time.AfterFunc(d, func() { b.cancel(&timeoutError{phase: phaseIdle, after: d, key: key}) })
 		} else {
 			b.timer.Reset(b.idle)
 		}
@@ -388,8 +390,8 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 // sequential: no lock).
 func (b *boundedBody) graceIdle(d time.Duration) {
 	if b.idle <= 0 || d < b.idle {
-		b.idle = d
-		if b.timer != nil { // the next Read starts one with d
+		b.idle, b.idleKey = d, "" // the grace is no setting
+		if b.timer != nil {       // the next Read starts one with d
 			b.timer.Stop()
 			b.timer = nil
 		}
@@ -580,9 +582,9 @@ func cause(err error) string {
 }
 
 // logText is what the access log records: the full error when there is
-// one and the client's message does not already hold it.
+// one and the client's message does not already end with it.
 func (f failure) logText() string {
-	if f.detail != "" && !strings.Contains(f.msg, f.detail) {
+	if f.detail != "" && !strings.HasSuffix(f.msg, f.detail) {
 		return f.msg + " (" + f.detail + ")"
 	}
 	return f.msg
