@@ -118,88 +118,94 @@ func SkillArg(arg string) string { return strings.TrimLeft(strings.TrimSpace(arg
 // (a model asks by the id it saw before the rename) finds the one skill
 // whose name is the id's last part.
 func Resolve(list []*Skill, want string) (*Skill, bool) {
+	s, _ := resolve(list, want)
+	return s, s != nil
+}
+
+// resolve is Resolve; when it finds none because a name or an id suffix
+// is shared, shared says by which skills.
+func resolve(list []*Skill, want string) (_ *Skill, shared *sharing) {
 	if i, ok := slices.BinarySearchFunc(list, want, func(s *Skill, id string) int { return cmp.Compare(s.ID, id) }); ok {
-		return list[i], true
+		return list[i], nil
 	}
 	same := func(s string) string { return s }
-	if s, found, ambiguous := resolveBy(list, want, same); found || ambiguous {
-		return s, found
+	if s, shared := resolveBy(list, want, same); s != nil || shared != nil {
+		return s, shared
 	}
-	if s, found, ambiguous := resolveBy(list, NormalizeName(want), NormalizeName); found || ambiguous || !strings.Contains(want, "/") {
-		return s, found
+	if s, shared := resolveBy(list, NormalizeName(want), NormalizeName); s != nil || shared != nil || !strings.Contains(want, "/") {
+		return s, shared
 	}
 	base := NormalizeName(path.Base(want))
 	var match *Skill
 	for _, s := range list {
 		if NormalizeName(s.Name) == base {
 			if match != nil {
-				return nil, false
+				return nil, nil
 			}
 			match = s
 		}
 	}
-	return match, match != nil
+	return match, nil
 }
 
-// Sharing returns, in id order, the loaded skills want refers to when
-// Resolve finds none because several share it: their frontmatter name, or
-// else the last part of their ids (as written, else in NFKC form). It is
-// nil when fewer than two do.
-func (s *Snapshot) Sharing(want string) []string {
-	if s == nil {
-		return nil
-	}
-	for _, form := range []func(string) string{func(x string) string { return x }, NormalizeName} {
-		w := form(want)
-		var byName, bySuffix []string
-		for _, sk := range s.loaded {
-			if form(sk.Name) == w {
-				byName = append(byName, sk.ID)
-			}
-			if strings.HasSuffix(form(sk.ID), "/"+w) {
-				bySuffix = append(bySuffix, sk.ID)
-			}
-		}
-		switch {
-		case len(byName) > 1:
-			return byName
-		case len(byName) == 1:
-			return nil // Resolve finds it
-		case len(bySuffix) > 1:
-			return bySuffix
-		}
-	}
-	return nil
+// sharing is a name, or else the last part of an id, that more than one
+// skill has: Resolve finds none of them.
+type sharing struct {
+	ids    []string // in id order
+	byName bool     // a frontmatter name, not an id's last part
 }
 
 // resolveBy applies Resolve's rules to the ids and names as form gives
-// them; ambiguous is true when some rule matched more than one skill.
-func resolveBy(list []*Skill, want string, form func(string) string) (_ *Skill, found, ambiguous bool) {
-	var exact, byName, bySuffix *Skill
-	names, suffixes := 0, 0
+// them; shared is set when a rule matched more than one skill.
+func resolveBy(list []*Skill, want string, form func(string) string) (_ *Skill, shared *sharing) {
+	var exact *Skill
+	var names, suffixes []*Skill
 	for _, s := range list {
 		id := form(s.ID)
 		if id == want {
 			exact = s
 		}
 		if form(s.Name) == want {
-			byName = s
-			names++
+			names = append(names, s)
 		}
 		if strings.HasSuffix(id, "/"+want) {
-			bySuffix = s
-			suffixes++
+			suffixes = append(suffixes, s)
 		}
 	}
 	switch {
 	case exact != nil:
-		return exact, true, false
-	case names == 1:
-		return byName, true, false
-	case suffixes == 1:
-		return bySuffix, true, false
+		return exact, nil
+	case len(names) == 1:
+		return names[0], nil
+	case len(suffixes) == 1:
+		return suffixes[0], nil
+	case len(names) > 1:
+		return nil, &sharing{ids: skillIDs(names), byName: true}
+	case len(suffixes) > 1:
+		return nil, &sharing{ids: skillIDs(suffixes)}
 	}
-	return nil, false, names > 1 || suffixes > 1
+	return nil, nil
+}
+
+func skillIDs(list []*Skill) []string {
+	ids := make([]string, len(list))
+	for i, s := range list {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// Sharing says, when Resolve finds no skill for want because several
+// share it, which ones (in id order) and whether it is their frontmatter
+// name (else the last part of their ids); ids is nil otherwise.
+func (s *Snapshot) Sharing(want string) (ids []string, byName bool) {
+	if s == nil {
+		return nil, false
+	}
+	if _, shared := resolve(s.loaded, want); shared != nil {
+		return shared.ids, shared.byName
+	}
+	return nil, false
 }
 
 // Lookup returns a skill by id whether it loaded or was skipped, so callers

@@ -31,12 +31,14 @@ func NotFound(id string, snap *Snapshot, search bool) string {
 	b.WriteString("\" reason=\"not_found\">\n  <message>The skill \"")
 	b.WriteString(escapeText(shown))
 	b.WriteString("\" is unavailable: ")
-	shared := snap.Sharing(id)
+	shared, byName := snap.Sharing(id)
 	switch sk, ok := lookup(snap, id); {
 	case ok && sk.Skipped:
 		b.WriteString("it has errors and was not loaded.")
-	case len(shared) > 0:
+	case len(shared) > 0 && byName:
 		fmt.Fprintf(&b, "%d skills have this name; name one by its id.", len(shared))
+	case len(shared) > 0:
+		fmt.Fprintf(&b, "%d skill ids end in it; name one by its whole id.", len(shared))
 	default:
 		b.WriteString("no skill has this id.")
 	}

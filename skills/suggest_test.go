@@ -125,28 +125,36 @@ func TestResolve(t *testing.T) {
 // id) of several skills is answered as such, with their ids.
 func TestNotFoundSharedName(t *testing.T) {
 	root := t.TempDir()
-	for dir, name := range map[string]string{"x/dup": "dup", "y/dup": "dup", "z/tool": "tool", "p/kit": "alpha-kit", "q/kit": "beta-kit"} {
+	for dir, name := range map[string]string{"x/dup": "dup", "y/dup": "dup", "z/tool": "tool", "p/kit": "alpha-kit", "q/kit": "beta-kit", "m/caf1": "cafe\u0301", "n/caf2": "cafe\u0301"} {
 		writeFile(t, filepath.Join(root, dir, SkillFile), "---\nname: "+name+"\ndescription: Use when testing shared names.\n---\nBody.\n")
 	}
 	snap := Load(context.Background(), []string{root}, Options{})
 	tests := []struct {
 		want   string
 		shared []string
+		byName bool
 	}{
-		{"dup", []string{"x/dup", "y/dup"}}, // a shared name
-		{"kit", []string{"p/kit", "q/kit"}}, // a shared last part of the id
-		{"tool", nil},                       // one name: Resolve finds z/tool
-		{"nothing", nil},                    // no skill
+		{"dup", []string{"x/dup", "y/dup"}, true},    // a shared name
+		{"DUP", nil, false},                          // names are compared as written, then in NFKC form: no case folding
+		{"kit", []string{"p/kit", "q/kit"}, false},   // a shared last part of the id
+		{"café", []string{"m/caf1", "n/caf2"}, true}, // composed, the names decomposed: shared in NFKC form
+		{"tool", nil, false},                         // one name: Resolve finds z/tool
+		{"nothing", nil, false},                      // no skill
 	}
 	for _, tt := range tests {
-		if got := snap.Sharing(tt.want); !slices.Equal(got, tt.shared) {
-			t.Errorf("Sharing(%q) = %q, want %q", tt.want, got, tt.shared)
+		if got, byName := snap.Sharing(tt.want); !slices.Equal(got, tt.shared) || byName != tt.byName {
+			t.Errorf("Sharing(%q) = %q, %v; want %q, %v", tt.want, got, byName, tt.shared, tt.byName)
 		}
 	}
-	out := NotFound("dup", snap, true)
-	for _, want := range []string{"2 skills have this name; name one by its id.", "<id>x/dup</id>", "<id>y/dup</id>"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("NotFound(dup) lacks %q:\n%s", want, out)
+	for want, lines := range map[string][]string{
+		"dup": {"2 skills have this name; name one by its id.", "<id>x/dup</id>", "<id>y/dup</id>"},
+		"kit": {"2 skill ids end in it; name one by its whole id.", "<id>p/kit</id>", "<id>q/kit</id>"},
+	} {
+		out := NotFound(want, snap, true)
+		for _, line := range lines {
+			if !strings.Contains(out, line) {
+				t.Errorf("NotFound(%s) lacks %q:\n%s", want, line, out)
+			}
 		}
 	}
 	if out := NotFound("nothing", snap, true); !strings.Contains(out, "no skill has this id.") {

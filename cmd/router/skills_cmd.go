@@ -253,8 +253,12 @@ func newSkillsShowCmd(cf *configFlags) *cobra.Command {
 				for _, p := range s.Problems {
 					fmt.Fprintln(cmd.ErrOrStderr(), "  "+p.String())
 				}
-			} else if shared := snap.Sharing(id); len(shared) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%q is the name of %d skills: %s; give one of their ids\n", id, len(shared), strings.Join(shared, ", "))
+			} else if shared, byName := snap.Sharing(id); len(shared) > 0 {
+				what := "the name of"
+				if !byName {
+					what = "the end of the ids of"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%q is %s %d skills: %s; give one of their ids\n", id, what, len(shared), strings.Join(shared, ", "))
 			} else {
 				// Above is what the model would read; this is for the person.
 				msg := fmt.Sprintf("no skill %q in the library (router skills list shows the ids)", id)

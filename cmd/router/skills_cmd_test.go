@@ -172,10 +172,14 @@ func TestSkillsShowResolvesLikeLoadSkill(t *testing.T) {
 		{"x/dup", "x/dup"},
 	}
 	for _, tt := range tests {
-		out, _, err := run(t, "skills", "show", "--skills", lib, tt.arg)
+		out, errOut, err := run(t, "skills", "show", "--skills", lib, tt.arg)
 		if tt.want == "" {
 			if exitStatus(err) != 1 || !strings.Contains(out, `reason="not_found"`) {
 				t.Errorf("show %s: want not found, got err %v:\n%s", tt.arg, err, out)
+			}
+			// The person is told the name is shared, not that no skill has it.
+			if want := `"dup" is the name of 2 skills: x/dup, y/dup; give one of their ids`; !strings.Contains(errOut, want) {
+				t.Errorf("show %s: stderr %q, want %q", tt.arg, errOut, want)
 			}
 			continue
 		}
