@@ -240,7 +240,7 @@ func planPrompt(ctx context.Context, in planInput, o *RewriteOptions) (*PromptPa
 		// say so, or the reason contradicts the loads ("2 reached", one
 		// loaded).
 		for id, r := range d.Reasons {
-			if strings.HasPrefix(r, maxAutoLoadReached) {
+			if strings.HasPrefix(r, maxAutoLoadPrefix) {
 				d.Reasons[id] = r + ", counting " + strings.Join(overBudget, ", ") + ", then left out for the auto-load budget"
 			}
 		}

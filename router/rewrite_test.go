@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillrouter/skillrouter/skills"
 )
 
 func TestRewriteRejects(t *testing.T) {
@@ -161,6 +163,17 @@ func TestMaxAutoLoadReasonCountsBudgetDrops(t *testing.T) {
 	rw = rewriteFixture(t, chat(t, "user", "x"), dec, RewriteOptions{}, nil)
 	if rw.Decision.Reasons["csv-analysis"] != "max_auto_load 1 reached" {
 		t.Fatalf("with room for the pick: %+v", rw.Decision)
+	}
+}
+
+// TestReasonTellsConfidenceFromThreshold: a confidence just below the
+// threshold does not read as equal to it.
+func TestReasonTellsConfidenceFromThreshold(t *testing.T) {
+	ix := &rankIndex{list: []*skills.Skill{{ID: "a"}}, pos: map[string]int{"a": 0}}
+	var d Decision
+	ix.selectSkills(&d, &rankResult{n: 1, top: []rankEntry{{i: 0, conf: 0.1498, score: 0.3}}}, nil, 2, 0.15, 0.5)
+	if got, want := d.Reasons["a"], "confidence 0.1498 below threshold 0.1500"; got != want {
+		t.Errorf("reason %q, want %q", got, want)
 	}
 }
 

@@ -53,7 +53,7 @@ func (ix *rankIndex) selectSkills(d *Decision, res *rankResult, pinned []string,
 		case topK <= 0:
 			reasons[s.ID] = "auto-loading is off for this request"
 		case auto >= topK:
-			reasons[s.ID] = maxAutoLoadReached + strconv.Itoa(topK) + " reached"
+			reasons[s.ID] = maxAutoLoadPrefix + strconv.Itoa(topK) + " reached"
 		case auto > 0 && relative > 0 && score < relative*best:
 			reasons[s.ID] = "score " + f3(score) + " not within " + strconv.FormatFloat(relative*100, 'f', 0, 64) + "% of the best match's " + f3(best)
 		default:
@@ -94,10 +94,11 @@ func apart(x, limit float64) (string, string) {
 	return strconv.FormatFloat(x, 'g', -1, 64), strconv.FormatFloat(limit, 'g', -1, 64)
 }
 
-// maxAutoLoadReached starts the reason of a skill max_auto_load kept out;
-// planPrompt adds to it when a pick that filled the count is then left out
-// for the auto-load budget.
-const maxAutoLoadReached = "max_auto_load "
+// maxAutoLoadPrefix starts the reason of a skill max_auto_load kept out
+// ("max_auto_load 2 reached"); planPrompt finds such reasons by it and adds
+// the picks that filled the count but were then left out for the auto-load
+// budget.
+const maxAutoLoadPrefix = "max_auto_load "
 
 // duplicateOf returns the first of chosen that skill i nearly duplicates,
 // or -1.
