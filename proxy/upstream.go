@@ -134,14 +134,15 @@ func (s *Server) send(ctx context.Context, t *upstreamTarget, in *http.Request, 
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	b := &boundedBody{cancel: cancel, idle: s.cfg.IdleTimeout, idleKey: "upstream.idle_timeout"}
-	first := timeoutError{phase: phaseHeaders, after: s.cfg.UpstreamTimeout, key: "upstream.timeout"}
+	phase, wait, key := phaseHeaders, s.cfg.UpstreamTimeout, "upstream.timeout"
 	switch kind {
 	case exchangeStream:
-		first.after, first.key = s.cfg.HeaderTimeout, "upstream.header_timeout"
+		wait, key = s.cfg.HeaderTimeout, "upstream.header_timeout"
 	case exchangeAnswer:
-		first.phase = phaseAnswer
+		phase = phaseAnswer
 	}
-	headers := time.AfterFunc(first.after, func() { cancel(&first) })
+	// The error is made only if the timer fires: most exchanges end first.
+	headers := time.AfterFunc(wait, func() { cancel(&timeoutError{phase: phase, after: wait, key: key}) })
 	if kind == exchangeAnswer {
 		// The whole exchange, body included, within UpstreamTimeout.
 		b.total = headers
