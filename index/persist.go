@@ -76,11 +76,16 @@ func rawBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// decoder reads what encoder wrote from one byte slice.
+// decoder reads what encoder wrote from one byte slice, buf: b is what is
+// left of it, from read bytes in; the first held bytes are arrays read in
+// place (inPlace), which nothing may move over.
 type decoder struct {
-	b   []byte
-	err error
+	buf, b     []byte
+	read, held int
+	err        error
 }
+
+func newDecoder(data []byte) *decoder { return &decoder{buf: data, b: data} }
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
@@ -95,6 +100,7 @@ func (d *decoder) take(n uint64, what string) []byte {
 	}
 	out := d.b[:n]
 	d.b = d.b[n:]
+	d.read += int(n)
 	return out
 }
 
@@ -133,6 +139,46 @@ func unraw[T any](d *decoder, what string) []T {
 	out := make([]T, n)
 	copy(rawBytes(out), d.take(n*size, what))
 	return out
+}
+
+// inPlace reads what raw wrote as a slice of the decoder's own buffer,
+// where unraw copies. A large library's rows and postings are tens of
+// megabytes: a copy doubled what a warm start allocated and wrote, and on
+// some virtual machines the first write to each fresh page is the dearest
+// part of reading them (docs/performance.md, twenty-third look). A slice
+// must start at a multiple of T's alignment, which the file format does
+// not promise, so when it does not, the unread rest of the buffer moves
+// back by the few bytes it takes, over bytes already read and copied out
+// (when those are fewer, or were read in place too, it copies as unraw).
+func inPlace[T any](d *decoder, what string) []T {
+	var zero T
+	size, align := uint64(unsafe.Sizeof(zero)), uintptr(unsafe.Alignof(zero))
+	if d.err != nil || uint64(len(d.b)) < 8 {
+		d.fail(what)
+		return nil
+	}
+	n := binary.LittleEndian.Uint64(d.b)
+	if n > uint64(len(d.b)-8)/size {
+		d.fail(what)
+		return nil
+	}
+	if n == 0 {
+		d.b = d.b[8:]
+		return nil
+	}
+	if off := uintptr(unsafe.Pointer(&d.b[8])) % align; off != 0 {
+		if d.read-int(off) < d.held {
+			return unraw[T](d, what) // no copied bytes before it to move over
+		}
+		// Move the length and everything after it back by off bytes.
+		start := d.buf[d.read-int(off):]
+		copy(start, d.b)
+		d.b = start[:len(d.b)]
+		d.read -= int(off)
+	}
+	data := d.take(8+n*size, what)[8:]
+	d.held = d.read
+	return unsafe.Slice((*T)(unsafe.Pointer(&data[0])), n)
 }
 
 func (d *decoder) magic(m string) {
@@ -180,12 +226,13 @@ func (ix *BM25) WriteBinary(w io.Writer) error {
 	return e.err
 }
 
-// ReadBM25 reads an index written by WriteBinary.
+// ReadBM25 reads an index written by WriteBinary. Its postings are read in
+// place (see inPlace): data is the index's from then on.
 func ReadBM25(data []byte) (*BM25, error) {
 	if !littleEndian {
 		return nil, errBigEndian
 	}
-	d := &decoder{b: data}
+	d := newDecoder(data)
 	d.magic(bm25Magic)
 	ix := &BM25{k1: math.Float64frombits(d.u64("k1"))}
 	for f := range ix.weights {
@@ -195,8 +242,8 @@ func ReadBM25(data []byte) (*BM25, error) {
 	terms := d.strs("terms")
 	idf := unraw[float64](d, "idf")
 	counts := unraw[uint32](d, "counts")
-	full := unraw[posting](d, "postings")
-	body := unraw[bodyPosting](d, "postings")
+	full := inPlace[posting](d, "postings")
+	body := inPlace[bodyPosting](d, "postings")
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -270,17 +317,18 @@ func (v *Vectors) WriteBinary(w io.Writer) error {
 	return e.err
 }
 
-// ReadVectors reads vectors written by WriteBinary.
+// ReadVectors reads vectors written by WriteBinary. The rows are read in
+// place (see inPlace): data is the vectors' from then on.
 func ReadVectors(data []byte) (*Vectors, error) {
 	if !littleEndian {
 		return nil, errBigEndian
 	}
-	d := &decoder{b: data}
+	d := newDecoder(data)
 	d.magic(vectorsMagic)
 	v := &Vectors{model: d.str("model")}
 	dim := d.u64("dim")
 	v.ids, v.names, v.hashes = d.strs("ids"), d.strs("names"), d.strs("hashes")
-	v.rows = unraw[float32](d, "rows")
+	v.rows = inPlace[float32](d, "rows")
 	if d.err != nil {
 		return nil, d.err
 	}

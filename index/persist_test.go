@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 func encode(t testing.TB, write func(*bytes.Buffer) error) []byte {
@@ -69,6 +71,75 @@ func TestBinaryRoundTrip(t *testing.T) {
 	}
 }
 
+// The rows and postings are read in place whatever the input's alignment
+// (the readers move the rest of it back when a slice would be misaligned),
+// and read the same as a copy would.
+func TestReadInPlace(t *testing.T) {
+	bm, v := persistFixtures(t)
+	bmData := encode(t, func(b *bytes.Buffer) error { return bm.WriteBinary(b) })
+	vData := encode(t, func(b *bytes.Buffer) error { return v.WriteBinary(b) })
+	within := func(p unsafe.Pointer, buf []byte) bool {
+		a := uintptr(p)
+		return a >= uintptr(unsafe.Pointer(&buf[0])) && a < uintptr(unsafe.Pointer(&buf[0]))+uintptr(len(buf))
+	}
+	terms := QueryTerms(nil, "extract text from a PDF body", 1)
+	want := make([]float64, bm.Len())
+	bm.ScoreWeighted(terms, [NumFields]float64{3, 2, 0.5}, want)
+	for off := range 8 {
+		buf := make([]byte, len(vData)+8)
+		data := buf[off : off+len(vData)]
+		copy(data, vData)
+		v2, err := ReadVectors(data)
+		if err != nil {
+			t.Fatalf("offset %d: %v", off, err)
+		}
+		if !slices.Equal(v2.rows, v.rows) || !slices.Equal(v2.ids, v.ids) || !slices.Equal(v2.hashes, v.hashes) {
+			t.Fatalf("offset %d: vectors differ", off)
+		}
+		if !within(unsafe.Pointer(&v2.rows[0]), buf) {
+			t.Errorf("offset %d: rows copied", off)
+		}
+
+		buf = make([]byte, len(bmData)+8)
+		data = buf[off : off+len(bmData)]
+		copy(data, bmData)
+		bm2, err := ReadBM25(data)
+		if err != nil {
+			t.Fatalf("offset %d: %v", off, err)
+		}
+		got := make([]float64, bm2.Len())
+		bm2.ScoreWeighted(terms, [NumFields]float64{3, 2, 0.5}, got)
+		if !slices.Equal(got, want) || !slices.Equal(bm2.ids, bm.ids) {
+			t.Fatalf("offset %d: scores %v, want %v", off, got, want)
+		}
+		if !within(unsafe.Pointer(&bm2.full[0]), buf) || !within(unsafe.Pointer(&bm2.body[0]), buf) {
+			t.Errorf("offset %d: postings copied", off)
+		}
+	}
+}
+
+// An array read in place is never moved over: one that would need to be
+// (a misaligned array right after it) is copied instead.
+func TestInPlaceHeld(t *testing.T) {
+	var b bytes.Buffer
+	e := &encoder{w: bufio.NewWriter(&b)}
+	raw(e, []uint32{1, 2, 3})
+	raw(e, []uint64{4, 5})
+	if err := e.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for off := range 8 {
+		buf := make([]byte, b.Len()+8)
+		data := buf[off : off+b.Len()]
+		copy(data, b.Bytes())
+		d := newDecoder(data)
+		a, c := inPlace[uint32](d, "a"), inPlace[uint64](d, "c")
+		if d.err != nil || !slices.Equal(a, []uint32{1, 2, 3}) || !slices.Equal(c, []uint64{4, 5}) || len(d.b) != 0 {
+			t.Fatalf("offset %d: %v %v (%v, %d left)", off, a, c, d.err, len(d.b))
+		}
+	}
+}
+
 // Every truncation and a flipped header byte are errors, not panics.
 func TestBinaryCorrupt(t *testing.T) {
 	bm, v := persistFixtures(t)
@@ -124,11 +195,13 @@ func FuzzReadIndexFiles(f *testing.F) {
 	f.Add(encode(f, func(b *bytes.Buffer) error { return bm.WriteBinary(b) }))
 	f.Add(encode(f, func(b *bytes.Buffer) error { return v.WriteBinary(b) }))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if ix, err := ReadBM25(data); err == nil {
+		// The readers take their input over (it may move within it), and
+		// the fuzzing engine's must stay as it is.
+		if ix, err := ReadBM25(bytes.Clone(data)); err == nil {
 			s := make([]float64, ix.Len())
 			ix.Score(QueryTerms(nil, "pdf query notes", 1), s)
 		}
-		if vs, err := ReadVectors(data); err == nil && vs.dim > 0 && vs.Len() > 0 {
+		if vs, err := ReadVectors(bytes.Clone(data)); err == nil && vs.dim > 0 && vs.Len() > 0 {
 			q := make([]float32, vs.dim)
 			q[0] = 1
 			if p, err := vs.Prepare(q); err == nil {
