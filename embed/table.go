@@ -1,6 +1,10 @@
 package embed
 
-import "math"
+import (
+	"math"
+
+	"github.com/skillrouter/skillrouter/internal/hugepage"
+)
 
 // u64Table maps feature hashes to int32s (a text's features to their
 // positions): open addressing with linear probing over a power-of-two
@@ -107,7 +111,7 @@ func (t *dfTable) reserve(n int) {
 		size *= 2
 	}
 	if t.n == 0 && size > len(t.slots) {
-		t.slots = make([]dfSlot, size)
+		t.slots = hugepage.Make[dfSlot](size)
 	}
 }
 
@@ -160,7 +164,7 @@ func (t *dfTable) restamp() {
 // grow doubles the array (at most half full after it).
 func (t *dfTable) grow() {
 	old := t.slots
-	t.slots = make([]dfSlot, max(u64TableMin, 2*len(old)))
+	t.slots = hugepage.Make[dfSlot](max(u64TableMin, 2*len(old)))
 	mask := len(t.slots) - 1
 	for _, s := range old {
 		if s.stamp == 0 {
