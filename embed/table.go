@@ -1,10 +1,6 @@
 package embed
 
-import (
-	"math"
-
-	"github.com/skillrouter/skillrouter/internal/hugepage"
-)
+import "math"
 
 // u64Table maps feature hashes to int32s (a text's features to their
 // positions): open addressing with linear probing over a power-of-two
@@ -111,7 +107,7 @@ func (t *dfTable) reserve(n int) {
 		size *= 2
 	}
 	if t.n == 0 && size > len(t.slots) {
-		t.slots = hugepage.Make[dfSlot](size)
+		t.slots = make([]dfSlot, size)
 	}
 }
 
@@ -164,7 +160,7 @@ func (t *dfTable) restamp() {
 // grow doubles the array (at most half full after it).
 func (t *dfTable) grow() {
 	old := t.slots
-	t.slots = hugepage.Make[dfSlot](max(u64TableMin, 2*len(old)))
+	t.slots = make([]dfSlot, max(u64TableMin, 2*len(old)))
 	mask := len(t.slots) - 1
 	for _, s := range old {
 		if s.stamp == 0 {

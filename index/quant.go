@@ -23,8 +23,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-
-	"github.com/skillrouter/skillrouter/internal/hugepage"
 )
 
 // quantMax is the largest int8 magnitude used: a row's largest component
@@ -64,7 +62,7 @@ type quant struct {
 func quantize(rows []float32, n, dim int) quant {
 	stride := (n + 31) &^ 31
 	q := quant{
-		cols: hugepage.Make[int8](stride * dim), stride: stride, zero: make([]int8, stride), scale: make([]float32, n),
+		cols: make([]int8, stride*dim), stride: stride, zero: make([]int8, stride), scale: make([]float32, n),
 		maxErr: make([]float32, n), resNorm: make([]float32, n), rowNorm: make([]float32, n),
 	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), n/quantizeMinRows))

@@ -21,7 +21,6 @@ import (
 	chromem "github.com/philippgille/chromem-go"
 
 	"github.com/skillrouter/skillrouter/internal/atomicfile"
-	"github.com/skillrouter/skillrouter/internal/hugepage"
 )
 
 // Part is one piece of a document's text with its weight in the document's
@@ -293,7 +292,7 @@ func (v *Vectors) pack(ids, names, hashes []string, vecs [][]float32) error {
 	for i, vec := range vecs {
 		if i == 0 {
 			v.dim = len(vec)
-			v.rows = hugepage.Make[float32](v.dim * v.n)
+			v.rows = make([]float32, v.dim*v.n)
 		}
 		if len(vec) != v.dim {
 			return fmt.Errorf("vector index: document %s has %d dimensions, want %d", ids[i], len(vec), v.dim)

@@ -33,7 +33,6 @@ import (
 
 	"github.com/skillrouter/skillrouter/index"
 	"github.com/skillrouter/skillrouter/internal/atomicfile"
-	"github.com/skillrouter/skillrouter/internal/hugepage"
 	"github.com/skillrouter/skillrouter/skills"
 )
 
@@ -148,7 +147,7 @@ var errDamaged = errors.New("damaged: its digest differs from the manifest's")
 // readIndexFile reads the file name of the index in dir whose manifest
 // gives it digest, and checks it.
 func readIndexFile(dir, name, digest string) ([]byte, error) {
-	b, err := hugepage.ReadFile(filepath.Join(dir, name))
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	switch {
 	case err != nil:
 		return nil, err

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package hugepage
-
-func advise([]byte) {}
