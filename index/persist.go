@@ -77,8 +77,8 @@ func rawBytes[T any](s []T) []byte {
 }
 
 // decoder reads what encoder wrote from one byte slice, buf: b is what is
-// left of it, from read bytes in; the first held bytes are arrays read in
-// place (inPlace), which nothing may move over.
+// left of it, from read bytes in. The last array read in place (inPlace)
+// ends held bytes in: nothing may move over buf[:held].
 type decoder struct {
 	buf, b     []byte
 	read, held int
@@ -141,44 +141,55 @@ func unraw[T any](d *decoder, what string) []T {
 	return out
 }
 
-// inPlace reads what raw wrote as a slice of the decoder's own buffer,
-// where unraw copies. A large library's rows and postings are tens of
-// megabytes: a copy doubled what a warm start allocated and wrote, and on
-// some virtual machines the first write to each fresh page is the dearest
-// part of reading them (docs/performance.md, twenty-third look). A slice
-// must start at a multiple of T's alignment, which the file format does
-// not promise, so when it does not, the unread rest of the buffer moves
-// back by the few bytes it takes, over bytes already read and copied out
-// (when those are fewer, or were read in place too, it copies as unraw).
+// inPlace reads what raw wrote as a slice of the decoder's own buffer
+// (see InPlace), where unraw copies: over the length it has just read if
+// the values must move, so never over an array read in place before.
 func inPlace[T any](d *decoder, what string) []T {
+	n := d.u64(what)
+	if d.err != nil {
+		return nil
+	}
+	vals, moved, ok := InPlace[T](d.buf, d.read, d.held, n)
+	if !ok {
+		d.fail(what)
+		return nil
+	}
+	// The unread rest moved back with the values: the buffer ends sooner.
+	d.buf = d.buf[:len(d.buf)-moved]
+	d.read += len(vals)*int(unsafe.Sizeof(*new(T))) - moved
+	d.b, d.held = d.buf[d.read:], d.read
+	return vals
+}
+
+// InPlace returns the n values of T (a type without pointers) stored at
+// data[at:] as raw writes them, as a slice of data itself. A large
+// library's rows and postings are tens of megabytes: copying them out of
+// the buffer a file was read into doubled what a warm start allocated and
+// wrote, and on some virtual machines the first write to each fresh page
+// is the dearest part of a start (docs/performance.md, twenty-third look).
+// A slice must start at a multiple of T's alignment, which the files do
+// not promise, so when data[at:] does not, all of data[at:] moves back by
+// the few bytes it takes (moved), over bytes before at that the caller has
+// copied out and no longer needs; floor is the lowest it may move over.
+// ok is false when n values do not fit in data[at:] or the move would
+// cross floor. The caller owns data from then on.
+func InPlace[T any](data []byte, at, floor int, n uint64) (vals []T, moved int, ok bool) {
 	var zero T
 	size, align := uint64(unsafe.Sizeof(zero)), uintptr(unsafe.Alignof(zero))
-	if d.err != nil || uint64(len(d.b)) < 8 {
-		d.fail(what)
-		return nil
-	}
-	n := binary.LittleEndian.Uint64(d.b)
-	if n > uint64(len(d.b)-8)/size {
-		d.fail(what)
-		return nil
+	if size == 0 || floor < 0 || at < floor || at > len(data) || n > uint64(len(data)-at)/size {
+		return nil, 0, false
 	}
 	if n == 0 {
-		d.b = d.b[8:]
-		return nil
+		return nil, 0, true
 	}
-	if off := uintptr(unsafe.Pointer(&d.b[8])) % align; off != 0 {
-		if d.read-int(off) < d.held {
-			return unraw[T](d, what) // no copied bytes before it to move over
-		}
-		// Move the length and everything after it back by off bytes.
-		start := d.buf[d.read-int(off):]
-		copy(start, d.b)
-		d.b = start[:len(d.b)]
-		d.read -= int(off)
+	moved = int(uintptr(unsafe.Pointer(&data[at])) % align)
+	if at-moved < floor {
+		return nil, 0, false
 	}
-	data := d.take(8+n*size, what)[8:]
-	d.held = d.read
-	return unsafe.Slice((*T)(unsafe.Pointer(&data[0])), n)
+	if moved != 0 {
+		copy(data[at-moved:], data[at:])
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&data[at-moved])), n), moved, true
 }
 
 func (d *decoder) magic(m string) {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,4 +63,77 @@ func dump(d *index.DocStats) string {
 	fmt.Fprint(&b, d.Len, d.NumTerms())
 	d.Each(func(term []byte, tf [index.NumFields]uint32) { fmt.Fprintf(&b, " %s%v", term, tf) })
 	return b.String()
+}
+
+// The lexical file reads back whatever the alignment of the buffer it was
+// read into (its signatures and postings are slices of that buffer, moved
+// back into alignment when they have to be), and every truncation of it is
+// an error, not a panic.
+func TestReadLexicalInPlace(t *testing.T) {
+	bm, sigs, file := lexicalFixture(t)
+	docs := make([]struct{}, bm.Len())
+	terms := index.QueryTerms(nil, "extract the query pages", 1)
+	want := make([]float64, bm.Len())
+	bm.ScoreWeighted(terms, hybridFieldWeights, want)
+	for off := range 8 {
+		buf := make([]byte, file.Len()+8)
+		data := buf[off : off+file.Len()]
+		copy(data, file.Bytes())
+		bm2, sigs2, err := readLexical(data, len(docs))
+		if err != nil {
+			t.Fatalf("offset %d: %v", off, err)
+		}
+		if !slices.EqualFunc(sigs2, sigs, slices.Equal) {
+			t.Fatalf("offset %d: signatures %v, want %v", off, sigs2, sigs)
+		}
+		got := make([]float64, bm2.Len())
+		bm2.ScoreWeighted(terms, hybridFieldWeights, got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("offset %d: scores %v, want %v", off, got, want)
+		}
+	}
+	for n := range file.Len() {
+		if _, _, err := readLexical(bytes.Clone(file.Bytes()[:n]), len(docs)); err == nil {
+			t.Fatalf("%d of %d bytes read without error", n, file.Len())
+		}
+	}
+	if _, _, err := readLexical(bytes.Clone(file.Bytes()), len(docs)+1); err == nil {
+		t.Fatal("a file of 3 skills read for 4")
+	}
+}
+
+// lexicalFixture is a lexical file of three skills, with the index and
+// signatures it holds.
+func lexicalFixture(t testing.TB) (*index.BM25, []termSignature, *bytes.Buffer) {
+	t.Helper()
+	docs := []index.Doc{
+		{ID: "a", Fields: [index.NumFields]string{"pdf", "extract text from a pdf", "read the pages and their tables"}},
+		{ID: "b", Fields: [index.NumFields]string{"sql", "slow query plans", "explain analyze the query and its indexes"}},
+		{ID: "c", Fields: [index.NumFields]string{"notes", "release notes", "commits since the last tag"}},
+	}
+	bm := index.NewBM25(docs, index.BM25Params{})
+	sigs := []termSignature{hashTerms([]string{"pdf", "page"}), hashTerms([]string{"sql", "query", "index"}), hashTerms([]string{"note"})}
+	var file bytes.Buffer
+	if err := writeLexical(&file, bm, sigs); err != nil {
+		t.Fatal(err)
+	}
+	return bm, sigs, &file
+}
+
+// FuzzReadLexical: any bytes either fail to decode or decode into an index
+// and signatures that can be used without panicking.
+func FuzzReadLexical(f *testing.F) {
+	_, _, file := lexicalFixture(f)
+	f.Add(file.Bytes(), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, n uint8) {
+		bm, sigs, err := readLexical(bytes.Clone(data), int(n)) // it takes its input over
+		if err != nil {
+			return
+		}
+		s := make([]float64, bm.Len())
+		bm.ScoreWeighted(index.QueryTerms(nil, "pdf query notes", 1), hybridFieldWeights, s)
+		for i := range sigs {
+			overlap(sigs[i], sigs[len(sigs)-1-i])
+		}
+	})
 }

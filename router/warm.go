@@ -65,7 +65,8 @@ func writeLexical(w io.Writer, bm *index.BM25, sigs []termSignature) error {
 
 var errLexical = errors.New("corrupt lexical index")
 
-// readLexical reads what writeLexical wrote, for a library of n skills.
+// readLexical reads what writeLexical wrote, for a library of n skills. It
+// takes b over: the signatures and postings are slices of it.
 func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	r := bytes.NewReader(b)
 	magic := make([]byte, len(lexicalMagic))
@@ -80,13 +81,18 @@ func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	if err := binary.Read(r, binary.LittleEndian, lens); err != nil {
 		return nil, nil, errLexical
 	}
-	if err := binary.Read(r, binary.LittleEndian, &total); err != nil || total > uint64(r.Len())/4 {
+	if err := binary.Read(r, binary.LittleEndian, &total); err != nil {
 		return nil, nil, errLexical
 	}
-	all := make([]uint32, total)
-	if err := binary.Read(r, binary.LittleEndian, all); err != nil {
+	// The signatures and the BM25 postings stay in b (index.InPlace): it is
+	// kept whole as long as the postings are, so a copy of the signatures
+	// would hold their bytes twice.
+	at := len(b) - r.Len()
+	all, moved, ok := index.InPlace[uint32](b, at, at-8, total)
+	if !ok {
 		return nil, nil, errLexical
 	}
+	rest := b[at-moved+4*len(all) : len(b)-moved]
 	sigs := make([]termSignature, count)
 	for i, l := range lens {
 		if uint64(l) > uint64(len(all)) {
@@ -97,7 +103,7 @@ func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	if len(all) != 0 {
 		return nil, nil, errLexical
 	}
-	bm, err := index.ReadBM25(b[len(b)-r.Len():])
+	bm, err := index.ReadBM25(rest)
 	if err != nil {
 		return nil, nil, err
 	}
