@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,12 +59,7 @@ func TestCheck(t *testing.T) {
 	host := strings.TrimPrefix(up.URL, "http://")
 	keyed := openAI(t, "sk-right")
 	keyedHost := strings.TrimPrefix(keyed.URL, "http://")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := "127.0.0.1:1" // privileged: nothing listens there
 	notJSON := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>hello</html>")) }))
 	defer notJSON.Close()
 	bearer := func(k string) http.Header { return http.Header{"Authorization": {"Bearer " + k}} }
