@@ -76,16 +76,19 @@ func rawBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// decoder reads what encoder wrote from one byte slice, buf: b is what is
-// left of it, from read bytes in. The last array read in place (inPlace)
+// decoder reads what encoder wrote from one byte slice, buf, of which it
+// has read the first read bytes. The last array read in place (inPlace)
 // ends held bytes in: nothing may move over buf[:held].
 type decoder struct {
-	buf, b     []byte
+	buf        []byte
 	read, held int
 	err        error
 }
 
-func newDecoder(data []byte) *decoder { return &decoder{buf: data, b: data} }
+func newDecoder(data []byte) *decoder { return &decoder{buf: data} }
+
+// left is what is still to read.
+func (d *decoder) left() []byte { return d.buf[d.read:] }
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
@@ -94,12 +97,11 @@ func (d *decoder) fail(what string) {
 }
 
 func (d *decoder) take(n uint64, what string) []byte {
-	if d.err != nil || n > uint64(len(d.b)) {
+	if d.err != nil || n > uint64(len(d.left())) {
 		d.fail(what)
 		return nil
 	}
-	out := d.b[:n]
-	d.b = d.b[n:]
+	out := d.left()[:n]
 	d.read += int(n)
 	return out
 }
@@ -116,7 +118,7 @@ func (d *decoder) str(what string) string { return string(d.take(d.u64(what), wh
 
 func (d *decoder) strs(what string) []string {
 	n := d.u64(what)
-	if n > uint64(len(d.b))/8 {
+	if n > uint64(len(d.left()))/8 {
 		d.fail(what)
 		return nil
 	}
@@ -132,7 +134,7 @@ func unraw[T any](d *decoder, what string) []T {
 	n := d.u64(what)
 	var zero T
 	size := uint64(unsafe.Sizeof(zero))
-	if d.err != nil || n > uint64(len(d.b))/size {
+	if d.err != nil || n > uint64(len(d.left()))/size {
 		d.fail(what)
 		return nil
 	}
@@ -157,7 +159,7 @@ func inPlace[T any](d *decoder, what string) []T {
 	// The unread rest moved back with the values: the buffer ends sooner.
 	d.buf = d.buf[:len(d.buf)-moved]
 	d.read += len(vals)*int(unsafe.Sizeof(*new(T))) - moved
-	d.b, d.held = d.buf[d.read:], d.read
+	d.held = d.read
 	return vals
 }
 
@@ -258,7 +260,7 @@ func ReadBM25(data []byte) (*BM25, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if len(idf) != len(terms) || len(counts) != 2*len(terms) || len(d.b) != 0 {
+	if len(idf) != len(terms) || len(counts) != 2*len(terms) || len(d.left()) != 0 {
 		return nil, fmt.Errorf("%w: term tables disagree", errCorrupt)
 	}
 	ix.terms = make(map[string]int32, len(terms))
@@ -344,7 +346,7 @@ func ReadVectors(data []byte) (*Vectors, error) {
 		return nil, d.err
 	}
 	v.n = len(v.ids)
-	if len(v.names) != v.n || len(v.hashes) != v.n || dim > 1<<20 || uint64(len(v.rows)) != uint64(v.n)*dim || len(d.b) != 0 {
+	if len(v.names) != v.n || len(v.hashes) != v.n || dim > 1<<20 || uint64(len(v.rows)) != uint64(v.n)*dim || len(d.left()) != 0 {
 		return nil, fmt.Errorf("%w: vector tables disagree", errCorrupt)
 	}
 	for i := 1; i < v.n; i++ {

@@ -152,8 +152,8 @@ func TestInPlaceHeld(t *testing.T) {
 				x = d.u64("x") // copied out: c may move over it
 			}
 			c := inPlace[uint64](d, "c")
-			if d.err != nil || len(empty) != 0 || !slices.Equal(a, []uint32{1, 2, 3}) || x != 9 || !slices.Equal(c, []uint64{4, 5}) || len(d.b) != 0 {
-				t.Fatalf("value between %v, offset %d: %v %v %d %v (%v, %d left)", between, off, empty, a, x, c, d.err, len(d.b))
+			if d.err != nil || len(empty) != 0 || !slices.Equal(a, []uint32{1, 2, 3}) || x != 9 || !slices.Equal(c, []uint64{4, 5}) || len(d.left()) != 0 {
+				t.Fatalf("value between %v, offset %d: %v %v %d %v (%v, %d left)", between, off, empty, a, x, c, d.err, len(d.left()))
 			}
 		}
 	}

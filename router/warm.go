@@ -86,9 +86,9 @@ func readLexical(b []byte, n int) (*index.BM25, []termSignature, error) {
 	}
 	// The signatures and the BM25 postings stay in b (index.InPlace): it is
 	// kept whole as long as the postings are, so a copy of the signatures
-	// would hold their bytes twice.
+	// would hold their bytes twice. They may move back over total's bytes.
 	at := len(b) - r.Len()
-	all, moved, ok := index.InPlace[uint32](b, at, at-8, total)
+	all, moved, ok := index.InPlace[uint32](b, at, at-binary.Size(total), total)
 	if !ok {
 		return nil, nil, errLexical
 	}
