@@ -332,7 +332,7 @@ func TestWatchFailureLoggedOnce(t *testing.T) {
 	ws := newWatchState(w)
 	gone := filepath.Join(t.TempDir(), "gone")
 	for range 3 {
-		if r.add(ws, gone, map[string]bool{}) {
+		if watched, _ := r.add(ws, gone, map[string]bool{}); watched {
 			t.Fatal("a missing folder was watched")
 		}
 	}
@@ -457,7 +457,7 @@ func TestWatchBoundPerRoot(t *testing.T) {
 		}
 		r := quietRegistry(roots)
 		ws := newWatchState(w)
-		r.addWatches(ws, roots)
+		r.addWatches(ws, roots, time.Time{})
 		got := 0
 		for _, p := range w.WatchList() {
 			for _, root := range roots {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unicode/utf8"
 )
 
@@ -120,6 +121,7 @@ type job struct {
 // listing and parsing overlap. Output order does not depend on scheduling:
 // skills are sorted by id at the end.
 func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
+	began := time.Now()
 	opts = opts.withDefaults()
 	work := make(chan *job, 64)
 	var wg sync.WaitGroup
@@ -159,6 +161,7 @@ func Load(ctx context.Context, roots []string, opts Options) *Snapshot {
 	}
 	warnSharedNames(list)
 	snap := newSnapshot(roots, list, d.problems)
+	snap.began = began
 	snap.err = ctx.Err()
 	if snap.err != nil {
 		snap.addLibraryProblem(Problem{Path: strings.Join(roots, string(os.PathListSeparator)), Severity: SeverityError,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -26,6 +27,9 @@ type Snapshot struct {
 	problems []Problem
 	library  []Problem // problems not tied to one skill (roots, folders)
 	err      error
+	// began is when Load started reading the roots: a change made after
+	// it may not be in the snapshot (see Watch).
+	began time.Time
 
 	fpOnce sync.Once
 	fp     string

@@ -18,10 +18,22 @@ import (
 // reloading: editors and `git checkout` write many files in a burst.
 const DefaultDebounce = 250 * time.Millisecond
 
+// changeSlack is how long before a scan began a change time may lie and
+// still count as after it: file systems keep times to a kernel tick, to the
+// second (ext3) or to two (FAT). A change just before the scan costs one
+// reload more, never a miss.
+const changeSlack = 2 * time.Second
+
 // Watch reloads on file changes (debounced) until ctx ends. It watches every
 // folder under each root (inotify is not recursive) and adds watches for
 // folders created later. Errors after startup are logged and watching goes
 // on; it returns an error only when no watcher can be created at all.
+//
+// It may start any time after the library was loaded (a server starts it
+// once its index is built, so the two walks do not compete): a change made
+// in between reached no watch, so each folder it watches for the first time
+// is checked for files changed since the current snapshot's scan began
+// (their change times), and any such change reloads.
 //
 // Libraries updated by swapping a symlink are followed: a Kubernetes
 // ConfigMap or Secret volume (the kubelet writes a new hidden folder and
@@ -46,10 +58,11 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 	ws.anyChmod = r.opts.Conventional != nil
 	// Roots the library was loaded without: one that exists by the time
 	// its watch is added appeared unseen, and needs a reload.
-	for _, p := range r.Snapshot().LibraryProblems() {
+	snap := r.Snapshot()
+	for _, p := range snap.LibraryProblems() {
 		ws.missing[filepath.Clean(p.Path)] = true
 	}
-	appeared := r.addWatches(ws, roots)
+	reload := r.addWatches(ws, roots, snap.began)
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -66,7 +79,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		}
 		timer.Reset(max(0, min(debounce, maxWait-now.Sub(pendingSince))))
 	}
-	if appeared {
+	if reload {
 		schedule()
 	}
 	for {
@@ -104,11 +117,11 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			}
 		case <-timer.C:
 			pendingSince = time.Time{}
-			r.Reload(ctx)
+			snap := r.Reload(ctx)
 			// Folders created while the scan ran (or a root that appeared)
 			// get watches now, and watches left on folders a swapped link
 			// no longer leads to move to the new ones.
-			if r.addWatches(ws, roots) {
+			if r.addWatches(ws, roots, snap.began) {
 				schedule()
 			}
 		}
@@ -157,6 +170,13 @@ type watchState struct {
 	// library found by convention a file's owner and mode decide whether
 	// its skill is read (listResources).
 	anyChmod bool
+	// since, during addWatches, is when the snapshot being watched began to
+	// be read (less changeSlack; zero: no snapshot to compare with). What a
+	// folder watched for the first time holds is checked against it, and
+	// stale records that something changed after it: its events went to no
+	// watch.
+	since time.Time
+	stale bool
 }
 
 func newWatchState(w *fsnotify.Watcher) *watchState {
@@ -218,9 +238,16 @@ func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
 // does not exist yet is covered by watching its parent, so creating it is
 // noticed; so is the parent of each symlink on a root's path, so its
 // replacement is. Watches whose path now leads to another folder are
-// moved there first. It reports whether a root that was missing is there
-// now without an event having said so: the caller reloads.
-func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
+// moved there first. It reports whether the library may have changed
+// without an event having said so, and the caller reloads: a root that was
+// missing is there now, or a folder watched for the first time holds a
+// change made after scanned (when the snapshot's scan began; zero: unknown).
+func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time) (reload bool) {
+	if !scanned.IsZero() {
+		ws.since = scanned.Add(-changeSlack)
+	}
+	ws.stale = false
+	defer func() { ws.since = time.Time{} }() // events add watches without the check
 	seen := map[string]bool{}
 	clear(ws.targets) // the walk below finds the links still broken
 	for _, p := range ws.w.WatchList() {
@@ -236,7 +263,9 @@ func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 		for _, link := range linksOnPath(root) {
 			ws.links[link] = true
 			if parent := filepath.Dir(link); !seen[parent] {
-				r.add(ws, parent, seen)
+				if _, fresh := r.add(ws, parent, seen); fresh {
+					ws.check(os.Lstat(link)) // swapped back to a folder older than the scan
+				}
 			}
 		}
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {
@@ -253,14 +282,25 @@ func (r *Registry) addWatches(ws *watchState, roots []string) (appeared bool) {
 			r.watchTree(ws, root, nil, seen, &walked)
 			if ws.missing[root] {
 				delete(ws.missing, root)
-				appeared = true
+				reload = true
 			}
 			continue
 		}
 		ws.missing[root] = true
 	}
 	r.watchMissingTargets(ws, seen)
-	return appeared
+	if ws.stale {
+		r.logger().Info("skills: the library changed before its folders were watched; reloading")
+	}
+	return reload || ws.stale
+}
+
+// check records in ws.stale whether a file (its stat) changed after
+// ws.since. Files gone or unreadable meanwhile are not: their folder changed.
+func (ws *watchState) check(info os.FileInfo, err error) {
+	if err == nil && !ws.since.IsZero() && changedSince(info, ws.since) {
+		ws.stale = true
+	}
 }
 
 // linksOnPath returns the symlinks among path and its ancestors.
@@ -280,8 +320,18 @@ func linksOnPath(path string) []string {
 // above dir in this walk, to stop at symlinks that loop back, and walked
 // counts the folders of this root's walk so far.
 func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, seen map[string]bool, walked *int) {
-	if len(ancestors) > maxDepth || *walked >= maxFolders || !r.add(ws, dir, seen) {
+	if len(ancestors) > maxDepth || *walked >= maxFolders {
 		return // too deep, or too many (Load reports the runaway tree)
+	}
+	watched, fresh := r.add(ws, dir, seen)
+	if !watched {
+		return
+	}
+	// A folder watched for the first time: what changed in it before its
+	// watch is read from the change times, stated and listed after it.
+	check := fresh && !ws.since.IsZero()
+	if check {
+		ws.check(os.Stat(dir)) // an entry added, removed or renamed
 	}
 	*walked++
 	ancestors = append(ancestors, dir)
@@ -294,12 +344,18 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 			continue
 		}
 		child := filepath.Join(dir, e.Name())
+		if check && !ws.stale {
+			ws.check(e.Info()) // a file written, or its mode changed (a folder is checked as it is watched)
+		}
 		if e.Type()&os.ModeSymlink != 0 {
 			// Symlinked folders are scanned, so watch them too, unless they loop.
 			info, err := os.Stat(child)
 			if errors.Is(err, fs.ErrNotExist) {
 				ws.broken = append(ws.broken, child) // watchMissingTargets, after the walk
 				continue
+			}
+			if check && !ws.stale && err == nil && !info.IsDir() {
+				ws.check(info, nil) // a linked file
 			}
 			if err != nil || !info.IsDir() || loopsTo(info, ancestors) != "" {
 				continue
@@ -355,10 +411,12 @@ func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
 	ws.broken = ws.broken[:0]
 }
 
-// add watches dir unless it already is; false only when it cannot be watched.
-func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
+// add watches dir unless it already is: watched is false only when it cannot
+// be, and fresh is true when the watch is new (the folder was not watched,
+// under this path or another).
+func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) (watched, fresh bool) {
 	if seen[dir] {
-		return true // already watched: still descend, children may be new
+		return true, false // already watched: still descend, children may be new
 	}
 	info, statErr := os.Stat(dir)
 	if statErr == nil {
@@ -372,7 +430,7 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 					// are the library's too. Descend all the same; a
 					// folder below may be watched under this path only.
 					seen[dir] = true
-					return true
+					return true, false
 				}
 				ws.unwatch(other) // that path leads elsewhere now
 			}
@@ -385,7 +443,7 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 			ws.failed[dir] = why
 			r.logger().Warn("skills: cannot watch folder; changes in it will be missed", "dir", dir, "err", err)
 		}
-		return false
+		return false, false
 	}
 	delete(ws.failed, dir)
 	if statErr == nil {
@@ -395,5 +453,5 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 		}
 	}
 	seen[dir] = true
-	return true
+	return true, true
 }

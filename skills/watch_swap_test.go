@@ -278,7 +278,7 @@ func TestWatchLinkSwappedBetweenWatchedFolders(t *testing.T) {
 	defer w.Close()
 	r := quietRegistry([]string{root})
 	ws := newWatchState(w)
-	r.addWatches(ws, []string{root})
+	r.addWatches(ws, []string{root}, time.Time{})
 	event := func() {
 		walked := 0
 		r.watchTree(ws, link, nil, map[string]bool{}, &walked) // the link's Create event
@@ -290,7 +290,7 @@ func TestWatchLinkSwappedBetweenWatchedFolders(t *testing.T) {
 		}
 		retarget(target)
 		event()
-		r.addWatches(ws, []string{root}) // the reload after it
+		r.addWatches(ws, []string{root}, time.Time{}) // the reload after it
 	}
 	// Swaps faster than reloads: several events between two of them.
 	rnd := rand.New(rand.NewPCG(1, 2))
@@ -303,11 +303,11 @@ func TestWatchLinkSwappedBetweenWatchedFolders(t *testing.T) {
 		case 2:
 			event()
 		case 3:
-			r.addWatches(ws, []string{root})
+			r.addWatches(ws, []string{root}, time.Time{})
 		}
 	}
 	retarget("real")
-	r.addWatches(ws, []string{root})
+	r.addWatches(ws, []string{root}, time.Time{})
 	// Every folder is watched once, under a path that leads to it.
 	byFile := map[string]bool{}
 	for _, p := range w.WatchList() {

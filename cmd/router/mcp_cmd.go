@@ -91,13 +91,6 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if cfg.Watch {
-		go func() {
-			if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
-				log.Warn("skills: watching the library failed; changes need a restart", "err", err)
-			}
-		}()
-	}
 	log.Info("skillrouter MCP server on stdio; building the routing index",
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled)
@@ -116,6 +109,9 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 		startWarm(ctx, cfg, reg, tools)
 		packText(ctx, log, reg, r)
 		log.Info("skillrouter MCP server ready", "skills", len(reg.Snapshot().Skills()), "since_start", time.Since(start).Round(time.Millisecond))
+		if cfg.Watch {
+			watchLibrary(ctx, reg, log, "changes need a restart")
+		}
 		built <- r
 	}()
 	runErr := srv.RunStdio(ctx)

@@ -36,6 +36,18 @@ import (
 // watchDebounce batches bursts of file events (an editor saving, git checkout).
 const watchDebounce = 300 * time.Millisecond
 
+// watchLibrary reloads the library on file changes until ctx ends. Servers
+// start it once the routing index is built, so that its walk (a watch per
+// folder) does not compete with the build; Watch loads what changed since
+// the library was read. otherwise says what to do when it cannot run.
+func watchLibrary(ctx context.Context, reg *skills.Registry, log *slog.Logger, otherwise string) {
+	go func() {
+		if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
+			log.Warn("skills: watching the library failed; "+otherwise, "err", err)
+		}
+	}()
+}
+
 func newServeCmd() *cobra.Command {
 	var cf configFlags
 	cmd := &cobra.Command{
@@ -228,15 +240,6 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		log, context.WithoutCancel(ctx))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if cfg.Watch {
-		// From the start, so edits made while the index builds are not
-		// missed; the router picks up a reload that lands mid-build.
-		go func() {
-			if err := reg.Watch(ctx, watchDebounce); err != nil && ctx.Err() == nil {
-				log.Warn("skills: watching the library failed; use POST /v1/skills/reload", "err", err)
-			}
-		}()
-	}
 	go reloadOnHangup(ctx, hup, cfg, sv.lib, srv, log)
 	buildc := make(chan error, 1)
 	go func() {
@@ -247,6 +250,9 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		}
 		if ctx.Err() == nil {
 			log.Info("skillrouter proxy ready", "skills", len(reg.Snapshot().Skills()), "index_build", time.Since(start).Round(time.Millisecond))
+			if cfg.Watch {
+				watchLibrary(ctx, reg, log, "use POST /v1/skills/reload")
+			}
 		}
 	}()
 	var failed error
