@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// changedSince reports whether info's file changed at or after t: its
-// content, its entries (a folder), its mode or owner, or its name. The
-// inode's change time covers all of these and, unlike the modification
-// time, cannot be set back (cp -p, tar and rsync -a keep old mtimes).
+// changedSince reports whether info's file changed at or after t (less the
+// stamps' slack): its content, its entries (a folder), its mode or owner,
+// or its name. The inode's change time covers all of these and, unlike the
+// modification time, cannot be set back (cp -p, tar and rsync -a keep old
+// modification times).
 func changedSince(info os.FileInfo, t time.Time) bool {
-	if !info.ModTime().Before(t) {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && stampedSince(time.Unix(st.Ctim.Unix()), t) {
 		return true
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && !time.Unix(st.Ctim.Unix()).Before(t)
+	return stampedSince(info.ModTime(), t)
 }

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package skills
 
@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// changedSince reports whether info's file was modified at or after t. Only
-// the modification time is read here (the change time's field differs per
-// system), so a mode change, or a file copied in with its old time kept, is
-// not seen; events seen by the watch are.
-func changedSince(info os.FileInfo, t time.Time) bool { return !info.ModTime().Before(t) }
+// changedSince reports whether info's file was modified at or after t
+// (less the stamps' slack). Only the modification time is read here, so a
+// mode change, or a file copied in with its old time kept, is not seen;
+// events seen by the watch are.
+func changedSince(info os.FileInfo, t time.Time) bool { return stampedSince(info.ModTime(), t) }

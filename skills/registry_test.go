@@ -332,7 +332,7 @@ func TestWatchFailureLoggedOnce(t *testing.T) {
 	ws := newWatchState(w)
 	gone := filepath.Join(t.TempDir(), "gone")
 	for range 3 {
-		if watched, _ := r.add(ws, gone, map[string]bool{}); watched {
+		if r.add(ws, gone, map[string]bool{}) {
 			t.Fatal("a missing folder was watched")
 		}
 	}

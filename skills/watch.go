@@ -19,10 +19,15 @@ import (
 const DefaultDebounce = 250 * time.Millisecond
 
 // changeSlack is how long before a scan began a change time may lie and
-// still count as after it: file systems keep times to a kernel tick, to the
-// second (ext3) or to two (FAT). A change just before the scan costs one
-// reload more, never a miss.
-const changeSlack = 2 * time.Second
+// still count as after it: the kernel stamps files from a clock that lags
+// by up to a tick, and some file systems keep whole seconds (ext3) or two
+// (FAT). A change just before the scan costs one reload more, never a miss.
+func changeSlack(stamp time.Time) time.Duration {
+	if stamp.Nanosecond() != 0 {
+		return 50 * time.Millisecond // sub-second times: a tick at most
+	}
+	return 2 * time.Second
+}
 
 // Watch reloads on file changes (debounced) until ctx ends. It watches every
 // folder under each root (inotify is not recursive) and adds watches for
@@ -171,17 +176,18 @@ type watchState struct {
 	// its skill is read (listResources).
 	anyChmod bool
 	// since, during addWatches, is when the snapshot being watched began to
-	// be read (less changeSlack; zero: no snapshot to compare with). What a
-	// folder watched for the first time holds is checked against it, and
-	// stale records that something changed after it: its events went to no
-	// watch.
+	// be read (zero: no snapshot to compare with). What a folder watched for
+	// the first time holds is checked against it (fresh: the folders this
+	// call added, not checked yet), and stale records that something
+	// changed after it: its events went to no watch.
 	since time.Time
+	fresh map[string]bool
 	stale bool
 }
 
 func newWatchState(w *fsnotify.Watcher) *watchState {
 	return &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{},
-		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}}
+		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}}
 }
 
 // unwatch removes the watch of path p (gone, or leading elsewhere now).
@@ -240,13 +246,12 @@ func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
 // replacement is. Watches whose path now leads to another folder are
 // moved there first. It reports whether the library may have changed
 // without an event having said so, and the caller reloads: a root that was
-// missing is there now, or a folder watched for the first time holds a
-// change made after scanned (when the snapshot's scan began; zero: unknown).
+// missing is there now or the other way round, or what is watched for the
+// first time changed after scanned (when the snapshot's scan began; zero:
+// unknown).
 func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time) (reload bool) {
-	if !scanned.IsZero() {
-		ws.since = scanned.Add(-changeSlack)
-	}
-	ws.stale = false
+	ws.since, ws.stale = scanned, false
+	clear(ws.fresh)
 	defer func() { ws.since = time.Time{} }() // events add watches without the check
 	seen := map[string]bool{}
 	clear(ws.targets) // the walk below finds the links still broken
@@ -261,11 +266,12 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 	}
 	for _, root := range roots {
 		for _, link := range linksOnPath(root) {
-			ws.links[link] = true
+			if !ws.links[link] {
+				ws.links[link] = true
+				ws.check(os.Lstat(link)) // swapped, maybe to a folder older than the scan
+			}
 			if parent := filepath.Dir(link); !seen[parent] {
-				if _, fresh := r.add(ws, parent, seen); fresh {
-					ws.check(os.Lstat(link)) // swapped back to a folder older than the scan
-				}
+				r.add(ws, parent, seen)
 			}
 		}
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {
@@ -286,6 +292,9 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 			}
 			continue
 		}
+		if !ws.missing[root] && !ws.since.IsZero() {
+			reload = true // gone since it was read: no watch saw it go
+		}
 		ws.missing[root] = true
 	}
 	r.watchMissingTargets(ws, seen)
@@ -294,6 +303,10 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 	}
 	return reload || ws.stale
 }
+
+// stampedSince reports whether a file's time stamp may be of a change made
+// at or after t.
+func stampedSince(stamp, t time.Time) bool { return !stamp.Before(t.Add(-changeSlack(stamp))) }
 
 // check records in ws.stale whether a file (its stat) changed after
 // ws.since. Files gone or unreadable meanwhile are not: their folder changed.
@@ -323,14 +336,15 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 	if len(ancestors) > maxDepth || *walked >= maxFolders {
 		return // too deep, or too many (Load reports the runaway tree)
 	}
-	watched, fresh := r.add(ws, dir, seen)
-	if !watched {
+	if !r.add(ws, dir, seen) {
 		return
 	}
-	// A folder watched for the first time: what changed in it before its
-	// watch is read from the change times, stated and listed after it.
-	check := fresh && !ws.since.IsZero()
+	// A folder watched for the first time (here, or above as a missing
+	// root's or a link's parent): what changed in it before its watch is
+	// read from the change times, stated and listed after it.
+	check := ws.fresh[dir]
 	if check {
+		delete(ws.fresh, dir)
 		ws.check(os.Stat(dir)) // an entry added, removed or renamed
 	}
 	*walked++
@@ -411,12 +425,11 @@ func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
 	ws.broken = ws.broken[:0]
 }
 
-// add watches dir unless it already is: watched is false only when it cannot
-// be, and fresh is true when the watch is new (the folder was not watched,
-// under this path or another).
-func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) (watched, fresh bool) {
+// add watches dir unless it already is; false only when it cannot be
+// watched. A new watch is recorded in ws.fresh while addWatches checks.
+func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 	if seen[dir] {
-		return true, false // already watched: still descend, children may be new
+		return true // already watched: still descend, children may be new
 	}
 	info, statErr := os.Stat(dir)
 	if statErr == nil {
@@ -430,7 +443,7 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) (watche
 					// are the library's too. Descend all the same; a
 					// folder below may be watched under this path only.
 					seen[dir] = true
-					return true, false
+					return true
 				}
 				ws.unwatch(other) // that path leads elsewhere now
 			}
@@ -443,7 +456,7 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) (watche
 			ws.failed[dir] = why
 			r.logger().Warn("skills: cannot watch folder; changes in it will be missed", "dir", dir, "err", err)
 		}
-		return false, false
+		return false
 	}
 	delete(ws.failed, dir)
 	if statErr == nil {
@@ -453,5 +466,8 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) (watche
 		}
 	}
 	seen[dir] = true
-	return true, true
+	if !ws.since.IsZero() {
+		ws.fresh[dir] = true
+	}
+	return true
 }

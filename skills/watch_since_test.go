@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,55 +15,115 @@ import (
 	"go.uber.org/goleak"
 )
 
+// swapLink points link at target the way git-sync and the kubelet do: a new
+// link renamed over the old one.
+func swapLink(t *testing.T, target, link string) {
+	t.Helper()
+	tmp := link + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWatchSeesChangesBeforeIt: Watch may start long after the library was
 // loaded (a server starts it once the index is built). Whatever changed in
 // between reached no watch; it is loaded when watching starts, with no
 // further change to the library.
 func TestWatchSeesChangesBeforeIt(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// plain is a root with skills one (a script in it) and two.
+	plain := func(t *testing.T, dir string) []string {
+		root := filepath.Join(dir, "lib")
+		writeSkill(t, filepath.Join(root, "one"), "")
+		writeSkill(t, filepath.Join(root, "two"), "")
+		writeFile(t, filepath.Join(root, "one", "scripts", "run.sh"), "echo\n")
+		return []string{root}
+	}
+	// linked are roots reached through links in one folder, a -> va and
+	// b -> vb, beside an older folder v0 holding skill "old".
+	linked := func(t *testing.T, dir string) []string {
+		writeSkill(t, filepath.Join(dir, "v0", "old"), "")
+		writeSkill(t, filepath.Join(dir, "va", "one"), "")
+		writeSkill(t, filepath.Join(dir, "vb", "two"), "")
+		symlink(t, "va", filepath.Join(dir, "a"))
+		symlink(t, "vb", filepath.Join(dir, "b"))
+		return []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+	}
+	has := func(id string) func(*Snapshot) bool {
+		return func(s *Snapshot) bool { _, ok := s.Get(id); return ok }
+	}
+	lacks := func(id string) func(*Snapshot) bool {
+		return func(s *Snapshot) bool { _, ok := s.Get(id); return !ok }
+	}
 	cases := []struct {
 		name   string
-		change func(t *testing.T, root string)
+		setup  func(t *testing.T, dir string) []string
+		change func(t *testing.T, dir string)
 		loaded func(s *Snapshot) bool
 	}{
-		{"a skill edited", func(t *testing.T, root string) { writeSkill(t, filepath.Join(root, "one"), "edited") },
+		{"a skill edited", plain, func(t *testing.T, dir string) { writeSkill(t, filepath.Join(dir, "lib", "one"), "edited") },
 			func(s *Snapshot) bool { sk, ok := s.Get("one"); return ok && sk.Body() == "edited" }},
-		{"a skill edited, its old time put back (cp -p, tar, rsync -a)", func(t *testing.T, root string) {
-			if runtime.GOOS != "linux" {
-				t.Skip("the change time is read on Linux only")
+		{"a skill edited, its old time put back (cp -p, tar, rsync -a)", plain, func(t *testing.T, dir string) {
+			if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+				t.Skip("the change time is read on Linux and macOS only")
 			}
-			p := filepath.Join(root, "one", SkillFile)
+			p := filepath.Join(dir, "lib", "one", SkillFile)
 			info, err := os.Stat(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeSkill(t, filepath.Join(root, "one"), "edited")
+			writeSkill(t, filepath.Join(dir, "lib", "one"), "edited")
 			if err := os.Chtimes(p, info.ModTime(), info.ModTime().Add(-time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}, func(s *Snapshot) bool { sk, ok := s.Get("one"); return ok && sk.Body() == "edited" }},
-		{"a skill added", func(t *testing.T, root string) { writeSkill(t, filepath.Join(root, "deep", "three"), "") },
-			func(s *Snapshot) bool { _, ok := s.Get("deep/three"); return ok }},
-		{"a skill removed", func(t *testing.T, root string) {
-			if err := os.RemoveAll(filepath.Join(root, "two")); err != nil {
+		{"a skill added", plain, func(t *testing.T, dir string) { writeSkill(t, filepath.Join(dir, "lib", "deep", "three"), "") },
+			has("deep/three")},
+		{"a skill removed", plain, func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "lib", "two")); err != nil {
 				t.Fatal(err)
 			}
-		}, func(s *Snapshot) bool { _, ok := s.Get("two"); return !ok }},
-		{"a resource written", func(t *testing.T, root string) {
-			writeFile(t, filepath.Join(root, "one", "scripts", "run.sh"), "echo longer than before\n")
+		}, lacks("two")},
+		{"a resource written", plain, func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "lib", "one", "scripts", "run.sh"), "echo longer than before\n")
 		}, func(s *Snapshot) bool {
 			sk, ok := s.Get("one")
 			return ok && len(sk.Resources) == 1 && sk.Resources[0].Size == int64(len("echo longer than before\n"))
 		}},
+		{"a root removed", func(t *testing.T, dir string) []string {
+			writeSkill(t, filepath.Join(dir, "second", "three"), "")
+			return append(plain(t, dir), filepath.Join(dir, "second"))
+		}, func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "second")); err != nil {
+				t.Fatal(err)
+			}
+		}, lacks("three")},
+		{"a skill removed beside a missing root (its parent watched first)", func(t *testing.T, dir string) []string {
+			return append([]string{filepath.Join(dir, "lib", "extra")}, plain(t, dir)...)
+		}, func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "lib", "two")); err != nil {
+				t.Fatal(err)
+			}
+		}, lacks("two")},
+		{"a root's link swapped to an older folder", linked, func(t *testing.T, dir string) {
+			swapLink(t, "v0", filepath.Join(dir, "a"))
+		}, has("old")},
+		{"the second link in a folder swapped to an older folder", linked, func(t *testing.T, dir string) {
+			swapLink(t, "v0", filepath.Join(dir, "b"))
+		}, has("old")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			writeSkill(t, filepath.Join(root, "one"), "")
-			writeSkill(t, filepath.Join(root, "two"), "")
-			writeFile(t, filepath.Join(root, "one", "scripts", "run.sh"), "echo\n")
-			r := quietRegistry([]string{root})
-			c.change(t, root)
+			dir := t.TempDir()
+			roots := c.setup(t, dir)
+			skipWholeSeconds(t, dir)
+			// Past the stamps' slack: only the change can be seen as one.
+			time.Sleep(150 * time.Millisecond)
+			r := quietRegistry(roots)
+			c.change(t, dir)
 			if c.loaded(r.Snapshot()) {
 				t.Fatal("the change is in the snapshot already")
 			}
@@ -78,14 +139,56 @@ func TestWatchSeesChangesBeforeIt(t *testing.T) {
 	}
 }
 
+// TestWatchUnchangedLibraryNotReloaded: a library untouched since it was
+// read is not reloaded when watching starts; the first edit after that is
+// one reload.
+func TestWatchUnchangedLibraryNotReloaded(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one"), "")
+	writeFile(t, filepath.Join(root, "one", "references", "a.md"), "a")
+	skipWholeSeconds(t, filepath.Join(root, "one", SkillFile))
+	time.Sleep(200 * time.Millisecond) // past the stamps' slack (changeSlack)
+	r := quietRegistry([]string{root})
+	var reloads atomic.Int64
+	r.OnReload(func(*Snapshot) { reloads.Add(1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	time.Sleep(300 * time.Millisecond) // a start-up reload, were there one, would be over
+	writeSkill(t, filepath.Join(root, "one"), "edited")
+	eventually(t, "the edit to be loaded", func() bool { sk, ok := r.Snapshot().Get("one"); return ok && sk.Body() == "edited" })
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := reloads.Load(); n != 1 {
+		t.Errorf("%d reloads, want 1 (the edit's)", n)
+	}
+}
+
+// skipWholeSeconds skips a test that needs sub-second time stamps where the
+// file system keeps whole seconds (their slack is then two seconds).
+func skipWholeSeconds(t *testing.T, path string) {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ModTime().Nanosecond() == 0 {
+		t.Skip("the file system keeps whole seconds")
+	}
+}
+
 // TestAddWatchesChangedSince: the first watch of a folder reports a change
 // made in it after the scan began (files, entries, modes), and nothing else:
-// not a folder untouched since, not a hidden file the scan skips, and not a
-// folder watched already (its events were seen).
+// not a folder untouched since, not a file in a hidden folder the scan
+// skips, and not a folder watched already (its events were seen).
 func TestAddWatchesChangedSince(t *testing.T) {
 	cases := []struct {
 		name      string
-		linuxOnly bool // the change time is read on Linux only
+		linuxOnly bool // the change time is read on Linux and macOS only
 		change    func(t *testing.T, root string)
 		want      bool
 	}{
@@ -109,17 +212,18 @@ func TestAddWatchesChangedSince(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.linuxOnly && runtime.GOOS != "linux" {
-				t.Skip("the change time is read on Linux only")
+			if c.linuxOnly && runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+				t.Skip("the change time is read on Linux and macOS only")
 			}
 			root := t.TempDir()
 			writeSkill(t, filepath.Join(root, "one"), "")
 			writeFile(t, filepath.Join(root, "one", "references", "a.md"), "a")
 			writeFile(t, filepath.Join(root, "one", ".git", "HEAD"), "old")
+			skipWholeSeconds(t, filepath.Join(root, "one", SkillFile))
+			// Past the stamps' slack on either side of the scan's start.
+			time.Sleep(200 * time.Millisecond)
 			scanned := time.Now()
-			// Change times come from the kernel's coarse clock, up to a
-			// tick behind time.Now.
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 			c.change(t, root)
 			w, err := fsnotify.NewWatcher()
 			if err != nil {
@@ -128,12 +232,11 @@ func TestAddWatchesChangedSince(t *testing.T) {
 			defer w.Close()
 			r := quietRegistry([]string{root})
 			ws := newWatchState(w)
-			// scanned less changeSlack is what addWatches compares with.
-			if got := r.addWatches(ws, []string{root}, scanned.Add(changeSlack)); got != c.want {
+			if got := r.addWatches(ws, []string{root}, scanned); got != c.want {
 				t.Errorf("first watch: reload = %v, want %v", got, c.want)
 			}
 			// Watched already: its changes from now on are events.
-			if r.addWatches(ws, []string{root}, scanned.Add(changeSlack)) {
+			if r.addWatches(ws, []string{root}, scanned) {
 				t.Error("folders watched already were checked again")
 			}
 		})

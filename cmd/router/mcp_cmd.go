@@ -109,7 +109,7 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 		startWarm(ctx, cfg, reg, tools)
 		packText(ctx, log, reg, r)
 		log.Info("skillrouter MCP server ready", "skills", len(reg.Snapshot().Skills()), "since_start", time.Since(start).Round(time.Millisecond))
-		if cfg.Watch {
+		if cfg.Watch && ctx.Err() == nil {
 			watchLibrary(ctx, reg, log, "changes need a restart")
 		}
 		built <- r
