@@ -146,8 +146,15 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	}
 
 	var pre *prebuilt
+	loggedPre := false
 	if prev == nil {
 		pre = r.loadPrebuilt(list) // a reload has better: the previous index
+		if pre != nil && !pre.matches {
+			// Said before the build, which can take minutes: that the
+			// index is built, and why. A match is said once it loaded.
+			r.logPrebuilt(pre, nil, index.BuildStats{})
+			loggedPre = true
+		}
 	}
 	// BM25 and the keyword baseline build while the vectors are embedded.
 	lexDone := make(chan struct{})
@@ -268,7 +275,9 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 		// as it was (an index kept before its router settled it is not).
 		ix.settled = pre.settledIndex()
 	}
-	r.logPrebuilt(pre, prev, stats)
+	if !loggedPre {
+		r.logPrebuilt(pre, prev, stats)
+	}
 	msg, attrs := "routing index built", []any{"skills", len(list)}
 	switch {
 	case fresh && prev != nil:

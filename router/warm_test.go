@@ -24,10 +24,16 @@ func TestWarmStart(t *testing.T) {
 	warm := filepath.Join(t.TempDir(), "warm") // not there yet: a first start
 	base := fittedBuiltin(t, load(t, lib))
 	var fits atomic.Int64
+	var fitAfterLine atomic.Bool // the build's first work began after its log line
 	builtin := func(logs *bytes.Buffer) router.Options {
 		b := embed.NewBuiltin(embed.Config{})
 		return router.Options{Embedder: b, WarmDir: warm,
-			Fit:     func(c []string) router.Embedder { fits.Add(1); return b.Fit(c) },
+			Fit: func(c []string) router.Embedder {
+				// Fit runs on the goroutine that logs the line, after it.
+				fitAfterLine.Store(strings.Contains(logs.String(), "building the routing index"))
+				fits.Add(1)
+				return b.Fit(c)
+			},
 			Restore: func(s []byte) (router.Embedder, error) { return embed.RestoreBuiltin(s) },
 			Logger:  slog.New(slog.NewTextHandler(logs, nil))}
 	}
@@ -56,6 +62,8 @@ func TestWarmStart(t *testing.T) {
 	if line := "building the routing index: none kept from an earlier start"; !strings.Contains(logs.String(), line) || strings.Contains(logs.String(), "out of date") ||
 		strings.Contains(logs.String(), "cannot be read") {
 		t.Errorf("first start, want %q:\n%s", line, logs.String())
+	} else if !fitAfterLine.Load() {
+		t.Errorf("first start: %q logged after the build, not before it", line)
 	}
 	want := rankings(r1)
 	r1.Close() // waits for the background write

@@ -91,7 +91,7 @@ func runMCP(ctx context.Context, cfg config, roots []string, logw io.Writer) err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	log.Info("skillrouter MCP server on stdio; building the routing index",
+	log.Info("skillrouter MCP server on stdio; preparing the routing index (loading one kept, or building it)",
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled)
 	built := make(chan *router.Router, 1)

@@ -231,7 +231,7 @@ func runServe(ctx context.Context, cfg config, roots []string, logw io.Writer) e
 		log.Warn("the API listens beyond this machine without client keys: whoever reaches it uses the upstream (and its key), and with exec runs skill scripts; set auth.api_keys or auth.api_keys_file",
 			"addr", ln.Addr().String(), "exec", cfg.Exec.Enabled)
 	}
-	log.Info("skillrouter proxy listening; building the routing index", "version", buildVersion(),
+	log.Info("skillrouter proxy listening; preparing the routing index (loading one kept, or building it)", "version", buildVersion(),
 		"addr", "http://"+ln.Addr().String()+"/v1", "client_keys", keys, "metrics", metricsAddr, "upstream", redact.URL(cfg.Upstream.URL),
 		"skills", len(snap.Skills()), "problems", len(snap.Problems()), "roots", strings.Join(roots, ","),
 		"strategy", cfg.Routing.Strategy, "embedder", providerName(cfg.Embedder), "exec", cfg.Exec.Enabled,
