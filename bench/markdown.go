@@ -192,7 +192,19 @@ func fnum(x float64, places int) string { return strconv.FormatFloat(x, 'f', pla
 
 func fint(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
-func fpct(x float64) string { return strconv.FormatFloat(x*100, 'f', 1, 64) + "%" }
+// fpct writes a fraction as a percentage to a tenth; one that rounds to
+// 0.0 or 100.0 without being either says so (a 10,000-skill library's
+// savings are 99.99%, not all).
+func fpct(x float64) string {
+	s := strconv.FormatFloat(x*100, 'f', 1, 64)
+	switch {
+	case s == "100.0" && x < 1:
+		return ">99.9%"
+	case s == "0.0" && x > 0:
+		return "<0.1%"
+	}
+	return s + "%"
+}
 
 func fptr(x *float64) string {
 	if x == nil {

@@ -311,3 +311,16 @@ func TestMisses(t *testing.T) {
 		t.Errorf("markdown lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestFpct: a share that rounds to 0.0% or 100.0% without being either is
+// not printed as either.
+func TestFpct(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{{0, "0.0%"}, {1, "100.0%"}, {0.5, "50.0%"}, {0.12345, "12.3%"}, {0.99992, ">99.9%"}, {0.00004, "<0.1%"}} {
+		if got := fpct(c.x); got != c.want {
+			t.Errorf("fpct(%v) = %q, want %q", c.x, got, c.want)
+		}
+	}
+}
