@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -107,7 +108,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink && !towardTarget(ev.Name, ws.targets) {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
 					walked := 0
+					ws.limited = 0
 					r.watchTree(ws, ev.Name, nil, map[string]bool{}, &walked)
+					r.reportLimit(ws, false)
 					delete(ws.missing, ev.Name) // a root seen appearing
 				}
 			}
@@ -183,11 +186,17 @@ type watchState struct {
 	since time.Time
 	fresh map[string]bool
 	stale bool
+	// limited counts the folders of this walk left unwatched because the
+	// system's limit on watches (or open files) was reached; reported is
+	// the count last logged, so that a reload finding the same does not
+	// log it again. add is the watcher's Add (tests fail it).
+	limited, reported int
+	add               func(string) error
 }
 
 func newWatchState(w *fsnotify.Watcher) *watchState {
 	return &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{},
-		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}}
+		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}, add: w.Add}
 }
 
 // unwatch removes the watch of path p (gone, or leading elsewhere now).
@@ -250,8 +259,9 @@ func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
 // first time changed after scanned (when the snapshot's scan began; zero:
 // unknown).
 func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time) (reload bool) {
-	ws.since, ws.stale = scanned, false
+	ws.since, ws.stale, ws.limited = scanned, false, 0
 	clear(ws.fresh)
+	defer r.reportLimit(ws, true)
 	defer func() { ws.since = time.Time{} }() // events add watches without the check
 	seen := map[string]bool{}
 	clear(ws.targets) // the walk below finds the links still broken
@@ -302,6 +312,34 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 		r.logger().Info("skills: the library changed before its folders were watched; reloading")
 	}
 	return reload || ws.stale
+}
+
+// atWatchLimit reports whether a watch failed for want of a system
+// resource rather than for the folder: inotify's per-user limit on watches
+// (ENOSPC) or on instances, or open files (kqueue opens each watched file).
+func atWatchLimit(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// reportLimit logs, once per count, the folders the last walk could not
+// watch for the system's limit (whole: a walk of every root, which sets the
+// count; else one of a new folder's, which adds to it).
+func (r *Registry) reportLimit(ws *watchState, whole bool) {
+	if !whole {
+		ws.limited += ws.reported
+	}
+	if ws.limited == ws.reported {
+		return
+	}
+	before := ws.reported
+	ws.reported = ws.limited
+	switch {
+	case ws.limited > 0:
+		r.logger().Warn("skills: the system's limit on file watches is reached; changes in the folders left unwatched are missed until a reload (POST /v1/skills/reload, SIGHUP) or a restart",
+			"unwatched_folders", ws.limited, "watched_folders", len(ws.watched), "fix", watchLimitHint())
+	case before > 0:
+		r.logger().Info("skills: every folder of the library is watched again", "watched_folders", len(ws.watched))
+	}
 }
 
 // stampedSince reports whether a file's time stamp may be of a change made
@@ -449,7 +487,11 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 			}
 		}
 	}
-	if err := ws.w.Add(dir); err != nil {
+	if err := ws.add(dir); err != nil {
+		if atWatchLimit(err) {
+			ws.limited++ // one line for them all (reportLimit), not thousands
+			return false
+		}
 		// Once per folder and failure: it is tried again after every
 		// reload, which would repeat the line each time.
 		if why := err.Error(); ws.failed[dir] != why {

@@ -3,11 +3,16 @@
 package skills
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,5 +245,48 @@ func TestAddWatchesChangedSince(t *testing.T) {
 				t.Error("folders watched already were checked again")
 			}
 		})
+	}
+}
+
+// TestWatchLimitLoggedOnce: folders left unwatched because the system's
+// limit on watches is reached are one warning, naming how many and the
+// limit to raise, not one per folder; the same count after a reload is
+// not logged again, and watching them all once the limit allows is.
+func TestWatchLimitLoggedOnce(t *testing.T) {
+	root := t.TempDir()
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		writeSkill(t, filepath.Join(root, id), "")
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var logs bytes.Buffer
+	r := quietRegistry([]string{root})
+	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	ws := newWatchState(w)
+	limit := 3 // the root and two skill folders
+	ws.add = func(dir string) error {
+		if len(w.WatchList()) >= limit {
+			return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
+		}
+		return w.Add(dir)
+	}
+	r.addWatches(ws, []string{root}, time.Time{})
+	r.addWatches(ws, []string{root}, time.Time{}) // as after a reload
+	out := logs.String()
+	if n := strings.Count(out, "limit on file watches"); n != 1 || !strings.Contains(out, "unwatched_folders=3") ||
+		!strings.Contains(out, "fix=") || strings.Contains(out, "cannot watch folder") {
+		t.Fatalf("want one warning for 3 folders:\n%s", out)
+	}
+	limit = 100
+	logs.Reset()
+	r.addWatches(ws, []string{root}, time.Time{})
+	if out := logs.String(); !strings.Contains(out, "every folder of the library is watched again") || strings.Contains(out, "limit on file watches") {
+		t.Fatalf("after the limit was raised:\n%s", out)
+	}
+	if n := len(w.WatchList()); n != 6 {
+		t.Errorf("%d folders watched, want 6", n)
 	}
 }
