@@ -69,6 +69,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		ws.missing[filepath.Clean(p.Path)] = true
 	}
 	reload := r.addWatches(ws, roots, snap.began)
+	if r.outOfFiles(ws) {
+		return nil
+	}
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -111,6 +114,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 					ws.limited = 0
 					r.watchTree(ws, ev.Name, nil, map[string]bool{}, &walked)
 					r.reportLimit(ws, false)
+					if r.outOfFiles(ws) {
+						return nil
+					}
 					delete(ws.missing, ev.Name) // a root seen appearing
 				}
 			}
@@ -131,6 +137,9 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			// no longer leads to move to the new ones.
 			if r.addWatches(ws, roots, snap.began) {
 				schedule()
+			}
+			if r.outOfFiles(ws) {
+				return nil
 			}
 		}
 	}
@@ -192,11 +201,17 @@ type watchState struct {
 	// log it again. add is the watcher's Add (tests fail it).
 	limited, reported int
 	add               func(string) error
+	// files counts the descriptors the watches hold where each watched
+	// folder and file takes one (kqueue), up to budget (0: no such cost);
+	// exhausted is set when the next would pass it, or open files ran out.
+	files, budget int
+	exhausted     bool
 }
 
 func newWatchState(w *fsnotify.Watcher) *watchState {
 	return &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{},
-		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}, add: w.Add}
+		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}, add: w.Add,
+		budget: watchFiles()}
 }
 
 // unwatch removes the watch of path p (gone, or leading elsewhere now).
@@ -259,7 +274,7 @@ func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
 // first time changed after scanned (when the snapshot's scan began; zero:
 // unknown).
 func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time) (reload bool) {
-	ws.since, ws.stale, ws.limited = scanned, false, 0
+	ws.since, ws.stale, ws.limited, ws.files = scanned, false, 0, 0
 	clear(ws.fresh)
 	defer r.reportLimit(ws, true)
 	defer func() { ws.since = time.Time{} }() // events add watches without the check
@@ -314,11 +329,24 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 	return reload || ws.stale
 }
 
-// atWatchLimit reports whether a watch failed for want of a system
-// resource rather than for the folder: inotify's per-user limit on watches
-// (ENOSPC) or on instances, or open files (kqueue opens each watched file).
-func atWatchLimit(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+// watchFiles is watchBudget, a variable for tests.
+var watchFiles = watchBudget
+
+// atWatchLimit reports whether a watch failed for want of inotify's
+// per-user limit on watches rather than for the folder.
+func atWatchLimit(err error) bool { return errors.Is(err, syscall.ENOSPC) }
+
+// outOfFiles reports whether the watches took, or would take, the open
+// files the proxy needs for its connections (kqueue holds one per watched
+// folder and file: a large library on macOS); then Watch stops, closing
+// them all, and says so.
+func (r *Registry) outOfFiles(ws *watchState) bool {
+	if !ws.exhausted {
+		return false
+	}
+	r.logger().Warn("skills: not watching the library: watching every folder and file would take more open files than this process should hold beside its connections; changes need POST /v1/skills/reload, SIGHUP or a restart",
+		"watched_before_stopping", len(ws.watched), "fix", watchLimitHint())
+	return true
 }
 
 // reportLimit logs, once per count, the folders the last walk could not
@@ -390,6 +418,9 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return // removed meanwhile, or unreadable: Load reports it
+	}
+	if ws.budget > 0 {
+		ws.files += 1 + len(entries) // the folder, and each entry (kqueue opens them all)
 	}
 	for _, e := range entries {
 		if Ignored(e.Name()) {
@@ -487,7 +518,15 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 			}
 		}
 	}
+	if ws.exhausted || ws.budget > 0 && ws.files >= ws.budget {
+		ws.exhausted = true
+		return false
+	}
 	if err := ws.add(dir); err != nil {
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			ws.exhausted = true
+			return false
+		}
 		if atWatchLimit(err) {
 			ws.limited++ // one line for them all (reportLimit), not thousands
 			return false

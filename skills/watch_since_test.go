@@ -290,3 +290,56 @@ func TestWatchLimitLoggedOnce(t *testing.T) {
 		t.Errorf("%d folders watched, want 6", n)
 	}
 }
+
+// TestWatchStopsBeforeOpenFilesRunOut: where every watched folder and
+// file holds an open file (kqueue), watching stops, closing them all and
+// saying so, rather than take the descriptors the proxy's connections
+// need: past its budget, or when the system says there are none left.
+func TestWatchStopsBeforeOpenFilesRunOut(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		writeSkill(t, filepath.Join(root, id), "")
+	}
+	defer func(f func() int) { watchFiles = f }(watchFiles)
+	watchFiles = func() int { return 6 } // the root and two skills
+	var logs bytes.Buffer
+	r := quietRegistry([]string{root})
+	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(context.Background(), 20*time.Millisecond) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Watch went on past its budget of open files")
+	}
+	if !strings.Contains(logs.String(), "not watching the library") {
+		t.Errorf("no warning:\n%s", logs.String())
+	}
+
+	// Out of open files as the system says: the same.
+	watchFiles = func() int { return 0 }
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ws := newWatchState(w)
+	ws.add = func(dir string) error {
+		if len(w.WatchList()) >= 2 {
+			return fmt.Errorf("open %s: %w", dir, syscall.EMFILE)
+		}
+		return w.Add(dir)
+	}
+	logs.Reset()
+	r.addWatches(ws, []string{root}, time.Time{})
+	if !r.outOfFiles(ws) || !strings.Contains(logs.String(), "not watching the library") {
+		t.Errorf("EMFILE did not stop watching:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "cannot watch folder") {
+		t.Errorf("one line per folder:\n%s", logs.String())
+	}
+}
