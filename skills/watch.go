@@ -69,7 +69,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		ws.missing[filepath.Clean(p.Path)] = true
 	}
 	reload := r.addWatches(ws, roots, snap.began)
-	if r.outOfFiles(ws) {
+	if r.outOfFiles(ctx, ws) {
 		return nil
 	}
 
@@ -110,11 +110,10 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			// as well, its events would carry that path, which is no root's.
 			if ev.Has(fsnotify.Create) && filepath.Base(ev.Name) != atomicDataLink && !towardTarget(ev.Name, ws.targets) {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
+					// Its folders' count against the limits is the reload's.
 					walked := 0
-					ws.limited = 0
 					r.watchTree(ws, ev.Name, nil, map[string]bool{}, &walked)
-					r.reportLimit(ws, false)
-					if r.outOfFiles(ws) {
+					if r.outOfFiles(ctx, ws) {
 						return nil
 					}
 					delete(ws.missing, ev.Name) // a root seen appearing
@@ -124,6 +123,13 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
+			}
+			if noFilesLeft(err) {
+				// A file new in a watched folder (kqueue opens each).
+				ws.exhausted = true
+				if r.outOfFiles(ctx, ws) {
+					return nil
+				}
 			}
 			r.logger().Warn("skills: watch error", "err", err)
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
@@ -138,7 +144,7 @@ func (r *Registry) Watch(ctx context.Context, debounce time.Duration) error {
 			if r.addWatches(ws, roots, snap.began) {
 				schedule()
 			}
-			if r.outOfFiles(ws) {
+			if r.outOfFiles(ctx, ws) {
 				return nil
 			}
 		}
@@ -201,16 +207,17 @@ type watchState struct {
 	// log it again. add is the watcher's Add (tests fail it).
 	limited, reported int
 	add               func(string) error
-	// files counts the descriptors the watches hold where each watched
-	// folder and file takes one (kqueue), up to budget (0: no such cost);
-	// exhausted is set when the next would pass it, or open files ran out.
-	files, budget int
-	exhausted     bool
+	// files counts, during addWatches (counting), the descriptors the
+	// watches hold where each watched folder and each entry in it takes
+	// one (kqueue), against budget (0: no such cost); exhausted is set
+	// when they pass it, or open files ran out.
+	files, budget       int
+	counting, exhausted bool
 }
 
 func newWatchState(w *fsnotify.Watcher) *watchState {
 	return &watchState{w: w, watched: map[string]os.FileInfo{}, links: map[string]bool{}, missing: map[string]bool{},
-		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}, add: w.Add,
+		failed: map[string]string{}, targets: map[string]bool{}, byFile: map[fileID]string{}, fresh: map[string]bool{}, add: watchAdd(w),
 		budget: watchFiles()}
 }
 
@@ -274,10 +281,17 @@ func relevant(ev fsnotify.Event, roots []string, ws *watchState) bool {
 // first time changed after scanned (when the snapshot's scan began; zero:
 // unknown).
 func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time) (reload bool) {
-	ws.since, ws.stale, ws.limited, ws.files = scanned, false, 0, 0
+	ws.since, ws.stale, ws.limited, ws.files, ws.counting = scanned, false, 0, 0, true
 	clear(ws.fresh)
-	defer r.reportLimit(ws, true)
-	defer func() { ws.since = time.Time{} }() // events add watches without the check
+	defer r.reportLimit(ws)
+	defer func() {
+		// Events add watches without the checks; the reload they cause
+		// counts again.
+		ws.since, ws.counting = time.Time{}, false
+		if ws.budget > 0 && ws.files > ws.budget {
+			ws.exhausted = true
+		}
+	}()
 	seen := map[string]bool{}
 	clear(ws.targets) // the walk below finds the links still broken
 	for _, p := range ws.w.WatchList() {
@@ -297,12 +311,14 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 			}
 			if parent := filepath.Dir(link); !seen[parent] {
 				r.add(ws, parent, seen)
+				ws.countOutside(parent)
 			}
 		}
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {
 			if parent := filepath.Dir(root); !seen[parent] {
 				if info, err := os.Stat(parent); err == nil && info.IsDir() {
 					r.add(ws, parent, seen)
+					ws.countOutside(parent)
 				}
 			}
 		}
@@ -329,33 +345,64 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 	return reload || ws.stale
 }
 
-// watchFiles is watchBudget, a variable for tests.
-var watchFiles = watchBudget
+// watchFiles and watchAdd are watchBudget and the watcher's Add, variables
+// for tests.
+var (
+	watchFiles = watchBudget
+	watchAdd   = func(w *fsnotify.Watcher) func(string) error { return w.Add }
+)
 
 // atWatchLimit reports whether a watch failed for want of inotify's
 // per-user limit on watches rather than for the folder.
 func atWatchLimit(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 
+// noFilesLeft reports whether err is the system's: no open file left.
+func noFilesLeft(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
 // outOfFiles reports whether the watches took, or would take, the open
 // files the proxy needs for its connections (kqueue holds one per watched
-// folder and file: a large library on macOS); then Watch stops, closing
-// them all, and says so.
-func (r *Registry) outOfFiles(ws *watchState) bool {
+// folder and file: a large library on macOS). Then Watch stops, closing
+// them all, and says so; a reload first loads what changed meanwhile.
+func (r *Registry) outOfFiles(ctx context.Context, ws *watchState) bool {
 	if !ws.exhausted {
 		return false
 	}
 	r.logger().Warn("skills: not watching the library: watching every folder and file would take more open files than this process should hold beside its connections; changes need POST /v1/skills/reload, SIGHUP or a restart",
 		"watched_before_stopping", len(ws.watched), "fix", watchLimitHint())
+	r.Reload(ctx)
 	return true
 }
 
-// reportLimit logs, once per count, the folders the last walk could not
-// watch for the system's limit (whole: a walk of every root, which sets the
-// count; else one of a new folder's, which adds to it).
-func (r *Registry) reportLimit(ws *watchState, whole bool) {
-	if !whole {
-		ws.limited += ws.reported
+// countFolder adds to ws.files what a watch of a folder holds open where
+// watches hold files (kqueue): the folder, and each of its entries but the
+// subfolders a walk of the library watches themselves (walked).
+func (ws *watchState) countFolder(entries []os.DirEntry, walked bool) {
+	if !ws.counting || ws.budget == 0 {
+		return
 	}
+	ws.files++
+	for _, e := range entries {
+		if !walked || !e.IsDir() || Ignored(e.Name()) {
+			ws.files++
+		}
+	}
+}
+
+// countOutside counts a watched folder outside the library (a link's or a
+// missing root's parent, a broken link target's nearest folder).
+func (ws *watchState) countOutside(dir string) {
+	if !ws.counting || ws.budget == 0 {
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	ws.countFolder(entries, false)
+}
+
+// reportLimit logs, once per count, the folders the last walk of every
+// root could not watch for the system's limit.
+func (r *Registry) reportLimit(ws *watchState) {
 	if ws.limited == ws.reported {
 		return
 	}
@@ -419,9 +466,7 @@ func (r *Registry) watchTree(ws *watchState, dir string, ancestors []string, see
 	if err != nil {
 		return // removed meanwhile, or unreadable: Load reports it
 	}
-	if ws.budget > 0 {
-		ws.files += 1 + len(entries) // the folder, and each entry (kqueue opens them all)
-	}
+	ws.countFolder(entries, true)
 	for _, e := range entries {
 		if Ignored(e.Name()) {
 			continue
@@ -484,6 +529,7 @@ func (r *Registry) watchMissingTargets(ws *watchState, seen map[string]bool) {
 		for dir := filepath.Dir(target); ; dir = filepath.Dir(dir) {
 			if info, err := os.Stat(dir); err == nil && info.IsDir() {
 				r.add(ws, dir, seen)
+				ws.countOutside(dir)
 				break
 			}
 			if dir == filepath.Dir(dir) {
@@ -518,12 +564,12 @@ func (r *Registry) add(ws *watchState, dir string, seen map[string]bool) bool {
 			}
 		}
 	}
-	if ws.exhausted || ws.budget > 0 && ws.files >= ws.budget {
+	if ws.exhausted || ws.counting && ws.budget > 0 && ws.files >= ws.budget {
 		ws.exhausted = true
 		return false
 	}
 	if err := ws.add(dir); err != nil {
-		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		if noFilesLeft(err) {
 			ws.exhausted = true
 			return false
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -306,6 +307,7 @@ func TestWatchStopsBeforeOpenFilesRunOut(t *testing.T) {
 	var logs bytes.Buffer
 	r := quietRegistry([]string{root})
 	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	writeSkill(t, filepath.Join(root, "f"), "") // after the read: loaded as watching stops
 	done := make(chan error, 1)
 	go func() { done <- r.Watch(context.Background(), 20*time.Millisecond) }()
 	select {
@@ -318,6 +320,9 @@ func TestWatchStopsBeforeOpenFilesRunOut(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "not watching the library") {
 		t.Errorf("no warning:\n%s", logs.String())
+	}
+	if _, ok := r.Snapshot().Get("f"); !ok {
+		t.Error("a skill added before watching stopped was not loaded")
 	}
 
 	// Out of open files as the system says: the same.
@@ -336,10 +341,69 @@ func TestWatchStopsBeforeOpenFilesRunOut(t *testing.T) {
 	}
 	logs.Reset()
 	r.addWatches(ws, []string{root}, time.Time{})
-	if !r.outOfFiles(ws) || !strings.Contains(logs.String(), "not watching the library") {
+	if !r.outOfFiles(context.Background(), ws) || !strings.Contains(logs.String(), "not watching the library") {
 		t.Errorf("EMFILE did not stop watching:\n%s", logs.String())
 	}
 	if strings.Contains(logs.String(), "cannot watch folder") {
 		t.Errorf("one line per folder:\n%s", logs.String())
 	}
+}
+
+// TestWatchLimitNewFolders: folders created at the watch limit while
+// watching add to the warning's count after the reload they cause, not a
+// warning each.
+func TestWatchLimitNewFolders(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "a"), "")
+	writeSkill(t, filepath.Join(root, "b"), "")
+	defer func(f func(*fsnotify.Watcher) func(string) error) { watchAdd = f }(watchAdd)
+	watchAdd = func(w *fsnotify.Watcher) func(string) error {
+		return func(dir string) error {
+			if len(w.WatchList()) >= 3 { // the root, a and b
+				return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
+			}
+			return w.Add(dir)
+		}
+	}
+	var logs lockedBuffer
+	r := quietRegistry([]string{root})
+	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, 100*time.Millisecond) }()
+	// Watching: a first folder past the limit, loaded by its event's reload.
+	retry(t, "a skill past the limit to load", func() { writeSkill(t, filepath.Join(root, "first"), "") },
+		func() bool { _, ok := r.Snapshot().Get("first"); return ok })
+	// Ten at once: their events, one reload (two if the debounce splits them).
+	for i := range 10 {
+		writeSkill(t, filepath.Join(root, fmt.Sprintf("new%d", i)), "")
+	}
+	eventually(t, "the ten to load", func() bool { _, ok := r.Snapshot().Get("new9"); return ok })
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "limit on file watches"); n > 3 || !strings.Contains(logs.String(), "unwatched_folders=11") {
+		t.Errorf("want a warning a reload (at most 3), the last for 11 folders; %d:\n%s", n, logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a logger may write from another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

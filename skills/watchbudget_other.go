@@ -2,6 +2,7 @@
 
 package skills
 
-// watchBudget is 0 where a watch holds no open file (inotify's are counted
-// by their own limit; ReadDirectoryChangesW holds one handle per root).
+// watchBudget is 0 where watches take no open files from the process's
+// limit: inotify counts them against its own (ENOSPC), and Windows gives
+// each watched folder a handle, which no small limit bounds.
 func watchBudget() int { return 0 }
