@@ -218,17 +218,12 @@ func TestRegistryWatchMissingRoot(t *testing.T) {
 	if len(r.Snapshot().LibraryProblems()) != 1 {
 		t.Fatalf("missing root not reported: %v", r.Snapshot().Problems())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	stop := watching(t, r, 20*time.Millisecond)
 	// Creating the root later is noticed through its parent.
 	retry(t, "a root created after Watch started",
 		func() { writeSkill(t, filepath.Join(root, "late"), "") },
 		func() bool { _, ok := r.Snapshot().Get("late"); return ok })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // TestRegistryWatchRootCreatedBeforeWatch: a root missing when the
@@ -239,14 +234,9 @@ func TestRegistryWatchRootCreatedBeforeWatch(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "skills")
 	r := quietRegistry([]string{root})
 	writeSkill(t, filepath.Join(root, "early"), "")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	stop := watching(t, r, 20*time.Millisecond)
 	retry(t, "a root created before Watch started", func() {}, func() bool { _, ok := r.Snapshot().Get("early"); return ok })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // TestRegistryWatchNotStarved: a file rewritten faster than the debounce
@@ -256,9 +246,7 @@ func TestRegistryWatchNotStarved(t *testing.T) {
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "one"), "")
 	r := quietRegistry([]string{root})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 200*time.Millisecond) }()
+	stopWatching := watching(t, r, 200*time.Millisecond)
 	stop := make(chan struct{})
 	noisy := make(chan struct{})
 	go func() {
@@ -277,10 +265,7 @@ func TestRegistryWatchNotStarved(t *testing.T) {
 		func() bool { _, ok := r.Snapshot().Get("two"); return ok })
 	close(stop)
 	<-noisy
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopWatching()
 }
 
 // TestRegistryWatchPermissionChange: fixing a SKILL.md's permissions loads
@@ -469,6 +454,21 @@ func TestWatchBoundPerRoot(t *testing.T) {
 		w.Close()
 		if got != tt.want {
 			t.Errorf("%s: %d folders watched, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// watching starts r.Watch with debounce d; stop cancels it, waits for it
+// to return and fails t if it returned an error.
+func watching(t *testing.T, r *Registry, d time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx, d) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/goleak"
+
+	"github.com/skillrouter/skillrouter/internal/syncbuf"
 )
 
 // swapLink points link at target the way git-sync and the kubelet do: a new
@@ -133,14 +134,9 @@ func TestWatchSeesChangesBeforeIt(t *testing.T) {
 			if c.loaded(r.Snapshot()) {
 				t.Fatal("the change is in the snapshot already")
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+			stop := watching(t, r, 20*time.Millisecond)
 			eventually(t, "the change to be loaded", func() bool { return c.loaded(r.Snapshot()) })
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stop()
 		})
 	}
 }
@@ -158,17 +154,12 @@ func TestWatchUnchangedLibraryNotReloaded(t *testing.T) {
 	r := quietRegistry([]string{root})
 	var reloads atomic.Int64
 	r.OnReload(func(*Snapshot) { reloads.Add(1) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	stop := watching(t, r, 20*time.Millisecond)
 	time.Sleep(300 * time.Millisecond) // a start-up reload, were there one, would be over
 	writeSkill(t, filepath.Join(root, "one"), "edited")
 	eventually(t, "the edit to be loaded", func() bool { sk, ok := r.Snapshot().Get("one"); return ok && sk.Body() == "edited" })
 	time.Sleep(100 * time.Millisecond)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if n := reloads.Load(); n != 1 {
 		t.Errorf("%d reloads, want 1 (the edit's)", n)
 	}
@@ -366,12 +357,10 @@ func TestWatchLimitNewFolders(t *testing.T) {
 			return w.Add(dir)
 		}
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	r := quietRegistry([]string{root})
 	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 100*time.Millisecond) }()
+	stop := watching(t, r, 100*time.Millisecond)
 	// Watching: a first folder past the limit, loaded by its event's reload.
 	retry(t, "a skill past the limit to load", func() { writeSkill(t, filepath.Join(root, "first"), "") },
 		func() bool { _, ok := r.Snapshot().Get("first"); return ok })
@@ -381,29 +370,8 @@ func TestWatchLimitNewFolders(t *testing.T) {
 	}
 	eventually(t, "the ten to load", func() bool { _, ok := r.Snapshot().Get("new9"); return ok })
 	time.Sleep(300 * time.Millisecond)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if n := strings.Count(logs.String(), "limit on file watches"); n > 3 || !strings.Contains(logs.String(), "unwatched_folders=11") {
 		t.Errorf("want a warning a reload (at most 3), the last for 11 folders; %d:\n%s", n, logs.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a logger may write from another goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -3,7 +3,6 @@
 package skills
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -97,9 +96,7 @@ func TestWatchConfigMapSwaps(t *testing.T) {
 			if ids := ids(r.Snapshot().Skills()); len(ids) != 1 || ids[0] != "alpha" {
 				t.Fatalf("initial library %v (problems %v): the hidden ..data folders must not count", ids, r.Snapshot().Problems())
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+			stop := watching(t, r, 20*time.Millisecond)
 			desc := func(id string) string {
 				s, ok := r.Snapshot().Get(id)
 				if !ok {
@@ -133,10 +130,7 @@ func TestWatchConfigMapSwaps(t *testing.T) {
 				t.Errorf("library after the swaps: %v, want [beta] (old timestamped folders must not be scanned)", got)
 			}
 
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stop()
 		})
 	}
 }
@@ -153,9 +147,7 @@ func TestWatchSwappedRootLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := quietRegistry([]string{root})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	stop := watching(t, r, 20*time.Millisecond)
 	desc := func() string {
 		s, ok := r.Snapshot().Get("alpha")
 		if !ok {
@@ -186,10 +178,7 @@ func TestWatchSwappedRootLink(t *testing.T) {
 	// An edit inside the folder the link now points to.
 	writeFile(t, filepath.Join(base, fmt.Sprintf("wt%d", gen), "alpha", SkillFile), skillFile("alpha", "Edited in place. Use when testing."))
 	eventually(t, "an edit in the new folder", func() bool { return strings.HasPrefix(desc(), "Edited in place.") })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // TestWatchRelativeRoots: a root given relative to the working folder
@@ -206,9 +195,7 @@ func TestWatchRelativeRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := quietRegistry([]string{"lib", "current"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Watch(ctx, 20*time.Millisecond) }()
+	stop := watching(t, r, 20*time.Millisecond)
 	desc := func(id string) string {
 		s, ok := r.Snapshot().Get(id)
 		if !ok {
@@ -240,10 +227,7 @@ func TestWatchRelativeRoots(t *testing.T) {
 			}
 		},
 		func() bool { return strings.HasPrefix(desc("beta"), "Tree 2.") })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // A folder link inside a skill swapped between a folder outside the
