@@ -306,11 +306,7 @@ func TestRegistryWatchPermissionChange(t *testing.T) {
 // A folder that cannot be watched is logged once, not again each time
 // watches are added after a reload.
 func TestWatchFailureLoggedOnce(t *testing.T) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := testWatcher(t)
 	var buf bytes.Buffer
 	r := quietRegistry([]string{t.TempDir()})
 	r.SetLogger(slog.New(slog.NewTextHandler(&buf, nil)))
@@ -471,4 +467,15 @@ func watching(t *testing.T, r *Registry, d time.Duration) (stop func()) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// testWatcher is a watcher closed when the test ends.
+func testWatcher(t *testing.T) *fsnotify.Watcher {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }

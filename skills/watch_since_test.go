@@ -222,11 +222,7 @@ func TestAddWatchesChangedSince(t *testing.T) {
 			scanned := time.Now()
 			time.Sleep(100 * time.Millisecond)
 			c.change(t, root)
-			w, err := fsnotify.NewWatcher()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
+			w := testWatcher(t)
 			r := quietRegistry([]string{root})
 			ws := newWatchState(w)
 			if got := r.addWatches(ws, []string{root}, scanned); got != c.want {
@@ -249,11 +245,7 @@ func TestWatchLimitLoggedOnce(t *testing.T) {
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		writeSkill(t, filepath.Join(root, id), "")
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := testWatcher(t)
 	var logs bytes.Buffer
 	r := quietRegistry([]string{root})
 	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -318,11 +310,8 @@ func TestWatchStopsBeforeOpenFilesRunOut(t *testing.T) {
 
 	// Out of open files as the system says: the same.
 	watchFiles = func() int { return 0 }
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := testWatcher(t)
+	defer w.Close() // before goleak's check
 	ws := newWatchState(w)
 	ws.add = func(dir string) error {
 		if len(w.WatchList()) >= 2 {

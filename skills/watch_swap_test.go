@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"go.uber.org/goleak"
 )
 
@@ -242,24 +241,11 @@ func TestWatchLinkSwappedBetweenWatchedFolders(t *testing.T) {
 	writeSkill(t, skill, "x\n")
 	writeFile(t, filepath.Join(skill, "real", "a.md"), "a")
 	link := filepath.Join(skill, "link")
-	retarget := func(target string) {
-		t.Helper()
-		tmp := link + ".n"
-		if err := os.Symlink(target, tmp); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, link); err != nil {
-			t.Fatal(err)
-		}
-	}
+	retarget := func(target string) { t.Helper(); swapLink(t, target, link) }
 	if err := os.Symlink("real", link); err != nil {
 		t.Fatal(err)
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := testWatcher(t)
 	r := quietRegistry([]string{root})
 	ws := newWatchState(w)
 	r.addWatches(ws, []string{root}, time.Time{})
