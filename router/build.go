@@ -241,7 +241,7 @@ func (r *Router) build(ctx context.Context, snap *skills.Snapshot, prev *rankInd
 	}
 	<-lexDone
 	if lexErr != nil && pre.matches {
-		pre.matches, pre.why = false, "lexical index: "+lexErr.Error()
+		pre.matches, pre.why, pre.damaged = false, "lexical index: "+lexErr.Error(), true
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("router: building indexes: %w", ctx.Err())

@@ -153,4 +153,7 @@ func TestWarmStart(t *testing.T) {
 	if d := route(r4, router.StrategyHybrid, "slow sql query"); d.Fallback || len(d.Ranked) == 0 {
 		t.Fatalf("after a damaged warm index: %+v", d)
 	}
+	if line := "the one kept from the last start is damaged"; !strings.Contains(logs.String(), line) {
+		t.Errorf("a damaged lexical file, want %q:\n%s", line, logs.String())
+	}
 }
