@@ -159,13 +159,7 @@ func TestWatchSwappedRootLink(t *testing.T) {
 		gen++
 		wt := fmt.Sprintf("wt%d", gen)
 		writeFile(t, filepath.Join(base, wt, "alpha", SkillFile), skillFile("alpha", text))
-		tmp := filepath.Join(base, "current.tmp")
-		if err := os.Symlink(wt, tmp); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, root); err != nil {
-			t.Fatal(err)
-		}
+		swapLink(t, wt, root)
 		// git-sync removes the old worktree after the swap; keep it, the
 		// harder case: nothing in the watched tree changes.
 	}
@@ -216,15 +210,7 @@ func TestWatchRelativeRoots(t *testing.T) {
 	eventually(t, "an edit in the new folder", func() bool { return strings.HasPrefix(desc("alpha"), "Edited.") })
 	writeFile(t, filepath.Join(base, "wt2", "beta", SkillFile), skillFile("beta", "Tree 2. Use when testing."))
 	retry(t, "a relative root link swapped",
-		func() {
-			os.Remove("current.tmp")
-			if err := os.Symlink("wt2", "current.tmp"); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename("current.tmp", "current"); err != nil {
-				t.Fatal(err)
-			}
-		},
+		func() { swapLink(t, "wt2", "current") },
 		func() bool { return strings.HasPrefix(desc("beta"), "Tree 2.") })
 	stop()
 }
