@@ -309,17 +309,14 @@ func (r *Registry) addWatches(ws *watchState, roots []string, scanned time.Time)
 				ws.links[link] = true
 				ws.check(os.Lstat(link)) // swapped, maybe to a folder older than the scan
 			}
-			if parent := filepath.Dir(link); !seen[parent] {
-				r.add(ws, parent, seen)
-				ws.countOutside(parent)
-			}
+			parent := filepath.Dir(link)
+			r.add(ws, parent, seen)
+			ws.countOutside(parent)
 		}
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {
-			if parent := filepath.Dir(root); !seen[parent] {
-				if info, err := os.Stat(parent); err == nil && info.IsDir() {
-					r.add(ws, parent, seen)
-					ws.countOutside(parent)
-				}
+			parent := filepath.Dir(root)
+			if info, err := os.Stat(parent); err == nil && info.IsDir() && r.add(ws, parent, seen) {
+				ws.countOutside(parent)
 			}
 		}
 		// Looked at (again) with the parent watched: a root created before,
@@ -391,7 +388,9 @@ func (ws *watchState) countFolder(entries []os.DirEntry, walked bool) {
 }
 
 // countOutside counts a watched folder outside the library (a link's or a
-// missing root's parent, a broken link target's nearest folder).
+// missing root's parent, a broken link target's nearest folder), on every
+// walk whether its watch is new or not (twice if two links share it: on
+// the safe side).
 func (ws *watchState) countOutside(dir string) {
 	if !ws.counting || ws.budget == 0 {
 		return
