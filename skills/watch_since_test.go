@@ -251,12 +251,7 @@ func TestWatchLimitLoggedOnce(t *testing.T) {
 	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 	ws := newWatchState(w)
 	limit := 3 // the root and two skill folders
-	ws.add = func(dir string) error {
-		if len(w.WatchList()) >= limit {
-			return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
-		}
-		return w.Add(dir)
-	}
+	ws.add = addPast(w, &limit, syscall.ENOSPC)
 	r.addWatches(ws, []string{root}, time.Time{})
 	r.addWatches(ws, []string{root}, time.Time{}) // as after a reload
 	out := logs.String()
@@ -313,12 +308,8 @@ func TestWatchStopsBeforeOpenFilesRunOut(t *testing.T) {
 	w := testWatcher(t)
 	defer w.Close() // before goleak's check
 	ws := newWatchState(w)
-	ws.add = func(dir string) error {
-		if len(w.WatchList()) >= 2 {
-			return fmt.Errorf("open %s: %w", dir, syscall.EMFILE)
-		}
-		return w.Add(dir)
-	}
+	limit := 2
+	ws.add = addPast(w, &limit, syscall.EMFILE)
 	logs.Reset()
 	r.addWatches(ws, []string{root}, time.Time{})
 	if !r.outOfFiles(context.Background(), ws) || !strings.Contains(logs.String(), "not watching the library") {
@@ -338,14 +329,8 @@ func TestWatchLimitNewFolders(t *testing.T) {
 	writeSkill(t, filepath.Join(root, "a"), "")
 	writeSkill(t, filepath.Join(root, "b"), "")
 	defer func(f func(*fsnotify.Watcher) func(string) error) { watchAdd = f }(watchAdd)
-	watchAdd = func(w *fsnotify.Watcher) func(string) error {
-		return func(dir string) error {
-			if len(w.WatchList()) >= 3 { // the root, a and b
-				return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
-			}
-			return w.Add(dir)
-		}
-	}
+	limit := 3 // the root, a and b
+	watchAdd = func(w *fsnotify.Watcher) func(string) error { return addPast(w, &limit, syscall.ENOSPC) }
 	var logs syncbuf.Buffer
 	r := quietRegistry([]string{root})
 	r.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -362,5 +347,16 @@ func TestWatchLimitNewFolders(t *testing.T) {
 	stop()
 	if n := strings.Count(logs.String(), "limit on file watches"); n > 3 || !strings.Contains(logs.String(), "unwatched_folders=11") {
 		t.Errorf("want a warning a reload (at most 3), the last for 11 folders; %d:\n%s", n, logs.String())
+	}
+}
+
+// addPast is w.Add failing with errno, as the system does, once w watches
+// *limit folders.
+func addPast(w *fsnotify.Watcher, limit *int, errno syscall.Errno) func(string) error {
+	return func(dir string) error {
+		if len(w.WatchList()) >= *limit {
+			return fmt.Errorf("watch %s: %w", dir, errno)
+		}
+		return w.Add(dir)
 	}
 }
